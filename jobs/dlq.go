@@ -1,0 +1,27 @@
+package jobs
+
+// Message attributes the runtime sets on a message it dead-letters, read back by the Inspector
+// and the CLI. SQS allows at most 10 message attributes; these are all of them.
+const (
+	AttrReason          = "jobkit.reason"            // one of the Reason* values
+	AttrError           = "jobkit.error"             // the error text (truncated to 4 KiB)
+	AttrKind            = "jobkit.kind"              // the job kind, if the envelope decoded
+	AttrJobID           = "jobkit.job_id"            // the envelope id, if it decoded
+	AttrAttempts        = "jobkit.attempts"          // attempts made (ApproximateReceiveCount)
+	AttrFunction        = "jobkit.function"          // the Lambda function that gave up
+	AttrFirstFailureAt  = "jobkit.first_received_at" // RFC 3339, first receive of the message
+	AttrFailedAt        = "jobkit.failed_at"         // RFC 3339, when it was dead-lettered
+	AttrSourceMessageID = "jobkit.source_message_id" // the message id on the source queue
+	AttrSourceQueue     = "jobkit.source_queue"      // the source queue URL (where redrive sends it back)
+)
+
+// Reasons a message is dead-lettered, in AttrReason.
+const (
+	ReasonMalformed       = "malformed"       // the body is not a JSON envelope
+	ReasonVersion         = "unknown_version" // the envelope version is not one this runtime reads
+	ReasonUnknownKind     = "unknown_kind"    // no worker is registered for the kind
+	ReasonBadArgs         = "bad_args"        // the args do not decode into the worker's type
+	ReasonCancelled       = "cancelled"       // the worker returned Cancel(err)
+	ReasonAttemptsUsed    = "attempts_exhausted"
+	ReasonPayloadMismatch = "payload_mismatch" // idempotency: the same key with a different payload
+)

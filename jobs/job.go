@@ -1,0 +1,131 @@
+package jobs
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sync"
+	"time"
+)
+
+// JobArgs is a job's arguments: a plain struct whose Kind names the job on the wire.
+// Kinds are wire contracts: never rename one without keeping the old name as an alias.
+//
+//	type SendEmail struct{ To string `json:"to"` }
+//	func (SendEmail) Kind() string { return "email.send" }
+type JobArgs interface {
+	Kind() string
+}
+
+// JobRow is everything about a job except its typed arguments: the envelope and the delivery.
+type JobRow struct {
+	ID          string          // envelope id
+	Kind        string          // envelope kind
+	Key         string          // idempotency key (the id unless the producer set one)
+	EncodedArgs json.RawMessage // the raw args, as enqueued
+	EnqueuedAt  time.Time
+	Trace       string // W3C traceparent from the producer, if any
+
+	Attempt         int    // 1 on first delivery (ApproximateReceiveCount)
+	MaxAttempts     int    // attempts allowed before the runtime dead-letters the job
+	MessageID       string // SQS message id
+	GroupID         string // FIFO message group id; empty on Standard queues
+	QueueURL        string // the queue the message came from
+	FirstReceivedAt time.Time
+}
+
+// Job is a job as a worker receives it: the row and the decoded arguments.
+type Job[T JobArgs] struct {
+	*JobRow
+	Args T
+}
+
+// Worker runs jobs of one kind. Work's ctx ends at the job's deadline (before the Lambda deadline).
+type Worker[T JobArgs] interface {
+	Work(ctx context.Context, job *Job[T]) error
+}
+
+// WorkFunc adapts a function to a Worker.
+type WorkFunc[T JobArgs] func(ctx context.Context, job *Job[T]) error
+
+// Work calls f.
+func (f WorkFunc[T]) Work(ctx context.Context, job *Job[T]) error { return f(ctx, job) }
+
+// Handler runs one decoded job whatever its kind; middleware wraps it.
+type Handler func(ctx context.Context, row *JobRow) error
+
+// Middleware wraps the running of every job (idempotency, tracing, ...). The runtime calls the
+// chain with the job's context; the innermost handler decodes the args and calls the worker.
+type Middleware func(next Handler) Handler
+
+// Workers is the registry of workers by kind, plus the middleware every job runs through.
+// It is safe for concurrent use; register everything before the first batch runs.
+type Workers struct {
+	mu         sync.RWMutex
+	byKind     map[string]*registered
+	middleware []Middleware
+}
+
+type registered struct {
+	kind string
+	run  Handler // decodes args and runs the worker
+}
+
+// NewWorkers returns an empty registry.
+func NewWorkers() *Workers {
+	return &Workers{byKind: map[string]*registered{}}
+}
+
+// Use appends middleware; the first added is the outermost.
+func (w *Workers) Use(mw ...Middleware) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.middleware = append(w.middleware, mw...)
+}
+
+// AddWorker registers worker for T's kind. It panics on an empty or duplicate kind: both are
+// programming errors found at start-up. See AddWorkerSafely for an error instead.
+func AddWorker[T JobArgs](workers *Workers, worker Worker[T]) {
+	if err := AddWorkerSafely(workers, worker); err != nil {
+		panic(err)
+	}
+}
+
+// AddWorkerSafely registers worker for T's kind, or returns an error for an empty or duplicate kind.
+func AddWorkerSafely[T JobArgs](workers *Workers, worker Worker[T]) error {
+	var zero T
+	kind := zero.Kind()
+	if kind == "" {
+		return fmt.Errorf("jobs: %T has an empty Kind()", zero)
+	}
+	if worker == nil {
+		return fmt.Errorf("jobs: nil worker for kind %q", kind)
+	}
+	workers.mu.Lock()
+	defer workers.mu.Unlock()
+	if workers.byKind == nil {
+		workers.byKind = map[string]*registered{}
+	}
+	if _, dup := workers.byKind[kind]; dup {
+		return fmt.Errorf("jobs: a worker for kind %q is already registered", kind)
+	}
+	workers.byKind[kind] = &registered{kind: kind, run: func(ctx context.Context, row *JobRow) error {
+		job := &Job[T]{JobRow: row}
+		if err := json.Unmarshal(row.EncodedArgs, &job.Args); err != nil {
+			return &ArgsError{Kind: kind, Err: err}
+		}
+		return worker.Work(ctx, job)
+	}}
+	return nil
+}
+
+// Kinds returns the registered kinds.
+func (w *Workers) Kinds() []string {
+	w.mu.RLock()
+	defer w.mu.RUnlock()
+	kinds := make([]string, 0, len(w.byKind))
+	for k := range w.byKind {
+		kinds = append(kinds, k)
+	}
+	return kinds
+}

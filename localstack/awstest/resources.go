@@ -1,0 +1,116 @@
+package awstest
+
+import (
+	"context"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
+)
+
+// Queue is an SQS queue a test created.
+type Queue struct {
+	Name string
+	URL  string
+	ARN  string
+}
+
+// QueueOptions shapes a test queue. Nil means a Standard queue with the queue defaults.
+type QueueOptions struct {
+	FIFO              bool
+	VisibilityTimeout int               // seconds; 0 keeps the queue default (30)
+	DLQ               *Queue            // redrive to this queue after MaxReceiveCount receives
+	MaxReceiveCount   int               // with DLQ; 0 means 3
+	Attributes        map[string]string // any other queue attributes
+}
+
+// CreateQueue creates a queue named after the test and deletes it when the test ends.
+func CreateQueue(tb testing.TB, cfg aws.Config, suffix string, opts *QueueOptions) Queue {
+	tb.Helper()
+	if opts == nil {
+		opts = &QueueOptions{}
+	}
+	client := sqs.NewFromConfig(cfg)
+	name := Name(tb, suffix)
+	attrs := map[string]string{}
+	for k, v := range opts.Attributes {
+		attrs[k] = v
+	}
+	if opts.FIFO {
+		name += ".fifo"
+		attrs[string(sqstypes.QueueAttributeNameFifoQueue)] = "true"
+	}
+	if opts.VisibilityTimeout > 0 {
+		attrs[string(sqstypes.QueueAttributeNameVisibilityTimeout)] = strconv.Itoa(opts.VisibilityTimeout)
+	}
+	if opts.DLQ != nil {
+		n := opts.MaxReceiveCount
+		if n == 0 {
+			n = 3
+		}
+		attrs[string(sqstypes.QueueAttributeNameRedrivePolicy)] =
+			`{"deadLetterTargetArn":"` + opts.DLQ.ARN + `","maxReceiveCount":"` + strconv.Itoa(n) + `"}`
+	}
+	ctx := context.Background()
+	out, err := client.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String(name), Attributes: attrs})
+	if err != nil {
+		tb.Fatalf("awstest: create queue %s: %v", name, err)
+	}
+	url := aws.ToString(out.QueueUrl)
+	Cleanup(tb, "queue "+name, func(ctx context.Context) error {
+		_, err := client.DeleteQueue(ctx, &sqs.DeleteQueueInput{QueueUrl: aws.String(url)})
+		return err
+	})
+	got, err := client.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{
+		QueueUrl:       aws.String(url),
+		AttributeNames: []sqstypes.QueueAttributeName{sqstypes.QueueAttributeNameQueueArn},
+	})
+	if err != nil {
+		tb.Fatalf("awstest: queue arn %s: %v", name, err)
+	}
+	return Queue{Name: name, URL: url, ARN: got.Attributes[string(sqstypes.QueueAttributeNameQueueArn)]}
+}
+
+// CreateTable creates an on-demand DynamoDB table with a string partition key (and an optional
+// string sort key), waits until it is active and deletes it when the test ends. It returns the name.
+func CreateTable(tb testing.TB, cfg aws.Config, suffix, partitionKey, sortKey string) string {
+	tb.Helper()
+	client := dynamodb.NewFromConfig(cfg)
+	name := Name(tb, suffix)
+	in := &dynamodb.CreateTableInput{
+		TableName:   aws.String(name),
+		BillingMode: ddbtypes.BillingModePayPerRequest,
+		AttributeDefinitions: []ddbtypes.AttributeDefinition{
+			{AttributeName: aws.String(partitionKey), AttributeType: ddbtypes.ScalarAttributeTypeS},
+		},
+		KeySchema: []ddbtypes.KeySchemaElement{
+			{AttributeName: aws.String(partitionKey), KeyType: ddbtypes.KeyTypeHash},
+		},
+	}
+	if sortKey != "" {
+		in.AttributeDefinitions = append(in.AttributeDefinitions,
+			ddbtypes.AttributeDefinition{AttributeName: aws.String(sortKey), AttributeType: ddbtypes.ScalarAttributeTypeS})
+		in.KeySchema = append(in.KeySchema,
+			ddbtypes.KeySchemaElement{AttributeName: aws.String(sortKey), KeyType: ddbtypes.KeyTypeRange})
+	}
+	ctx := context.Background()
+	if _, err := client.CreateTable(ctx, in); err != nil {
+		tb.Fatalf("awstest: create table %s: %v", name, err)
+	}
+	Cleanup(tb, "table "+name, func(ctx context.Context) error {
+		_, err := client.DeleteTable(ctx, &dynamodb.DeleteTableInput{TableName: aws.String(name)})
+		return err
+	})
+	w := dynamodb.NewTableExistsWaiter(client, func(o *dynamodb.TableExistsWaiterOptions) {
+		o.MinDelay, o.MaxDelay = 100*time.Millisecond, time.Second
+	})
+	if err := w.Wait(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(name)}, time.Minute); err != nil {
+		tb.Fatalf("awstest: table %s not active: %v", name, err)
+	}
+	return name
+}

@@ -1,0 +1,75 @@
+#!/usr/bin/env bash
+# Starts and stops the offline AWS emulator (moto in server mode) on 127.0.0.1:4566,
+# the port LocalStack uses, so the same tests and tools run against either.
+#
+#   emulator.sh up     print "reused" if AWS_ENDPOINT_URL (or the port) already answers,
+#                      otherwise start moto, wait for readiness (<= 20 s) and print "started"
+#   emulator.sh down   stop the emulator this script started (no-op otherwise)
+#   emulator.sh status exit 0 if the endpoint answers
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "$0")/.." && pwd)"
+RUN_DIR="${JOBKIT_RUN_DIR:-$ROOT/.run}"
+PORT="${JOBKIT_EMULATOR_PORT:-4566}"
+HOST=127.0.0.1
+PID_FILE="$RUN_DIR/moto-$PORT.pid"
+LOG_FILE="$RUN_DIR/moto-$PORT.log"
+URL="${AWS_ENDPOINT_URL:-http://$HOST:$PORT}"
+READY_TIMEOUT="${JOBKIT_EMULATOR_READY_TIMEOUT:-20}"
+
+alive() { curl -s -o /dev/null --max-time 2 "$1" ; }
+
+case "${1:-}" in
+up)
+  if alive "$URL"; then
+    echo reused
+    exit 0
+  fi
+  if [[ -n "${AWS_ENDPOINT_URL:-}" && "$AWS_ENDPOINT_URL" != "http://$HOST:$PORT" && "$AWS_ENDPOINT_URL" != "http://localhost:$PORT" ]]; then
+    echo "emulator: AWS_ENDPOINT_URL=$AWS_ENDPOINT_URL does not answer, and it is not the local emulator's address" >&2
+    exit 1
+  fi
+  if [[ ! -x "$ROOT/.venv/bin/moto_server" ]]; then
+    echo "emulator: $ROOT/.venv/bin/moto_server missing; run 'make setup'" >&2
+    exit 1
+  fi
+  mkdir -p "$RUN_DIR"
+  # setsid: the server gets its own process group, so 'down' stops it and its children.
+  setsid "$ROOT/.venv/bin/moto_server" -H "$HOST" -p "$PORT" >"$LOG_FILE" 2>&1 < /dev/null &
+  echo $! >"$PID_FILE"
+  deadline=$((SECONDS + READY_TIMEOUT))
+  until alive "http://$HOST:$PORT"; do
+    if ! kill -0 "$(cat "$PID_FILE")" 2>/dev/null; then
+      echo "emulator: moto exited during start; last log lines:" >&2
+      tail -n 20 "$LOG_FILE" >&2
+      rm -f "$PID_FILE"
+      exit 1
+    fi
+    if (( SECONDS >= deadline )); then
+      echo "emulator: not ready on http://$HOST:$PORT after ${READY_TIMEOUT}s; log: $LOG_FILE" >&2
+      "$0" down >/dev/null || true
+      exit 1
+    fi
+    sleep 0.2
+  done
+  echo started
+  ;;
+down)
+  [[ -f "$PID_FILE" ]] || exit 0
+  pid="$(cat "$PID_FILE")"
+  kill -TERM -- "-$pid" 2>/dev/null || kill -TERM "$pid" 2>/dev/null || true
+  for _ in $(seq 1 50); do
+    kill -0 "$pid" 2>/dev/null || break
+    sleep 0.1
+  done
+  kill -KILL -- "-$pid" 2>/dev/null || true
+  rm -f "$PID_FILE"
+  ;;
+status)
+  alive "$URL"
+  ;;
+*)
+  echo "usage: $0 up|down|status" >&2
+  exit 2
+  ;;
+esac
