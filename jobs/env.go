@@ -1,0 +1,13 @@
+package jobs
+
+// Environment variables the runtime reads (set by the infra Worker construct). See ConfigFromEnv.
+const (
+	EnvQueueURL          = "JOBKIT_QUEUE_URL"          // the queue the function consumes (required)
+	EnvDLQURL            = "JOBKIT_DLQ_URL"            // its dead-letter queue (required)
+	EnvMaxAttempts       = "JOBKIT_MAX_ATTEMPTS"       // attempts before dead-lettering; default 5
+	EnvVisibilityTimeout = "JOBKIT_VISIBILITY_TIMEOUT" // the queue's visibility timeout, seconds; default 30
+	EnvConcurrency       = "JOBKIT_CONCURRENCY"        // records run at once in a batch; default 10
+	EnvBackoffBase       = "JOBKIT_BACKOFF_BASE"       // first retry delay, Go duration; default 1s
+	EnvBackoffCap        = "JOBKIT_BACKOFF_CAP"        // longest retry delay, Go duration; default 15m
+	EnvIdempotencyTable  = "JOBKIT_IDEMPOTENCY_TABLE"  // DynamoDB table of the idempotency store, if any
+)
