@@ -42,15 +42,16 @@ emulator-up: setup ## start moto on 127.0.0.1:4566 (reuses a live AWS_ENDPOINT_U
 emulator-down: ## stop the emulator emulator-up started
 	@$(EMULATOR) down
 
-test: setup ## unit, emulator integration and infra tests; starts and stops the emulator
+test: ## unit, emulator integration and infra tests; installs what they need, starts and stops the emulator
 	@start=$$(date +%s); \
+	$(MAKE) --no-print-directory setup; \
 	state=$$($(EMULATOR) up) || exit 1; \
-	if [ "$$state" = started ]; then trap '$(EMULATOR) down' EXIT; fi; \
+	if [ "$$state" = started ]; then trap '$(EMULATOR) down' EXIT; trap 'exit 130' INT TERM; fi; \
 	echo "emulator: $$state at $(ENDPOINT)"; \
 	rc=0; \
 	AWS_ENDPOINT_URL=$(ENDPOINT) JOBKIT_REQUIRE_EMULATOR=1 go test $(GO_TEST_FLAGS) ./... || rc=$$?; \
-	if [ -d infra ] && ls infra/*.go infra/*/*.go >/dev/null 2>&1; then \
-	  (cd infra && go test $(GO_TEST_FLAGS) ./...) || rc=$$?; \
+	if [ -f infra/go.mod ] && ls infra/*.go >/dev/null 2>&1; then \
+	  (cd infra && AWS_ENDPOINT_URL=$(ENDPOINT) go test $(GO_TEST_FLAGS) ./...) || rc=$$?; \
 	fi; \
 	echo "make test: wall time $$(( $$(date +%s) - start ))s (exit $$rc)"; \
 	exit $$rc
@@ -63,6 +64,11 @@ lint: ## gofmt, go vet, staticcheck
 	go vet ./...
 	go run $(STATICCHECK) ./...
 	@if ls infra/*.go >/dev/null 2>&1; then cd infra && go vet ./... && go run $(STATICCHECK) ./...; fi
+
+bench: setup ## print BENCH key=value figures (starts and stops the emulator)
+	@state=$$($(EMULATOR) up) || exit 1; \
+	if [ "$$state" = started ]; then trap '$(EMULATOR) down' EXIT; trap 'exit 130' INT TERM; fi; \
+	AWS_ENDPOINT_URL=$(ENDPOINT) go run ./localstack/bench $(if $(ONLY),-only $(ONLY))
 
 fuzz: ## fuzz the envelope decoder for 60 s
 	go test ./jobs -run '^$$' -fuzz FuzzDecodeEnvelope -fuzztime 60s
