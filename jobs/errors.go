@@ -46,3 +46,26 @@ func errString(err error) string {
 	}
 	return err.Error()
 }
+
+// UnknownKindError reports a job whose kind has no registered worker; it is dead-lettered with
+// ReasonUnknownKind.
+type UnknownKindError struct{ Kind string }
+
+func (e *UnknownKindError) Error() string {
+	return fmt.Sprintf("jobs: no worker registered for kind %q", e.Kind)
+}
+
+// DeadLetterReason returns ReasonUnknownKind: an unknown kind is permanent.
+func (e *UnknownKindError) DeadLetterReason() string { return ReasonUnknownKind }
+
+// PanicError is a panic in a worker, recovered by the runtime. It is retryable, like any error.
+type PanicError struct {
+	Value any    // what was passed to panic
+	Stack string // the goroutine's stack at the panic
+}
+
+func (e *PanicError) Error() string { return fmt.Sprintf("jobs: worker panic: %v", e.Value) }
+
+// deadLetterReasoner is an error that is permanent and names why: the runtime dead-letters a job
+// whose error chain holds one, with that reason (the idempotency package's payload mismatch is one).
+type deadLetterReasoner interface{ DeadLetterReason() string }

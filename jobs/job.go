@@ -4,8 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
+	"reflect"
 	"sync"
 	"time"
+	"unsafe"
 )
 
 // JobArgs is a job's arguments: a plain struct whose Kind names the job on the wire.
@@ -32,6 +35,32 @@ type JobRow struct {
 	GroupID         string // FIFO message group id; empty on Standard queues
 	QueueURL        string // the queue the message came from
 	FirstReceivedAt time.Time
+
+	reg        *registered  // the worker for Kind, found by the runtime
+	argsSrc    string       // EncodedArgs as validated JSON sharing the message body (runtime only)
+	baseLogger *slog.Logger // the runtime's logger
+	logger     *slog.Logger // baseLogger with this job's attributes, made on first use
+}
+
+// Logger returns a logger whose lines carry the job's id, kind and attempt (and message id), as
+// the runtime's own lines do. Use it from the job's goroutine.
+func (r *JobRow) Logger() *slog.Logger {
+	if r.logger == nil {
+		base := r.baseLogger
+		if base == nil {
+			base = slog.Default()
+		}
+		r.logger = base.With(jobAttrs(r)...)
+	}
+	return r.logger
+}
+
+// jobAttrs are the attributes on every log line about a job.
+func jobAttrs(r *JobRow) []any {
+	return []any{
+		slog.String("job_id", r.ID), slog.String("kind", r.Kind), slog.Int("attempt", r.Attempt),
+		slog.String("message_id", r.MessageID),
+	}
 }
 
 // Job is a job as a worker receives it: the row and the decoded arguments.
@@ -109,14 +138,76 @@ func AddWorkerSafely[T JobArgs](workers *Workers, worker Worker[T]) error {
 	if _, dup := workers.byKind[kind]; dup {
 		return fmt.Errorf("jobs: a worker for kind %q is already registered", kind)
 	}
+	plan := compileArgsPlan(reflect.TypeFor[T]())
 	workers.byKind[kind] = &registered{kind: kind, run: func(ctx context.Context, row *JobRow) error {
 		job := &Job[T]{JobRow: row}
-		if err := json.Unmarshal(row.EncodedArgs, &job.Args); err != nil {
+		if err := decodeArgs(row, plan, &job.Args); err != nil {
 			return &ArgsError{Kind: kind, Err: err}
 		}
 		return worker.Work(ctx, job)
 	}}
 	return nil
+}
+
+// decodeArgs decodes row's args into dst exactly as json.Unmarshal does; no args leave the zero
+// value. A flat struct of scalars decodes without reflection (argsPlan); a type with its own
+// UnmarshalJSON gets the args directly when the runtime has already validated them.
+func decodeArgs[T any](row *JobRow, plan *argsPlan, dst *T) error {
+	if len(row.EncodedArgs) == 0 {
+		return nil
+	}
+	validated := row.argsSrc != "" && len(row.argsSrc) == len(row.EncodedArgs)
+	if plan != nil {
+		src := row.argsSrc
+		if !validated {
+			src = string(row.EncodedArgs)
+		}
+		if plan.decode(src, unsafe.Pointer(dst)) {
+			return nil
+		}
+		var zero T
+		*dst = zero
+	} else if u, ok := any(dst).(json.Unmarshaler); ok && validated {
+		return u.UnmarshalJSON(row.EncodedArgs)
+	}
+	return json.Unmarshal(row.EncodedArgs, dst)
+}
+
+// lookup returns the worker registered for kind, or nil.
+func (w *Workers) lookup(kind string) *registered {
+	w.mu.RLock()
+	r := w.byKind[kind]
+	w.mu.RUnlock()
+	return r
+}
+
+// handler returns the middleware chain around the innermost handler, which decodes the args and
+// calls the worker of row.Kind.
+func (w *Workers) handler() Handler {
+	h := w.dispatch
+	w.mu.RLock()
+	for i := len(w.middleware) - 1; i >= 0; i-- {
+		h = w.middleware[i](h)
+	}
+	w.mu.RUnlock()
+	return h
+}
+
+// dispatch runs the worker of row.Kind.
+func (w *Workers) dispatch(ctx context.Context, row *JobRow) error {
+	reg := row.reg
+	if reg == nil || reg.kind != row.Kind {
+		if reg = w.lookup(row.Kind); reg == nil {
+			return &UnknownKindError{Kind: row.Kind}
+		}
+	}
+	return reg.run(ctx, row)
+}
+
+// Run runs one job through the middleware and the worker registered for row.Kind, as the runtime
+// does (without its panic recovery, deadline or outcome handling). jobstest uses it.
+func (w *Workers) Run(ctx context.Context, row *JobRow) error {
+	return w.handler()(ctx, row)
 }
 
 // Kinds returns the registered kinds.

@@ -1,0 +1,192 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"strconv"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/jobkit-go/jobkit/jobs/inspect"
+)
+
+// queuesJSON is the document `jobkit queues --json` prints (docs/cli.md).
+type queuesJSON struct {
+	Version  int         `json:"version"`
+	Queues   []queueJSON `json:"queues"`
+	Warnings []string    `json:"warnings"`
+}
+
+// queueJSON is one queue of queuesJSON.
+type queueJSON struct {
+	Name string `json:"name"`
+	URL  string `json:"url"`
+	countsJSON
+	DLQ *dlqStatsJSON `json:"dlq"`
+}
+
+// dlqStatsJSON is a queue's dead-letter queue in queueJSON.
+type dlqStatsJSON struct {
+	Name string `json:"name"`
+	URL  string `json:"url"`
+	countsJSON
+}
+
+// countsJSON are the counts and age shared by queues and DLQs.
+type countsJSON struct {
+	FIFO             bool   `json:"fifo"`
+	Visible          int64  `json:"visible"`
+	InFlight         int64  `json:"in_flight"`
+	Delayed          int64  `json:"delayed"`
+	OldestAgeSeconds *int64 `json:"oldest_age_seconds"`
+	OldestAgeSource  string `json:"oldest_age_source"`
+}
+
+func toCounts(s *inspect.QueueStats) countsJSON {
+	c := countsJSON{FIFO: s.FIFO, Visible: s.Visible, InFlight: s.InFlight, Delayed: s.Delayed, OldestAgeSource: string(s.OldestAgeSource)}
+	if s.OldestAgeSource != inspect.AgeUnknown {
+		secs := int64(s.OldestAge / time.Second)
+		c.OldestAgeSeconds = &secs
+	}
+	return c
+}
+
+func parseAgeMode(s string) (inspect.AgeMode, error) {
+	switch s {
+	case "auto", "":
+		return inspect.AgeAuto, nil
+	case "cloudwatch":
+		return inspect.AgeCloudWatch, nil
+	case "sample":
+		return inspect.AgeSample, nil
+	case "off":
+		return inspect.AgeOff, nil
+	}
+	return 0, usageError{fmt.Errorf("--age must be auto, cloudwatch, sample or off, not %q", s)}
+}
+
+func newQueuesCmd(a *app) *cobra.Command {
+	var (
+		asJSON bool
+		age    string
+	)
+	cmd := &cobra.Command{
+		Use:   "queues",
+		Short: "Show each queue's depth, in-flight, delayed, oldest age and DLQ depth",
+		Long: `Show, for each queue and its dead-letter queue: messages visible (ready), in flight
+(received, not yet deleted), delayed, and the age of the oldest message.
+
+Counts are SQS's approximate counts. The oldest age is not a queue attribute: --age says
+where it comes from.
+  auto        CloudWatch's ApproximateAgeOfOldestMessage (AWS; a few minutes behind). Where
+              CloudWatch has no answer (the offline emulator), DLQs are sampled (harmless
+              there) and job queues show "-".
+  cloudwatch  CloudWatch only.
+  sample      receive up to 10 messages of every queue for 1 s and hand them back: works on
+              any endpoint, but each sampled job's receive count goes up by one, which spends
+              one of its attempts. A lower bound on Standard queues.
+  off         no ages.`,
+		Example: `  # Every queue of the deployed stack (JobkitState)
+  jobkit queues
+
+  # Two queues by URL, as JSON
+  jobkit queues -q https://sqs.us-east-1.amazonaws.com/123456789012/email \
+                -q https://sqs.us-east-1.amazonaws.com/123456789012/ledger.fifo --json
+
+  # On the emulator, with sampled ages (spends an attempt of each sampled job)
+  jobkit --endpoint http://127.0.0.1:4566 queues --age sample`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			mode, err := parseAgeMode(age)
+			if err != nil {
+				return err
+			}
+			ctx := cmd.Context()
+			in, err := a.inspector(ctx)
+			if err != nil {
+				return err
+			}
+			qs, err := a.resolve(ctx, in)
+			if err != nil {
+				return err
+			}
+			rep, err := in.Stats(ctx, qs, &inspect.StatsOptions{Age: mode})
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				return writeJSON(cmd.OutOrStdout(), queuesDoc(rep))
+			}
+			printQueues(cmd.OutOrStdout(), rep)
+			for _, w := range rep.Warnings {
+				fmt.Fprintln(cmd.ErrOrStderr(), "warning:", w)
+			}
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON (schema in docs/cli.md)")
+	cmd.Flags().StringVar(&age, "age", "auto", "where the oldest age comes from: auto, cloudwatch, sample, off")
+	return cmd
+}
+
+func queuesDoc(rep *inspect.StatsReport) queuesJSON {
+	doc := queuesJSON{Version: jsonVersion, Queues: []queueJSON{}, Warnings: rep.Warnings}
+	if doc.Warnings == nil {
+		doc.Warnings = []string{}
+	}
+	for i := range rep.Queues {
+		s := &rep.Queues[i]
+		q := queueJSON{Name: s.Name, URL: s.URL, countsJSON: toCounts(s)}
+		if s.DLQ != nil {
+			q.DLQ = &dlqStatsJSON{Name: s.DLQ.Name, URL: s.DLQ.URL, countsJSON: toCounts(s.DLQ)}
+		}
+		doc.Queues = append(doc.Queues, q)
+	}
+	return doc
+}
+
+func printQueues(w io.Writer, rep *inspect.StatsReport) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "QUEUE\tTYPE\tVISIBLE\tIN FLIGHT\tDELAYED\tOLDEST\tDLQ\tDLQ IN FLIGHT\tDLQ OLDEST")
+	for i := range rep.Queues {
+		s := &rep.Queues[i]
+		kind := "standard"
+		if s.FIFO {
+			kind = "fifo"
+		}
+		visible, inFlight, delayed, oldest := "-", "-", "-", "-"
+		if s.URL != "" {
+			visible, inFlight, delayed, oldest = itoa(s.Visible), itoa(s.InFlight), itoa(s.Delayed), ageText(s)
+		}
+		dlq, dlqInFlight, dlqOldest := "-", "-", "-"
+		if s.DLQ != nil {
+			dlq, dlqInFlight, dlqOldest = itoa(s.DLQ.Visible), itoa(s.DLQ.InFlight), ageText(s.DLQ)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", s.Name, kind, visible, inFlight, delayed, oldest, dlq, dlqInFlight, dlqOldest)
+	}
+	tw.Flush()
+}
+
+func itoa(n int64) string { return strconv.FormatInt(n, 10) }
+
+// ageText renders an age; a sampled age is a lower bound, marked with "≥".
+func ageText(s *inspect.QueueStats) string {
+	switch s.OldestAgeSource {
+	case inspect.AgeUnknown:
+		return "-"
+	case inspect.AgeFromSample:
+		return "≥" + s.OldestAge.Truncate(time.Second).String()
+	default:
+		return s.OldestAge.Truncate(time.Second).String()
+	}
+}
+
+// noArgs refuses positional arguments with a usage error.
+func noArgs(cmd *cobra.Command, args []string) error {
+	if len(args) > 0 {
+		return usageError{fmt.Errorf("%s takes no arguments, got %q", cmd.CommandPath(), args)}
+	}
+	return nil
+}

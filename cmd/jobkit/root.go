@@ -1,0 +1,228 @@
+// Command jobkit is the operator CLI of jobkit: queue statistics, dead-lettered jobs (list, show,
+// redrive, purge) and enqueueing jobs by hand or in bulk. It works against AWS, LocalStack or the
+// offline emulator (--endpoint or AWS_ENDPOINT_URL) and finds the queues in the deployed stack's
+// outputs, or takes them from flags. It is a thin layer over package jobs/inspect and the jobs
+// producer client. docs/cli.md documents every verb and the --json output.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/url"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/spf13/cobra"
+
+	"github.com/jobkit-go/jobkit/jobs/inspect"
+)
+
+// jsonVersion is the version of every --json document; it changes only when a field changes
+// meaning or goes away (new fields may be added within a version).
+const jsonVersion = 1
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+// Exit codes.
+const (
+	exitOK    = 0
+	exitError = 1
+	exitUsage = 2
+)
+
+// usageError marks a wrong command line (exit code 2).
+type usageError struct{ err error }
+
+func (e usageError) Error() string { return e.err.Error() }
+func (e usageError) Unwrap() error { return e.err }
+
+// run runs the CLI with args and returns the exit code. Tests call it in-process.
+func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	a := &app{stdin: stdin}
+	root := newRootCmd(a)
+	root.SetArgs(args)
+	root.SetIn(stdin)
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	err := root.ExecuteContext(ctx)
+	if err == nil {
+		return exitOK
+	}
+	fmt.Fprintf(stderr, "jobkit: %v\n", err)
+	var ue usageError
+	if errors.As(err, &ue) {
+		fmt.Fprintln(stderr, "Run 'jobkit --help' for usage.")
+		return exitUsage
+	}
+	return exitError
+}
+
+// app holds the global flags and what is built from them.
+type app struct {
+	endpoint string
+	region   string
+	stack    string
+	queues   []string
+	dlq      string
+
+	stdin io.Reader
+	cfg   *aws.Config
+}
+
+func newRootCmd(a *app) *cobra.Command {
+	root := &cobra.Command{
+		Use:   "jobkit",
+		Short: "Operate jobkit job queues: stats, dead-lettered jobs, redrive, enqueue",
+		Long: `jobkit operates the SQS job queues of a jobkit deployment.
+
+Queues come from the deployed stack's outputs (JobkitQueue<Name> and JobkitDlq<Name>
+of --stack, default JobkitState), or from --queue/--dlq (a queue URL, a stack output
+name, or a queue name). A queue's dead-letter queue is taken from the stack, or from
+its RedrivePolicy.
+
+The endpoint is AWS unless --endpoint or AWS_ENDPOINT_URL points elsewhere (LocalStack,
+the offline emulator). On a loopback endpoint without credentials in the environment,
+jobkit uses the emulator's test credentials.`,
+		Example: `  # Depth, in-flight, delayed, oldest age and DLQ depth of every queue of the stack
+  jobkit queues
+
+  # The same against the offline emulator, as JSON
+  jobkit --endpoint http://127.0.0.1:4566 queues --json
+
+  # What is dead, and why; then send it back after the fix
+  jobkit dlq list --queue email
+  jobkit dlq show 01JD3Q7X2V8M4N6P8R0T2V4X6Z --queue email
+  jobkit dlq redrive --queue email --kind email.send
+
+  # Enqueue one job, or a file of them
+  jobkit enqueue email.send --args '{"to":"a@example.com"}' --queue email
+  jobkit enqueue --file jobs.ndjson --queue email`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
+	pf := root.PersistentFlags()
+	pf.StringVar(&a.endpoint, "endpoint", os.Getenv("AWS_ENDPOINT_URL"), "AWS endpoint URL (LocalStack, the emulator); default $AWS_ENDPOINT_URL, else AWS")
+	pf.StringVar(&a.region, "region", "", "AWS region; default $AWS_REGION or the shared config (us-east-1 with --endpoint)")
+	pf.StringVar(&a.stack, "stack", inspect.DefaultStack, "CloudFormation stack whose outputs name the queues")
+	pf.StringArrayVarP(&a.queues, "queue", "q", nil, "queue URL or name (repeatable for 'queues'); default: the stack's queues")
+	pf.StringVar(&a.dlq, "dlq", "", "dead-letter queue URL or name; default: the queue's (stack output or RedrivePolicy)")
+
+	root.AddCommand(newQueuesCmd(a), newDLQCmd(a), newEnqueueCmd(a))
+	return root
+}
+
+// awsConfig loads the AWS configuration once, honouring --endpoint and --region.
+func (a *app) awsConfig(ctx context.Context) (aws.Config, error) {
+	if a.cfg != nil {
+		return *a.cfg, nil
+	}
+	var opts []func(*config.LoadOptions) error
+	region := a.region
+	if a.endpoint != "" {
+		opts = append(opts, config.WithBaseEndpoint(a.endpoint))
+		if region == "" && os.Getenv("AWS_REGION") == "" && os.Getenv("AWS_DEFAULT_REGION") == "" {
+			region = "us-east-1"
+		}
+		if loopback(a.endpoint) && os.Getenv("AWS_ACCESS_KEY_ID") == "" && os.Getenv("AWS_PROFILE") == "" {
+			opts = append(opts, config.WithCredentialsProvider(credentials.NewStaticCredentialsProvider("test", "test", "")))
+		}
+	}
+	if region != "" {
+		opts = append(opts, config.WithRegion(region))
+	}
+	cfg, err := config.LoadDefaultConfig(ctx, opts...)
+	if err != nil {
+		return aws.Config{}, fmt.Errorf("load AWS configuration: %w", err)
+	}
+	a.cfg = &cfg
+	return cfg, nil
+}
+
+func loopback(endpoint string) bool {
+	u, err := url.Parse(endpoint)
+	if err != nil {
+		return false
+	}
+	h := u.Hostname()
+	if h == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(h)
+	return ip != nil && ip.IsLoopback()
+}
+
+func (a *app) inspector(ctx context.Context) (*inspect.Inspector, error) {
+	cfg, err := a.awsConfig(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return inspect.New(cfg), nil
+}
+
+func (a *app) target() inspect.Target {
+	return inspect.Target{Stack: a.stack, Queues: a.queues, DLQ: a.dlq}
+}
+
+// resolve returns the queues the flags (or the stack) name.
+func (a *app) resolve(ctx context.Context, in *inspect.Inspector) ([]inspect.Queue, error) {
+	qs, err := in.Resolve(ctx, a.target())
+	if errors.Is(err, inspect.ErrStackNotFound) {
+		return nil, fmt.Errorf("%w (pass --queue URL, or --stack NAME for the deployed stack)", err)
+	}
+	return qs, err
+}
+
+// one returns the single queue the command works on, refusing to guess between several.
+func (a *app) one(ctx context.Context, in *inspect.Inspector, needDLQ bool) (inspect.Queue, error) {
+	qs, err := a.resolve(ctx, in)
+	if err != nil {
+		return inspect.Queue{}, err
+	}
+	var pick []inspect.Queue
+	for _, q := range qs {
+		if !needDLQ || q.DLQURL != "" {
+			pick = append(pick, q)
+		}
+	}
+	switch len(pick) {
+	case 1:
+		return pick[0], nil
+	case 0:
+		if needDLQ {
+			return inspect.Queue{}, fmt.Errorf("%w: %s (pass --dlq)", inspect.ErrNoDLQ, names(qs))
+		}
+		return inspect.Queue{}, inspect.ErrNoQueues
+	default:
+		return inspect.Queue{}, usageError{fmt.Errorf("%d queues (%s): choose one with --queue NAME", len(pick), names(pick))}
+	}
+}
+
+func names(qs []inspect.Queue) string {
+	n := make([]string, len(qs))
+	for i, q := range qs {
+		n[i] = q.Name
+	}
+	return strings.Join(n, ", ")
+}
+
+// writeJSON writes v as indented JSON and a newline.
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}

@@ -1,0 +1,36 @@
+// Package samplejobs holds the jobs of jobkit's sample stack — their argument types, which
+// services import to enqueue them, and their workers, which the functions in functions/email,
+// functions/ledger and functions/transcode run:
+//
+//   - SendEmail ("email.send", Standard queue Email): idempotent through idempotency.Middleware.
+//   - PostLedger ("ledger.post", FIFO queue Ledger, one message group per account): applies a
+//     posting to the account's item in a DynamoDB ledger table exactly once, in the same
+//     transaction as its idempotency record.
+//   - TranscodeVideo ("video.transcode", Standard queue Transcode): a long job that relies on the
+//     runtime's heartbeat and stops when its context ends.
+//
+// Every args type embeds Faults, demo behaviour that makes a job fail on purpose so that retries
+// and dead-lettering can be shown and tested: fail_attempts fails the first attempts with a
+// retryable error, poison cancels the job (it is dead-lettered at once).
+package samplejobs
+
+// Queue names of the sample stack: the JobQueue construct ids, so queue N's URL is the stack
+// output JobkitQueue<N> and its dead-letter queue's JobkitDlq<N>.
+const (
+	QueueEmail     = "Email"
+	QueueLedger    = "Ledger"
+	QueueTranscode = "Transcode"
+)
+
+// Queues maps each sample kind to the name of its queue.
+var Queues = map[string]string{
+	KindSendEmail:      QueueEmail,
+	KindPostLedger:     QueueLedger,
+	KindTranscodeVideo: QueueTranscode,
+}
+
+// Environment variables of the sample functions besides the runtime's (jobs/env.go).
+const (
+	// EnvLedgerTable names the DynamoDB table the ledger function writes (partition key "account").
+	EnvLedgerTable = "LEDGER_TABLE"
+)

@@ -1,0 +1,76 @@
+package samplejobs
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"strings"
+
+	"github.com/jobkit-go/jobkit/jobs"
+)
+
+// KindSendEmail is SendEmail's kind.
+const KindSendEmail = "email.send"
+
+// SendEmail sends one email.
+type SendEmail struct {
+	To      string `json:"to"`
+	Subject string `json:"subject"`
+	Body    string `json:"body,omitempty"`
+	Faults
+}
+
+// Kind implements jobs.JobArgs.
+func (SendEmail) Kind() string { return KindSendEmail }
+
+// Email is a message as a Mailer sends it.
+type Email struct {
+	To, Subject, Body string
+	// IdempotencyKey identifies the send: a provider that deduplicates sends takes it.
+	IdempotencyKey string
+}
+
+// Mailer sends email.
+type Mailer interface {
+	Send(ctx context.Context, msg Email) error
+}
+
+// LogMailer is the sample stack's Mailer: it writes each email as a JSON log line instead of
+// sending it, so the sample needs no verified sender.
+type LogMailer struct {
+	Logger *slog.Logger // nil means slog.Default()
+}
+
+// Send implements Mailer.
+func (m LogMailer) Send(ctx context.Context, msg Email) error {
+	log := m.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	log.LogAttrs(ctx, slog.LevelInfo, "email sent",
+		slog.String("to", msg.To), slog.String("subject", msg.Subject),
+		slog.String("idempotency_key", msg.IdempotencyKey))
+	return nil
+}
+
+// EmailWorker runs SendEmail jobs. Run it behind idempotency.Middleware so that a job delivered
+// twice sends once.
+type EmailWorker struct {
+	Mailer Mailer
+}
+
+// Work implements jobs.Worker.
+func (w *EmailWorker) Work(ctx context.Context, job *jobs.Job[SendEmail]) error {
+	if err := job.Args.Inject(job.JobRow); err != nil {
+		return err
+	}
+	if !strings.Contains(job.Args.To, "@") {
+		// Retrying cannot fix an address.
+		return jobs.Cancel(errors.New("samplejobs: invalid recipient " + job.Args.To))
+	}
+	key := job.Key
+	if key == "" {
+		key = job.ID
+	}
+	return w.Mailer.Send(ctx, Email{To: job.Args.To, Subject: job.Args.Subject, Body: job.Args.Body, IdempotencyKey: key})
+}

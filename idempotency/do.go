@@ -1,0 +1,314 @@
+package idempotency
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+)
+
+// Defaults of Config.
+const (
+	// DefaultExpiry is how long a record holds its key.
+	DefaultExpiry = time.Hour
+	// DefaultLease is the lease of a claim when neither Config.Lease nor a ctx deadline sets one.
+	DefaultLease = 15 * time.Minute
+	// MinLease is the shortest lease a claim gets.
+	MinLease = time.Second
+)
+
+// releaseTimeout bounds the store call that records or releases a claim after the function ran,
+// which runs even when the function's context has ended.
+const releaseTimeout = 10 * time.Second
+
+// Config configures Do and Middleware. A nil *Config means the defaults.
+type Config struct {
+	// Expiry is how long a record holds its key after it is written: a duplicate arriving later
+	// runs again. Default DefaultExpiry (1 h).
+	Expiry time.Duration
+	// Lease is how long a claim holds its key while the function runs; after it ends another run
+	// may claim the key. The function's context ends with the lease. Default: the time left
+	// before ctx's deadline (in Lambda, the invocation deadline; in a job, the job's deadline),
+	// or DefaultLease (15 min) when ctx has none. At least MinLease.
+	Lease time.Duration
+	// Payload, when not nil, is hashed (see PayloadHash) and recorded as the validation hash: the
+	// same key with a different payload fails with *PayloadMismatchError. Used by Do; Middleware
+	// always validates the job's args.
+	Payload any
+	// NoResult stops Do from recording the function's result (data). Duplicates then get T's
+	// zero value.
+	NoResult bool
+	// Cache holds completed keys in this process. Nil means DefaultCache.
+	Cache *Cache
+	// NoCache turns the warm-process cache off: every call asks the store.
+	NoCache bool
+	// Now returns the current time, used for expiry and leases (tests set it). Default time.Now.
+	Now func() time.Time
+	// Logger logs what the store could not do (a claim not released, a result not recorded).
+	// Default slog.Default().
+	Logger *slog.Logger
+}
+
+func (c *Config) expiry() time.Duration {
+	if c == nil || c.Expiry <= 0 {
+		return DefaultExpiry
+	}
+	return c.Expiry
+}
+
+func (c *Config) now() time.Time {
+	if c == nil || c.Now == nil {
+		return time.Now()
+	}
+	return c.Now()
+}
+
+func (c *Config) cache() *Cache {
+	switch {
+	case c == nil:
+		return DefaultCache
+	case c.NoCache:
+		return nil
+	case c.Cache != nil:
+		return c.Cache
+	}
+	return DefaultCache
+}
+
+func (c *Config) logger() *slog.Logger {
+	if c == nil || c.Logger == nil {
+		return slog.Default()
+	}
+	return c.Logger
+}
+
+// lease returns the lease for a run under ctx.
+func (c *Config) lease(ctx context.Context) time.Duration {
+	d := DefaultLease
+	if c != nil && c.Lease > 0 {
+		d = c.Lease
+	} else if dl, ok := ctx.Deadline(); ok {
+		d = time.Until(dl)
+	}
+	return max(d, MinLease)
+}
+
+// PayloadHash returns the validation hash of payload: the hex SHA-256 of its canonical JSON
+// (object keys sorted, insignificant space removed), so two encodings of the same value agree.
+// A []byte or json.RawMessage holding JSON is canonicalised; other bytes are hashed as they are.
+func PayloadHash(payload any) (string, error) {
+	var raw []byte
+	switch p := payload.(type) {
+	case json.RawMessage:
+		raw = p
+	case []byte:
+		raw = p
+	default:
+		b, err := json.Marshal(payload)
+		if err != nil {
+			return "", fmt.Errorf("idempotency: encode payload: %w", err)
+		}
+		raw = b
+	}
+	if canon, err := canonicalJSON(raw); err == nil {
+		raw = canon
+	}
+	sum := sha256.Sum256(raw)
+	return hex.EncodeToString(sum[:]), nil
+}
+
+func canonicalJSON(raw []byte) ([]byte, error) {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return nil, err
+	}
+	if dec.More() {
+		return nil, errors.New("trailing data")
+	}
+	return json.Marshal(v)
+}
+
+// Do runs fn once for key. The first call claims key in store, runs fn and records its result;
+// a duplicate returns the recorded result without running fn. A duplicate of a key another call
+// is running fails with *InProgressError (retry after its LeaseEnd); a duplicate with a different
+// cfg.Payload fails with *PayloadMismatchError. If fn fails or panics, the claim is deleted so a
+// retry runs fn again, and fn's error is returned.
+//
+// The result is recorded as JSON (unless cfg.NoResult), so T must round-trip through
+// encoding/json for duplicates to get it back.
+//
+// Costs: a first run is two store requests (claim, complete), a duplicate one (the failed claim
+// returns the record), a duplicate of a key completed in this process none (cfg.Cache).
+//
+// If fn succeeds but its result cannot be recorded, Do returns the result together with a
+// *StoreError whose Op is "complete".
+func Do[T any](ctx context.Context, store Store, key string, fn func(ctx context.Context) (T, error), cfg *Config) (T, error) {
+	var hash string
+	if cfg != nil && cfg.Payload != nil {
+		h, err := PayloadHash(cfg.Payload)
+		if err != nil {
+			var zero T
+			return zero, err
+		}
+		hash = h
+	}
+	res, _, err := run(ctx, store, key, hash, fn, cfg)
+	return res, err
+}
+
+// run is Do with the payload already hashed; ran reports whether fn ran.
+func run[T any](ctx context.Context, store Store, key, hash string, fn func(ctx context.Context) (T, error), cfg *Config) (res T, ran bool, err error) {
+	var zero T
+	if store == nil {
+		return zero, false, errors.New("idempotency: nil store")
+	}
+	if err := checkKey(key); err != nil {
+		return zero, false, err
+	}
+	if err := ctx.Err(); err != nil {
+		return zero, false, err
+	}
+	now := cfg.now()
+	cache := cfg.cache()
+	if rec, ok := cache.get(store, key, now); ok {
+		res, err := duplicate[T](rec, key, hash)
+		return res, false, err
+	}
+
+	lease := cfg.lease(ctx)
+	claim := Record{
+		Key:        key,
+		Status:     StatusInProgress,
+		LeaseEnd:   now.Add(lease),
+		ExpiresAt:  now.Add(cfg.expiry()),
+		Validation: hash,
+	}
+	// A claim never expires before its lease ends (nor would TTL delete it).
+	if end := claim.LeaseEnd.Truncate(time.Second).Add(time.Second); claim.ExpiresAt.Before(end) {
+		claim.ExpiresAt = end
+	}
+	err = store.Claim(ctx, &claim, now)
+	var exists *AlreadyExistsError
+	switch {
+	case errors.As(err, &exists):
+		rec := exists.Record
+		if rec.Status == StatusCompleted {
+			cache.add(store, rec)
+		}
+		res, err := duplicate[T](rec, key, hash)
+		return res, false, err
+	case err != nil:
+		return zero, false, &StoreError{Op: "claim", Key: key, Err: err}
+	}
+
+	state := &claimState{store: store, claim: claim, expiry: cfg.expiry(), now: cfg.now}
+	runCtx, cancel := context.WithTimeout(withClaim(ctx, state), lease)
+	defer cancel()
+	log := cfg.logger()
+	release := func() {
+		if state.committed() != nil {
+			return // a transaction completed the key: nothing to release
+		}
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
+		defer cancel()
+		if err := store.Delete(rctx, key, claim.LeaseEnd); err != nil {
+			log.LogAttrs(ctx, slog.LevelWarn, "idempotency: claim not released; the key stays in progress until the lease ends",
+				slog.String("idempotency_key", key), slog.Time("lease_end", claim.LeaseEnd), slog.String("error", err.Error()))
+		}
+	}
+	defer func() {
+		if p := recover(); p != nil {
+			release()
+			panic(p)
+		}
+	}()
+	res, err = fn(runCtx)
+	if err != nil {
+		release()
+		return res, true, err
+	}
+	if done := state.committed(); done != nil {
+		cache.add(store, done)
+		return res, true, nil
+	}
+
+	done := Record{
+		Key:        key,
+		Status:     StatusCompleted,
+		ExpiresAt:  cfg.now().Add(cfg.expiry()),
+		LeaseEnd:   claim.LeaseEnd,
+		Validation: hash,
+	}
+	if cfg == nil || !cfg.NoResult {
+		data, err := json.Marshal(res)
+		if err != nil {
+			release()
+			return res, true, &StoreError{Op: "complete", Key: key, Err: fmt.Errorf("encode result: %w", err)}
+		}
+		done.Data = data
+	}
+	cctx, ccancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
+	defer ccancel()
+	if err := store.Complete(cctx, &done, claim.LeaseEnd); err != nil {
+		log.LogAttrs(ctx, slog.LevelWarn, "idempotency: result not recorded; a duplicate after the lease runs again",
+			slog.String("idempotency_key", key), slog.String("error", err.Error()))
+		return res, true, &StoreError{Op: "complete", Key: key, Err: err}
+	}
+	cache.add(store, &done)
+	return res, true, nil
+}
+
+// duplicate answers a call whose key is held by the live record rec.
+func duplicate[T any](rec *Record, key, hash string) (T, error) {
+	var zero T
+	if hash != "" && rec.Validation != "" && hash != rec.Validation {
+		return zero, &PayloadMismatchError{Key: key, StoredHash: rec.Validation, Hash: hash}
+	}
+	if rec.Status != StatusCompleted {
+		return zero, &InProgressError{Key: key, LeaseEnd: rec.LeaseEnd}
+	}
+	if rec.Data == nil {
+		return zero, nil
+	}
+	var res T
+	if err := json.Unmarshal(rec.Data, &res); err != nil {
+		return zero, &StoreError{Op: "decode", Key: key, Err: err}
+	}
+	return res, nil
+}
+
+// claimState is the claim of a running Do, carried in the function's context for TransactWrite.
+type claimState struct {
+	store  Store
+	claim  Record
+	expiry time.Duration
+	now    func() time.Time
+
+	mu   sync.Mutex
+	done *Record // set when a transaction completed the claim
+}
+
+func (s *claimState) committed() *Record {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.done
+}
+
+type claimCtxKey struct{}
+
+func withClaim(ctx context.Context, s *claimState) context.Context {
+	return context.WithValue(ctx, claimCtxKey{}, s)
+}
+
+func claimFrom(ctx context.Context) *claimState {
+	s, _ := ctx.Value(claimCtxKey{}).(*claimState)
+	return s
+}

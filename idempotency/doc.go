@@ -1,0 +1,25 @@
+// Package idempotency makes code safe to run more than once: a job delivered twice by SQS, a
+// Lambda retried, an HTTP request sent again. The first run of a key runs the function and records
+// its result; a duplicate gets the recorded result without running it again.
+//
+// The protocol follows Powertools for AWS Lambda, with the same attribute names (id, status,
+// expiration, in_progress_expiration, validation, data), in Go types:
+//
+//   - [Do] claims the key with one conditional write (an INPROGRESS record with a lease), runs the
+//     function and marks the record COMPLETED with the result: two DynamoDB requests for a first
+//     run. A duplicate's claim fails and returns the existing record in the same call
+//     (ReturnValuesOnConditionCheckFailure=ALL_OLD): one request. A duplicate in the same warm
+//     process is answered from an LRU cache of completed keys: no request.
+//   - A COMPLETED key returns the cached result; an INPROGRESS key returns an [*InProgressError]
+//     carrying the end of its lease; the same key with a different payload returns a
+//     [*PayloadMismatchError]. If the function fails, the claim is deleted so a retry runs it.
+//   - Expiry is enforced in code: a record past its expiration, or a claim past its lease, is
+//     treated as absent, whether or not DynamoDB's TTL has deleted it yet.
+//   - [Middleware] applies this to every job of a [jobs.Workers] registry, keyed by the envelope's
+//     idempotency key (the job id unless the producer set one).
+//   - [TransactWrite] commits business writes and the COMPLETED record in one DynamoDB
+//     transaction: DynamoDB side effects happen exactly once.
+//
+// Stores implement [Store]: [NewDynamoDBStore] for production and [NewMemoryStore] for tests and
+// single-process use. Package storetest holds the conformance suite every Store passes.
+package idempotency

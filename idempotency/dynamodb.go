@@ -1,0 +1,326 @@
+package idempotency
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+	"unicode/utf8"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+)
+
+// DynamoDBAPI is the part of the DynamoDB client the DynamoDB store calls.
+type DynamoDBAPI interface {
+	PutItem(ctx context.Context, in *dynamodb.PutItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error)
+	GetItem(ctx context.Context, in *dynamodb.GetItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error)
+	UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error)
+	DeleteItem(ctx context.Context, in *dynamodb.DeleteItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.DeleteItemOutput, error)
+	TransactWriteItems(ctx context.Context, in *dynamodb.TransactWriteItemsInput, optFns ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error)
+}
+
+var _ DynamoDBAPI = (*dynamodb.Client)(nil)
+
+// DynamoDBOptions configures a DynamoDB store.
+type DynamoDBOptions struct {
+	// ConsistentRead makes Get strongly consistent. Default true.
+	ConsistentRead bool
+}
+
+// DynamoDBStore is a Store in a DynamoDB table whose partition key is the string attribute "id".
+// Enable the table's TTL on "expiration" so DynamoDB deletes old records; expiry is enforced by
+// the store's conditions whether or not TTL has run.
+//
+// Costs: Claim is one conditional PutItem (a failed claim returns the existing record in the same
+// call); Complete one UpdateItem; Delete one DeleteItem; Get one GetItem.
+type DynamoDBStore struct {
+	client DynamoDBAPI
+	table  string
+	opts   DynamoDBOptions
+}
+
+var (
+	_ Store              = (*DynamoDBStore)(nil)
+	_ TransactionalStore = (*DynamoDBStore)(nil)
+)
+
+// NewDynamoDBStore returns a store in table, called through client (usually a *dynamodb.Client).
+func NewDynamoDBStore(client DynamoDBAPI, table string, optFns ...func(*DynamoDBOptions)) *DynamoDBStore {
+	opts := DynamoDBOptions{ConsistentRead: true}
+	for _, fn := range optFns {
+		fn(&opts)
+	}
+	return &DynamoDBStore{client: client, table: table, opts: opts}
+}
+
+// Table returns the table name.
+func (s *DynamoDBStore) Table() string { return s.table }
+
+// Claim implements Store: one PutItem whose condition admits an absent key, an expired record or
+// an INPROGRESS claim whose lease has ended, with ReturnValuesOnConditionCheckFailure=ALL_OLD.
+func (s *DynamoDBStore) Claim(ctx context.Context, rec *Record, now time.Time) error {
+	if err := s.check(); err != nil {
+		return err
+	}
+	if err := checkWrite(rec, StatusInProgress); err != nil {
+		return err
+	}
+	absent := expression.Name(AttrID).AttributeNotExists().
+		Or(expression.Name(AttrExpiration).LessThanEqual(expression.Value(now.Unix()))).
+		Or(expression.Name(AttrStatus).Equal(expression.Value(string(StatusInProgress))).
+			And(expression.Name(AttrInProgressExpiration).LessThanEqual(expression.Value(now.UnixMilli()))))
+	expr, err := expression.NewBuilder().WithCondition(absent).Build()
+	if err != nil {
+		return fmt.Errorf("idempotency: build claim condition: %w", err)
+	}
+	_, err = s.client.PutItem(ctx, &dynamodb.PutItemInput{
+		TableName:                           aws.String(s.table),
+		Item:                                marshalRecord(rec),
+		ConditionExpression:                 expr.Condition(),
+		ExpressionAttributeNames:            expr.Names(),
+		ExpressionAttributeValues:           expr.Values(),
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+	})
+	var ccf *types.ConditionalCheckFailedException
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &ccf):
+		if len(ccf.Item) > 0 {
+			old, err := unmarshalRecord(ccf.Item)
+			if err != nil {
+				return err
+			}
+			return &AlreadyExistsError{Record: old}
+		}
+		// An endpoint that does not return the old item: read it.
+		old, err := s.Get(ctx, rec.Key)
+		if err != nil {
+			return fmt.Errorf("idempotency: claim %q failed its condition; read the holder: %w", rec.Key, err)
+		}
+		return &AlreadyExistsError{Record: old}
+	default:
+		return fmt.Errorf("idempotency: claim %q: %w", rec.Key, err)
+	}
+}
+
+// Get implements Store.
+func (s *DynamoDBStore) Get(ctx context.Context, key string) (*Record, error) {
+	if err := s.check(); err != nil {
+		return nil, err
+	}
+	if err := checkKey(key); err != nil {
+		return nil, err
+	}
+	out, err := s.client.GetItem(ctx, &dynamodb.GetItemInput{
+		TableName:      aws.String(s.table),
+		Key:            keyOf(key),
+		ConsistentRead: aws.Bool(s.opts.ConsistentRead),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("idempotency: get %q: %w", key, err)
+	}
+	if len(out.Item) == 0 {
+		return nil, ErrNotFound
+	}
+	return unmarshalRecord(out.Item)
+}
+
+// Complete implements Store: one UpdateItem conditioned on the claim.
+func (s *DynamoDBStore) Complete(ctx context.Context, rec *Record, leaseEnd time.Time) error {
+	in, err := s.completeUpdate(rec, leaseEnd)
+	if err != nil {
+		return err
+	}
+	_, err = s.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:                 in.TableName,
+		Key:                       in.Key,
+		UpdateExpression:          in.UpdateExpression,
+		ConditionExpression:       in.ConditionExpression,
+		ExpressionAttributeNames:  in.ExpressionAttributeNames,
+		ExpressionAttributeValues: in.ExpressionAttributeValues,
+	})
+	var ccf *types.ConditionalCheckFailedException
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &ccf):
+		return ErrLeaseLost
+	default:
+		return fmt.Errorf("idempotency: complete %q: %w", rec.Key, err)
+	}
+}
+
+// completeUpdate builds the update that turns the claim ending at leaseEnd into rec.
+func (s *DynamoDBStore) completeUpdate(rec *Record, leaseEnd time.Time) (*types.Update, error) {
+	if err := s.check(); err != nil {
+		return nil, err
+	}
+	if err := checkWrite(rec, StatusCompleted); err != nil {
+		return nil, err
+	}
+	update := expression.Set(expression.Name(AttrStatus), expression.Value(string(StatusCompleted))).
+		Set(expression.Name(AttrExpiration), expression.Value(rec.ExpiresAt.Unix()))
+	if rec.Validation != "" {
+		update = update.Set(expression.Name(AttrValidation), expression.Value(rec.Validation))
+	} else {
+		update = update.Remove(expression.Name(AttrValidation))
+	}
+	if rec.Data != nil {
+		update = update.Set(expression.Name(AttrData), expression.Value(dataValue(rec.Data)))
+	} else {
+		update = update.Remove(expression.Name(AttrData))
+	}
+	expr, err := expression.NewBuilder().WithUpdate(update).WithCondition(claimCondition(leaseEnd)).Build()
+	if err != nil {
+		return nil, fmt.Errorf("idempotency: build complete update: %w", err)
+	}
+	return &types.Update{
+		TableName:                 aws.String(s.table),
+		Key:                       keyOf(rec.Key),
+		UpdateExpression:          expr.Update(),
+		ConditionExpression:       expr.Condition(),
+		ExpressionAttributeNames:  expr.Names(),
+		ExpressionAttributeValues: expr.Values(),
+	}, nil
+}
+
+// Delete implements Store: one DeleteItem conditioned on the claim.
+func (s *DynamoDBStore) Delete(ctx context.Context, key string, leaseEnd time.Time) error {
+	if err := s.check(); err != nil {
+		return err
+	}
+	if err := checkKey(key); err != nil {
+		return err
+	}
+	expr, err := expression.NewBuilder().WithCondition(claimCondition(leaseEnd)).Build()
+	if err != nil {
+		return fmt.Errorf("idempotency: build delete condition: %w", err)
+	}
+	_, err = s.client.DeleteItem(ctx, &dynamodb.DeleteItemInput{
+		TableName:                 aws.String(s.table),
+		Key:                       keyOf(key),
+		ConditionExpression:       expr.Condition(),
+		ExpressionAttributeNames:  expr.Names(),
+		ExpressionAttributeValues: expr.Values(),
+	})
+	var ccf *types.ConditionalCheckFailedException
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &ccf):
+		return ErrLeaseLost
+	default:
+		return fmt.Errorf("idempotency: delete %q: %w", key, err)
+	}
+}
+
+func (s *DynamoDBStore) check() error {
+	if s.client == nil {
+		return errors.New("idempotency: DynamoDB store has no client")
+	}
+	if s.table == "" {
+		return errors.New("idempotency: DynamoDB store has no table name")
+	}
+	return nil
+}
+
+// claimCondition holds when the key is the INPROGRESS claim whose lease ends at leaseEnd.
+func claimCondition(leaseEnd time.Time) expression.ConditionBuilder {
+	return expression.Name(AttrStatus).Equal(expression.Value(string(StatusInProgress))).
+		And(expression.Name(AttrInProgressExpiration).Equal(expression.Value(leaseEnd.UnixMilli())))
+}
+
+func keyOf(key string) map[string]types.AttributeValue {
+	return map[string]types.AttributeValue{AttrID: &types.AttributeValueMemberS{Value: key}}
+}
+
+// dataValue stores data as a string when it is UTF-8 (as Powertools stores JSON), else as binary.
+func dataValue(data []byte) types.AttributeValue {
+	if utf8.Valid(data) {
+		return &types.AttributeValueMemberS{Value: string(data)}
+	}
+	return &types.AttributeValueMemberB{Value: data}
+}
+
+func marshalRecord(rec *Record) map[string]types.AttributeValue {
+	item := map[string]types.AttributeValue{
+		AttrID:                   &types.AttributeValueMemberS{Value: rec.Key},
+		AttrStatus:               &types.AttributeValueMemberS{Value: string(rec.Status)},
+		AttrExpiration:           &types.AttributeValueMemberN{Value: strconv.FormatInt(rec.ExpiresAt.Unix(), 10)},
+		AttrInProgressExpiration: &types.AttributeValueMemberN{Value: strconv.FormatInt(rec.LeaseEnd.UnixMilli(), 10)},
+	}
+	if rec.Validation != "" {
+		item[AttrValidation] = &types.AttributeValueMemberS{Value: rec.Validation}
+	}
+	if rec.Data != nil {
+		item[AttrData] = dataValue(rec.Data)
+	}
+	return item
+}
+
+func unmarshalRecord(item map[string]types.AttributeValue) (*Record, error) {
+	rec := &Record{}
+	str := func(name string) (string, error) {
+		switch v := item[name].(type) {
+		case nil:
+			return "", nil
+		case *types.AttributeValueMemberS:
+			return v.Value, nil
+		default:
+			return "", fmt.Errorf("idempotency: attribute %q has type %T, want a string", name, v)
+		}
+	}
+	num := func(name string) (int64, error) {
+		switch v := item[name].(type) {
+		case nil:
+			return 0, nil
+		case *types.AttributeValueMemberN:
+			if n, err := strconv.ParseInt(v.Value, 10, 64); err == nil {
+				return n, nil
+			}
+			f, err := strconv.ParseFloat(v.Value, 64)
+			if err != nil {
+				return 0, fmt.Errorf("idempotency: attribute %q: %w", name, err)
+			}
+			return int64(f), nil
+		default:
+			return 0, fmt.Errorf("idempotency: attribute %q has type %T, want a number", name, v)
+		}
+	}
+	var err error
+	var status string
+	var exp, lease int64
+	if rec.Key, err = str(AttrID); err != nil {
+		return nil, err
+	}
+	if status, err = str(AttrStatus); err != nil {
+		return nil, err
+	}
+	rec.Status = Status(status)
+	if exp, err = num(AttrExpiration); err != nil {
+		return nil, err
+	}
+	rec.ExpiresAt = time.Unix(exp, 0).UTC()
+	if lease, err = num(AttrInProgressExpiration); err != nil {
+		return nil, err
+	}
+	rec.LeaseEnd = time.UnixMilli(lease).UTC()
+	if rec.Validation, err = str(AttrValidation); err != nil {
+		return nil, err
+	}
+	switch v := item[AttrData].(type) {
+	case nil:
+	case *types.AttributeValueMemberS:
+		rec.Data = []byte(v.Value)
+	case *types.AttributeValueMemberB:
+		rec.Data = v.Value
+	default:
+		return nil, fmt.Errorf("idempotency: attribute %q has type %T, want a string or binary", AttrData, v)
+	}
+	return rec, nil
+}

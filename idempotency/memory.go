@@ -1,0 +1,108 @@
+package idempotency
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+)
+
+// MemoryStore is a Store in process memory: for tests, and for programs that run as one process.
+// Records are lost when the process ends.
+type MemoryStore struct {
+	mu      sync.Mutex
+	records map[string]Record
+}
+
+var _ Store = (*MemoryStore)(nil)
+
+// NewMemoryStore returns an empty in-memory store.
+func NewMemoryStore() *MemoryStore {
+	return &MemoryStore{records: map[string]Record{}}
+}
+
+// stored returns rec as a store holds it: times at the attributes' precision, data copied.
+func stored(rec *Record) Record {
+	r := *rec
+	r.ExpiresAt = time.Unix(rec.ExpiresAt.Unix(), 0).UTC()
+	r.LeaseEnd = time.UnixMilli(rec.LeaseEnd.UnixMilli()).UTC()
+	if rec.Data != nil {
+		r.Data = append([]byte{}, rec.Data...)
+	}
+	return r
+}
+
+// Claim implements Store.
+func (s *MemoryStore) Claim(ctx context.Context, rec *Record, now time.Time) error {
+	if err := checkWrite(rec, StatusInProgress); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if old, ok := s.records[rec.Key]; ok && old.Live(now) {
+		c := stored(&old)
+		return &AlreadyExistsError{Record: &c}
+	}
+	s.records[rec.Key] = stored(rec)
+	return nil
+}
+
+// Get implements Store.
+func (s *MemoryStore) Get(ctx context.Context, key string) (*Record, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	old, ok := s.records[key]
+	if !ok {
+		return nil, ErrNotFound
+	}
+	c := stored(&old)
+	return &c, nil
+}
+
+// Complete implements Store.
+func (s *MemoryStore) Complete(ctx context.Context, rec *Record, leaseEnd time.Time) error {
+	if err := checkWrite(rec, StatusCompleted); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	old, ok := s.records[rec.Key]
+	if !ok || !heldBy(&old, leaseEnd) {
+		return ErrLeaseLost
+	}
+	r := stored(rec)
+	r.LeaseEnd = old.LeaseEnd
+	s.records[rec.Key] = r
+	return nil
+}
+
+// Delete implements Store.
+func (s *MemoryStore) Delete(ctx context.Context, key string, leaseEnd time.Time) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	old, ok := s.records[key]
+	if !ok || !heldBy(&old, leaseEnd) {
+		return ErrLeaseLost
+	}
+	delete(s.records, key)
+	return nil
+}
+
+// heldBy reports whether rec is the INPROGRESS claim whose lease ends at leaseEnd.
+func heldBy(rec *Record, leaseEnd time.Time) bool {
+	return rec.Status == StatusInProgress && rec.LeaseEnd.UnixMilli() == leaseEnd.UnixMilli()
+}
+
+// checkWrite validates a record a store is asked to write.
+func checkWrite(rec *Record, want Status) error {
+	if rec == nil {
+		return fmt.Errorf("idempotency: nil record")
+	}
+	if err := checkKey(rec.Key); err != nil {
+		return err
+	}
+	if rec.Status != want {
+		return fmt.Errorf("idempotency: record %q has status %q, want %q", rec.Key, rec.Status, want)
+	}
+	return nil
+}

@@ -1,0 +1,98 @@
+package idempotency
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"time"
+
+	"github.com/jobkit-go/jobkit/jobs"
+)
+
+// maxSnooze is the longest snooze SQS can honour (its visibility timeout limit).
+const maxSnooze = 12 * time.Hour
+
+// JobKey returns the record key Middleware uses for a job: "<kind>#<idempotency key>", where the
+// idempotency key is the envelope's key, or its id when the producer set none. The kind keeps
+// jobs of different kinds that share a key apart.
+func JobKey(row *jobs.JobRow) string {
+	key := row.Key
+	if key == "" {
+		key = row.ID
+	}
+	return row.Kind + "#" + key
+}
+
+// Middleware makes every job run at most once per idempotency key (see JobKey) while its record
+// lasts (cfg.Expiry, default 1 h), with these outcomes:
+//
+//   - a key already COMPLETED: the job is skipped and succeeds;
+//   - a key in progress in another run: jobs.Snooze until that run's lease ends;
+//   - the same key with different args: jobs.Cancel(*PayloadMismatchError), dead-lettered with
+//     reason jobs.ReasonPayloadMismatch;
+//   - the handler fails (or panics): the claim is deleted and the handler's error returned, so the
+//     runtime retries the job as usual. If the delete fails the job still retries: the retry is
+//     snoozed until the claim's lease ends, then claims the key and runs.
+//   - the handler succeeds but the store cannot record it: the job succeeds (it ran) and a
+//     warning is logged.
+//
+// The lease is the time left before the job's deadline unless cfg.Lease sets it. Wire it with
+//
+//	workers.Use(idempotency.Middleware(store, nil))
+func Middleware(store Store, cfg *Config) jobs.Middleware {
+	var c Config
+	if cfg != nil {
+		c = *cfg
+	}
+	c.NoResult = true
+	c.Payload = nil
+	return func(next jobs.Handler) jobs.Handler {
+		return func(ctx context.Context, row *jobs.JobRow) error {
+			key := JobKey(row)
+			hash, err := PayloadHash(json.RawMessage(row.EncodedArgs))
+			if err != nil {
+				return err
+			}
+			var handlerErr error
+			_, ran, err := run(ctx, store, key, hash, func(ctx context.Context) (json.RawMessage, error) {
+				handlerErr = next(ctx, row)
+				return nil, handlerErr
+			}, &c)
+			log := c.logger()
+			attrs := func(extra ...slog.Attr) []slog.Attr {
+				return append([]slog.Attr{
+					slog.String("job_id", row.ID), slog.String("kind", row.Kind),
+					slog.Int("attempt", row.Attempt), slog.String("idempotency_key", key),
+				}, extra...)
+			}
+			var (
+				inProgress *InProgressError
+				mismatch   *PayloadMismatchError
+				keyErr     *KeyError
+			)
+			switch {
+			case err == nil:
+				if !ran {
+					log.LogAttrs(ctx, slog.LevelInfo, "idempotency: duplicate job skipped", attrs()...)
+				}
+				return nil
+			case !ran && errors.As(err, &inProgress):
+				d := min(inProgress.RetryAfter(c.now()), maxSnooze)
+				log.LogAttrs(ctx, slog.LevelInfo, "idempotency: job in progress elsewhere; snoozed",
+					attrs(slog.Time("lease_end", inProgress.LeaseEnd), slog.Duration("snooze", d))...)
+				return jobs.Snooze(d)
+			case !ran && errors.As(err, &mismatch):
+				return jobs.Cancel(mismatch)
+			case !ran && errors.As(err, &keyErr):
+				return jobs.Cancel(keyErr)
+			case ran && handlerErr == nil:
+				// The handler succeeded; only recording it failed (a *StoreError).
+				log.LogAttrs(ctx, slog.LevelWarn, "idempotency: job succeeded but its record was not completed",
+					attrs(slog.String("error", err.Error()))...)
+				return nil
+			}
+			return err
+		}
+	}
+}

@@ -1,0 +1,68 @@
+package idempotency_test
+
+import (
+	"context"
+	"sync"
+	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/smithy-go/middleware"
+
+	"github.com/jobkit-go/jobkit/idempotency"
+	"github.com/jobkit-go/jobkit/idempotency/storetest"
+	"github.com/jobkit-go/jobkit/localstack/awstest"
+)
+
+func TestMemoryStoreConformance(t *testing.T) {
+	t.Parallel()
+	storetest.Run(t, func(t *testing.T) idempotency.Store { return idempotency.NewMemoryStore() })
+}
+
+func TestDynamoDBStoreConformance(t *testing.T) {
+	t.Parallel()
+	cfg := awstest.Config(t)
+	table := awstest.CreateTable(t, cfg, "idem", idempotency.AttrID, "")
+	client := dynamodb.NewFromConfig(cfg)
+	storetest.Run(t, func(t *testing.T) idempotency.Store { return idempotency.NewDynamoDBStore(client, table) })
+}
+
+// requestCounter counts the DynamoDB requests a client sends (every attempt), by operation.
+type requestCounter struct {
+	mu  sync.Mutex
+	ops []string
+}
+
+func (c *requestCounter) option(o *dynamodb.Options) {
+	o.APIOptions = append(o.APIOptions, func(stack *middleware.Stack) error {
+		return stack.Deserialize.Add(middleware.DeserializeMiddlewareFunc("countRequests",
+			func(ctx context.Context, in middleware.DeserializeInput, next middleware.DeserializeHandler) (middleware.DeserializeOutput, middleware.Metadata, error) {
+				c.mu.Lock()
+				c.ops = append(c.ops, middleware.GetOperationName(ctx))
+				c.mu.Unlock()
+				return next.HandleDeserialize(ctx, in)
+			}), middleware.After)
+	})
+}
+
+// take returns the operations counted since the last take.
+func (c *requestCounter) take() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	ops := c.ops
+	c.ops = nil
+	return ops
+}
+
+// newDynamoDBStore returns a store on a fresh table of the emulator, its client's request counter
+// and the raw client.
+func newDynamoDBStore(t *testing.T) (*idempotency.DynamoDBStore, *requestCounter, *dynamodb.Client) {
+	t.Helper()
+	cfg := awstest.Config(t)
+	table := awstest.CreateTable(t, cfg, "idem", idempotency.AttrID, "")
+	counter := &requestCounter{}
+	client := dynamodb.NewFromConfig(cfg, counter.option)
+	return idempotency.NewDynamoDBStore(client, table), counter, client
+}
+
+var _ = aws.String

@@ -1,0 +1,116 @@
+package constructs
+
+import (
+	"fmt"
+
+	"github.com/aws/aws-cdk-go/awscdk/v2"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awscloudwatch"
+	"github.com/aws/constructs-go/constructs/v10"
+	"github.com/aws/jsii-runtime-go"
+
+	"github.com/jobkit-go/jobkit/jobs"
+)
+
+// The jobs runtime's metrics (CloudWatch Embedded Metric Format lines), as package jobs names them.
+const (
+	MetricsNamespace = jobs.MetricNamespace // "Jobkit"
+	MetricsDimension = jobs.DimensionQueue  // "Queue": the consumed queue's name
+
+	MetricSucceeded = jobs.MetricSucceeded // count
+	MetricRetried   = jobs.MetricRetried   // count
+	MetricSnoozed   = jobs.MetricSnoozed   // count
+	MetricDead      = jobs.MetricDead      // count: dead-lettered by the runtime
+	MetricDuration  = jobs.MetricDuration  // milliseconds per job
+)
+
+// DashboardProps configures a Dashboard.
+type DashboardProps struct {
+	// Queues get one row each: depth, oldest message age, job outcomes, job duration.
+	Queues []*JobQueue
+	// Workers add a row of function invocations, errors and throttles. Optional.
+	Workers []*Worker
+}
+
+// Dashboard is a CloudWatch dashboard over JobQueues and their Workers: queue and dead-letter
+// depth, oldest message age, the outcomes the jobs runtime reports (Succeeded, Retried, Snoozed,
+// Dead) and job duration, and the functions' invocations, errors and throttles.
+type Dashboard struct {
+	constructs.Construct
+	Dashboard awscloudwatch.Dashboard
+}
+
+// JobMetric returns one of the jobs runtime's metrics for a queue (Sum over 5 minutes for counts;
+// set the statistic with With for Duration).
+func JobMetric(q *JobQueue, name string) awscloudwatch.Metric {
+	return awscloudwatch.NewMetric(&awscloudwatch.MetricProps{
+		Namespace:     jsii.String(MetricsNamespace),
+		MetricName:    jsii.String(name),
+		DimensionsMap: &map[string]*string{MetricsDimension: q.Queue.QueueName()},
+		Statistic:     jsii.String("Sum"),
+		Period:        awscdk.Duration_Minutes(jsii.Number(5)),
+		Label:         jsii.String(name),
+	})
+}
+
+// NewDashboard defines a Dashboard. It panics if props has no queue.
+func NewDashboard(scope constructs.Construct, id string, props *DashboardProps) *Dashboard {
+	if props == nil || len(props.Queues) == 0 {
+		panic(fmt.Sprintf("jobkit: Dashboard %q needs at least one queue", id))
+	}
+	c := constructs.NewConstruct(scope, jsii.String(id))
+	d := awscloudwatch.NewDashboard(c, jsii.String("Dashboard"), &awscloudwatch.DashboardProps{
+		DefaultInterval: awscdk.Duration_Hours(jsii.Number(3)),
+	})
+	minutes5 := awscdk.Duration_Minutes(jsii.Number(5))
+	for _, q := range props.Queues {
+		d.AddWidgets(
+			awscloudwatch.NewGraphWidget(&awscloudwatch.GraphWidgetProps{
+				Title: jsii.String(q.Name + ": depth"),
+				Width: jsii.Number(6),
+				Left: &[]awscloudwatch.IMetric{
+					q.Queue.MetricApproximateNumberOfMessagesVisible(&awscloudwatch.MetricOptions{Label: jsii.String("waiting"), Statistic: jsii.String("Maximum"), Period: minutes5}),
+					q.Queue.MetricApproximateNumberOfMessagesNotVisible(&awscloudwatch.MetricOptions{Label: jsii.String("running or backing off"), Statistic: jsii.String("Maximum"), Period: minutes5}),
+					q.DLQ.MetricApproximateNumberOfMessagesVisible(&awscloudwatch.MetricOptions{Label: jsii.String("dead-letter queue"), Statistic: jsii.String("Maximum"), Period: minutes5}),
+				},
+			}),
+			awscloudwatch.NewGraphWidget(&awscloudwatch.GraphWidgetProps{
+				Title: jsii.String(q.Name + ": oldest job age (s)"),
+				Width: jsii.Number(6),
+				Left: &[]awscloudwatch.IMetric{
+					q.Queue.MetricApproximateAgeOfOldestMessage(&awscloudwatch.MetricOptions{Label: jsii.String("oldest"), Statistic: jsii.String("Maximum"), Period: minutes5}),
+				},
+			}),
+			awscloudwatch.NewGraphWidget(&awscloudwatch.GraphWidgetProps{
+				Title: jsii.String(q.Name + ": jobs"),
+				Width: jsii.Number(6),
+				Left: &[]awscloudwatch.IMetric{
+					JobMetric(q, MetricSucceeded), JobMetric(q, MetricRetried),
+					JobMetric(q, MetricSnoozed), JobMetric(q, MetricDead),
+				},
+			}),
+			awscloudwatch.NewGraphWidget(&awscloudwatch.GraphWidgetProps{
+				Title: jsii.String(q.Name + ": job duration (ms)"),
+				Width: jsii.Number(6),
+				Left: &[]awscloudwatch.IMetric{
+					JobMetric(q, MetricDuration).With(&awscloudwatch.MetricOptions{Statistic: jsii.String("p50"), Label: jsii.String("p50")}),
+					JobMetric(q, MetricDuration).With(&awscloudwatch.MetricOptions{Statistic: jsii.String("p99"), Label: jsii.String("p99")}),
+					JobMetric(q, MetricDuration).With(&awscloudwatch.MetricOptions{Statistic: jsii.String("Maximum"), Label: jsii.String("max")}),
+				},
+			}),
+		)
+	}
+	if len(props.Workers) > 0 {
+		var invocations, errs []awscloudwatch.IMetric
+		for _, w := range props.Workers {
+			invocations = append(invocations, w.Function.MetricInvocations(&awscloudwatch.MetricOptions{Label: jsii.String(w.Name), Period: minutes5}))
+			errs = append(errs,
+				w.Function.MetricErrors(&awscloudwatch.MetricOptions{Label: jsii.String(w.Name + " errors"), Period: minutes5}),
+				w.Function.MetricThrottles(&awscloudwatch.MetricOptions{Label: jsii.String(w.Name + " throttles"), Period: minutes5}))
+		}
+		d.AddWidgets(
+			awscloudwatch.NewGraphWidget(&awscloudwatch.GraphWidgetProps{Title: jsii.String("functions: invocations"), Width: jsii.Number(12), Left: &invocations}),
+			awscloudwatch.NewGraphWidget(&awscloudwatch.GraphWidgetProps{Title: jsii.String("functions: errors and throttles"), Width: jsii.Number(12), Left: &errs}),
+		)
+	}
+	return &Dashboard{Construct: c, Dashboard: d}
+}

@@ -1,0 +1,60 @@
+package constructs
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+func TestDashboard(t *testing.T) {
+	_, stack := newStack(t)
+	email := NewJobQueue(stack, "Email", nil)
+	ledger := NewJobQueue(stack, "Ledger", &JobQueueProps{FIFO: true, VisibilityTimeout: time.Minute})
+	w := NewWorker(stack, "EmailWorker", &WorkerProps{Queue: email, Source: helloSource})
+	NewDashboard(stack, "Dashboard", &DashboardProps{Queues: []*JobQueue{email, ledger}, Workers: []*Worker{w}})
+	tpl := synth(t, stack)
+	_, body := tpl.Only(t, "AWS::CloudWatch::Dashboard")
+	require.NotContains(t, props(body), "DashboardName", "no fixed resource names")
+
+	// The body is a Fn::Join of literal JSON and queue-name tokens; flatten it to search it.
+	raw, err := json.Marshal(get(body, "Properties.DashboardBody"))
+	require.NoError(t, err)
+	flat := string(raw)
+	emailID, ledgerID := "", ""
+	for id, q := range tpl.Resources("AWS::SQS::Queue") {
+		if get(q, "Properties.RedrivePolicy") == nil {
+			continue
+		}
+		if strings.HasPrefix(id, "Email") {
+			emailID = id
+		} else if strings.HasPrefix(id, "Ledger") {
+			ledgerID = id
+		}
+	}
+	require.NotEmpty(t, emailID)
+	require.NotEmpty(t, ledgerID)
+	for _, name := range []string{MetricSucceeded, MetricRetried, MetricSnoozed, MetricDead, MetricDuration} {
+		// Every runtime metric of both queues: namespace, name, dimension Queue = the queue name.
+		require.Equal(t, 2, strings.Count(flat, `[\"`+MetricsNamespace+`\",\"`+name+`\",\"`+MetricsDimension+`\",\"`)/map[bool]int{true: 3, false: 1}[name == MetricDuration],
+			"metric %s for each queue", name)
+	}
+	// The names the runtime emits, spelled out: a rename on either side must fail here.
+	require.Contains(t, flat, `[\"Jobkit\",\"Succeeded\",\"Queue\",`)
+	require.Contains(t, flat, `[\"Jobkit\",\"Dead\",\"Queue\",`)
+	for _, id := range []string{emailID, ledgerID} {
+		require.Contains(t, flat, `{"Fn::GetAtt":["`+id+`","QueueName"]}`)
+	}
+	for _, m := range []string{"ApproximateNumberOfMessagesVisible", "ApproximateNumberOfMessagesNotVisible", "ApproximateAgeOfOldestMessage", "Invocations", "Errors", "Throttles"} {
+		require.Contains(t, flat, m)
+	}
+	require.Contains(t, flat, `p99`)
+}
+
+func TestDashboardNeedsAQueue(t *testing.T) {
+	_, stack := newStack(t)
+	v := mustPanic(t, func() { NewDashboard(stack, "D", &DashboardProps{}) })
+	require.Contains(t, toString(v), "at least one queue")
+}

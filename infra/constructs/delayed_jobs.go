@@ -1,0 +1,184 @@
+package constructs
+
+import (
+	"fmt"
+	"strconv"
+
+	"github.com/aws/aws-cdk-go/awscdk/v2"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awscloudwatch"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsiam"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsscheduler"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awssqs"
+	"github.com/aws/constructs-go/constructs/v10"
+	"github.com/aws/jsii-runtime-go"
+
+	"github.com/jobkit-go/jobkit/scheduler"
+)
+
+// OutputScheduleGroupPrefix prefixes the output holding a DelayedJobs' schedule group name:
+// JobkitScheduleGroup<id>.
+const OutputScheduleGroupPrefix = "JobkitScheduleGroup"
+
+// DelayedJobsProps configures DelayedJobs.
+type DelayedJobsProps struct {
+	// Queues are the queues delayed jobs are delivered to: the role Scheduler assumes may send
+	// to them. More can be added with AddQueue. A FIFO queue needs content-based deduplication
+	// (Scheduler sends no deduplication id).
+	Queues []awssqs.IQueue
+	// DeadLetterQueue receives the delayed jobs Scheduler fails to deliver. It must be a Standard
+	// queue. nil creates one (SQS-managed encryption, TLS only, 14-day retention, depth alarm).
+	DeadLetterQueue awssqs.IQueue
+	// Retry is the delivery retry policy of the one-time schedules; nil is Scheduler's default
+	// (185 retries over 24 h).
+	Retry *scheduler.RetryPolicy
+	// GroupName names the schedule group; "" lets CloudFormation name it.
+	GroupName string
+}
+
+// DelayedJobs is what the producer needs to delay jobs beyond SQS's 15 minutes with
+// scheduler.Delayer: a schedule group for the one-time schedules, the role EventBridge Scheduler
+// assumes to send to the job queues (and to the dead-letter queue), and that dead-letter queue.
+// GrantProducer gives a producer the right to create and delete schedules in the group and to
+// pass the role; Environment is the configuration scheduler.DelayerConfigFromEnv reads.
+type DelayedJobs struct {
+	constructs.Construct
+
+	// Group holds the one-time schedules.
+	Group awsscheduler.ScheduleGroup
+	// Role is assumed by EventBridge Scheduler (scheduler.amazonaws.com, this account only) to
+	// send to the queues and the dead-letter queue.
+	Role awsiam.Role
+	// DLQ receives undeliverable delayed jobs.
+	DLQ awssqs.IQueue
+	// DLQDepthAlarm fires when the created dead-letter queue holds a message; nil when the
+	// dead-letter queue was given.
+	DLQDepthAlarm awscloudwatch.Alarm
+	// Retry is the delivery retry policy (nil: Scheduler's default).
+	Retry *scheduler.RetryPolicy
+}
+
+// NewDelayedJobs defines DelayedJobs. It panics on a FIFO dead-letter queue or an invalid retry
+// policy.
+func NewDelayedJobs(scope constructs.Construct, id string, props *DelayedJobsProps) *DelayedJobs {
+	p := DelayedJobsProps{}
+	if props != nil {
+		p = *props
+	}
+	fail := func(format string, args ...any) {
+		panic(fmt.Sprintf("jobkit: DelayedJobs %q: ", id) + fmt.Sprintf(format, args...))
+	}
+	if p.DeadLetterQueue != nil && p.DeadLetterQueue.Fifo() != nil && *p.DeadLetterQueue.Fifo() {
+		fail("EventBridge Scheduler needs a Standard dead-letter queue, not a FIFO one")
+	}
+	if p.Retry != nil {
+		probe := scheduler.Schedule{Name: "probe", Expression: "rate(1 day)", Args: probeArgs{}, Queue: "q", Retry: p.Retry}
+		if err := probe.Validate(); err != nil {
+			fail("Retry: %v", err)
+		}
+	}
+
+	c := constructs.NewConstruct(scope, jsii.String(id))
+	d := &DelayedJobs{Construct: c, Retry: p.Retry}
+	groupProps := &awsscheduler.ScheduleGroupProps{}
+	if p.GroupName != "" {
+		groupProps.ScheduleGroupName = jsii.String(p.GroupName)
+	}
+	d.Group = awsscheduler.NewScheduleGroup(c, jsii.String("Group"), groupProps)
+
+	stack := awscdk.Stack_Of(c)
+	d.Role = awsiam.NewRole(c, jsii.String("Role"), &awsiam.RoleProps{
+		Description: jsii.String("EventBridge Scheduler sends jobkit delayed jobs to their queues"),
+		AssumedBy: awsiam.NewServicePrincipal(jsii.String("scheduler.amazonaws.com"), &awsiam.ServicePrincipalOpts{
+			Conditions: &map[string]any{
+				"StringEquals": map[string]any{"aws:SourceAccount": stack.Account()},
+			},
+		}),
+	})
+
+	d.DLQ = p.DeadLetterQueue
+	if d.DLQ == nil {
+		q := awssqs.NewQueue(c, jsii.String("DLQ"), &awssqs.QueueProps{
+			Encryption:      awssqs.QueueEncryption_SQS_MANAGED,
+			EnforceSSL:      jsii.Bool(true),
+			RetentionPeriod: cdkDuration(DLQRetentionPeriod),
+		})
+		d.DLQ = q
+		d.DLQDepthAlarm = awscloudwatch.NewAlarm(c, jsii.String("DLQDepthAlarm"), &awscloudwatch.AlarmProps{
+			AlarmDescription: jsii.String(fmt.Sprintf("jobkit %s: delayed jobs EventBridge Scheduler could not deliver", id)),
+			Metric: q.MetricApproximateNumberOfMessagesVisible(&awscloudwatch.MetricOptions{
+				Period:    awscdk.Duration_Minutes(jsii.Number(1)),
+				Statistic: jsii.String("Maximum"),
+			}),
+			Threshold:          jsii.Number(0),
+			ComparisonOperator: awscloudwatch.ComparisonOperator_GREATER_THAN_THRESHOLD,
+			EvaluationPeriods:  jsii.Number(1),
+			TreatMissingData:   awscloudwatch.TreatMissingData_NOT_BREACHING,
+		})
+	}
+	d.DLQ.Grant(d.Role, jsii.String("sqs:SendMessage"))
+	for _, q := range p.Queues {
+		d.AddQueue(q)
+	}
+
+	out := awscdk.NewCfnOutput(c, jsii.String("GroupName"), &awscdk.CfnOutputProps{
+		Value:       d.Group.ScheduleGroupName(),
+		Description: jsii.String(fmt.Sprintf("jobkit %s schedule group of delayed jobs", id)),
+	})
+	out.OverrideLogicalId(jsii.String(OutputScheduleGroupPrefix + id))
+	return d
+}
+
+// probeArgs stands in for job args when only a retry policy is validated.
+type probeArgs struct{}
+
+func (probeArgs) Kind() string { return "probe" }
+
+// AddQueue lets Scheduler send delayed jobs to q (sqs:SendMessage, and KMS use when q has a key).
+func (d *DelayedJobs) AddQueue(q awssqs.IQueue) {
+	q.Grant(d.Role, jsii.String("sqs:SendMessage"))
+	if key := q.EncryptionMasterKey(); key != nil {
+		key.Grant(d.Role, jsii.String("kms:Decrypt"), jsii.String("kms:GenerateDataKey*"))
+	}
+}
+
+// ScheduleArnPattern returns the ARN of every schedule in the group (.../schedule/<group>/*).
+func (d *DelayedJobs) ScheduleArnPattern() *string {
+	return awscdk.Stack_Of(d).FormatArn(&awscdk.ArnComponents{
+		Service:      jsii.String("scheduler"),
+		Resource:     jsii.String("schedule"),
+		ResourceName: jsii.String(*d.Group.ScheduleGroupName() + "/*"),
+	})
+}
+
+// GrantProducer lets grantee (a producer's function or role) create and delete the one-time
+// schedules of the group and pass the role to EventBridge Scheduler — and nothing else.
+func (d *DelayedJobs) GrantProducer(grantee awsiam.IGrantable) {
+	awsiam.Grant_AddToPrincipal(&awsiam.GrantOnPrincipalOptions{
+		Grantee:      grantee,
+		Actions:      jsii.Strings("scheduler:CreateSchedule", "scheduler:DeleteSchedule"),
+		ResourceArns: jsii.Strings(*d.ScheduleArnPattern()),
+	})
+	awsiam.Grant_AddToPrincipal(&awsiam.GrantOnPrincipalOptions{
+		Grantee:      grantee,
+		Actions:      jsii.Strings("iam:PassRole"),
+		ResourceArns: jsii.Strings(*d.Role.RoleArn()),
+		Conditions: &map[string]*map[string]any{
+			"StringEquals": {"iam:PassedToService": "scheduler.amazonaws.com"},
+		},
+	})
+}
+
+// Environment returns the producer's configuration, read by scheduler.DelayerConfigFromEnv:
+// the group name, the role ARN, the dead-letter queue ARN and the retry policy.
+func (d *DelayedJobs) Environment() map[string]*string {
+	env := map[string]*string{
+		scheduler.EnvScheduleGroup:    d.Group.ScheduleGroupName(),
+		scheduler.EnvSchedulerRoleARN: d.Role.RoleArn(),
+		scheduler.EnvScheduleDLQARN:   d.DLQ.QueueArn(),
+	}
+	if d.Retry != nil {
+		env[scheduler.EnvScheduleRetries] = jsii.String(strconv.Itoa(d.Retry.MaxRetries))
+		env[scheduler.EnvScheduleMaxAge] = jsii.String(d.Retry.EventAge().String())
+	}
+	return env
+}

@@ -1,0 +1,113 @@
+package constructs
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path"
+	"path/filepath"
+	"strings"
+
+	"github.com/aws/aws-cdk-go/awscdk/v2"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awslambda"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awss3assets"
+	"github.com/aws/jsii-runtime-go"
+)
+
+// GoSource is a Go main package that a Worker runs. It is compiled during synth for Lambda's
+// provided.al2023 runtime on arm64 (GOOS=linux GOARCH=arm64 CGO_ENABLED=0, -tags lambda.norpc,
+// -trimpath -buildvcs=false -ldflags="-s -w") into the asset's bootstrap: nobody builds it by hand.
+type GoSource struct {
+	// ModuleDir is the directory holding the go.mod of the package: absolute, or relative to the
+	// working directory of the CDK app.
+	ModuleDir string
+	// Package is the main package, slash-separated and relative to ModuleDir, e.g.
+	// "functions/email".
+	Package string
+}
+
+// GoBuildImage is the container image used to build a GoSource when no Go toolchain is on PATH
+// (CDK's Docker bundling). With Go installed, the build runs locally and Docker is never used.
+var GoBuildImage = "golang:1.26"
+
+func (s GoSource) validate() error {
+	if s.ModuleDir == "" {
+		return fmt.Errorf("GoSource.ModuleDir is empty")
+	}
+	if s.Package == "" {
+		return fmt.Errorf("GoSource.Package is empty")
+	}
+	if path.IsAbs(s.Package) || strings.HasPrefix(path.Clean(s.Package), "..") {
+		return fmt.Errorf("GoSource.Package %q must be relative to ModuleDir", s.Package)
+	}
+	if _, err := os.Stat(filepath.Join(s.ModuleDir, "go.mod")); err != nil {
+		return fmt.Errorf("GoSource.ModuleDir %q has no go.mod: %w", s.ModuleDir, err)
+	}
+	return nil
+}
+
+// pkgArg is the package as the go command takes it: "./functions/email".
+func (s GoSource) pkgArg() string { return "./" + path.Clean(s.Package) }
+
+// Code returns the Lambda code of s: an asset bundled by compiling the package during synth.
+// The asset hash is the hash of the built bootstrap (builds are reproducible: -trimpath and
+// -buildvcs=false), so a function is redeployed only when its binary changes.
+// It panics if s is incomplete.
+func (s GoSource) Code() awslambda.Code {
+	if err := s.validate(); err != nil {
+		panic("jobkit: " + err.Error())
+	}
+	moduleDir, err := filepath.Abs(s.ModuleDir)
+	if err != nil {
+		panic(fmt.Sprintf("jobkit: GoSource.ModuleDir %q: %v", s.ModuleDir, err))
+	}
+	env := map[string]*string{
+		"GOOS":        jsii.String("linux"),
+		"GOARCH":      jsii.String("arm64"),
+		"CGO_ENABLED": jsii.String("0"),
+		"GOCACHE":     jsii.String("/tmp/go-cache"),
+		"GOPATH":      jsii.String("/tmp/go"),
+	}
+	args := append([]string{"go"}, s.buildArgs("/asset-output/bootstrap")...)
+	return awslambda.Code_FromAsset(jsii.String(moduleDir), &awss3assets.AssetOptions{
+		AssetHashType: awscdk.AssetHashType_OUTPUT,
+		Bundling: &awscdk.BundlingOptions{
+			Image:       awscdk.DockerImage_FromRegistry(jsii.String(GoBuildImage)),
+			Command:     jsii.Strings(args...),
+			Environment: &env,
+			Local:       &goBundler{moduleDir: moduleDir, source: s},
+		},
+	})
+}
+
+func (s GoSource) buildArgs(out string) []string {
+	return []string{"build", "-tags", "lambda.norpc", "-trimpath", "-buildvcs=false",
+		"-ldflags=-s -w", "-o", out, s.pkgArg()}
+}
+
+// goBundler builds a GoSource with the local Go toolchain (CDK local bundling).
+type goBundler struct {
+	moduleDir string
+	source    GoSource
+}
+
+// TryBundle implements awscdk.ILocalBundling. It returns false when no Go toolchain is on PATH
+// (CDK then falls back to Docker) and panics when the build fails: a broken function must stop
+// the synth, with the compiler's output on stderr.
+func (b *goBundler) TryBundle(outputDir *string, _ *awscdk.BundlingOptions) *bool {
+	goBin, err := exec.LookPath("go")
+	if err != nil {
+		return jsii.Bool(false)
+	}
+	cmd := exec.Command(goBin, b.source.buildArgs(filepath.Join(*outputDir, "bootstrap"))...)
+	cmd.Dir = b.moduleDir
+	cmd.Env = append(os.Environ(), "GOOS=linux", "GOARCH=arm64", "CGO_ENABLED=0")
+	cmd.Stdout = os.Stderr
+	cmd.Stderr = os.Stderr
+	if err := cmd.Run(); err != nil {
+		panic(fmt.Errorf("jobkit: go build %s for linux/arm64 in %s: %w", b.source.pkgArg(), b.moduleDir, err))
+	}
+	return jsii.Bool(true)
+}
+
+var _ awscdk.ILocalBundling = (*goBundler)(nil)

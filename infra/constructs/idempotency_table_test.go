@@ -1,0 +1,23 @@
+package constructs
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+func TestIdempotencyTable(t *testing.T) {
+	_, stack := newStack(t)
+	NewIdempotencyTable(stack, "Idempotency", nil)
+	tpl := synth(t, stack)
+	_, body := tpl.Only(t, "AWS::DynamoDB::Table")
+	p := props(body)
+	require.Equal(t, []any{map[string]any{"AttributeName": "id", "KeyType": "HASH"}}, p["KeySchema"])
+	require.Equal(t, []any{map[string]any{"AttributeName": "id", "AttributeType": "S"}}, p["AttributeDefinitions"])
+	require.Equal(t, "PAY_PER_REQUEST", p["BillingMode"])
+	require.Equal(t, map[string]any{"AttributeName": "expiration", "Enabled": true}, p["TimeToLiveSpecification"])
+	require.Equal(t, true, get(p, "PointInTimeRecoverySpecification.PointInTimeRecoveryEnabled"))
+	require.NotContains(t, p, "TableName", "no fixed resource names")
+	require.Equal(t, "Retain", body["DeletionPolicy"])
+	require.Equal(t, "Retain", body["UpdateReplacePolicy"])
+}

@@ -1,0 +1,248 @@
+package constructs
+
+import (
+	"fmt"
+	"regexp"
+	"time"
+
+	"github.com/aws/aws-cdk-go/awscdk/v2"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awscloudwatch"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awssqs"
+	"github.com/aws/constructs-go/constructs/v10"
+	"github.com/aws/jsii-runtime-go"
+)
+
+// Defaults of JobQueueProps.
+const (
+	DefaultMaxAttempts       = 5                   // the jobs runtime's default too
+	DefaultVisibilityTimeout = 30 * time.Second    // the jobs runtime's default too
+	DefaultRetentionPeriod   = 4 * 24 * time.Hour  // SQS's default
+	DefaultAgeAlarmThreshold = time.Hour           // above the default backoff's worst case
+	DLQRetentionPeriod       = 14 * 24 * time.Hour // the SQS maximum, for every DLQ
+	// DefaultRedriveMargin is the redrive margin of a Standard queue; a FIFO queue's default is
+	// its MaxAttempts (see JobQueueProps.RedriveMargin).
+	DefaultRedriveMargin = 3
+)
+
+// Output key prefixes: a JobQueue named N exports its queue URL as JobkitQueue<N> and its
+// dead-letter queue URL as JobkitDlq<N>, in the stack that holds it.
+const (
+	OutputQueuePrefix = "JobkitQueue"
+	OutputDLQPrefix   = "JobkitDlq"
+)
+
+// JobQueueProps configures a JobQueue. The zero value is a Standard queue with the defaults above.
+type JobQueueProps struct {
+	// FIFO makes the queue (and its dead-letter queue) a FIFO queue: jobs of one message group
+	// run one at a time, in order.
+	FIFO bool
+	// ContentBasedDeduplication lets SQS deduplicate FIFO messages by a hash of the body when the
+	// producer sets no deduplication id. FIFO only.
+	ContentBasedDeduplication bool
+	// HighThroughputFIFO scopes deduplication and throughput to the message group (FIFO high
+	// throughput mode). FIFO only.
+	HighThroughputFIFO bool
+
+	// MaxAttempts is how many times a job runs before the jobs runtime dead-letters it
+	// (JOBKIT_MAX_ATTEMPTS of the workers consuming the queue). Default DefaultMaxAttempts.
+	MaxAttempts int
+	// RedriveMargin is added to MaxAttempts to give the redrive policy's maxReceiveCount.
+	//
+	// The runtime dead-letters a job itself when its last attempt fails, with the error and
+	// attempt count attached, so SQS's redrive must not move a message first. The redrive is
+	// only the safety net for receives that never reach the runtime as an attempt: a crash, an
+	// out-of-memory kill or a timeout of the whole invocation returns every record of the batch,
+	// and on a FIFO queue each record behind a failed one in its message group is returned
+	// without running. Without the margin, such receives would let SQS move a job that was not
+	// run MaxAttempts times, without the runtime's failure attributes. With it, a poison pill that
+	// kills the process still reaches the DLQ after MaxAttempts+RedriveMargin receives.
+	//
+	// Default DefaultRedriveMargin on a Standard queue; MaxAttempts on a FIFO queue, where a
+	// failing job can cost each later job of its group one receive per attempt.
+	RedriveMargin int
+	// VisibilityTimeout is the queue's visibility timeout. It must be at least the timeout of
+	// every Worker consuming the queue (AWS refuses the event source mapping otherwise; the
+	// Worker construct checks it at synth). Default DefaultVisibilityTimeout.
+	VisibilityTimeout time.Duration
+	// RetentionPeriod is how long a message may wait in the queue. Default
+	// DefaultRetentionPeriod. The dead-letter queue always keeps messages DLQRetentionPeriod.
+	RetentionPeriod time.Duration
+
+	// AgeAlarmThreshold is the age of the oldest message above which the age alarm fires.
+	// Default DefaultAgeAlarmThreshold.
+	AgeAlarmThreshold time.Duration
+	// AlarmActions are added to both alarms (e.g. an SNS topic action). Optional.
+	AlarmActions []awscloudwatch.IAlarmAction
+}
+
+// JobQueue is an SQS queue for jobs with its dead-letter queue: SQS-managed encryption at rest,
+// TLS enforced by the queue policies, a redrive policy derived from MaxAttempts, an alarm when
+// the dead-letter queue holds any message and an alarm when the oldest message is too old.
+// It outputs the queue URLs as JobkitQueue<Name> and JobkitDlq<Name>.
+type JobQueue struct {
+	constructs.Construct
+
+	// Name is the construct id, used in output keys, alarm descriptions and dashboards.
+	Name string
+	// Queue is the job queue; DLQ its dead-letter queue.
+	Queue awssqs.Queue
+	DLQ   awssqs.Queue
+
+	FIFO              bool
+	MaxAttempts       int
+	MaxReceiveCount   int
+	VisibilityTimeout time.Duration
+
+	// DLQDepthAlarm fires when the dead-letter queue holds a message; AgeAlarm when the queue's
+	// oldest message is older than AgeAlarmThreshold.
+	DLQDepthAlarm awscloudwatch.Alarm
+	AgeAlarm      awscloudwatch.Alarm
+}
+
+var namePattern = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9]{0,63}$`)
+
+// NewJobQueue defines a JobQueue. id must be alphanumeric (it names the outputs). It panics on
+// props that cannot describe a queue: a negative or out-of-range value, FIFO-only settings on a
+// Standard queue.
+func NewJobQueue(scope constructs.Construct, id string, props *JobQueueProps) *JobQueue {
+	p := JobQueueProps{}
+	if props != nil {
+		p = *props
+	}
+	p = p.withDefaults()
+	if err := p.validate(id); err != nil {
+		panic(fmt.Sprintf("jobkit: JobQueue %q: %v", id, err))
+	}
+
+	c := constructs.NewConstruct(scope, jsii.String(id))
+	q := &JobQueue{
+		Construct:         c,
+		Name:              id,
+		FIFO:              p.FIFO,
+		MaxAttempts:       p.MaxAttempts,
+		MaxReceiveCount:   p.MaxAttempts + p.RedriveMargin,
+		VisibilityTimeout: p.VisibilityTimeout,
+	}
+
+	dlqProps := &awssqs.QueueProps{
+		Encryption:      awssqs.QueueEncryption_SQS_MANAGED,
+		EnforceSSL:      jsii.Bool(true),
+		RetentionPeriod: cdkDuration(DLQRetentionPeriod),
+	}
+	if p.FIFO {
+		dlqProps.Fifo = jsii.Bool(true)
+		// Jobs reach the DLQ from the runtime (one send per job) or from the redrive; neither
+		// must be dropped as a duplicate of an earlier dead job with the same body.
+		dlqProps.ContentBasedDeduplication = jsii.Bool(false)
+	}
+	q.DLQ = awssqs.NewQueue(c, jsii.String("DLQ"), dlqProps)
+
+	queueProps := &awssqs.QueueProps{
+		Encryption:        awssqs.QueueEncryption_SQS_MANAGED,
+		EnforceSSL:        jsii.Bool(true),
+		VisibilityTimeout: cdkDuration(p.VisibilityTimeout),
+		RetentionPeriod:   cdkDuration(p.RetentionPeriod),
+		DeadLetterQueue: &awssqs.DeadLetterQueue{
+			Queue:           q.DLQ,
+			MaxReceiveCount: jsii.Number(q.MaxReceiveCount),
+		},
+	}
+	if p.FIFO {
+		queueProps.Fifo = jsii.Bool(true)
+		queueProps.ContentBasedDeduplication = jsii.Bool(p.ContentBasedDeduplication)
+		if p.HighThroughputFIFO {
+			queueProps.DeduplicationScope = awssqs.DeduplicationScope_MESSAGE_GROUP
+			queueProps.FifoThroughputLimit = awssqs.FifoThroughputLimit_PER_MESSAGE_GROUP_ID
+		}
+	}
+	q.Queue = awssqs.NewQueue(c, jsii.String("Queue"), queueProps)
+
+	q.DLQDepthAlarm = awscloudwatch.NewAlarm(c, jsii.String("DLQDepthAlarm"), &awscloudwatch.AlarmProps{
+		AlarmDescription: jsii.String(fmt.Sprintf("jobkit %s: the dead-letter queue holds jobs that failed permanently", id)),
+		Metric: q.DLQ.MetricApproximateNumberOfMessagesVisible(&awscloudwatch.MetricOptions{
+			Period:    awscdk.Duration_Minutes(jsii.Number(1)),
+			Statistic: jsii.String("Maximum"),
+		}),
+		Threshold:          jsii.Number(0),
+		ComparisonOperator: awscloudwatch.ComparisonOperator_GREATER_THAN_THRESHOLD,
+		EvaluationPeriods:  jsii.Number(1),
+		TreatMissingData:   awscloudwatch.TreatMissingData_NOT_BREACHING,
+	})
+	q.AgeAlarm = awscloudwatch.NewAlarm(c, jsii.String("AgeAlarm"), &awscloudwatch.AlarmProps{
+		AlarmDescription: jsii.String(fmt.Sprintf("jobkit %s: the oldest job has waited more than %s", id, p.AgeAlarmThreshold)),
+		Metric: q.Queue.MetricApproximateAgeOfOldestMessage(&awscloudwatch.MetricOptions{
+			Period:    awscdk.Duration_Minutes(jsii.Number(5)),
+			Statistic: jsii.String("Maximum"),
+		}),
+		Threshold:          jsii.Number(p.AgeAlarmThreshold.Seconds()),
+		ComparisonOperator: awscloudwatch.ComparisonOperator_GREATER_THAN_THRESHOLD,
+		EvaluationPeriods:  jsii.Number(1),
+		TreatMissingData:   awscloudwatch.TreatMissingData_NOT_BREACHING,
+	})
+	for _, a := range p.AlarmActions {
+		q.DLQDepthAlarm.AddAlarmAction(a)
+		q.AgeAlarm.AddAlarmAction(a)
+	}
+
+	out := awscdk.NewCfnOutput(c, jsii.String("QueueUrl"), &awscdk.CfnOutputProps{
+		Value:       q.Queue.QueueUrl(),
+		Description: jsii.String(fmt.Sprintf("jobkit %s queue URL", id)),
+	})
+	out.OverrideLogicalId(jsii.String(OutputQueuePrefix + id))
+	out = awscdk.NewCfnOutput(c, jsii.String("DLQUrl"), &awscdk.CfnOutputProps{
+		Value:       q.DLQ.QueueUrl(),
+		Description: jsii.String(fmt.Sprintf("jobkit %s dead-letter queue URL", id)),
+	})
+	out.OverrideLogicalId(jsii.String(OutputDLQPrefix + id))
+	return q
+}
+
+func (p JobQueueProps) withDefaults() JobQueueProps {
+	if p.MaxAttempts == 0 {
+		p.MaxAttempts = DefaultMaxAttempts
+	}
+	if p.RedriveMargin == 0 {
+		p.RedriveMargin = DefaultRedriveMargin
+		if p.FIFO {
+			p.RedriveMargin = p.MaxAttempts
+		}
+	}
+	if p.VisibilityTimeout == 0 {
+		p.VisibilityTimeout = DefaultVisibilityTimeout
+	}
+	if p.RetentionPeriod == 0 {
+		p.RetentionPeriod = DefaultRetentionPeriod
+	}
+	if p.AgeAlarmThreshold == 0 {
+		p.AgeAlarmThreshold = DefaultAgeAlarmThreshold
+	}
+	return p
+}
+
+func (p JobQueueProps) validate(id string) error {
+	if !namePattern.MatchString(id) {
+		return fmt.Errorf("id must be alphanumeric and start with a letter (it names the outputs %s<id> and %s<id>)", OutputQueuePrefix, OutputDLQPrefix)
+	}
+	switch {
+	case p.MaxAttempts < 1:
+		return fmt.Errorf("MaxAttempts %d must be at least 1", p.MaxAttempts)
+	case p.RedriveMargin < 0:
+		return fmt.Errorf("RedriveMargin %d must not be negative", p.RedriveMargin)
+	case p.MaxAttempts+p.RedriveMargin > 1000:
+		return fmt.Errorf("MaxAttempts+RedriveMargin = %d exceeds the redrive policy's maximum of 1000", p.MaxAttempts+p.RedriveMargin)
+	case p.VisibilityTimeout < 0 || p.VisibilityTimeout > 12*time.Hour || p.VisibilityTimeout%time.Second != 0:
+		return fmt.Errorf("VisibilityTimeout %s must be whole seconds between 0 and 12h", p.VisibilityTimeout)
+	case p.RetentionPeriod < time.Minute || p.RetentionPeriod > DLQRetentionPeriod || p.RetentionPeriod%time.Second != 0:
+		return fmt.Errorf("RetentionPeriod %s must be whole seconds between 1m and 14d", p.RetentionPeriod)
+	case p.AgeAlarmThreshold < 0:
+		return fmt.Errorf("AgeAlarmThreshold %s must not be negative", p.AgeAlarmThreshold)
+	case !p.FIFO && (p.ContentBasedDeduplication || p.HighThroughputFIFO):
+		return fmt.Errorf("ContentBasedDeduplication and HighThroughputFIFO need FIFO")
+	}
+	return nil
+}
+
+// cdkDuration converts a Go duration to a CDK duration in whole seconds.
+func cdkDuration(d time.Duration) awscdk.Duration {
+	return awscdk.Duration_Seconds(jsii.Number(d.Seconds()))
+}

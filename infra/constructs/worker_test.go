@@ -1,0 +1,265 @@
+package constructs
+
+import (
+	"debug/elf"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-cdk-go/awscdk/v2"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awslambda"
+	"github.com/aws/jsii-runtime-go"
+	"github.com/stretchr/testify/require"
+
+	"github.com/jobkit-go/jobkit/jobs"
+)
+
+// workerFixture builds a stack with a queue, a table and a worker consuming the queue.
+func workerFixture(t *testing.T, qp *JobQueueProps, wp WorkerProps) (awscdk.App, awscdk.Stack, *JobQueue, *IdempotencyTable, *Worker) {
+	t.Helper()
+	app, stack := newStack(t)
+	q := NewJobQueue(stack, "Jobs", qp)
+	table := NewIdempotencyTable(stack, "Idempotency", nil)
+	wp.Queue = q
+	wp.IdempotencyTable = table
+	if wp.Source.Package == "" {
+		wp.Source = helloSource
+	}
+	w := NewWorker(stack, "Worker", &wp)
+	return app, stack, q, table, w
+}
+
+func queueIDs(t *testing.T, tpl template) (mainID, dlqID string) {
+	t.Helper()
+	for id, body := range tpl.Resources("AWS::SQS::Queue") {
+		if get(body, "Properties.RedrivePolicy") != nil {
+			mainID = id
+		} else {
+			dlqID = id
+		}
+	}
+	require.NotEmpty(t, mainID)
+	require.NotEmpty(t, dlqID)
+	return mainID, dlqID
+}
+
+func TestWorkerStandard(t *testing.T) {
+	_, stack, _, _, w := workerFixture(t, &JobQueueProps{MaxAttempts: 7, VisibilityTimeout: 90 * time.Second}, WorkerProps{
+		Timeout: time.Minute, MemorySize: 512, BatchSize: 50, MaxBatchingWindow: 5 * time.Second,
+		MaxConcurrency: 4, Concurrency: 8, BackoffBase: 2 * time.Second, BackoffCap: 10 * time.Minute,
+		Environment: map[string]string{"SENDER": "jobs@example.com"},
+	})
+	tpl := synth(t, stack)
+	mainID, dlqID := queueIDs(t, tpl)
+	tableID, _ := tpl.Only(t, "AWS::DynamoDB::Table")
+	fnID, fnBody := tpl.Only(t, "AWS::Lambda::Function")
+	fn := props(fnBody)
+
+	// The mapping: partial batch failures, batch size, window, maximum concurrency.
+	_, esm := tpl.Only(t, "AWS::Lambda::EventSourceMapping")
+	m := props(esm)
+	require.Equal(t, []any{"ReportBatchItemFailures"}, m["FunctionResponseTypes"])
+	require.Equal(t, float64(50), m["BatchSize"])
+	require.Equal(t, float64(5), m["MaximumBatchingWindowInSeconds"])
+	require.Equal(t, float64(4), get(m, "ScalingConfig.MaximumConcurrency"))
+	require.Equal(t, getAtt(mainID, "Arn"), m["EventSourceArn"])
+	require.Equal(t, ref(fnID), m["FunctionName"])
+
+	// The function: provided.al2023 on arm64, JSON logs into its own log group with retention.
+	require.Equal(t, "provided.al2023", fn["Runtime"])
+	require.Equal(t, []any{"arm64"}, fn["Architectures"])
+	require.Equal(t, "bootstrap", fn["Handler"])
+	require.Equal(t, float64(60), fn["Timeout"])
+	require.Equal(t, float64(512), fn["MemorySize"])
+	require.NotContains(t, fn, "FunctionName", "no fixed resource names")
+	logID, logGroup := tpl.Only(t, "AWS::Logs::LogGroup")
+	require.Equal(t, float64(30), get(logGroup, "Properties.RetentionInDays"))
+	require.Equal(t, "JSON", get(fn, "LoggingConfig.LogFormat"))
+	require.Equal(t, ref(logID), get(fn, "LoggingConfig.LogGroup"))
+	require.Equal(t, "constructs/testdata/hello", get(fnBody, "Metadata."+SourceMetadataKey))
+
+	// The environment is exactly what jobs.ConfigFromEnv reads, plus the caller's.
+	require.Equal(t, map[string]any{
+		jobs.EnvQueueURL:          ref(mainID),
+		jobs.EnvDLQURL:            ref(dlqID),
+		jobs.EnvMaxAttempts:       "7",
+		jobs.EnvVisibilityTimeout: "90",
+		jobs.EnvConcurrency:       "8",
+		jobs.EnvBackoffBase:       "2s",
+		jobs.EnvBackoffCap:        "10m0s",
+		jobs.EnvIdempotencyTable:  ref(tableID),
+		"SENDER":                  "jobs@example.com",
+	}, get(fn, "Environment.Variables"))
+	for _, d := range []string{"2s", "10m0s"} {
+		_, err := time.ParseDuration(d)
+		require.NoError(t, err)
+	}
+
+	// Least privilege: its queue, its DLQ, its table, its log group — nothing else, no wildcards.
+	_, roleBody := tpl.Only(t, "AWS::IAM::Role")
+	require.NotContains(t, props(roleBody), "ManagedPolicyArns", "no AWS managed policy")
+	roleID, _ := tpl.Only(t, "AWS::IAM::Role")
+	require.Equal(t, getAtt(roleID, "Arn"), fn["Role"])
+	require.Equal(t, map[string]bool{
+		"sqs:ReceiveMessage": true, "sqs:ChangeMessageVisibility": true, "sqs:DeleteMessage": true,
+		"sqs:GetQueueAttributes": true, "sqs:GetQueueUrl": true,
+	}, tpl.AllowedActions(getAtt(mainID, "Arn")))
+	require.Equal(t, map[string]bool{
+		"sqs:SendMessage": true, "sqs:GetQueueAttributes": true, "sqs:GetQueueUrl": true,
+	}, tpl.AllowedActions(getAtt(dlqID, "Arn")))
+	tableActions := tpl.AllowedActions(getAtt(tableID, "Arn"))
+	for _, a := range []string{"dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem", "dynamodb:ConditionCheckItem"} {
+		require.True(t, tableActions[a], "table grant lacks %s: %v", a, tableActions)
+	}
+	logActions := tpl.AllowedActions(getAtt(logID, "Arn"))
+	require.Equal(t, map[string]bool{"logs:CreateLogStream": true, "logs:PutLogEvents": true}, logActions)
+	requireNoWildcardGrant(t, tpl)
+	require.Equal(t, "Worker", w.Name)
+}
+
+func TestWorkerDefaultsOnFIFO(t *testing.T) {
+	_, stack, _, _, _ := workerFixture(t, &JobQueueProps{FIFO: true}, WorkerProps{})
+	tpl := synth(t, stack)
+	_, esm := tpl.Only(t, "AWS::Lambda::EventSourceMapping")
+	m := props(esm)
+	require.Equal(t, []any{"ReportBatchItemFailures"}, m["FunctionResponseTypes"])
+	require.Equal(t, float64(DefaultBatchSize), m["BatchSize"])
+	require.NotContains(t, m, "MaximumBatchingWindowInSeconds", "FIFO has no batching window")
+	require.NotContains(t, m, "ScalingConfig", "unset maximum concurrency")
+	_, fnBody := tpl.Only(t, "AWS::Lambda::Function")
+	env := get(fnBody, "Properties.Environment.Variables").(map[string]any)
+	require.Equal(t, "5", env[jobs.EnvMaxAttempts])
+	require.Equal(t, "30", env[jobs.EnvVisibilityTimeout])
+	require.Equal(t, "10", env[jobs.EnvConcurrency])
+	require.Equal(t, "1s", env[jobs.EnvBackoffBase])
+	require.Equal(t, "15m0s", env[jobs.EnvBackoffCap])
+	require.Equal(t, float64(30), get(fnBody, "Properties.Timeout"))
+}
+
+// The guard: a queue visibility timeout shorter than the function timeout stops the synth.
+func TestWorkerVisibilityTimeoutGuard(t *testing.T) {
+	_, stack := newStack(t)
+	q := NewJobQueue(stack, "Short", &JobQueueProps{VisibilityTimeout: 30 * time.Second})
+	v := mustPanic(t, func() {
+		NewWorker(stack, "TooLong", &WorkerProps{Source: helloSource, Queue: q, Timeout: 31 * time.Second})
+	})
+	err, ok := v.(error)
+	require.True(t, ok, "panic value %T is an error", v)
+	var ce *ConfigError
+	require.True(t, errors.As(err, &ce))
+	require.Equal(t, "Test/TooLong", ce.Construct)
+	require.Contains(t, err.Error(), "visibility timeout of queue Short (30s) is shorter than the function timeout (31s)")
+	require.Nil(t, stack.Node().TryFindChild(jsii.String("TooLong")), "nothing was defined")
+
+	// Equal timeouts are accepted, as AWS accepts them.
+	NewWorker(stack, "Fits", &WorkerProps{Source: helloSource, Queue: q, Timeout: 30 * time.Second})
+	tpl := synth(t, stack)
+	require.Len(t, tpl.Resources("AWS::Lambda::EventSourceMapping"), 1)
+}
+
+func TestWorkerRejectsBadProps(t *testing.T) {
+	_, stack := newStack(t)
+	std := NewJobQueue(stack, "Std", &JobQueueProps{VisibilityTimeout: 15 * time.Minute})
+	fifo := NewJobQueue(stack, "Fifo", &JobQueueProps{FIFO: true, VisibilityTimeout: 15 * time.Minute})
+	cases := map[string]struct {
+		props WorkerProps
+		want  string
+	}{
+		"no queue":        {WorkerProps{Source: helloSource}, "Queue is required"},
+		"no source":       {WorkerProps{Queue: std}, "Source (or Code) is required"},
+		"no go.mod":       {WorkerProps{Queue: std, Source: GoSource{ModuleDir: ".", Package: "x"}}, "has no go.mod"},
+		"timeout":         {WorkerProps{Queue: std, Source: helloSource, Timeout: 16 * time.Minute}, "between 1s and 15m"},
+		"fifo batch":      {WorkerProps{Queue: fifo, Source: helloSource, BatchSize: 11}, "between 1 and 10 on FIFO"},
+		"fifo window":     {WorkerProps{Queue: fifo, Source: helloSource, MaxBatchingWindow: time.Second}, "not supported on FIFO"},
+		"big batch":       {WorkerProps{Queue: std, Source: helloSource, BatchSize: 100}, "needs a MaxBatchingWindow"},
+		"window":          {WorkerProps{Queue: std, Source: helloSource, MaxBatchingWindow: 6 * time.Minute}, "MaxBatchingWindow"},
+		"max concurrency": {WorkerProps{Queue: std, Source: helloSource, MaxConcurrency: 1}, "between 2 and 1000"},
+		"backoff":         {WorkerProps{Queue: std, Source: helloSource, BackoffBase: time.Minute, BackoffCap: time.Second}, "base <= cap"},
+		"backoff cap":     {WorkerProps{Queue: std, Source: helloSource, BackoffCap: 13 * time.Hour}, "12h"},
+		"env":             {WorkerProps{Queue: std, Source: helloSource, Environment: map[string]string{jobs.EnvMaxAttempts: "9"}}, "JOBKIT_ names"},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			v := mustPanic(t, func() { NewWorker(stack, "W", &tc.props) })
+			var ce *ConfigError
+			require.True(t, errors.As(v.(error), &ce), "panic value %v", v)
+			require.Contains(t, ce.Reason, tc.want)
+		})
+	}
+}
+
+// The function's code is really compiled at synth by local bundling: the asset holds a stripped
+// linux/arm64 executable named bootstrap.
+func TestWorkerBundlesGoForArm64(t *testing.T) {
+	app, stack, _, _, _ := workerFixture(t, nil, WorkerProps{})
+	asm := app.Synth(nil)
+	tplPath := filepath.Join(*asm.Directory(), *stack.TemplateFile())
+	raw, err := os.ReadFile(tplPath)
+	require.NoError(t, err)
+	require.Contains(t, string(raw), "provided.al2023")
+
+	tpl := synth(t, stack)
+	_, fnBody := tpl.Only(t, "AWS::Lambda::Function")
+	assetPath, _ := get(fnBody, "Metadata.aws:asset:path").(string)
+	if assetPath == "" {
+		// Asset metadata is off outside the CDK CLI: find the asset by its S3 key (<hash>.zip).
+		key, _ := get(fnBody, "Properties.Code.S3Key").(string)
+		require.NotEmpty(t, key)
+		assetPath = "asset." + strings.TrimSuffix(key, ".zip")
+	}
+	bootstrap := filepath.Join(*asm.Directory(), assetPath, "bootstrap")
+	f, err := elf.Open(bootstrap)
+	require.NoError(t, err, "the asset holds a built bootstrap")
+	defer f.Close()
+	require.Equal(t, elf.EM_AARCH64, f.Machine)
+	require.Equal(t, elf.ELFCLASS64, f.Class)
+	require.Nil(t, f.Section(".symtab"), "built with -ldflags=-s")
+	info, err := os.Stat(bootstrap)
+	require.NoError(t, err)
+	require.NotZero(t, info.Mode()&0o111, "bootstrap is executable")
+}
+
+// A build error stops the synth with the compiler's message.
+func TestWorkerBuildFailureStopsSynth(t *testing.T) {
+	_, stack := newStack(t)
+	q := NewJobQueue(stack, "Q", nil)
+	v := mustPanic(t, func() {
+		NewWorker(stack, "Broken", &WorkerProps{Queue: q, Source: GoSource{ModuleDir: "..", Package: "constructs/testdata/nosuchpkg"}})
+	})
+	require.Contains(t, strings.ToLower(toString(v)), "go build ./constructs/testdata/nosuchpkg")
+}
+
+// Ready-made code skips the build; the source still names the function in its metadata.
+func TestWorkerWithPrebuiltCode(t *testing.T) {
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "bootstrap"), []byte("not really a binary"), 0o755))
+	_, stack := newStack(t)
+	q := NewJobQueue(stack, "Q", nil)
+	NewWorker(stack, "Pre", &WorkerProps{Queue: q, Code: awslambda.Code_FromAsset(jsii.String(dir), nil),
+		Source: GoSource{Package: "functions/email"}})
+	tpl := synth(t, stack)
+	_, fnBody := tpl.Only(t, "AWS::Lambda::Function")
+	require.Equal(t, "functions/email", get(fnBody, "Metadata."+SourceMetadataKey))
+	require.NotContains(t, get(fnBody, "Properties.Environment.Variables"), jobs.EnvIdempotencyTable)
+}
+
+// A worker in another stack than its queue (stateful resources apart) references it across stacks.
+func TestWorkerAcrossStacks(t *testing.T) {
+	app := newApp(t)
+	state := awscdk.NewStack(app, jsii.String("State"), nil)
+	workers := awscdk.NewStack(app, jsii.String("Workers"), nil)
+	q := NewJobQueue(state, "Q", nil)
+	table := NewIdempotencyTable(state, "T", nil)
+	NewWorker(workers, "W", &WorkerProps{Queue: q, IdempotencyTable: table, Source: helloSource})
+	tpl := synth(t, workers)
+	_, esm := tpl.Only(t, "AWS::Lambda::EventSourceMapping")
+	require.Contains(t, get(esm, "Properties.EventSourceArn"), "Fn::ImportValue")
+	require.Empty(t, tpl.Resources("AWS::SQS::Queue"))
+	requireNoWildcardGrant(t, tpl)
+	stateTpl := synth(t, state)
+	require.Len(t, stateTpl.Resources("AWS::SQS::Queue"), 2)
+	require.Empty(t, stateTpl.Resources("AWS::IAM::Policy"), "grants live with the function's role")
+}

@@ -1,0 +1,28 @@
+package jobs_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/jobkit-go/jobkit/jobs"
+	"github.com/jobkit-go/jobkit/jobs/jobstest"
+)
+
+// BenchmarkSQSHandler runs batches of 10 jobs with a no-op worker through the runtime, with an
+// in-process SQS transport: it measures the runtime's own cost per message.
+func BenchmarkSQSHandler(b *testing.B) {
+	run := jobstest.NewBenchRunner(10)
+	ctx, cancel := context.WithTimeout(context.Background(), 15*60e9)
+	defer cancel()
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if err := run(ctx); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.StopTimer()
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*10), "ns/msg")
+}
+
+var _ = jobs.NewWorkers

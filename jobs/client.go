@@ -1,0 +1,616 @@
+package jobs
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
+)
+
+// Errors a Client returns, before any AWS call, for a job it cannot send as asked. They arrive
+// wrapped in an *InvalidJobError; test for them with errors.Is.
+var (
+	ErrEmptyKind       = errors.New("jobs: the job kind is empty")
+	ErrNoQueue         = errors.New("jobs: no queue for this kind and no default queue")
+	ErrBodyTooLarge    = errors.New("jobs: the encoded job is larger than the 1 MiB SQS message limit")
+	ErrGroupRequired   = errors.New("jobs: a FIFO queue needs a message group id (EnqueueOpts.GroupID)")
+	ErrDedupOnStandard = errors.New("jobs: a deduplication id applies only to FIFO queues")
+	ErrInvalidDelay    = errors.New("jobs: invalid delay")
+	ErrDelayOnFIFO     = errors.New("jobs: SQS FIFO queues have no per-message delay; delays up to 15 minutes cannot be honoured there")
+	ErrDelayTooLong    = errors.New("jobs: a delay over 15 minutes needs a LongDelayer (ClientOptions.LongDelayer)")
+	ErrEncodeArgs      = errors.New("jobs: the job args do not encode as JSON")
+)
+
+// Errors about jobs that were valid but not sent.
+var (
+	// ErrNotSent marks the valid jobs of an EnqueueBatch that was not sent because another job
+	// in it is invalid: a batch is checked whole before any AWS call.
+	ErrNotSent = errors.New("jobs: not sent: another job of the batch is invalid")
+	// ErrGroupFailed marks the jobs of a FIFO group that were not sent because an earlier job of
+	// the same group failed to send: sending them would break the group's order.
+	ErrGroupFailed = errors.New("jobs: not sent: an earlier job of the same FIFO group was not enqueued")
+	// ErrNoLongDelayer is returned by CancelDelayed on a Client without a LongDelayer.
+	ErrNoLongDelayer = errors.New("jobs: the client has no LongDelayer")
+)
+
+// InvalidJobError reports a job the Client refused before any AWS call. Err is one of the
+// ErrXxx values above, possibly wrapped with detail.
+type InvalidJobError struct {
+	Kind string // the job kind (may be empty)
+	ID   string // the job id, if one was set or made
+	Err  error
+}
+
+func (e *InvalidJobError) Error() string {
+	return fmt.Sprintf("jobs: cannot enqueue %s job %q: %v", kindOrEmpty(e.Kind), e.ID, e.Err)
+}
+
+// Unwrap returns Err.
+func (e *InvalidJobError) Unwrap() error { return e.Err }
+
+// SendError reports a job SQS did not accept: either the call failed (Err is set) or the batch
+// entry was reported failed (Code, Message and SenderFault are set).
+type SendError struct {
+	Kind        string
+	ID          string
+	QueueURL    string
+	Code        string // SQS error code of a failed batch entry
+	Message     string // SQS error message of a failed batch entry
+	SenderFault bool   // SQS says the entry itself is at fault: it was not retried
+	Err         error  // the call's error, when the whole call failed
+}
+
+func (e *SendError) Error() string {
+	if e.Err != nil {
+		return fmt.Sprintf("jobs: send %s job %q to %s: %v", e.Kind, e.ID, e.QueueURL, e.Err)
+	}
+	return fmt.Sprintf("jobs: send %s job %q to %s: %s: %s (sender fault: %t)", e.Kind, e.ID, e.QueueURL, e.Code, e.Message, e.SenderFault)
+}
+
+// Unwrap returns Err.
+func (e *SendError) Unwrap() error { return e.Err }
+
+// BatchError is returned by EnqueueBatch when some jobs were not enqueued. Each job's own error is
+// in its EnqueueResult; Failed lists their indexes.
+type BatchError struct {
+	Failed []int   // indexes into the batch of the jobs not enqueued, ascending
+	Errs   []error // their errors, in the same order
+}
+
+func (e *BatchError) Error() string {
+	if len(e.Errs) == 0 {
+		return "jobs: batch failed"
+	}
+	return fmt.Sprintf("jobs: %d job(s) of the batch not enqueued; first (index %d): %v", len(e.Failed), e.Failed[0], e.Errs[0])
+}
+
+// Unwrap returns the jobs' errors, for errors.Is and errors.As.
+func (e *BatchError) Unwrap() []error { return e.Errs }
+
+// ClientOptions configure a Client.
+type ClientOptions struct {
+	// DefaultQueueURL receives every kind not listed in Queues.
+	DefaultQueueURL string
+	// Queues routes kinds to queue URLs. A URL ending in ".fifo" is a FIFO queue.
+	Queues map[string]string
+	// LongDelayer delivers jobs delayed by more than MaxSQSDelay; nil refuses such delays with
+	// ErrDelayTooLong. scheduler.Delayer implements it.
+	LongDelayer LongDelayer
+	// MaxRetries is how many times EnqueueBatch re-sends entries SQS reports failed (and not the
+	// sender's fault) before giving up on them; 0 means 3, negative means none.
+	MaxRetries int
+	// RetryBackoff is the first delay before such a retry, doubled each time with full jitter;
+	// 0 means 100 ms.
+	RetryBackoff time.Duration
+	// BatchConcurrency is how many SendMessageBatch calls EnqueueBatch has in flight at once for a
+	// Standard queue; 0 means 4. FIFO queues are always sent one call at a time, in order.
+	BatchConcurrency int
+	// Now returns the current time (EnqueuedAt, At); nil means time.Now.
+	Now func() time.Time
+}
+
+// Client enqueues jobs onto SQS. It is safe for concurrent use.
+type Client struct {
+	api  SQSAPI
+	opts ClientOptions
+}
+
+// NewClient returns a Client that sends through api (an *sqs.Client, usually). It returns an
+// error when opts route no kind anywhere.
+func NewClient(api SQSAPI, opts ClientOptions) (*Client, error) {
+	if api == nil {
+		return nil, errors.New("jobs: NewClient: nil SQS client")
+	}
+	if opts.DefaultQueueURL == "" && len(opts.Queues) == 0 {
+		return nil, errors.New("jobs: NewClient: no DefaultQueueURL and no Queues")
+	}
+	queues := make(map[string]string, len(opts.Queues))
+	for k, v := range opts.Queues {
+		if k == "" || v == "" {
+			return nil, fmt.Errorf("jobs: NewClient: empty kind or queue URL in Queues (%q: %q)", k, v)
+		}
+		queues[k] = v
+	}
+	opts.Queues = queues
+	if opts.MaxRetries == 0 {
+		opts.MaxRetries = 3
+	} else if opts.MaxRetries < 0 {
+		opts.MaxRetries = 0
+	}
+	if opts.RetryBackoff <= 0 {
+		opts.RetryBackoff = 100 * time.Millisecond
+	}
+	if opts.BatchConcurrency <= 0 {
+		opts.BatchConcurrency = 4
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	return &Client{api: api, opts: opts}, nil
+}
+
+// EnqueueOpts shape one job. Nil means all defaults.
+type EnqueueOpts struct {
+	// ID is the job id; empty means a new ULID (NewID).
+	ID string
+	// Key is the idempotency key; empty means the id.
+	Key string
+	// GroupID is the FIFO message group id: required on FIFO queues, where the jobs of a group run
+	// one at a time in order.
+	GroupID string
+	// DedupID is the FIFO deduplication id; empty means the job id, so sending the same job id
+	// twice within SQS's 5-minute window enqueues it once.
+	DedupID string
+	// Delay postpones delivery. Up to MaxSQSDelay (15 min) it is SQS's DelaySeconds, rounded up
+	// to whole seconds (Standard queues only); longer delays go to the LongDelayer.
+	Delay time.Duration
+	// At delivers the job at this time instead (the same rules as Delay); a past time means now.
+	// Set Delay or At, not both.
+	At time.Time
+	// Queue overrides the queue URL the kind is routed to.
+	Queue string
+	// Trace is a W3C traceparent to carry to the worker.
+	Trace string
+}
+
+// EnqueueResult is what happened to one job.
+type EnqueueResult struct {
+	ID             string    // the job id
+	Kind           string    // the job kind
+	QueueURL       string    // the queue it was routed to
+	MessageID      string    // the SQS message id; empty when scheduled or failed
+	SequenceNumber string    // FIFO sequence number
+	Scheduled      bool      // handed to the LongDelayer, delivered at DeliverAt
+	DeliverAt      time.Time // when it becomes visible to workers (zero: now)
+	Err            error     // why it was not enqueued (EnqueueBatch only); nil on success
+}
+
+// BatchJob is one job of an EnqueueBatch.
+type BatchJob struct {
+	Args JobArgs
+	Opts *EnqueueOpts
+}
+
+// Enqueue sends one job. Invalid input returns an *InvalidJobError before any AWS call; a failed
+// send returns a *SendError.
+func (c *Client) Enqueue(ctx context.Context, args JobArgs, opts *EnqueueOpts) (EnqueueResult, error) {
+	p, err := c.prepare(args, opts)
+	if err != nil {
+		return EnqueueResult{ID: p.id, Kind: p.kind}, err
+	}
+	res := p.result()
+	if p.scheduled {
+		if err := c.schedule(ctx, &p); err != nil {
+			return res, err
+		}
+		return res, nil
+	}
+	in := &sqs.SendMessageInput{
+		QueueUrl:    aws.String(p.queue),
+		MessageBody: aws.String(p.body),
+	}
+	if p.delaySeconds > 0 {
+		in.DelaySeconds = p.delaySeconds
+	}
+	if p.fifo {
+		in.MessageGroupId = aws.String(p.group)
+		in.MessageDeduplicationId = aws.String(p.dedup)
+	} else if p.group != "" {
+		in.MessageGroupId = aws.String(p.group) // fair queues: a tenant id on a Standard queue
+	}
+	out, err := c.api.SendMessage(ctx, in)
+	if err != nil {
+		return res, &SendError{Kind: p.kind, ID: p.id, QueueURL: p.queue, Err: err}
+	}
+	res.MessageID = aws.ToString(out.MessageId)
+	res.SequenceNumber = aws.ToString(out.SequenceNumber)
+	return res, nil
+}
+
+// EnqueueBatch sends jobs with as few calls as SQS allows: per queue, SendMessageBatch calls of at
+// most 10 entries and 1 MiB. Entries SQS reports failed (and not the sender's fault) are sent again,
+// up to ClientOptions.MaxRetries times. On a FIFO queue the jobs of a group keep their order: calls
+// go one at a time, and once a job of a group fails, the group's later jobs are not sent
+// (ErrGroupFailed). Jobs delayed beyond 15 minutes go to the LongDelayer one by one.
+//
+// The batch is checked whole first: if any job is invalid, nothing is sent, the invalid jobs'
+// results carry their *InvalidJobError and the others' ErrNotSent. The results are in input order;
+// the error is nil when every job was enqueued, a *BatchError otherwise.
+func (c *Client) EnqueueBatch(ctx context.Context, batch []BatchJob) ([]EnqueueResult, error) {
+	results := make([]EnqueueResult, len(batch))
+	prepared := make([]prepared, len(batch))
+	invalid := false
+	for i, j := range batch {
+		p, err := c.prepare(j.Args, j.Opts)
+		prepared[i] = p
+		results[i] = p.result()
+		if err != nil {
+			results[i].Err = err
+			invalid = true
+		}
+	}
+	if invalid {
+		for i := range results {
+			if results[i].Err == nil {
+				results[i].Err = ErrNotSent
+			}
+		}
+		return results, batchError(results)
+	}
+
+	// Per queue, in input order.
+	var order []string
+	byQueue := map[string][]int{}
+	for i := range prepared {
+		p := &prepared[i]
+		if p.scheduled {
+			if err := c.schedule(ctx, p); err != nil {
+				results[i].Err = err
+			}
+			continue
+		}
+		if _, ok := byQueue[p.queue]; !ok {
+			order = append(order, p.queue)
+		}
+		byQueue[p.queue] = append(byQueue[p.queue], i)
+	}
+	for _, q := range order {
+		c.sendQueue(ctx, q, byQueue[q], prepared, results)
+	}
+	return results, batchError(results)
+}
+
+// CancelDelayed cancels a job handed to the LongDelayer (a delay over 15 minutes) by its id.
+// Jobs already on a queue cannot be cancelled this way.
+func (c *Client) CancelDelayed(ctx context.Context, id string) error {
+	if c.opts.LongDelayer == nil {
+		return ErrNoLongDelayer
+	}
+	if err := c.opts.LongDelayer.CancelJob(ctx, id); err != nil {
+		return fmt.Errorf("jobs: cancel delayed job %q: %w", id, err)
+	}
+	return nil
+}
+
+// QueueFor returns the queue URL a kind is routed to ("" when none).
+func (c *Client) QueueFor(kind string) string {
+	if q, ok := c.opts.Queues[kind]; ok {
+		return q
+	}
+	return c.opts.DefaultQueueURL
+}
+
+// prepared is a validated, encoded job.
+type prepared struct {
+	id, kind, queue, group, dedup, body string
+	fifo, scheduled                     bool
+	delaySeconds                        int32
+	at                                  time.Time // delivery time when delayed
+}
+
+func (p *prepared) result() EnqueueResult {
+	return EnqueueResult{ID: p.id, Kind: p.kind, QueueURL: p.queue, Scheduled: p.scheduled, DeliverAt: p.at}
+}
+
+// prepare validates and encodes a job: every check happens here, before any AWS call.
+func (c *Client) prepare(args JobArgs, opts *EnqueueOpts) (prepared, error) {
+	var o EnqueueOpts
+	if opts != nil {
+		o = *opts
+	}
+	var p prepared
+	p.id = o.ID
+	if args == nil {
+		return p, &InvalidJobError{ID: p.id, Err: fmt.Errorf("%w: nil args", ErrEmptyKind)}
+	}
+	p.kind = args.Kind()
+	if p.kind == "" {
+		return p, &InvalidJobError{ID: p.id, Err: ErrEmptyKind}
+	}
+	if p.id == "" {
+		p.id = NewID()
+	}
+	bad := func(err error) (prepared, error) {
+		return p, &InvalidJobError{Kind: p.kind, ID: p.id, Err: err}
+	}
+	p.queue = o.Queue
+	if p.queue == "" {
+		p.queue = c.QueueFor(p.kind)
+	}
+	if p.queue == "" {
+		return bad(ErrNoQueue)
+	}
+	p.fifo = IsFIFOQueue(p.queue)
+	p.group = o.GroupID
+	if p.fifo {
+		if p.group == "" {
+			return bad(ErrGroupRequired)
+		}
+		p.dedup = o.DedupID
+		if p.dedup == "" {
+			p.dedup = p.id
+		}
+	} else if o.DedupID != "" {
+		return bad(ErrDedupOnStandard)
+	}
+
+	now := c.opts.Now()
+	var delay time.Duration
+	switch {
+	case o.Delay < 0:
+		return bad(fmt.Errorf("%w: negative delay %s", ErrInvalidDelay, o.Delay))
+	case o.Delay > 0 && !o.At.IsZero():
+		return bad(fmt.Errorf("%w: both Delay and At are set", ErrInvalidDelay))
+	case o.Delay > 0:
+		delay = o.Delay
+	case !o.At.IsZero():
+		delay = o.At.Sub(now)
+		if delay < 0 {
+			delay = 0
+		}
+	}
+	if delay > 0 {
+		p.at = now.Add(delay)
+		switch {
+		case delay > MaxSQSDelay:
+			if c.opts.LongDelayer == nil {
+				return bad(fmt.Errorf("%w: delay %s", ErrDelayTooLong, delay))
+			}
+			p.scheduled = true
+		case p.fifo:
+			return bad(fmt.Errorf("%w: delay %s on %s", ErrDelayOnFIFO, delay, QueueName(p.queue)))
+		default:
+			// Round up: never deliver early.
+			p.delaySeconds = int32((delay + time.Second - 1) / time.Second)
+		}
+	}
+
+	raw, err := json.Marshal(args)
+	if err != nil {
+		return bad(fmt.Errorf("%w: %w", ErrEncodeArgs, err))
+	}
+	body, err := json.Marshal(&Envelope{
+		V:          EnvelopeVersion,
+		ID:         p.id,
+		Kind:       p.kind,
+		Args:       raw,
+		EnqueuedAt: now.UTC().Truncate(time.Millisecond),
+		Key:        o.Key,
+		Trace:      o.Trace,
+	})
+	if err != nil {
+		return bad(fmt.Errorf("%w: %w", ErrEncodeArgs, err))
+	}
+	if len(body) > MaxMessageSize {
+		return bad(fmt.Errorf("%w: %d bytes", ErrBodyTooLarge, len(body)))
+	}
+	p.body = string(body)
+	return p, nil
+}
+
+func (c *Client) schedule(ctx context.Context, p *prepared) error {
+	err := c.opts.LongDelayer.ScheduleJob(ctx, DelayedJob{
+		ID: p.id, Kind: p.kind, Body: p.body, QueueURL: p.queue, GroupID: p.group, At: p.at,
+	})
+	if err != nil {
+		return fmt.Errorf("jobs: schedule %s job %q for %s: %w", p.kind, p.id, p.at.Format(time.RFC3339), err)
+	}
+	return nil
+}
+
+// sendQueue sends the jobs idx (input order) of one queue in chunks.
+func (c *Client) sendQueue(ctx context.Context, queue string, idx []int, prepared []prepared, results []EnqueueResult) {
+	var chunks [][]int
+	for start := 0; start < len(idx); {
+		end, size := start, 0
+		for end < len(idx) && end-start < MaxBatchEntries && size+len(prepared[idx[end]].body) <= MaxMessageSize {
+			size += len(prepared[idx[end]].body)
+			end++
+		}
+		chunks = append(chunks, idx[start:end])
+		start = end
+	}
+	if IsFIFOQueue(queue) {
+		failedGroups := map[string]bool{}
+		for _, chunk := range chunks {
+			var send []int
+			for _, i := range chunk {
+				if failedGroups[prepared[i].group] {
+					results[i].Err = ErrGroupFailed
+					continue
+				}
+				send = append(send, i)
+			}
+			if len(send) == 0 {
+				continue
+			}
+			c.sendChunk(ctx, queue, send, prepared, results)
+			for _, i := range send {
+				if results[i].Err != nil {
+					failedGroups[prepared[i].group] = true
+				}
+			}
+		}
+		return
+	}
+	sem := make(chan struct{}, c.opts.BatchConcurrency)
+	var wg sync.WaitGroup
+	for _, chunk := range chunks {
+		sem <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			c.sendChunk(ctx, queue, chunk, prepared, results)
+		}()
+	}
+	wg.Wait()
+}
+
+// sendChunk sends up to 10 jobs in one SendMessageBatch call and re-sends the entries reported
+// failed (not by sender fault), in their original order.
+func (c *Client) sendChunk(ctx context.Context, queue string, idx []int, prepared []prepared, results []EnqueueResult) {
+	pending := idx
+	for try := 0; ; try++ {
+		entries := make([]sqstypes.SendMessageBatchRequestEntry, len(pending))
+		for n, i := range pending {
+			p := &prepared[i]
+			e := sqstypes.SendMessageBatchRequestEntry{
+				Id:          aws.String(strconv.Itoa(n)),
+				MessageBody: aws.String(p.body),
+			}
+			if p.delaySeconds > 0 {
+				e.DelaySeconds = p.delaySeconds
+			}
+			if p.fifo {
+				e.MessageGroupId = aws.String(p.group)
+				e.MessageDeduplicationId = aws.String(p.dedup)
+			} else if p.group != "" {
+				e.MessageGroupId = aws.String(p.group)
+			}
+			entries[n] = e
+		}
+		out, err := c.api.SendMessageBatch(ctx, &sqs.SendMessageBatchInput{QueueUrl: aws.String(queue), Entries: entries})
+		if err != nil {
+			// The SDK has already retried what is retryable about the call itself.
+			for _, i := range pending {
+				results[i].Err = &SendError{Kind: prepared[i].kind, ID: prepared[i].id, QueueURL: queue, Err: err}
+			}
+			return
+		}
+		for _, s := range out.Successful {
+			n, ok := entryIndex(s.Id, len(pending))
+			if !ok {
+				continue
+			}
+			r := &results[pending[n]]
+			r.MessageID = aws.ToString(s.MessageId)
+			r.SequenceNumber = aws.ToString(s.SequenceNumber)
+			r.Err = nil
+		}
+		var retry []int
+		for _, f := range out.Failed {
+			n, ok := entryIndex(f.Id, len(pending))
+			if !ok {
+				continue
+			}
+			i := pending[n]
+			results[i].Err = &SendError{
+				Kind: prepared[i].kind, ID: prepared[i].id, QueueURL: queue,
+				Code: aws.ToString(f.Code), Message: aws.ToString(f.Message), SenderFault: f.SenderFault,
+			}
+			if !f.SenderFault {
+				retry = append(retry, i)
+			}
+		}
+		// An entry SQS did not mention at all is reported, not assumed sent.
+		for _, i := range pending {
+			if results[i].MessageID == "" && results[i].Err == nil {
+				results[i].Err = &SendError{Kind: prepared[i].kind, ID: prepared[i].id, QueueURL: queue, Code: "MissingResult", Message: "SendMessageBatch did not report this entry"}
+			}
+		}
+		if len(retry) == 0 || try >= c.opts.MaxRetries {
+			return
+		}
+		sortInts(retry) // keep input order (FIFO)
+		if !sleepCtx(ctx, fullJitter(c.opts.RetryBackoff, 5*time.Second, try+1)) {
+			return // the results keep the last failure
+		}
+		pending = retry
+	}
+}
+
+func entryIndex(id *string, n int) (int, bool) {
+	i, err := strconv.Atoi(aws.ToString(id))
+	return i, err == nil && i >= 0 && i < n
+}
+
+func batchError(results []EnqueueResult) error {
+	var be BatchError
+	for i := range results {
+		if results[i].Err != nil {
+			be.Failed = append(be.Failed, i)
+			be.Errs = append(be.Errs, results[i].Err)
+		}
+	}
+	if len(be.Failed) == 0 {
+		return nil
+	}
+	return &be
+}
+
+func sortInts(s []int) {
+	for i := 1; i < len(s); i++ {
+		for j := i; j > 0 && s[j] < s[j-1]; j-- {
+			s[j], s[j-1] = s[j-1], s[j]
+		}
+	}
+}
+
+// fullJitter is exponential backoff with full jitter: a uniform random duration in
+// [0, min(max, base·2^(attempt-1))].
+func fullJitter(base, max time.Duration, attempt int) time.Duration {
+	if base <= 0 || max <= 0 {
+		return 0
+	}
+	if attempt < 1 {
+		attempt = 1
+	}
+	ceiling := base
+	for n := 1; n < attempt && ceiling < max; n++ {
+		ceiling *= 2
+	}
+	if ceiling > max || ceiling <= 0 {
+		ceiling = max
+	}
+	return time.Duration(rand.Int64N(int64(ceiling) + 1))
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) bool {
+	if d <= 0 {
+		return ctx.Err() == nil
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+func kindOrEmpty(kind string) string {
+	if strings.TrimSpace(kind) == "" {
+		return "(no kind)"
+	}
+	return kind
+}

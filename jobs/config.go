@@ -1,0 +1,252 @@
+package jobs
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+)
+
+// Defaults of Config (and of the environment variables ConfigFromEnv reads).
+const (
+	DefaultMaxAttempts       = 5
+	DefaultVisibilityTimeout = 30 * time.Second
+	DefaultConcurrency       = 10
+	DefaultBackoffBase       = time.Second
+	DefaultBackoffCap        = 15 * time.Minute
+	DefaultSafetyMargin      = 2 * time.Second
+	// MaxVisibility is the longest visibility timeout SQS allows (12 h): no backoff or snooze is
+	// longer.
+	MaxVisibility = 12 * time.Hour
+)
+
+// Environment variables ConfigFromEnv reads besides those in env.go.
+const (
+	EnvSafetyMargin = "JOBKIT_SAFETY_MARGIN" // time kept before the Lambda deadline, Go duration; default 2s
+	EnvJobTimeout   = "JOBKIT_JOB_TIMEOUT"   // a job's own time limit, Go duration; default none
+	EnvFunctionName = "AWS_LAMBDA_FUNCTION_NAME"
+	EnvLogLevel     = "AWS_LAMBDA_LOG_LEVEL" // DEBUG, INFO, WARN or ERROR (Lambda's JSON log level); default INFO
+)
+
+// BackoffFunc returns how long a job waits before its next attempt after attempt failed
+// (attempt is 1 on the first delivery).
+type BackoffFunc func(attempt int) time.Duration
+
+// Config configures the worker runtime (NewSQSHandler). ConfigFromEnv fills it from the
+// environment the infra Worker construct sets.
+type Config struct {
+	// QueueURL is the queue the function consumes (required). Its name is the Queue dimension of
+	// the metrics; a ".fifo" suffix means FIFO semantics.
+	QueueURL string
+	// DLQURL is the dead-letter queue the runtime sends permanent failures to (required).
+	DLQURL string
+	// MaxAttempts is how many deliveries a job gets; a retryable failure on the last one is
+	// dead-lettered (ReasonAttemptsUsed). Default 5. Set the queue's redrive maxReceiveCount
+	// higher, as a safety net for crashes: snoozes count as deliveries too.
+	MaxAttempts int
+	// VisibilityTimeout is the queue's visibility timeout. The heartbeat extends the visibility of
+	// a batch's messages to this much every third of it. Default 30 s.
+	VisibilityTimeout time.Duration
+	// Concurrency is how many records of a batch run at once (FIFO: how many groups). Default 10.
+	Concurrency int
+	// BackoffBase and BackoffCap shape the retry delay: full jitter, uniform in
+	// [0, min(BackoffCap, BackoffBase·2^(attempt-1))], never above 12 h. Defaults 1 s and 15 min.
+	BackoffBase time.Duration
+	BackoffCap  time.Duration
+	// Backoff replaces the computed delay when set (BackoffBase and BackoffCap are then unused).
+	Backoff BackoffFunc
+	// FunctionName is written on dead-lettered messages (AttrFunction).
+	FunctionName string
+	// SafetyMargin is the time kept before the Lambda deadline: jobs' contexts end this much
+	// before it, leaving the runtime time to report. Default 2 s (at most half the time left).
+	SafetyMargin time.Duration
+	// JobTimeout is each job's own time limit; zero means only the Lambda deadline applies.
+	JobTimeout time.Duration
+	// Logger receives the runtime's log lines; nil means JSON to stdout at Info.
+	Logger *slog.Logger
+	// Metrics receives one CloudWatch Embedded Metric Format line per batch; nil means stdout.
+	// Use io.Discard to turn metrics off.
+	Metrics io.Writer
+	// SQS is the client for visibility changes and dead-letter sends (required).
+	SQS SQSAPI
+}
+
+// ConfigFromEnv reads a Config from the environment the infra Worker construct sets:
+//
+//	JOBKIT_QUEUE_URL           the queue the function consumes (required)
+//	JOBKIT_DLQ_URL             its dead-letter queue (required)
+//	JOBKIT_MAX_ATTEMPTS        deliveries before dead-lettering; default 5
+//	JOBKIT_VISIBILITY_TIMEOUT  the queue's visibility timeout: seconds ("30") or a Go duration; default 30s
+//	JOBKIT_CONCURRENCY         records (FIFO: groups) run at once in a batch; default 10
+//	JOBKIT_BACKOFF_BASE        first retry delay ceiling: a Go duration ("1s") or seconds; default 1s
+//	JOBKIT_BACKOFF_CAP         largest retry delay: a Go duration or seconds; default 15m, at most 12h
+//	JOBKIT_SAFETY_MARGIN       time kept before the Lambda deadline; default 2s
+//	JOBKIT_JOB_TIMEOUT         each job's own time limit; default none
+//	AWS_LAMBDA_FUNCTION_NAME   set by Lambda; written on dead-lettered messages
+//	AWS_LAMBDA_LOG_LEVEL       set by Lambda's JSON logging controls; the log level, default INFO
+//
+// It also makes the SQS client from the default AWS configuration (which honours
+// AWS_ENDPOINT_URL), a JSON logger on stdout and stdout for metrics.
+func ConfigFromEnv() (Config, error) {
+	cfg, err := configFromLookup(os.LookupEnv)
+	if err != nil {
+		return cfg, err
+	}
+	awsCfg, err := config.LoadDefaultConfig(context.Background())
+	if err != nil {
+		return cfg, fmt.Errorf("jobs: load AWS config: %w", err)
+	}
+	cfg.SQS = sqs.NewFromConfig(awsCfg)
+	return cfg, nil
+}
+
+// configFromLookup is ConfigFromEnv without the AWS client.
+func configFromLookup(lookup func(string) (string, bool)) (Config, error) {
+	get := func(name string) string {
+		v, _ := lookup(name)
+		return strings.TrimSpace(v)
+	}
+	cfg := Config{
+		QueueURL:     get(EnvQueueURL),
+		DLQURL:       get(EnvDLQURL),
+		FunctionName: get(EnvFunctionName),
+		Metrics:      os.Stdout,
+	}
+	var errs []error
+	integer := func(name string, def int, dst *int) {
+		*dst = def
+		if v := get(name); v != "" {
+			n, err := strconv.Atoi(v)
+			if err != nil || n <= 0 {
+				errs = append(errs, fmt.Errorf("%s=%q: want a positive integer", name, v))
+				return
+			}
+			*dst = n
+		}
+	}
+	duration := func(name string, def time.Duration, dst *time.Duration) {
+		*dst = def
+		if v := get(name); v != "" {
+			d, err := parseDuration(v)
+			if err != nil || d < 0 {
+				errs = append(errs, fmt.Errorf("%s=%q: want a Go duration (\"30s\") or whole seconds", name, v))
+				return
+			}
+			*dst = d
+		}
+	}
+	integer(EnvMaxAttempts, DefaultMaxAttempts, &cfg.MaxAttempts)
+	integer(EnvConcurrency, DefaultConcurrency, &cfg.Concurrency)
+	duration(EnvVisibilityTimeout, DefaultVisibilityTimeout, &cfg.VisibilityTimeout)
+	duration(EnvBackoffBase, DefaultBackoffBase, &cfg.BackoffBase)
+	duration(EnvBackoffCap, DefaultBackoffCap, &cfg.BackoffCap)
+	duration(EnvSafetyMargin, DefaultSafetyMargin, &cfg.SafetyMargin)
+	duration(EnvJobTimeout, 0, &cfg.JobTimeout)
+
+	level := slog.LevelInfo
+	if v := get(EnvLogLevel); v != "" {
+		if err := level.UnmarshalText([]byte(v)); err != nil {
+			errs = append(errs, fmt.Errorf("%s=%q: want DEBUG, INFO, WARN or ERROR", EnvLogLevel, v))
+		}
+	}
+	cfg.Logger = slog.New(slog.NewJSONHandler(os.Stdout, &slog.HandlerOptions{Level: level}))
+	if cfg.QueueURL == "" {
+		errs = append(errs, fmt.Errorf("%s is not set", EnvQueueURL))
+	}
+	if cfg.DLQURL == "" {
+		errs = append(errs, fmt.Errorf("%s is not set", EnvDLQURL))
+	}
+	if len(errs) > 0 {
+		return cfg, fmt.Errorf("jobs: config from environment: %w", errors.Join(errs...))
+	}
+	return cfg, nil
+}
+
+// parseDuration reads a Go duration ("1m30s") or a number of seconds ("90").
+func parseDuration(v string) (time.Duration, error) {
+	if n, err := strconv.ParseInt(v, 10, 64); err == nil {
+		if n > int64(MaxVisibility/time.Second)*2 {
+			return 0, fmt.Errorf("%d seconds is too long", n)
+		}
+		return time.Duration(n) * time.Second, nil
+	}
+	return time.ParseDuration(v)
+}
+
+// Validate reports what is missing or out of range; NewSQSHandler panics on such a Config.
+func (c *Config) Validate() error {
+	var errs []error
+	if c.QueueURL == "" {
+		errs = append(errs, errors.New("QueueURL is empty"))
+	}
+	if c.DLQURL == "" {
+		errs = append(errs, errors.New("DLQURL is empty"))
+	}
+	if c.SQS == nil {
+		errs = append(errs, errors.New("SQS is nil"))
+	}
+	if c.MaxAttempts < 0 || c.Concurrency < 0 || c.VisibilityTimeout < 0 || c.BackoffBase < 0 ||
+		c.BackoffCap < 0 || c.SafetyMargin < 0 || c.JobTimeout < 0 {
+		errs = append(errs, errors.New("negative value"))
+	}
+	if c.VisibilityTimeout > MaxVisibility {
+		errs = append(errs, fmt.Errorf("VisibilityTimeout %s is above SQS's 12h", c.VisibilityTimeout))
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("jobs: invalid Config: %w", errors.Join(errs...))
+	}
+	return nil
+}
+
+// withDefaults fills the zero fields.
+func (c Config) withDefaults() Config {
+	if c.MaxAttempts == 0 {
+		c.MaxAttempts = DefaultMaxAttempts
+	}
+	if c.VisibilityTimeout == 0 {
+		c.VisibilityTimeout = DefaultVisibilityTimeout
+	}
+	if c.Concurrency == 0 {
+		c.Concurrency = DefaultConcurrency
+	}
+	if c.BackoffBase == 0 {
+		c.BackoffBase = DefaultBackoffBase
+	}
+	if c.BackoffCap == 0 {
+		c.BackoffCap = DefaultBackoffCap
+	}
+	if c.BackoffCap > MaxVisibility {
+		c.BackoffCap = MaxVisibility
+	}
+	if c.SafetyMargin == 0 {
+		c.SafetyMargin = DefaultSafetyMargin
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.NewJSONHandler(os.Stdout, nil))
+	}
+	if c.Metrics == nil {
+		c.Metrics = os.Stdout
+	}
+	if c.Backoff == nil {
+		base, ceiling := c.BackoffBase, c.BackoffCap
+		c.Backoff = ExponentialBackoff(base, ceiling)
+	}
+	return c
+}
+
+// ExponentialBackoff returns a BackoffFunc with full jitter: uniform in
+// [0, min(ceiling, base·2^(attempt-1))], ceiling at most 12 h. It is the runtime's default.
+func ExponentialBackoff(base, ceiling time.Duration) BackoffFunc {
+	if ceiling > MaxVisibility || ceiling <= 0 {
+		ceiling = MaxVisibility
+	}
+	return func(attempt int) time.Duration { return fullJitter(base, ceiling, attempt) }
+}

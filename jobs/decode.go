@@ -1,0 +1,438 @@
+package jobs
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+	"unicode/utf8"
+	"unsafe"
+)
+
+// EnvelopeError reports a message body that is not a job this runtime can read. The runtime
+// dead-letters such a message at once with Reason (ReasonMalformed or ReasonVersion).
+type EnvelopeError struct {
+	Reason string // ReasonMalformed or ReasonVersion
+	Err    error
+}
+
+func (e *EnvelopeError) Error() string { return "jobs: envelope " + e.Reason + ": " + errString(e.Err) }
+
+// Unwrap returns Err.
+func (e *EnvelopeError) Unwrap() error { return e.Err }
+
+// DeadLetterReason returns Reason: an EnvelopeError is permanent.
+func (e *EnvelopeError) DeadLetterReason() string { return e.Reason }
+
+// DecodeEnvelope decodes an SQS message body into an Envelope and checks it: the JSON must be an
+// object, v must be EnvelopeVersion, id and kind must be set. Errors are *EnvelopeError.
+//
+// It accepts exactly what encoding/json accepts (and decodes it to the same values), with a fast
+// path for ordinary envelopes; FuzzDecodeEnvelope checks the two agree.
+func DecodeEnvelope(body string) (Envelope, error) {
+	env, _, err := decodeEnvelope(body)
+	return env, err
+}
+
+// decodeEnvelope is DecodeEnvelope that also returns the args as a string sharing body's memory.
+func decodeEnvelope(body string) (env Envelope, args string, err error) {
+	if args, ok := decodeEnvelopeFast(body, &env); ok {
+		return env, args, checkEnvelope(&env, nil)
+	}
+	env = Envelope{}
+	err = json.Unmarshal([]byte(body), &env)
+	return env, string(env.Args), checkEnvelope(&env, err)
+}
+
+// decodeEnvelopeReference is the plain encoding/json decoder DecodeEnvelope must agree with.
+func decodeEnvelopeReference(body string) (Envelope, error) {
+	var env Envelope
+	err := json.Unmarshal([]byte(body), &env)
+	return env, checkEnvelope(&env, err)
+}
+
+func checkEnvelope(env *Envelope, err error) error {
+	switch {
+	case err != nil:
+		if env.V != 0 && env.V != EnvelopeVersion {
+			return &EnvelopeError{Reason: ReasonVersion, Err: fmt.Errorf("version %d: %w", env.V, err)}
+		}
+		return &EnvelopeError{Reason: ReasonMalformed, Err: err}
+	case env.V == 0:
+		return &EnvelopeError{Reason: ReasonMalformed, Err: errors.New(`no "v" (envelope version)`)}
+	case env.V != EnvelopeVersion:
+		return &EnvelopeError{Reason: ReasonVersion, Err: fmt.Errorf("version %d, this runtime reads %d", env.V, EnvelopeVersion)}
+	case env.ID == "":
+		return &EnvelopeError{Reason: ReasonMalformed, Err: errors.New(`empty "id"`)}
+	case env.Kind == "":
+		return &EnvelopeError{Reason: ReasonMalformed, Err: errors.New(`empty "kind"`)}
+	}
+	return nil
+}
+
+// decodeEnvelopeFast decodes the common shape of an envelope without reflection: strings without
+// escapes, v a small integer, known keys spelled exactly. It reports false for anything else
+// (including every invalid input), and the caller falls back to encoding/json: so when it reports
+// true, the result is exactly what encoding/json would give. Strings share body's memory; so does
+// the args string it returns (env.Args is a copy).
+func decodeEnvelopeFast(s string, env *Envelope) (args string, _ bool) {
+	i := skipWS(s, 0)
+	if i >= len(s) || s[i] != '{' {
+		return "", false
+	}
+	i = skipWS(s, i+1)
+	if i < len(s) && s[i] == '}' {
+		return args, skipWS(s, i+1) == len(s)
+	}
+	for {
+		if i >= len(s) || s[i] != '"' {
+			return "", false
+		}
+		key, next, ok := plainString(s, i)
+		if !ok {
+			return "", false
+		}
+		i = skipWS(s, next)
+		if i >= len(s) || s[i] != ':' {
+			return "", false
+		}
+		i = skipWS(s, i+1)
+		switch key {
+		case "v":
+			n, next, ok := smallInt(s, i)
+			if !ok {
+				return "", false
+			}
+			env.V, i = n, next
+		case "id", "kind", "key", "trace":
+			v, next, ok := plainString(s, i)
+			if !ok {
+				return "", false
+			}
+			switch key {
+			case "id":
+				env.ID = v
+			case "kind":
+				env.Kind = v
+			case "key":
+				env.Key = v
+			default:
+				env.Trace = v
+			}
+			i = next
+		case "enqueued_at":
+			_, next, ok := plainString(s, i)
+			if !ok {
+				return "", false
+			}
+			var t time.Time
+			if err := t.UnmarshalJSON(bytesOf(s[i:next])); err != nil {
+				return "", false
+			}
+			env.EnqueuedAt, i = t, next
+		case "args":
+			end, ok := skipValue(s, i)
+			if !ok {
+				return "", false
+			}
+			args = s[i:end]
+			env.Args = json.RawMessage(args)
+			i = end
+		default:
+			// encoding/json matches keys case-insensitively (with Unicode folding): leave
+			// near-misses and non-ASCII keys to it.
+			for j := 0; j < len(key); j++ {
+				if key[j] >= utf8.RuneSelf {
+					return "", false
+				}
+			}
+			for _, k := range envelopeKeys {
+				if asciiEqualFold(key, k) {
+					return "", false
+				}
+			}
+			end, ok := skipValue(s, i)
+			if !ok {
+				return "", false
+			}
+			i = end
+		}
+		i = skipWS(s, i)
+		if i >= len(s) {
+			return "", false
+		}
+		switch s[i] {
+		case ',':
+			i = skipWS(s, i+1)
+		case '}':
+			return args, skipWS(s, i+1) == len(s)
+		default:
+			return "", false
+		}
+	}
+}
+
+var envelopeKeys = [...]string{"v", "id", "kind", "args", "enqueued_at", "key", "trace"}
+
+// bytesOf views a string's bytes without copying; the callee must not modify or keep them.
+func bytesOf(s string) []byte { return unsafe.Slice(unsafe.StringData(s), len(s)) }
+
+func skipWS(s string, i int) int {
+	for i < len(s) {
+		switch s[i] {
+		case ' ', '\t', '\n', '\r':
+			i++
+		default:
+			return i
+		}
+	}
+	return i
+}
+
+// plainString reads the JSON string at s[i] (a '"') when it has no escapes and is valid UTF-8 —
+// the cases where its decoded value is its bytes. It returns the value and the index after it.
+func plainString(s string, i int) (string, int, bool) {
+	if i >= len(s) || s[i] != '"' {
+		return "", 0, false
+	}
+	ascii := true
+	for j := i + 1; j < len(s); j++ {
+		c := s[j]
+		switch {
+		case c == '"':
+			v := s[i+1 : j]
+			if !ascii && !utf8.ValidString(v) {
+				return "", 0, false
+			}
+			return v, j + 1, true
+		case c == '\\' || c < 0x20:
+			return "", 0, false
+		case c >= utf8.RuneSelf:
+			ascii = false
+		}
+	}
+	return "", 0, false
+}
+
+// smallInt reads a JSON number that is a plain non-negative integer below 10^9.
+func smallInt(s string, i int) (int, int, bool) {
+	j, n := i, 0
+	for j < len(s) && s[j] >= '0' && s[j] <= '9' {
+		if j-i >= 9 {
+			return 0, 0, false
+		}
+		n = n*10 + int(s[j]-'0')
+		j++
+	}
+	if j == i || (s[i] == '0' && j-i > 1) {
+		return 0, 0, false
+	}
+	if j < len(s) && (s[j] == '.' || s[j] == 'e' || s[j] == 'E') {
+		return 0, 0, false
+	}
+	return n, j, true
+}
+
+// skipValue validates the JSON value starting at s[i] and returns the index after it. It gives
+// up (false) on invalid JSON and on nesting deeper than it tracks.
+func skipValue(s string, i int) (int, bool) {
+	var stack [64]byte // open containers: '{' or '['
+	depth := 0
+	for {
+		// A value starts at i.
+		i = skipWS(s, i)
+		if i >= len(s) {
+			return 0, false
+		}
+		switch c := s[i]; c {
+		case '{', '[':
+			j := skipWS(s, i+1)
+			if j < len(s) && ((c == '{' && s[j] == '}') || (c == '[' && s[j] == ']')) {
+				i = j + 1
+				break
+			}
+			if depth == len(stack) {
+				return 0, false
+			}
+			stack[depth] = c
+			depth++
+			i = j
+			if c == '{' {
+				var ok bool
+				if i, ok = objectKey(s, i); !ok {
+					return 0, false
+				}
+			}
+			continue
+		case '"':
+			j, ok := skipString(s, i)
+			if !ok {
+				return 0, false
+			}
+			i = j
+		case 't':
+			if !hasPrefix(s, i, "true") {
+				return 0, false
+			}
+			i += 4
+		case 'f':
+			if !hasPrefix(s, i, "false") {
+				return 0, false
+			}
+			i += 5
+		case 'n':
+			if !hasPrefix(s, i, "null") {
+				return 0, false
+			}
+			i += 4
+		default:
+			j, ok := skipNumber(s, i)
+			if !ok {
+				return 0, false
+			}
+			i = j
+		}
+		// A value ended at i: close containers until one continues.
+		for {
+			if depth == 0 {
+				return i, true
+			}
+			i = skipWS(s, i)
+			if i >= len(s) {
+				return 0, false
+			}
+			top := stack[depth-1]
+			if s[i] == ',' {
+				i = skipWS(s, i+1)
+				if top == '{' {
+					var ok bool
+					if i, ok = objectKey(s, i); !ok {
+						return 0, false
+					}
+				}
+				break
+			}
+			if (top == '{' && s[i] == '}') || (top == '[' && s[i] == ']') {
+				depth--
+				i++
+				continue
+			}
+			return 0, false
+		}
+	}
+}
+
+// objectKey reads `"key" :` at s[i] and returns the index after the colon.
+func objectKey(s string, i int) (int, bool) {
+	if i >= len(s) || s[i] != '"' {
+		return 0, false
+	}
+	j, ok := skipString(s, i)
+	if !ok {
+		return 0, false
+	}
+	j = skipWS(s, j)
+	if j >= len(s) || s[j] != ':' {
+		return 0, false
+	}
+	return j + 1, true
+}
+
+// skipString validates the JSON string at s[i] (a '"') and returns the index after it.
+func skipString(s string, i int) (int, bool) {
+	for j := i + 1; j < len(s); j++ {
+		switch c := s[j]; {
+		case c == '"':
+			return j + 1, true
+		case c == '\\':
+			j++
+			if j >= len(s) {
+				return 0, false
+			}
+			switch s[j] {
+			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+			case 'u':
+				if j+4 >= len(s) {
+					return 0, false
+				}
+				for k := j + 1; k <= j+4; k++ {
+					if !isHex(s[k]) {
+						return 0, false
+					}
+				}
+				j += 4
+			default:
+				return 0, false
+			}
+		case c < 0x20:
+			return 0, false
+		}
+	}
+	return 0, false
+}
+
+// skipNumber validates the JSON number at s[i] and returns the index after it.
+func skipNumber(s string, i int) (int, bool) {
+	j := i
+	if j < len(s) && s[j] == '-' {
+		j++
+	}
+	switch {
+	case j < len(s) && s[j] == '0':
+		j++
+	case j < len(s) && s[j] >= '1' && s[j] <= '9':
+		for j < len(s) && isDigit(s[j]) {
+			j++
+		}
+	default:
+		return 0, false
+	}
+	if j < len(s) && s[j] == '.' {
+		j++
+		k := j
+		for j < len(s) && isDigit(s[j]) {
+			j++
+		}
+		if j == k {
+			return 0, false
+		}
+	}
+	if j < len(s) && (s[j] == 'e' || s[j] == 'E') {
+		j++
+		if j < len(s) && (s[j] == '+' || s[j] == '-') {
+			j++
+		}
+		k := j
+		for j < len(s) && isDigit(s[j]) {
+			j++
+		}
+		if j == k {
+			return 0, false
+		}
+	}
+	return j, true
+}
+
+func hasPrefix(s string, i int, p string) bool { return len(s)-i >= len(p) && s[i:i+len(p)] == p }
+func isDigit(c byte) bool                      { return c >= '0' && c <= '9' }
+func isHex(c byte) bool {
+	return isDigit(c) || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F')
+}
+
+// asciiEqualFold reports whether a and b are equal ignoring ASCII case (a may hold any bytes;
+// a non-ASCII byte never matches, which is what the caller needs: such keys go to encoding/json).
+func asciiEqualFold(a, b string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := 0; i < len(a); i++ {
+		x, y := a[i], b[i]
+		if 'A' <= x && x <= 'Z' {
+			x += 'a' - 'A'
+		}
+		if x != y {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,623 @@
+package jobs
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"runtime/debug"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
+)
+
+// NewSQSHandler returns the Lambda handler for an SQS event source mapping with
+// ReportBatchItemFailures: it runs every record of a batch as a job of workers and reports the
+// records to retry.
+//
+//   - Success: the record is not listed, so the event source mapping deletes it.
+//   - A retryable error (any error but those below): the message's visibility is set to the backoff
+//     for its attempt (ApproximateReceiveCount) and it is listed, so it comes back after the backoff,
+//     not after the queue's visibility timeout.
+//   - Snooze(d): the same with d, and it does not count as a failure in the metrics.
+//   - A permanent error — Cancel, an undecodable or unknown-version envelope, an unknown kind,
+//     args that do not decode (ArgsError), an error with a DeadLetterReason() string method, or a
+//     retryable error on the last attempt (Config.MaxAttempts) — is sent to the dead-letter queue
+//     by the runtime, with the attributes in dlq.go, and then reported as success. If that send
+//     fails, the record is listed instead: nothing is lost.
+//   - A panic fails only its record (retryable, *PanicError).
+//
+// On a FIFO queue the message groups of a batch run concurrently (up to Config.Concurrency) and
+// each group in order; once a record of a group is listed, the rest of the group is listed
+// without running (skip-group-on-error) and returns with it. On a Standard queue up to
+// Config.Concurrency records run at once.
+//
+// While a batch runs, a heartbeat extends the visibility of all its messages (10 per call) every
+// third of the visibility timeout, so none is handed to a second consumer while the batch is alive.
+// Jobs' contexts end Config.SafetyMargin before the Lambda deadline (or after Config.JobTimeout);
+// a job still running a little later is abandoned and listed. Retry and snooze delays are applied
+// when the batch ends.
+//
+// Each batch writes one Embedded Metric Format line to Config.Metrics; log lines are JSON with the
+// job id, kind, attempt and message id. NewSQSHandler panics on an invalid Config (see Validate).
+func NewSQSHandler(workers *Workers, cfg Config) func(context.Context, events.SQSEvent) (events.SQSEventResponse, error) {
+	if workers == nil {
+		panic("jobs: NewSQSHandler: nil Workers")
+	}
+	if err := cfg.Validate(); err != nil {
+		panic(err)
+	}
+	cfg = cfg.withDefaults()
+	h := &sqsHandler{
+		workers:   workers,
+		cfg:       cfg,
+		log:       cfg.Logger,
+		queueName: QueueName(cfg.QueueURL),
+		fifo:      IsFIFOQueue(cfg.QueueURL),
+		dlqFIFO:   IsFIFOQueue(cfg.DLQURL),
+		vtSeconds: ceilSeconds(cfg.VisibilityTimeout),
+	}
+	return h.handle
+}
+
+type sqsHandler struct {
+	workers   *Workers
+	cfg       Config
+	log       *slog.Logger
+	queueName string
+	fifo      bool
+	dlqFIFO   bool
+	vtSeconds int32
+}
+
+// outcome is what happened to a record.
+type outcome uint8
+
+const (
+	outPending    outcome = iota
+	outSucceeded          // not listed: deleted by the event source mapping
+	outRetry              // listed; visibility set to the backoff
+	outSnoozed            // listed; visibility set to the snooze
+	outDead               // dead-lettered; not listed
+	outDeadFailed         // the dead-letter send failed; listed
+	outSkipped            // FIFO: not run after an earlier failure in its group; listed
+	outAbandoned          // still running at the hard stop; listed
+)
+
+func (o outcome) listed() bool { return o != outSucceeded && o != outDead }
+
+// Record states, moved by compare-and-swap so an abandoned record is never also finished.
+const (
+	statePending uint32 = iota
+	stateRunning
+	stateDone
+	stateAbandoned
+)
+
+type record struct {
+	msg   *events.SQSMessage
+	row   JobRow
+	pre   error // a decode or unknown-kind error found before running: dead-letter
+	state atomic.Uint32
+
+	// Written by the record's worker before it moves state to stateDone.
+	out     outcome
+	visible bool          // set the visibility to delay at the end of the batch
+	delay   time.Duration // retry, snooze or skip delay
+	dur     time.Duration // time spent in the job
+	ran     bool          // the job ran (dur is meaningful)
+}
+
+type batch struct {
+	h       *sqsHandler
+	ctx     context.Context // the invocation's context: AWS calls
+	jobCtx  context.Context // jobs' context: ends SafetyMargin before the deadline
+	records []record
+	run     Handler
+	next    atomic.Int32
+	left    atomic.Int32 // workers still running
+	done    chan struct{}
+	stop    atomic.Bool // abandon: workers start nothing more
+
+	// FIFO: record indexes ordered by group, and where each group starts in it.
+	order  []int32
+	starts []int32
+
+	hbMu      sync.Mutex
+	hbStopped bool
+	hbTimer   *time.Timer
+}
+
+func (h *sqsHandler) handle(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
+	n := len(ev.Records)
+	if n == 0 {
+		return events.SQSEventResponse{}, nil
+	}
+	b := &batch{h: h, ctx: ctx, records: make([]record, n), run: h.workers.handler()}
+	b.prepare(ev.Records)
+
+	// Deadlines: jobs stop SafetyMargin before the Lambda deadline; the batch stops waiting for
+	// them half the margin later.
+	jobCtx, hard := ctx, time.Time{}
+	if deadline, ok := ctx.Deadline(); ok {
+		margin := h.cfg.SafetyMargin
+		if left := time.Until(deadline); margin > left/2 {
+			margin = left / 2
+		}
+		var cancel context.CancelFunc
+		jobCtx, cancel = context.WithDeadline(ctx, deadline.Add(-margin))
+		defer cancel()
+		hard = deadline.Add(-margin / 2)
+	}
+	b.jobCtx = jobCtx
+
+	b.startHeartbeat()
+	b.runAll(hard)
+	b.stopHeartbeat()
+
+	b.applyVisibility()
+	resp := b.response()
+	h.writeMetrics(b.records)
+	return resp, nil
+}
+
+// prepare decodes every envelope before any job runs.
+func (b *batch) prepare(msgs []events.SQSMessage) {
+	h := b.h
+	for i := range msgs {
+		m := &msgs[i]
+		r := &b.records[i]
+		r.msg = m
+		row := &r.row
+		row.MessageID = m.MessageId
+		row.QueueURL = h.cfg.QueueURL
+		row.MaxAttempts = h.cfg.MaxAttempts
+		row.baseLogger = h.log
+		row.Attempt = 1
+		if v, ok := m.Attributes["ApproximateReceiveCount"]; ok {
+			if a, err := strconv.Atoi(v); err == nil && a > 0 {
+				row.Attempt = a
+			}
+		}
+		if v, ok := m.Attributes["ApproximateFirstReceiveTimestamp"]; ok {
+			if ms, err := strconv.ParseInt(v, 10, 64); err == nil {
+				row.FirstReceivedAt = time.UnixMilli(ms).UTC()
+			}
+		}
+		row.GroupID = m.Attributes["MessageGroupId"]
+		env, argsSrc, err := decodeEnvelope(m.Body)
+		if err != nil {
+			r.pre = err
+			row.ID, row.Kind = env.ID, env.Kind
+			continue
+		}
+		row.ID, row.Kind, row.Key = env.ID, env.Kind, env.Key
+		row.EncodedArgs, row.argsSrc, row.EnqueuedAt, row.Trace = env.Args, argsSrc, env.EnqueuedAt, env.Trace
+		if row.reg = h.workers.lookup(env.Kind); row.reg == nil {
+			r.pre = &UnknownKindError{Kind: env.Kind}
+		} else {
+			row.Kind = row.reg.kind // the registry's string: no reference into the body
+		}
+	}
+	if h.fifo {
+		b.groupRecords()
+	}
+}
+
+// groupRecords orders the records by message group, keeping the batch order within a group.
+func (b *batch) groupRecords() {
+	n := len(b.records)
+	b.order = make([]int32, 0, n)
+	b.starts = make([]int32, 0, n+1)
+	taken := make([]bool, n)
+	for i := 0; i < n; i++ {
+		if taken[i] {
+			continue
+		}
+		g := b.records[i].row.GroupID
+		b.starts = append(b.starts, int32(len(b.order)))
+		for j := i; j < n; j++ {
+			if !taken[j] && b.records[j].row.GroupID == g {
+				taken[j] = true
+				b.order = append(b.order, int32(j))
+			}
+		}
+	}
+	b.starts = append(b.starts, int32(len(b.order)))
+}
+
+// runAll runs the records on up to Concurrency goroutines and waits for them, or until hard.
+func (b *batch) runAll(hard time.Time) {
+	units := len(b.records)
+	if b.h.fifo {
+		units = len(b.starts) - 1
+	}
+	workers := b.h.cfg.Concurrency
+	if workers > units {
+		workers = units
+	}
+	b.done = make(chan struct{})
+	b.left.Store(int32(workers))
+	for w := 0; w < workers; w++ {
+		go b.worker()
+	}
+	if hard.IsZero() {
+		<-b.done
+		return
+	}
+	t := time.NewTimer(time.Until(hard))
+	defer t.Stop()
+	select {
+	case <-b.done:
+	case <-t.C:
+		b.abandon()
+	}
+}
+
+func (b *batch) worker() {
+	defer func() {
+		if b.left.Add(-1) == 0 {
+			close(b.done)
+		}
+	}()
+	if !b.h.fifo {
+		for !b.stop.Load() {
+			i := int(b.next.Add(1)) - 1
+			if i >= len(b.records) {
+				return
+			}
+			b.runRecord(&b.records[i])
+		}
+		return
+	}
+	groups := len(b.starts) - 1
+	for !b.stop.Load() {
+		g := int(b.next.Add(1)) - 1
+		if g >= groups {
+			return
+		}
+		var failed *record
+		for _, i := range b.order[b.starts[g]:b.starts[g+1]] {
+			r := &b.records[i]
+			if failed != nil {
+				b.skip(r, failed)
+				continue
+			}
+			if b.stop.Load() {
+				return
+			}
+			if b.runRecord(r).listed() {
+				failed = r
+			}
+		}
+	}
+}
+
+// abandon stops waiting: records not finished are listed as failed (their visibility is left
+// alone) and workers start nothing more.
+func (b *batch) abandon() {
+	b.stop.Store(true)
+	for i := range b.records {
+		r := &b.records[i]
+		if r.state.CompareAndSwap(statePending, stateAbandoned) || r.state.CompareAndSwap(stateRunning, stateAbandoned) {
+			b.logRecord(slog.LevelError, r, "job still running near the Lambda deadline: reported failed", nil)
+		}
+	}
+}
+
+// runRecord runs one record and decides its outcome.
+func (b *batch) runRecord(r *record) outcome {
+	if !r.state.CompareAndSwap(statePending, stateRunning) {
+		return outAbandoned
+	}
+	err := r.pre
+	if err == nil {
+		start := time.Now()
+		err = b.call(r)
+		r.dur, r.ran = time.Since(start), true
+	}
+	b.settle(r, err)
+	if !r.state.CompareAndSwap(stateRunning, stateDone) {
+		return outAbandoned
+	}
+	return r.out
+}
+
+// call runs the job through the middleware chain, turning a panic into a *PanicError.
+func (b *batch) call(r *record) (err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			err = &PanicError{Value: v, Stack: string(debug.Stack())}
+		}
+	}()
+	ctx := b.jobCtx
+	if t := b.h.cfg.JobTimeout; t > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, t)
+		defer cancel()
+	}
+	return b.run(ctx, &r.row)
+}
+
+// settle sets the record's outcome from the job's error, dead-lettering permanent failures.
+func (b *batch) settle(r *record, err error) {
+	h := b.h
+	if err == nil {
+		r.out = outSucceeded
+		if h.log.Enabled(b.ctx, slog.LevelDebug) {
+			b.logRecord(slog.LevelDebug, r, "job succeeded", nil, slog.Float64("duration_ms", ms(r.dur)))
+		}
+		return
+	}
+	var snooze *SnoozeError
+	if errors.As(err, &snooze) {
+		r.out, r.visible, r.delay = outSnoozed, true, clampVisibility(snooze.Duration)
+		b.logRecord(slog.LevelInfo, r, "job snoozed", nil, slog.Float64("snooze_s", r.delay.Seconds()))
+		return
+	}
+	reason := permanentReason(err)
+	if reason == "" && r.row.Attempt >= r.row.MaxAttempts {
+		reason = ReasonAttemptsUsed
+	}
+	if reason != "" && r.state.Load() == stateAbandoned {
+		// Already reported failed: it comes back, and is dead-lettered then.
+		r.out = outRetry
+		return
+	}
+	if reason == "" {
+		r.out, r.visible, r.delay = outRetry, true, clampVisibility(h.cfg.Backoff(r.row.Attempt))
+		b.logRecord(slog.LevelWarn, r, "job failed: will retry", err, slog.Float64("retry_in_s", r.delay.Seconds()))
+		return
+	}
+	if dlqErr := b.deadLetter(r, reason, err); dlqErr != nil {
+		r.out = outDeadFailed
+		b.logRecord(slog.LevelError, r, "dead-letter send failed: job reported failed", err,
+			slog.String("reason", reason), slog.String("dlq_error", dlqErr.Error()))
+		return
+	}
+	r.out = outDead
+	b.logRecord(slog.LevelError, r, "job dead-lettered", err, slog.String("reason", reason))
+}
+
+// permanentReason returns the dead-letter reason of a permanent error, or "" for a retryable one.
+func permanentReason(err error) string {
+	var dr deadLetterReasoner
+	if errors.As(err, &dr) {
+		if reason := dr.DeadLetterReason(); reason != "" {
+			return reason
+		}
+	}
+	var cancel *CancelError
+	if errors.As(err, &cancel) {
+		return ReasonCancelled
+	}
+	var args *ArgsError
+	if errors.As(err, &args) {
+		return ReasonBadArgs
+	}
+	return ""
+}
+
+// skip lists a FIFO record without running it, returning with the failed record before it.
+func (b *batch) skip(r, failed *record) {
+	if !r.state.CompareAndSwap(statePending, stateRunning) {
+		return
+	}
+	r.out, r.visible, r.delay = outSkipped, failed.visible, failed.delay
+	b.logRecord(slog.LevelWarn, r, "job not run: an earlier job of its FIFO group failed", nil,
+		slog.String("failed_job_id", failed.row.ID))
+	r.state.CompareAndSwap(stateRunning, stateDone)
+}
+
+// deadLetter sends the record's message to the DLQ with the failure attached.
+func (b *batch) deadLetter(r *record, reason string, jobErr error) error {
+	h := b.h
+	now := time.Now().UTC()
+	attrs := make(map[string]sqstypes.MessageAttributeValue, 10)
+	set := func(name, value string) {
+		if value = sanitizeAttr(value); value != "" {
+			attrs[name] = sqstypes.MessageAttributeValue{DataType: aws.String("String"), StringValue: aws.String(value)}
+		}
+	}
+	set(AttrReason, reason)
+	set(AttrKind, r.row.Kind)
+	set(AttrJobID, r.row.ID)
+	set(AttrFunction, h.cfg.FunctionName)
+	set(AttrSourceMessageID, r.msg.MessageId)
+	set(AttrSourceQueue, h.cfg.QueueURL)
+	set(AttrFailedAt, now.Format(time.RFC3339Nano))
+	if !r.row.FirstReceivedAt.IsZero() {
+		set(AttrFirstFailureAt, r.row.FirstReceivedAt.Format(time.RFC3339Nano))
+	}
+	attrs[AttrAttempts] = sqstypes.MessageAttributeValue{DataType: aws.String("Number"), StringValue: aws.String(strconv.Itoa(r.row.Attempt))}
+	// The error goes last, cut to what fits in the message (and at most 4 KiB).
+	size := len(r.msg.Body)
+	for k, v := range attrs {
+		size += len(k) + len(aws.ToString(v.DataType)) + len(aws.ToString(v.StringValue))
+	}
+	room := MaxMessageSize - size - len(AttrError) - len("String")
+	if room > maxErrorAttr {
+		room = maxErrorAttr
+	}
+	if room > 0 {
+		set(AttrError, truncateUTF8(errString(jobErr), room))
+	}
+	in := &sqs.SendMessageInput{
+		QueueUrl:          aws.String(h.cfg.DLQURL),
+		MessageBody:       aws.String(r.msg.Body),
+		MessageAttributes: attrs,
+	}
+	if h.dlqFIFO {
+		group := r.row.GroupID
+		if group == "" {
+			group = "jobkit"
+		}
+		in.MessageGroupId = aws.String(group)
+		in.MessageDeduplicationId = aws.String(dedupID(r.msg.MessageId))
+	}
+	_, err := h.cfg.SQS.SendMessage(b.ctx, in)
+	return err
+}
+
+const maxErrorAttr = 4 << 10
+
+// dedupID keeps a message id within SQS's 128-character deduplication id limit.
+func dedupID(id string) string {
+	if len(id) > 128 {
+		return id[:128]
+	}
+	return id
+}
+
+// applyVisibility sets the visibility of retried, snoozed and skipped records (10 per call).
+func (b *batch) applyVisibility() {
+	var pending []*record
+	for i := range b.records {
+		r := &b.records[i]
+		if r.state.Load() == stateDone && r.visible {
+			pending = append(pending, r)
+		}
+	}
+	h := b.h
+	for len(pending) > 0 {
+		chunk := pending[:min(len(pending), MaxBatchEntries)]
+		pending = pending[len(chunk):]
+		if len(chunk) == 1 {
+			r := chunk[0]
+			_, err := h.cfg.SQS.ChangeMessageVisibility(b.ctx, &sqs.ChangeMessageVisibilityInput{
+				QueueUrl: aws.String(h.cfg.QueueURL), ReceiptHandle: aws.String(r.msg.ReceiptHandle),
+				VisibilityTimeout: ceilSeconds(r.delay),
+			})
+			if err != nil {
+				b.logRecord(slog.LevelWarn, r, "could not set the retry delay: the message returns after the visibility timeout", err)
+			}
+			continue
+		}
+		entries := make([]sqstypes.ChangeMessageVisibilityBatchRequestEntry, len(chunk))
+		for n, r := range chunk {
+			entries[n] = sqstypes.ChangeMessageVisibilityBatchRequestEntry{
+				Id: aws.String(strconv.Itoa(n)), ReceiptHandle: aws.String(r.msg.ReceiptHandle),
+				VisibilityTimeout: ceilSeconds(r.delay),
+			}
+		}
+		b.changeVisibility(chunk, entries, "could not set the retry delay: the message returns after the visibility timeout")
+	}
+}
+
+// changeVisibility makes one ChangeMessageVisibilityBatch call and logs the records it failed for.
+func (b *batch) changeVisibility(chunk []*record, entries []sqstypes.ChangeMessageVisibilityBatchRequestEntry, failMsg string) {
+	h := b.h
+	out, err := h.cfg.SQS.ChangeMessageVisibilityBatch(b.ctx, &sqs.ChangeMessageVisibilityBatchInput{
+		QueueUrl: aws.String(h.cfg.QueueURL), Entries: entries,
+	})
+	if err != nil {
+		for _, r := range chunk {
+			b.logRecord(slog.LevelWarn, r, failMsg, err)
+		}
+		return
+	}
+	for _, f := range out.Failed {
+		if n, ok := entryIndex(f.Id, len(chunk)); ok {
+			b.logRecord(slog.LevelWarn, chunk[n], failMsg,
+				fmt.Errorf("%s: %s", aws.ToString(f.Code), aws.ToString(f.Message)))
+		}
+	}
+}
+
+// response lists the records the event source mapping must not delete.
+func (b *batch) response() events.SQSEventResponse {
+	var resp events.SQSEventResponse
+	for i := range b.records {
+		r := &b.records[i]
+		if r.state.Load() != stateDone || r.out.listed() {
+			resp.BatchItemFailures = append(resp.BatchItemFailures, events.SQSBatchItemFailure{ItemIdentifier: r.msg.MessageId})
+		}
+	}
+	return resp
+}
+
+// startHeartbeat arms the heartbeat: every third of the visibility timeout it extends the
+// visibility of every message of the batch to the visibility timeout, until stopHeartbeat.
+func (b *batch) startHeartbeat() {
+	b.hbTimer = time.AfterFunc(b.h.cfg.VisibilityTimeout/3, b.beat)
+}
+
+func (b *batch) stopHeartbeat() {
+	b.hbMu.Lock()
+	b.hbStopped = true
+	b.hbTimer.Stop()
+	b.hbMu.Unlock()
+}
+
+func (b *batch) beat() {
+	b.hbMu.Lock()
+	defer b.hbMu.Unlock()
+	if b.hbStopped {
+		return
+	}
+	vt := b.h.vtSeconds
+	for start := 0; start < len(b.records); start += MaxBatchEntries {
+		end := min(start+MaxBatchEntries, len(b.records))
+		chunk := make([]*record, 0, end-start)
+		entries := make([]sqstypes.ChangeMessageVisibilityBatchRequestEntry, 0, end-start)
+		for i := start; i < end; i++ {
+			r := &b.records[i]
+			chunk = append(chunk, r)
+			entries = append(entries, sqstypes.ChangeMessageVisibilityBatchRequestEntry{
+				Id: aws.String(strconv.Itoa(i - start)), ReceiptHandle: aws.String(r.msg.ReceiptHandle),
+				VisibilityTimeout: vt,
+			})
+		}
+		b.changeVisibility(chunk, entries, "heartbeat: could not extend visibility")
+	}
+	b.hbTimer.Reset(b.h.cfg.VisibilityTimeout / 3)
+}
+
+// logRecord writes one log line about a record, with the job attributes every line carries.
+func (b *batch) logRecord(level slog.Level, r *record, msg string, err error, extra ...slog.Attr) {
+	log := b.h.log
+	ctx := b.ctx
+	if !log.Enabled(ctx, level) {
+		return
+	}
+	attrs := make([]slog.Attr, 0, 6+len(extra))
+	attrs = append(attrs,
+		slog.String("job_id", r.row.ID), slog.String("kind", r.row.Kind), slog.Int("attempt", r.row.Attempt),
+		slog.String("message_id", r.msg.MessageId))
+	if r.row.GroupID != "" {
+		attrs = append(attrs, slog.String("group_id", r.row.GroupID))
+	}
+	if err != nil {
+		attrs = append(attrs, slog.String("error", err.Error()))
+	}
+	attrs = append(attrs, extra...)
+	log.LogAttrs(ctx, level, msg, attrs...)
+}
+
+// clampVisibility keeps a delay within what SQS accepts: 0 to 12 h.
+func clampVisibility(d time.Duration) time.Duration {
+	if d < 0 {
+		return 0
+	}
+	if d > MaxVisibility {
+		return MaxVisibility
+	}
+	return d
+}
+
+// ceilSeconds rounds a delay up to whole seconds, the unit of SQS visibility timeouts.
+func ceilSeconds(d time.Duration) int32 {
+	s := (d + time.Second - 1) / time.Second
+	if s > time.Duration(MaxVisibility/time.Second) {
+		s = time.Duration(MaxVisibility / time.Second)
+	}
+	return int32(s)
+}
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }

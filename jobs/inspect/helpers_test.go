@@ -1,0 +1,137 @@
+package inspect_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
+	"github.com/stretchr/testify/require"
+
+	"github.com/jobkit-go/jobkit/jobs"
+)
+
+// deadSpec describes a dead-lettered job as the runtime writes it.
+type deadSpec struct {
+	ID, Kind, Reason, Error, Source, Group string
+	Attempts                               int
+	FailedAt                               time.Time
+	Body                                   string // overrides the envelope
+	NoAttrs                                bool   // as the queue's RedrivePolicy would move it
+}
+
+func envelopeBody(id, kind string, args any) string {
+	raw, _ := json.Marshal(args)
+	b, _ := json.Marshal(jobs.Envelope{V: 1, ID: id, Kind: kind, Args: raw, EnqueuedAt: time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)})
+	return string(b)
+}
+
+func strAttr(v string) sqstypes.MessageAttributeValue {
+	return sqstypes.MessageAttributeValue{DataType: aws.String("String"), StringValue: aws.String(v)}
+}
+
+// seedDead sends dead jobs to a DLQ with the runtime's attributes, in batches of 10.
+func seedDead(t testing.TB, client *sqs.Client, dlqURL string, specs []deadSpec) {
+	t.Helper()
+	ctx := context.Background()
+	fifo := jobs.IsFIFOQueue(dlqURL)
+	for start := 0; start < len(specs); start += 10 {
+		var entries []sqstypes.SendMessageBatchRequestEntry
+		for n, s := range specs[start:min(start+10, len(specs))] {
+			body := s.Body
+			if body == "" {
+				body = envelopeBody(s.ID, s.Kind, map[string]int{"n": start + n})
+			}
+			e := sqstypes.SendMessageBatchRequestEntry{Id: aws.String("e" + strconv.Itoa(n)), MessageBody: aws.String(body)}
+			if !s.NoAttrs {
+				failed := s.FailedAt
+				if failed.IsZero() {
+					failed = time.Date(2026, 11, 21, 12, 5, 0, 0, time.UTC)
+				}
+				e.MessageAttributes = map[string]sqstypes.MessageAttributeValue{
+					jobs.AttrReason:         strAttr(s.Reason),
+					jobs.AttrError:          strAttr(s.Error),
+					jobs.AttrKind:           strAttr(s.Kind),
+					jobs.AttrJobID:          strAttr(s.ID),
+					jobs.AttrAttempts:       {DataType: aws.String("Number"), StringValue: aws.String(strconv.Itoa(s.Attempts))},
+					jobs.AttrFunction:       strAttr("email-worker"),
+					jobs.AttrFirstFailureAt: strAttr(failed.Add(-time.Minute).Format(time.RFC3339Nano)),
+					jobs.AttrFailedAt:       strAttr(failed.Format(time.RFC3339Nano)),
+					jobs.AttrSourceQueue:    strAttr(s.Source),
+				}
+				if s.Source == "" {
+					delete(e.MessageAttributes, jobs.AttrSourceQueue)
+				}
+				if s.Reason == "" {
+					delete(e.MessageAttributes, jobs.AttrReason)
+				}
+			}
+			if fifo {
+				e.MessageGroupId = aws.String(s.Group)
+				e.MessageDeduplicationId = aws.String(fmt.Sprintf("%s-%d", s.ID, start+n))
+			}
+			entries = append(entries, e)
+		}
+		out, err := client.SendMessageBatch(ctx, &sqs.SendMessageBatchInput{QueueUrl: aws.String(dlqURL), Entries: entries})
+		require.NoError(t, err)
+		require.Empty(t, out.Failed)
+	}
+}
+
+// received is a message read back by drain.
+type received struct {
+	Body    string
+	GroupID string
+	DedupID string
+	Env     jobs.Envelope
+	Attrs   map[string]sqstypes.MessageAttributeValue
+}
+
+// drain receives every message of a queue, hiding each for 5 minutes so none is read twice, until
+// a long poll comes back empty.
+func drain(t testing.TB, client *sqs.Client, queueURL string) []received {
+	t.Helper()
+	ctx := context.Background()
+	var got []received
+	for {
+		out, err := client.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{
+			QueueUrl: aws.String(queueURL), MaxNumberOfMessages: 10, VisibilityTimeout: 300, WaitTimeSeconds: 1,
+			MessageAttributeNames:       []string{"All"},
+			MessageSystemAttributeNames: []sqstypes.MessageSystemAttributeName{sqstypes.MessageSystemAttributeNameAll},
+		})
+		require.NoError(t, err)
+		if len(out.Messages) == 0 {
+			return got
+		}
+		for _, m := range out.Messages {
+			r := received{Body: aws.ToString(m.Body), GroupID: m.Attributes["MessageGroupId"], DedupID: m.Attributes["MessageDeduplicationId"], Attrs: m.MessageAttributes}
+			_ = json.Unmarshal([]byte(r.Body), &r.Env)
+			got = append(got, r)
+			if jobs.IsFIFOQueue(queueURL) {
+				// Free the group so its next message can be received.
+				_, err := client.DeleteMessage(ctx, &sqs.DeleteMessageInput{QueueUrl: aws.String(queueURL), ReceiptHandle: m.ReceiptHandle})
+				require.NoError(t, err)
+			}
+		}
+	}
+}
+
+// counts returns visible and in-flight counts of a queue.
+func counts(t testing.TB, client *sqs.Client, queueURL string) (visible, inFlight int) {
+	t.Helper()
+	out, err := client.GetQueueAttributes(context.Background(), &sqs.GetQueueAttributesInput{
+		QueueUrl: aws.String(queueURL),
+		AttributeNames: []sqstypes.QueueAttributeName{
+			sqstypes.QueueAttributeNameApproximateNumberOfMessages, sqstypes.QueueAttributeNameApproximateNumberOfMessagesNotVisible,
+		},
+	})
+	require.NoError(t, err)
+	visible, _ = strconv.Atoi(out.Attributes["ApproximateNumberOfMessages"])
+	inFlight, _ = strconv.Atoi(out.Attributes["ApproximateNumberOfMessagesNotVisible"])
+	return visible, inFlight
+}

@@ -1,0 +1,116 @@
+// Package inspect is jobkit's admin API: queue statistics, dead-lettered jobs (list, show,
+// redrive, purge) and the discovery of a deployment's queues. The jobkit CLI is a thin layer over
+// an [Inspector]; services and tests can use it directly.
+//
+// Nothing here consumes a job by looking at it. Listing the dead-letter queue receives messages
+// with a short visibility timeout and hands them back with ChangeMessageVisibility 0 when done;
+// redrive moves messages with a send-then-delete protocol that never loses one (see
+// [Inspector.Redrive]).
+package inspect
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/cloudformation"
+	"github.com/aws/aws-sdk-go-v2/service/cloudwatch"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+)
+
+// SQSAPI is the part of the SQS client the Inspector calls.
+type SQSAPI interface {
+	GetQueueAttributes(ctx context.Context, in *sqs.GetQueueAttributesInput, optFns ...func(*sqs.Options)) (*sqs.GetQueueAttributesOutput, error)
+	GetQueueUrl(ctx context.Context, in *sqs.GetQueueUrlInput, optFns ...func(*sqs.Options)) (*sqs.GetQueueUrlOutput, error)
+	ListDeadLetterSourceQueues(ctx context.Context, in *sqs.ListDeadLetterSourceQueuesInput, optFns ...func(*sqs.Options)) (*sqs.ListDeadLetterSourceQueuesOutput, error)
+	ReceiveMessage(ctx context.Context, in *sqs.ReceiveMessageInput, optFns ...func(*sqs.Options)) (*sqs.ReceiveMessageOutput, error)
+	SendMessageBatch(ctx context.Context, in *sqs.SendMessageBatchInput, optFns ...func(*sqs.Options)) (*sqs.SendMessageBatchOutput, error)
+	DeleteMessageBatch(ctx context.Context, in *sqs.DeleteMessageBatchInput, optFns ...func(*sqs.Options)) (*sqs.DeleteMessageBatchOutput, error)
+	ChangeMessageVisibilityBatch(ctx context.Context, in *sqs.ChangeMessageVisibilityBatchInput, optFns ...func(*sqs.Options)) (*sqs.ChangeMessageVisibilityBatchOutput, error)
+	PurgeQueue(ctx context.Context, in *sqs.PurgeQueueInput, optFns ...func(*sqs.Options)) (*sqs.PurgeQueueOutput, error)
+	StartMessageMoveTask(ctx context.Context, in *sqs.StartMessageMoveTaskInput, optFns ...func(*sqs.Options)) (*sqs.StartMessageMoveTaskOutput, error)
+	ListMessageMoveTasks(ctx context.Context, in *sqs.ListMessageMoveTasksInput, optFns ...func(*sqs.Options)) (*sqs.ListMessageMoveTasksOutput, error)
+}
+
+// CloudFormationAPI is the part of the CloudFormation client the Inspector calls.
+type CloudFormationAPI interface {
+	DescribeStacks(ctx context.Context, in *cloudformation.DescribeStacksInput, optFns ...func(*cloudformation.Options)) (*cloudformation.DescribeStacksOutput, error)
+}
+
+// CloudWatchAPI is the part of the CloudWatch client the Inspector calls.
+type CloudWatchAPI interface {
+	GetMetricData(ctx context.Context, in *cloudwatch.GetMetricDataInput, optFns ...func(*cloudwatch.Options)) (*cloudwatch.GetMetricDataOutput, error)
+}
+
+var (
+	_ SQSAPI            = (*sqs.Client)(nil)
+	_ CloudFormationAPI = (*cloudformation.Client)(nil)
+	_ CloudWatchAPI     = (*cloudwatch.Client)(nil)
+)
+
+// DefaultStack is the CloudFormation stack whose outputs name the queues when no stack is given.
+const DefaultStack = "JobkitState"
+
+// Stack output key prefixes: an output JobkitQueue<Name> holds the URL of queue <Name>, and
+// JobkitDlq<Name> the URL of its dead-letter queue.
+const (
+	OutputQueuePrefix = "JobkitQueue"
+	OutputDLQPrefix   = "JobkitDlq"
+)
+
+// Errors an Inspector returns; match them with errors.Is.
+var (
+	// ErrNotFound: no dead job with the asked id in the dead-letter queue.
+	ErrNotFound = errors.New("inspect: not found")
+	// ErrStackNotFound: the CloudFormation stack does not exist.
+	ErrStackNotFound = errors.New("inspect: stack not found")
+	// ErrNoQueues: nothing names a queue (no flags, no stack outputs).
+	ErrNoQueues = errors.New("inspect: no queues")
+	// ErrNoDLQ: the queue has no dead-letter queue (no RedrivePolicy, no stack output).
+	ErrNoDLQ = errors.New("inspect: no dead-letter queue")
+	// ErrPurgeInProgress: SQS allows one purge of a queue every 60 seconds.
+	ErrPurgeInProgress = errors.New("inspect: a purge of this queue is already in progress (SQS allows one every 60 s)")
+)
+
+// Options configures an Inspector. Clients left nil are made from the aws.Config given to New.
+type Options struct {
+	SQS            SQSAPI
+	CloudFormation CloudFormationAPI
+	CloudWatch     CloudWatchAPI
+
+	// Now returns the current time (tests); nil means time.Now.
+	Now func() time.Time
+}
+
+// Inspector does jobkit's admin work against SQS, CloudFormation and CloudWatch.
+// It is safe for concurrent use.
+type Inspector struct {
+	sqs SQSAPI
+	cfn CloudFormationAPI
+	cw  CloudWatchAPI
+	now func() time.Time
+}
+
+// New returns an Inspector whose clients are made from cfg, unless optFns set them.
+func New(cfg aws.Config, optFns ...func(*Options)) *Inspector {
+	var o Options
+	for _, fn := range optFns {
+		fn(&o)
+	}
+	if o.SQS == nil {
+		o.SQS = sqs.NewFromConfig(cfg)
+	}
+	if o.CloudFormation == nil {
+		o.CloudFormation = cloudformation.NewFromConfig(cfg)
+	}
+	if o.CloudWatch == nil {
+		// One retry at most: an endpoint without CloudWatch (the offline emulator) must not
+		// slow every stats call down.
+		o.CloudWatch = cloudwatch.NewFromConfig(cfg, func(co *cloudwatch.Options) { co.RetryMaxAttempts = 2 })
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	return &Inspector{sqs: o.SQS, cfn: o.CloudFormation, cw: o.CloudWatch, now: o.Now}
+}

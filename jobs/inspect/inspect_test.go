@@ -1,0 +1,482 @@
+package inspect_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/cloudformation"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/stretchr/testify/require"
+
+	"github.com/jobkit-go/jobkit/jobs"
+	"github.com/jobkit-go/jobkit/jobs/inspect"
+	"github.com/jobkit-go/jobkit/localstack/awstest"
+)
+
+// createStack deploys a stack with two queue pairs: "Email" names its DLQ in an output, "Ledger"
+// (FIFO) only in its RedrivePolicy.
+func createStack(t *testing.T, cfn *cloudformation.Client, prefix string) string {
+	t.Helper()
+	ctx := context.Background()
+	name := awstest.Name(t, "stack")
+	tpl := map[string]any{
+		"Resources": map[string]any{
+			"EmailDlq": map[string]any{"Type": "AWS::SQS::Queue", "Properties": map[string]any{"QueueName": prefix + "-email-dlq"}},
+			"Email": map[string]any{"Type": "AWS::SQS::Queue", "Properties": map[string]any{
+				"QueueName":     prefix + "-email",
+				"RedrivePolicy": map[string]any{"deadLetterTargetArn": map[string]any{"Fn::GetAtt": []string{"EmailDlq", "Arn"}}, "maxReceiveCount": 5},
+			}},
+			"LedgerDlq": map[string]any{"Type": "AWS::SQS::Queue", "Properties": map[string]any{"QueueName": prefix + "-ledger-dlq.fifo", "FifoQueue": true}},
+			"Ledger": map[string]any{"Type": "AWS::SQS::Queue", "Properties": map[string]any{
+				"QueueName": prefix + "-ledger.fifo", "FifoQueue": true,
+				"RedrivePolicy": map[string]any{"deadLetterTargetArn": map[string]any{"Fn::GetAtt": []string{"LedgerDlq", "Arn"}}, "maxReceiveCount": 5},
+			}},
+		},
+		"Outputs": map[string]any{
+			"JobkitQueueEmail":  map[string]any{"Value": map[string]any{"Ref": "Email"}},
+			"JobkitDlqEmail":    map[string]any{"Value": map[string]any{"Ref": "EmailDlq"}},
+			"JobkitQueueLedger": map[string]any{"Value": map[string]any{"Ref": "Ledger"}},
+			"SomethingElse":     map[string]any{"Value": "ignored"},
+		},
+	}
+	body, err := json.Marshal(tpl)
+	require.NoError(t, err)
+	_, err = cfn.CreateStack(ctx, &cloudformation.CreateStackInput{StackName: aws.String(name), TemplateBody: aws.String(string(body))})
+	require.NoError(t, err)
+	awstest.Cleanup(t, "stack "+name, func(ctx context.Context) error {
+		_, err := cfn.DeleteStack(ctx, &cloudformation.DeleteStackInput{StackName: aws.String(name)})
+		return err
+	})
+	w := cloudformation.NewStackCreateCompleteWaiter(cfn, func(o *cloudformation.StackCreateCompleteWaiterOptions) {
+		o.MinDelay, o.MaxDelay = 100*time.Millisecond, time.Second
+	})
+	require.NoError(t, w.Wait(ctx, &cloudformation.DescribeStacksInput{StackName: aws.String(name)}, time.Minute))
+	return name
+}
+
+func TestResolveFromStackOutputsAndFlags(t *testing.T) {
+	t.Parallel()
+	cfg := awstest.Config(t)
+	ctx := context.Background()
+	in := inspect.New(cfg)
+	prefix := awstest.Name(t, "q")
+	stack := createStack(t, cloudformation.NewFromConfig(cfg), prefix)
+
+	qs, err := in.Resolve(ctx, inspect.Target{Stack: stack})
+	require.NoError(t, err)
+	require.Len(t, qs, 2)
+	require.Equal(t, "Email", qs[0].Name)
+	require.Equal(t, prefix+"-email", jobs.QueueName(qs[0].URL))
+	require.Equal(t, prefix+"-email-dlq", jobs.QueueName(qs[0].DLQURL))
+	require.Equal(t, "Ledger", qs[1].Name)
+	require.Equal(t, prefix+"-ledger.fifo", jobs.QueueName(qs[1].URL))
+	// No output for the ledger DLQ: found through the RedrivePolicy.
+	require.Equal(t, prefix+"-ledger-dlq.fifo", jobs.QueueName(qs[1].DLQURL))
+
+	// By output name (any case), by queue name, by URL.
+	for _, ref := range []string{"email", prefix + "-email", qs[0].URL} {
+		got, err := in.Resolve(ctx, inspect.Target{Stack: stack, Queues: []string{ref}})
+		require.NoError(t, err, ref)
+		require.Equal(t, []inspect.Queue{qs[0]}, got, ref)
+	}
+	// A DLQ alone: its source queue is found with ListDeadLetterSourceQueues.
+	got, err := in.Resolve(ctx, inspect.Target{Stack: "no-such-stack", DLQ: qs[1].DLQURL})
+	require.NoError(t, err)
+	// (ListDeadLetterSourceQueues answers with the endpoint's own URL spelling.)
+	require.Equal(t, jobs.QueueName(qs[1].URL), jobs.QueueName(got[0].URL))
+	require.Equal(t, qs[1].DLQURL, got[0].DLQURL)
+
+	_, err = in.Resolve(ctx, inspect.Target{Stack: awstest.Name(t, "missing")})
+	require.ErrorIs(t, err, inspect.ErrStackNotFound)
+	_, err = in.Resolve(ctx, inspect.Target{Stack: stack, Queues: []string{"nope-" + prefix}})
+	require.Error(t, err)
+}
+
+func TestStatsCountsAndAges(t *testing.T) {
+	t.Parallel()
+	cfg := awstest.Config(t)
+	ctx := context.Background()
+	client := sqs.NewFromConfig(cfg)
+	dlq := awstest.CreateQueue(t, cfg, "dlq", nil)
+	q := awstest.CreateQueue(t, cfg, "main", &awstest.QueueOptions{DLQ: &dlq})
+	empty := awstest.CreateQueue(t, cfg, "empty", nil)
+
+	for i := range 4 {
+		_, err := client.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(q.URL), MessageBody: aws.String(envelopeBody(fmt.Sprint(i), "k", nil))})
+		require.NoError(t, err)
+	}
+	_, err := client.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(q.URL), MessageBody: aws.String("later"), DelaySeconds: 600})
+	require.NoError(t, err)
+	// One in flight.
+	out, err := client.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: aws.String(q.URL), VisibilityTimeout: 300})
+	require.NoError(t, err)
+	require.Len(t, out.Messages, 1)
+	seedDead(t, client, dlq.URL, []deadSpec{{ID: "d1", Kind: "k", Reason: jobs.ReasonCancelled, Attempts: 1}, {ID: "d2", Kind: "k", Attempts: 1}})
+	time.Sleep(1100 * time.Millisecond) // so the sampled age is at least a second
+
+	in := inspect.New(cfg)
+	queues := []inspect.Queue{{Name: "main", URL: q.URL, DLQURL: dlq.URL}, {Name: "empty", URL: empty.URL}}
+
+	rep, err := in.Stats(ctx, queues, nil)
+	require.NoError(t, err)
+	require.Len(t, rep.Queues, 2)
+	m := rep.Queues[0]
+	require.Equal(t, q.ARN, m.ARN)
+	require.Equal(t, int64(3), m.Visible)
+	require.Equal(t, int64(1), m.InFlight)
+	require.Equal(t, int64(1), m.Delayed)
+	// The emulator serves no CloudWatch: the job queue's age is unknown, the DLQ's is sampled.
+	require.Equal(t, inspect.AgeUnknown, m.OldestAgeSource)
+	require.NotEmpty(t, rep.Warnings)
+	require.NotNil(t, m.DLQ)
+	require.Equal(t, int64(2), m.DLQ.Visible)
+	require.Equal(t, inspect.AgeFromSample, m.DLQ.OldestAgeSource)
+	require.GreaterOrEqual(t, m.DLQ.OldestAge, time.Second)
+	require.Less(t, m.DLQ.OldestAge, 5*time.Minute)
+	require.Equal(t, inspect.AgeFromEmptyQueue, rep.Queues[1].OldestAgeSource)
+	require.Nil(t, rep.Queues[1].DLQ)
+
+	// Sampling hands the messages back at once: nothing stays in flight on the DLQ.
+	v, f := counts(t, client, dlq.URL)
+	require.Equal(t, 2, v)
+	require.Equal(t, 0, f)
+
+	// AgeSample also samples the job queue, at the cost of one receive per sampled message.
+	rep, err = in.Stats(ctx, queues[:1], &inspect.StatsOptions{Age: inspect.AgeSample})
+	require.NoError(t, err)
+	require.Equal(t, inspect.AgeFromSample, rep.Queues[0].OldestAgeSource)
+	require.GreaterOrEqual(t, rep.Queues[0].OldestAge, time.Second)
+	v, f = counts(t, client, q.URL)
+	require.Equal(t, 3, v)
+	require.Equal(t, 1, f) // only the one this test holds
+
+	rep, err = in.Stats(ctx, queues[:1], &inspect.StatsOptions{Age: inspect.AgeOff})
+	require.NoError(t, err)
+	require.Equal(t, inspect.AgeUnknown, rep.Queues[0].OldestAgeSource)
+	require.Equal(t, inspect.AgeUnknown, rep.Queues[0].DLQ.OldestAgeSource)
+}
+
+func TestListDeadParsesAttributesAndConsumesNothing(t *testing.T) {
+	t.Parallel()
+	cfg := awstest.Config(t)
+	ctx := context.Background()
+	client := sqs.NewFromConfig(cfg)
+	dlq := awstest.CreateQueue(t, cfg, "dlq", nil)
+	src := awstest.CreateQueue(t, cfg, "src", nil)
+
+	var specs []deadSpec
+	for i := range 23 {
+		kind, errText := "email.send", "smtp: connection refused"
+		if i%3 == 0 {
+			kind, errText = "ledger.post", "ledger: TIMEOUT talking to bank"
+		}
+		specs = append(specs, deadSpec{ID: fmt.Sprintf("job-%02d", i), Kind: kind, Reason: jobs.ReasonAttemptsUsed, Error: errText, Attempts: 5, Source: src.URL})
+	}
+	specs = append(specs,
+		deadSpec{ID: "crash", Kind: "email.send", NoAttrs: true},
+		deadSpec{ID: "junk", Body: "not json at all", NoAttrs: true},
+	)
+	seedDead(t, client, dlq.URL, specs)
+	in := inspect.New(cfg)
+
+	list, err := in.ListDead(ctx, dlq.URL, nil)
+	require.NoError(t, err)
+	require.Equal(t, int64(25), list.Approximate)
+	require.Equal(t, 25, list.Scanned)
+	require.False(t, list.Truncated)
+	require.Len(t, list.Jobs, 25)
+	byID := map[string]inspect.DeadJob{}
+	for _, j := range list.Jobs {
+		byID[j.JobID] = j
+	}
+	j := byID["job-03"]
+	require.Equal(t, "ledger.post", j.Kind)
+	require.Equal(t, jobs.ReasonAttemptsUsed, j.Reason)
+	require.Equal(t, "ledger: TIMEOUT talking to bank", j.Error)
+	require.Equal(t, 5, j.Attempts)
+	require.Equal(t, "email-worker", j.Function)
+	require.Equal(t, src.URL, j.SourceQueue)
+	require.Equal(t, time.Date(2026, 11, 21, 12, 5, 0, 0, time.UTC), j.FailedAt)
+	require.Equal(t, time.Date(2026, 11, 21, 12, 4, 0, 0, time.UTC), j.FirstReceivedAt)
+	require.NotNil(t, j.Envelope)
+	require.Equal(t, "job-03", j.Envelope.ID)
+	require.JSONEq(t, `{"n":3}`, string(j.Envelope.Args))
+	require.False(t, j.SentAt.IsZero())
+	require.Equal(t, 1, j.ReceiveCount)
+	// Moved by a RedrivePolicy: no attributes, kind and id from the envelope.
+	c := byID["crash"]
+	require.Equal(t, "email.send", c.Kind)
+	require.Empty(t, c.Reason)
+	require.Zero(t, c.Attempts)
+	// Not an envelope at all.
+	junk := byID[""]
+	require.Nil(t, junk.Envelope)
+	require.Equal(t, "not json at all", junk.Body)
+
+	// Everything is visible again right away: the listing consumed nothing.
+	v, f := counts(t, client, dlq.URL)
+	require.Equal(t, 25, v)
+	require.Equal(t, 0, f)
+
+	// Filters and limit.
+	list, err = in.ListDead(ctx, dlq.URL, &inspect.ListOptions{Filter: inspect.Filter{Kind: "ledger.post"}})
+	require.NoError(t, err)
+	require.Len(t, list.Jobs, 8)
+	list, err = in.ListDead(ctx, dlq.URL, &inspect.ListOptions{Filter: inspect.Filter{ErrorContains: "timeout"}})
+	require.NoError(t, err)
+	require.Len(t, list.Jobs, 8, "case-insensitive")
+	list, err = in.ListDead(ctx, dlq.URL, &inspect.ListOptions{Limit: 5})
+	require.NoError(t, err)
+	require.Len(t, list.Jobs, 5)
+	require.True(t, list.Truncated)
+	v, f = counts(t, client, dlq.URL)
+	require.Equal(t, 25, v)
+	require.Equal(t, 0, f)
+
+	// Show by job id and by message id.
+	got, err := in.ShowDead(ctx, dlq.URL, "job-07", nil)
+	require.NoError(t, err)
+	require.Equal(t, "email.send", got.Kind)
+	again, err := in.ShowDead(ctx, dlq.URL, got.MessageID, nil)
+	require.NoError(t, err)
+	require.Equal(t, "job-07", again.JobID)
+	_, err = in.ShowDead(ctx, dlq.URL, "no-such-job", nil)
+	require.ErrorIs(t, err, inspect.ErrNotFound)
+	v, _ = counts(t, client, dlq.URL)
+	require.Equal(t, 25, v)
+}
+
+// On a FIFO DLQ a listing sees the head of each message group (what one receive returns) and
+// hands everything back; the order within a group is the queue's.
+func TestListDeadFIFO(t *testing.T) {
+	t.Parallel()
+	cfg := awstest.Config(t)
+	ctx := context.Background()
+	client := sqs.NewFromConfig(cfg)
+	dlq := awstest.CreateQueue(t, cfg, "dlq", &awstest.QueueOptions{FIFO: true})
+	var specs []deadSpec
+	for _, g := range []string{"a", "b", "c"} {
+		for i := range 3 {
+			specs = append(specs, deadSpec{ID: fmt.Sprintf("%s%d", g, i), Kind: "ledger.post", Reason: jobs.ReasonCancelled, Group: g, Attempts: 1})
+		}
+	}
+	seedDead(t, client, dlq.URL, specs)
+	list, err := inspect.New(cfg).ListDead(ctx, dlq.URL, nil)
+	require.NoError(t, err)
+	require.Equal(t, int64(9), list.Approximate)
+	require.NotEmpty(t, list.Jobs)
+	seen := map[string][]string{}
+	for _, j := range list.Jobs {
+		seen[j.GroupID] = append(seen[j.GroupID], j.JobID)
+	}
+	for g, ids := range seen {
+		for i, id := range ids {
+			require.Equal(t, fmt.Sprintf("%s%d", g, i), id, "group %s in order from its head", g)
+		}
+	}
+	t.Logf("FIFO listing saw %d of 9 messages: %v", len(list.Jobs), seen)
+	v, f := counts(t, client, dlq.URL)
+	require.Equal(t, 9, v)
+	require.Equal(t, 0, f)
+}
+
+func TestRedriveManualWithFilterAndDestinations(t *testing.T) {
+	t.Parallel()
+	cfg := awstest.Config(t)
+	ctx := context.Background()
+	client := sqs.NewFromConfig(cfg)
+	dlq := awstest.CreateQueue(t, cfg, "dlq", nil)
+	src := awstest.CreateQueue(t, cfg, "src", &awstest.QueueOptions{DLQ: &dlq})
+	other := awstest.CreateQueue(t, cfg, "other", nil)
+
+	var specs []deadSpec
+	for i := range 30 {
+		kind := "email.send"
+		if i%2 == 1 {
+			kind = "ledger.post"
+		}
+		s := deadSpec{ID: fmt.Sprintf("j%02d", i), Kind: kind, Reason: jobs.ReasonCancelled, Error: "boom", Attempts: 1, Source: src.URL}
+		if i >= 25 {
+			s.Source = other.URL // the attribute wins over the default source
+		}
+		specs = append(specs, s)
+	}
+	specs = append(specs, deadSpec{ID: "crash", Kind: "email.send", NoAttrs: true}) // no source attribute
+	seedDead(t, client, dlq.URL, specs)
+	in := inspect.New(cfg)
+
+	var calls atomic.Int32
+	var last inspect.RedriveProgress
+	res, err := in.Redrive(ctx, dlq.URL, &inspect.RedriveOptions{
+		Filter:   inspect.Filter{Kind: "email.send"},
+		Progress: func(p inspect.RedriveProgress) { calls.Add(1); last = p },
+	})
+	require.NoError(t, err)
+	require.Equal(t, inspect.RedriveManual, res.Method)
+	require.Equal(t, "filters need the manual move", res.FallbackReason)
+	require.Equal(t, int64(31), res.Total)
+	require.Equal(t, int64(16), res.Moved) // 15 email.send with attributes + "crash" via the DLQ's only source
+	require.Equal(t, int64(15), res.Skipped)
+	require.Zero(t, res.Failed)
+	require.Zero(t, res.Unconfirmed)
+	require.Equal(t, 40, res.Window)
+	require.Positive(t, calls.Load())
+	require.Equal(t, int64(16), last.Moved)
+
+	toSrc := drain(t, client, src.URL)
+	toOther := drain(t, client, other.URL)
+	require.Len(t, toSrc, 14) // j00..j24 even, and crash
+	require.Len(t, toOther, 2)
+	for _, r := range append(toSrc, toOther...) {
+		require.Equal(t, "email.send", r.Env.Kind)
+		for k := range r.Attrs {
+			require.NotContains(t, k, "jobkit.", "dead-letter attributes are not carried back")
+		}
+	}
+	// The skipped ones are back in the DLQ, visible.
+	v, f := counts(t, client, dlq.URL)
+	require.Equal(t, 15, v)
+	require.Equal(t, 0, f)
+
+	// --to sends everything to one queue.
+	res, err = in.Redrive(ctx, dlq.URL, &inspect.RedriveOptions{To: other.URL, Method: inspect.RedriveManual})
+	require.NoError(t, err)
+	require.Equal(t, int64(15), res.Moved)
+	require.Len(t, drain(t, client, other.URL), 15)
+	v, f = counts(t, client, dlq.URL)
+	require.Zero(t, v+f)
+}
+
+func TestRedriveNativeUnsupportedFallsBack(t *testing.T) {
+	t.Parallel()
+	cfg := awstest.Config(t)
+	ctx := context.Background()
+	client := sqs.NewFromConfig(cfg)
+	dlq := awstest.CreateQueue(t, cfg, "dlq", nil)
+	src := awstest.CreateQueue(t, cfg, "src", &awstest.QueueOptions{DLQ: &dlq})
+	seedDead(t, client, dlq.URL, []deadSpec{{ID: "a", Kind: "k", Reason: jobs.ReasonCancelled, Source: src.URL}})
+	in := inspect.New(cfg)
+
+	_, err := in.Redrive(ctx, dlq.URL, &inspect.RedriveOptions{Method: inspect.RedriveNative})
+	require.ErrorIs(t, err, inspect.ErrNativeUnsupported)
+	v, _ := counts(t, client, dlq.URL)
+	require.Equal(t, 1, v, "a failed native start moves nothing")
+
+	res, err := in.Redrive(ctx, dlq.URL, nil)
+	require.NoError(t, err)
+	require.Equal(t, inspect.RedriveManual, res.Method)
+	require.Contains(t, res.FallbackReason, "StartMessageMoveTask")
+	require.Equal(t, int64(1), res.Moved)
+	require.Len(t, drain(t, client, src.URL), 1)
+}
+
+// FIFO: the redriven messages keep their group and order, and carry a deduplication id that is
+// not the job id (the producer's), so SQS does not drop them as repeats of the original enqueue.
+func TestRedriveFIFOKeepsGroupsAndOrder(t *testing.T) {
+	t.Parallel()
+	cfg := awstest.Config(t)
+	ctx := context.Background()
+	client := sqs.NewFromConfig(cfg)
+	dlq := awstest.CreateQueue(t, cfg, "dlq", &awstest.QueueOptions{FIFO: true})
+	src := awstest.CreateQueue(t, cfg, "src", &awstest.QueueOptions{FIFO: true, DLQ: &dlq})
+
+	// The original enqueue of job "g1-0" used the job id as its deduplication id, a moment ago.
+	_, err := client.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(src.URL), MessageBody: aws.String(envelopeBody("g1-0", "ledger.post", nil)),
+		MessageGroupId: aws.String("g1"), MessageDeduplicationId: aws.String("g1-0")})
+	require.NoError(t, err)
+	require.Len(t, drain(t, client, src.URL), 1) // ... and it was consumed (then dead-lettered)
+
+	var specs []deadSpec
+	for _, g := range []string{"g1", "g2", "g3"} {
+		for i := range 12 {
+			specs = append(specs, deadSpec{ID: fmt.Sprintf("%s-%d", g, i), Kind: "ledger.post", Reason: jobs.ReasonCancelled, Group: g, Attempts: 1, Source: src.URL})
+		}
+	}
+	seedDead(t, client, dlq.URL, specs)
+	res, err := inspect.New(cfg).Redrive(ctx, dlq.URL, &inspect.RedriveOptions{Concurrency: 3})
+	require.NoError(t, err)
+	require.Equal(t, int64(36), res.Moved)
+
+	got := drain(t, client, src.URL)
+	require.Len(t, got, 36, "none dropped as a duplicate of its original enqueue")
+	order := map[string][]string{}
+	for _, r := range got {
+		order[r.GroupID] = append(order[r.GroupID], r.Env.ID)
+		require.NotEqual(t, r.Env.ID, r.DedupID)
+	}
+	for _, g := range []string{"g1", "g2", "g3"} {
+		want := make([]string, 12)
+		for i := range want {
+			want[i] = fmt.Sprintf("%s-%d", g, i)
+		}
+		require.Equal(t, want, order[g])
+	}
+}
+
+// faultySQS wraps the real client and fails the first DeleteMessageBatch: the messages were sent
+// but stay in the DLQ. The run must delete them when they come back, not send them again.
+type faultySQS struct {
+	inspect.SQSAPI
+	failed atomic.Bool
+}
+
+func (f *faultySQS) DeleteMessageBatch(ctx context.Context, in *sqs.DeleteMessageBatchInput, optFns ...func(*sqs.Options)) (*sqs.DeleteMessageBatchOutput, error) {
+	if f.failed.CompareAndSwap(false, true) {
+		return nil, errors.New("injected: connection reset")
+	}
+	return f.SQSAPI.DeleteMessageBatch(ctx, in, optFns...)
+}
+
+func TestRedriveSendsOncePerRunWhenADeleteFails(t *testing.T) {
+	t.Parallel()
+	cfg := awstest.Config(t)
+	ctx := context.Background()
+	client := sqs.NewFromConfig(cfg)
+	dlq := awstest.CreateQueue(t, cfg, "dlq", nil)
+	src := awstest.CreateQueue(t, cfg, "src", nil)
+	var specs []deadSpec
+	for i := range 20 {
+		specs = append(specs, deadSpec{ID: fmt.Sprintf("j%d", i), Kind: "k", Reason: jobs.ReasonCancelled, Source: src.URL})
+	}
+	seedDead(t, client, dlq.URL, specs)
+	in := inspect.New(cfg, func(o *inspect.Options) { o.SQS = &faultySQS{SQSAPI: client} })
+
+	res, err := in.Redrive(ctx, dlq.URL, &inspect.RedriveOptions{Concurrency: 1, Visibility: 2 * time.Second})
+	require.NoError(t, err)
+	require.Equal(t, int64(20), res.Moved)
+	require.Zero(t, res.Unconfirmed)
+	got := drain(t, client, src.URL)
+	require.Len(t, got, 20, "the batch whose delete failed was not sent again")
+	v, f := counts(t, client, dlq.URL)
+	require.Zero(t, v+f)
+}
+
+func TestPurge(t *testing.T) {
+	t.Parallel()
+	cfg := awstest.Config(t)
+	ctx := context.Background()
+	client := sqs.NewFromConfig(cfg)
+	dlq := awstest.CreateQueue(t, cfg, "dlq", nil)
+	seedDead(t, client, dlq.URL, []deadSpec{{ID: "a", Kind: "k"}, {ID: "b", Kind: "k"}, {ID: "c", Kind: "k"}})
+	n, err := inspect.New(cfg).Purge(ctx, dlq.URL)
+	require.NoError(t, err)
+	require.Equal(t, int64(3), n)
+	require.Eventually(t, func() bool { v, f := counts(t, client, dlq.URL); return v+f == 0 }, 60*time.Second, 200*time.Millisecond)
+}
+
+func TestRedriveDeduplicationID(t *testing.T) {
+	t.Parallel()
+	id := inspect.RedriveDeduplicationID("01JD3Q7X2V", "7c9e6679-7425-40de-944b-e07fc1f90ae7")
+	require.Equal(t, "01JD3Q7X2V:redrive:7c9e6679-7425-40de-944b-e07fc1f90ae7", id)
+	long := inspect.RedriveDeduplicationID(string(make([]byte, 200)), "m")
+	require.LessOrEqual(t, len(long), 128)
+	require.Equal(t, long, inspect.RedriveDeduplicationID(string(make([]byte, 200)), "m"))
+	require.NotEqual(t, long, inspect.RedriveDeduplicationID(string(make([]byte, 200)), "n"))
+	require.Regexp(t, `^redrive-[0-9a-f]{64}$`, inspect.RedriveDeduplicationID("with space", "m"))
+}

@@ -1,0 +1,199 @@
+package jobs
+
+import (
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+	"unicode/utf8"
+)
+
+// Metrics the runtime writes as CloudWatch Embedded Metric Format (EMF) log lines, one line per
+// batch, in namespace MetricNamespace with the single dimension set [[DimensionQueue]]. The infra
+// Dashboard and alarms use these names.
+const (
+	MetricNamespace = "Jobkit"
+	DimensionQueue  = "Queue" // the consumed queue's name
+
+	MetricSucceeded = "Succeeded" // Count: jobs that succeeded
+	MetricRetried   = "Retried"   // Count: records listed for retry (failed, skipped in a FIFO group, abandoned, dead-letter send failed)
+	MetricSnoozed   = "Snoozed"   // Count: jobs that returned Snooze
+	MetricDead      = "Dead"      // Count: jobs dead-lettered by the runtime
+	MetricDuration  = "Duration"  // Milliseconds: time in each job that ran
+	MetricAttempt   = "Attempt"   // Count: the attempt number of each job that ran
+)
+
+// emfMaxValues is the most values EMF takes in one metric array.
+const emfMaxValues = 100
+
+var emfBuffers = sync.Pool{New: func() any { b := make([]byte, 0, 1024); return &b }}
+
+// writeMetrics writes the batch's EMF line (one per 100 records for larger batches).
+func (h *sqsHandler) writeMetrics(records []record) {
+	now := time.Now().UnixMilli()
+	for start := 0; start < len(records); start += emfMaxValues {
+		end := min(start+emfMaxValues, len(records))
+		bp := emfBuffers.Get().(*[]byte)
+		line := h.appendEMF((*bp)[:0], now, records[start:end])
+		_, _ = h.cfg.Metrics.Write(line)
+		*bp = line
+		emfBuffers.Put(bp)
+	}
+}
+
+func (h *sqsHandler) appendEMF(b []byte, now int64, records []record) []byte {
+	var succeeded, retried, snoozed, dead int
+	for i := range records {
+		r := &records[i]
+		if r.state.Load() != stateDone {
+			retried++
+			continue
+		}
+		switch r.out {
+		case outSucceeded:
+			succeeded++
+		case outSnoozed:
+			snoozed++
+		case outDead:
+			dead++
+		default:
+			retried++
+		}
+	}
+	b = append(b, `{"_aws":{"Timestamp":`...)
+	b = strconv.AppendInt(b, now, 10)
+	b = append(b, `,"CloudWatchMetrics":[{"Namespace":"`+MetricNamespace+`","Dimensions":[["`+DimensionQueue+`"]],"Metrics":[`+
+		`{"Name":"`+MetricSucceeded+`","Unit":"Count"},`+
+		`{"Name":"`+MetricRetried+`","Unit":"Count"},`+
+		`{"Name":"`+MetricSnoozed+`","Unit":"Count"},`+
+		`{"Name":"`+MetricDead+`","Unit":"Count"},`+
+		`{"Name":"`+MetricDuration+`","Unit":"Milliseconds"},`+
+		`{"Name":"`+MetricAttempt+`","Unit":"Count"}]}]},"`+DimensionQueue+`":`...)
+	b = appendJSONString(b, h.queueName)
+	b = appendCount(b, MetricSucceeded, succeeded)
+	b = appendCount(b, MetricRetried, retried)
+	b = appendCount(b, MetricSnoozed, snoozed)
+	b = appendCount(b, MetricDead, dead)
+	b = append(b, `,"`+MetricDuration+`":[`...)
+	first := true
+	for i := range records {
+		r := &records[i]
+		if r.state.Load() == stateDone && r.ran {
+			if !first {
+				b = append(b, ',')
+			}
+			first = false
+			b = strconv.AppendFloat(b, ms(r.dur), 'f', 3, 64)
+		}
+	}
+	b = append(b, `],"`+MetricAttempt+`":[`...)
+	first = true
+	for i := range records {
+		r := &records[i]
+		if r.state.Load() == stateDone && r.out != outSkipped {
+			if !first {
+				b = append(b, ',')
+			}
+			first = false
+			b = strconv.AppendInt(b, int64(r.row.Attempt), 10)
+		}
+	}
+	return append(b, "]}\n"...)
+}
+
+func appendCount(b []byte, name string, n int) []byte {
+	b = append(b, ',', '"')
+	b = append(b, name...)
+	b = append(b, '"', ':')
+	return strconv.AppendInt(b, int64(n), 10)
+}
+
+// appendJSONString appends s as a JSON string.
+func appendJSONString(b []byte, s string) []byte {
+	const hex = "0123456789abcdef"
+	b = append(b, '"')
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c >= 0x20 && c != '"' && c != '\\' && c < utf8.RuneSelf {
+			b = append(b, c)
+			i++
+			continue
+		}
+		if c < utf8.RuneSelf {
+			switch c {
+			case '"', '\\':
+				b = append(b, '\\', c)
+			case '\n':
+				b = append(b, '\\', 'n')
+			case '\t':
+				b = append(b, '\\', 't')
+			case '\r':
+				b = append(b, '\\', 'r')
+			default:
+				b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&15])
+			}
+			i++
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			b = append(b, `\ufffd`...)
+		} else {
+			b = append(b, s[i:i+size]...)
+		}
+		i += size
+	}
+	return append(b, '"')
+}
+
+// sanitizeAttr replaces the characters SQS refuses in message attribute values (outside #x9, #xA,
+// #xD, #x20-#xD7FF, #xE000-#xFFFD, #x10000-#x10FFFF, and invalid UTF-8) with U+FFFD.
+func sanitizeAttr(s string) string {
+	ok := true
+	for _, r := range s {
+		if !validAttrRune(r) {
+			ok = false
+			break
+		}
+	}
+	if ok {
+		return s
+	}
+	var sb strings.Builder
+	sb.Grow(len(s))
+	for _, r := range s {
+		if !validAttrRune(r) {
+			r = utf8.RuneError
+		}
+		sb.WriteRune(r)
+	}
+	return sb.String()
+}
+
+func validAttrRune(r rune) bool {
+	switch {
+	case r == utf8.RuneError:
+		return false // also what ranging over invalid UTF-8 yields
+	case r == 0x9 || r == 0xA || r == 0xD:
+		return true
+	case r >= 0x20 && r <= 0xD7FF, r >= 0xE000 && r <= 0xFFFD, r >= 0x10000 && r <= 0x10FFFF:
+		return true
+	}
+	return false
+}
+
+// truncateUTF8 cuts s to at most n bytes without splitting a character, marking the cut.
+func truncateUTF8(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	const mark = "…"
+	if n <= len(mark) {
+		return ""
+	}
+	cut := n - len(mark)
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + mark
+}

@@ -1,0 +1,126 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/smithy-go/middleware"
+
+	"github.com/jobkit-go/jobkit/idempotency"
+	"github.com/jobkit-go/jobkit/localstack/awstest"
+)
+
+// The idempotency benchmark counts the DynamoDB requests of a first run, a duplicate from another
+// process (a cold cache) and a duplicate in the same warm process, with SDK middleware on the
+// client, then times each kind of call.
+func init() {
+	register("idempotency", 20, benchIdempotency)
+}
+
+func benchIdempotency(ctx context.Context, emit func(string, any)) error {
+	cfg, err := awstest.LoadConfig(ctx)
+	if err != nil {
+		return err
+	}
+	var requests atomic.Int64
+	client := dynamodb.NewFromConfig(cfg, func(o *dynamodb.Options) {
+		o.APIOptions = append(o.APIOptions, func(stack *middleware.Stack) error {
+			return stack.Deserialize.Add(middleware.DeserializeMiddlewareFunc("benchCountRequests",
+				func(ctx context.Context, in middleware.DeserializeInput, next middleware.DeserializeHandler) (middleware.DeserializeOutput, middleware.Metadata, error) {
+					requests.Add(1)
+					return next.HandleDeserialize(ctx, in)
+				}), middleware.After)
+		})
+	})
+
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	table := "jk-bench-idempotency-" + hex.EncodeToString(b[:])
+	if _, err := client.CreateTable(ctx, &dynamodb.CreateTableInput{
+		TableName:            aws.String(table),
+		BillingMode:          types.BillingModePayPerRequest,
+		AttributeDefinitions: []types.AttributeDefinition{{AttributeName: aws.String(idempotency.AttrID), AttributeType: types.ScalarAttributeTypeS}},
+		KeySchema:            []types.KeySchemaElement{{AttributeName: aws.String(idempotency.AttrID), KeyType: types.KeyTypeHash}},
+	}); err != nil {
+		return fmt.Errorf("create table: %w", err)
+	}
+	defer func() {
+		_, _ = client.DeleteTable(context.WithoutCancel(ctx), &dynamodb.DeleteTableInput{TableName: aws.String(table)})
+	}()
+	waiter := dynamodb.NewTableExistsWaiter(client, func(o *dynamodb.TableExistsWaiterOptions) {
+		o.MinDelay, o.MaxDelay = 100*time.Millisecond, time.Second
+	})
+	if err := waiter.Wait(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(table)}, time.Minute); err != nil {
+		return fmt.Errorf("table %s not active: %w", table, err)
+	}
+
+	store := idempotency.NewDynamoDBStore(client, table)
+	type result struct {
+		ID string `json:"id"`
+	}
+	runs := 0
+	fn := func(ctx context.Context) (result, error) { runs++; return result{ID: "r"}, nil }
+	call := func(key string, cache *idempotency.Cache) (int64, error) {
+		before := requests.Load()
+		_, err := idempotency.Do(ctx, store, key, fn, &idempotency.Config{Cache: cache, NoCache: cache == nil, Payload: key})
+		return requests.Load() - before, err
+	}
+
+	warm := idempotency.NewCache(idempotency.DefaultCacheSize)
+	first, err := call("bench-counted", warm)
+	if err != nil {
+		return err
+	}
+	duplicate, err := call("bench-counted", nil) // another process: nothing cached
+	if err != nil {
+		return err
+	}
+	warmDuplicate, err := call("bench-counted", warm)
+	if err != nil {
+		return err
+	}
+	if runs != 1 {
+		return fmt.Errorf("the function ran %d times for one key", runs)
+	}
+	emit("idempotency_ddb_requests_first_run", first)
+	emit("idempotency_ddb_requests_duplicate", duplicate)
+	emit("idempotency_ddb_requests_warm_duplicate", warmDuplicate)
+
+	// Latency of each kind of call against the emulator (a loopback HTTP round trip each).
+	const n = 100
+	timed := func(f func(i int) error) (float64, error) {
+		start := time.Now()
+		for i := range n {
+			if err := f(i); err != nil {
+				return 0, err
+			}
+		}
+		return float64(time.Since(start).Microseconds()) / 1000 / n, nil
+	}
+	firstMS, err := timed(func(i int) error { _, err := call(fmt.Sprintf("bench-%d", i), warm); return err })
+	if err != nil {
+		return err
+	}
+	dupMS, err := timed(func(i int) error { _, err := call(fmt.Sprintf("bench-%d", i), nil); return err })
+	if err != nil {
+		return err
+	}
+	warmMS, err := timed(func(i int) error { _, err := call(fmt.Sprintf("bench-%d", i), warm); return err })
+	if err != nil {
+		return err
+	}
+	if runs != 1+n {
+		return fmt.Errorf("the function ran %d times for %d keys", runs, 1+n)
+	}
+	emit("idempotency_first_run_ms", firstMS)
+	emit("idempotency_duplicate_ms", dupMS)
+	emit("idempotency_warm_duplicate_ms", warmMS)
+	return nil
+}

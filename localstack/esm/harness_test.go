@@ -1,0 +1,270 @@
+package esm_test
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
+	"github.com/stretchr/testify/require"
+
+	"github.com/jobkit-go/jobkit/localstack/awstest"
+	"github.com/jobkit-go/jobkit/localstack/esm"
+	"github.com/jobkit-go/jobkit/localstack/lambdaruntime"
+)
+
+var (
+	rbiOnce sync.Once
+	rbiPath string
+	rbiErr  error
+	rbiDir  string
+)
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if rbiDir != "" {
+		os.RemoveAll(rbiDir)
+	}
+	os.Exit(code)
+}
+
+// rbi builds testdata/rbi once per test binary and returns its bootstrap.
+func rbi(t *testing.T) string {
+	t.Helper()
+	rbiOnce.Do(func() {
+		rbiDir, rbiErr = os.MkdirTemp("", "esm-rbi-")
+		if rbiErr != nil {
+			return
+		}
+		rbiPath = filepath.Join(rbiDir, "bootstrap")
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+		defer cancel()
+		rbiErr = lambdaruntime.Build(ctx, "testdata/rbi", rbiPath)
+	})
+	require.NoError(t, rbiErr)
+	return rbiPath
+}
+
+// call is one invocation the recording invoker saw.
+type call struct {
+	Event  esm.Event
+	Result lambdaruntime.Result
+	Err    error
+}
+
+// recorder wraps the runtime to record invocations and measure their concurrency.
+type recorder struct {
+	rt *lambdaruntime.Runtime
+
+	mu       sync.Mutex
+	calls    []call
+	inflight int
+	peak     int
+	groups   map[string]int
+	overlap  bool // two invocations held one FIFO message group at once
+}
+
+func (r *recorder) Invoke(ctx context.Context, payload []byte) (lambdaruntime.Result, error) {
+	var ev esm.Event
+	if err := json.Unmarshal(payload, &ev); err != nil {
+		panic(err)
+	}
+	var groups []string
+	r.mu.Lock()
+	r.inflight++
+	r.peak = max(r.peak, r.inflight)
+	for _, rec := range ev.Records {
+		if g := rec.Attributes["MessageGroupId"]; g != "" {
+			if r.groups[g] > 0 {
+				r.overlap = true
+			}
+			r.groups[g]++
+			groups = append(groups, g)
+		}
+	}
+	r.mu.Unlock()
+	res, err := r.rt.Invoke(ctx, payload)
+	r.mu.Lock()
+	r.inflight--
+	for _, g := range groups {
+		r.groups[g]--
+	}
+	r.calls = append(r.calls, call{Event: ev, Result: res, Err: err})
+	r.mu.Unlock()
+	return res, err
+}
+
+func (r *recorder) snapshot() ([]call, int, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]call(nil), r.calls...), r.peak, r.overlap
+}
+
+type harness struct {
+	t       *testing.T
+	client  *sqs.Client
+	q       awstest.Queue
+	rec     *recorder
+	poller  *esm.Poller
+	reports chan esm.BatchReport
+	cancel  context.CancelFunc
+	done    chan struct{}
+}
+
+type setup struct {
+	queue    *awstest.QueueOptions
+	function lambdaruntime.Function
+	mapping  esm.Mapping
+}
+
+// newHarness creates the queue and the runtime; start runs the poller.
+func newHarness(t *testing.T, s setup) *harness {
+	t.Helper()
+	cfg := awstest.Config(t)
+	h := &harness{t: t, client: sqs.NewFromConfig(cfg), reports: make(chan esm.BatchReport, 100)}
+	h.q = awstest.CreateQueue(t, cfg, "src", s.queue)
+	fn := s.function
+	fn.Name = "rbi"
+	fn.Bootstrap = rbi(t)
+	if fn.Timeout == 0 {
+		fn.Timeout = 30 * time.Second
+	}
+	if fn.MaxInstances == 0 {
+		fn.MaxInstances = 5
+	}
+	rt, err := lambdaruntime.New(fn, &lambdaruntime.Options{Endpoint: awstest.Endpoint(), Output: testWriter{t}})
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, rt.Close()) })
+	h.rec = &recorder{rt: rt, groups: map[string]int{}}
+	m := s.mapping
+	m.QueueURL, m.QueueARN = h.q.URL, h.q.ARN
+	h.poller, err = esm.New(h.client, h.rec, m, &esm.Options{
+		OnBatch: func(r esm.BatchReport) { h.reports <- r },
+	})
+	require.NoError(t, err)
+	return h
+}
+
+func (h *harness) start() {
+	ctx, cancel := context.WithCancel(context.Background())
+	h.cancel, h.done = cancel, make(chan struct{})
+	go func() {
+		defer close(h.done)
+		_ = h.poller.Run(ctx)
+	}()
+	h.t.Cleanup(h.stop)
+}
+
+// stop ends the poller and waits until its in-flight batches are settled.
+func (h *harness) stop() {
+	if h.cancel == nil {
+		return
+	}
+	h.cancel()
+	select {
+	case <-h.done:
+	case <-time.After(2 * time.Minute):
+		h.t.Fatal("poller did not stop")
+	}
+	h.cancel = nil
+}
+
+// send sends bodies (Standard queue) and returns their message ids.
+func (h *harness) send(bodies ...string) []string {
+	h.t.Helper()
+	ids := make([]string, len(bodies))
+	for i, b := range bodies {
+		out, err := h.client.SendMessage(context.Background(), &sqs.SendMessageInput{QueueUrl: aws.String(h.q.URL), MessageBody: aws.String(b)})
+		require.NoError(h.t, err)
+		ids[i] = aws.ToString(out.MessageId)
+	}
+	return ids
+}
+
+func (h *harness) sendFIFO(group string, bodies ...string) {
+	h.t.Helper()
+	for _, b := range bodies {
+		_, err := h.client.SendMessage(context.Background(), &sqs.SendMessageInput{
+			QueueUrl: aws.String(h.q.URL), MessageBody: aws.String(b),
+			MessageGroupId: aws.String(group), MessageDeduplicationId: aws.String(group + "-" + b),
+		})
+		require.NoError(h.t, err)
+	}
+}
+
+func (h *harness) nextReport() esm.BatchReport {
+	h.t.Helper()
+	select {
+	case r := <-h.reports:
+		return r
+	case <-time.After(90 * time.Second):
+		h.t.Fatal("no batch settled within 90 s")
+	}
+	return esm.BatchReport{}
+}
+
+// counts returns the queue's visible and in-flight message counts.
+func (h *harness) counts() (visible, inFlight int) {
+	h.t.Helper()
+	out, err := h.client.GetQueueAttributes(context.Background(), &sqs.GetQueueAttributesInput{
+		QueueUrl: aws.String(h.q.URL),
+		AttributeNames: []sqstypes.QueueAttributeName{
+			sqstypes.QueueAttributeNameApproximateNumberOfMessages,
+			sqstypes.QueueAttributeNameApproximateNumberOfMessagesNotVisible,
+		},
+	})
+	require.NoError(h.t, err)
+	visible, _ = strconv.Atoi(out.Attributes[string(sqstypes.QueueAttributeNameApproximateNumberOfMessages)])
+	inFlight, _ = strconv.Atoi(out.Attributes[string(sqstypes.QueueAttributeNameApproximateNumberOfMessagesNotVisible)])
+	return visible, inFlight
+}
+
+// survivors makes the batch's messages visible again (those still in the queue) and receives them:
+// the bodies of the messages the mapping did not delete, sorted. The poller must be stopped.
+func (h *harness) survivors(ev esm.Event) []string {
+	h.t.Helper()
+	ctx := context.Background()
+	for _, r := range ev.Records {
+		// Fails for a deleted message; that is the point.
+		_, _ = h.client.ChangeMessageVisibility(ctx, &sqs.ChangeMessageVisibilityInput{
+			QueueUrl: aws.String(h.q.URL), ReceiptHandle: aws.String(r.ReceiptHandle), VisibilityTimeout: 0,
+		})
+	}
+	var bodies []string
+	for {
+		out, err := h.client.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{
+			QueueUrl: aws.String(h.q.URL), MaxNumberOfMessages: 10, VisibilityTimeout: 300,
+		})
+		require.NoError(h.t, err)
+		if len(out.Messages) == 0 {
+			break
+		}
+		for _, m := range out.Messages {
+			bodies = append(bodies, aws.ToString(m.Body))
+		}
+	}
+	sort.Strings(bodies)
+	return bodies
+}
+
+// testWriter sends function output to the test log.
+type testWriter struct{ t *testing.T }
+
+func (w testWriter) Write(p []byte) (int, error) {
+	w.t.Log(string(p))
+	return len(p), nil
+}
+
+func sorted(s []string) []string {
+	out := append([]string(nil), s...)
+	sort.Strings(out)
+	return out
+}
