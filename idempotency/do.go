@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"sync"
 	"time"
 )
@@ -185,9 +186,11 @@ func run[T any](ctx context.Context, store Store, key, hash string, fn func(ctx 
 
 	lease := cfg.lease(ctx)
 	claim := Record{
-		Key:        key,
-		Status:     StatusInProgress,
-		LeaseEnd:   now.Add(lease),
+		Key:    key,
+		Status: StatusInProgress,
+		// The lease end identifies the claim: a random part below the millisecond keeps two
+		// claims computed at the same instant (say, from equal deadlines) apart.
+		LeaseEnd:   now.Add(lease - time.Duration(rand.Int64N(int64(time.Millisecond)))),
 		ExpiresAt:  now.Add(cfg.expiry()),
 		Validation: hash,
 	}

@@ -15,11 +15,13 @@
 //     [*PayloadMismatchError]. If the function fails, the claim is deleted so a retry runs it.
 //   - Expiry is enforced in code: a record past its expiration, or a claim past its lease, is
 //     treated as absent, whether or not DynamoDB's TTL has deleted it yet.
-//   - [Middleware] applies this to every job of a [jobs.Workers] registry, keyed by the envelope's
-//     idempotency key (the job id unless the producer set one).
+//   - [Middleware] applies this to every job of a [jobs.Workers] registry, keyed by the job's kind
+//     and the envelope's idempotency key (the job id unless the producer set one): see [JobKey].
 //   - [TransactWrite] commits business writes and the COMPLETED record in one DynamoDB
 //     transaction: DynamoDB side effects happen exactly once.
 //
 // Stores implement [Store]: [NewDynamoDBStore] for production and [NewMemoryStore] for tests and
-// single-process use. Package storetest holds the conformance suite every Store passes.
+// single-process use. Package storetest holds the conformance suite every Store passes. The
+// DynamoDB store is safe against requests the SDK sends twice after losing a response (the first
+// attempt applied): a retried claim, completion, release or transaction recognises its own write.
 package idempotency

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -12,6 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/smithy-go/middleware"
 )
 
 // DynamoDBAPI is the part of the DynamoDB client the DynamoDB store calls.
@@ -72,11 +75,12 @@ func (s *DynamoDBStore) Claim(ctx context.Context, rec *Record, now time.Time) e
 	absent := expression.Name(AttrID).AttributeNotExists().
 		Or(expression.Name(AttrExpiration).LessThanEqual(expression.Value(now.Unix()))).
 		Or(expression.Name(AttrStatus).Equal(expression.Value(string(StatusInProgress))).
-			And(expression.Name(AttrInProgressExpiration).LessThanEqual(expression.Value(now.UnixMilli()))))
+			And(expression.Name(AttrInProgressExpiration).LessThanEqual(expression.Value(epochMillis(now)))))
 	expr, err := expression.NewBuilder().WithCondition(absent).Build()
 	if err != nil {
 		return fmt.Errorf("idempotency: build claim condition: %w", err)
 	}
+	var attempts atomic.Int32
 	_, err = s.client.PutItem(ctx, &dynamodb.PutItemInput{
 		TableName:                           aws.String(s.table),
 		Item:                                marshalRecord(rec),
@@ -84,28 +88,30 @@ func (s *DynamoDBStore) Claim(ctx context.Context, rec *Record, now time.Time) e
 		ExpressionAttributeNames:            expr.Names(),
 		ExpressionAttributeValues:           expr.Values(),
 		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
-	})
+	}, countAttempts(&attempts))
 	var ccf *types.ConditionalCheckFailedException
 	switch {
 	case err == nil:
 		return nil
-	case errors.As(err, &ccf):
-		if len(ccf.Item) > 0 {
-			old, err := unmarshalRecord(ccf.Item)
-			if err != nil {
-				return err
-			}
-			return &AlreadyExistsError{Record: old}
-		}
-		// An endpoint that does not return the old item: read it.
-		old, err := s.Get(ctx, rec.Key)
-		if err != nil {
-			return fmt.Errorf("idempotency: claim %q failed its condition; read the holder: %w", rec.Key, err)
-		}
-		return &AlreadyExistsError{Record: old}
-	default:
+	case !errors.As(err, &ccf):
 		return fmt.Errorf("idempotency: claim %q: %w", rec.Key, err)
 	}
+	var holder *Record
+	if len(ccf.Item) > 0 {
+		if holder, err = unmarshalRecord(ccf.Item); err != nil {
+			return err
+		}
+	} else if holder, err = s.Get(ctx, rec.Key); err != nil {
+		// An endpoint that does not return the old item: read it.
+		return fmt.Errorf("idempotency: claim %q failed its condition; read the holder: %w", rec.Key, err)
+	}
+	// The SDK retried a request whose first attempt was applied (its response was lost): the
+	// holder is this claim.
+	if attempts.Load() > 1 && holder.Status == StatusInProgress && holder.LeaseEnd.Equal(rec.LeaseEnd) &&
+		holder.Validation == rec.Validation {
+		return nil
+	}
+	return &AlreadyExistsError{Record: holder}
 }
 
 // Get implements Store.
@@ -137,22 +143,35 @@ func (s *DynamoDBStore) Complete(ctx context.Context, rec *Record, leaseEnd time
 		return err
 	}
 	_, err = s.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-		TableName:                 in.TableName,
-		Key:                       in.Key,
-		UpdateExpression:          in.UpdateExpression,
-		ConditionExpression:       in.ConditionExpression,
-		ExpressionAttributeNames:  in.ExpressionAttributeNames,
-		ExpressionAttributeValues: in.ExpressionAttributeValues,
+		TableName:                           in.TableName,
+		Key:                                 in.Key,
+		UpdateExpression:                    in.UpdateExpression,
+		ConditionExpression:                 in.ConditionExpression,
+		ExpressionAttributeNames:            in.ExpressionAttributeNames,
+		ExpressionAttributeValues:           in.ExpressionAttributeValues,
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 	})
 	var ccf *types.ConditionalCheckFailedException
 	switch {
 	case err == nil:
 		return nil
 	case errors.As(err, &ccf):
+		if completedBy(ccf.Item, leaseEnd) {
+			return nil // an earlier attempt of this request completed it
+		}
 		return ErrLeaseLost
 	default:
 		return fmt.Errorf("idempotency: complete %q: %w", rec.Key, err)
 	}
+}
+
+// completedBy reports whether item is a COMPLETED record of the claim whose lease ends at leaseEnd.
+func completedBy(item map[string]types.AttributeValue, leaseEnd time.Time) bool {
+	if len(item) == 0 {
+		return false
+	}
+	old, err := unmarshalRecord(item)
+	return err == nil && old.Status == StatusCompleted && old.LeaseEnd.Equal(leaseEnd)
 }
 
 // completeUpdate builds the update that turns the claim ending at leaseEnd into rec.
@@ -202,17 +221,21 @@ func (s *DynamoDBStore) Delete(ctx context.Context, key string, leaseEnd time.Ti
 		return fmt.Errorf("idempotency: build delete condition: %w", err)
 	}
 	_, err = s.client.DeleteItem(ctx, &dynamodb.DeleteItemInput{
-		TableName:                 aws.String(s.table),
-		Key:                       keyOf(key),
-		ConditionExpression:       expr.Condition(),
-		ExpressionAttributeNames:  expr.Names(),
-		ExpressionAttributeValues: expr.Values(),
+		TableName:                           aws.String(s.table),
+		Key:                                 keyOf(key),
+		ConditionExpression:                 expr.Condition(),
+		ExpressionAttributeNames:            expr.Names(),
+		ExpressionAttributeValues:           expr.Values(),
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 	})
 	var ccf *types.ConditionalCheckFailedException
 	switch {
 	case err == nil:
 		return nil
 	case errors.As(err, &ccf):
+		if len(ccf.Item) == 0 {
+			return nil // no record: nothing left to release
+		}
 		return ErrLeaseLost
 	default:
 		return fmt.Errorf("idempotency: delete %q: %w", key, err)
@@ -232,7 +255,7 @@ func (s *DynamoDBStore) check() error {
 // claimCondition holds when the key is the INPROGRESS claim whose lease ends at leaseEnd.
 func claimCondition(leaseEnd time.Time) expression.ConditionBuilder {
 	return expression.Name(AttrStatus).Equal(expression.Value(string(StatusInProgress))).
-		And(expression.Name(AttrInProgressExpiration).Equal(expression.Value(leaseEnd.UnixMilli())))
+		And(expression.Name(AttrInProgressExpiration).Equal(expression.Value(epochMillis(leaseEnd))))
 }
 
 func keyOf(key string) map[string]types.AttributeValue {
@@ -252,7 +275,7 @@ func marshalRecord(rec *Record) map[string]types.AttributeValue {
 		AttrID:                   &types.AttributeValueMemberS{Value: rec.Key},
 		AttrStatus:               &types.AttributeValueMemberS{Value: string(rec.Status)},
 		AttrExpiration:           &types.AttributeValueMemberN{Value: strconv.FormatInt(rec.ExpiresAt.Unix(), 10)},
-		AttrInProgressExpiration: &types.AttributeValueMemberN{Value: strconv.FormatInt(rec.LeaseEnd.UnixMilli(), 10)},
+		AttrInProgressExpiration: &types.AttributeValueMemberN{Value: epochMillis(rec.LeaseEnd).Value},
 	}
 	if rec.Validation != "" {
 		item[AttrValidation] = &types.AttributeValueMemberS{Value: rec.Validation}
@@ -294,7 +317,7 @@ func unmarshalRecord(item map[string]types.AttributeValue) (*Record, error) {
 	}
 	var err error
 	var status string
-	var exp, lease int64
+	var exp int64
 	if rec.Key, err = str(AttrID); err != nil {
 		return nil, err
 	}
@@ -306,10 +329,18 @@ func unmarshalRecord(item map[string]types.AttributeValue) (*Record, error) {
 		return nil, err
 	}
 	rec.ExpiresAt = time.Unix(exp, 0).UTC()
-	if lease, err = num(AttrInProgressExpiration); err != nil {
-		return nil, err
+	switch v := item[AttrInProgressExpiration].(type) {
+	case nil:
+		rec.LeaseEnd = time.UnixMilli(0).UTC()
+	case *types.AttributeValueMemberN:
+		t, err := parseEpochMillis(v.Value)
+		if err != nil {
+			return nil, fmt.Errorf("idempotency: attribute %q: %w", AttrInProgressExpiration, err)
+		}
+		rec.LeaseEnd = t
+	default:
+		return nil, fmt.Errorf("idempotency: attribute %q has type %T, want a number", AttrInProgressExpiration, v)
 	}
-	rec.LeaseEnd = time.UnixMilli(lease).UTC()
 	if rec.Validation, err = str(AttrValidation); err != nil {
 		return nil, err
 	}
@@ -323,4 +354,58 @@ func unmarshalRecord(item map[string]types.AttributeValue) (*Record, error) {
 		return nil, fmt.Errorf("idempotency: attribute %q has type %T, want a string or binary", AttrData, v)
 	}
 	return rec, nil
+}
+
+// epochMillis returns t as a DynamoDB number of epoch milliseconds, with the sub-millisecond part
+// as a fraction ("1795262400123.456789"), so that it keeps t to the nanosecond.
+func epochMillis(t time.Time) types.AttributeValueMemberN {
+	ns := t.UnixNano()
+	sign := ""
+	if ns < 0 {
+		sign, ns = "-", -ns
+	}
+	ms, frac := ns/1e6, ns%1e6
+	if frac == 0 {
+		return types.AttributeValueMemberN{Value: sign + strconv.FormatInt(ms, 10)}
+	}
+	return types.AttributeValueMemberN{Value: sign + strings.TrimRight(fmt.Sprintf("%d.%06d", ms, frac), "0")}
+}
+
+// parseEpochMillis reads a number of epoch milliseconds, with or without a fraction (digits
+// beyond the nanosecond are dropped), or in exponent form.
+func parseEpochMillis(s string) (time.Time, error) {
+	neg := strings.HasPrefix(s, "-")
+	whole, frac, _ := strings.Cut(strings.TrimPrefix(s, "-"), ".")
+	ms, err := strconv.ParseInt(whole, 10, 64)
+	if err != nil || strings.ContainsAny(whole+frac, "eE+-") {
+		f, ferr := strconv.ParseFloat(s, 64)
+		if ferr != nil {
+			return time.Time{}, ferr
+		}
+		return time.Unix(0, int64(f*1e6)).UTC(), nil
+	}
+	var ns int64
+	if frac != "" {
+		if ns, err = strconv.ParseInt((frac + "000000")[:6], 10, 64); err != nil {
+			return time.Time{}, err
+		}
+	}
+	total := ms*1e6 + ns
+	if neg {
+		total = -total
+	}
+	return time.Unix(0, total).UTC(), nil
+}
+
+// countAttempts counts the attempts (first try and retries) of one request.
+func countAttempts(n *atomic.Int32) func(*dynamodb.Options) {
+	return func(o *dynamodb.Options) {
+		o.APIOptions = append(o.APIOptions, func(stack *middleware.Stack) error {
+			return stack.Finalize.Add(middleware.FinalizeMiddlewareFunc("jobkitIdempotencyAttempts",
+				func(ctx context.Context, in middleware.FinalizeInput, next middleware.FinalizeHandler) (middleware.FinalizeOutput, middleware.Metadata, error) {
+					n.Add(1)
+					return next.HandleFinalize(ctx, in)
+				}), middleware.After)
+		})
+	}
 }

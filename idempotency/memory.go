@@ -21,11 +21,12 @@ func NewMemoryStore() *MemoryStore {
 	return &MemoryStore{records: map[string]Record{}}
 }
 
-// stored returns rec as a store holds it: times at the attributes' precision, data copied.
+// stored returns rec as a store holds it: expiry to the second, lease end to the nanosecond,
+// data copied.
 func stored(rec *Record) Record {
 	r := *rec
 	r.ExpiresAt = time.Unix(rec.ExpiresAt.Unix(), 0).UTC()
-	r.LeaseEnd = time.UnixMilli(rec.LeaseEnd.UnixMilli()).UTC()
+	r.LeaseEnd = time.Unix(0, rec.LeaseEnd.UnixNano()).UTC()
 	if rec.Data != nil {
 		r.Data = append([]byte{}, rec.Data...)
 	}
@@ -67,7 +68,10 @@ func (s *MemoryStore) Complete(ctx context.Context, rec *Record, leaseEnd time.T
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	old, ok := s.records[rec.Key]
-	if !ok || !heldBy(&old, leaseEnd) {
+	switch {
+	case ok && old.Status == StatusCompleted && old.LeaseEnd.Equal(leaseEnd):
+		return nil // this claim is already completed
+	case !ok || !heldBy(&old, leaseEnd):
 		return ErrLeaseLost
 	}
 	r := stored(rec)
@@ -81,7 +85,10 @@ func (s *MemoryStore) Delete(ctx context.Context, key string, leaseEnd time.Time
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	old, ok := s.records[key]
-	if !ok || !heldBy(&old, leaseEnd) {
+	switch {
+	case !ok:
+		return nil // nothing left to release
+	case !heldBy(&old, leaseEnd):
 		return ErrLeaseLost
 	}
 	delete(s.records, key)
@@ -90,7 +97,7 @@ func (s *MemoryStore) Delete(ctx context.Context, key string, leaseEnd time.Time
 
 // heldBy reports whether rec is the INPROGRESS claim whose lease ends at leaseEnd.
 func heldBy(rec *Record, leaseEnd time.Time) bool {
-	return rec.Status == StatusInProgress && rec.LeaseEnd.UnixMilli() == leaseEnd.UnixMilli()
+	return rec.Status == StatusInProgress && rec.LeaseEnd.Equal(leaseEnd)
 }
 
 // checkWrite validates a record a store is asked to write.

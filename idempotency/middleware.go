@@ -54,18 +54,16 @@ func Middleware(store Store, cfg *Config) jobs.Middleware {
 			if err != nil {
 				return err
 			}
+			jc := c // this job's config: its logger carries the job's identity
+			if jc.Logger == nil {
+				jc.Logger = row.Logger()
+			}
+			log := jc.Logger.With(slog.String("idempotency_key", key))
 			var handlerErr error
 			_, ran, err := run(ctx, store, key, hash, func(ctx context.Context) (json.RawMessage, error) {
 				handlerErr = next(ctx, row)
 				return nil, handlerErr
-			}, &c)
-			log := c.logger()
-			attrs := func(extra ...slog.Attr) []slog.Attr {
-				return append([]slog.Attr{
-					slog.String("job_id", row.ID), slog.String("kind", row.Kind),
-					slog.Int("attempt", row.Attempt), slog.String("idempotency_key", key),
-				}, extra...)
-			}
+			}, &jc)
 			var (
 				inProgress *InProgressError
 				mismatch   *PayloadMismatchError
@@ -74,13 +72,13 @@ func Middleware(store Store, cfg *Config) jobs.Middleware {
 			switch {
 			case err == nil:
 				if !ran {
-					log.LogAttrs(ctx, slog.LevelInfo, "idempotency: duplicate job skipped", attrs()...)
+					log.LogAttrs(ctx, slog.LevelInfo, "idempotency: duplicate job skipped")
 				}
 				return nil
 			case !ran && errors.As(err, &inProgress):
 				d := min(inProgress.RetryAfter(c.now()), maxSnooze)
 				log.LogAttrs(ctx, slog.LevelInfo, "idempotency: job in progress elsewhere; snoozed",
-					attrs(slog.Time("lease_end", inProgress.LeaseEnd), slog.Duration("snooze", d))...)
+					slog.Time("lease_end", inProgress.LeaseEnd), slog.Duration("snooze", d))
 				return jobs.Snooze(d)
 			case !ran && errors.As(err, &mismatch):
 				return jobs.Cancel(mismatch)
@@ -89,7 +87,7 @@ func Middleware(store Store, cfg *Config) jobs.Middleware {
 			case ran && handlerErr == nil:
 				// The handler succeeded; only recording it failed (a *StoreError).
 				log.LogAttrs(ctx, slog.LevelWarn, "idempotency: job succeeded but its record was not completed",
-					attrs(slog.String("error", err.Error()))...)
+					slog.String("error", err.Error()))
 				return nil
 			}
 			return err

@@ -28,13 +28,14 @@ const (
 	AttrData                 = "data"                   // the recorded result, if any
 )
 
-// Record is one idempotency record. Stores keep ExpiresAt to the second and LeaseEnd to the
-// millisecond, as the attributes hold them.
+// Record is one idempotency record. Stores keep ExpiresAt to the second (expiration is epoch
+// seconds, as DynamoDB TTL reads it) and LeaseEnd to the nanosecond (in_progress_expiration is
+// epoch milliseconds with a fraction): the lease end identifies a claim, so Do makes it unique.
 type Record struct {
 	Key        string    // id
 	Status     Status    // status
-	ExpiresAt  time.Time // expiration: after it the record counts as absent
-	LeaseEnd   time.Time // in_progress_expiration: after it an INPROGRESS claim counts as absent
+	ExpiresAt  time.Time // expiration: from then on the record counts as absent
+	LeaseEnd   time.Time // in_progress_expiration: from then on an INPROGRESS claim counts as absent
 	Validation string    // validation: the payload hash, empty when the payload is not validated
 	Data       []byte    // data: the recorded result, nil when none
 }
@@ -46,7 +47,7 @@ func (r *Record) Expired(now time.Time) bool {
 
 // LeaseExpired reports whether the record is an INPROGRESS claim whose lease has ended at now.
 func (r *Record) LeaseExpired(now time.Time) bool {
-	return r.Status == StatusInProgress && r.LeaseEnd.UnixMilli() <= now.UnixMilli()
+	return r.Status == StatusInProgress && !r.LeaseEnd.After(now)
 }
 
 // Live reports whether the record holds its key at now: not expired, and not an INPROGRESS claim
@@ -58,23 +59,28 @@ func (r *Record) Live(now time.Time) bool {
 // Store persists idempotency records. Every method is safe for concurrent use, and its outcome
 // depends only on the stored record and the times passed in, so that all processes sharing a
 // store agree. Package storetest holds the conformance suite every implementation passes.
+//
+// A claim is identified by its lease end: a key can be claimed again only once the previous
+// claim's lease has ended, so every later claim of a key has a later lease end. Complete and
+// Delete name the claim they act for by it, and are safe to repeat (a request retried after a
+// lost response must not turn a success into a failure).
 type Store interface {
 	// Claim stores rec, an INPROGRESS record, unless a live record (see Record.Live at now)
 	// holds rec.Key. When one does, Claim stores nothing and returns an *AlreadyExistsError
-	// carrying that record, read in the same call.
+	// carrying that record, read in the same call — unless that record is rec itself, written
+	// by an earlier attempt of this same call, which is a success.
 	Claim(ctx context.Context, rec *Record, now time.Time) error
 	// Get returns the stored record for key, live or not, or ErrNotFound.
 	Get(ctx context.Context, key string) (*Record, error)
 	// Complete replaces the claim on rec.Key whose lease ends at leaseEnd with rec, a COMPLETED
-	// record. It returns ErrLeaseLost if the key is not held by that claim any more.
+	// record (keeping the lease end). It returns nil if that claim is already completed, and
+	// ErrLeaseLost if the key is held by anything else or by nothing.
 	Complete(ctx context.Context, rec *Record, leaseEnd time.Time) error
-	// Delete removes the claim on key whose lease ends at leaseEnd. It returns ErrLeaseLost if
-	// the key is not held by that claim any more (a COMPLETED record is never deleted).
+	// Delete removes the claim on key whose lease ends at leaseEnd. It returns nil if the key has
+	// no record (nothing left to release), and ErrLeaseLost if another record holds the key (a
+	// COMPLETED record is never deleted).
 	Delete(ctx context.Context, key string, leaseEnd time.Time) error
 }
-
-// The lease end identifies a claim: a key can be claimed again only after the lease of the
-// previous claim has ended, so every later claim of the key has a later lease end.
 
 var (
 	// ErrNotFound is returned by Store.Get when no record exists for the key.

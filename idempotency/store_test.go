@@ -5,7 +5,6 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/smithy-go/middleware"
 
@@ -27,7 +26,8 @@ func TestDynamoDBStoreConformance(t *testing.T) {
 	storetest.Run(t, func(t *testing.T) idempotency.Store { return idempotency.NewDynamoDBStore(client, table) })
 }
 
-// requestCounter counts the DynamoDB requests a client sends (every attempt), by operation.
+// requestCounter counts the DynamoDB requests a client makes, by operation: one per call (the SDK
+// resending a request after a lost response is the same request).
 type requestCounter struct {
 	mu  sync.Mutex
 	ops []string
@@ -35,13 +35,13 @@ type requestCounter struct {
 
 func (c *requestCounter) option(o *dynamodb.Options) {
 	o.APIOptions = append(o.APIOptions, func(stack *middleware.Stack) error {
-		return stack.Deserialize.Add(middleware.DeserializeMiddlewareFunc("countRequests",
-			func(ctx context.Context, in middleware.DeserializeInput, next middleware.DeserializeHandler) (middleware.DeserializeOutput, middleware.Metadata, error) {
+		return stack.Initialize.Add(middleware.InitializeMiddlewareFunc("countRequests",
+			func(ctx context.Context, in middleware.InitializeInput, next middleware.InitializeHandler) (middleware.InitializeOutput, middleware.Metadata, error) {
 				c.mu.Lock()
 				c.ops = append(c.ops, middleware.GetOperationName(ctx))
 				c.mu.Unlock()
-				return next.HandleDeserialize(ctx, in)
-			}), middleware.After)
+				return next.HandleInitialize(ctx, in)
+			}), middleware.Before)
 	})
 }
 
@@ -64,5 +64,3 @@ func newDynamoDBStore(t *testing.T) (*idempotency.DynamoDBStore, *requestCounter
 	client := dynamodb.NewFromConfig(cfg, counter.option)
 	return idempotency.NewDynamoDBStore(client, table), counter, client
 }
-
-var _ = aws.String

@@ -150,6 +150,11 @@ func (s *DynamoDBStore) CompleteWith(ctx context.Context, rec *Record, leaseEnd 
 	if !errors.As(err, &tce) {
 		return fmt.Errorf("idempotency: transaction for key %q: %w", rec.Key, err)
 	}
+	if n := len(tce.CancellationReasons); n == len(all) && completedBy(tce.CancellationReasons[n-1].Item, leaseEnd) {
+		// The SDK retried a transaction whose first attempt committed (its response was lost):
+		// the record is COMPLETED by this claim, so the business writes committed with it.
+		return nil
+	}
 	te := &TransactionError{Key: rec.Key, Err: err}
 	for i, r := range tce.CancellationReasons {
 		reason := CancellationReason{Code: aws.ToString(r.Code), Message: aws.ToString(r.Message), Item: r.Item}

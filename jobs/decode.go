@@ -39,8 +39,14 @@ func decodeEnvelope(body string) (env Envelope, args string, err error) {
 	if args, ok := decodeEnvelopeFast(body, &env); ok {
 		return env, args, checkEnvelope(&env, nil)
 	}
-	env = Envelope{}
-	err = json.Unmarshal([]byte(body), &env)
+	return decodeEnvelopeSlow(body)
+}
+
+// decodeEnvelopeSlow is decodeEnvelope through encoding/json (kept apart so the fast path's
+// Envelope stays on the stack).
+func decodeEnvelopeSlow(body string) (Envelope, string, error) {
+	var env Envelope
+	err := json.Unmarshal([]byte(body), &env)
 	return env, string(env.Args), checkEnvelope(&env, err)
 }
 
@@ -419,8 +425,8 @@ func isHex(c byte) bool {
 	return isDigit(c) || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F')
 }
 
-// asciiEqualFold reports whether a and b are equal ignoring ASCII case (a may hold any bytes;
-// a non-ASCII byte never matches, which is what the caller needs: such keys go to encoding/json).
+// asciiEqualFold reports whether a and b are equal ignoring ASCII case. A non-ASCII byte matches
+// only itself; callers send keys with such bytes to encoding/json before asking.
 func asciiEqualFold(a, b string) bool {
 	if len(a) != len(b) {
 		return false
@@ -429,6 +435,9 @@ func asciiEqualFold(a, b string) bool {
 		x, y := a[i], b[i]
 		if 'A' <= x && x <= 'Z' {
 			x += 'a' - 'A'
+		}
+		if 'A' <= y && y <= 'Z' {
+			y += 'a' - 'A'
 		}
 		if x != y {
 			return false

@@ -120,7 +120,10 @@ type batch struct {
 	jobCtx  context.Context // jobs' context: ends SafetyMargin before the deadline
 	records []record
 	run     Handler
-	next    atomic.Int32
+	next    atomic.Int32 // next record (Standard) or group (FIFO) to claim
+	units   int32        // records (Standard) or groups (FIFO)
+	limit   int32        // most workers at once
+	started atomic.Int32 // workers woken
 	left    atomic.Int32 // workers still running
 	done    chan struct{}
 	stop    atomic.Bool // abandon: workers start nothing more
@@ -128,6 +131,8 @@ type batch struct {
 	// FIFO: record indexes ordered by group, and where each group starts in it.
 	order  []int32
 	starts []int32
+
+	inline [10]record // the records of a batch of up to 10: one allocation for the batch
 
 	hbMu      sync.Mutex
 	hbStopped bool
@@ -139,7 +144,12 @@ func (h *sqsHandler) handle(ctx context.Context, ev events.SQSEvent) (events.SQS
 	if n == 0 {
 		return events.SQSEventResponse{}, nil
 	}
-	b := &batch{h: h, ctx: ctx, records: make([]record, n), run: h.workers.handler()}
+	b := &batch{h: h, ctx: ctx, run: h.workers.handler()}
+	if n <= len(b.inline) {
+		b.records = b.inline[:n]
+	} else {
+		b.records = make([]record, n)
+	}
 	b.prepare(ev.Records)
 
 	// Deadlines: jobs stop SafetyMargin before the Lambda deadline; the batch stops waiting for
@@ -232,25 +242,28 @@ func (b *batch) groupRecords() {
 	b.starts = append(b.starts, int32(len(b.order)))
 }
 
-// runAll runs the records on up to Concurrency goroutines and waits for them, or until hard.
+// runAll runs the records on pooled goroutines and waits for them, or, once the jobs' context
+// has ended, at most until hard. Workers fan out on demand: a worker that takes a record while
+// others remain wakes one more (up to Concurrency), so slow jobs soon run Concurrency at once while
+// a batch of quick ones costs few goroutine hand-offs.
 func (b *batch) runAll(hard time.Time) {
-	units := len(b.records)
+	b.units = int32(len(b.records))
 	if b.h.fifo {
-		units = len(b.starts) - 1
+		b.units = int32(len(b.starts) - 1)
 	}
-	workers := b.h.cfg.Concurrency
-	if workers > units {
-		workers = units
-	}
+	b.limit = int32(max(1, min(b.h.cfg.Concurrency, int(b.units))))
 	b.done = make(chan struct{})
-	b.left.Store(int32(workers))
-	for w := 0; w < workers; w++ {
-		go b.worker()
-	}
+	b.wake()
 	if hard.IsZero() {
 		<-b.done
 		return
 	}
+	select {
+	case <-b.done:
+		return
+	case <-b.jobCtx.Done():
+	}
+	// The jobs' time is up: give them until hard to return.
 	t := time.NewTimer(time.Until(hard))
 	defer t.Stop()
 	select {
@@ -260,31 +273,65 @@ func (b *batch) runAll(hard time.Time) {
 	}
 }
 
-func (b *batch) worker() {
+// wake starts one more worker on the batch: a parked one, or a new goroutine.
+func (b *batch) wake() {
+	b.started.Add(1)
+	b.left.Add(1)
+	select {
+	case pool <- b:
+	default:
+		go poolWorker(b)
+	}
+}
+
+// pool hands batches to parked worker goroutines. Workers stay parked between batches, so a
+// batch starts no goroutines (and pays for no stack growth) once the pool is warm; the pool grows
+// only when every worker is busy, e.g. with an abandoned job.
+var pool = make(chan *batch)
+
+func poolWorker(b *batch) {
+	for {
+		b.work()
+		b = <-pool
+	}
+}
+
+// claim takes the next record (Standard) or group (FIFO) index, and wakes another worker when
+// more remain and the limit allows.
+func (b *batch) claim() (int, bool) {
+	if b.stop.Load() {
+		return 0, false
+	}
+	i := b.next.Add(1) - 1
+	if i >= b.units {
+		return 0, false
+	}
+	if i+1 < b.units && b.started.Load() < b.limit {
+		b.wake()
+	}
+	return int(i), true
+}
+
+// work runs records (Standard) or groups (FIFO) until none is left, then signals the batch.
+func (b *batch) work() {
 	defer func() {
 		if b.left.Add(-1) == 0 {
 			close(b.done)
 		}
 	}()
-	if !b.h.fifo {
-		for !b.stop.Load() {
-			i := int(b.next.Add(1)) - 1
-			if i >= len(b.records) {
-				return
-			}
-			b.runRecord(&b.records[i])
-		}
-		return
-	}
-	groups := len(b.starts) - 1
-	for !b.stop.Load() {
-		g := int(b.next.Add(1)) - 1
-		if g >= groups {
+	clock := time.Now()
+	for {
+		i, ok := b.claim()
+		if !ok {
 			return
 		}
+		if !b.h.fifo {
+			b.runRecord(&b.records[i], &clock)
+			continue
+		}
 		var failed *record
-		for _, i := range b.order[b.starts[g]:b.starts[g+1]] {
-			r := &b.records[i]
+		for _, k := range b.order[b.starts[i]:b.starts[i+1]] {
+			r := &b.records[k]
 			if failed != nil {
 				b.skip(r, failed)
 				continue
@@ -292,7 +339,7 @@ func (b *batch) worker() {
 			if b.stop.Load() {
 				return
 			}
-			if b.runRecord(r).listed() {
+			if b.runRecord(r, &clock).listed() {
 				failed = r
 			}
 		}
@@ -312,17 +359,23 @@ func (b *batch) abandon() {
 }
 
 // runRecord runs one record and decides its outcome.
-func (b *batch) runRecord(r *record) outcome {
+// clock is the worker's last clock reading, updated.
+func (b *batch) runRecord(r *record, clock *time.Time) outcome {
 	if !r.state.CompareAndSwap(statePending, stateRunning) {
 		return outAbandoned
 	}
 	err := r.pre
 	if err == nil {
-		start := time.Now()
+		// One clock read per job: a job starts when the worker's previous one ended.
+		start := *clock
 		err = b.call(r)
-		r.dur, r.ran = time.Since(start), true
+		*clock = time.Now()
+		r.dur, r.ran = clock.Sub(start), true
 	}
 	b.settle(r, err)
+	if err != nil {
+		*clock = time.Now() // settling may have called AWS
+	}
 	if !r.state.CompareAndSwap(stateRunning, stateDone) {
 		return outAbandoned
 	}

@@ -93,6 +93,7 @@ type Workers struct {
 	mu         sync.RWMutex
 	byKind     map[string]*registered
 	middleware []Middleware
+	chain      Handler // middleware around dispatch, built on first use after a change
 }
 
 type registered struct {
@@ -110,6 +111,7 @@ func (w *Workers) Use(mw ...Middleware) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.middleware = append(w.middleware, mw...)
+	w.chain = nil
 }
 
 // AddWorker registers worker for T's kind. It panics on an empty or duplicate kind: both are
@@ -184,13 +186,22 @@ func (w *Workers) lookup(kind string) *registered {
 // handler returns the middleware chain around the innermost handler, which decodes the args and
 // calls the worker of row.Kind.
 func (w *Workers) handler() Handler {
-	h := w.dispatch
 	w.mu.RLock()
-	for i := len(w.middleware) - 1; i >= 0; i-- {
-		h = w.middleware[i](h)
-	}
+	h := w.chain
 	w.mu.RUnlock()
-	return h
+	if h != nil {
+		return h
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.chain == nil {
+		h := Handler(w.dispatch)
+		for i := len(w.middleware) - 1; i >= 0; i-- {
+			h = w.middleware[i](h)
+		}
+		w.chain = h
+	}
+	return w.chain
 }
 
 // dispatch runs the worker of row.Kind.

@@ -269,3 +269,21 @@ func FuzzParseExpression(f *testing.F) {
 		}
 	})
 }
+
+func BenchmarkNext(b *testing.B) {
+	loc, err := time.LoadLocation("America/New_York")
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, expr := range []string{"cron(0 9 ? * MON-FRI *)", "cron(0 18 ? * 6L *)", "cron(*/5 * * * ? *)", "cron(0 0 29 2 ? *)"} {
+		e := MustParseExpression(expr)
+		b.Run(expr, func(b *testing.B) {
+			after := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+			for i := 0; i < b.N; i++ {
+				if _, ok := e.Next(after, loc); !ok {
+					b.Fatal("no tick")
+				}
+			}
+		})
+	}
+}

@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -115,7 +116,9 @@ type LocalRunner struct {
 	log     *slog.Logger
 	sources map[string]*source
 	fired   map[string]bool // one-time stored schedules already sent (kept when not deleted)
-	urls    map[string]string
+
+	mu   sync.Mutex
+	urls map[string]string // queue URLs by account/name
 }
 
 // source is one schedule the runner fires.
@@ -210,7 +213,7 @@ func (r *LocalRunner) Run(ctx context.Context) error {
 }
 
 // Send sends the tick of declared schedule s scheduled for `scheduled`, now: what Run does on
-// each tick. Sending the same tick twice sends the same envelope id (on a FIFO queue, SQS keeps
+// each tick. It is safe to call while Run runs (to fire a schedule on demand). Sending the same tick twice sends the same envelope id (on a FIFO queue, SQS keeps
 // one within its deduplication window; elsewhere the idempotent worker does).
 func (r *LocalRunner) Send(ctx context.Context, s Schedule, scheduled time.Time) (Firing, error) {
 	if err := s.Validate(); err != nil {
@@ -289,7 +292,10 @@ func (r *LocalRunner) resolve(ctx context.Context, queue string) (string, error)
 // queueURL looks a queue up by name (and owner account), caching the answer.
 func (r *LocalRunner) queueURL(ctx context.Context, name, account string) (string, error) {
 	key := account + "/" + name
-	if u, ok := r.urls[key]; ok {
+	r.mu.Lock()
+	u, ok := r.urls[key]
+	r.mu.Unlock()
+	if ok {
 		return u, nil
 	}
 	in := &sqs.GetQueueUrlInput{QueueName: aws.String(name)}
@@ -300,8 +306,10 @@ func (r *LocalRunner) queueURL(ctx context.Context, name, account string) (strin
 	if err != nil {
 		return "", fmt.Errorf("scheduler: queue %q: %w", name, err)
 	}
+	r.mu.Lock()
 	r.urls[key] = aws.ToString(out.QueueUrl)
-	return r.urls[key], nil
+	r.mu.Unlock()
+	return aws.ToString(out.QueueUrl), nil
 }
 
 // poll lists Groups, adds the schedules not seen before and drops the ones deleted since.

@@ -98,11 +98,11 @@ func mustGet(t *testing.T, s idempotency.Store, key string) *idempotency.Record 
 	return rec
 }
 
-// sameRecord compares records at the stores' precision (seconds for expiry, ms for leases).
+// sameRecord compares records at the stores' precision (seconds for expiry, ns for leases).
 func sameRecord(t *testing.T, got, want *idempotency.Record) {
 	t.Helper()
 	if got.Key != want.Key || got.Status != want.Status || got.Validation != want.Validation ||
-		got.ExpiresAt.Unix() != want.ExpiresAt.Unix() || got.LeaseEnd.UnixMilli() != want.LeaseEnd.UnixMilli() ||
+		got.ExpiresAt.Unix() != want.ExpiresAt.Unix() || !got.LeaseEnd.Equal(want.LeaseEnd) ||
 		!bytes.Equal(got.Data, want.Data) || (got.Data == nil) != (want.Data == nil) {
 		t.Fatalf("record:\n got  %+v\n want %+v", got, want)
 	}
@@ -122,8 +122,8 @@ var cases = []testCase{
 		if !got.ExpiresAt.Equal(time.Unix(rec.ExpiresAt.Unix(), 0)) {
 			t.Fatalf("ExpiresAt %s not kept to the second", got.ExpiresAt)
 		}
-		if !got.LeaseEnd.Equal(time.UnixMilli(rec.LeaseEnd.UnixMilli())) {
-			t.Fatalf("LeaseEnd %s not kept to the millisecond", got.LeaseEnd)
+		if !got.LeaseEnd.Equal(rec.LeaseEnd) {
+			t.Fatalf("LeaseEnd %s not kept to the nanosecond (want %s)", got.LeaseEnd, rec.LeaseEnd)
 		}
 	}},
 	{"GetMissing", func(t *testing.T, s idempotency.Store) {
@@ -143,7 +143,7 @@ var cases = []testCase{
 	{"LeaseBoundary", func(t *testing.T, s idempotency.Store) {
 		first := claimRec(key(t), base, time.Minute, time.Hour)
 		mustClaim(t, s, first, base)
-		justBefore := first.LeaseEnd.Add(-time.Millisecond)
+		justBefore := first.LeaseEnd.Add(-time.Microsecond)
 		mustHeld(t, s, claimRec(first.Key, justBefore, time.Minute, time.Hour), justBefore)
 		// At the lease end the claim no longer holds the key.
 		second := claimRec(first.Key, first.LeaseEnd, time.Minute, time.Hour)
@@ -164,6 +164,24 @@ var cases = []testCase{
 			t.Fatalf("Delete by a lost claim: %v, want ErrLeaseLost", err)
 		}
 		sameRecord(t, mustGet(t, s, first.Key), second)
+	}},
+	{"TakenOverClaimCannotAct", func(t *testing.T, s idempotency.Store) {
+		first := claimRec(key(t), base, time.Minute, time.Hour)
+		mustClaim(t, s, first, base)
+		later := base.Add(2 * time.Minute)
+		second := claimRec(first.Key, later, time.Minute, time.Hour)
+		mustClaim(t, s, second, later)
+		done := doneRec(second, later, time.Hour, []byte(`"second"`))
+		if err := s.Complete(ctx, done, second.LeaseEnd); err != nil {
+			t.Fatalf("Complete by the second claim: %v", err)
+		}
+		if err := s.Complete(ctx, doneRec(first, later, time.Hour, []byte(`"first"`)), first.LeaseEnd); !errors.Is(err, idempotency.ErrLeaseLost) {
+			t.Fatalf("Complete by the first claim after the second completed: %v, want ErrLeaseLost", err)
+		}
+		if err := s.Delete(ctx, first.Key, first.LeaseEnd); !errors.Is(err, idempotency.ErrLeaseLost) {
+			t.Fatalf("Delete by the first claim after the second completed: %v, want ErrLeaseLost", err)
+		}
+		sameRecord(t, mustGet(t, s, first.Key), done)
 	}},
 	{"CompleteThenDuplicate", func(t *testing.T, s idempotency.Store) {
 		claim := claimRec(key(t), base, time.Minute, time.Hour)
@@ -200,7 +218,7 @@ var cases = []testCase{
 	{"CompleteWrongLease", func(t *testing.T, s idempotency.Store) {
 		claim := claimRec(key(t), base, time.Minute, time.Hour)
 		mustClaim(t, s, claim, base)
-		err := s.Complete(ctx, doneRec(claim, base, time.Hour, nil), claim.LeaseEnd.Add(time.Millisecond))
+		err := s.Complete(ctx, doneRec(claim, base, time.Hour, nil), claim.LeaseEnd.Add(time.Microsecond))
 		if !errors.Is(err, idempotency.ErrLeaseLost) {
 			t.Fatalf("Complete with another lease: %v, want ErrLeaseLost", err)
 		}
@@ -223,15 +241,16 @@ var cases = []testCase{
 		if err := s.Complete(ctx, done, claim.LeaseEnd); err != nil {
 			t.Fatalf("Complete: %v", err)
 		}
-		if err := s.Complete(ctx, doneRec(claim, base, 2*time.Hour, []byte(`2`)), claim.LeaseEnd); !errors.Is(err, idempotency.ErrLeaseLost) {
-			t.Fatalf("second Complete: %v, want ErrLeaseLost", err)
+		// A repeat (a request retried after its response was lost) succeeds and changes nothing.
+		if err := s.Complete(ctx, doneRec(claim, base, 2*time.Hour, []byte(`2`)), claim.LeaseEnd); err != nil {
+			t.Fatalf("second Complete: %v, want nil", err)
 		}
 		sameRecord(t, mustGet(t, s, claim.Key), done)
 	}},
 	{"DeleteClaim", func(t *testing.T, s idempotency.Store) {
 		claim := claimRec(key(t), base, time.Minute, time.Hour)
 		mustClaim(t, s, claim, base)
-		if err := s.Delete(ctx, claim.Key, claim.LeaseEnd.Add(-time.Millisecond)); !errors.Is(err, idempotency.ErrLeaseLost) {
+		if err := s.Delete(ctx, claim.Key, claim.LeaseEnd.Add(-time.Microsecond)); !errors.Is(err, idempotency.ErrLeaseLost) {
 			t.Fatalf("Delete with another lease: %v, want ErrLeaseLost", err)
 		}
 		if err := s.Delete(ctx, claim.Key, claim.LeaseEnd); err != nil {
@@ -240,8 +259,9 @@ var cases = []testCase{
 		if _, err := s.Get(ctx, claim.Key); !errors.Is(err, idempotency.ErrNotFound) {
 			t.Fatalf("Get after Delete: %v, want ErrNotFound", err)
 		}
-		if err := s.Delete(ctx, claim.Key, claim.LeaseEnd); !errors.Is(err, idempotency.ErrLeaseLost) {
-			t.Fatalf("second Delete: %v, want ErrLeaseLost", err)
+		// Nothing left to release: a repeat succeeds.
+		if err := s.Delete(ctx, claim.Key, claim.LeaseEnd); err != nil {
+			t.Fatalf("second Delete: %v, want nil", err)
 		}
 		// The key is free again at once.
 		mustClaim(t, s, claimRec(claim.Key, base, time.Minute, time.Hour), base)

@@ -2,7 +2,9 @@ package constructs
 
 import (
 	"fmt"
+	"regexp"
 	"strconv"
+	"strings"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awscloudwatch"
@@ -11,6 +13,7 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/awssqs"
 	"github.com/aws/constructs-go/constructs/v10"
 	"github.com/aws/jsii-runtime-go"
+	"github.com/cdklabs/cdk-nag-go/cdknag/v2"
 
 	"github.com/jobkit-go/jobkit/scheduler"
 )
@@ -102,6 +105,10 @@ func NewDelayedJobs(scope constructs.Construct, id string, props *DelayedJobsPro
 			EnforceSSL:      jsii.Bool(true),
 			RetentionPeriod: cdkDuration(DLQRetentionPeriod),
 		})
+		cdknag.NagSuppressions_AddResourceSuppressions(q, &[]*cdknag.NagPackSuppression{{
+			Id:     jsii.String("AwsSolutions-SQS3"),
+			Reason: jsii.String("EventBridge Scheduler's dead-letter queue: Scheduler sends undeliverable delayed jobs to it directly, not through a redrive policy"),
+		}}, nil)
 		d.DLQ = q
 		d.DLQDepthAlarm = awscloudwatch.NewAlarm(c, jsii.String("DLQDepthAlarm"), &awscloudwatch.AlarmProps{
 			AlarmDescription: jsii.String(fmt.Sprintf("jobkit %s: delayed jobs EventBridge Scheduler could not deliver", id)),
@@ -143,7 +150,7 @@ func (d *DelayedJobs) AddQueue(q awssqs.IQueue) {
 
 // ScheduleArnPattern returns the ARN of every schedule in the group (.../schedule/<group>/*).
 func (d *DelayedJobs) ScheduleArnPattern() *string {
-	return awscdk.Stack_Of(d).FormatArn(&awscdk.ArnComponents{
+	return awscdk.Stack_Of(d.Construct).FormatArn(&awscdk.ArnComponents{
 		Service:      jsii.String("scheduler"),
 		Resource:     jsii.String("schedule"),
 		ResourceName: jsii.String(*d.Group.ScheduleGroupName() + "/*"),
@@ -151,7 +158,10 @@ func (d *DelayedJobs) ScheduleArnPattern() *string {
 }
 
 // GrantProducer lets grantee (a producer's function or role) create and delete the one-time
-// schedules of the group and pass the role to EventBridge Scheduler — and nothing else.
+// schedules of the group and pass the role to EventBridge Scheduler — and nothing else. The
+// schedule names are per job, so the resource is the group's schedules (.../schedule/<group>/*);
+// the cdk-nag AwsSolutions-IAM5 finding for exactly that resource is suppressed on the grantee's
+// principal, with that reason.
 func (d *DelayedJobs) GrantProducer(grantee awsiam.IGrantable) {
 	awsiam.Grant_AddToPrincipal(&awsiam.GrantOnPrincipalOptions{
 		Grantee:      grantee,
@@ -166,6 +176,16 @@ func (d *DelayedJobs) GrantProducer(grantee awsiam.IGrantable) {
 			"StringEquals": {"iam:PassedToService": "scheduler.amazonaws.com"},
 		},
 	})
+	if principal, ok := grantee.GrantPrincipal().(constructs.IConstruct); ok {
+		group := regexp.QuoteMeta(*d.Group.ScheduleGroupName())
+		cdknag.NagSuppressions_AddResourceSuppressions(principal, &[]*cdknag.NagPackSuppression{{
+			Id:     jsii.String("AwsSolutions-IAM5"),
+			Reason: jsii.String("jobkit delayed jobs: one schedule per job, named after the job id, in this schedule group only"),
+			AppliesTo: &[]any{&cdknag.RegexAppliesTo{
+				Regex: jsii.String(`/^Resource::arn:<AWS::Partition>:scheduler:[^:]+:[^:]+:schedule\/` + strings.ReplaceAll(group, "/", `\/`) + `\/\*$/`),
+			}},
+		}}, jsii.Bool(true))
+	}
 }
 
 // Environment returns the producer's configuration, read by scheduler.DelayerConfigFromEnv:

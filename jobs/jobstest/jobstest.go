@@ -433,3 +433,27 @@ func (r *Recorder) Envelopes(tb testing.TB, queueURL string) []jobs.Envelope {
 	}
 	return out
 }
+
+// EventFromMessages builds the event a Lambda would receive for messages received from a real
+// queue (receive them with MessageSystemAttributeNames "All"), as the SQS event source mapping
+// does. queueARN is the queue's ARN (the records' event source).
+func EventFromMessages(queueARN string, msgs []sqstypes.Message) events.SQSEvent {
+	ev := events.SQSEvent{Records: make([]events.SQSMessage, 0, len(msgs))}
+	for _, m := range msgs {
+		attrs := make(map[string]string, len(m.Attributes))
+		for k, v := range m.Attributes {
+			attrs[k] = v
+		}
+		ev.Records = append(ev.Records, events.SQSMessage{
+			MessageId:      aws.ToString(m.MessageId),
+			ReceiptHandle:  aws.ToString(m.ReceiptHandle),
+			Body:           aws.ToString(m.Body),
+			Md5OfBody:      aws.ToString(m.MD5OfBody),
+			Attributes:     attrs,
+			EventSourceARN: queueARN,
+			EventSource:    "aws:sqs",
+			AWSRegion:      "us-east-1",
+		})
+	}
+	return ev
+}

@@ -32,11 +32,11 @@ func benchIdempotency(ctx context.Context, emit func(string, any)) error {
 	var requests atomic.Int64
 	client := dynamodb.NewFromConfig(cfg, func(o *dynamodb.Options) {
 		o.APIOptions = append(o.APIOptions, func(stack *middleware.Stack) error {
-			return stack.Deserialize.Add(middleware.DeserializeMiddlewareFunc("benchCountRequests",
-				func(ctx context.Context, in middleware.DeserializeInput, next middleware.DeserializeHandler) (middleware.DeserializeOutput, middleware.Metadata, error) {
+			return stack.Initialize.Add(middleware.InitializeMiddlewareFunc("benchCountRequests",
+				func(ctx context.Context, in middleware.InitializeInput, next middleware.InitializeHandler) (middleware.InitializeOutput, middleware.Metadata, error) {
 					requests.Add(1)
-					return next.HandleDeserialize(ctx, in)
-				}), middleware.After)
+					return next.HandleInitialize(ctx, in)
+				}), middleware.Before)
 		})
 	})
 

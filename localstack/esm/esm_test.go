@@ -60,9 +60,7 @@ func TestReportBatchItemFailuresRules(t *testing.T) {
 				mapping: esm.Mapping{BatchSize: 10, MaximumConcurrency: 2, ReportBatchItemFailures: true},
 			})
 			ids := h.send(tc.bodies...)
-			h.start()
-			rep := h.nextReport()
-			h.stop()
+			rep := h.pollOnce()
 
 			require.Equal(t, ids, rep.MessageIDs, "one batch with every message, in order")
 			require.Equal(t, tc.outcome, rep.Outcome)
@@ -89,9 +87,7 @@ func TestWithoutReportBatchItemFailuresSuccessDeletesAll(t *testing.T) {
 		mapping: esm.Mapping{BatchSize: 10, MaximumConcurrency: 2},
 	})
 	h.send("fail", "ok", "mode:invalid-json")
-	h.start()
-	rep := h.nextReport()
-	h.stop()
+	rep := h.pollOnce()
 	require.Equal(t, esm.AllSucceeded, rep.Verdict)
 	visible, inFlight := h.counts()
 	require.Zero(t, visible+inFlight)
@@ -180,9 +176,7 @@ func TestInitErrorFailsTheBatch(t *testing.T) {
 		mapping:  esm.Mapping{BatchSize: 10, MaximumConcurrency: 2, ReportBatchItemFailures: true},
 	})
 	h.send("ok-1", "ok-2")
-	h.start()
-	rep := h.nextReport()
-	h.stop()
+	rep := h.pollOnce()
 	require.Equal(t, lambdaruntime.InitError, rep.Outcome)
 	require.Equal(t, esm.BatchFailed, rep.Verdict)
 	require.Contains(t, rep.Reason, "Rbi.InitFailed")
@@ -207,9 +201,7 @@ func TestEventShape(t *testing.T) {
 		},
 	})
 	require.NoError(t, err)
-	h.start()
-	rep := h.nextReport()
-	h.stop()
+	rep := h.pollOnce()
 	require.Equal(t, esm.AllSucceeded, rep.Verdict, rep.Reason)
 
 	calls, _, _ := h.rec.snapshot()
@@ -252,9 +244,7 @@ func TestEventShapeFIFO(t *testing.T) {
 		mapping: esm.Mapping{BatchSize: 10, MaximumConcurrency: 2, ReportBatchItemFailures: true},
 	})
 	h.sendFIFO("g1", "mode:echo")
-	h.start()
-	rep := h.nextReport()
-	h.stop()
+	rep := h.pollOnce()
 	require.Equal(t, esm.AllSucceeded, rep.Verdict, rep.Reason)
 	calls, _, _ := h.rec.snapshot()
 	var got events.SQSEvent
@@ -278,10 +268,8 @@ func TestBatchingWindowFillsLargeBatches(t *testing.T) {
 		bodies[i] = "ok-" + strconv.Itoa(i)
 	}
 	ids := h.send(bodies...)
-	h.start()
-	rep := h.nextReport()
-	h.stop()
-	require.ElementsMatch(t, ids, rep.MessageIDs, "25 messages (three receives) in one invocation")
+	rep := h.pollOnce()
+	require.Equal(t, ids, rep.MessageIDs, "25 messages (three receives) in one invocation")
 	require.Equal(t, esm.AllSucceeded, rep.Verdict)
 }
 
@@ -293,10 +281,10 @@ func TestBatchingWindowEndsAPartialBatch(t *testing.T) {
 		mapping: esm.Mapping{BatchSize: 100, MaximumBatchingWindow: time.Second, MaximumConcurrency: 2, ReportBatchItemFailures: true},
 	})
 	ids := h.send("ok-1", "ok-2", "ok-3")
-	h.start()
-	rep := h.nextReport()
-	h.stop()
-	require.ElementsMatch(t, ids, rep.MessageIDs)
+	start := time.Now()
+	rep := h.pollOnce()
+	require.Equal(t, ids, rep.MessageIDs)
+	require.GreaterOrEqual(t, time.Since(start), time.Second, "the window was waited out")
 }
 
 // MaximumConcurrency caps the invocations in flight.

@@ -78,17 +78,21 @@ func (r *recorder) Invoke(ctx context.Context, payload []byte) (lambdaruntime.Re
 		panic(err)
 	}
 	var groups []string
+	seen := map[string]bool{}
+	for _, rec := range ev.Records {
+		if g := rec.Attributes["MessageGroupId"]; g != "" && !seen[g] {
+			seen[g] = true
+			groups = append(groups, g)
+		}
+	}
 	r.mu.Lock()
 	r.inflight++
 	r.peak = max(r.peak, r.inflight)
-	for _, rec := range ev.Records {
-		if g := rec.Attributes["MessageGroupId"]; g != "" {
-			if r.groups[g] > 0 {
-				r.overlap = true
-			}
-			r.groups[g]++
-			groups = append(groups, g)
+	for _, g := range groups {
+		if r.groups[g] > 0 {
+			r.overlap = true
 		}
+		r.groups[g]++
 	}
 	r.mu.Unlock()
 	res, err := r.rt.Invoke(ctx, payload)
@@ -198,6 +202,17 @@ func (h *harness) sendFIFO(group string, bodies ...string) {
 		})
 		require.NoError(h.t, err)
 	}
+}
+
+// pollOnce settles one batch with the poller's PollOnce (one worker: deterministic batches).
+func (h *harness) pollOnce() esm.BatchReport {
+	h.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	rep, ok := h.poller.PollOnce(ctx)
+	require.True(h.t, ok, "no message received")
+	<-h.reports // the OnBatch copy
+	return rep
 }
 
 func (h *harness) nextReport() esm.BatchReport {

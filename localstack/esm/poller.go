@@ -224,13 +224,24 @@ func (p *Poller) Run(ctx context.Context) error {
 
 func (p *Poller) work(ctx context.Context, worker int) {
 	for ctx.Err() == nil {
-		batch, receivedAt := p.gather(ctx, worker)
-		if len(batch) == 0 {
-			continue
-		}
-		// A batch in hand is finished even when shutting down: its messages were received.
-		p.process(context.WithoutCancel(ctx), worker, batch, receivedAt)
+		p.poll(ctx, worker)
 	}
+}
+
+// PollOnce gathers one batch, as one of Run's workers does, invokes the function with it and
+// settles it. It reports false when no message arrived before the long poll ended or ctx ended.
+// It is for tests and tools that want one batch at a time; do not mix it with Run.
+func (p *Poller) PollOnce(ctx context.Context) (BatchReport, bool) {
+	return p.poll(ctx, 0)
+}
+
+func (p *Poller) poll(ctx context.Context, worker int) (BatchReport, bool) {
+	batch, receivedAt := p.gather(ctx, worker)
+	if len(batch) == 0 {
+		return BatchReport{}, false
+	}
+	// A batch in hand is finished even when shutting down: its messages were received.
+	return p.process(context.WithoutCancel(ctx), worker, batch, receivedAt), true
 }
 
 // gather receives one batch: it waits for a first message, then, with a batching window, keeps
@@ -315,7 +326,7 @@ func (p *Poller) gather(ctx context.Context, worker int) ([]types.Message, time.
 }
 
 // process invokes the function with batch and settles it.
-func (p *Poller) process(ctx context.Context, worker int, batch []types.Message, receivedAt time.Time) {
+func (p *Poller) process(ctx context.Context, worker int, batch []types.Message, receivedAt time.Time) BatchReport {
 	start := time.Now()
 	records := make([]Record, len(batch))
 	inBatch := make(map[string]bool, len(batch))
@@ -333,8 +344,7 @@ func (p *Poller) process(ctx context.Context, worker int, batch []types.Message,
 	payload, err := json.Marshal(Event{Records: records})
 	if err != nil { // cannot happen for strings and maps
 		rep.Verdict, rep.Reason = BatchFailed, "encode event: "+err.Error()
-		p.settle(ctx, batch, rep, start)
-		return
+		return p.settle(ctx, batch, rep, start)
 	}
 	// FIFO: never two batches of one message group at once (SQS's group lock gives this unless a
 	// visibility timeout lapses during an invocation).
@@ -369,11 +379,11 @@ func (p *Poller) process(ctx context.Context, worker int, batch []types.Message,
 			rep.Verdict, rep.Failed = Partial, failed
 		}
 	}
-	p.settle(ctx, batch, rep, start)
+	return p.settle(ctx, batch, rep, start)
 }
 
 // settle deletes what succeeded and reports the batch.
-func (p *Poller) settle(ctx context.Context, batch []types.Message, rep BatchReport, start time.Time) {
+func (p *Poller) settle(ctx context.Context, batch []types.Message, rep BatchReport, start time.Time) BatchReport {
 	var toDelete []types.Message
 	switch rep.Verdict {
 	case AllSucceeded:
@@ -410,6 +420,7 @@ func (p *Poller) settle(ctx context.Context, batch []types.Message, rep BatchRep
 	if p.opts.OnBatch != nil {
 		p.opts.OnBatch(rep)
 	}
+	return rep
 }
 
 // deleteAll deletes msgs with DeleteMessageBatch, ten at a time.

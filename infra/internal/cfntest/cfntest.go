@@ -76,6 +76,9 @@ func Props(body map[string]any) map[string]any {
 // Get walks a dotted path of map keys and slice indexes ("a.b.0.c"); nil if absent.
 // A key holding dots cannot be reached; use Get on the parent map and index it.
 func Get(v any, path string) any {
+	if tpl, ok := v.(Template); ok {
+		v = map[string]any(tpl)
+	}
 	for _, k := range strings.Split(path, ".") {
 		switch x := v.(type) {
 		case map[string]any:

@@ -1,0 +1,166 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
+	"github.com/stretchr/testify/require"
+
+	"github.com/jobkit-go/jobkit/jobs"
+	"github.com/jobkit-go/jobkit/localstack/awstest"
+)
+
+// cli runs the jobkit command in-process against the test endpoint.
+func cli(t *testing.T, stdin string, args ...string) (stdout, stderr string, code int) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	if ep := awstest.Endpoint(); ep != "" {
+		args = append([]string{"--endpoint", ep}, args...)
+	}
+	code = run(context.Background(), args, strings.NewReader(stdin), &out, &errOut)
+	return out.String(), errOut.String(), code
+}
+
+var (
+	buildOnce sync.Once
+	binPath   string
+	binDir    string
+	buildErr  error
+)
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if binDir != "" {
+		os.RemoveAll(binDir)
+	}
+	os.Exit(code)
+}
+
+// buildCLI builds the jobkit binary once per test run.
+func buildCLI(t *testing.T) string {
+	t.Helper()
+	buildOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "jobkit-cli-test-")
+		if err != nil {
+			buildErr = err
+			return
+		}
+		binDir = dir
+		binPath = filepath.Join(dir, "jobkit")
+		out, err := exec.Command("go", "build", "-o", binPath, ".").CombinedOutput()
+		if err != nil {
+			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
+		}
+	})
+	require.NoError(t, buildErr)
+	return binPath
+}
+
+func envelopeBody(id, kind string, n int) string {
+	b, _ := json.Marshal(jobs.Envelope{V: 1, ID: id, Kind: kind, Args: json.RawMessage(`{"n":` + strconv.Itoa(n) + `}`), EnqueuedAt: time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)})
+	return string(b)
+}
+
+func strAttr(v string) sqstypes.MessageAttributeValue {
+	return sqstypes.MessageAttributeValue{DataType: aws.String("String"), StringValue: aws.String(v)}
+}
+
+// seedDead puts n dead jobs (ids "<prefix>-<i>") in the DLQ with the runtime's attributes,
+// pointing back at source. kindOf picks each job's kind.
+func seedDead(t testing.TB, client *sqs.Client, dlqURL, source, prefix string, n int, kindOf func(i int) string) []string {
+	t.Helper()
+	ctx := context.Background()
+	ids := make([]string, n)
+	sem := make(chan struct{}, 4)
+	var wg sync.WaitGroup
+	errs := make(chan error, n/10+1)
+	for start := 0; start < n; start += 10 {
+		var entries []sqstypes.SendMessageBatchRequestEntry
+		for i := start; i < min(start+10, n); i++ {
+			id := fmt.Sprintf("%s-%04d", prefix, i)
+			ids[i] = id
+			kind := kindOf(i)
+			entries = append(entries, sqstypes.SendMessageBatchRequestEntry{
+				Id:          aws.String("e" + strconv.Itoa(i-start)),
+				MessageBody: aws.String(envelopeBody(id, kind, i)),
+				MessageAttributes: map[string]sqstypes.MessageAttributeValue{
+					jobs.AttrReason:      strAttr(jobs.ReasonAttemptsUsed),
+					jobs.AttrError:       strAttr(fmt.Sprintf("smtp: 421 try again later (job %d)", i)),
+					jobs.AttrKind:        strAttr(kind),
+					jobs.AttrJobID:       strAttr(id),
+					jobs.AttrAttempts:    {DataType: aws.String("Number"), StringValue: aws.String("5")},
+					jobs.AttrFunction:    strAttr("email-worker"),
+					jobs.AttrFailedAt:    strAttr("2026-11-21T12:05:00Z"),
+					jobs.AttrSourceQueue: strAttr(source),
+				},
+			})
+		}
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			out, err := client.SendMessageBatch(ctx, &sqs.SendMessageBatchInput{QueueUrl: aws.String(dlqURL), Entries: entries})
+			if err == nil && len(out.Failed) > 0 {
+				err = fmt.Errorf("%d entries failed", len(out.Failed))
+			}
+			if err != nil {
+				errs <- err
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		require.NoError(t, err)
+	}
+	return ids
+}
+
+// drainIDs receives every message of a queue (hiding each, so none is read twice) and returns
+// how many times each envelope id arrived.
+func drainIDs(t testing.TB, client *sqs.Client, queueURL string) map[string]int {
+	t.Helper()
+	ctx := context.Background()
+	got := map[string]int{}
+	for {
+		out, err := client.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{
+			QueueUrl: aws.String(queueURL), MaxNumberOfMessages: 10, VisibilityTimeout: 600, WaitTimeSeconds: 1,
+		})
+		require.NoError(t, err)
+		if len(out.Messages) == 0 {
+			return got
+		}
+		for _, m := range out.Messages {
+			var env jobs.Envelope
+			require.NoError(t, json.Unmarshal([]byte(aws.ToString(m.Body)), &env))
+			got[env.ID]++
+		}
+	}
+}
+
+func depth(t testing.TB, client *sqs.Client, queueURL string) (visible, inFlight int) {
+	t.Helper()
+	out, err := client.GetQueueAttributes(context.Background(), &sqs.GetQueueAttributesInput{
+		QueueUrl: aws.String(queueURL),
+		AttributeNames: []sqstypes.QueueAttributeName{
+			sqstypes.QueueAttributeNameApproximateNumberOfMessages, sqstypes.QueueAttributeNameApproximateNumberOfMessagesNotVisible,
+		},
+	})
+	require.NoError(t, err)
+	visible, _ = strconv.Atoi(out.Attributes["ApproximateNumberOfMessages"])
+	inFlight, _ = strconv.Atoi(out.Attributes["ApproximateNumberOfMessagesNotVisible"])
+	return visible, inFlight
+}

@@ -1,0 +1,466 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/cloudformation"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
+	"github.com/stretchr/testify/require"
+
+	"github.com/jobkit-go/jobkit/jobs"
+	"github.com/jobkit-go/jobkit/localstack/awstest"
+)
+
+func TestHelpHasExamples(t *testing.T) {
+	t.Parallel()
+	for _, args := range [][]string{
+		{"--help"}, {"queues", "--help"}, {"dlq", "--help"}, {"dlq", "list", "--help"}, {"dlq", "show", "--help"},
+		{"dlq", "redrive", "--help"}, {"dlq", "purge", "--help"}, {"enqueue", "--help"},
+	} {
+		var out, errOut strings.Builder
+		code := run(context.Background(), args, strings.NewReader(""), &out, &errOut)
+		require.Equal(t, 0, code, args)
+		require.Contains(t, out.String(), "Examples:", args)
+		require.Contains(t, out.String(), "jobkit ", args)
+	}
+}
+
+func TestUsageErrorsExitTwo(t *testing.T) {
+	t.Parallel()
+	for _, args := range [][]string{
+		{"queues", "extra"}, {"queues", "--age", "sometimes"}, {"dlq", "show"}, {"enqueue"},
+		{"enqueue", "k", "--args", "{not json"}, {"queues", "--no-such-flag"},
+	} {
+		var out, errOut strings.Builder
+		code := run(context.Background(), append([]string{"--endpoint", "http://127.0.0.1:1"}, args...), strings.NewReader(""), &out, &errOut)
+		require.Equal(t, exitUsage, code, "%v: %s", args, errOut.String())
+		require.Contains(t, errOut.String(), "jobkit: ")
+	}
+}
+
+// createStack deploys a stack whose outputs name one queue pair, as the infra stack does.
+func createStack(t *testing.T, cfg aws.Config) (stack, queueURL, dlqURL string) {
+	t.Helper()
+	ctx := context.Background()
+	cfn := cloudformation.NewFromConfig(cfg)
+	stack = awstest.Name(t, "stack")
+	prefix := awstest.Name(t, "q")
+	tpl, _ := json.Marshal(map[string]any{
+		"Resources": map[string]any{
+			"Dlq": map[string]any{"Type": "AWS::SQS::Queue", "Properties": map[string]any{"QueueName": prefix + "-dlq"}},
+			"Q": map[string]any{"Type": "AWS::SQS::Queue", "Properties": map[string]any{
+				"QueueName":     prefix,
+				"RedrivePolicy": map[string]any{"deadLetterTargetArn": map[string]any{"Fn::GetAtt": []string{"Dlq", "Arn"}}, "maxReceiveCount": 5},
+			}},
+		},
+		"Outputs": map[string]any{
+			"JobkitQueueEmail": map[string]any{"Value": map[string]any{"Ref": "Q"}},
+			"JobkitDlqEmail":   map[string]any{"Value": map[string]any{"Ref": "Dlq"}},
+		},
+	})
+	_, err := cfn.CreateStack(ctx, &cloudformation.CreateStackInput{StackName: aws.String(stack), TemplateBody: aws.String(string(tpl))})
+	require.NoError(t, err)
+	awstest.Cleanup(t, "stack", func(ctx context.Context) error {
+		_, err := cfn.DeleteStack(ctx, &cloudformation.DeleteStackInput{StackName: aws.String(stack)})
+		return err
+	})
+	w := cloudformation.NewStackCreateCompleteWaiter(cfn, func(o *cloudformation.StackCreateCompleteWaiterOptions) {
+		o.MinDelay, o.MaxDelay = 100*time.Millisecond, time.Second
+	})
+	require.NoError(t, w.Wait(ctx, &cloudformation.DescribeStacksInput{StackName: aws.String(stack)}, time.Minute))
+	client := sqs.NewFromConfig(cfg)
+	q, err := client.GetQueueUrl(ctx, &sqs.GetQueueUrlInput{QueueName: aws.String(prefix)})
+	require.NoError(t, err)
+	d, err := client.GetQueueUrl(ctx, &sqs.GetQueueUrlInput{QueueName: aws.String(prefix + "-dlq")})
+	require.NoError(t, err)
+	return stack, aws.ToString(q.QueueUrl), aws.ToString(d.QueueUrl)
+}
+
+func TestQueuesCommand(t *testing.T) {
+	t.Parallel()
+	cfg := awstest.Config(t)
+	ctx := context.Background()
+	client := sqs.NewFromConfig(cfg)
+	stack, q, dlq := createStack(t, cfg)
+	for i := range 3 {
+		_, err := client.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(q), MessageBody: aws.String(envelopeBody(strconv.Itoa(i), "k", i))})
+		require.NoError(t, err)
+	}
+	seedDead(t, client, dlq, q, "d", 2, func(int) string { return "email.send" })
+
+	// From the stack's outputs, as JSON.
+	out, errOut, code := cli(t, "", "--stack", stack, "queues", "--json")
+	require.Equal(t, 0, code, errOut)
+	var doc queuesJSON
+	require.NoError(t, json.Unmarshal([]byte(out), &doc))
+	require.Equal(t, 1, doc.Version)
+	require.Len(t, doc.Queues, 1)
+	e := doc.Queues[0]
+	require.Equal(t, "Email", e.Name)
+	require.Equal(t, int64(3), e.Visible)
+	require.Zero(t, e.InFlight)
+	require.Nil(t, e.OldestAgeSeconds, "no CloudWatch on the emulator: the job queue's age is unknown")
+	require.Equal(t, "", e.OldestAgeSource)
+	require.NotNil(t, e.DLQ)
+	require.Equal(t, int64(2), e.DLQ.Visible)
+	require.Equal(t, "sample", e.DLQ.OldestAgeSource)
+	require.NotNil(t, e.DLQ.OldestAgeSeconds)
+	require.NotEmpty(t, doc.Warnings)
+	// The raw document has every documented key, null where unknown.
+	var raw map[string]any
+	require.NoError(t, json.Unmarshal([]byte(out), &raw))
+	q0 := raw["queues"].([]any)[0].(map[string]any)
+	for _, k := range []string{"name", "url", "fifo", "visible", "in_flight", "delayed", "oldest_age_seconds", "oldest_age_source", "dlq"} {
+		require.Contains(t, q0, k)
+	}
+
+	// From a flag, as a table, with sampled ages.
+	out, _, code = cli(t, "", "queues", "-q", q, "--age", "sample")
+	require.Equal(t, 0, code)
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	require.Len(t, lines, 2)
+	require.Regexp(t, `^QUEUE\s+TYPE\s+VISIBLE\s+IN FLIGHT\s+DELAYED\s+OLDEST\s+DLQ\s+DLQ IN FLIGHT\s+DLQ OLDEST$`, lines[0])
+	require.Regexp(t, `^\S+\s+standard\s+3\s+0\s+0\s+≥\d+s\s+2\s+0\s+≥\d+s$`, lines[1])
+
+	// A stack that does not exist says what to do.
+	_, errOut, code = cli(t, "", "--stack", awstest.Name(t, "missing"), "queues")
+	require.Equal(t, exitError, code)
+	require.Contains(t, errOut, "stack not found")
+	require.Contains(t, errOut, "--queue")
+}
+
+func TestDLQListAndShowCommands(t *testing.T) {
+	t.Parallel()
+	cfg := awstest.Config(t)
+	client := sqs.NewFromConfig(cfg)
+	stack, q, dlq := createStack(t, cfg)
+	ids := seedDead(t, client, dlq, q, "job", 12, func(i int) string {
+		if i%4 == 0 {
+			return "ledger.post"
+		}
+		return "email.send"
+	})
+
+	out, errOut, code := cli(t, "", "--stack", stack, "dlq", "list", "--json")
+	require.Equal(t, 0, code, errOut)
+	var doc deadListJSON
+	require.NoError(t, json.Unmarshal([]byte(out), &doc))
+	require.Equal(t, 1, doc.Version)
+	require.Equal(t, dlq, doc.Queue)
+	require.Equal(t, int64(12), doc.ApproximateCount)
+	require.False(t, doc.Truncated)
+	require.Len(t, doc.Jobs, 12)
+	got := map[string]deadJobJSON{}
+	for _, j := range doc.Jobs {
+		got[j.JobID] = j
+	}
+	for _, id := range ids {
+		require.Contains(t, got, id)
+	}
+	j := got[ids[4]]
+	require.Equal(t, "ledger.post", j.Kind)
+	require.Equal(t, jobs.ReasonAttemptsUsed, j.Reason)
+	require.Equal(t, "smtp: 421 try again later (job 4)", j.Error)
+	require.Equal(t, 5, j.Attempts)
+	require.Equal(t, "email-worker", j.Function)
+	require.Equal(t, q, j.SourceQueue)
+	require.NotNil(t, j.FailedAt)
+	require.Equal(t, "2026-11-21T12:05:00Z", j.FailedAt.Format(time.RFC3339))
+	require.Nil(t, j.FirstReceivedAt)
+	require.NotEmpty(t, j.MessageID)
+
+	// Filters, table output.
+	out, _, code = cli(t, "", "dlq", "list", "--dlq", dlq, "--kind", "ledger.post")
+	require.Equal(t, 0, code)
+	require.Contains(t, out, "JOB ID")
+	require.Equal(t, 3, strings.Count(out, "ledger.post"))
+	require.Contains(t, out, "3 shown, 12 scanned")
+	out, _, code = cli(t, "", "dlq", "list", "--dlq", dlq, "--error", "(JOB 7)")
+	require.Equal(t, 0, code)
+	require.Contains(t, out, ids[7])
+	require.Contains(t, out, "1 shown")
+
+	// Show, as JSON and as text.
+	out, errOut, code = cli(t, "", "--stack", stack, "dlq", "show", ids[3], "--json")
+	require.Equal(t, 0, code, errOut)
+	var show deadShowJSON
+	require.NoError(t, json.Unmarshal([]byte(out), &show))
+	require.Equal(t, ids[3], show.Job.JobID)
+	require.Equal(t, "email.send", show.Job.Kind)
+	require.JSONEq(t, envelopeBody(ids[3], "email.send", 3), show.Job.Body)
+	var env jobs.Envelope
+	require.NoError(t, json.Unmarshal(show.Job.Envelope, &env))
+	require.JSONEq(t, `{"n":3}`, string(env.Args))
+	out, _, code = cli(t, "", "--stack", stack, "dlq", "show", ids[3])
+	require.Equal(t, 0, code)
+	require.Contains(t, out, "attempts_exhausted")
+	require.Contains(t, out, `"n": 3`)
+	_, errOut, code = cli(t, "", "--stack", stack, "dlq", "show", "nope")
+	require.Equal(t, exitError, code)
+	require.Contains(t, errOut, "not found")
+
+	// Nothing was consumed.
+	v, f := depth(t, client, dlq)
+	require.Equal(t, 12, v)
+	require.Zero(t, f)
+}
+
+func TestDLQPurgeCommandAsksFirst(t *testing.T) {
+	t.Parallel()
+	cfg := awstest.Config(t)
+	client := sqs.NewFromConfig(cfg)
+	src := awstest.CreateQueue(t, cfg, "src", nil)
+	dlq := awstest.CreateQueue(t, cfg, "dlq", nil)
+	seedDead(t, client, dlq.URL, src.URL, "p", 5, func(int) string { return "k" })
+
+	out, errOut, code := cli(t, "n\n", "dlq", "purge", "--dlq", dlq.URL)
+	require.Equal(t, exitError, code)
+	require.Contains(t, errOut, "Purge about 5 messages")
+	require.Contains(t, errOut, "purge cancelled")
+	require.Empty(t, out)
+	_, _, code = cli(t, "", "dlq", "purge", "--dlq", dlq.URL) // no answer at all
+	require.Equal(t, exitError, code)
+	v, _ := depth(t, client, dlq.URL)
+	require.Equal(t, 5, v)
+
+	out, _, code = cli(t, "yes\n", "dlq", "purge", "--dlq", dlq.URL)
+	require.Equal(t, 0, code)
+	require.Contains(t, out, "purged")
+	require.Eventually(t, func() bool { v, f := depth(t, client, dlq.URL); return v+f == 0 }, time.Minute, 200*time.Millisecond)
+
+	// --yes skips the question.
+	other := awstest.CreateQueue(t, cfg, "dlq2", nil)
+	seedDead(t, client, other.URL, src.URL, "p", 2, func(int) string { return "k" })
+	out, errOut, code = cli(t, "", "dlq", "purge", "--dlq", other.URL, "--yes")
+	require.Equal(t, 0, code, errOut)
+	require.NotContains(t, errOut, "Purge about")
+	require.Contains(t, out, "about 2 messages")
+}
+
+func TestDLQRedrive1000(t *testing.T) {
+	t.Parallel()
+	cfg := awstest.Config(t)
+	client := sqs.NewFromConfig(cfg)
+	dlq := awstest.CreateQueue(t, cfg, "dlq", nil)
+	src := awstest.CreateQueue(t, cfg, "src", &awstest.QueueOptions{DLQ: &dlq})
+	ids := seedDead(t, client, dlq.URL, src.URL, "r", 1000, func(int) string { return "email.send" })
+
+	start := time.Now()
+	out, errOut, code := cli(t, "", "dlq", "redrive", "-q", src.URL)
+	elapsed := time.Since(start)
+	require.Equal(t, 0, code, errOut)
+	require.Contains(t, out, "moved 1000 of 1000 jobs")
+	require.Contains(t, out, "(manual)")
+	require.Contains(t, out, "manual move because")
+	// Not a terminal: plain progress lines, one per 10%.
+	require.Regexp(t, `(?m)^redrive: \d+/1000 \(\d+%\) moved \(manual\)$`, errOut)
+	require.Contains(t, errOut, "redrive: 1000/1000 (100%)")
+	require.GreaterOrEqual(t, strings.Count(errOut, "redrive: "), 5)
+
+	got := drainIDs(t, client, src.URL)
+	require.Len(t, got, 1000)
+	for _, id := range ids {
+		require.Equal(t, 1, got[id], id)
+	}
+	v, f := depth(t, client, dlq.URL)
+	require.Zero(t, v+f, "nothing left in the DLQ")
+	t.Logf("redrive of 1000 jobs (manual, concurrency 4): %s", elapsed.Round(time.Millisecond))
+}
+
+// A redrive killed outright (SIGKILL) halfway and run again moves every job: none lost, none left
+// in the DLQ, and no more duplicates than the in-flight window (10 per batch × 4 workers).
+func TestDLQRedriveKilledMidwayAndRunAgain(t *testing.T) {
+	t.Parallel()
+	bin := buildCLI(t)
+	cfg := awstest.Config(t)
+	client := sqs.NewFromConfig(cfg)
+	dlq := awstest.CreateQueue(t, cfg, "dlq", nil)
+	src := awstest.CreateQueue(t, cfg, "src", &awstest.QueueOptions{DLQ: &dlq})
+	ids := seedDead(t, client, dlq.URL, src.URL, "k", 1000, func(int) string { return "email.send" })
+	const concurrency, window = 4, 40
+
+	args := []string{"--endpoint", awstest.Endpoint(), "dlq", "redrive", "--dlq", dlq.URL, "--progress", "plain",
+		"--concurrency", strconv.Itoa(concurrency), "--visibility", "5s"}
+	cmd := exec.Command(bin, args...)
+	stderr, err := cmd.StderrPipe()
+	require.NoError(t, err)
+	require.NoError(t, cmd.Start())
+	progress := regexp.MustCompile(`^redrive: (\d+)/(\d+)`)
+	killedAt := -1
+	sc := bufio.NewScanner(stderr)
+	for sc.Scan() {
+		if m := progress.FindStringSubmatch(sc.Text()); m != nil {
+			if n, _ := strconv.Atoi(m[1]); n >= 300 {
+				require.NoError(t, cmd.Process.Signal(syscall.SIGKILL))
+				killedAt = n
+				break
+			}
+		}
+	}
+	werr := cmd.Wait()
+	require.Error(t, werr, "the first run was killed")
+	require.GreaterOrEqual(t, killedAt, 300)
+	v, f := depth(t, client, dlq.URL)
+	require.Positive(t, v+f, "killed midway: jobs remain in the DLQ")
+	t.Logf("killed at %d moved; DLQ then: %d visible, %d in flight", killedAt, v, f)
+
+	// Run again to completion: it waits for the killed run's in-flight messages to come back.
+	start := time.Now()
+	out, err := exec.Command(bin, append(args, "--json")...).Output()
+	require.NoError(t, err)
+	var res redriveJSON
+	require.NoError(t, json.Unmarshal(out, &res))
+	require.Equal(t, window, res.Window)
+	require.Zero(t, res.LeftInFlight)
+	t.Logf("second run: moved %d in %s", res.Moved, time.Since(start).Round(time.Millisecond))
+
+	got := drainIDs(t, client, src.URL)
+	dups := 0
+	for _, id := range ids {
+		require.GreaterOrEqual(t, got[id], 1, "job %s lost", id)
+		require.LessOrEqual(t, got[id], 2, "job %s sent more than twice", id)
+		dups += got[id] - 1
+	}
+	require.Len(t, got, 1000, "only the original ids")
+	require.LessOrEqual(t, dups, window, "duplicates bounded by the in-flight window")
+	v, f = depth(t, client, dlq.URL)
+	require.Zero(t, v+f, "nothing left in the DLQ")
+	t.Logf("after kill + rerun: 1000/1000 present, %d duplicates (window %d)", dups, window)
+}
+
+func TestEnqueueCommand(t *testing.T) {
+	t.Parallel()
+	cfg := awstest.Config(t)
+	client := sqs.NewFromConfig(cfg)
+	q := awstest.CreateQueue(t, cfg, "q", nil)
+	fifo := awstest.CreateQueue(t, cfg, "f", &awstest.QueueOptions{FIFO: true})
+
+	out, errOut, code := cli(t, "", "enqueue", "email.send", "--args", `{"to":"a@example.com"}`, "--id", "job-1", "--queue", q.URL)
+	require.Equal(t, 0, code, errOut)
+	require.Contains(t, out, "enqueued email.send job job-1 to "+q.Name)
+	_, _, code = cli(t, "", "enqueue", "email.send", "--queue", q.URL, "--delay", "10m")
+	require.Equal(t, 0, code)
+	got := drainIDs(t, client, q.URL)
+	require.Equal(t, map[string]int{"job-1": 1}, got, "the delayed job is not visible yet")
+	attrs, err := client.GetQueueAttributes(context.Background(), &sqs.GetQueueAttributesInput{
+		QueueUrl: aws.String(q.URL), AttributeNames: []sqstypes.QueueAttributeName{sqstypes.QueueAttributeNameApproximateNumberOfMessagesDelayed},
+	})
+	require.NoError(t, err)
+	require.Equal(t, "1", attrs.Attributes["ApproximateNumberOfMessagesDelayed"])
+
+	// FIFO without a group: a typed error, nothing sent.
+	_, errOut, code = cli(t, "", "enqueue", "ledger.post", "--queue", fifo.URL)
+	require.Equal(t, exitError, code)
+	require.Contains(t, errOut, "message group id")
+	out, errOut, code = cli(t, "", "enqueue", "ledger.post", "--queue", fifo.URL, "--group", "acct-1", "--args", `{"cents":5}`)
+	require.Equal(t, 0, code, errOut)
+	require.Contains(t, out, "enqueued ledger.post")
+	v, _ := depth(t, client, fifo.URL)
+	require.Equal(t, 1, v)
+}
+
+func writeJobs(t *testing.T, n int, line func(i int) string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "jobs.ndjson")
+	var b strings.Builder
+	for i := range n {
+		b.WriteString(line(i))
+		b.WriteByte('\n')
+	}
+	require.NoError(t, os.WriteFile(path, []byte(b.String()), 0o600))
+	return path
+}
+
+func TestEnqueueFile10000PlainProgress(t *testing.T) {
+	t.Parallel()
+	cfg := awstest.Config(t)
+	client := sqs.NewFromConfig(cfg)
+	q := awstest.CreateQueue(t, cfg, "bulk", nil)
+	file := writeJobs(t, 10000, func(i int) string {
+		return fmt.Sprintf(`{"kind":"email.send","id":"bulk-%05d","args":{"n":%d}}`, i, i)
+	})
+
+	start := time.Now()
+	out, errOut, code := cli(t, "", "enqueue", "--file", file, "--queue", q.URL)
+	elapsed := time.Since(start)
+	require.Equal(t, 0, code, errOut)
+	require.Contains(t, out, "enqueued 10000 of 10000 jobs (0 failed)")
+	// stderr is not a terminal: plain lines, none of the bar's carriage returns.
+	lines := strings.Split(strings.TrimSpace(errOut), "\n")
+	require.GreaterOrEqual(t, len(lines), 10)
+	for _, l := range lines {
+		require.Regexp(t, `^enqueue: \d+/10000 \(\d+%\) enqueued$`, l)
+	}
+	require.Equal(t, "enqueue: 10000/10000 (100%) enqueued", lines[len(lines)-1])
+	require.NotContains(t, errOut, "\r")
+
+	v, f := depth(t, client, q.URL)
+	require.Equal(t, 10000, v+f)
+	t.Logf("bulk enqueue of 10000 jobs: %s (%.0f jobs/s)", elapsed.Round(time.Millisecond), 10000/elapsed.Seconds())
+}
+
+func TestEnqueueFileBadLineSendsNothing(t *testing.T) {
+	t.Parallel()
+	cfg := awstest.Config(t)
+	client := sqs.NewFromConfig(cfg)
+	q := awstest.CreateQueue(t, cfg, "bad", nil)
+	file := writeJobs(t, 50, func(i int) string {
+		switch i {
+		case 2:
+			return `{"kind":"","args":{}}`
+		case 30:
+			return `{"kind":"k","delay":"soon"}`
+		case 40:
+			return `not json`
+		}
+		return fmt.Sprintf(`{"kind":"k","args":{"n":%d}}`, i)
+	})
+	_, errOut, code := cli(t, "", "enqueue", "--file", file, "--queue", q.URL)
+	require.Equal(t, exitError, code)
+	require.Contains(t, errOut, "nothing enqueued")
+	require.Contains(t, errOut, "line 3:")
+	require.Contains(t, errOut, "line 31:")
+	require.Contains(t, errOut, "line 41:")
+	v, _ := depth(t, client, q.URL)
+	require.Zero(t, v)
+}
+
+// On a terminal (a pty from script(1)) bulk enqueue draws a progress bar instead of lines.
+func TestEnqueueFileProgressBarOnTTY(t *testing.T) {
+	t.Parallel()
+	script, err := exec.LookPath("script")
+	if err != nil {
+		t.Skip("script(1) not installed: no pty to test the bar with")
+	}
+	bin := buildCLI(t)
+	cfg := awstest.Config(t)
+	client := sqs.NewFromConfig(cfg)
+	q := awstest.CreateQueue(t, cfg, "tty", nil)
+	file := writeJobs(t, 2000, func(i int) string { return fmt.Sprintf(`{"kind":"k","args":{"n":%d}}`, i) })
+
+	command := strings.Join([]string{bin, "--endpoint", awstest.Endpoint(), "enqueue", "--file", file, "--queue", q.URL}, " ")
+	out, err := exec.Command(script, "-qfec", command, "/dev/null").CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	s := string(out)
+	require.Contains(t, s, "enqueued 2000 of 2000 jobs")
+	require.Contains(t, s, "\r", "the bar redraws in place")
+	require.Contains(t, s, "2000/2000")
+	require.Regexp(t, `100% \|█+\|`, s)
+	require.NotRegexp(t, `(?m)^enqueue: \d+/2000 \(`, s, "no plain lines on a terminal")
+	v, _ := depth(t, client, q.URL)
+	require.Equal(t, 2000, v)
+}

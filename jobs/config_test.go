@@ -1,0 +1,85 @@
+package jobs
+
+import (
+	"context"
+	"log/slog"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func lookup(env map[string]string) func(string) (string, bool) {
+	return func(k string) (string, bool) { v, ok := env[k]; return v, ok }
+}
+
+func TestConfigFromEnvironment(t *testing.T) {
+	t.Parallel()
+	cfg, err := configFromLookup(lookup(map[string]string{
+		EnvQueueURL: "https://sqs/q.fifo", EnvDLQURL: "https://sqs/dlq.fifo",
+		EnvMaxAttempts: "7", EnvVisibilityTimeout: "45", EnvConcurrency: "3",
+		EnvBackoffBase: "250ms", EnvBackoffCap: "2m", EnvSafetyMargin: "3s", EnvJobTimeout: "30",
+		EnvFunctionName: "worker-fn", EnvLogLevel: "DEBUG",
+	}))
+	require.NoError(t, err)
+	assert.Equal(t, "https://sqs/q.fifo", cfg.QueueURL)
+	assert.Equal(t, "https://sqs/dlq.fifo", cfg.DLQURL)
+	assert.Equal(t, 7, cfg.MaxAttempts)
+	assert.Equal(t, 45*time.Second, cfg.VisibilityTimeout)
+	assert.Equal(t, 3, cfg.Concurrency)
+	assert.Equal(t, 250*time.Millisecond, cfg.BackoffBase)
+	assert.Equal(t, 2*time.Minute, cfg.BackoffCap)
+	assert.Equal(t, 3*time.Second, cfg.SafetyMargin)
+	assert.Equal(t, 30*time.Second, cfg.JobTimeout)
+	assert.Equal(t, "worker-fn", cfg.FunctionName)
+	assert.True(t, cfg.Logger.Enabled(context.Background(), slog.LevelDebug))
+
+	cfg, err = configFromLookup(lookup(map[string]string{EnvQueueURL: "q", EnvDLQURL: "d"}))
+	require.NoError(t, err)
+	assert.Equal(t, DefaultMaxAttempts, cfg.MaxAttempts)
+	assert.Equal(t, DefaultVisibilityTimeout, cfg.VisibilityTimeout)
+	assert.Equal(t, DefaultConcurrency, cfg.Concurrency)
+	assert.Equal(t, DefaultBackoffBase, cfg.BackoffBase)
+	assert.Equal(t, DefaultBackoffCap, cfg.BackoffCap)
+	assert.Equal(t, time.Duration(0), cfg.JobTimeout)
+	assert.False(t, cfg.Logger.Enabled(context.Background(), slog.LevelDebug))
+
+	_, err = configFromLookup(lookup(map[string]string{EnvMaxAttempts: "zero", EnvBackoffCap: "soon", EnvLogLevel: "LOUD"}))
+	require.Error(t, err)
+	for _, want := range []string{EnvQueueURL, EnvDLQURL, EnvMaxAttempts, EnvBackoffCap, EnvLogLevel} {
+		assert.Contains(t, err.Error(), want)
+	}
+}
+
+func TestConfigFromEnvMakesAnSQSClient(t *testing.T) {
+	t.Setenv(EnvQueueURL, "https://sqs/q")
+	t.Setenv(EnvDLQURL, "https://sqs/dlq")
+	cfg, err := ConfigFromEnv()
+	require.NoError(t, err)
+	require.NotNil(t, cfg.SQS)
+	require.NoError(t, cfg.Validate())
+}
+
+func TestBackoffIsFullJitterCappedExponential(t *testing.T) {
+	t.Parallel()
+	b := ExponentialBackoff(time.Second, 10*time.Second)
+	for attempt, ceiling := range map[int]time.Duration{1: time.Second, 2: 2 * time.Second, 3: 4 * time.Second, 4: 8 * time.Second, 5: 10 * time.Second, 60: 10 * time.Second} {
+		var lo, hi time.Duration = ceiling, 0
+		for i := 0; i < 2000; i++ {
+			d := b(attempt)
+			require.GreaterOrEqual(t, d, time.Duration(0))
+			require.LessOrEqual(t, d, ceiling, "attempt %d", attempt)
+			lo, hi = min(lo, d), max(hi, d)
+		}
+		// Full jitter spreads over the whole range.
+		assert.Less(t, lo, ceiling/10, "attempt %d", attempt)
+		assert.Greater(t, hi, ceiling*9/10, "attempt %d", attempt)
+	}
+	huge := ExponentialBackoff(time.Hour, 100*time.Hour)
+	for i := 0; i < 100; i++ {
+		assert.LessOrEqual(t, huge(40), MaxVisibility, "never above 12 h")
+	}
+	assert.Equal(t, int32(43200), ceilSeconds(48*time.Hour))
+	assert.Equal(t, int32(2), ceilSeconds(1001*time.Millisecond))
+}

@@ -1,0 +1,52 @@
+package jobs_test
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/jobkit-go/jobkit/jobs"
+	"github.com/jobkit-go/jobkit/jobs/jobstest"
+)
+
+// A producer: route kinds to queues and enqueue typed jobs. Here the SQS client is a
+// jobstest.Recorder; in a service it is sqs.NewFromConfig(awsCfg).
+func ExampleNewClient() {
+	rec := jobstest.NewRecorder()
+	client, err := jobs.NewClient(rec, jobs.ClientOptions{
+		DefaultQueueURL: "https://sqs.us-east-1.amazonaws.com/123456789012/jobs",
+		Queues: map[string]string{
+			"user.welcome": "https://sqs.us-east-1.amazonaws.com/123456789012/emails.fifo",
+		},
+	})
+	if err != nil {
+		panic(err)
+	}
+	ctx := context.Background()
+
+	// FIFO queue: a group keeps a user's jobs in order; the job id is the dedup id.
+	res, err := client.Enqueue(ctx, Welcome{UserID: 7, Email: "ada@example.com"}, &jobs.EnqueueOpts{ID: "welcome-7", GroupID: "user-7"})
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(res.ID, "->", jobs.QueueName(res.QueueURL))
+
+	// Bad input is refused before any AWS call, with a typed error.
+	_, err = client.Enqueue(ctx, Welcome{UserID: 8}, nil)
+	fmt.Println(err)
+
+	// Batches go 10 jobs (and at most 1 MiB) per call; a delay up to 15 minutes rides on SQS.
+	var batch []jobs.BatchJob
+	for i := 0; i < 12; i++ {
+		batch = append(batch, jobs.BatchJob{Args: jobs.RawArgs{KindName: "report.build", JSON: []byte(`{"day":1}`)}, Opts: &jobs.EnqueueOpts{Delay: time.Minute}})
+	}
+	results, err := client.EnqueueBatch(ctx, batch)
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(len(results), "jobs in", len(rec.Batches()), "calls")
+	// Output:
+	// welcome-7 -> emails.fifo
+	// jobs: cannot enqueue user.welcome job "": jobs: a FIFO queue needs a message group id (EnqueueOpts.GroupID)
+	// 12 jobs in 2 calls
+}

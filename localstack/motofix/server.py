@@ -1,0 +1,48 @@
+"""Runs moto's server with the fixes jobkit's offline stack needs.
+
+Usage (instead of moto_server): python localstack/motofix/server.py -H 127.0.0.1 -p 4566
+
+Fix 1, SQS FIFO message group order. moto releases a message group's lock lazily, while it walks
+the queue during ReceiveMessage: when several messages of one group are in flight and their
+visibility timeouts pass together (a batch whose failed items return to the queue), the walk meets
+the group's first message while a later one still counts as in flight, skips it, then releases and
+delivers the later one first. SQS hands a group out from its first message again. The fix releases
+every in-flight message whose visibility timeout has passed before the walk starts (and keeps the
+walk from releasing any itself), so a group resumes at its first message.
+"""
+
+import sys
+
+from moto.server import main
+from moto.sqs import models
+
+
+def _release_expired(queue):
+    pending = queue._pending_messages
+    expired = [m for m in pending if m.visible]
+    for m in expired:
+        pending.discard(m)
+
+
+_receive_message = models.SQSBackend.receive_message
+
+
+def receive_message(self, queue_name, *args, **kwargs):
+    _release_expired(self.get_queue(queue_name))
+    return _receive_message(self, queue_name, *args, **kwargs)
+
+
+models.SQSBackend.receive_message = receive_message
+
+_messages = models.Queue.messages.fget
+
+
+def messages(self):
+    _release_expired(self)
+    return _messages(self)
+
+
+models.Queue.messages = property(messages)
+
+if __name__ == "__main__":
+    sys.exit(main())
