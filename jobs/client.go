@@ -51,7 +51,11 @@ type InvalidJobError struct {
 }
 
 func (e *InvalidJobError) Error() string {
-	return fmt.Sprintf("jobs: cannot enqueue %s job %q: %v", kindOrEmpty(e.Kind), e.ID, e.Err)
+	id := ""
+	if e.ID != "" {
+		id = fmt.Sprintf(" %q", e.ID)
+	}
+	return fmt.Sprintf("jobs: cannot enqueue %s job%s: %s", kindOrEmpty(e.Kind), id, strings.TrimPrefix(errString(e.Err), "jobs: "))
 }
 
 // Unwrap returns Err.
@@ -336,9 +340,6 @@ func (c *Client) prepare(args JobArgs, opts *EnqueueOpts) (prepared, error) {
 	if p.kind == "" {
 		return p, &InvalidJobError{ID: p.id, Err: ErrEmptyKind}
 	}
-	if p.id == "" {
-		p.id = NewID()
-	}
 	bad := func(err error) (prepared, error) {
 		return p, &InvalidJobError{Kind: p.kind, ID: p.id, Err: err}
 	}
@@ -355,10 +356,7 @@ func (c *Client) prepare(args JobArgs, opts *EnqueueOpts) (prepared, error) {
 		if p.group == "" {
 			return bad(ErrGroupRequired)
 		}
-		p.dedup = o.DedupID
-		if p.dedup == "" {
-			p.dedup = p.id
-		}
+		p.dedup = o.DedupID // the job id when empty, set once the id is known
 	} else if o.DedupID != "" {
 		return bad(ErrDedupOnStandard)
 	}
@@ -394,6 +392,12 @@ func (c *Client) prepare(args JobArgs, opts *EnqueueOpts) (prepared, error) {
 		}
 	}
 
+	if p.id == "" {
+		p.id = NewID() // only for a job that passed the checks above
+	}
+	if p.fifo && p.dedup == "" {
+		p.dedup = p.id
+	}
 	raw, err := json.Marshal(args)
 	if err != nil {
 		return bad(fmt.Errorf("%w: %w", ErrEncodeArgs, err))

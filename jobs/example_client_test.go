@@ -47,6 +47,6 @@ func ExampleNewClient() {
 	fmt.Println(len(results), "jobs in", len(rec.Batches()), "calls")
 	// Output:
 	// welcome-7 -> emails.fifo
-	// jobs: cannot enqueue user.welcome job "": jobs: a FIFO queue needs a message group id (EnqueueOpts.GroupID)
+	// jobs: cannot enqueue user.welcome job: a FIFO queue needs a message group id (EnqueueOpts.GroupID)
 	// 12 jobs in 2 calls
 }

@@ -4,6 +4,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"os"
 
@@ -18,15 +19,23 @@ import (
 
 func main() {
 	cfg, err := jobs.ConfigFromEnv()
-	awsCfg, err2 := config.LoadDefaultConfig(context.Background())
-	if err != nil || err2 != nil || os.Getenv(jobs.EnvIdempotencyTable) == "" {
-		slog.Error("email: bad configuration", "err", err, "aws_err", err2, "idempotency_table", os.Getenv(jobs.EnvIdempotencyTable))
-		os.Exit(1)
+	exitOn(err)
+	awsCfg, err := config.LoadDefaultConfig(context.Background())
+	exitOn(err)
+	table := os.Getenv(jobs.EnvIdempotencyTable)
+	if table == "" {
+		exitOn(errors.New(jobs.EnvIdempotencyTable + " is not set"))
 	}
-	store := idempotency.NewDynamoDBStore(dynamodb.NewFromConfig(awsCfg), os.Getenv(jobs.EnvIdempotencyTable))
 
 	workers := jobs.NewWorkers()
-	workers.Use(idempotency.Middleware(store, nil))
+	workers.Use(idempotency.Middleware(idempotency.NewDynamoDBStore(dynamodb.NewFromConfig(awsCfg), table), nil))
 	jobs.AddWorker(workers, &samplejobs.EmailWorker{Mailer: samplejobs.LogMailer{Logger: cfg.Logger}})
 	lambda.Start(jobs.NewSQSHandler(workers, cfg))
+}
+
+func exitOn(err error) {
+	if err != nil {
+		slog.Error("email: cannot start", "err", err)
+		os.Exit(1)
+	}
 }

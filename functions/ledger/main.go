@@ -5,6 +5,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"os"
 
@@ -19,16 +20,23 @@ import (
 
 func main() {
 	cfg, err := jobs.ConfigFromEnv()
-	awsCfg, err2 := config.LoadDefaultConfig(context.Background())
+	exitOn(err)
+	awsCfg, err := config.LoadDefaultConfig(context.Background())
+	exitOn(err)
 	idemTable, ledgerTable := os.Getenv(jobs.EnvIdempotencyTable), os.Getenv(samplejobs.EnvLedgerTable)
-	if err != nil || err2 != nil || idemTable == "" || ledgerTable == "" {
-		slog.Error("ledger: bad configuration", "err", err, "aws_err", err2, "idempotency_table", idemTable, "ledger_table", ledgerTable)
-		os.Exit(1)
+	if idemTable == "" || ledgerTable == "" {
+		exitOn(errors.New(jobs.EnvIdempotencyTable + " and " + samplejobs.EnvLedgerTable + " must be set"))
 	}
-	store := idempotency.NewDynamoDBStore(dynamodb.NewFromConfig(awsCfg), idemTable)
 
 	workers := jobs.NewWorkers()
-	workers.Use(idempotency.Middleware(store, nil))
+	workers.Use(idempotency.Middleware(idempotency.NewDynamoDBStore(dynamodb.NewFromConfig(awsCfg), idemTable), nil))
 	jobs.AddWorker(workers, &samplejobs.LedgerWorker{Table: ledgerTable})
 	lambda.Start(jobs.NewSQSHandler(workers, cfg))
+}
+
+func exitOn(err error) {
+	if err != nil {
+		slog.Error("ledger: cannot start", "err", err)
+		os.Exit(1)
+	}
 }

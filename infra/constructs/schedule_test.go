@@ -171,7 +171,7 @@ func TestScheduleConstruct(t *testing.T) {
 	queue := NewJobQueue(stack, "Reports", nil)
 	dlq := awssqs.NewQueue(stack, jsii.String("SchedDLQ"), &awssqs.QueueProps{Encryption: awssqs.QueueEncryption_SQS_MANAGED, EnforceSSL: jsii.Bool(true)})
 	cdknag.NagSuppressions_AddResourceSuppressions(dlq, &[]*cdknag.NagPackSuppression{{
-		Id: jsii.String("AwsSolutions-SQS9"), Reason: jsii.String("a Scheduler dead-letter queue receives failed invocations directly, not through a redrive policy"),
+		Id: jsii.String("AwsSolutions-SQS3"), Reason: jsii.String("a Scheduler dead-letter queue receives failed invocations directly, not through a redrive policy"),
 	}}, nil)
 	decl := scheduler.Schedule{
 		Name:            "nightly-report",

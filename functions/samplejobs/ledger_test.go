@@ -1,0 +1,132 @@
+package samplejobs_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/stretchr/testify/require"
+
+	"github.com/jobkit-go/jobkit/functions/samplejobs"
+	"github.com/jobkit-go/jobkit/idempotency"
+	"github.com/jobkit-go/jobkit/jobs"
+	"github.com/jobkit-go/jobkit/jobs/jobstest"
+	"github.com/jobkit-go/jobkit/localstack/awstest"
+)
+
+type ledgerItem struct {
+	Account  string   `dynamodbav:"account"`
+	Balance  int64    `dynamodbav:"balance"`
+	Postings int      `dynamodbav:"postings"`
+	History  []string `dynamodbav:"history"`
+}
+
+// ledgerFixture wires the ledger worker as functions/ledger does, against the emulator.
+func ledgerFixture(t *testing.T) (*jobs.Workers, func(account string) (ledgerItem, bool)) {
+	t.Helper()
+	cfg := awstest.Config(t)
+	idemTable := awstest.CreateTable(t, cfg, "idem", "id", "")
+	ledgerTable := awstest.CreateTable(t, cfg, "ledger", samplejobs.LedgerAccountAttr, "")
+	db := dynamodb.NewFromConfig(cfg)
+	workers := jobs.NewWorkers()
+	workers.Use(idempotency.Middleware(idempotency.NewDynamoDBStore(db, idemTable), nil))
+	jobs.AddWorker(workers, &samplejobs.LedgerWorker{Table: ledgerTable})
+	read := func(account string) (ledgerItem, bool) {
+		out, err := db.GetItem(context.Background(), &dynamodb.GetItemInput{
+			TableName:      aws.String(ledgerTable),
+			Key:            map[string]types.AttributeValue{samplejobs.LedgerAccountAttr: &types.AttributeValueMemberS{Value: account}},
+			ConsistentRead: aws.Bool(true),
+		})
+		require.NoError(t, err)
+		if out.Item == nil {
+			return ledgerItem{}, false
+		}
+		var item ledgerItem
+		require.NoError(t, attributevalue.UnmarshalMap(out.Item, &item))
+		return item, true
+	}
+	return workers, read
+}
+
+// Postings apply in order, and a redelivered posting (same job id) applies once.
+func TestLedgerWorkerExactlyOnce(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	workers, read := ledgerFixture(t)
+
+	postings := []samplejobs.PostLedger{
+		{Account: "acct-1", PostingID: "p1", AmountCents: 1000},
+		{Account: "acct-1", PostingID: "p2", AmountCents: -250},
+		{Account: "acct-1", PostingID: "p3", AmountCents: 40},
+	}
+	for i, p := range postings {
+		opts := &jobstest.JobOpts{ID: "job-" + p.PostingID, GroupID: p.Account}
+		require.NoError(t, jobstest.Run(ctx, workers, p, opts), "posting %d", i)
+		// The same job delivered again (SQS is at-least-once) is skipped.
+		require.NoError(t, jobstest.Run(ctx, workers, p, &jobstest.JobOpts{ID: opts.ID, GroupID: p.Account, Attempt: 2}))
+	}
+	item, ok := read("acct-1")
+	require.True(t, ok)
+	require.Equal(t, ledgerItem{Account: "acct-1", Balance: 790, Postings: 3, History: []string{"p1", "p2", "p3"}}, item)
+
+	// Concurrent duplicates of one new posting still apply it once.
+	var wg sync.WaitGroup
+	errs := make([]error, 8)
+	for i := range errs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = jobstest.Run(ctx, workers, samplejobs.PostLedger{Account: "acct-1", PostingID: "p4", AmountCents: 10}, &jobstest.JobOpts{ID: "job-p4"})
+		}()
+	}
+	wg.Wait()
+	for _, err := range errs {
+		var snooze *jobs.SnoozeError
+		if err != nil {
+			require.True(t, errors.As(err, &snooze), "a duplicate in progress is snoozed, not failed: %v", err)
+		}
+	}
+	item, _ = read("acct-1")
+	require.Equal(t, int64(800), item.Balance)
+	require.Equal(t, 4, item.Postings)
+}
+
+// Injected failures: retryable ones leave no trace and the retry applies; poison is cancelled.
+func TestLedgerWorkerFaults(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	workers, read := ledgerFixture(t)
+
+	p := samplejobs.PostLedger{Account: "acct-2", PostingID: "p1", AmountCents: 500, Faults: samplejobs.Faults{FailAttempts: 2}}
+	for attempt := 1; attempt <= 2; attempt++ {
+		err := jobstest.Run(ctx, workers, p, &jobstest.JobOpts{ID: "job-f1", Attempt: attempt})
+		require.ErrorIs(t, err, samplejobs.ErrInjected)
+		_, ok := read("acct-2")
+		require.False(t, ok, "a failed attempt writes nothing")
+	}
+	require.NoError(t, jobstest.Run(ctx, workers, p, &jobstest.JobOpts{ID: "job-f1", Attempt: 3}))
+	item, _ := read("acct-2")
+	require.Equal(t, int64(500), item.Balance)
+
+	err := jobstest.Run(ctx, workers, samplejobs.PostLedger{Account: "acct-2", PostingID: "p2", AmountCents: 1, Faults: samplejobs.Faults{Poison: true}}, nil)
+	var cancel *jobs.CancelError
+	require.True(t, errors.As(err, &cancel))
+	err = jobstest.Run(ctx, workers, samplejobs.PostLedger{Account: "acct-2"}, nil)
+	require.True(t, errors.As(err, &cancel), "no posting id: cancelled")
+	item, _ = read("acct-2")
+	require.Equal(t, 1, item.Postings)
+}
+
+// Without the idempotency middleware the worker refuses to run (it could apply twice).
+func TestLedgerWorkerNeedsMiddleware(t *testing.T) {
+	t.Parallel()
+	err := jobstest.Work(context.Background(), &samplejobs.LedgerWorker{Table: "unused"}, samplejobs.PostLedger{Account: "a", PostingID: "p"}, nil)
+	var cancel *jobs.CancelError
+	require.True(t, errors.As(err, &cancel))
+	require.ErrorIs(t, err, idempotency.ErrNoClaim)
+}

@@ -1,0 +1,112 @@
+package samplejobs_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/jobkit-go/jobkit/functions/samplejobs"
+	"github.com/jobkit-go/jobkit/jobs"
+	"github.com/jobkit-go/jobkit/jobs/jobstest"
+)
+
+func TestFaults(t *testing.T) {
+	t.Parallel()
+	f := samplejobs.Faults{FailAttempts: 2}
+	for attempt, wantFail := range map[int]bool{1: true, 2: true, 3: false, 4: false} {
+		err := f.Inject(&jobs.JobRow{Attempt: attempt})
+		if wantFail {
+			require.ErrorIs(t, err, samplejobs.ErrInjected, "attempt %d", attempt)
+			var cancel *jobs.CancelError
+			require.False(t, errors.As(err, &cancel), "an injected failure is retryable")
+		} else {
+			require.NoError(t, err, "attempt %d", attempt)
+		}
+	}
+	err := samplejobs.Faults{Poison: true}.Inject(&jobs.JobRow{Attempt: 1})
+	var cancel *jobs.CancelError
+	require.True(t, errors.As(err, &cancel), "poison cancels")
+	require.ErrorIs(t, err, samplejobs.ErrPoison)
+	require.NoError(t, samplejobs.Faults{}.Inject(&jobs.JobRow{Attempt: 1}))
+}
+
+// The wire format services enqueue: snake_case fields, faults flattened, omitted when unset.
+func TestArgsJSON(t *testing.T) {
+	t.Parallel()
+	b, err := json.Marshal(samplejobs.PostLedger{Account: "acct-1", PostingID: "p-1", AmountCents: 250})
+	require.NoError(t, err)
+	require.JSONEq(t, `{"account":"acct-1","posting_id":"p-1","amount_cents":250}`, string(b))
+	b, err = json.Marshal(samplejobs.SendEmail{To: "a@example.com", Subject: "hi", Faults: samplejobs.Faults{FailAttempts: 2, Poison: true}})
+	require.NoError(t, err)
+	require.JSONEq(t, `{"to":"a@example.com","subject":"hi","fail_attempts":2,"poison":true}`, string(b))
+	var v samplejobs.TranscodeVideo
+	require.NoError(t, json.Unmarshal([]byte(`{"video_id":"v1","seconds":3,"fail_attempts":1}`), &v))
+	require.Equal(t, samplejobs.TranscodeVideo{VideoID: "v1", Seconds: 3, Faults: samplejobs.Faults{FailAttempts: 1}}, v)
+
+	require.Equal(t, "acct-1", samplejobs.PostLedger{Account: "acct-1"}.GroupID())
+	for kind, queue := range samplejobs.Queues {
+		require.NotEmpty(t, kind)
+		require.Contains(t, []string{samplejobs.QueueEmail, samplejobs.QueueLedger, samplejobs.QueueTranscode}, queue)
+	}
+	require.Len(t, samplejobs.Queues, 3)
+}
+
+type mailerFunc func(ctx context.Context, msg samplejobs.Email) error
+
+func (f mailerFunc) Send(ctx context.Context, msg samplejobs.Email) error { return f(ctx, msg) }
+
+func TestEmailWorker(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	var mu sync.Mutex
+	var sent []samplejobs.Email
+	w := &samplejobs.EmailWorker{Mailer: mailerFunc(func(_ context.Context, msg samplejobs.Email) error {
+		mu.Lock()
+		defer mu.Unlock()
+		sent = append(sent, msg)
+		return nil
+	})}
+
+	require.NoError(t, jobstest.Work(ctx, w, samplejobs.SendEmail{To: "a@example.com", Subject: "hi"}, &jobstest.JobOpts{ID: "job-1"}))
+	require.NoError(t, jobstest.Work(ctx, w, samplejobs.SendEmail{To: "b@example.com", Subject: "k"}, &jobstest.JobOpts{ID: "job-2", Key: "order-7"}))
+	require.Equal(t, []samplejobs.Email{
+		{To: "a@example.com", Subject: "hi", IdempotencyKey: "job-1"},
+		{To: "b@example.com", Subject: "k", IdempotencyKey: "order-7"},
+	}, sent)
+
+	err := jobstest.Work(ctx, w, samplejobs.SendEmail{To: "nobody", Subject: "x"}, nil)
+	var cancel *jobs.CancelError
+	require.True(t, errors.As(err, &cancel), "a bad address is not retried: %v", err)
+
+	err = jobstest.Work(ctx, w, samplejobs.SendEmail{To: "c@example.com", Faults: samplejobs.Faults{FailAttempts: 1}}, &jobstest.JobOpts{Attempt: 1})
+	require.ErrorIs(t, err, samplejobs.ErrInjected)
+	require.NoError(t, jobstest.Work(ctx, w, samplejobs.SendEmail{To: "c@example.com", Faults: samplejobs.Faults{FailAttempts: 1}}, &jobstest.JobOpts{Attempt: 2}))
+	require.Len(t, sent, 3)
+}
+
+func TestTranscodeWorker(t *testing.T) {
+	t.Parallel()
+	w := &samplejobs.TranscodeWorker{Step: time.Millisecond}
+	require.NoError(t, jobstest.Work(context.Background(), w, samplejobs.TranscodeVideo{VideoID: "v1", Seconds: 20}, nil))
+
+	// The job stops when its context ends, with a retryable error naming how far it got.
+	ctx, cancel := context.WithCancelCause(context.Background())
+	stop := errors.New("deadline of the job")
+	cancel(stop)
+	slow := &samplejobs.TranscodeWorker{Step: time.Hour}
+	err := jobstest.Work(ctx, slow, samplejobs.TranscodeVideo{VideoID: "v2", Seconds: 5}, nil)
+	require.ErrorIs(t, err, stop)
+	require.Contains(t, err.Error(), "stopped after 0 of 5 s")
+	var c *jobs.CancelError
+	require.False(t, errors.As(err, &c), "an interrupted transcode is retried")
+
+	err = jobstest.Work(context.Background(), w, samplejobs.TranscodeVideo{Seconds: 1}, nil)
+	require.True(t, errors.As(err, &c), "no video id: cancelled")
+	err = jobstest.Work(context.Background(), w, samplejobs.TranscodeVideo{VideoID: "v3", Faults: samplejobs.Faults{Poison: true}}, nil)
+	require.ErrorIs(t, err, samplejobs.ErrPoison)
+}
