@@ -70,8 +70,10 @@ bench: setup ## print BENCH key=value figures (starts and stops the emulator)
 	if [ "$$state" = started ]; then trap '$(EMULATOR) down' EXIT; trap 'exit 130' INT TERM; fi; \
 	AWS_ENDPOINT_URL=$(ENDPOINT) go run ./localstack/bench $(if $(ONLY),-only $(ONLY))
 
-fuzz: ## fuzz the envelope decoder for 60 s
+fuzz: ## fuzz the envelope decoder and the schedule expression parser, 60 s each
 	go test ./jobs -run '^$$' -fuzz FuzzDecodeEnvelope -fuzztime 60s
+	go test ./jobs -run '^$$' -fuzz FuzzDecodeArgs -fuzztime 30s
+	go test ./scheduler -run '^$$' -fuzz FuzzParseExpression -fuzztime 60s
 
 localstack-up: ## LocalStack in Docker (needs a Docker engine)
 	docker compose -f localstack/docker-compose.yml up -d --wait

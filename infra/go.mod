@@ -33,7 +33,6 @@ require (
 	github.com/hashicorp/golang-lru/v2 v2.0.7 // indirect
 	github.com/mattn/go-colorable v0.1.14 // indirect
 	github.com/mattn/go-isatty v0.0.24 // indirect
-	github.com/stretchr/testify v1.12.1 // indirect
 	github.com/yuin/goldmark v1.7.16 // indirect
 	go.yaml.in/yaml/v3 v3.0.5 // indirect
 	golang.org/x/lint v0.0.0-20241112194109-818c5a804067 // indirect
@@ -52,6 +51,7 @@ require (
 	github.com/aws/jsii-runtime-go v1.140.0
 	github.com/cdklabs/cdk-nag-go/cdknag/v2 v2.35.70
 	github.com/jobkit-go/jobkit v0.0.0
+	github.com/stretchr/testify v1.12.1
 )
 
 replace github.com/jobkit-go/jobkit => ../

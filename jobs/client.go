@@ -50,6 +50,7 @@ type InvalidJobError struct {
 	Err  error
 }
 
+// Error describes the failure.
 func (e *InvalidJobError) Error() string {
 	id := ""
 	if e.ID != "" {
@@ -73,6 +74,7 @@ type SendError struct {
 	Err         error  // the call's error, when the whole call failed
 }
 
+// Error describes the failure.
 func (e *SendError) Error() string {
 	if e.Err != nil {
 		return fmt.Sprintf("jobs: send %s job %q to %s: %v", e.Kind, e.ID, e.QueueURL, e.Err)
@@ -90,6 +92,7 @@ type BatchError struct {
 	Errs   []error // their errors, in the same order
 }
 
+// Error describes the failure.
 func (e *BatchError) Error() string {
 	if len(e.Errs) == 0 {
 		return "jobs: batch failed"
@@ -251,11 +254,11 @@ func (c *Client) Enqueue(ctx context.Context, args JobArgs, opts *EnqueueOpts) (
 // the error is nil when every job was enqueued, a *BatchError otherwise.
 func (c *Client) EnqueueBatch(ctx context.Context, batch []BatchJob) ([]EnqueueResult, error) {
 	results := make([]EnqueueResult, len(batch))
-	prepared := make([]prepared, len(batch))
+	preps := make([]prepared, len(batch))
 	invalid := false
 	for i, j := range batch {
 		p, err := c.prepare(j.Args, j.Opts)
-		prepared[i] = p
+		preps[i] = p
 		results[i] = p.result()
 		if err != nil {
 			results[i].Err = err
@@ -274,8 +277,8 @@ func (c *Client) EnqueueBatch(ctx context.Context, batch []BatchJob) ([]EnqueueR
 	// Per queue, in input order.
 	var order []string
 	byQueue := map[string][]int{}
-	for i := range prepared {
-		p := &prepared[i]
+	for i := range preps {
+		p := &preps[i]
 		if p.scheduled {
 			if err := c.schedule(ctx, p); err != nil {
 				results[i].Err = err
@@ -288,7 +291,7 @@ func (c *Client) EnqueueBatch(ctx context.Context, batch []BatchJob) ([]EnqueueR
 		byQueue[p.queue] = append(byQueue[p.queue], i)
 	}
 	for _, q := range order {
-		c.sendQueue(ctx, q, byQueue[q], prepared, results)
+		c.sendQueue(ctx, q, byQueue[q], preps, results)
 	}
 	return results, batchError(results)
 }

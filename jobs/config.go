@@ -53,7 +53,9 @@ type Config struct {
 	// higher, as a safety net for crashes: snoozes count as deliveries too.
 	MaxAttempts int
 	// VisibilityTimeout is the queue's visibility timeout. The heartbeat extends the visibility of
-	// a batch's messages to this much every third of it. Default 30 s.
+	// a batch's messages to this much every third of it, counting from the start of the
+	// invocation: keep the event source mapping's batching window well under a third of it, as
+	// messages it holds back lose visibility meanwhile. Default 30 s.
 	VisibilityTimeout time.Duration
 	// Concurrency is how many records of a batch run at once (FIFO: how many groups). Default 10.
 	Concurrency int

@@ -16,6 +16,7 @@ type EnvelopeError struct {
 	Err    error
 }
 
+// Error describes the failure.
 func (e *EnvelopeError) Error() string { return "jobs: envelope " + e.Reason + ": " + errString(e.Err) }
 
 // Unwrap returns Err.

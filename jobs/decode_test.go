@@ -85,6 +85,7 @@ type ArgsFuzz struct {
 	Plain string
 	Skip  string `json:"-"`
 	Dash  string `json:"-,"`
+	//lint:ignore SA5008 an invalid tag name on purpose: encoding/json then uses the field name
 	Bad   string `json:"bad\"tag"`
 	named Named
 }
@@ -195,4 +196,14 @@ func TestDecodeArgsAbsent(t *testing.T) {
 	got := ArgsFuzz{S: "set"}
 	require.NoError(t, decodeArgs(&JobRow{}, compileArgsPlan(reflect.TypeFor[ArgsFuzz]()), &got))
 	assert.Equal(t, "set", got.S, "an envelope without args leaves the value alone (the zero T in a job)")
+}
+
+func TestAppendMillis(t *testing.T) {
+	t.Parallel()
+	for d, want := range map[time.Duration]string{
+		0: "0.000", 1500 * time.Microsecond: "1.500", 12345678 * time.Nanosecond: "12.345",
+		2 * time.Hour: "7200000.000", 999: "0.000", -time.Second: "0.000", 7 * time.Microsecond: "0.007",
+	} {
+		assert.Equal(t, want, string(appendMillis(nil, d)), d.String())
+	}
 }

@@ -9,7 +9,10 @@ import (
 // CancelError is returned by Cancel: the job is dead-lettered now, whatever attempts remain.
 type CancelError struct{ Err error }
 
+// Error describes the failure.
 func (e *CancelError) Error() string { return "jobs: cancelled: " + errString(e.Err) }
+
+// Unwrap returns the underlying error.
 func (e *CancelError) Unwrap() error { return e.Err }
 
 // Cancel marks err as permanent: the runtime dead-letters the job at once with err attached.
@@ -24,6 +27,7 @@ func Cancel(err error) error {
 // failure in metrics.
 type SnoozeError struct{ Duration time.Duration }
 
+// Error describes the failure.
 func (e *SnoozeError) Error() string { return fmt.Sprintf("jobs: snoozed for %s", e.Duration) }
 
 // Snooze asks for the job to run again after d (at most 12 h, SQS's visibility limit).
@@ -35,9 +39,12 @@ type ArgsError struct {
 	Err  error
 }
 
+// Error describes the failure.
 func (e *ArgsError) Error() string {
 	return fmt.Sprintf("jobs: decode args of kind %q: %v", e.Kind, e.Err)
 }
+
+// Unwrap returns the underlying error.
 func (e *ArgsError) Unwrap() error { return e.Err }
 
 func errString(err error) string {
@@ -51,6 +58,7 @@ func errString(err error) string {
 // ReasonUnknownKind.
 type UnknownKindError struct{ Kind string }
 
+// Error describes the failure.
 func (e *UnknownKindError) Error() string {
 	return fmt.Sprintf("jobs: no worker registered for kind %q", e.Kind)
 }
@@ -64,6 +72,7 @@ type PanicError struct {
 	Stack string // the goroutine's stack at the panic
 }
 
+// Error describes the failure.
 func (e *PanicError) Error() string { return fmt.Sprintf("jobs: worker panic: %v", e.Value) }
 
 // deadLetterReasoner is an error that is permanent and names why: the runtime dead-letters a job

@@ -115,18 +115,19 @@ type record struct {
 }
 
 type batch struct {
-	h       *sqsHandler
-	ctx     context.Context // the invocation's context: AWS calls
-	jobCtx  context.Context // jobs' context: ends SafetyMargin before the deadline
-	records []record
-	run     Handler
-	next    atomic.Int32 // next record (Standard) or group (FIFO) to claim
-	units   int32        // records (Standard) or groups (FIFO)
-	limit   int32        // most workers at once
-	started atomic.Int32 // workers woken
-	left    atomic.Int32 // workers still running
-	done    chan struct{}
-	stop    atomic.Bool // abandon: workers start nothing more
+	h        *sqsHandler
+	ctx      context.Context // the invocation's context: AWS calls
+	jobCtx   context.Context // jobs' context: ends SafetyMargin before the deadline
+	records  []record
+	run      Handler
+	next     atomic.Int32 // next record (Standard) or group (FIFO) to claim
+	units    int32        // records (Standard) or groups (FIFO)
+	limit    int32        // most workers at once
+	started  atomic.Int32 // workers woken
+	left     atomic.Int32 // workers still running
+	finished atomic.Int32 // units (records or groups) finished
+	done     chan struct{}
+	stop     atomic.Bool // abandon: workers start nothing more
 
 	// FIFO: record indexes ordered by group, and where each group starts in it.
 	order  []int32
@@ -142,7 +143,7 @@ type batch struct {
 func (h *sqsHandler) handle(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
 	n := len(ev.Records)
 	if n == 0 {
-		return events.SQSEventResponse{}, nil
+		return events.SQSEventResponse{BatchItemFailures: []events.SQSBatchItemFailure{}}, nil
 	}
 	b := &batch{h: h, ctx: ctx, run: h.workers.handler()}
 	if n <= len(b.inline) {
@@ -158,7 +159,7 @@ func (h *sqsHandler) handle(ctx context.Context, ev events.SQSEvent) (events.SQS
 	if deadline, ok := ctx.Deadline(); ok {
 		margin := h.cfg.SafetyMargin
 		if left := time.Until(deadline); margin > left/2 {
-			margin = left / 2
+			margin = max(left/2, 0)
 		}
 		var cancel context.CancelFunc
 		jobCtx, cancel = context.WithDeadline(ctx, deadline.Add(-margin))
@@ -244,8 +245,8 @@ func (b *batch) groupRecords() {
 
 // runAll runs the records on pooled goroutines and waits for them, or, once the jobs' context
 // has ended, at most until hard. Workers fan out on demand: a worker that takes a record while
-// others remain wakes one more (up to Concurrency), so slow jobs soon run Concurrency at once while
-// a batch of quick ones costs few goroutine hand-offs.
+// others remain and every started worker is busy wakes one more (up to Concurrency), so slow jobs
+// soon run Concurrency at once while a batch of quick ones costs few goroutine hand-offs.
 func (b *batch) runAll(hard time.Time) {
 	b.units = int32(len(b.records))
 	if b.h.fifo {
@@ -306,8 +307,12 @@ func (b *batch) claim() (int, bool) {
 	if i >= b.units {
 		return 0, false
 	}
-	if i+1 < b.units && b.started.Load() < b.limit {
-		b.wake()
+	// Wake another worker only while every started one is busy: slow jobs soon run Concurrency
+	// at once; a batch of quick ones is done by a worker or two.
+	if i+1 < b.units {
+		if started := b.started.Load(); started < b.limit && i+1-b.finished.Load() >= started {
+			b.wake()
+		}
 	}
 	return int(i), true
 }
@@ -327,6 +332,7 @@ func (b *batch) work() {
 		}
 		if !b.h.fifo {
 			b.runRecord(&b.records[i], &clock)
+			b.finished.Add(1)
 			continue
 		}
 		var failed *record
@@ -343,6 +349,7 @@ func (b *batch) work() {
 				failed = r
 			}
 		}
+		b.finished.Add(1)
 	}
 }
 
@@ -585,7 +592,8 @@ func (b *batch) changeVisibility(chunk []*record, entries []sqstypes.ChangeMessa
 
 // response lists the records the event source mapping must not delete.
 func (b *batch) response() events.SQSEventResponse {
-	var resp events.SQSEventResponse
+	// An empty list, not null, when every record succeeded: unambiguous to any reader.
+	resp := events.SQSEventResponse{BatchItemFailures: []events.SQSBatchItemFailure{}}
 	for i := range b.records {
 		r := &b.records[i]
 		if r.state.Load() != stateDone || r.out.listed() {
@@ -598,7 +606,9 @@ func (b *batch) response() events.SQSEventResponse {
 // startHeartbeat arms the heartbeat: every third of the visibility timeout it extends the
 // visibility of every message of the batch to the visibility timeout, until stopHeartbeat.
 func (b *batch) startHeartbeat() {
+	b.hbMu.Lock()
 	b.hbTimer = time.AfterFunc(b.h.cfg.VisibilityTimeout/3, b.beat)
+	b.hbMu.Unlock()
 }
 
 func (b *batch) stopHeartbeat() {

@@ -219,31 +219,36 @@ func TestHandlerLambdaDeadline(t *testing.T) {
 
 func TestHandlerConcurrencyLimit(t *testing.T) {
 	t.Parallel()
-	var now, peak atomic.Int32
-	w := jobs.NewWorkers()
-	jobs.AddWorker(w, jobs.WorkFunc[TestJob](func(ctx context.Context, job *jobs.Job[TestJob]) error {
-		n := now.Add(1)
-		for {
-			p := peak.Load()
-			if n <= p || peak.CompareAndSwap(p, n) {
-				break
+	for _, tc := range []struct{ limit, jobs int }{{3, 12}, {10, 10}, {10, 25}} {
+		t.Run(fmt.Sprintf("limit %d, %d jobs", tc.limit, tc.jobs), func(t *testing.T) {
+			t.Parallel()
+			var now, peak atomic.Int32
+			w := jobs.NewWorkers()
+			jobs.AddWorker(w, jobs.WorkFunc[TestJob](func(ctx context.Context, job *jobs.Job[TestJob]) error {
+				n := now.Add(1)
+				for {
+					p := peak.Load()
+					if n <= p || peak.CompareAndSwap(p, n) {
+						break
+					}
+				}
+				time.Sleep(200 * time.Millisecond)
+				now.Add(-1)
+				return nil
+			}))
+			cfg := jobstest.Config(jobstest.NewRecorder())
+			cfg.Concurrency = tc.limit
+			handler := jobs.NewSQSHandler(w, cfg)
+			var recs []events.SQSMessage
+			for i := 0; i < tc.jobs; i++ {
+				recs = append(recs, msg(i, "", nil))
 			}
-		}
-		time.Sleep(100 * time.Millisecond)
-		now.Add(-1)
-		return nil
-	}))
-	cfg := jobstest.Config(jobstest.NewRecorder())
-	cfg.Concurrency = 3
-	handler := jobs.NewSQSHandler(w, cfg)
-	var recs []events.SQSMessage
-	for i := 0; i < 12; i++ {
-		recs = append(recs, msg(i, "", nil))
+			resp, err := handler(context.Background(), jobstest.Event(recs...))
+			require.NoError(t, err)
+			assert.Empty(t, resp.BatchItemFailures)
+			assert.Equal(t, int32(tc.limit), peak.Load(), "slow jobs run %d at once, no more", tc.limit)
+		})
 	}
-	resp, err := handler(context.Background(), jobstest.Event(recs...))
-	require.NoError(t, err)
-	assert.Empty(t, resp.BatchItemFailures)
-	assert.Equal(t, int32(3), peak.Load(), "records run 3 at once, no more")
 }
 
 func TestHandlerFIFOSkipGroup(t *testing.T) {

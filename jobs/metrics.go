@@ -83,7 +83,7 @@ func (h *sqsHandler) appendEMF(b []byte, now int64, records []record) []byte {
 				b = append(b, ',')
 			}
 			first = false
-			b = strconv.AppendFloat(b, ms(r.dur), 'f', 3, 64)
+			b = appendMillis(b, r.dur)
 		}
 	}
 	b = append(b, `],"`+MetricAttempt+`":[`...)
@@ -99,6 +99,17 @@ func (h *sqsHandler) appendEMF(b []byte, now int64, records []record) []byte {
 		}
 	}
 	return append(b, "]}\n"...)
+}
+
+// appendMillis appends d in milliseconds with three decimals (microsecond precision).
+func appendMillis(b []byte, d time.Duration) []byte {
+	us := d.Microseconds()
+	if us < 0 {
+		us = 0
+	}
+	b = strconv.AppendInt(b, us/1000, 10)
+	frac := us % 1000
+	return append(b, '.', byte('0'+frac/100), byte('0'+frac/10%10), byte('0'+frac%10))
 }
 
 func appendCount(b []byte, name string, n int) []byte {

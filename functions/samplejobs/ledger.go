@@ -19,13 +19,11 @@ const KindPostLedger = "ledger.post"
 
 // Attribute names of a ledger item (one per account).
 const (
-	LedgerAccountAttr  = "account"    // partition key, string
-	LedgerBalanceAttr  = "balance"    // number: sum of the posted amounts, in cents
-	LedgerPostingsAttr = "postings"   // number: postings applied
-	LedgerHistoryAttr  = "history"    // list of posting ids, in the order they were applied
-	LedgerUpdatedAttr  = "updated_at" // RFC 3339 time of the last posting
-	ledgerHistoryLimit = 1000         // history grows no longer than this many entries
-	ledgerTimeFormat   = time.RFC3339Nano
+	LedgerAccountAttr  = "account"      // partition key, string
+	LedgerBalanceAttr  = "balance"      // number: sum of the posted amounts, in cents
+	LedgerPostingsAttr = "postings"     // number: postings applied
+	LedgerLastAttr     = "last_posting" // id of the posting applied last
+	LedgerUpdatedAttr  = "updated_at"   // RFC 3339 time of the last posting
 )
 
 // PostLedger applies one posting to an account's balance. Enqueue it on the FIFO Ledger queue
@@ -70,14 +68,9 @@ func (w *LedgerWorker) Work(ctx context.Context, job *jobs.Job[PostLedger]) erro
 			expression.IfNotExists(expression.Name(LedgerBalanceAttr), expression.Value(0)), expression.Value(p.AmountCents))).
 		Set(expression.Name(LedgerPostingsAttr), expression.Plus(
 			expression.IfNotExists(expression.Name(LedgerPostingsAttr), expression.Value(0)), expression.Value(1))).
-		Set(expression.Name(LedgerHistoryAttr), expression.ListAppend(
-			expression.IfNotExists(expression.Name(LedgerHistoryAttr), expression.Value([]string{})), expression.Value([]string{p.PostingID}))).
-		Set(expression.Name(LedgerUpdatedAttr), expression.Value(now().UTC().Format(ledgerTimeFormat)))
-	// The history is a demo aid; refuse to grow it past its limit rather than the item past 400 KB.
-	cond := expression.Or(
-		expression.AttributeNotExists(expression.Name(LedgerHistoryAttr)),
-		expression.Size(expression.Name(LedgerHistoryAttr)).LessThan(expression.Value(ledgerHistoryLimit)))
-	expr, err := expression.NewBuilder().WithUpdate(update).WithCondition(cond).Build()
+		Set(expression.Name(LedgerLastAttr), expression.Value(p.PostingID)).
+		Set(expression.Name(LedgerUpdatedAttr), expression.Value(now().UTC().Format(time.RFC3339Nano)))
+	expr, err := expression.NewBuilder().WithUpdate(update).Build()
 	if err != nil {
 		return jobs.Cancel(fmt.Errorf("samplejobs: ledger update: %w", err))
 	}
@@ -85,7 +78,6 @@ func (w *LedgerWorker) Work(ctx context.Context, job *jobs.Job[PostLedger]) erro
 		TableName:                 aws.String(w.Table),
 		Key:                       map[string]types.AttributeValue{LedgerAccountAttr: &types.AttributeValueMemberS{Value: p.Account}},
 		UpdateExpression:          expr.Update(),
-		ConditionExpression:       expr.Condition(),
 		ExpressionAttributeNames:  expr.Names(),
 		ExpressionAttributeValues: expr.Values(),
 	}}

@@ -263,3 +263,16 @@ func TestWorkerAcrossStacks(t *testing.T) {
 	require.Len(t, stateTpl.Resources("AWS::SQS::Queue"), 2)
 	require.Empty(t, stateTpl.Resources("AWS::IAM::Policy"), "grants live with the function's role")
 }
+
+// The asset hash is the hash of the built binary, and builds are reproducible: synthesizing the
+// same source twice gives the same asset, so a deploy updates a function only when it changed.
+func TestWorkerAssetHashIsStable(t *testing.T) {
+	hash := func() string {
+		_, stack, _, _, _ := workerFixture(t, nil, WorkerProps{})
+		_, fn := synth(t, stack).Only(t, "AWS::Lambda::Function")
+		key, _ := get(fn, "Properties.Code.S3Key").(string)
+		require.NotEmpty(t, key)
+		return key
+	}
+	require.Equal(t, hash(), hash())
+}

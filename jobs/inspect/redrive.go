@@ -146,8 +146,9 @@ type RedriveResult struct {
 // and only then delete the sent ones from the DLQ. So:
 //   - an interruption never loses a message: one not yet sent is still in the DLQ (visible again
 //     after Visibility), and one sent is in its queue;
-//   - a run sends each DLQ message at most once (it remembers what it sent: a message that comes
-//     back because its delete failed is deleted, not sent again);
+//   - a run sends each DLQ message at most once: it remembers what it sent and what it is sending,
+//     so a message that comes back (its delete failed, or its visibility ran out mid-move) is
+//     deleted or left alone, not sent again;
 //   - a run killed outright leaves at most Window() messages sent but not deleted; the next run
 //     sends those again, so each may arrive twice — never more, unless it is caught that way by a
 //     second kill too. The envelope id keeps a duplicated job idempotent. A cancelled ctx
@@ -221,7 +222,7 @@ func (i *Inspector) Redrive(ctx context.Context, dlqURL string, opts *RedriveOpt
 	m := &mover{
 		i: i, dlq: dlqURL, o: o, res: res,
 		visSeconds: max(int32(o.Visibility.Round(time.Second)/time.Second), 1),
-		sent:       map[string]bool{}, done: map[string]bool{}, movedJobs: map[string]string{},
+		sent:       map[string]bool{}, claimed: map[string]bool{}, done: map[string]bool{}, movedJobs: map[string]string{},
 		held: map[string]heldMsg{}, failed: map[string]bool{}, unconfirmed: map[string]bool{},
 		skipped: map[string]bool{}, noDest: map[string]bool{}, returned: map[string]bool{},
 	}
@@ -357,6 +358,7 @@ type mover struct {
 
 	mu          sync.Mutex
 	sent        map[string]bool    // DLQ message ids sent in this run
+	claimed     map[string]bool    // DLQ message ids a worker is sending right now
 	done        map[string]bool    // DLQ message ids sent and deleted
 	movedJobs   map[string]string  // job id → the DLQ message id it was moved from
 	held        map[string]heldMsg // messages left in the DLQ, hidden until the run ends
@@ -498,6 +500,10 @@ func (m *mover) move(ctx context.Context, msgs []sqstypes.Message) {
 		case m.sent[j.MessageID]:
 			// Sent earlier in this run, its delete failed or came too late: delete, do not resend.
 			toDelete = append(toDelete, msg)
+		case m.claimed[j.MessageID]:
+			// Another worker is sending it right now (its visibility ran out under that worker):
+			// leave it; it comes back after Visibility if that worker's delete does not stick.
+			continue
 		case j.JobID != "" && m.movedJobs[j.JobID] != "" && m.movedJobs[j.JobID] != j.MessageID:
 			m.hold(msg, m.returned)
 		case !m.o.Filter.Match(&j):
@@ -511,6 +517,7 @@ func (m *mover) move(ctx context.Context, msgs []sqstypes.Message) {
 			if _, ok := byDest[d]; !ok {
 				order = append(order, d)
 			}
+			m.claimed[j.MessageID] = true
 			byDest[d] = append(byDest[d], moveItem{msg: msg, job: j})
 		}
 	}
@@ -531,6 +538,9 @@ func (m *mover) move(ctx context.Context, msgs []sqstypes.Message) {
 	m.mu.Lock()
 	for _, items := range byDest {
 		m.inFlight -= len(items)
+		for _, it := range items {
+			delete(m.claimed, it.job.MessageID)
+		}
 	}
 	m.mu.Unlock()
 	m.progress()

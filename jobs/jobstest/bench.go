@@ -1,6 +1,7 @@
 package jobstest
 
 import (
+	"bufio"
 	"context"
 	"fmt"
 	"io"
@@ -50,6 +51,18 @@ func SampleEnvelopes(n int) []string {
 		out[i] = Body(SampleArgsAt(i), &MessageOpts{ID: "sample-" + strconv.Itoa(i), EnqueuedAt: SampleEnvelopeTime})
 	}
 	return out
+}
+
+// WriteSampleEnvelopes writes SampleEnvelopes(n) to w, one body per line (JSON Lines), for a
+// runtime in another language to decode the very same bytes.
+func WriteSampleEnvelopes(w io.Writer, n int) error {
+	bw := bufio.NewWriter(w)
+	for _, body := range SampleEnvelopes(n) {
+		if _, err := bw.WriteString(body + "\n"); err != nil {
+			return err
+		}
+	}
+	return bw.Flush()
 }
 
 // SampleEvents splits SampleEnvelopes(n) into Lambda SQS events of batchSize records.
@@ -102,6 +115,7 @@ func NewBenchRunner(batchSize int) func(ctx context.Context) error {
 // inProcessSQS answers every SQS call with an empty success.
 type inProcessSQS struct{}
 
+// Do answers req with 200 and an empty JSON object.
 func (inProcessSQS) Do(req *http.Request) (*http.Response, error) {
 	return &http.Response{
 		StatusCode: 200,

@@ -404,8 +404,8 @@ func (r *Recorder) VisibilityOf(receiptHandle string) (time.Duration, bool) {
 	return 0, false
 }
 
-// Envelopes decodes the bodies of every message sent (SendMessage and batches) to queueURL, in
-// order; a Client test reads what it enqueued with it.
+// Envelopes decodes the bodies of every message sent to queueURL — SendMessage bodies first, then
+// batch entries, each in call order; a Client test reads what it enqueued with it.
 func (r *Recorder) Envelopes(tb testing.TB, queueURL string) []jobs.Envelope {
 	tb.Helper()
 	r.mu.Lock()

@@ -15,7 +15,7 @@ import (
 // jobkit's own cost per message — envelope and args decoding, dispatch, concurrency, outcomes, the
 // metrics line — not the network. It needs no emulator.
 //
-//	runtime_overhead_ns_per_msg  wall time per message (best of 3 testing.Benchmark runs)
+//	runtime_overhead_ns_per_msg  wall time per message (best of 5 testing.Benchmark runs)
 //	runtime_allocs_per_msg       heap allocations per message
 //	runtime_cpu_ns_per_msg       process CPU time per message (user+system, all goroutines and the
 //	                             GC): steadier than wall time on a busy machine
@@ -37,7 +37,7 @@ func benchRuntime(ctx context.Context, emit func(string, any)) error {
 	best, allocs := time.Duration(0), int64(0)
 	var cpu time.Duration
 	var msgs int
-	for i := 0; i < 3; i++ {
+	for i := 0; i < 5; i++ {
 		c0 := cpuTime()
 		res := testing.Benchmark(func(b *testing.B) {
 			b.ReportAllocs()

@@ -3,7 +3,6 @@ package deploy
 import (
 	"encoding/base64"
 	"fmt"
-	"sort"
 	"strconv"
 	"strings"
 )
@@ -465,77 +464,6 @@ func (r *resolver) condExpr(v any, path string) (any, error) {
 		}
 	}
 	return r.eval(v, path)
-}
-
-// references lists the logical ids v refers to (Ref, Fn::GetAtt, ${...} in Fn::Sub), sorted.
-func references(v any) []string {
-	set := map[string]bool{}
-	var walk func(any)
-	walk = func(v any) {
-		switch x := v.(type) {
-		case map[string]any:
-			if len(x) == 1 {
-				if ref, ok := x["Ref"].(string); ok {
-					if !strings.HasPrefix(ref, "AWS::") {
-						set[ref] = true
-					}
-					return
-				}
-				if ga, ok := x["Fn::GetAtt"]; ok {
-					switch a := ga.(type) {
-					case []any:
-						if len(a) > 0 {
-							if s, ok := a[0].(string); ok {
-								set[s] = true
-							}
-						}
-					case string:
-						l, _, _ := strings.Cut(a, ".")
-						set[l] = true
-					}
-					return
-				}
-				if sub, ok := x["Fn::Sub"]; ok {
-					var tmpl string
-					vars := map[string]any{}
-					switch a := sub.(type) {
-					case string:
-						tmpl = a
-					case []any:
-						if len(a) == 2 {
-							tmpl, _ = a[0].(string)
-							vars, _ = a[1].(map[string]any)
-							walk(a[1])
-						}
-					}
-					for _, name := range subNames(tmpl) {
-						if _, isVar := vars[name]; isVar {
-							continue
-						}
-						l, _, _ := strings.Cut(name, ".")
-						if !strings.HasPrefix(l, "AWS::") {
-							set[l] = true
-						}
-					}
-					return
-				}
-			}
-			for _, val := range x {
-				walk(val)
-			}
-		case []any:
-			for _, val := range x {
-				walk(val)
-			}
-		}
-	}
-	walk(v)
-	out := make([]string, 0, len(set))
-	for k := range set {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }
 
 // subNames lists the ${...} names of a Fn::Sub template (not ${!literals}).

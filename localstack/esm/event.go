@@ -1,8 +1,6 @@
 package esm
 
 import (
-	"encoding/json"
-
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 )
@@ -89,10 +87,4 @@ func NewRecord(m types.Message, queueARN, region string) Record {
 		EventSourceARN:         queueARN,
 		AWSRegion:              region,
 	}
-}
-
-// recordSize estimates the bytes r adds to an event.
-func recordSize(r Record) int {
-	b, _ := json.Marshal(r)
-	return len(b) + 1
 }

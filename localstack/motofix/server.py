@@ -9,9 +9,14 @@ the group's first message while a later one still counts as in flight, skips it,
 delivers the later one first. SQS hands a group out from its first message again. The fix releases
 every in-flight message whose visibility timeout has passed before the walk starts (and keeps the
 walk from releasing any itself), so a group resumes at its first message.
+
+Fix 2, FIFO long polls. While every visible message belongs to a message group that is in flight,
+moto's long poll finds nothing to deliver yet wakes at once, again and again, until WaitTimeSeconds
+ends: one CPU spinning per waiting consumer. The fix sleeps 50 ms between such rounds.
 """
 
 import sys
+import time
 
 from moto.server import main
 from moto.sqs import models
@@ -43,6 +48,20 @@ def messages(self):
 
 
 models.Queue.messages = property(messages)
+
+_wait_for_messages = models.Queue.wait_for_messages
+
+
+def wait_for_messages(self, timeout):
+    if _messages(self):
+        # Messages are visible but none could be delivered (their groups are in flight): waiting
+        # on the condition would return at once.
+        time.sleep(0.05)
+        return
+    _wait_for_messages(self, timeout)
+
+
+models.Queue.wait_for_messages = wait_for_messages
 
 if __name__ == "__main__":
     sys.exit(main())

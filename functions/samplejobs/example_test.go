@@ -1,0 +1,62 @@
+package samplejobs_test
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+
+	"github.com/aws/aws-lambda-go/lambda"
+
+	"github.com/jobkit-go/jobkit/jobs"
+	"github.com/jobkit-go/jobkit/jobs/jobstest"
+)
+
+// ResizeImage is a job: plain arguments with a Kind, which names it on the wire.
+type ResizeImage struct {
+	ImageID string `json:"image_id"`
+	Width   int    `json:"width"`
+}
+
+// Kind implements jobs.JobArgs.
+func (ResizeImage) Kind() string { return "image.resize" }
+
+// ResizeWorker runs ResizeImage jobs.
+type ResizeWorker struct{}
+
+// Work returns nil on success, jobs.Cancel(err) to dead-letter at once, jobs.Snooze(d) to run
+// again after d, and any other error to retry with backoff.
+func (ResizeWorker) Work(ctx context.Context, job *jobs.Job[ResizeImage]) error {
+	if job.Args.Width <= 0 {
+		return jobs.Cancel(fmt.Errorf("width %d", job.Args.Width)) // retrying cannot fix it
+	}
+	fmt.Printf("resize %s to %dpx (attempt %d)\n", job.Args.ImageID, job.Args.Width, job.Attempt)
+	return nil
+}
+
+// lambdaMain is the main of a function running ResizeImage jobs (functions/resize/main.go).
+func lambdaMain() {
+	cfg, err := jobs.ConfigFromEnv() // the environment the Worker construct sets
+	if err != nil {
+		slog.Error("resize: cannot start", "err", err)
+		os.Exit(1)
+	}
+	workers := jobs.NewWorkers()
+	jobs.AddWorker(workers, ResizeWorker{})
+	lambda.Start(jobs.NewSQSHandler(workers, cfg))
+}
+
+// Writing a job handler: the args type, its worker and the function's main. In a test, jobstest
+// runs a job through the registry as the runtime would.
+func Example_jobHandler() {
+	if os.Getenv("AWS_LAMBDA_RUNTIME_API") != "" {
+		lambdaMain() // only inside Lambda
+	}
+	workers := jobs.NewWorkers()
+	jobs.AddWorker(workers, ResizeWorker{})
+	err := jobstest.Run(context.Background(), workers, ResizeImage{ImageID: "img-7", Width: 640}, nil)
+	fmt.Println("err:", err)
+	// Output:
+	// resize img-7 to 640px (attempt 1)
+	// err: <nil>
+}

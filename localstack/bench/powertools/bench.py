@@ -1,0 +1,77 @@
+"""Time handler.handler on a file of SQS events, as the jobkit benchmark times jobs.NewSQSHandler.
+
+    python bench.py EVENTS.json REPS
+
+EVENTS.json is a JSON list of Lambda SQS events (the bench command writes it: 1,000 batches of 10
+jobkit envelopes). The events are decoded once, before timing, as the Lambda runtime hands the
+handler a decoded event. One untimed pass warms up (pydantic's validators, the parser's model
+cache); then each repetition calls the handler on every event, after a garbage collection, and is
+timed with perf_counter_ns. A repetition fails the run if any record is reported failed.
+
+It prints one JSON object: {"records": N, "ns_per_msg": [wall time, one figure per repetition],
+"cpu_ns_per_msg": process CPU time per message over the timed repetitions}.
+"""
+
+from __future__ import annotations
+
+import gc
+import json
+import os
+import sys
+import time
+
+os.environ.setdefault("AWS_REGION", "us-east-1")  # the persistence layer makes a boto3 client
+os.environ.setdefault("AWS_DEFAULT_REGION", "us-east-1")
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import handler  # noqa: E402
+
+
+class Context:
+    """The attributes of a Lambda context object the batch utility may read."""
+
+    function_name = "powertools-bench"
+    function_version = "$LATEST"
+    invoked_function_arn = "arn:aws:lambda:us-east-1:123456789012:function:powertools-bench"
+    memory_limit_in_mb = 128
+    aws_request_id = "00000000-0000-4000-8000-000000000000"
+    log_group_name = "/aws/lambda/powertools-bench"
+    log_stream_name = "bench"
+
+    @staticmethod
+    def get_remaining_time_in_millis() -> int:
+        return 900_000
+
+
+def run(events: list[dict], context: Context) -> int:
+    failed = 0
+    for event in events:
+        failed += len(handler.handler(event, context)["batchItemFailures"])
+    return failed
+
+
+def main() -> None:
+    path, reps = sys.argv[1], int(sys.argv[2])
+    with open(path, "rb") as f:
+        events = json.load(f)
+    records = sum(len(e["Records"]) for e in events)
+    context = Context()
+    if (failed := run(events, context)) != 0:
+        sys.exit(f"bench.py: {failed} of {records} records failed")
+    per_msg, cpu = [], 0
+    for _ in range(reps):
+        gc.collect()
+        cpu_start, start = time.process_time_ns(), time.perf_counter_ns()
+        failed = run(events, context)
+        elapsed = time.perf_counter_ns() - start
+        cpu += time.process_time_ns() - cpu_start
+        if failed != 0:
+            sys.exit(f"bench.py: {failed} of {records} records failed")
+        per_msg.append(elapsed / records)
+    result = {"records": records, "ns_per_msg": per_msg, "cpu_ns_per_msg": cpu / (records * reps)}
+    json.dump(result, sys.stdout)
+    sys.stdout.write("\n")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,306 @@
+// Package devstack runs a deployed jobkit stack on this machine: a lambdaruntime per function,
+// an esm poller per SQS event source mapping, and the scheduler's local firing loop for the
+// deployment's schedule groups. Stop ends all of it and leaves no process behind.
+package devstack
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	awsscheduler "github.com/aws/aws-sdk-go-v2/service/scheduler"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+
+	"github.com/jobkit-go/jobkit/localstack/deploy"
+	"github.com/jobkit-go/jobkit/localstack/esm"
+	"github.com/jobkit-go/jobkit/localstack/lambdaruntime"
+	"github.com/jobkit-go/jobkit/scheduler"
+)
+
+// Config configures Start.
+type Config struct {
+	// AWS is the emulator's configuration; the pollers and the scheduler loop use it.
+	AWS aws.Config
+	// Deployment is what to run (deploy.Deploy's result, bootstraps built). Required.
+	Deployment *deploy.Deployment
+	// Endpoint is AWS_ENDPOINT_URL for the functions; default AWS.BaseEndpoint.
+	Endpoint string
+	// Output receives the functions' output, each line prefixed with "[<function>] "; default os.Stderr.
+	Output io.Writer
+	// Logger receives the stack's own events; default discards.
+	Logger *slog.Logger
+	// OnBatch, if set, is called after every settled batch.
+	OnBatch func(function string, rep esm.BatchReport)
+	// OnFire, if set, is called after every tick the scheduler loop sends.
+	OnFire func(scheduler.Firing)
+	// NoScheduler leaves the schedules alone (the loop runs when the deployment has schedule groups).
+	NoScheduler bool
+	// SchedulerPollInterval is how often the loop lists the groups; default 5 s.
+	SchedulerPollInterval time.Duration
+	// StopGrace is how long Stop lets invocations in flight finish before it kills them; default 10 s.
+	StopGrace time.Duration
+}
+
+// Stack is a running deployment.
+type Stack struct {
+	log      *slog.Logger
+	grace    time.Duration
+	runtimes map[string]*lambdaruntime.Runtime
+	pollers  []*poller
+	cancel   context.CancelFunc
+	wg       sync.WaitGroup // pollers and the scheduler loop
+	done     chan struct{}  // closed when every poller and the loop returned
+	stopOnce sync.Once
+	stopErr  error
+	schedErr error
+}
+
+type poller struct {
+	function string
+	mapping  deploy.EventSourceMapping
+	p        *esm.Poller
+}
+
+// MappingStats is one event source mapping's counters.
+type MappingStats struct {
+	Function string
+	QueueURL string
+	esm.Stats
+}
+
+// Start starts a runtime for each function that an enabled event source mapping feeds, a poller for
+// each such mapping and, unless NoScheduler, the scheduler's local firing loop. It returns once all
+// are running; Stop ends them.
+func Start(ctx context.Context, cfg Config) (*Stack, error) {
+	d := cfg.Deployment
+	if d == nil {
+		return nil, errors.New("devstack: Config.Deployment is required")
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	endpoint := cfg.Endpoint
+	if endpoint == "" {
+		endpoint = aws.ToString(cfg.AWS.BaseEndpoint)
+	}
+	out := cfg.Output
+	if out == nil {
+		out = os.Stderr
+	}
+	if cfg.StopGrace <= 0 {
+		cfg.StopGrace = 10 * time.Second
+	}
+	creds, err := cfg.AWS.Credentials.Retrieve(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("devstack: credentials: %w", err)
+	}
+	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	s := &Stack{log: log, grace: cfg.StopGrace, runtimes: map[string]*lambdaruntime.Runtime{}, cancel: cancel, done: make(chan struct{})}
+	fail := func(err error) (*Stack, error) {
+		cancel()
+		for _, rt := range s.runtimes {
+			_ = rt.Close()
+		}
+		return nil, err
+	}
+
+	client := sqs.NewFromConfig(cfg.AWS)
+	var outMu sync.Mutex
+	for _, fn := range d.Functions {
+		var mappings []deploy.EventSourceMapping
+		for _, m := range d.MappingsOf(fn.Name) {
+			if m.Enabled {
+				mappings = append(mappings, m)
+			}
+		}
+		if len(mappings) == 0 {
+			log.Info("function has no enabled SQS event source; not started", "function", fn.Name)
+			continue
+		}
+		if fn.Bootstrap == "" {
+			return fail(fmt.Errorf("devstack: function %s has no bootstrap (deployed with SkipBuild?)", fn.Name))
+		}
+		// As many environments as the mappings may invoke at once, within reserved concurrency.
+		instances := 0
+		for _, m := range mappings {
+			c := m.MaximumConcurrency
+			if c == 0 {
+				c = esm.DefaultMaximumConcurrency
+			}
+			instances += c
+		}
+		if fn.ReservedConcurrency > 0 {
+			instances = min(instances, fn.ReservedConcurrency)
+		}
+		rt, err := lambdaruntime.New(fn.RuntimeFunction(instances), &lambdaruntime.Options{
+			Region: d.Region, AccountID: d.AccountID, Endpoint: endpoint,
+			AccessKeyID: creds.AccessKeyID, SecretAccessKey: creds.SecretAccessKey, SessionToken: creds.SessionToken,
+			Output: &prefixWriter{mu: &outMu, w: out, prefix: []byte("[" + fn.Name + "] ")},
+			Logger: log,
+		})
+		if err != nil {
+			return fail(fmt.Errorf("devstack: %w", err))
+		}
+		s.runtimes[fn.Name] = rt
+		for _, m := range mappings {
+			name := fn.Name
+			var onBatch func(esm.BatchReport)
+			if cfg.OnBatch != nil {
+				onBatch = func(rep esm.BatchReport) { cfg.OnBatch(name, rep) }
+			}
+			conc := m.MaximumConcurrency
+			if fn.ReservedConcurrency > 0 && (conc == 0 || conc > fn.ReservedConcurrency) {
+				conc = max(fn.ReservedConcurrency, esm.MinMaximumConcurrency)
+			}
+			p, err := esm.New(client, rt, esm.Mapping{
+				QueueURL: m.QueueURL, QueueARN: m.QueueARN, BatchSize: m.BatchSize,
+				MaximumBatchingWindow: m.MaximumBatchingWindow, MaximumConcurrency: conc,
+				ReportBatchItemFailures: m.ReportBatchItemFailures,
+			}, &esm.Options{Region: d.Region, Logger: log.With("function", fn.Name), OnBatch: onBatch})
+			if err != nil {
+				return fail(fmt.Errorf("devstack: mapping %s: %w", m.LogicalID, err))
+			}
+			s.pollers = append(s.pollers, &poller{function: fn.Name, mapping: m, p: p})
+		}
+	}
+
+	var runner *scheduler.LocalRunner
+	if !cfg.NoScheduler {
+		groups := map[string]bool{}
+		for _, g := range d.ScheduleGroups {
+			groups[g.Name] = true
+		}
+		for _, sc := range d.Schedules {
+			groups[sc.Group] = true
+		}
+		if len(groups) > 0 {
+			var names []string
+			for g := range groups {
+				names = append(names, g)
+			}
+			sort.Strings(names)
+			runner, err = scheduler.NewLocalRunner(scheduler.LocalRunnerConfig{
+				SQS: client, Scheduler: awsscheduler.NewFromConfig(cfg.AWS), Groups: names,
+				PollInterval: cfg.SchedulerPollInterval, Logger: log, OnFire: cfg.OnFire,
+			})
+			if err != nil {
+				return fail(fmt.Errorf("devstack: scheduler: %w", err))
+			}
+		}
+	}
+
+	for _, p := range s.pollers {
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			_ = p.p.Run(runCtx)
+		}()
+		log.Info("event source mapping started", "function", p.function, "queue", p.mapping.QueueURL,
+			"batch_size", p.p.Mapping().BatchSize, "maximum_concurrency", p.p.Mapping().MaximumConcurrency)
+	}
+	if runner != nil {
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			if err := runner.Run(runCtx); err != nil {
+				s.schedErr = err
+				log.Error("scheduler loop stopped", "error", err)
+			}
+		}()
+	}
+	go func() {
+		s.wg.Wait()
+		close(s.done)
+	}()
+	return s, nil
+}
+
+// Stop stops polling and the scheduler loop, lets the invocations in flight finish for up to
+// StopGrace, then kills every function process and waits until they are gone. It is safe to call
+// more than once.
+func (s *Stack) Stop() error {
+	s.stopOnce.Do(func() {
+		s.cancel()
+		t := time.NewTimer(s.grace)
+		defer t.Stop()
+		select {
+		case <-s.done:
+		case <-t.C:
+			s.log.Warn("invocations still in flight after the grace period; killing them", "grace", s.grace.String())
+		}
+		var errs []error
+		for name, rt := range s.runtimes {
+			if err := rt.Close(); err != nil {
+				errs = append(errs, fmt.Errorf("function %s: %w", name, err))
+			}
+		}
+		<-s.done
+		s.stopErr = errors.Join(append(errs, s.schedErr)...)
+	})
+	return s.stopErr
+}
+
+// Done is closed when every poller and the scheduler loop have returned (after Stop).
+func (s *Stack) Done() <-chan struct{} { return s.done }
+
+// Stats returns each event source mapping's counters, in start order.
+func (s *Stack) Stats() []MappingStats {
+	out := make([]MappingStats, len(s.pollers))
+	for i, p := range s.pollers {
+		out[i] = MappingStats{Function: p.function, QueueURL: p.mapping.QueueURL, Stats: p.p.Stats()}
+	}
+	return out
+}
+
+// Functions returns the names of the functions running, sorted.
+func (s *Stack) Functions() []string {
+	var names []string
+	for n := range s.runtimes {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// PIDs returns the process ids of every function environment running now.
+func (s *Stack) PIDs() []int {
+	var pids []int
+	for _, rt := range s.runtimes {
+		pids = append(pids, rt.PIDs()...)
+	}
+	sort.Ints(pids)
+	return pids
+}
+
+// prefixWriter prefixes each line with the function's name.
+type prefixWriter struct {
+	mu     *sync.Mutex
+	w      io.Writer
+	prefix []byte
+}
+
+func (p *prefixWriter) Write(b []byte) (int, error) {
+	var buf bytes.Buffer
+	for _, line := range bytes.SplitAfter(b, []byte("\n")) {
+		if len(line) == 0 {
+			continue
+		}
+		buf.Write(p.prefix)
+		buf.Write(line)
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if _, err := p.w.Write(buf.Bytes()); err != nil {
+		return 0, err
+	}
+	return len(b), nil
+}
