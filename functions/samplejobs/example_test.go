@@ -7,7 +7,10 @@ import (
 	"os"
 
 	"github.com/aws/aws-lambda-go/lambda"
+	"github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
+	"github.com/jobkit-go/jobkit/functions/samplejobs"
 	"github.com/jobkit-go/jobkit/jobs"
 	"github.com/jobkit-go/jobkit/jobs/jobstest"
 )
@@ -59,4 +62,31 @@ func Example_jobHandler() {
 	// Output:
 	// resize img-7 to 640px (attempt 1)
 	// err: <nil>
+}
+
+// Sending jobs from a service: route each kind to its queue (the stack outputs JobkitQueue<Name>
+// hold the URLs) and enqueue typed args. A FIFO job names its message group.
+func Example_enqueue() {
+	ctx := context.Background()
+	awsCfg, err := config.LoadDefaultConfig(ctx)
+	if err != nil {
+		panic(err)
+	}
+	client, err := jobs.NewClient(sqs.NewFromConfig(awsCfg), jobs.ClientOptions{Queues: map[string]string{
+		samplejobs.KindSendEmail:  os.Getenv("EMAIL_QUEUE_URL"),  // output JobkitQueueEmail
+		samplejobs.KindPostLedger: os.Getenv("LEDGER_QUEUE_URL"), // output JobkitQueueLedger
+	}})
+	if err != nil {
+		panic(err)
+	}
+	res, err := client.Enqueue(ctx, samplejobs.SendEmail{To: "ada@example.com", Subject: "Welcome"}, nil)
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println("enqueued", res.ID)
+	posting := samplejobs.PostLedger{Account: "acct-1", PostingID: "p-1001", AmountCents: 1250}
+	_, err = client.Enqueue(ctx, posting, &jobs.EnqueueOpts{GroupID: posting.GroupID()})
+	if err != nil {
+		panic(err)
+	}
 }

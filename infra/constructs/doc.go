@@ -1,7 +1,8 @@
 // Package constructs holds jobkit's AWS CDK constructs, one per capability: [JobQueue] (an SQS
 // queue with its dead-letter queue and alarms), [Worker] (a Go Lambda function consuming a
-// JobQueue), [IdempotencyTable] (the DynamoDB table of the idempotency store) and [Dashboard]
-// (queue depth and the jobs runtime's metrics).
+// JobQueue), [IdempotencyTable] (the DynamoDB table of the idempotency store), [Dashboard]
+// (queue depth and the jobs runtime's metrics), [Schedule] (a recurring job) and [DelayedJobs]
+// (the schedule group and role for delays beyond SQS's 15 minutes).
 //
 // Constructs take Go values in their props (time.Duration, int, bool); the zero value of a field
 // means its documented default. Misconfiguration that AWS would reject at deploy time (a queue

@@ -98,13 +98,13 @@ type Worker struct {
 	Environment map[string]string
 }
 
-// ConfigError is the panic value of NewWorker and the error of WorkerProps.Check for props that
-// cannot deploy.
+// ConfigError is the panic value of NewWorker for props that cannot deploy.
 type ConfigError struct {
 	Construct string // the construct path
 	Reason    string
 }
 
+// Error implements error.
 func (e *ConfigError) Error() string {
 	return fmt.Sprintf("jobkit: %s: %s", e.Construct, e.Reason)
 }

@@ -408,3 +408,32 @@ func mustJSON(t *testing.T, v any) []byte {
 	require.NoError(t, err)
 	return b
 }
+
+// A poller whose runtime is closed stops instead of receiving and failing batches forever; the
+// batch it held is not deleted.
+func TestPollerStopsWhenTheRuntimeIsClosed(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, setup{
+		queue:   &awstest.QueueOptions{VisibilityTimeout: 60},
+		mapping: esm.Mapping{BatchSize: 10, MaximumConcurrency: 2, ReportBatchItemFailures: true},
+	})
+	require.NoError(t, h.rec.rt.Close())
+	h.send("ok")
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = h.poller.Run(context.Background())
+	}()
+	rep := h.nextReport()
+	require.ErrorIs(t, rep.InvokeErr, lambdaruntime.ErrClosed)
+	require.Equal(t, esm.BatchFailed, rep.Verdict)
+	// The other worker is still long-polling an empty queue; one more message ends it too.
+	h.send("ok-2")
+	select {
+	case <-done:
+	case <-time.After(60 * time.Second):
+		t.Fatal("poller still running after its runtime closed")
+	}
+	_, inFlight := h.counts()
+	require.Equal(t, 2, inFlight, "nothing deleted")
+}

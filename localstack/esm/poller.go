@@ -224,7 +224,11 @@ func (p *Poller) Run(ctx context.Context) error {
 
 func (p *Poller) work(ctx context.Context, worker int) {
 	for ctx.Err() == nil {
-		p.poll(ctx, worker)
+		rep, _ := p.poll(ctx, worker)
+		if errors.Is(rep.InvokeErr, lambdaruntime.ErrClosed) {
+			p.log.Warn("the function's runtime is closed; worker stops", "worker", worker)
+			return
+		}
 	}
 }
 

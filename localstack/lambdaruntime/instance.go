@@ -185,6 +185,9 @@ func (r *Runtime) environ(runtimeAPI string) []string {
 	return out
 }
 
+// maxLine is the longest line lineWriter holds back waiting for its end.
+const maxLine = 256 * 1024
+
 // lineWriter passes whole lines to w, so the output of concurrent environments does not interleave
 // within a line.
 type lineWriter struct {
@@ -198,6 +201,9 @@ func (l *lineWriter) Write(p []byte) (int, error) {
 	l.own.Lock()
 	defer l.own.Unlock()
 	l.buf = append(l.buf, p...)
+	if len(l.buf) > maxLine { // a line that never ends: pass it on in pieces
+		l.buf = append(l.buf, '\n')
+	}
 	if i := bytes.LastIndexByte(l.buf, '\n'); i >= 0 {
 		l.mu.Lock()
 		_, _ = l.w.Write(l.buf[:i+1])

@@ -13,11 +13,16 @@ walk from releasing any itself), so a group resumes at its first message.
 Fix 2, FIFO long polls. While every visible message belongs to a message group that is in flight,
 moto's long poll finds nothing to deliver yet wakes at once, again and again, until WaitTimeSeconds
 ends: one CPU spinning per waiting consumer. The fix sleeps 50 ms between such rounds.
+
+Fix 3, ReceiveMessage cost. For every message it delivers, moto checks the retention period by
+computing all the queue's attributes, three of which walk every message in the queue: a receive of
+10 from a queue holding 600 messages took 0.6 s. The fix reads the retention period directly.
 """
 
 import sys
 import time
 
+from moto.core.utils import unix_time
 from moto.server import main
 from moto.sqs import models
 
@@ -62,6 +67,14 @@ def wait_for_messages(self, timeout):
 
 
 models.Queue.wait_for_messages = wait_for_messages
+
+
+def is_message_valid_based_on_retention_period(self, queue_name, message):
+    retention = int(self.get_queue(queue_name).message_retention_period)
+    return retention + message.sent_timestamp / 1000 > unix_time()
+
+
+models.SQSBackend.is_message_valid_based_on_retention_period = is_message_valid_based_on_retention_period
 
 if __name__ == "__main__":
     sys.exit(main())
