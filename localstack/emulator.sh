@@ -29,13 +29,15 @@ up)
     echo "emulator: AWS_ENDPOINT_URL=$AWS_ENDPOINT_URL does not answer, and it is not the local emulator's address" >&2
     exit 1
   fi
-  if [[ ! -x "$ROOT/.venv/bin/moto_server" ]]; then
-    echo "emulator: $ROOT/.venv/bin/moto_server missing; run 'make setup'" >&2
+  if [[ ! -x "$ROOT/.venv/bin/python" ]] || ! "$ROOT/.venv/bin/python" -c 'import moto.server' 2>/dev/null; then
+    echo "emulator: moto is not installed in $ROOT/.venv; run 'make setup'" >&2
     exit 1
   fi
   mkdir -p "$RUN_DIR"
   # setsid: the server gets its own process group, so 'down' stops it and its children.
-  setsid "$ROOT/.venv/bin/moto_server" -H "$HOST" -p "$PORT" >"$LOG_FILE" 2>&1 < /dev/null &
+  # localstack/motofix/server.py is moto's server with the SQS fixes it documents (FIFO group
+  # order after a partial batch failure, FIFO long polls, receive cost on deep queues).
+  setsid "$ROOT/.venv/bin/python" "$ROOT/localstack/motofix/server.py" -H "$HOST" -p "$PORT" >"$LOG_FILE" 2>&1 < /dev/null &
   echo $! >"$PID_FILE"
   deadline=$((SECONDS + READY_TIMEOUT))
   until alive "http://$HOST:$PORT"; do

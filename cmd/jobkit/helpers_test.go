@@ -81,6 +81,11 @@ func strAttr(v string) sqstypes.MessageAttributeValue {
 // seedDead puts n dead jobs (ids "<prefix>-<i>") in the DLQ with the runtime's attributes,
 // pointing back at source. kindOf picks each job's kind.
 func seedDead(t testing.TB, client *sqs.Client, dlqURL, source, prefix string, n int, kindOf func(i int) string) []string {
+	return seedDeadFrom(t, client, dlqURL, []string{source}, prefix, n, kindOf)
+}
+
+// seedDeadFrom is seedDead with job i coming from sources[i % len(sources)].
+func seedDeadFrom(t testing.TB, client *sqs.Client, dlqURL string, sources []string, prefix string, n int, kindOf func(i int) string) []string {
 	t.Helper()
 	ctx := context.Background()
 	ids := make([]string, n)
@@ -104,7 +109,7 @@ func seedDead(t testing.TB, client *sqs.Client, dlqURL, source, prefix string, n
 					jobs.AttrAttempts:    {DataType: aws.String("Number"), StringValue: aws.String("5")},
 					jobs.AttrFunction:    strAttr("email-worker"),
 					jobs.AttrFailedAt:    strAttr("2026-11-21T12:05:00Z"),
-					jobs.AttrSourceQueue: strAttr(source),
+					jobs.AttrSourceQueue: strAttr(sources[i%len(sources)]),
 				},
 			})
 		}
@@ -155,6 +160,28 @@ func drainIDs(t testing.TB, client *sqs.Client, queueURL string) map[string]int 
 		require.NoError(t, err)
 		require.Empty(t, del.Failed)
 	}
+}
+
+// drainAll drains every queue (drainIDs) and adds up the counts.
+func drainAll(t testing.TB, client *sqs.Client, queueURLs []string) map[string]int {
+	t.Helper()
+	got := map[string]int{}
+	for _, u := range queueURLs {
+		for id, n := range drainIDs(t, client, u) {
+			got[id] += n
+		}
+	}
+	return got
+}
+
+// sourceQueues creates n source queues for a shared DLQ.
+func sourceQueues(t *testing.T, cfg aws.Config, n int) []string {
+	t.Helper()
+	urls := make([]string, n)
+	for i := range urls {
+		urls[i] = awstest.CreateQueue(t, cfg, fmt.Sprintf("src%d", i), nil).URL
+	}
+	return urls
 }
 
 func depth(t testing.TB, client *sqs.Client, queueURL string) (visible, inFlight int) {

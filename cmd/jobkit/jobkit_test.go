@@ -251,16 +251,20 @@ func TestDLQPurgeCommandAsksFirst(t *testing.T) {
 	require.Contains(t, out, "about 2 messages")
 }
 
+// The 1,000-job redrive tests use one DLQ shared by 10 source queues (each job goes back to the
+// queue in its jobkit.source_queue attribute): the emulator's SQS spends time in proportion to a
+// queue's depth on every message, and ten 100-deep queues are far cheaper to fill and check than
+// one 1,000-deep queue. The DLQ itself holds all 1,000.
 func TestDLQRedrive1000(t *testing.T) {
 	t.Parallel()
 	cfg := awstest.Config(t)
 	client := sqs.NewFromConfig(cfg)
 	dlq := awstest.CreateQueue(t, cfg, "dlq", nil)
-	src := awstest.CreateQueue(t, cfg, "src", &awstest.QueueOptions{DLQ: &dlq})
-	ids := seedDead(t, client, dlq.URL, src.URL, "r", 1000, func(int) string { return "email.send" })
+	sources := sourceQueues(t, cfg, 10)
+	ids := seedDeadFrom(t, client, dlq.URL, sources, "r", 1000, func(int) string { return "email.send" })
 
 	start := time.Now()
-	out, errOut, code := cli(t, "", "dlq", "redrive", "-q", src.URL)
+	out, errOut, code := cli(t, "", "dlq", "redrive", "--dlq", dlq.URL)
 	elapsed := time.Since(start)
 	require.Equal(t, 0, code, errOut)
 	require.Contains(t, out, "moved 1000 of 1000 jobs")
@@ -271,7 +275,15 @@ func TestDLQRedrive1000(t *testing.T) {
 	require.Contains(t, errOut, "redrive: 1000/1000 (100%)")
 	require.GreaterOrEqual(t, strings.Count(errOut, "redrive: "), 5)
 
-	got := drainIDs(t, client, src.URL)
+	got := map[string]int{}
+	for q, u := range sources {
+		for id, n := range drainIDs(t, client, u) {
+			got[id] += n
+			i, err := strconv.Atoi(strings.TrimPrefix(id, "r-"))
+			require.NoError(t, err)
+			require.Equal(t, i%len(sources), q, "job %s went back to the queue it came from", id)
+		}
+	}
 	require.Len(t, got, 1000)
 	for _, id := range ids {
 		require.Equal(t, 1, got[id], id)
@@ -289,8 +301,8 @@ func TestDLQRedriveKilledMidwayAndRunAgain(t *testing.T) {
 	cfg := awstest.Config(t)
 	client := sqs.NewFromConfig(cfg)
 	dlq := awstest.CreateQueue(t, cfg, "dlq", nil)
-	src := awstest.CreateQueue(t, cfg, "src", &awstest.QueueOptions{DLQ: &dlq})
-	ids := seedDead(t, client, dlq.URL, src.URL, "k", 1000, func(int) string { return "email.send" })
+	sources := sourceQueues(t, cfg, 10)
+	ids := seedDeadFrom(t, client, dlq.URL, sources, "k", 1000, func(int) string { return "email.send" })
 	const concurrency, window = 4, 40
 
 	args := []string{"--endpoint", awstest.Endpoint(), "dlq", "redrive", "--dlq", dlq.URL, "--progress", "plain",
@@ -328,7 +340,7 @@ func TestDLQRedriveKilledMidwayAndRunAgain(t *testing.T) {
 	require.Zero(t, res.LeftInFlight)
 	t.Logf("second run: moved %d in %s", res.Moved, time.Since(start).Round(time.Millisecond))
 
-	got := drainIDs(t, client, src.URL)
+	got := drainAll(t, client, sources)
 	dups := 0
 	for _, id := range ids {
 		require.GreaterOrEqual(t, got[id], 1, "job %s lost", id)
