@@ -27,8 +27,9 @@ func main() {
 		exitOn(errors.New(jobs.EnvIdempotencyTable + " is not set"))
 	}
 
+	store := idempotency.NewDynamoDBStore(dynamodb.NewFromConfig(awsCfg), table)
 	workers := jobs.NewWorkers()
-	workers.Use(idempotency.Middleware(idempotency.NewDynamoDBStore(dynamodb.NewFromConfig(awsCfg), table), nil))
+	workers.Use(idempotency.Middleware(store, nil))
 	jobs.AddWorker(workers, &samplejobs.EmailWorker{Mailer: samplejobs.LogMailer{Logger: cfg.Logger}})
 	lambda.Start(jobs.NewSQSHandler(workers, cfg))
 }

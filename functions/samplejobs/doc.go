@@ -12,6 +12,9 @@
 // Every args type embeds Faults, demo behaviour that makes a job fail on purpose so that retries
 // and dead-lettering can be shown and tested: fail_attempts fails the first attempts with a
 // retryable error, poison cancels the job (it is dead-lettered at once).
+//
+// Schedules declares the sample's recurring jobs once, for the CDK app and the offline runner: a
+// daily digest email (cron, Europe/Berlin) and an hourly interest posting on the FIFO Ledger queue.
 package samplejobs
 
 // Queue names of the sample stack: the JobQueue construct ids, so queue N's URL is the stack

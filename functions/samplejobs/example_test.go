@@ -37,8 +37,8 @@ func (ResizeWorker) Work(ctx context.Context, job *jobs.Job[ResizeImage]) error 
 	return nil
 }
 
-// lambdaMain is the main of a function running ResizeImage jobs (functions/resize/main.go).
-func lambdaMain() {
+// main is the main of a function running ResizeImage jobs (functions/resize/main.go).
+func main() {
 	cfg, err := jobs.ConfigFromEnv() // the environment the Worker construct sets
 	if err != nil {
 		slog.Error("resize: cannot start", "err", err)
@@ -53,7 +53,7 @@ func lambdaMain() {
 // runs a job through the registry as the runtime would.
 func Example_jobHandler() {
 	if os.Getenv("AWS_LAMBDA_RUNTIME_API") != "" {
-		lambdaMain() // only inside Lambda
+		main() // only inside Lambda
 	}
 	workers := jobs.NewWorkers()
 	jobs.AddWorker(workers, ResizeWorker{})

@@ -56,9 +56,9 @@ func init() {
 }
 
 const (
-	compareRecords  = 10000
-	compareBatch    = 10
-	repetitions     = 31
+	compareRecords = 10000
+	compareBatch   = 10
+	repetitions    = 31
 )
 
 func benchPowertools(ctx context.Context, emit func(string, any)) error {

@@ -1,0 +1,88 @@
+package docs
+
+import (
+	"io/fs"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+var goBlock = regexp.MustCompile("(?s)```go\n(.*?)```")
+
+// significant returns the trimmed lines of src that are neither blank nor comment-only, without
+// their trailing comments.
+func significant(src string) []string {
+	var out []string
+	for _, l := range strings.Split(src, "\n") {
+		if i := strings.Index(l, " // "); i >= 0 {
+			l = l[:i]
+		}
+		l = strings.TrimSpace(l)
+		if l == "" || strings.HasPrefix(l, "//") {
+			continue
+		}
+		out = append(out, l)
+	}
+	return out
+}
+
+// containsInOrder reports whether every line of want appears in have, in order.
+func containsInOrder(have, want []string) bool {
+	i := 0
+	for _, l := range have {
+		if i < len(want) && l == want[i] {
+			i++
+		}
+	}
+	return i == len(want)
+}
+
+// TestReadmeCodeCompiles checks that each Go block of the README is compiled code: its lines
+// appear, in order, in one Go file of the repository (which `go vet` and the tests compile).
+func TestReadmeCodeCompiles(t *testing.T) {
+	readme, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	blocks := goBlock.FindAllStringSubmatch(string(readme), -1)
+	if len(blocks) == 0 {
+		t.Fatal("README.md has no Go blocks")
+	}
+	var files [][]string
+	var names []string
+	err = filepath.WalkDir("..", func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && (strings.HasPrefix(d.Name(), ".") && path != ".." || d.Name() == "cdk.out" || d.Name() == "node_modules") {
+			return filepath.SkipDir
+		}
+		if !d.IsDir() && strings.HasSuffix(path, ".go") {
+			b, err := os.ReadFile(path)
+			if err != nil {
+				return err
+			}
+			files = append(files, significant(string(b)))
+			names = append(names, path)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, b := range blocks {
+		want := significant(b[1])
+		found := false
+		for _, f := range files {
+			if containsInOrder(f, want) {
+				found = true
+				break
+			}
+		}
+		if !found {
+			t.Errorf("README Go block is not in any Go file of the repository:\n%s", b[1])
+		}
+	}
+}
