@@ -33,7 +33,7 @@ type SampleApp struct {
 func NewSampleApp(app awscdk.App, moduleDir string) *SampleApp {
 	s := &SampleApp{App: app}
 	s.State = NewStateStack(app, StateStackID, &awscdk.StackProps{
-		Description: jsii.String("jobkit sample: job queues, dead-letter queues, idempotency and ledger tables"),
+		Description: jsii.String("jobkit sample: job queues, dead-letter queues, idempotency and ledger tables, schedules"),
 	})
 	s.Workers = NewWorkersStack(app, WorkersStackID, s.State, moduleDir, &awscdk.StackProps{
 		Description: jsii.String("jobkit sample: job functions and dashboard"),

@@ -3,6 +3,7 @@ package main
 import (
 	"debug/elf"
 	"encoding/csv"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"slices"
@@ -20,6 +21,7 @@ import (
 	jk "github.com/jobkit-go/jobkit/infra/constructs"
 	"github.com/jobkit-go/jobkit/infra/internal/cfntest"
 	"github.com/jobkit-go/jobkit/jobs"
+	"github.com/jobkit-go/jobkit/scheduler"
 )
 
 // TestSampleApp synthesizes the whole sample app as `cdk synth` does — building the three
@@ -48,7 +50,8 @@ func TestSampleApp(t *testing.T) {
 	workers := cfntest.ReadFile(t, filepath.Join(outdir, WorkersStackID+".template.json"))
 
 	t.Run("state", func(t *testing.T) {
-		require.Len(t, state.Resources("AWS::SQS::Queue"), 6)
+		// Three job queues, their DLQs, and the Standard DLQ of the schedules and delayed jobs.
+		require.Len(t, state.Resources("AWS::SQS::Queue"), 7)
 		require.Len(t, state.Resources("AWS::DynamoDB::Table"), 2)
 		require.Empty(t, state.Resources("AWS::Lambda::Function"))
 		outputs := state["Outputs"].(map[string]any)
@@ -72,6 +75,117 @@ func TestSampleApp(t *testing.T) {
 			}
 		}
 		require.Equal(t, 2, fifo)
+	})
+
+	t.Run("schedules", func(t *testing.T) {
+		st := sample.State.Stack
+		delayed := sample.State.Delayed
+		roleArn := resolved(t, st, delayed.Role.RoleArn())
+		dlqArn := resolved(t, st, delayed.DLQ.QueueArn())
+		dlqID := cfntest.Get(dlqArn, "Fn::GetAtt.0").(string)
+		require.Nil(t, cfntest.Get(state, "Resources."+dlqID+".Properties.FifoQueue"), "Scheduler refuses a FIFO dead-letter queue")
+
+		// Every declared schedule is rendered once, in the state stack, none in the workers stack.
+		require.Empty(t, workers.Resources("AWS::Scheduler::Schedule"))
+		rendered := state.Resources("AWS::Scheduler::Schedule")
+		require.Len(t, rendered, len(samplejobs.Schedules))
+		require.Len(t, sample.State.Schedules, len(samplejobs.Schedules))
+		byName := map[string]map[string]any{}
+		for _, body := range rendered {
+			p := cfntest.Props(body)
+			in, _ := cfntest.Get(p, "Target.Input").(string)
+			var env jobs.Envelope
+			require.NoError(t, json.Unmarshal([]byte(strings.ReplaceAll(in, scheduler.ScheduledTimePlaceholder, "2026-01-01T00:00:00Z")), &env), in)
+			name := strings.TrimSuffix(strings.TrimPrefix(env.ID, scheduler.TickIDPrefix), ":2026-01-01T00:00:00Z")
+			byName[name] = p
+		}
+		for _, s := range samplejobs.Schedules {
+			p := byName[s.Name]
+			require.NotNil(t, p, "schedule %s rendered", s.Name)
+			want, err := s.Input()
+			require.NoError(t, err)
+			require.Equal(t, want, cfntest.Get(p, "Target.Input"), s.Name)
+			require.Contains(t, cfntest.Get(p, "Target.Input"), `"id":"sched:`+s.Name+`:<aws.scheduler.scheduled-time>"`)
+			require.Contains(t, cfntest.Get(p, "Target.Input"), `"enqueued_at":"<aws.scheduler.scheduled-time>"`)
+			require.Equal(t, s.Expression, p["ScheduleExpression"], s.Name)
+			require.Equal(t, s.TimeZoneName(), p["ScheduleExpressionTimezone"], s.Name)
+			require.Equal(t, "ENABLED", p["State"], s.Name)
+			require.NotContains(t, p, "GroupName", "%s: the default group, not the delayed jobs' group", s.Name)
+			if s.FlexibleWindow > 0 {
+				require.Equal(t, map[string]any{"Mode": "FLEXIBLE", "MaximumWindowInMinutes": s.FlexibleWindow.Minutes()}, p["FlexibleTimeWindow"], s.Name)
+			} else {
+				require.Equal(t, map[string]any{"Mode": "OFF"}, p["FlexibleTimeWindow"], s.Name)
+			}
+			q := sample.State.Queue(s.Queue)
+			require.NotNil(t, q, s.Name)
+			require.Equal(t, resolved(t, st, q.Queue.QueueArn()), cfntest.Get(p, "Target.Arn"), "%s targets queue %s", s.Name, s.Queue)
+			require.Equal(t, roleArn, cfntest.Get(p, "Target.RoleArn"), s.Name)
+			require.Equal(t, dlqArn, cfntest.Get(p, "Target.DeadLetterConfig.Arn"), s.Name)
+			require.Equal(t, map[string]any{
+				"MaximumRetryAttempts":     float64(s.Retry.MaxRetries),
+				"MaximumEventAgeInSeconds": s.Retry.EventAge().Seconds(),
+			}, cfntest.Get(p, "Target.RetryPolicy"), s.Name)
+			if q.FIFO {
+				require.NotEmpty(t, s.GroupID)
+				require.Equal(t, s.GroupID, cfntest.Get(p, "Target.SqsParameters.MessageGroupId"), s.Name)
+			} else {
+				require.Nil(t, cfntest.Get(p, "Target.SqsParameters.MessageGroupId"), s.Name)
+			}
+		}
+		// The sample's two: the Berlin digest email and the hourly interest posting on the
+		// FIFO ledger queue, whose message group is the account.
+		digest := byName[samplejobs.ScheduleDailyDigest]
+		require.Equal(t, "cron(0 8 * * ? *)", digest["ScheduleExpression"])
+		require.Equal(t, "Europe/Berlin", digest["ScheduleExpressionTimezone"])
+		require.Equal(t, resolved(t, st, sample.State.Email.Queue.QueueArn()), cfntest.Get(digest, "Target.Arn"))
+		interest := byName[samplejobs.ScheduleLedgerInterest]
+		require.Equal(t, resolved(t, st, sample.State.Ledger.Queue.QueueArn()), cfntest.Get(interest, "Target.Arn"))
+		require.Equal(t, samplejobs.InterestAccount, cfntest.Get(interest, "Target.SqsParameters.MessageGroupId"))
+		ledgerID := cfntest.Get(resolved(t, st, sample.State.Ledger.Queue.QueueArn()), "Fn::GetAtt.0").(string)
+		require.Equal(t, true, cfntest.Get(state, "Resources."+ledgerID+".Properties.ContentBasedDeduplication"),
+			"Scheduler sends no deduplication id to the FIFO queue")
+
+		// Delayed jobs: one schedule group; one role, assumed by Scheduler for this account only,
+		// that may send to the three queues and the DLQ and do nothing else.
+		_, group := state.Only(t, "AWS::Scheduler::ScheduleGroup")
+		groupName, _ := cfntest.Get(group, "Properties.Name").(string)
+		require.True(t, strings.HasPrefix(groupName, StateStackID+"-"), "CDK names the group after the stack and path: %q", groupName)
+		require.LessOrEqual(t, len(groupName), 64)
+		roleID := cfntest.Get(roleArn, "Fn::GetAtt.0").(string)
+		trust := cfntest.Get(state, "Resources."+roleID+".Properties.AssumeRolePolicyDocument.Statement.0")
+		require.Equal(t, "scheduler.amazonaws.com", cfntest.Get(trust, "Principal.Service"))
+		require.Equal(t, "sts:AssumeRole", cfntest.Get(trust, "Action"))
+		require.Equal(t, map[string]any{"Ref": "AWS::AccountId"}, cfntest.Get(trust, "Condition.StringEquals.aws:SourceAccount"))
+		for _, q := range []*jk.JobQueue{sample.State.Email, sample.State.Ledger, sample.State.Transcode} {
+			require.Equal(t, map[string]bool{"sqs:SendMessage": true}, state.AllowedActions(resolved(t, st, q.Queue.QueueArn())), q.Name)
+		}
+		require.Equal(t, map[string]bool{"sqs:SendMessage": true}, state.AllowedActions(dlqArn))
+		var roleActions []string
+		for _, body := range state.Resources("AWS::IAM::Policy") {
+			roles, _ := cfntest.Get(body, "Properties.Roles").([]any)
+			if len(roles) == 1 && cfntest.Get(roles[0], "Ref") == roleID {
+				for _, stmt := range cfntest.Get(body, "Properties.PolicyDocument.Statement").([]any) {
+					roleActions = append(roleActions, cfntest.Actions(stmt.(map[string]any))...)
+				}
+			}
+		}
+		require.NotEmpty(t, roleActions)
+		for _, a := range roleActions {
+			require.Equal(t, "sqs:SendMessage", a, "the Scheduler role may only send")
+		}
+
+		// Outputs: a producer's scheduler.DelayerConfig (group, role, DLQ) and the DLQ's URL.
+		outputs := state["Outputs"].(map[string]any)
+		id := samplejobs.DelayedJobsName
+		for key, want := range map[string]any{
+			jk.OutputScheduleGroupPrefix + id:    resolved(t, st, delayed.Group.ScheduleGroupName()),
+			jk.OutputSchedulerRoleArnPrefix + id: roleArn,
+			jk.OutputScheduleDLQArnPrefix + id:   dlqArn,
+			jk.OutputScheduleDLQURLPrefix + id:   cfntest.Ref(dlqID),
+		} {
+			require.Equal(t, want, cfntest.Get(outputs, key+".Value"), "output %s", key)
+		}
+		require.Equal(t, "JobkitSchedulerRoleArnDelayedJobs", jk.OutputSchedulerRoleArnPrefix+id, "the name producers look up")
 	})
 
 	t.Run("workers", func(t *testing.T) {
@@ -145,11 +259,18 @@ func TestSampleApp(t *testing.T) {
 	})
 
 	t.Run("no fixed names", func(t *testing.T) {
-		for _, tpl := range []cfntest.Template{state, workers} {
+		for stack, tpl := range map[string]cfntest.Template{StateStackID: state, WorkersStackID: workers} {
 			for id, body := range tpl["Resources"].(map[string]any) {
-				for _, k := range []string{"QueueName", "TableName", "FunctionName", "RoleName", "LogGroupName", "DashboardName"} {
+				names := []string{"QueueName", "TableName", "FunctionName", "RoleName", "LogGroupName", "DashboardName"}
+				if typ, _ := body.(map[string]any)["Type"].(string); strings.HasPrefix(typ, "AWS::Scheduler::") {
+					names = append(names, "Name")
+				}
+				for _, k := range names {
 					v := cfntest.Props(body.(map[string]any))[k]
-					_, literal := v.(string)
+					name, literal := v.(string)
+					if literal && k == "Name" && strings.HasPrefix(name, stack+"-") {
+						continue // generated by CDK from the stack name and construct path
+					}
 					require.False(t, literal, "%s has a fixed %s %v", id, k, v)
 				}
 			}
@@ -179,6 +300,16 @@ func TestNagCheckCatchesErrors(t *testing.T) {
 	require.Contains(t, errs, "AwsSolutions-SQS3 Bad/Plain/Resource")
 	require.Contains(t, errs, "AwsSolutions-SQS4 Bad/Plain/Resource")
 	require.NotZero(t, nagAnnotations(stack))
+}
+
+// resolved returns a token as the template renders it ({"Fn::GetAtt": [...]}, {"Ref": ...}).
+func resolved(t *testing.T, stack awscdk.Stack, token any) any {
+	t.Helper()
+	b, err := json.Marshal(stack.Resolve(token))
+	require.NoError(t, err)
+	var v any
+	require.NoError(t, json.Unmarshal(b, &v))
+	return v
 }
 
 // nagErrors returns the unsuppressed error findings ("<rule> <resource>") of a stack's

@@ -1,10 +1,12 @@
 package main
 
 import (
+	"fmt"
 	"time"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsdynamodb"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awssqs"
 	"github.com/aws/constructs-go/constructs/v10"
 	"github.com/aws/jsii-runtime-go"
 
@@ -14,14 +16,24 @@ import (
 )
 
 // Stack ids of the sample app. The stateful stack holds what must outlive a redeploy of the
-// functions (queues with jobs in them, tables); deleting JobkitWorkers leaves jobs waiting.
+// functions (queues with jobs in them, tables) and what produces jobs on its own (schedules);
+// deleting JobkitWorkers leaves jobs waiting, and the schedules go on adding to them.
 const (
 	StateStackID   = "JobkitState"
 	WorkersStackID = "JobkitWorkers"
 )
 
-// StateStack holds the sample's stateful resources: the idempotency table, the ledger table and
-// the three job queues with their dead-letter queues.
+// StateStack holds the sample's stateful resources: the idempotency table, the ledger table, the
+// three job queues with their dead-letter queues, and the scheduling that feeds the queues — the
+// delayed jobs' schedule group, role and dead-letter queue, and the recurring schedules of
+// samplejobs.Schedules.
+//
+// Scheduling lives here rather than with the functions: the schedule group holds the one-time
+// schedules of delayed jobs created at run time (deleting the group deletes those jobs), each of
+// them names the role by ARN (replacing the role would leave them undeliverable), and the
+// dead-letter queue holds jobs. The recurring schedules are producers, like the services that
+// enqueue: their ticks wait in the queues while the functions are redeployed or absent, and
+// they need no cross-stack grant, since the queues and the role are here too.
 type StateStack struct {
 	awscdk.Stack
 	Idempotency *jk.IdempotencyTable
@@ -29,6 +41,24 @@ type StateStack struct {
 	Email       *jk.JobQueue
 	Ledger      *jk.JobQueue
 	Transcode   *jk.JobQueue
+	// Delayed is the delayed jobs' schedule group, Scheduler role and Standard dead-letter
+	// queue; the recurring schedules use the same role and dead-letter queue.
+	Delayed *jk.DelayedJobs
+	// Schedules are samplejobs.Schedules, in order.
+	Schedules []*jk.Schedule
+}
+
+// Queue returns the job queue of a samplejobs queue name, or nil.
+func (s *StateStack) Queue(name string) *jk.JobQueue {
+	switch name {
+	case samplejobs.QueueEmail:
+		return s.Email
+	case samplejobs.QueueLedger:
+		return s.Ledger
+	case samplejobs.QueueTranscode:
+		return s.Transcode
+	}
+	return nil
 }
 
 // NewStateStack defines the stateful stack.
@@ -47,12 +77,39 @@ func NewStateStack(scope constructs.Construct, id string, props *awscdk.StackPro
 	s.Email = jk.NewJobQueue(stack, samplejobs.QueueEmail, &jk.JobQueueProps{
 		MaxAttempts: 5, VisibilityTimeout: time.Minute,
 	})
+	// Content-based deduplication: EventBridge Scheduler sends ticks and delayed jobs to the FIFO
+	// queue without a deduplication id (the jobs client always sets one).
 	s.Ledger = jk.NewJobQueue(stack, samplejobs.QueueLedger, &jk.JobQueueProps{
-		FIFO: true, HighThroughputFIFO: true, MaxAttempts: 5, VisibilityTimeout: time.Minute,
+		FIFO: true, HighThroughputFIFO: true, ContentBasedDeduplication: true,
+		MaxAttempts: 5, VisibilityTimeout: time.Minute,
 	})
 	s.Transcode = jk.NewJobQueue(stack, samplejobs.QueueTranscode, &jk.JobQueueProps{
 		MaxAttempts: 3, VisibilityTimeout: 10 * time.Minute, AgeAlarmThreshold: 2 * time.Hour,
 	})
+
+	// Delays beyond SQS's 15 minutes, to any of the three queues. Its dead-letter queue is a
+	// Standard one (Scheduler refuses FIFO dead-letter queues, such as the Ledger queue's).
+	s.Delayed = jk.NewDelayedJobs(stack, samplejobs.DelayedJobsName, &jk.DelayedJobsProps{
+		Queues: []awssqs.IQueue{s.Email.Queue, s.Ledger.Queue, s.Transcode.Queue},
+	})
+	// The recurring schedules, in the account's default schedule group: the delayed jobs' group
+	// is the producers' to create and delete schedules in.
+	schedules := constructs.NewConstruct(stack, jsii.String("Schedules"))
+	for _, sch := range samplejobs.Schedules {
+		q := s.Queue(sch.Queue)
+		if q == nil {
+			panic(fmt.Sprintf("jobkit sample: schedule %s targets the unknown queue %q", sch.Name, sch.Queue))
+		}
+		props := &jk.ScheduleProps{Schedule: sch, Queue: q.Queue, Role: s.Delayed.Role}
+		switch sch.DeadLetterQueue {
+		case "":
+		case samplejobs.QueueScheduleDLQ:
+			props.DeadLetterQueue = s.Delayed.DLQ
+		default:
+			panic(fmt.Sprintf("jobkit sample: schedule %s names the unknown dead-letter queue %q", sch.Name, sch.DeadLetterQueue))
+		}
+		s.Schedules = append(s.Schedules, jk.NewSchedule(schedules, sch.Name, props))
+	}
 	return s
 }
 

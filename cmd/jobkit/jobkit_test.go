@@ -43,7 +43,8 @@ func TestUsageErrorsExitTwo(t *testing.T) {
 	t.Parallel()
 	for _, args := range [][]string{
 		{"queues", "extra"}, {"queues", "--age", "sometimes"}, {"dlq", "show"}, {"enqueue"},
-		{"enqueue", "k", "--args", "{not json"}, {"queues", "--no-such-flag"},
+		{"enqueue", "k", "--args", "{not json"}, {"queues", "--no-such-flag"}, {"nope"}, {"dlq", "nope"},
+		{"dlq", "redrive", "--method", "teleport"}, {"enqueue", "k", "--file", "x.ndjson"},
 	} {
 		var out, errOut strings.Builder
 		code := run(context.Background(), append([]string{"--endpoint", "http://127.0.0.1:1"}, args...), strings.NewReader(""), &out, &errOut)
@@ -297,8 +298,8 @@ func TestDLQRedrive1000(t *testing.T) {
 // in the DLQ, and no more duplicates than the in-flight window (10 per batch × 4 workers).
 func TestDLQRedriveKilledMidwayAndRunAgain(t *testing.T) {
 	t.Parallel()
-	bin := buildCLI(t)
 	cfg := awstest.Config(t)
+	bin := buildCLI(t)
 	client := sqs.NewFromConfig(cfg)
 	dlq := awstest.CreateQueue(t, cfg, "dlq", nil)
 	sources := sourceQueues(t, cfg, 10)
@@ -399,13 +400,13 @@ func writeJobs(t *testing.T, n int, line func(i int) string) string {
 
 // Bulk enqueue of 10,000 jobs. The emulator's SQS spends time in proportion to a queue's depth on
 // every message it takes (it recomputes the queue's counts), so one 10,000-deep queue would take
-// it a quarter of an hour: the file routes its jobs to 50 queues of 200 (the "queue" field), in
+// it a quarter of an hour: the file routes its jobs to 100 queues of 100 (the "queue" field), in
 // order, so each EnqueueBatch call still sends full batches of 10 to one queue.
 func TestEnqueueFile10000PlainProgress(t *testing.T) {
 	t.Parallel()
 	cfg := awstest.Config(t)
 	client := sqs.NewFromConfig(cfg)
-	const total, queues = 10000, 50
+	const total, queues = 10000, 100
 	urls := make([]string, queues)
 	for i := range urls {
 		urls[i] = awstest.CreateQueue(t, cfg, fmt.Sprintf("bulk%d", i), nil).URL
@@ -471,8 +472,8 @@ func TestEnqueueFileProgressBarOnTTY(t *testing.T) {
 	if err != nil {
 		t.Skip("script(1) not installed: no pty to test the bar with")
 	}
-	bin := buildCLI(t)
 	cfg := awstest.Config(t)
+	bin := buildCLI(t)
 	client := sqs.NewFromConfig(cfg)
 	q := awstest.CreateQueue(t, cfg, "tty", nil)
 	file := writeJobs(t, 300, func(i int) string { return fmt.Sprintf(`{"kind":"k","args":{"n":%d}}`, i) })

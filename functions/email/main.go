@@ -27,10 +27,11 @@ func main() {
 		exitOn(errors.New(jobs.EnvIdempotencyTable + " is not set"))
 	}
 
-	store := idempotency.NewDynamoDBStore(dynamodb.NewFromConfig(awsCfg), table)
+	db := dynamodb.NewFromConfig(awsCfg)
+	store := idempotency.NewDynamoDBStore(db, table)
 	workers := jobs.NewWorkers()
 	workers.Use(idempotency.Middleware(store, nil))
-	jobs.AddWorker(workers, &samplejobs.EmailWorker{Mailer: samplejobs.LogMailer{Logger: cfg.Logger}})
+	jobs.AddWorker(workers, &samplejobs.EmailWorker{Mailer: samplejobs.LogMailer{Logger: cfg.Logger}, Effects: samplejobs.EffectsFromEnv(db)})
 	lambda.Start(jobs.NewSQSHandler(workers, cfg))
 }
 

@@ -28,9 +28,10 @@ func main() {
 		exitOn(errors.New(jobs.EnvIdempotencyTable + " and " + samplejobs.EnvLedgerTable + " must be set"))
 	}
 
+	db := dynamodb.NewFromConfig(awsCfg)
 	workers := jobs.NewWorkers()
-	workers.Use(idempotency.Middleware(idempotency.NewDynamoDBStore(dynamodb.NewFromConfig(awsCfg), idemTable), nil))
-	jobs.AddWorker(workers, &samplejobs.LedgerWorker{Table: ledgerTable})
+	workers.Use(idempotency.Middleware(idempotency.NewDynamoDBStore(db, idemTable), nil))
+	jobs.AddWorker(workers, &samplejobs.LedgerWorker{Table: ledgerTable, Effects: samplejobs.EffectsFromEnv(db)})
 	lambda.Start(jobs.NewSQSHandler(workers, cfg))
 }
 

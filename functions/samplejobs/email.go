@@ -3,9 +3,13 @@ package samplejobs
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"strings"
 
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/jobkit-go/jobkit/idempotency"
 	"github.com/jobkit-go/jobkit/jobs"
 )
 
@@ -35,6 +39,10 @@ type Mailer interface {
 	Send(ctx context.Context, msg Email) error
 }
 
+// EmailSentMessage is the message of the log line LogMailer writes per email, with attributes to,
+// subject and idempotency_key: the sample's output, which the offline stack's end-to-end checks read.
+const EmailSentMessage = "email sent"
+
 // LogMailer is the sample stack's Mailer: it writes each email as a JSON log line instead of
 // sending it, so the sample needs no verified sender.
 type LogMailer struct {
@@ -47,7 +55,7 @@ func (m LogMailer) Send(ctx context.Context, msg Email) error {
 	if log == nil {
 		log = slog.Default()
 	}
-	log.LogAttrs(ctx, slog.LevelInfo, "email sent",
+	log.LogAttrs(ctx, slog.LevelInfo, EmailSentMessage,
 		slog.String("to", msg.To), slog.String("subject", msg.Subject),
 		slog.String("idempotency_key", msg.IdempotencyKey))
 	return nil
@@ -57,6 +65,8 @@ func (m LogMailer) Send(ctx context.Context, msg Email) error {
 // twice sends once.
 type EmailWorker struct {
 	Mailer Mailer
+	// Effects, if set, records each send, committed with the job's idempotency record.
+	Effects *Effects
 }
 
 // Work implements jobs.Worker.
@@ -72,5 +82,15 @@ func (w *EmailWorker) Work(ctx context.Context, job *jobs.Job[SendEmail]) error 
 	if key == "" {
 		key = job.ID
 	}
-	return w.Mailer.Send(ctx, Email{To: job.Args.To, Subject: job.Args.Subject, Body: job.Args.Body, IdempotencyKey: key})
+	if err := w.Mailer.Send(ctx, Email{To: job.Args.To, Subject: job.Args.Subject, Body: job.Args.Body, IdempotencyKey: key}); err != nil {
+		return err
+	}
+	if w.Effects == nil {
+		return nil
+	}
+	err := idempotency.TransactWrite(ctx, []types.TransactWriteItem{w.Effects.Applied(job.ID)}, nil)
+	if errors.Is(err, idempotency.ErrNoClaim) {
+		return jobs.Cancel(fmt.Errorf("samplejobs: EmailWorker with Effects runs only behind idempotency.Middleware: %w", err))
+	}
+	return err
 }

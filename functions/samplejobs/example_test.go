@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"time"
 
 	"github.com/aws/aws-lambda-go/lambda"
 	"github.com/aws/aws-sdk-go-v2/config"
@@ -13,6 +14,7 @@ import (
 	"github.com/jobkit-go/jobkit/functions/samplejobs"
 	"github.com/jobkit-go/jobkit/jobs"
 	"github.com/jobkit-go/jobkit/jobs/jobstest"
+	"github.com/jobkit-go/jobkit/scheduler"
 )
 
 // ResizeImage is a job: plain arguments with a Kind, which names it on the wire.
@@ -89,4 +91,22 @@ func Example_enqueue() {
 	if err != nil {
 		panic(err)
 	}
+}
+
+// Recurring jobs are declared once in Go (samplejobs.Schedules): the CDK app renders each as an
+// EventBridge Scheduler schedule and scheduler.LocalRunner fires them offline. Every tick is an
+// envelope whose id carries its scheduled time.
+func Example_schedules() {
+	after := time.Date(2026, 7, 15, 12, 0, 0, 0, time.UTC)
+	for _, s := range samplejobs.Schedules {
+		next, _, err := s.Next(after)
+		if err != nil {
+			panic(err)
+		}
+		fmt.Printf("%s: %s %s -> %s, next %s, job %s\n", s.Name, s.Expression, s.TimeZoneName(), s.Queue,
+			next.UTC().Format(time.RFC3339), scheduler.TickID(s.Name, next))
+	}
+	// Output:
+	// daily-digest: cron(0 8 * * ? *) Europe/Berlin -> Email, next 2026-07-16T06:00:00Z, job sched:daily-digest:2026-07-16T06:00:00Z
+	// ledger-interest: rate(1 hour) UTC -> Ledger, next 2026-07-15T13:00:00Z, job sched:ledger-interest:2026-07-15T13:00:00Z
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -24,16 +25,39 @@ const (
 	LedgerPostingsAttr = "postings"     // number: postings applied
 	LedgerLastAttr     = "last_posting" // id of the posting applied last
 	LedgerUpdatedAttr  = "updated_at"   // RFC 3339 time of the last posting
+	LedgerAppliedAttr  = "applied"      // list of the posting ids applied, in the order applied
+	LedgerLastSeqAttr  = "last_seq"     // number: Seq of the sequenced posting applied last
 )
 
 // PostLedger applies one posting to an account's balance. Enqueue it on the FIFO Ledger queue
 // with the account as message group (see GroupID) so that an account's postings apply one at a
 // time, in order, while accounts proceed in parallel.
+//
+// A producer that numbers an account's postings sets Seq (1, 2, 3, ...): the worker then refuses
+// a posting whose Seq is not above the last one applied to the account (an *OutOfOrderError,
+// dead-lettered), so the ledger never applies an account's postings out of order, whatever the
+// queue does. Numbers may be skipped (a posting dead-lettered on the way). Postings without Seq
+// (0) are not checked.
 type PostLedger struct {
 	Account     string `json:"account"`
 	PostingID   string `json:"posting_id"`
 	AmountCents int64  `json:"amount_cents"`
+	Seq         int64  `json:"seq,omitempty"`
 	Faults
+}
+
+// OutOfOrderError reports a sequenced posting that arrived after a later one of its account had
+// been applied. Retrying cannot fix that: the worker cancels the job with it.
+type OutOfOrderError struct {
+	Account   string
+	PostingID string
+	Seq       int64 // the posting's
+	LastSeq   int64 // the account's last applied
+}
+
+func (e *OutOfOrderError) Error() string {
+	return fmt.Sprintf("samplejobs: posting %s (seq %d) of account %s is out of order: seq %d is already applied",
+		e.PostingID, e.Seq, e.Account, e.LastSeq)
 }
 
 // Kind implements jobs.JobArgs.
@@ -48,6 +72,8 @@ func (p PostLedger) GroupID() string { return p.Account }
 type LedgerWorker struct {
 	Table string // the ledger table (partition key "account")
 	Now   func() time.Time
+	// Effects, if set, records each posting in the same transaction.
+	Effects *Effects
 }
 
 // Work implements jobs.Worker.
@@ -69,8 +95,17 @@ func (w *LedgerWorker) Work(ctx context.Context, job *jobs.Job[PostLedger]) erro
 		Set(expression.Name(LedgerPostingsAttr), expression.Plus(
 			expression.IfNotExists(expression.Name(LedgerPostingsAttr), expression.Value(0)), expression.Value(1))).
 		Set(expression.Name(LedgerLastAttr), expression.Value(p.PostingID)).
-		Set(expression.Name(LedgerUpdatedAttr), expression.Value(now().UTC().Format(time.RFC3339Nano)))
-	expr, err := expression.NewBuilder().WithUpdate(update).Build()
+		Set(expression.Name(LedgerUpdatedAttr), expression.Value(now().UTC().Format(time.RFC3339Nano))).
+		Set(expression.Name(LedgerAppliedAttr), expression.ListAppend(
+			expression.IfNotExists(expression.Name(LedgerAppliedAttr), expression.Value(&types.AttributeValueMemberL{Value: []types.AttributeValue{}})),
+			expression.Value(&types.AttributeValueMemberL{Value: []types.AttributeValue{&types.AttributeValueMemberS{Value: p.PostingID}}})))
+	builder := expression.NewBuilder()
+	if p.Seq > 0 {
+		update = update.Set(expression.Name(LedgerLastSeqAttr), expression.Value(p.Seq))
+		builder = builder.WithCondition(expression.Name(LedgerLastSeqAttr).AttributeNotExists().
+			Or(expression.Name(LedgerLastSeqAttr).LessThan(expression.Value(p.Seq))))
+	}
+	expr, err := builder.WithUpdate(update).Build()
 	if err != nil {
 		return jobs.Cancel(fmt.Errorf("samplejobs: ledger update: %w", err))
 	}
@@ -78,13 +113,28 @@ func (w *LedgerWorker) Work(ctx context.Context, job *jobs.Job[PostLedger]) erro
 		TableName:                 aws.String(w.Table),
 		Key:                       map[string]types.AttributeValue{LedgerAccountAttr: &types.AttributeValueMemberS{Value: p.Account}},
 		UpdateExpression:          expr.Update(),
+		ConditionExpression:       expr.Condition(),
 		ExpressionAttributeNames:  expr.Names(),
 		ExpressionAttributeValues: expr.Values(),
+		// On an out-of-order posting, read the account's last_seq back for the error.
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 	}}
-	err = idempotency.TransactWrite(ctx, []types.TransactWriteItem{item}, nil)
+	items := []types.TransactWriteItem{item}
+	if w.Effects != nil {
+		items = append(items, w.Effects.Applied(job.ID))
+	}
+	err = idempotency.TransactWrite(ctx, items, nil)
 	if errors.Is(err, idempotency.ErrNoClaim) {
 		// Wiring error: without the middleware the posting could apply twice.
 		return jobs.Cancel(fmt.Errorf("samplejobs: LedgerWorker runs only behind idempotency.Middleware: %w", err))
+	}
+	var te *idempotency.TransactionError
+	if errors.As(err, &te) && te.ConditionFailed(0) {
+		ooo := &OutOfOrderError{Account: p.Account, PostingID: p.PostingID, Seq: p.Seq}
+		if n, ok := te.Reasons[0].Item[LedgerLastSeqAttr].(*types.AttributeValueMemberN); ok {
+			ooo.LastSeq, _ = strconv.ParseInt(n.Value, 10, 64)
+		}
+		return jobs.Cancel(ooo)
 	}
 	return err
 }

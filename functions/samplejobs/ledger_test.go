@@ -20,10 +20,12 @@ import (
 )
 
 type ledgerItem struct {
-	Account  string `dynamodbav:"account"`
-	Balance  int64  `dynamodbav:"balance"`
-	Postings int    `dynamodbav:"postings"`
-	Last     string `dynamodbav:"last_posting"`
+	Account  string   `dynamodbav:"account"`
+	Balance  int64    `dynamodbav:"balance"`
+	Postings int      `dynamodbav:"postings"`
+	Last     string   `dynamodbav:"last_posting"`
+	Applied  []string `dynamodbav:"applied"`
+	LastSeq  int64    `dynamodbav:"last_seq"`
 }
 
 // ledgerFixture wires the ledger worker as functions/ledger does, against the emulator.
@@ -72,7 +74,7 @@ func TestLedgerWorkerExactlyOnce(t *testing.T) {
 	}
 	item, ok := read("acct-1")
 	require.True(t, ok)
-	require.Equal(t, ledgerItem{Account: "acct-1", Balance: 790, Postings: 3, Last: "p3"}, item)
+	require.Equal(t, ledgerItem{Account: "acct-1", Balance: 790, Postings: 3, Last: "p3", Applied: []string{"p1", "p2", "p3"}}, item)
 
 	// Concurrent duplicates of one new posting still apply it once.
 	var wg sync.WaitGroup
@@ -94,6 +96,40 @@ func TestLedgerWorkerExactlyOnce(t *testing.T) {
 	item, _ = read("acct-1")
 	require.Equal(t, int64(800), item.Balance)
 	require.Equal(t, 4, item.Postings)
+	require.Equal(t, []string{"p1", "p2", "p3", "p4"}, item.Applied, "p4 applied once")
+}
+
+// Sequenced postings: the ledger records the order it applied them and refuses a posting whose
+// Seq is not above the account's last, writing nothing for it.
+func TestLedgerWorkerSequence(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	workers, read := ledgerFixture(t)
+	post := func(id string, seq, amount int64) error {
+		p := samplejobs.PostLedger{Account: "acct-3", PostingID: id, AmountCents: amount, Seq: seq}
+		return jobstest.Run(ctx, workers, p, &jobstest.JobOpts{ID: "job-" + id, GroupID: p.Account})
+	}
+	require.NoError(t, post("s1", 1, 100))
+	require.NoError(t, post("s2", 2, 20))
+	require.NoError(t, post("s4", 4, 3), "numbers may be skipped")
+
+	err := post("s3", 3, 1000)
+	var cancel *jobs.CancelError
+	require.True(t, errors.As(err, &cancel), "an out-of-order posting is not retried: %v", err)
+	var ooo *samplejobs.OutOfOrderError
+	require.True(t, errors.As(err, &ooo), "%v", err)
+	require.Equal(t, samplejobs.OutOfOrderError{Account: "acct-3", PostingID: "s3", Seq: 3, LastSeq: 4}, *ooo)
+	err = post("s4-again", 4, 1000)
+	require.True(t, errors.As(err, &ooo), "an equal seq is out of order too: %v", err)
+
+	// Unsequenced postings (the scheduled interest) are not checked and leave last_seq alone.
+	require.NoError(t, post("interest", 0, 7))
+	require.NoError(t, post("s5", 5, 1))
+
+	item, ok := read("acct-3")
+	require.True(t, ok)
+	require.Equal(t, ledgerItem{Account: "acct-3", Balance: 131, Postings: 5, Last: "s5",
+		Applied: []string{"s1", "s2", "s4", "interest", "s5"}, LastSeq: 5}, item)
 }
 
 // Injected failures: retryable ones leave no trace and the retry applies; poison is cancelled.

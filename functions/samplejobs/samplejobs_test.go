@@ -1,9 +1,12 @@
 package samplejobs_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
+	"log/slog"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -91,8 +94,18 @@ func TestEmailWorker(t *testing.T) {
 
 func TestTranscodeWorker(t *testing.T) {
 	t.Parallel()
-	w := &samplejobs.TranscodeWorker{Step: time.Millisecond}
-	require.NoError(t, jobstest.Work(context.Background(), w, samplejobs.TranscodeVideo{VideoID: "v1", Seconds: 20}, nil))
+	var logs bytes.Buffer
+	w := &samplejobs.TranscodeWorker{Step: time.Millisecond, Logger: slog.New(slog.NewJSONHandler(&logs, nil))}
+	require.NoError(t, jobstest.Work(context.Background(), w, samplejobs.TranscodeVideo{VideoID: "v1", Seconds: 20}, &jobstest.JobOpts{ID: "job-v1"}))
+	// One progress line at 10 s, then the output line naming the job.
+	lines := strings.Split(strings.TrimSpace(logs.String()), "\n")
+	require.Len(t, lines, 2, logs.String())
+	var done map[string]any
+	require.NoError(t, json.Unmarshal([]byte(lines[1]), &done))
+	require.Equal(t, samplejobs.TranscodeDoneMessage, done["msg"])
+	require.Equal(t, "job-v1", done["job_id"])
+	require.Equal(t, "v1", done["video_id"])
+	require.Equal(t, float64(20), done["seconds"])
 
 	// The job stops when its context ends, with a retryable error naming how far it got.
 	ctx, cancel := context.WithCancelCause(context.Background())

@@ -12,6 +12,12 @@ import (
 // dead-letter queue, so the Ledger queue's own cannot serve).
 const QueueScheduleDLQ = "ScheduleDLQ"
 
+// DelayedJobsName is the id of the sample stack's DelayedJobs construct, so its outputs are
+// JobkitScheduleGroupDelayedJobs, JobkitSchedulerRoleArnDelayedJobs, JobkitScheduleDlqArnDelayedJobs
+// and JobkitScheduleDlqUrlDelayedJobs: the scheduler.DelayerConfig of a producer delaying jobs
+// beyond 15 minutes.
+const DelayedJobsName = "DelayedJobs"
+
 // Names of the sample's recurring schedules (part of every tick's envelope id).
 const (
 	ScheduleDailyDigest    = "daily-digest"

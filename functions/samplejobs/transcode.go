@@ -29,6 +29,8 @@ func (TranscodeVideo) Kind() string { return KindTranscodeVideo }
 type TranscodeWorker struct {
 	Step   time.Duration // one simulated second; default 1s
 	Logger *slog.Logger  // progress lines; nil means slog.Default()
+	// Effects, if set, counts each start of a transcode and each finished one.
+	Effects *Effects
 }
 
 // Work implements jobs.Worker.
@@ -48,6 +50,11 @@ func (w *TranscodeWorker) Work(ctx context.Context, job *jobs.Job[TranscodeVideo
 	if log == nil {
 		log = slog.Default()
 	}
+	if w.Effects != nil {
+		if err := w.Effects.Started(ctx, job.ID); err != nil {
+			return err
+		}
+	}
 	t := time.NewTicker(step)
 	defer t.Stop()
 	for done := 0; done < v.Seconds; {
@@ -56,11 +63,22 @@ func (w *TranscodeWorker) Work(ctx context.Context, job *jobs.Job[TranscodeVideo
 			return fmt.Errorf("samplejobs: transcode of %s stopped after %d of %d s: %w", v.VideoID, done, v.Seconds, context.Cause(ctx))
 		case <-t.C:
 			done++
-			if done%10 == 0 || done == v.Seconds {
+			if done%10 == 0 && done < v.Seconds {
 				log.LogAttrs(ctx, slog.LevelInfo, "transcode progress", slog.String("job_id", job.ID),
 					slog.String("video_id", v.VideoID), slog.Int("done", done), slog.Int("of", v.Seconds))
 			}
 		}
 	}
+	// The sample's output: one line per finished transcode (a real worker would store the file).
+	log.LogAttrs(ctx, slog.LevelInfo, TranscodeDoneMessage, slog.String("job_id", job.ID),
+		slog.String("video_id", v.VideoID), slog.Int("seconds", v.Seconds), slog.Int("attempt", job.Attempt))
+	if w.Effects != nil {
+		return w.Effects.Finished(ctx, job.ID)
+	}
 	return nil
 }
+
+// TranscodeDoneMessage is the message of the log line TranscodeWorker writes when a transcode
+// finishes, with attributes job_id, video_id, seconds and attempt: the sample's output, which
+// the offline stack's end-to-end checks read.
+const TranscodeDoneMessage = "transcode done"

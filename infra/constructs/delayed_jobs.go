@@ -18,9 +18,16 @@ import (
 	"github.com/jobkit-go/jobkit/scheduler"
 )
 
-// OutputScheduleGroupPrefix prefixes the output holding a DelayedJobs' schedule group name:
-// JobkitScheduleGroup<id>.
-const OutputScheduleGroupPrefix = "JobkitScheduleGroup"
+// Output key prefixes of DelayedJobs: a DelayedJobs with id N outputs what a producer needs to
+// build a scheduler.DelayerConfig (Group, RoleARN, DeadLetterARN) as JobkitScheduleGroup<N>,
+// JobkitSchedulerRoleArn<N> and JobkitScheduleDlqArn<N>, and its dead-letter queue's URL (to
+// read it, or to resolve it offline) as JobkitScheduleDlqUrl<N>.
+const (
+	OutputScheduleGroupPrefix    = "JobkitScheduleGroup"
+	OutputSchedulerRoleArnPrefix = "JobkitSchedulerRoleArn"
+	OutputScheduleDLQArnPrefix   = "JobkitScheduleDlqArn"
+	OutputScheduleDLQURLPrefix   = "JobkitScheduleDlqUrl"
+)
 
 // DelayedJobsProps configures DelayedJobs.
 type DelayedJobsProps struct {
@@ -42,7 +49,9 @@ type DelayedJobsProps struct {
 // scheduler.Delayer: a schedule group for the one-time schedules, the role EventBridge Scheduler
 // assumes to send to the job queues (and to the dead-letter queue), and that dead-letter queue.
 // GrantProducer gives a producer the right to create and delete schedules in the group and to
-// pass the role; Environment is the configuration scheduler.DelayerConfigFromEnv reads.
+// pass the role; Environment is the configuration scheduler.DelayerConfigFromEnv reads. The same
+// configuration is in the stack outputs (see OutputScheduleGroupPrefix), for producers outside
+// the stack. The role and the dead-letter queue can serve recurring schedules too (Schedule).
 type DelayedJobs struct {
 	constructs.Construct
 
@@ -60,8 +69,8 @@ type DelayedJobs struct {
 	Retry *scheduler.RetryPolicy
 }
 
-// NewDelayedJobs defines DelayedJobs. It panics on a FIFO dead-letter queue or an invalid retry
-// policy.
+// NewDelayedJobs defines DelayedJobs. id must be alphanumeric (it names the outputs). It panics
+// on a FIFO dead-letter queue or an invalid retry policy.
 func NewDelayedJobs(scope constructs.Construct, id string, props *DelayedJobsProps) *DelayedJobs {
 	p := DelayedJobsProps{}
 	if props != nil {
@@ -69,6 +78,10 @@ func NewDelayedJobs(scope constructs.Construct, id string, props *DelayedJobsPro
 	}
 	fail := func(format string, args ...any) {
 		panic(fmt.Sprintf("jobkit: DelayedJobs %q: ", id) + fmt.Sprintf(format, args...))
+	}
+	if !namePattern.MatchString(id) {
+		fail("id must be alphanumeric and start with a letter (it names the outputs %s<id>, %s<id>, %s<id> and %s<id>)",
+			OutputScheduleGroupPrefix, OutputSchedulerRoleArnPrefix, OutputScheduleDLQArnPrefix, OutputScheduleDLQURLPrefix)
 	}
 	if p.DeadLetterQueue != nil && p.DeadLetterQueue.Fifo() != nil && *p.DeadLetterQueue.Fifo() {
 		fail("EventBridge Scheduler needs a Standard dead-letter queue, not a FIFO one")
@@ -127,11 +140,21 @@ func NewDelayedJobs(scope constructs.Construct, id string, props *DelayedJobsPro
 		d.AddQueue(q)
 	}
 
-	out := awscdk.NewCfnOutput(c, jsii.String("GroupName"), &awscdk.CfnOutputProps{
-		Value:       d.Group.ScheduleGroupName(),
-		Description: jsii.String(fmt.Sprintf("jobkit %s schedule group of delayed jobs", id)),
-	})
-	out.OverrideLogicalId(jsii.String(OutputScheduleGroupPrefix + id))
+	for _, o := range []struct {
+		name, prefix, description string
+		value                     *string
+	}{
+		{"GroupName", OutputScheduleGroupPrefix, "schedule group of delayed jobs", d.Group.ScheduleGroupName()},
+		{"RoleArn", OutputSchedulerRoleArnPrefix, "role EventBridge Scheduler assumes to send jobs to their queues", d.Role.RoleArn()},
+		{"DLQArn", OutputScheduleDLQArnPrefix, "dead-letter queue ARN of undeliverable scheduled jobs", d.DLQ.QueueArn()},
+		{"DLQUrl", OutputScheduleDLQURLPrefix, "dead-letter queue URL of undeliverable scheduled jobs", d.DLQ.QueueUrl()},
+	} {
+		out := awscdk.NewCfnOutput(c, jsii.String(o.name), &awscdk.CfnOutputProps{
+			Value:       o.value,
+			Description: jsii.String(fmt.Sprintf("jobkit %s %s", id, o.description)),
+		})
+		out.OverrideLogicalId(jsii.String(o.prefix + id))
+	}
 	return d
 }
 

@@ -3,6 +3,7 @@ package constructs
 import (
 	"fmt"
 	"sort"
+	"strings"
 	"testing"
 	"time"
 
@@ -105,7 +106,19 @@ func TestDelayedJobsConstruct(t *testing.T) {
 		scheduler.EnvScheduleRetries:  "10",
 		scheduler.EnvScheduleMaxAge:   "6h0m0s",
 	}, env)
-	assert.Equal(t, groupName, dig(map[string]any(tpl), "Outputs."+OutputScheduleGroupPrefix+"Delayed.Value"), "outputs: %v", tpl["Outputs"])
+	// The same configuration as stack outputs, for producers outside the stack.
+	outputs := map[string]any{}
+	for k, v := range tpl["Outputs"].(map[string]any) {
+		if !strings.HasPrefix(k, "JobkitQueue") && !strings.HasPrefix(k, "JobkitDlq") {
+			outputs[k] = dig(v, "Value")
+		}
+	}
+	assert.Equal(t, map[string]any{
+		OutputScheduleGroupPrefix + "Delayed":    groupName,
+		OutputSchedulerRoleArnPrefix + "Delayed": roleArn,
+		OutputScheduleDLQArnPrefix + "Delayed":   dlqArn,
+		OutputScheduleDLQURLPrefix + "Delayed":   map[string]any{"Ref": dlqID},
+	}, outputs)
 
 	requireNoNagErrors(t, app, stack)
 }
@@ -135,4 +148,6 @@ func TestDelayedJobsConstructOptions(t *testing.T) {
 		require.NotNil(t, got, name)
 		assert.Contains(t, fmt.Sprint(got), `jobkit: DelayedJobs "Bad`, name)
 	}
+	got := mustPanic(t, func() { NewDelayedJobs(stack, "delayed-jobs", nil) })
+	assert.Contains(t, toString(got), "alphanumeric", "the id names the outputs")
 }

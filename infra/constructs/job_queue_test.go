@@ -88,7 +88,7 @@ func TestJobQueueFIFO(t *testing.T) {
 	_, stack := newStack(t)
 	q := NewJobQueue(stack, "Ledger", &JobQueueProps{
 		FIFO: true, MaxAttempts: 4, VisibilityTimeout: 2 * time.Minute,
-		HighThroughputFIFO: true, AgeAlarmThreshold: 10 * time.Minute,
+		HighThroughputFIFO: true, ContentBasedDeduplication: true, AgeAlarmThreshold: 10 * time.Minute,
 	})
 	require.Equal(t, 8, q.MaxReceiveCount, "FIFO default margin is MaxAttempts")
 	custom := NewJobQueue(stack, "Other", &JobQueueProps{FIFO: true, MaxAttempts: 3, RedriveMargin: 1})
@@ -101,11 +101,20 @@ func TestJobQueueFIFO(t *testing.T) {
 		require.Equal(t, true, p["FifoQueue"], "a FIFO queue needs a FIFO DLQ")
 		require.Equal(t, true, p["SqsManagedSseEnabled"])
 		rc := get(p, "RedrivePolicy.maxReceiveCount")
-		if rc == float64(8) {
+		switch {
+		case rc == float64(8):
 			seen++
 			require.Equal(t, float64(120), p["VisibilityTimeout"])
 			require.Equal(t, "messageGroup", p["DeduplicationScope"])
 			require.Equal(t, "perMessageGroupId", p["FifoThroughputLimit"])
+			// EventBridge Scheduler sends no deduplication id: the body's hash stands in for it.
+			require.Equal(t, true, p["ContentBasedDeduplication"])
+		case rc == float64(4):
+			require.Equal(t, false, p["ContentBasedDeduplication"], "off unless asked for")
+		default:
+			// A DLQ never drops a dead job as a duplicate of an earlier one with the same body.
+			require.Nil(t, rc)
+			require.Equal(t, false, p["ContentBasedDeduplication"], "dead-letter queue")
 		}
 	}
 	require.Equal(t, 1, seen)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -12,6 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/cloudformation"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/stretchr/testify/require"
 
 	"github.com/jobkit-go/jobkit/jobs"
@@ -485,4 +487,87 @@ func TestRedriveDeduplicationID(t *testing.T) {
 	require.Equal(t, long, inspect.RedriveDeduplicationID(string(make([]byte, 200)), "m"))
 	require.NotEqual(t, long, inspect.RedriveDeduplicationID(string(make([]byte, 200)), "n"))
 	require.Regexp(t, `^redrive-[0-9a-f]{64}$`, inspect.RedriveDeduplicationID("with space", "m"))
+}
+
+// A job that fails again while the redrive runs comes back to the DLQ as a new message: the run
+// leaves it there instead of moving it again (no loop). Here the "worker" is the progress callback,
+// which dead-letters the first batch again as soon as it has been moved.
+func TestRedriveLeavesJobsThatComeBackDuringTheRun(t *testing.T) {
+	t.Parallel()
+	cfg := awstest.Config(t)
+	ctx := context.Background()
+	client := sqs.NewFromConfig(cfg)
+	dlq := awstest.CreateQueue(t, cfg, "dlq", nil)
+	src := awstest.CreateQueue(t, cfg, "src", nil)
+	var specs []deadSpec
+	for i := range 20 {
+		specs = append(specs, deadSpec{ID: fmt.Sprintf("j%02d", i), Kind: "k", Reason: jobs.ReasonCancelled, Source: src.URL})
+	}
+	seedDead(t, client, dlq.URL, specs)
+
+	// The callback runs on a redrive goroutine: no require in it, errors are checked afterwards.
+	bounced := 0
+	var bounceErr error
+	res, err := inspect.New(cfg).Redrive(ctx, dlq.URL, &inspect.RedriveOptions{
+		Concurrency: 1,
+		Progress: func(p inspect.RedriveProgress) {
+			if bounced > 0 || p.Moved == 0 || bounceErr != nil {
+				return
+			}
+			out, err := client.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: aws.String(src.URL), MaxNumberOfMessages: 10, VisibilityTimeout: 300, WaitTimeSeconds: 1})
+			if err != nil {
+				bounceErr = err
+				return
+			}
+			var entries []sqstypes.SendMessageBatchRequestEntry
+			for n, m := range out.Messages {
+				var env jobs.Envelope
+				_ = json.Unmarshal([]byte(aws.ToString(m.Body)), &env)
+				entries = append(entries, sqstypes.SendMessageBatchRequestEntry{
+					Id: aws.String(strconv.Itoa(n)), MessageBody: m.Body,
+					MessageAttributes: map[string]sqstypes.MessageAttributeValue{
+						jobs.AttrJobID: strAttr(env.ID), jobs.AttrReason: strAttr(jobs.ReasonCancelled), jobs.AttrSourceQueue: strAttr(src.URL),
+					},
+				})
+			}
+			if len(entries) == 0 {
+				bounceErr = errors.New("nothing to bounce")
+				return
+			}
+			if _, err := client.SendMessageBatch(ctx, &sqs.SendMessageBatchInput{QueueUrl: aws.String(dlq.URL), Entries: entries}); err != nil {
+				bounceErr = err
+				return
+			}
+			bounced = len(entries)
+		},
+	})
+	require.NoError(t, err)
+	require.NoError(t, bounceErr)
+	require.Equal(t, 10, bounced)
+	require.Equal(t, int64(20), res.Moved, "each original moved once")
+	require.Equal(t, int64(10), res.Returned, "the jobs that failed again stay in the DLQ")
+	v, f := counts(t, client, dlq.URL)
+	require.Equal(t, 10, v, "handed back at the end")
+	require.Zero(t, f)
+}
+
+// A job dead-lettered twice before the redrive (two DLQ messages, one job id) is moved twice:
+// only copies that arrive during the run are held back.
+func TestRedriveMovesOlderDuplicatesOfAJob(t *testing.T) {
+	t.Parallel()
+	cfg := awstest.Config(t)
+	ctx := context.Background()
+	client := sqs.NewFromConfig(cfg)
+	dlq := awstest.CreateQueue(t, cfg, "dlq", nil)
+	src := awstest.CreateQueue(t, cfg, "src", nil)
+	seedDead(t, client, dlq.URL, []deadSpec{
+		{ID: "twice", Kind: "k", Reason: jobs.ReasonCancelled, Source: src.URL},
+		{ID: "twice", Kind: "k", Reason: jobs.ReasonCancelled, Source: src.URL},
+	})
+	time.Sleep(6 * time.Second) // older than the run by more than the clock-skew allowance (5 s)
+	res, err := inspect.New(cfg).Redrive(ctx, dlq.URL, &inspect.RedriveOptions{Concurrency: 1})
+	require.NoError(t, err)
+	require.Equal(t, int64(2), res.Moved)
+	require.Zero(t, res.Returned)
+	require.Len(t, drain(t, client, src.URL), 2)
 }

@@ -222,7 +222,7 @@ func (i *Inspector) Redrive(ctx context.Context, dlqURL string, opts *RedriveOpt
 	m := &mover{
 		i: i, dlq: dlqURL, o: o, res: res,
 		visSeconds: max(int32(o.Visibility.Round(time.Second)/time.Second), 1),
-		sent:       map[string]bool{}, claimed: map[string]bool{}, done: map[string]bool{}, movedJobs: map[string]string{},
+		sent:       map[string]bool{}, claimed: map[string]bool{}, done: map[string]bool{}, movedJobs: map[string]movedJob{},
 		held: map[string]heldMsg{}, failed: map[string]bool{}, unconfirmed: map[string]bool{},
 		skipped: map[string]bool{}, noDest: map[string]bool{}, returned: map[string]bool{},
 	}
@@ -343,6 +343,26 @@ func shortError(err error) string {
 	return err.Error()
 }
 
+// movedJob records a job this run sent back to its queue.
+type movedJob struct {
+	messageID string
+	at        time.Time
+}
+
+// returnSlack allows for the clock difference between this machine and SQS's SentTimestamp.
+const returnSlack = 5 * time.Second
+
+// cameBack reports whether j is a job this run already moved that failed again and was
+// dead-lettered anew while the run goes on (a new DLQ message, sent after the move). An older
+// DLQ message of the same job — the job was dead-lettered twice before — is not: it moves too.
+func (m *mover) cameBack(j *DeadJob) bool {
+	if j.JobID == "" {
+		return false
+	}
+	mj, ok := m.movedJobs[j.JobID]
+	return ok && mj.messageID != j.MessageID && !j.SentAt.Before(mj.at.Add(-returnSlack))
+}
+
 type heldMsg struct {
 	receipt string
 	until   time.Time
@@ -357,13 +377,13 @@ type mover struct {
 	visSeconds int32
 
 	mu          sync.Mutex
-	sent        map[string]bool    // DLQ message ids sent in this run
-	claimed     map[string]bool    // DLQ message ids a worker is sending right now
-	done        map[string]bool    // DLQ message ids sent and deleted
-	movedJobs   map[string]string  // job id → the DLQ message id it was moved from
-	held        map[string]heldMsg // messages left in the DLQ, hidden until the run ends
-	failed      map[string]bool    // sends that failed (and have not succeeded since)
-	unconfirmed map[string]bool    // sent, delete failed
+	sent        map[string]bool     // DLQ message ids sent in this run
+	claimed     map[string]bool     // DLQ message ids a worker is sending right now
+	done        map[string]bool     // DLQ message ids sent and deleted
+	movedJobs   map[string]movedJob // job id → when and from which DLQ message this run moved it
+	held        map[string]heldMsg  // messages left in the DLQ, hidden until the run ends
+	failed      map[string]bool     // sends that failed (and have not succeeded since)
+	unconfirmed map[string]bool     // sent, delete failed
 	skipped     map[string]bool
 	noDest      map[string]bool
 	returned    map[string]bool
@@ -504,7 +524,7 @@ func (m *mover) move(ctx context.Context, msgs []sqstypes.Message) {
 			// Another worker is sending it right now (its visibility ran out under that worker):
 			// leave it; it comes back after Visibility if that worker's delete does not stick.
 			continue
-		case j.JobID != "" && m.movedJobs[j.JobID] != "" && m.movedJobs[j.JobID] != j.MessageID:
+		case m.cameBack(&j):
 			m.hold(msg, m.returned)
 		case !m.o.Filter.Match(&j):
 			m.hold(msg, m.skipped)
@@ -607,7 +627,7 @@ func (m *mover) send(ctx context.Context, queueURL string, items []moveItem) []s
 		m.sent[it.job.MessageID] = true
 		delete(m.failed, it.job.MessageID)
 		if it.job.JobID != "" {
-			m.movedJobs[it.job.JobID] = it.job.MessageID
+			m.movedJobs[it.job.JobID] = movedJob{messageID: it.job.MessageID, at: m.i.now()}
 		}
 		sent = append(sent, it.msg)
 	}

@@ -39,6 +39,9 @@ type Config struct {
 	Logger *slog.Logger
 	// OnBatch, if set, is called after every settled batch.
 	OnBatch func(function string, rep esm.BatchReport)
+	// OnInvoke, if set, is called each time a function's process takes an invocation (see
+	// lambdaruntime.Options.OnStart); it must not block.
+	OnInvoke func(function, requestID string, pid int)
 	// OnFire, if set, is called after every tick the scheduler loop sends.
 	OnFire func(scheduler.Firing)
 	// NoScheduler leaves the schedules alone (the loop runs when the deployment has schedule groups).
@@ -141,11 +144,16 @@ func Start(ctx context.Context, cfg Config) (*Stack, error) {
 		if fn.ReservedConcurrency > 0 {
 			instances = min(instances, fn.ReservedConcurrency)
 		}
+		var onStart func(string, int)
+		if cfg.OnInvoke != nil {
+			name := fn.Name
+			onStart = func(requestID string, pid int) { cfg.OnInvoke(name, requestID, pid) }
+		}
 		rt, err := lambdaruntime.New(fn.RuntimeFunction(instances), &lambdaruntime.Options{
 			Region: d.Region, AccountID: d.AccountID, Endpoint: endpoint,
 			AccessKeyID: creds.AccessKeyID, SecretAccessKey: creds.SecretAccessKey, SessionToken: creds.SessionToken,
 			Output: &prefixWriter{mu: &outMu, w: out, prefix: []byte("[" + fn.Name + "] ")},
-			Logger: log,
+			Logger: log, OnStart: onStart,
 		})
 		if err != nil {
 			return fail(fmt.Errorf("devstack: %w", err))

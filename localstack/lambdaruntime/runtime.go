@@ -62,6 +62,10 @@ type Options struct {
 	// ExtraEnv is added to every environment before Function.Env (which overrides it); neither
 	// overrides the variables Lambda reserves. Example: GOCOVERDIR in tests.
 	ExtraEnv map[string]string
+	// OnStart, if set, is called each time an execution environment takes an invocation: its
+	// process (pid) is now working on the event. Fault-injection tools kill the process from here
+	// to crash an invocation midway. It runs on the invoking goroutine: it must not block.
+	OnStart func(requestID string, pid int)
 }
 
 // Outcome says how an invocation ended.
@@ -321,6 +325,9 @@ func (r *Runtime) run(ctx context.Context, in *instance, inv *invocation) (Resul
 	}
 	<-inv.started // closed by the handler right after it received inv
 	pid := in.pid()
+	if r.opts.OnStart != nil {
+		r.opts.OnStart(inv.id, pid)
+	}
 	res := Result{RequestID: inv.id, PID: pid}
 	timer := time.NewTimer(time.Until(inv.deadline))
 	defer timer.Stop()

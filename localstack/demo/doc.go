@@ -1,0 +1,14 @@
+// Package demo drives jobkit's sample stack offline, end to end: it synthesizes the CDK app when
+// needed, deploys the cloud assembly onto the emulator (package deploy), runs every function and
+// event source mapping and the schedules (package devstack), enqueues a demo workload on the three
+// sample functions — with jobs that fail a few attempts, exhaust their attempts or are poison —
+// shows the progress, and counts what became of every job from the stack's own records: the
+// idempotency table's COMPLETED records, the functions' output lines, the event source mappings'
+// reports and the dead-letter queues with the attributes the runtime set. `jobkit dev` (and so
+// `make dev`) is a thin layer over Run; the end-to-end test of `make test` uses the same pieces.
+//
+// A job is accounted for when it succeeded or is in its dead-letter queue; a job that is neither
+// when the queues have drained is lost. The summary line is
+//
+//	DEV summary: succeeded=<n> retried=<n> dead=<n> lost=<n>
+package demo

@@ -1,0 +1,235 @@
+package demo
+
+import (
+	"fmt"
+	"math/rand/v2"
+
+	"github.com/jobkit-go/jobkit/functions/samplejobs"
+	"github.com/jobkit-go/jobkit/jobs"
+)
+
+// Workload describes a demo workload over the sample stack's three functions. Faulty jobs are a
+// subset of each kind's jobs; they carry samplejobs.Faults, so their outcome is known in advance
+// (see Expect). The zero Workload has no jobs.
+type Workload struct {
+	// Emails is the number of SendEmail jobs (Email queue).
+	Emails int
+	// EmailRetries fail their first RetryAttempts attempts, then succeed.
+	EmailRetries int
+	// EmailExhausted fail every attempt: dead-lettered with reason attempts_exhausted.
+	EmailExhausted int
+	// EmailPoison are poison: dead-lettered at once with reason cancelled.
+	EmailPoison int
+
+	// Accounts is the number of ledger accounts (FIFO message groups); Postings are spread over
+	// them round-robin, each account's numbered 1, 2, 3, ... (PostLedger.Seq).
+	Accounts int
+	// Postings is the number of PostLedger jobs (Ledger queue).
+	Postings         int
+	PostingRetries   int
+	PostingExhausted int
+	PostingPoison    int
+
+	// Transcodes is the number of TranscodeVideo jobs (Transcode queue), each TranscodeSeconds
+	// long, plus LongTranscodes of LongTranscodeSeconds.
+	Transcodes           int
+	TranscodeSeconds     int
+	LongTranscodes       int
+	LongTranscodeSeconds int
+	TranscodeRetries     int
+	TranscodePoison      int
+
+	// RetryAttempts is how many attempts a retried job fails; 0 means 1.
+	RetryAttempts int
+	// Seed makes amounts and the placement of faulty jobs reproducible.
+	Seed uint64
+}
+
+// DevWorkload is what `jobkit dev` enqueues: about 100 emails, 60 postings over 6 accounts and
+// a few transcodes, one of them long, with some retried, exhausted and poison jobs of each kind.
+func DevWorkload() Workload {
+	return Workload{
+		Emails: 100, EmailRetries: 10, EmailExhausted: 2, EmailPoison: 3,
+		Accounts: 6, Postings: 60, PostingRetries: 6, PostingExhausted: 1, PostingPoison: 2,
+		Transcodes: 6, TranscodeSeconds: 3, LongTranscodes: 1, LongTranscodeSeconds: 30,
+		TranscodeRetries: 1, TranscodePoison: 1,
+		RetryAttempts: 2, Seed: 7,
+	}
+}
+
+// UnlimitedFailures is FailAttempts of an exhausted job: more attempts than any queue allows.
+const UnlimitedFailures = 1000
+
+// Job is one job of a workload.
+type Job struct {
+	// Queue is the samplejobs queue name (samplejobs.QueueEmail, ...).
+	Queue string
+	// Args are the job's arguments: samplejobs.SendEmail, PostLedger or TranscodeVideo.
+	Args jobs.JobArgs
+	// GroupID is the FIFO message group (the account of a posting).
+	GroupID string
+}
+
+// Faults returns the job's injected faults.
+func (j Job) Faults() samplejobs.Faults {
+	switch a := j.Args.(type) {
+	case samplejobs.SendEmail:
+		return a.Faults
+	case samplejobs.PostLedger:
+		return a.Faults
+	case samplejobs.TranscodeVideo:
+		return a.Faults
+	}
+	return samplejobs.Faults{}
+}
+
+// Size returns the number of jobs the workload enqueues.
+func (w Workload) Size() int { return w.Emails + w.Postings + w.Transcodes + w.LongTranscodes }
+
+// Jobs returns the workload's jobs: emails, then postings (in each account's order), then
+// transcodes. The same Workload always returns the same jobs.
+func (w Workload) Jobs() ([]Job, error) {
+	if err := w.validate(); err != nil {
+		return nil, err
+	}
+	retry := w.RetryAttempts
+	if retry <= 0 {
+		retry = 1
+	}
+	rng := rand.New(rand.NewPCG(w.Seed, w.Seed^0x9e3779b97f4a7c15))
+	// faults spreads the faulty jobs over n: a permutation of positions, taken in turn.
+	faults := func(n, retries, exhausted, poison int) []samplejobs.Faults {
+		out := make([]samplejobs.Faults, n)
+		pos := rng.Perm(n)
+		for _, p := range pos[:retries] {
+			out[p] = samplejobs.Faults{FailAttempts: retry}
+		}
+		for _, p := range pos[retries : retries+exhausted] {
+			out[p] = samplejobs.Faults{FailAttempts: UnlimitedFailures}
+		}
+		for _, p := range pos[retries+exhausted : retries+exhausted+poison] {
+			out[p] = samplejobs.Faults{Poison: true}
+		}
+		return out
+	}
+
+	var out []Job
+	ef := faults(w.Emails, w.EmailRetries, w.EmailExhausted, w.EmailPoison)
+	for i := range w.Emails {
+		out = append(out, Job{Queue: samplejobs.QueueEmail, Args: samplejobs.SendEmail{
+			To: fmt.Sprintf("user-%03d@example.com", i+1), Subject: fmt.Sprintf("Welcome #%d", i+1), Faults: ef[i],
+		}})
+	}
+
+	// Postings: at most one dead posting per account, so that every account keeps going and a
+	// dead-letter listing sees each dead posting (a FIFO queue shows only the head of a group).
+	pf := make([]samplejobs.Faults, w.Postings)
+	if w.Postings > 0 {
+		dead := rng.Perm(min(w.Accounts, w.Postings)) // accounts that have postings
+		var deadFaults []samplejobs.Faults
+		for range w.PostingExhausted {
+			deadFaults = append(deadFaults, samplejobs.Faults{FailAttempts: UnlimitedFailures})
+		}
+		for range w.PostingPoison {
+			deadFaults = append(deadFaults, samplejobs.Faults{Poison: true})
+		}
+		taken := map[int]bool{}
+		for k, f := range deadFaults {
+			acct := dead[k]
+			perAcct := (w.Postings - acct + w.Accounts - 1) / w.Accounts // postings of this account
+			i := acct + w.Accounts*rng.IntN(perAcct)
+			pf[i], taken[i] = f, true
+		}
+		var free []int
+		for i := range w.Postings {
+			if !taken[i] {
+				free = append(free, i)
+			}
+		}
+		for _, k := range rng.Perm(len(free))[:w.PostingRetries] {
+			pf[free[k]] = samplejobs.Faults{FailAttempts: retry}
+		}
+	}
+	seq := make([]int64, w.Accounts)
+	for i := range w.Postings {
+		a := i % w.Accounts
+		seq[a]++
+		p := samplejobs.PostLedger{
+			Account:     fmt.Sprintf("acct-%02d", a+1),
+			PostingID:   fmt.Sprintf("p-%02d-%03d", a+1, seq[a]),
+			AmountCents: int64(rng.IntN(20000)) - 5000,
+			Seq:         seq[a],
+			Faults:      pf[i],
+		}
+		out = append(out, Job{Queue: samplejobs.QueueLedger, Args: p, GroupID: p.GroupID()})
+	}
+
+	n := w.Transcodes + w.LongTranscodes
+	tf := faults(n, w.TranscodeRetries, 0, w.TranscodePoison)
+	for i := range n {
+		secs := w.TranscodeSeconds
+		if i >= w.Transcodes {
+			secs = w.LongTranscodeSeconds
+		}
+		out = append(out, Job{Queue: samplejobs.QueueTranscode, Args: samplejobs.TranscodeVideo{
+			VideoID: fmt.Sprintf("video-%03d", i+1), Seconds: secs, Faults: tf[i],
+		}})
+	}
+	return out, nil
+}
+
+func (w Workload) validate() error {
+	bad := func(what string, faulty, total int) error {
+		return fmt.Errorf("demo: workload: %d faulty %s out of %d", faulty, what, total)
+	}
+	switch {
+	case w.Emails < 0 || w.Postings < 0 || w.Transcodes < 0 || w.LongTranscodes < 0 || w.Accounts < 0 ||
+		w.EmailRetries < 0 || w.EmailExhausted < 0 || w.EmailPoison < 0 ||
+		w.PostingRetries < 0 || w.PostingExhausted < 0 || w.PostingPoison < 0 ||
+		w.TranscodeRetries < 0 || w.TranscodePoison < 0 || w.TranscodeSeconds < 0 || w.LongTranscodeSeconds < 0:
+		return fmt.Errorf("demo: workload: negative count in %+v", w)
+	case w.EmailRetries+w.EmailExhausted+w.EmailPoison > w.Emails:
+		return bad("emails", w.EmailRetries+w.EmailExhausted+w.EmailPoison, w.Emails)
+	case w.PostingRetries+w.PostingExhausted+w.PostingPoison > w.Postings:
+		return bad("postings", w.PostingRetries+w.PostingExhausted+w.PostingPoison, w.Postings)
+	case w.Postings > 0 && w.Accounts == 0:
+		return fmt.Errorf("demo: workload: %d postings need at least one account", w.Postings)
+	case w.PostingExhausted+w.PostingPoison > min(w.Accounts, w.Postings):
+		return fmt.Errorf("demo: workload: %d dead postings; at most one per account (%d accounts)",
+			w.PostingExhausted+w.PostingPoison, w.Accounts)
+	case w.TranscodeRetries+w.TranscodePoison > w.Transcodes+w.LongTranscodes:
+		return bad("transcodes", w.TranscodeRetries+w.TranscodePoison, w.Transcodes+w.LongTranscodes)
+	}
+	return nil
+}
+
+// Outcome is how a job ends.
+type Outcome int
+
+// Outcomes of a job.
+const (
+	Succeeds Outcome = iota + 1
+	DeadLettered
+)
+
+func (o Outcome) String() string {
+	switch o {
+	case Succeeds:
+		return "succeeds"
+	case DeadLettered:
+		return "dead-lettered"
+	}
+	return fmt.Sprintf("Outcome(%d)", int(o))
+}
+
+// Expect returns how a job with these faults ends on a queue allowing maxAttempts attempts, and
+// the dead-letter reason (jobs.Reason*) when it is dead-lettered.
+func Expect(f samplejobs.Faults, maxAttempts int) (Outcome, string) {
+	switch {
+	case f.Poison:
+		return DeadLettered, jobs.ReasonCancelled
+	case f.FailAttempts >= maxAttempts:
+		return DeadLettered, jobs.ReasonAttemptsUsed
+	}
+	return Succeeds, ""
+}
