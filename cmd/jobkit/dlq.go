@@ -75,7 +75,9 @@ type redriveJSON struct {
 	Failed         int64  `json:"failed"`
 	Unconfirmed    int64  `json:"unconfirmed"`
 	LeftInFlight   int64  `json:"left_in_flight"`
-	Window         int    `json:"window"`
+	// PossibleDuplicates counts messages whose send got no clear answer and was made again.
+	PossibleDuplicates int64 `json:"possible_duplicates"`
+	Window             int   `json:"window"`
 }
 
 func timePtr(t time.Time) *time.Time {
@@ -332,7 +334,8 @@ queue (--to, else the message's jobkit.source_queue attribute, else the queue of
 --queue), then delete from the DLQ.
 
 The manual move never loses a message when interrupted, and sends each message at most
-once per run. Killed outright, a run can leave at most --concurrency x 10 messages (the
+once per run (a send that got no clear answer and had to be made again is reported as a
+possible duplicate). Killed outright, a run can leave at most --concurrency x 10 messages (the
 in-flight window) sent but not yet deleted: run again, and those arrive a second time
 (their job ids keep the jobs idempotent). Ctrl-C instead lets the batches in progress
 finish: no duplicates. Messages still in flight on the DLQ (from an interrupted run or a
@@ -436,7 +439,7 @@ func redriveDoc(dlq string, r *inspect.RedriveResult) redriveJSON {
 	return redriveJSON{
 		Version: jsonVersion, Queue: dlq, Method: string(r.Method), FallbackReason: r.FallbackReason, TaskHandle: r.TaskHandle,
 		Total: r.Total, Moved: r.Moved, Skipped: r.Skipped, NoDestination: r.NoDestination, Returned: r.Returned,
-		Failed: r.Failed, Unconfirmed: r.Unconfirmed, LeftInFlight: r.LeftInFlight, Window: r.Window,
+		Failed: r.Failed, Unconfirmed: r.Unconfirmed, LeftInFlight: r.LeftInFlight, PossibleDuplicates: r.PossibleDuplicates, Window: r.Window,
 	}
 }
 
@@ -460,6 +463,9 @@ func printRedrive(w io.Writer, q inspect.Queue, r *inspect.RedriveResult) {
 	}
 	if r.LeftInFlight > 0 {
 		fmt.Fprintf(w, "%d messages were in flight on the DLQ and were not moved: run again\n", r.LeftInFlight)
+	}
+	if r.PossibleDuplicates > 0 {
+		fmt.Fprintf(w, "possible duplicates: %d (a send got no clear answer and was made again)\n", r.PossibleDuplicates)
 	}
 }
 

@@ -276,6 +276,10 @@ func TestDLQRedrive1000(t *testing.T) {
 	require.Contains(t, errOut, "redrive: 1000/1000 (100%)")
 	require.GreaterOrEqual(t, strings.Count(errOut, "redrive: "), 5)
 
+	possible := 0
+	if m := regexp.MustCompile(`possible duplicates: (\d+)`).FindStringSubmatch(out); m != nil {
+		possible, _ = strconv.Atoi(m[1])
+	}
 	got := map[string]int{}
 	for q, u := range sources {
 		for id, n := range drainIDs(t, client, u) {
@@ -286,9 +290,13 @@ func TestDLQRedrive1000(t *testing.T) {
 		}
 	}
 	require.Len(t, got, 1000)
+	extra := 0
 	for _, id := range ids {
-		require.Equal(t, 1, got[id], id)
+		require.GreaterOrEqual(t, got[id], 1, id)
+		extra += got[id] - 1
 	}
+	// A send that got no clear answer and was made again may land twice; the redrive says so.
+	require.LessOrEqual(t, extra, possible, "duplicates only where the redrive reports possible ones")
 	v, f := depth(t, client, dlq.URL)
 	require.Zero(t, v+f, "nothing left in the DLQ")
 	t.Logf("redrive of 1000 jobs (manual, concurrency 4): %s", elapsed.Round(time.Millisecond))
@@ -349,10 +357,12 @@ func TestDLQRedriveKilledMidwayAndRunAgain(t *testing.T) {
 		dups += got[id] - 1
 	}
 	require.Len(t, got, 1000, "only the original ids")
-	require.LessOrEqual(t, dups, window, "duplicates bounded by the in-flight window")
+	// The killed run can leave at most the window sent and not deleted; sends without a clear
+	// answer that were made again (reported by the second run) may add to it.
+	require.LessOrEqual(t, dups, window+int(res.PossibleDuplicates), "duplicates bounded by the in-flight window")
 	v, f = depth(t, client, dlq.URL)
 	require.Zero(t, v+f, "nothing left in the DLQ")
-	t.Logf("after kill + rerun: 1000/1000 present, %d duplicates (window %d)", dups, window)
+	t.Logf("after kill + rerun: 1000/1000 present, %d duplicates (window %d, possible duplicates reported by the rerun %d)", dups, window, res.PossibleDuplicates)
 }
 
 func TestEnqueueCommand(t *testing.T) {

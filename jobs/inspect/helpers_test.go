@@ -135,3 +135,16 @@ func counts(t testing.TB, client *sqs.Client, queueURL string) (visible, inFligh
 	inFlight, _ = strconv.Atoi(out.Attributes["ApproximateNumberOfMessagesNotVisible"])
 	return visible, inFlight
 }
+
+// unique counts the distinct envelope ids (bodies, for non-envelopes) among received messages.
+func unique(rs []received) int {
+	seen := map[string]bool{}
+	for _, r := range rs {
+		key := r.Env.ID
+		if key == "" {
+			key = r.Body
+		}
+		seen[key] = true
+	}
+	return len(seen)
+}

@@ -337,10 +337,13 @@ func TestRedriveManualWithFilterAndDestinations(t *testing.T) {
 	require.Positive(t, calls.Load())
 	require.Equal(t, int64(16), last.Moved)
 
+	// (A send that got no clear answer and was made again may have landed twice: the redrive
+	// counts those in PossibleDuplicates; on a quiet endpoint there are none.)
 	toSrc := drain(t, client, src.URL)
 	toOther := drain(t, client, other.URL)
-	require.Len(t, toSrc, 14) // j00..j24 even, and crash
-	require.Len(t, toOther, 2)
+	require.Equal(t, 14, unique(toSrc)) // j00..j24 even, and crash
+	require.Equal(t, 2, unique(toOther))
+	require.Equal(t, 16+int(res.PossibleDuplicates), len(toSrc)+len(toOther))
 	for _, r := range append(toSrc, toOther...) {
 		require.Equal(t, "email.send", r.Env.Kind)
 		for k := range r.Attrs {
@@ -356,7 +359,9 @@ func TestRedriveManualWithFilterAndDestinations(t *testing.T) {
 	res, err = in.Redrive(ctx, dlq.URL, &inspect.RedriveOptions{To: other.URL, Method: inspect.RedriveManual})
 	require.NoError(t, err)
 	require.Equal(t, int64(15), res.Moved)
-	require.Len(t, drain(t, client, other.URL), 15)
+	got := drain(t, client, other.URL)
+	require.Equal(t, 15, unique(got))
+	require.Len(t, got, 15+int(res.PossibleDuplicates))
 	v, f = counts(t, client, dlq.URL)
 	require.Zero(t, v+f)
 }
@@ -381,7 +386,7 @@ func TestRedriveNativeUnsupportedFallsBack(t *testing.T) {
 	require.Equal(t, inspect.RedriveManual, res.Method)
 	require.Contains(t, res.FallbackReason, "StartMessageMoveTask")
 	require.Equal(t, int64(1), res.Moved)
-	require.Len(t, drain(t, client, src.URL), 1)
+	require.Len(t, drain(t, client, src.URL), 1+int(res.PossibleDuplicates))
 }
 
 // FIFO: the redriven messages keep their group and order, and carry a deduplication id that is
@@ -460,7 +465,8 @@ func TestRedriveSendsOncePerRunWhenADeleteFails(t *testing.T) {
 	require.Equal(t, int64(20), res.Moved)
 	require.Zero(t, res.Unconfirmed)
 	got := drain(t, client, src.URL)
-	require.Len(t, got, 20, "the batch whose delete failed was not sent again")
+	require.Equal(t, 20, unique(got))
+	require.Len(t, got, 20+int(res.PossibleDuplicates), "the batch whose delete failed was not sent again")
 	v, f := counts(t, client, dlq.URL)
 	require.Zero(t, v+f)
 }
@@ -569,5 +575,48 @@ func TestRedriveMovesOlderDuplicatesOfAJob(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, int64(2), res.Moved)
 	require.Zero(t, res.Returned)
-	require.Len(t, drain(t, client, src.URL), 2)
+	require.Len(t, drain(t, client, src.URL), 2+int(res.PossibleDuplicates))
+}
+
+// lostAnswerSQS carries out the first SendMessageBatch and then reports a connection error, as
+// when the answer is lost on the way back.
+type lostAnswerSQS struct {
+	inspect.SQSAPI
+	lost atomic.Bool
+}
+
+func (l *lostAnswerSQS) SendMessageBatch(ctx context.Context, in *sqs.SendMessageBatchInput, optFns ...func(*sqs.Options)) (*sqs.SendMessageBatchOutput, error) {
+	out, err := l.SQSAPI.SendMessageBatch(ctx, in, optFns...)
+	if err == nil && l.lost.CompareAndSwap(false, true) {
+		return nil, errors.New("read tcp: connection reset by peer")
+	}
+	return out, err
+}
+
+// A send whose answer is lost is ambiguous: the run cannot know the messages went through, sends
+// them again when they come back, and reports them as possible duplicates.
+func TestRedriveReportsPossibleDuplicatesAfterALostAnswer(t *testing.T) {
+	t.Parallel()
+	cfg := awstest.Config(t)
+	ctx := context.Background()
+	client := sqs.NewFromConfig(cfg)
+	dlq := awstest.CreateQueue(t, cfg, "dlq", nil)
+	src := awstest.CreateQueue(t, cfg, "src", nil)
+	var specs []deadSpec
+	for i := range 10 {
+		specs = append(specs, deadSpec{ID: fmt.Sprintf("j%d", i), Kind: "k", Reason: jobs.ReasonCancelled, Source: src.URL})
+	}
+	seedDead(t, client, dlq.URL, specs)
+	in := inspect.New(cfg, func(o *inspect.Options) { o.SQS = &lostAnswerSQS{SQSAPI: client} })
+
+	res, err := in.Redrive(ctx, dlq.URL, &inspect.RedriveOptions{Concurrency: 1, Visibility: 2 * time.Second})
+	require.NoError(t, err)
+	require.Equal(t, int64(10), res.Moved)
+	require.Zero(t, res.Failed, "sent on the second try")
+	require.Equal(t, int64(10), res.PossibleDuplicates)
+	got := drain(t, client, src.URL)
+	require.Equal(t, 10, unique(got))
+	require.Len(t, got, 20, "each twice: exactly what was reported")
+	v, f := counts(t, client, dlq.URL)
+	require.Zero(t, v+f)
 }

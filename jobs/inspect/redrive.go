@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/aws/retry"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/aws/smithy-go"
@@ -131,6 +132,11 @@ type RedriveResult struct {
 	// LeftInFlight is the number of messages that were in flight on the DLQ at the end (held by
 	// another reader or an interrupted run) and so not moved; run the redrive again for them.
 	LeftInFlight int64
+	// PossibleDuplicates counts messages whose send got no clear answer the first time (a
+	// connection error, a timeout, a 5xx) and was made again, by the SDK's retry or a later pass:
+	// SQS may hold them twice. Like any SQS Standard queue delivery, the job id keeps them
+	// idempotent.
+	PossibleDuplicates int64
 	// Window is the manual move's in-flight window (RedriveOptions.Window).
 	Window int
 }
@@ -148,7 +154,9 @@ type RedriveResult struct {
 //     after Visibility), and one sent is in its queue;
 //   - a run sends each DLQ message at most once: it remembers what it sent and what it is sending,
 //     so a message that comes back (its delete failed, or its visibility ran out mid-move) is
-//     deleted or left alone, not sent again;
+//     deleted or left alone, not sent again — except after a send that got no clear answer (a
+//     connection error, a timeout, a 5xx: it may have gone through), which is made again and
+//     counted in RedriveResult.PossibleDuplicates;
 //   - a run killed outright leaves at most Window() messages sent but not deleted; the next run
 //     sends those again, so each may arrive twice — never more, unless it is caught that way by a
 //     second kill too. The envelope id keeps a duplicated job idempotent. A cancelled ctx
@@ -222,7 +230,7 @@ func (i *Inspector) Redrive(ctx context.Context, dlqURL string, opts *RedriveOpt
 	m := &mover{
 		i: i, dlq: dlqURL, o: o, res: res,
 		visSeconds: max(int32(o.Visibility.Round(time.Second)/time.Second), 1),
-		sent:       map[string]bool{}, claimed: map[string]bool{}, done: map[string]bool{}, movedJobs: map[string]movedJob{},
+		sent:       map[string]bool{}, claimed: map[string]bool{}, maybeSent: map[string]bool{}, possibleDups: map[string]bool{}, done: map[string]bool{}, movedJobs: map[string]movedJob{},
 		held: map[string]heldMsg{}, failed: map[string]bool{}, unconfirmed: map[string]bool{},
 		skipped: map[string]bool{}, noDest: map[string]bool{}, returned: map[string]bool{},
 	}
@@ -329,6 +337,16 @@ func unsupported(err error) bool {
 	return false
 }
 
+// ambiguous reports whether a failed call may nevertheless have been carried out: no answer came
+// (a connection error or timeout), or a 5xx. A 4xx answer means it was refused.
+func ambiguous(err error) bool {
+	var re *smithyhttp.ResponseError
+	if errors.As(err, &re) {
+		return re.HTTPStatusCode() >= 500
+	}
+	return true
+}
+
 // shortError renders an AWS error in a few words: the error code and message, or the HTTP status
 // when the answer was not an AWS error document.
 func shortError(err error) string {
@@ -376,18 +394,20 @@ type mover struct {
 	res        *RedriveResult
 	visSeconds int32
 
-	mu          sync.Mutex
-	sent        map[string]bool     // DLQ message ids sent in this run
-	claimed     map[string]bool     // DLQ message ids a worker is sending right now
-	done        map[string]bool     // DLQ message ids sent and deleted
-	movedJobs   map[string]movedJob // job id → when and from which DLQ message this run moved it
-	held        map[string]heldMsg  // messages left in the DLQ, hidden until the run ends
-	failed      map[string]bool     // sends that failed (and have not succeeded since)
-	unconfirmed map[string]bool     // sent, delete failed
-	skipped     map[string]bool
-	noDest      map[string]bool
-	returned    map[string]bool
-	inFlight    int
+	mu           sync.Mutex
+	sent         map[string]bool     // DLQ message ids sent in this run
+	claimed      map[string]bool     // DLQ message ids a worker is sending right now
+	maybeSent    map[string]bool     // a send failed without a clear answer: it may have gone through
+	possibleDups map[string]bool     // sent, and possibly twice (RedriveResult.PossibleDuplicates)
+	done         map[string]bool     // DLQ message ids sent and deleted
+	movedJobs    map[string]movedJob // job id → when and from which DLQ message this run moved it
+	held         map[string]heldMsg  // messages left in the DLQ, hidden until the run ends
+	failed       map[string]bool     // sends that failed (and have not succeeded since)
+	unconfirmed  map[string]bool     // sent, delete failed
+	skipped      map[string]bool
+	noDest       map[string]bool
+	returned     map[string]bool
+	inFlight     int
 
 	progressMu sync.Mutex
 }
@@ -614,8 +634,21 @@ func (m *mover) send(ctx context.Context, queueURL string, items []moveItem) []s
 	if err != nil {
 		for _, it := range items {
 			m.failed[it.job.MessageID] = true
+			if ambiguous(err) {
+				m.maybeSent[it.job.MessageID] = true
+			}
 		}
 		return nil
+	}
+	// A call that succeeded only after an attempt without an answer (the SDK retried it) may
+	// have been carried out twice by the endpoint.
+	retried := false
+	if ar, ok := retry.GetAttemptResults(out.ResultMetadata); ok {
+		for _, r := range ar.Results {
+			if r.Err != nil && ambiguous(r.Err) {
+				retried = true
+			}
+		}
 	}
 	var sent []sqstypes.Message
 	for _, s := range out.Successful {
@@ -626,6 +659,9 @@ func (m *mover) send(ctx context.Context, queueURL string, items []moveItem) []s
 		it := items[n]
 		m.sent[it.job.MessageID] = true
 		delete(m.failed, it.job.MessageID)
+		if retried || m.maybeSent[it.job.MessageID] {
+			m.possibleDups[it.job.MessageID] = true
+		}
 		if it.job.JobID != "" {
 			m.movedJobs[it.job.JobID] = movedJob{messageID: it.job.MessageID, at: m.i.now()}
 		}
@@ -708,6 +744,7 @@ func (m *mover) finish(ctx context.Context) {
 	r.Returned = int64(len(m.returned))
 	r.Failed = int64(len(m.failed))
 	r.Unconfirmed = int64(len(m.unconfirmed))
+	r.PossibleDuplicates = int64(len(m.possibleDups))
 	m.mu.Unlock()
 	m.i.release(ctx, m.dlq, msgs)
 	m.progress()

@@ -101,24 +101,24 @@ func benchColdStart(ctx context.Context, emit func(string, any)) error {
 			return err
 		}
 		if i >= 0 {
-			goMS, pyMS = append(goMS, ms(g)), append(pyMS, ms(p))
+			goMS, pyMS = append(goMS, durationMS(g)), append(pyMS, durationMS(p))
 		}
 	}
 	goMedian, pyMedian := median(goMS), median(pyMS)
 	emit("cold_start_ms", goMedian)
 	emit("powertools_cold_start_ms", pyMedian)
 	emit("cold_start_speedup_vs_powertools", pyMedian/goMedian)
-	for key, path := range map[string]string{"bootstrap_bytes": armBootstrap, "bootstrap_host_bytes": goBootstrap} {
-		st, err := os.Stat(path)
+	for _, b := range []struct{ key, path string }{{"bootstrap_bytes", armBootstrap}, {"bootstrap_host_bytes", goBootstrap}} {
+		st, err := os.Stat(b.path)
 		if err != nil {
 			return err
 		}
-		emit(key, st.Size())
+		emit(b.key, st.Size())
 	}
 	return nil
 }
 
-func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+func durationMS(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 
 // buildBootstrap builds the Go main package in pkgDir for linux/arch as a provided.al2023
 // bootstrap: static, no RPC shim, no paths or symbols.

@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
@@ -29,8 +30,9 @@ import (
 // (jobstest.SampleEvents: deterministic) and written to one JSON file; each side decodes that file
 // before timing, as its Lambda runtime would hand it decoded events.
 //
-//   - jobkit: jobs.NewSQSHandler with a no-op typed worker; its SQS client answers in-process (a
-//     batch that succeeds makes no SQS call). The envelope and its args decode into Go structs.
+//   - jobkit: jobs.NewSQSHandler with a no-op typed worker; its SQS client answers in-process. A
+//     batch that succeeds makes no SQS call: a call (a job retried or dead-lettered) fails the
+//     run, as a listed record does. The envelope and its args decode into Go structs.
 //   - Powertools: BatchProcessor(EventType.SQS) + process_partial_response; the record handler
 //     parses the body with Powertools' parser into a pydantic envelope model with an args
 //     sub-model and calls a no-op (powertools/handler.py, timed by powertools/bench.py).
@@ -56,9 +58,9 @@ func init() {
 }
 
 const (
-	compareRecords = 10000
-	compareBatch   = 10
-	repetitions    = 31
+	compareRecords     = 10000
+	compareBatch       = 10
+	compareRepetitions = 31
 )
 
 func benchPowertools(ctx context.Context, emit func(string, any)) error {
@@ -115,17 +117,18 @@ func benchPowertools(ctx context.Context, emit func(string, any)) error {
 	return nil
 }
 
-// timing is a side's ns per message: the best and median repetitions (wall time) and the process
-// CPU time over all timed repetitions.
-type timing struct{ best, median, cpu float64 }
+// compareTiming is a side's ns per message: the best and median repetitions (wall time) and the
+// process CPU time over all timed repetitions.
+type compareTiming struct{ best, median, cpu float64 }
 
-// summarize makes a timing from per-repetition wall times and the total CPU time, in ns per message.
-func summarize(wall []float64, cpuTotal float64) timing {
+// summarize makes a compareTiming from per-repetition wall times and the total CPU time, in ns per
+// message.
+func summarize(wall []float64, cpuTotal float64) compareTiming {
 	best := wall[0]
 	for _, w := range wall {
 		best = min(best, w)
 	}
-	return timing{best: best, median: median(wall), cpu: cpuTotal / float64(len(wall))}
+	return compareTiming{best: best, median: median(wall), cpu: cpuTotal / float64(len(wall))}
 }
 
 // compareEvents returns the 10,000 sample records in batches of 10, with the fields a real SQS
@@ -144,10 +147,12 @@ func compareEvents() []events.SQSEvent {
 	return evs
 }
 
-// inProcessSQS answers every SQS call with an empty success, in process.
-type inProcessSQS struct{}
+// inProcessSQS answers every SQS call with an empty success, in process, and counts the calls.
+// A batch whose jobs all succeed makes none: a call means a job was retried or dead-lettered.
+type inProcessSQS struct{ calls *atomic.Int64 }
 
-func (inProcessSQS) Do(req *http.Request) (*http.Response, error) {
+func (t inProcessSQS) Do(req *http.Request) (*http.Response, error) {
+	t.calls.Add(1)
 	return &http.Response{
 		StatusCode: http.StatusOK,
 		Header:     http.Header{"Content-Type": []string{"application/x-amz-json-1.0"}},
@@ -157,14 +162,15 @@ func (inProcessSQS) Do(req *http.Request) (*http.Response, error) {
 }
 
 // timeRuntime times jobkit's runtime over evs.
-func timeRuntime(ctx context.Context, evs []events.SQSEvent) (timing, error) {
+func timeRuntime(ctx context.Context, evs []events.SQSEvent) (compareTiming, error) {
 	workers := jobs.NewWorkers()
 	jobs.AddWorker(workers, jobs.WorkFunc[jobstest.SampleArgs](func(context.Context, *jobs.Job[jobstest.SampleArgs]) error { return nil }))
+	var calls atomic.Int64
 	client := sqs.New(sqs.Options{
 		Region:       "us-east-1",
 		BaseEndpoint: aws.String("http://sqs.invalid"),
 		Credentials:  aws.AnonymousCredentials{},
-		HTTPClient:   inProcessSQS{},
+		HTTPClient:   inProcessSQS{calls: &calls},
 	})
 	cfg := jobstest.Config(client)
 	cfg.Metrics = io.Discard
@@ -183,6 +189,9 @@ func timeRuntime(ctx context.Context, evs []events.SQSEvent) (timing, error) {
 				return fmt.Errorf("jobkit runtime: %d records of a batch failed", len(resp.BatchItemFailures))
 			}
 		}
+		if n := calls.Load(); n > 0 {
+			return fmt.Errorf("jobkit runtime: %d SQS calls: some jobs did not succeed (dead-lettered or retried)", n)
+		}
 		return nil
 	}
 	return timePasses(pass)
@@ -195,7 +204,7 @@ var decodeSink struct {
 }
 
 // timeDecodeFloor times decoding every body with encoding/json.
-func timeDecodeFloor(evs []events.SQSEvent) (timing, error) {
+func timeDecodeFloor(evs []events.SQSEvent) (compareTiming, error) {
 	pass := func() error {
 		for i := range evs {
 			for j := range evs[i].Records {
@@ -215,19 +224,19 @@ func timeDecodeFloor(evs []events.SQSEvent) (timing, error) {
 	return timePasses(pass)
 }
 
-// timePasses runs pass (over all the records) once untimed, then repetitions times, each after a
-// garbage collection.
-func timePasses(pass func() error) (timing, error) {
+// timePasses runs pass (over all the records) once untimed, then compareRepetitions times, each
+// after a garbage collection.
+func timePasses(pass func() error) (compareTiming, error) {
 	if err := pass(); err != nil {
-		return timing{}, err
+		return compareTiming{}, err
 	}
-	wall := make([]float64, repetitions)
+	wall := make([]float64, compareRepetitions)
 	var cpu time.Duration
 	for i := range wall {
 		runtime.GC()
 		c0, start := cpuTime(), time.Now()
 		if err := pass(); err != nil {
-			return timing{}, err
+			return compareTiming{}, err
 		}
 		wall[i] = float64(time.Since(start).Nanoseconds()) / compareRecords
 		cpu += cpuTime() - c0
@@ -236,12 +245,12 @@ func timePasses(pass func() error) (timing, error) {
 }
 
 // timePowertools runs powertools/bench.py on the events file: the same repetitions, in Python.
-func timePowertools(ctx context.Context, python, dir, eventsFile string) (timing, error) {
-	cmd := exec.CommandContext(ctx, python, filepath.Join(dir, "bench.py"), eventsFile, fmt.Sprint(repetitions))
+func timePowertools(ctx context.Context, python, dir, eventsFile string) (compareTiming, error) {
+	cmd := exec.CommandContext(ctx, python, filepath.Join(dir, "bench.py"), eventsFile, fmt.Sprint(compareRepetitions))
 	cmd.Stderr = os.Stderr
 	out, err := cmd.Output()
 	if err != nil {
-		return timing{}, fmt.Errorf("powertools peer: %w", err)
+		return compareTiming{}, fmt.Errorf("powertools peer: %w", err)
 	}
 	var res struct {
 		Records     int       `json:"records"`
@@ -249,11 +258,11 @@ func timePowertools(ctx context.Context, python, dir, eventsFile string) (timing
 		CPUNsPerMsg float64   `json:"cpu_ns_per_msg"`
 	}
 	if err := json.Unmarshal(out, &res); err != nil {
-		return timing{}, fmt.Errorf("powertools peer: read its result %q: %w", out, err)
+		return compareTiming{}, fmt.Errorf("powertools peer: read its result %q: %w", out, err)
 	}
-	if res.Records != compareRecords || len(res.NsPerMsg) != repetitions {
-		return timing{}, fmt.Errorf("powertools peer: ran %d records × %d repetitions, want %d × %d",
-			res.Records, len(res.NsPerMsg), compareRecords, repetitions)
+	if res.Records != compareRecords || len(res.NsPerMsg) != compareRepetitions {
+		return compareTiming{}, fmt.Errorf("powertools peer: ran %d records × %d repetitions, want %d × %d",
+			res.Records, len(res.NsPerMsg), compareRecords, compareRepetitions)
 	}
 	return summarize(res.NsPerMsg, res.CPUNsPerMsg*float64(len(res.NsPerMsg))), nil
 }

@@ -53,6 +53,8 @@ type Config struct {
 	FunctionOutput io.Writer
 	// Keep leaves the deployment on the emulator; by default Run destroys it before returning.
 	Keep bool
+	// BuildDir receives the functions' bootstraps; default <Root>/.run/functions.
+	BuildDir string
 }
 
 // Result is what a run did.
@@ -149,6 +151,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	start := time.Now()
 	d, err := deploy.Deploy(ctx, deploy.NewClients(cfg.AWS), &deploy.Options{
 		CDKOut: filepath.Join(cfg.Root, "cdk.out"), ModuleDir: cfg.Root, Prefix: cfg.Prefix, Logger: log,
+		BuildDir: cfg.BuildDir,
 	})
 	if d != nil {
 		res.Deployment = d

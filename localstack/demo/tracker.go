@@ -538,7 +538,9 @@ func (t *Tracker) Census(ctx context.Context, full bool) (*Census, error) {
 
 	per := map[*Queue]*Counts{}
 	for i, q := range t.queues {
-		per[q] = &Counts{Pending: depths[i].main, Running: running[q.URL]}
+		// A message retried with a short backoff can be received again before the batch that
+		// failed it is settled: never show more running than the queue holds.
+		per[q] = &Counts{Pending: depths[i].main, Running: min(running[q.URL], depths[i].main)}
 		if !full {
 			per[q].Dead = depths[i].dlq
 		}

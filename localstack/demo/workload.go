@@ -36,22 +36,24 @@ type Workload struct {
 	TranscodeSeconds     int
 	LongTranscodes       int
 	LongTranscodeSeconds int
-	TranscodeRetries     int
-	TranscodePoison      int
+	// TranscodeRetries fail their first attempt only (the sample's transcode function waits up
+	// to 30 s before a retry, 60 s before the next).
+	TranscodeRetries int
+	TranscodePoison  int
 
-	// RetryAttempts is how many attempts a retried job fails; 0 means 1.
+	// RetryAttempts is how many attempts a retried email or posting fails; 0 means 1.
 	RetryAttempts int
 	// Seed makes amounts and the placement of faulty jobs reproducible.
 	Seed uint64
 }
 
-// DevWorkload is what `jobkit dev` enqueues: about 100 emails, 60 postings over 6 accounts and
-// a few transcodes, one of them long, with some retried, exhausted and poison jobs of each kind.
+// DevWorkload is what `jobkit dev` enqueues: 100 emails, 60 postings over 6 accounts and 7
+// transcodes, one of them 20 s long, with some retried, exhausted and poison jobs of each kind.
 func DevWorkload() Workload {
 	return Workload{
 		Emails: 100, EmailRetries: 10, EmailExhausted: 2, EmailPoison: 3,
 		Accounts: 6, Postings: 60, PostingRetries: 6, PostingExhausted: 1, PostingPoison: 2,
-		Transcodes: 6, TranscodeSeconds: 3, LongTranscodes: 1, LongTranscodeSeconds: 30,
+		Transcodes: 6, TranscodeSeconds: 3, LongTranscodes: 1, LongTranscodeSeconds: 20,
 		TranscodeRetries: 1, TranscodePoison: 1,
 		RetryAttempts: 2, Seed: 7,
 	}
@@ -98,7 +100,7 @@ func (w Workload) Jobs() ([]Job, error) {
 	}
 	rng := rand.New(rand.NewPCG(w.Seed, w.Seed^0x9e3779b97f4a7c15))
 	// faults spreads the faulty jobs over n: a permutation of positions, taken in turn.
-	faults := func(n, retries, exhausted, poison int) []samplejobs.Faults {
+	faults := func(n, retries, exhausted, poison, retry int) []samplejobs.Faults {
 		out := make([]samplejobs.Faults, n)
 		pos := rng.Perm(n)
 		for _, p := range pos[:retries] {
@@ -114,40 +116,47 @@ func (w Workload) Jobs() ([]Job, error) {
 	}
 
 	var out []Job
-	ef := faults(w.Emails, w.EmailRetries, w.EmailExhausted, w.EmailPoison)
+	ef := faults(w.Emails, w.EmailRetries, w.EmailExhausted, w.EmailPoison, retry)
 	for i := range w.Emails {
 		out = append(out, Job{Queue: samplejobs.QueueEmail, Args: samplejobs.SendEmail{
 			To: fmt.Sprintf("user-%03d@example.com", i+1), Subject: fmt.Sprintf("Welcome #%d", i+1), Faults: ef[i],
 		}})
 	}
 
-	// Postings: at most one dead posting per account, so that every account keeps going and a
-	// dead-letter listing sees each dead posting (a FIFO queue shows only the head of a group).
+	// Postings: faulty postings are spread evenly over the accounts, dead ones first and at most
+	// one per account. An account's postings wait behind its failing one (FIFO), and every
+	// delivery counts as an attempt, so piling faults on one account would use up the attempts
+	// of the postings behind them; one dead posting per account also keeps each visible to a
+	// dead-letter listing (a FIFO queue shows only the head of each group).
 	pf := make([]samplejobs.Faults, w.Postings)
 	if w.Postings > 0 {
-		dead := rng.Perm(min(w.Accounts, w.Postings)) // accounts that have postings
-		var deadFaults []samplejobs.Faults
+		n := min(w.Accounts, w.Postings) // accounts that have postings
+		free := make([][]int, n)         // each account's positions not yet faulty, shuffled
+		for i := range w.Postings {
+			free[i%w.Accounts] = append(free[i%w.Accounts], i)
+		}
+		for _, f := range free {
+			rng.Shuffle(len(f), func(i, j int) { f[i], f[j] = f[j], f[i] })
+		}
+		var faulty []samplejobs.Faults
 		for range w.PostingExhausted {
-			deadFaults = append(deadFaults, samplejobs.Faults{FailAttempts: UnlimitedFailures})
+			faulty = append(faulty, samplejobs.Faults{FailAttempts: UnlimitedFailures})
 		}
 		for range w.PostingPoison {
-			deadFaults = append(deadFaults, samplejobs.Faults{Poison: true})
+			faulty = append(faulty, samplejobs.Faults{Poison: true})
 		}
-		taken := map[int]bool{}
-		for k, f := range deadFaults {
-			acct := dead[k]
-			perAcct := (w.Postings - acct + w.Accounts - 1) / w.Accounts // postings of this account
-			i := acct + w.Accounts*rng.IntN(perAcct)
-			pf[i], taken[i] = f, true
+		for range w.PostingRetries {
+			faulty = append(faulty, samplejobs.Faults{FailAttempts: retry})
 		}
-		var free []int
-		for i := range w.Postings {
-			if !taken[i] {
-				free = append(free, i)
+		order := rng.Perm(n)
+		k := 0
+		for _, f := range faulty {
+			for len(free[order[k%n]]) == 0 {
+				k++
 			}
-		}
-		for _, k := range rng.Perm(len(free))[:w.PostingRetries] {
-			pf[free[k]] = samplejobs.Faults{FailAttempts: retry}
+			a := order[k%n]
+			pf[free[a][0]], free[a] = f, free[a][1:]
+			k++
 		}
 	}
 	seq := make([]int64, w.Accounts)
@@ -165,7 +174,7 @@ func (w Workload) Jobs() ([]Job, error) {
 	}
 
 	n := w.Transcodes + w.LongTranscodes
-	tf := faults(n, w.TranscodeRetries, 0, w.TranscodePoison)
+	tf := faults(n, w.TranscodeRetries, 0, w.TranscodePoison, 1)
 	for i := range n {
 		secs := w.TranscodeSeconds
 		if i >= w.Transcodes {

@@ -479,7 +479,12 @@ func (dp *deployer) synthName(run *stackRun, id string) string {
 	if nameProp != "" {
 		if v, ok := props[nameProp]; ok {
 			if s, err := run.res.evalString(v, id+".Properties."+nameProp); err == nil && s != "" {
-				return s
+				// An explicit name gets the prefix too, or two deployments of one assembly
+				// would claim the same schedule group or function name.
+				if dp.o.Prefix == "" {
+					return s
+				}
+				return truncName(dp.o.Prefix+s, 64)
 			}
 		}
 	}

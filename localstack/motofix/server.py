@@ -17,19 +17,29 @@ ends: one CPU spinning per waiting consumer. The fix sleeps 50 ms between such r
 Fix 3, ReceiveMessage cost. For every message it delivers, moto checks the retention period by
 computing all the queue's attributes, three of which walk every message in the queue: a receive of
 10 from a queue holding 600 messages took 0.6 s. The fix reads the retention period directly.
+
+Fix 4, thread safety. The server runs each request on its own thread. Fix 1 walks a queue's
+in-flight set while other requests change it ("Set changed size during iteration": a 500 on a
+receive, a send or a queue's attributes), so it walks a copy, taken atomically. moto's DynamoDB
+TransactWriteItems deep-copies the tables it writes while other requests write them ("dictionary
+changed size during iteration": a 500), so the DynamoDB item operations take one lock.
 """
 
 import sys
+import threading
 import time
 
 from moto.core.utils import unix_time
 from moto.server import main
+from moto.dynamodb import models as dynamodb_models
 from moto.sqs import models
 
 
 def _release_expired(queue):
     pending = queue._pending_messages
-    expired = [m for m in pending if m.visible]
+    # tuple() copies the set in one step under the GIL; iterating the set itself races with the
+    # requests that change it.
+    expired = [m for m in tuple(pending) if m.visible]
     for m in expired:
         pending.discard(m)
 
@@ -75,6 +85,66 @@ def is_message_valid_based_on_retention_period(self, queue_name, message):
 
 
 models.SQSBackend.is_message_valid_based_on_retention_period = is_message_valid_based_on_retention_period
+
+_dynamodb_lock = threading.RLock()
+
+
+def _locked(fn):
+    def locked(*args, **kwargs):
+        with _dynamodb_lock:
+            return fn(*args, **kwargs)
+
+    locked.__name__ = fn.__name__
+    locked.__doc__ = fn.__doc__
+    return locked
+
+
+for _name in (
+    "put_item", "update_item", "delete_item", "get_item", "query", "scan",
+    "batch_get_item", "batch_write_item", "transact_get_items", "transact_write_items",
+    "execute_statement", "batch_execute_statement", "execute_transaction",
+):
+    setattr(dynamodb_models.DynamoDBBackend, _name, _locked(getattr(dynamodb_models.DynamoDBBackend, _name)))
+
+_sending = threading.local()
+_attributes = models.Queue.attributes.fget
+
+
+def attributes(self):
+    if getattr(_sending, "active", False):
+        if self.fifo_queue:
+            return {"ContentBasedDeduplication": str(bool(self.content_based_deduplication)).lower()}
+        return {}
+    return _attributes(self)
+
+
+models.Queue.attributes = property(attributes)
+
+_send_message = models.SQSBackend.send_message
+
+
+def send_message(self, *args, **kwargs):
+    _sending.active = True
+    try:
+        return _send_message(self, *args, **kwargs)
+    finally:
+        _sending.active = False
+
+
+models.SQSBackend.send_message = send_message
+
+_send_message_batch = models.SQSBackend.send_message_batch
+
+
+def send_message_batch(self, *args, **kwargs):
+    _sending.active = True
+    try:
+        return _send_message_batch(self, *args, **kwargs)
+    finally:
+        _sending.active = False
+
+
+models.SQSBackend.send_message_batch = send_message_batch
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -1,0 +1,95 @@
+// Command chaos runs jobkit's sample stack offline under faults (package chaos) and prints
+//
+//	CHAOS jobs=<n> lost=<n> duplicate_effects=<n> dead=<n> expected_dead=<n> order_violations=<n> long_job_runs=<n> seconds=<n>
+//
+// It exits 1 unless lost=0, duplicate_effects=0, dead=expected_dead, order_violations=0 and
+// long_job_runs=1, and 2 when the run itself failed. It needs the emulator at AWS_ENDPOINT_URL
+// (default http://127.0.0.1:4566) and a synthesized cloud assembly (make synth).
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"github.com/jobkit-go/jobkit/localstack/awstest"
+	"github.com/jobkit-go/jobkit/localstack/chaos"
+)
+
+func main() {
+	var cfg chaos.Config
+	flag.StringVar(&cfg.CDKOut, "cdk-out", "cdk.out", "the synthesized cloud assembly")
+	flag.StringVar(&cfg.BuildDir, "build-dir", filepath.Join(".run", "chaos", "functions"), "where the function binaries are built")
+	flag.IntVar(&cfg.Plan.Jobs, "jobs", 10000, "jobs in all (FIFO part and the long job included)")
+	flag.IntVar(&cfg.Plan.Groups, "groups", 100, "FIFO message groups (ledger accounts)")
+	flag.IntVar(&cfg.Plan.GroupJobs, "group-jobs", 20, "jobs per FIFO group")
+	flag.Float64Var(&cfg.Plan.TransientRate, "transient", 0.10, "share of jobs that fail their first attempt(s)")
+	flag.Float64Var(&cfg.Plan.PoisonRate, "poison", 0.01, "share of poison jobs")
+	flag.Float64Var(&cfg.KillRate, "kill", chaos.DefaultKillRate, "share of email and ledger invocations whose process is killed mid-batch")
+	flag.Float64Var(&cfg.ThrottleRate, "throttle", chaos.DefaultThrottleRate, "share of AWS calls answered with a throttling error")
+	flag.DurationVar(&cfg.LongJobVisibility, "long-vt", chaos.DefaultLongJobVisibility, "the transcode queue's visibility timeout; the long job runs 3× as long")
+	flag.DurationVar(&cfg.Timeout, "timeout", chaos.DefaultTimeout, "how long the jobs may take to settle")
+	var seed uint64
+	flag.Uint64Var(&seed, "seed", 1, "seed of the plan and the faults")
+	logFile := flag.String("log", filepath.Join(".run", "chaos", "functions.log"), "file for the functions' output (\"\" discards it)")
+	flag.Parse()
+	cfg.Seed, cfg.Plan.Seed = seed, seed
+	cfg.Progress = os.Stderr
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	os.Exit(run(ctx, cfg, *logFile))
+}
+
+func run(ctx context.Context, cfg chaos.Config, logFile string) int {
+	awsCfg, err := awstest.LoadConfig(ctx)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "chaos:", err)
+		return 2
+	}
+	cfg.AWS = awsCfg
+	var out io.Writer = io.Discard
+	if logFile != "" {
+		if err := os.MkdirAll(filepath.Dir(logFile), 0o755); err != nil {
+			fmt.Fprintln(os.Stderr, "chaos:", err)
+			return 2
+		}
+		f, err := os.Create(logFile)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "chaos:", err)
+			return 2
+		}
+		defer f.Close()
+		out = f
+		fmt.Fprintf(os.Stderr, "chaos: functions' output in %s\n", logFile)
+	}
+	cfg.FunctionOutput = out
+	cfg.Logger = slog.New(slog.NewJSONHandler(out, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	fmt.Fprintf(os.Stderr, "chaos: %d jobs (%d FIFO groups × %d), transient %.0f%%, poison %.0f%%, kills %.0f%% of invocations, throttling %.0f%% of AWS calls, long job %s (3× its queue's visibility timeout)\n",
+		cfg.Plan.Jobs, cfg.Plan.Groups, cfg.Plan.GroupJobs, 100*cfg.Plan.TransientRate, 100*cfg.Plan.PoisonRate,
+		100*cfg.KillRate, 100*cfg.ThrottleRate, 3*cfg.LongJobVisibility)
+	t0 := time.Now()
+	rep, err := chaos.Run(ctx, cfg)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "chaos:", err)
+		return 2
+	}
+	for _, line := range rep.APILines() {
+		fmt.Fprintln(os.Stderr, "chaos:", line)
+	}
+	fmt.Fprintln(os.Stderr, "chaos:", rep.FaultLine())
+	fmt.Fprintf(os.Stderr, "chaos: wall time %.0fs (deploy, run, checks, cleanup)\n", time.Since(t0).Seconds())
+	fmt.Println(rep.Line())
+	if err := rep.Check(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	return 0
+}

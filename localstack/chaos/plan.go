@@ -1,0 +1,196 @@
+package chaos
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+
+	"github.com/jobkit-go/jobkit/functions/samplejobs"
+	"github.com/jobkit-go/jobkit/jobs"
+)
+
+// PlanConfig sizes a plan. The zero value of a field means its default.
+type PlanConfig struct {
+	// Jobs is the total number of jobs, the long job included; default 10,000.
+	Jobs int
+	// Groups and GroupJobs shape the FIFO part: Groups ledger accounts of GroupJobs postings
+	// each, enqueued in order; defaults 100 and 20. The rest are email jobs and the long job.
+	Groups, GroupJobs int
+	// TransientRate is the share of jobs that fail their first attempts with a retryable error;
+	// default 0.10. Each fails between 1 and MaxFailAttempts attempts.
+	TransientRate float64
+	// MaxFailAttempts is the most attempts a transient job fails; default 2.
+	MaxFailAttempts int
+	// PoisonRate is the share of poison jobs (cancelled, so dead-lettered); default 0.01.
+	PoisonRate float64
+	// LongJobSeconds is the long job's duration; default 60.
+	LongJobSeconds int
+	// Seed makes the plan repeatable; default 1.
+	Seed uint64
+}
+
+func (c PlanConfig) withDefaults() PlanConfig {
+	if c.Jobs == 0 {
+		c.Jobs = 10000
+	}
+	if c.Groups == 0 {
+		c.Groups = 100
+	}
+	if c.GroupJobs == 0 {
+		c.GroupJobs = 20
+	}
+	if c.TransientRate == 0 {
+		c.TransientRate = 0.10
+	}
+	if c.MaxFailAttempts == 0 {
+		c.MaxFailAttempts = 2
+	}
+	if c.PoisonRate == 0 {
+		c.PoisonRate = 0.01
+	}
+	if c.LongJobSeconds == 0 {
+		c.LongJobSeconds = 60
+	}
+	if c.Seed == 0 {
+		c.Seed = 1
+	}
+	return c
+}
+
+// PlannedJob is one job of a plan.
+type PlannedJob struct {
+	ID   string
+	Args jobs.JobArgs
+	// Group is the FIFO message group (ledger account) and Seq the job's place in it (1, 2, ...);
+	// empty and 0 for Standard jobs.
+	Group string
+	Seq   int
+	// Poison and FailAttempts repeat the job's faults.
+	Poison       bool
+	FailAttempts int
+	// Long marks the long job.
+	Long bool
+}
+
+// Plan is the jobs of a run, in enqueue order per queue.
+type Plan struct {
+	Config PlanConfig
+	Email  []PlannedJob
+	Ledger []PlannedJob // group by group interleaved: every group's Seq 1, then every Seq 2, ...
+	Long   PlannedJob
+	byID   map[string]*PlannedJob
+}
+
+// NewPlan builds the plan cfg describes. The transient and poison jobs are drawn at random
+// (from cfg.Seed) among the email and ledger jobs, exactly round(rate × Jobs) of each.
+func NewPlan(cfg PlanConfig) (*Plan, error) {
+	cfg = cfg.withDefaults()
+	fifo := cfg.Groups * cfg.GroupJobs
+	emails := cfg.Jobs - fifo - 1
+	if cfg.Jobs < 2 || emails < 0 || cfg.Groups < 0 || cfg.GroupJobs < 0 {
+		return nil, fmt.Errorf("chaos: %d jobs cannot hold %d×%d FIFO jobs and the long job", cfg.Jobs, cfg.Groups, cfg.GroupJobs)
+	}
+	transient := int(math.Round(cfg.TransientRate * float64(cfg.Jobs)))
+	poison := int(math.Round(cfg.PoisonRate * float64(cfg.Jobs)))
+	if cfg.TransientRate < 0 || cfg.PoisonRate < 0 || transient+poison > emails+fifo {
+		return nil, fmt.Errorf("chaos: rates %v (transient) and %v (poison) do not fit %d jobs", cfg.TransientRate, cfg.PoisonRate, emails+fifo)
+	}
+	if cfg.MaxFailAttempts < 1 {
+		return nil, fmt.Errorf("chaos: MaxFailAttempts %d is below 1", cfg.MaxFailAttempts)
+	}
+	rng := rand.New(rand.NewPCG(cfg.Seed, 0x6a6f626b6974))
+	// Faults for the email and ledger jobs, by index: 0..emails-1 email, then ledger.
+	type fault struct {
+		poison bool
+		fail   int
+	}
+	faults := make([]fault, emails+fifo)
+	perm := rng.Perm(len(faults))
+	for _, idx := range perm[:poison] {
+		faults[idx].poison = true
+	}
+	for _, idx := range perm[poison : poison+transient] {
+		faults[idx].fail = 1 + rng.IntN(cfg.MaxFailAttempts)
+	}
+
+	p := &Plan{Config: cfg, byID: map[string]*PlannedJob{}}
+	for i := range emails {
+		f := faults[i]
+		id := fmt.Sprintf("chaos-email-%05d", i+1)
+		args := samplejobs.SendEmail{
+			To: fmt.Sprintf("user%05d@example.com", i+1), Subject: "chaos " + id,
+			Faults: samplejobs.Faults{FailAttempts: f.fail, Poison: f.poison},
+		}
+		p.Email = append(p.Email, PlannedJob{ID: id, Args: args, Poison: f.poison, FailAttempts: f.fail})
+	}
+	for seq := 1; seq <= cfg.GroupJobs; seq++ {
+		for g := 1; g <= cfg.Groups; g++ {
+			f := faults[emails+(g-1)*cfg.GroupJobs+seq-1]
+			account := fmt.Sprintf("chaos-acct-%03d", g)
+			posting := fmt.Sprintf("g%03d-s%02d", g, seq)
+			args := samplejobs.PostLedger{
+				Account: account, PostingID: posting, AmountCents: int64(seq),
+				Faults: samplejobs.Faults{FailAttempts: f.fail, Poison: f.poison},
+			}
+			p.Ledger = append(p.Ledger, PlannedJob{
+				ID: "chaos-ledger-" + posting, Args: args, Group: account, Seq: seq, Poison: f.poison, FailAttempts: f.fail,
+			})
+		}
+	}
+	p.Long = PlannedJob{ID: "chaos-long-1", Args: samplejobs.TranscodeVideo{VideoID: "chaos-long", Seconds: cfg.LongJobSeconds}, Long: true}
+	for _, list := range [][]PlannedJob{p.Email, p.Ledger} {
+		for i := range list {
+			p.byID[list[i].ID] = &list[i]
+		}
+	}
+	p.byID[p.Long.ID] = &p.Long
+	return p, nil
+}
+
+// Len is the number of jobs.
+func (p *Plan) Len() int { return len(p.byID) }
+
+// Job returns the planned job with this id, or nil.
+func (p *Plan) Job(id string) *PlannedJob { return p.byID[id] }
+
+// All returns every job: the long job, then the ledger and email jobs.
+func (p *Plan) All() []*PlannedJob {
+	out := []*PlannedJob{&p.Long}
+	for i := range p.Ledger {
+		out = append(out, &p.Ledger[i])
+	}
+	for i := range p.Email {
+		out = append(out, &p.Email[i])
+	}
+	return out
+}
+
+// ExpectedDead is how many jobs must end in a dead-letter queue: the poison jobs, and the jobs
+// whose planned failures use up their queue's attempts (maxAttempts maps a job kind to its
+// worker's JOBKIT_MAX_ATTEMPTS; a kind missing from it counts as jobs.DefaultMaxAttempts).
+func (p *Plan) ExpectedDead(maxAttempts map[string]int) int {
+	n := 0
+	for _, j := range p.byID {
+		max := maxAttempts[j.Args.Kind()]
+		if max == 0 {
+			max = jobs.DefaultMaxAttempts
+		}
+		if j.Poison || j.FailAttempts >= max {
+			n++
+		}
+	}
+	return n
+}
+
+// Counts returns the number of poison and transient jobs.
+func (p *Plan) Counts() (poison, transient int) {
+	for _, j := range p.byID {
+		if j.Poison {
+			poison++
+		}
+		if j.FailAttempts > 0 {
+			transient++
+		}
+	}
+	return poison, transient
+}

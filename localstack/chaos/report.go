@@ -1,0 +1,199 @@
+package chaos
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/jobkit-go/jobkit/functions/samplejobs"
+	"github.com/jobkit-go/jobkit/jobs"
+	"github.com/jobkit-go/jobkit/localstack/faultproxy"
+)
+
+// State is what a run left behind, read from the emulator after the stack stopped.
+type State struct {
+	// Effects is the effects table (samplejobs.ReadEffects).
+	Effects map[string]samplejobs.EffectCount
+	// Dead counts the messages of each job id found in the dead-letter queues.
+	Dead map[string]int
+	// Applied maps each ledger account to the posting ids the ledger applied, in the order it
+	// applied them (samplejobs.LedgerAppliedAttr).
+	Applied map[string][]string
+}
+
+// Report is the outcome of a run.
+type Report struct {
+	// The CHAOS line's figures.
+	Jobs, Lost, DuplicateEffects, Dead, ExpectedDead, OrderViolations, LongJobRuns int
+	Seconds                                                                       int
+
+	// Examples (a few ids each) of what went wrong, for the log.
+	LostIDs, DuplicateIDs, UnexpectedDeadIDs, OrderViolationGroups []string
+	// DeadMessages counts dead-letter messages (a job dead-lettered twice counts twice).
+	DeadMessages int
+
+	// What the faults did, as measured.
+	Faults FaultCounts
+}
+
+// FaultCounts measures the faults a run injected.
+type FaultCounts struct {
+	Transient, Poison int // planned
+	// TransientFailures counts the injected retryable failures the functions reported.
+	TransientFailures int64
+	// Invocations of the functions; Kills the processes killed with SIGKILL during an invocation
+	// (of the email and ledger functions); Crashes the invocations that ended with their process
+	// gone.
+	Invocations, Kills, Crashes int64
+	// Calls reached the fault proxy; Throttled of them were answered with a throttling error.
+	Calls, Throttled int64
+	// APIs is the proxy's count per API.
+	APIs faultproxy.Stats
+}
+
+// Line is the CHAOS line.
+func (r *Report) Line() string {
+	return fmt.Sprintf("CHAOS jobs=%d lost=%d duplicate_effects=%d dead=%d expected_dead=%d order_violations=%d long_job_runs=%d seconds=%d",
+		r.Jobs, r.Lost, r.DuplicateEffects, r.Dead, r.ExpectedDead, r.OrderViolations, r.LongJobRuns, r.Seconds)
+}
+
+// FaultLine describes the faults injected, in one line.
+func (r *Report) FaultLine() string {
+	f := r.Faults
+	pct := func(a, b int64) float64 {
+		if b == 0 {
+			return 0
+		}
+		return 100 * float64(a) / float64(b)
+	}
+	return fmt.Sprintf("faults: transient_jobs=%d transient_failures=%d poison_jobs=%d invocations=%d kills=%d (%.1f%%) crashes=%d aws_calls=%d throttled=%d (%.1f%%) dead_messages=%d",
+		f.Transient, f.TransientFailures, f.Poison, f.Invocations, f.Kills, pct(f.Kills, f.Invocations), f.Crashes,
+		f.Calls, f.Throttled, pct(f.Throttled, f.Calls), r.DeadMessages)
+}
+
+// APILines describes the AWS calls per API, one line each: calls, throttled, entries or messages.
+func (r *Report) APILines() []string {
+	var lines []string
+	for _, name := range r.Faults.APIs.Names() {
+		a := r.Faults.APIs.APIs[name]
+		lines = append(lines, fmt.Sprintf("api %-34s calls=%-6d throttled=%-5d errors=%-5d entries=%-6d messages=%-6d empty_receives=%d",
+			name, a.Requests, a.Throttled, a.Errors, a.Entries, a.Messages, a.EmptyReceives))
+	}
+	return lines
+}
+
+// Check returns nil when the invariants hold: nothing lost, no effect applied twice, exactly
+// the expected jobs dead, no order violation, the long job's body started once.
+func (r *Report) Check() error {
+	var errs []error
+	if r.Lost != 0 {
+		errs = append(errs, fmt.Errorf("%d job(s) lost (e.g. %s)", r.Lost, strings.Join(r.LostIDs, ", ")))
+	}
+	if r.DuplicateEffects != 0 {
+		errs = append(errs, fmt.Errorf("%d duplicate effect(s) (e.g. %s)", r.DuplicateEffects, strings.Join(r.DuplicateIDs, ", ")))
+	}
+	if r.Dead != r.ExpectedDead {
+		errs = append(errs, fmt.Errorf("%d job(s) dead, %d expected (unexpected: %s)", r.Dead, r.ExpectedDead, strings.Join(r.UnexpectedDeadIDs, ", ")))
+	}
+	if r.OrderViolations != 0 {
+		errs = append(errs, fmt.Errorf("%d order violation(s) (groups %s)", r.OrderViolations, strings.Join(r.OrderViolationGroups, ", ")))
+	}
+	if r.LongJobRuns != 1 {
+		errs = append(errs, fmt.Errorf("the long job's body started %d time(s), want 1", r.LongJobRuns))
+	}
+	if len(errs) == 0 {
+		return nil
+	}
+	return fmt.Errorf("chaos: invariants broken: %w", errors.Join(errs...))
+}
+
+// examples is how many ids a report lists per problem.
+const examples = 5
+
+// Evaluate computes the report's figures from the plan and the state the run left. maxAttempts
+// maps job kinds to their workers' max attempts (see Plan.ExpectedDead).
+//
+//   - lost: a planned job whose effect was never applied and that is in no dead-letter queue;
+//   - duplicate_effects: the sum over jobs of (applications - 1) where a job applied more than once;
+//   - dead: planned jobs with a message in a dead-letter queue;
+//   - order_violations: per ledger account, each posting applied after one with a greater or
+//     equal place in its group (or not planned for it);
+//   - long_job_runs: the times the long job's body started.
+func Evaluate(p *Plan, st State, maxAttempts map[string]int) Report {
+	r := Report{Jobs: p.Len(), ExpectedDead: p.ExpectedDead(maxAttempts)}
+	r.Faults.Poison, r.Faults.Transient = p.Counts()
+	var lost, dup, unexpected []string
+	for _, j := range p.All() {
+		applied := st.Effects[j.ID].Applied
+		dead := st.Dead[j.ID]
+		if dead > 0 {
+			r.Dead++
+			if !j.Poison && j.FailAttempts < maxOr(maxAttempts, j.Args.Kind()) {
+				unexpected = append(unexpected, j.ID)
+			}
+		}
+		if applied == 0 && dead == 0 {
+			r.Lost++
+			lost = append(lost, j.ID)
+		}
+		if applied > 1 {
+			r.DuplicateEffects += applied - 1
+			dup = append(dup, j.ID)
+		}
+	}
+	for _, n := range st.Dead {
+		r.DeadMessages += n
+	}
+	r.LongJobRuns = st.Effects[p.Long.ID].Started
+
+	seqOf := map[string]map[string]int{} // account → posting id → seq
+	for _, j := range p.Ledger {
+		if seqOf[j.Group] == nil {
+			seqOf[j.Group] = map[string]int{}
+		}
+		seqOf[j.Group][samplejobsPosting(j)] = j.Seq
+	}
+	var badGroups []string
+	for account, postings := range st.Applied {
+		seqs, planned := seqOf[account]
+		if !planned {
+			continue
+		}
+		last, bad := 0, 0
+		for _, id := range postings {
+			seq, ok := seqs[id]
+			if !ok || seq <= last {
+				bad++
+			}
+			if ok && seq > last {
+				last = seq
+			}
+		}
+		if bad > 0 {
+			r.OrderViolations += bad
+			badGroups = append(badGroups, account)
+		}
+	}
+	r.LostIDs, r.DuplicateIDs, r.UnexpectedDeadIDs, r.OrderViolationGroups = first(lost), first(dup), first(unexpected), first(badGroups)
+	return r
+}
+
+func samplejobsPosting(j PlannedJob) string {
+	return j.Args.(samplejobs.PostLedger).PostingID
+}
+
+func maxOr(m map[string]int, kind string) int {
+	if v := m[kind]; v > 0 {
+		return v
+	}
+	return jobs.DefaultMaxAttempts
+}
+
+func first(ids []string) []string {
+	sort.Strings(ids)
+	if len(ids) > examples {
+		return append(ids[:examples:examples], fmt.Sprintf("... %d more", len(ids)-examples))
+	}
+	return ids
+}

@@ -1,0 +1,434 @@
+package chaos
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"os"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
+
+	"github.com/jobkit-go/jobkit/functions/samplejobs"
+	"github.com/jobkit-go/jobkit/jobs"
+	"github.com/jobkit-go/jobkit/localstack/esm"
+	"github.com/jobkit-go/jobkit/localstack/faultproxy"
+	"github.com/jobkit-go/jobkit/localstack/lambdaruntime"
+)
+
+// Defaults of Config.
+const (
+	DefaultThrottleRate      = 0.05
+	DefaultKillRate          = 0.02
+	DefaultLongJobVisibility = 20 * time.Second
+	DefaultTimeout           = 11 * time.Minute
+)
+
+// Config configures Run. The zero value of a field means its default.
+type Config struct {
+	// AWS is the emulator's configuration (BaseEndpoint set). Required.
+	AWS aws.Config
+	// CDKOut, ModuleDir and BuildDir locate the cloud assembly and the functions' sources and
+	// builds (see deploy.Options).
+	CDKOut, ModuleDir, BuildDir string
+	// Plan sizes the jobs; its LongJobSeconds is set to three times LongJobVisibility.
+	Plan PlanConfig
+	// ThrottleRate is the share of AWS calls the proxy answers with a throttling error; default
+	// 0.05.
+	ThrottleRate float64
+	// KillRate is the share of email and ledger invocations whose process is killed (SIGKILL)
+	// while it works on the batch; default 0.02.
+	KillRate float64
+	// LongJobVisibility is the transcode queue's visibility timeout during the run (and so the
+	// runtime's heartbeat period base); the long job runs three times as long. Default 20 s: the
+	// sample stack's 10 minutes would make a 30-minute job.
+	LongJobVisibility time.Duration
+	// Timeout bounds the wait for the jobs to settle; default 11 minutes. A run that has not
+	// settled by then is evaluated as it stands (unfinished jobs count as lost).
+	Timeout time.Duration
+	// Seed makes the faults' choices repeatable (the plan has its own); default 1.
+	Seed uint64
+	// FunctionOutput receives the functions' output; default discards.
+	FunctionOutput io.Writer
+	// Progress receives a progress line every 10 s; default discards.
+	Progress io.Writer
+	// Logger receives the stack's events; default discards.
+	Logger *slog.Logger
+}
+
+func (c Config) withDefaults() Config {
+	if c.ThrottleRate == 0 {
+		c.ThrottleRate = DefaultThrottleRate
+	}
+	if c.KillRate == 0 {
+		c.KillRate = DefaultKillRate
+	}
+	if c.LongJobVisibility <= 0 {
+		c.LongJobVisibility = DefaultLongJobVisibility
+	}
+	if c.Timeout <= 0 {
+		c.Timeout = DefaultTimeout
+	}
+	if c.Seed == 0 {
+		c.Seed = 1
+	}
+	if c.FunctionOutput == nil {
+		c.FunctionOutput = io.Discard
+	}
+	if c.Progress == nil {
+		c.Progress = io.Discard
+	}
+	c.Plan.LongJobSeconds = 3 * int(c.LongJobVisibility/time.Second)
+	return c
+}
+
+// Run runs the plan on the sample stack under faults and returns the report. The error is about
+// the run itself (deploy, enqueue, reading the state); whether the invariants held is
+// Report.Check. Run removes what it deployed and leaves no process behind.
+func Run(ctx context.Context, cfg Config) (*Report, error) {
+	cfg = cfg.withDefaults()
+	plan, err := NewPlan(cfg.Plan)
+	if err != nil {
+		return nil, err
+	}
+	r := &runner{cfg: cfg, plan: plan, rng: rand.New(rand.NewPCG(cfg.Seed, 0x6b696c6c))}
+	r.out = &lineCounter{w: cfg.FunctionOutput, needle: []byte(samplejobs.ErrInjected.Error())}
+	stack, err := StartStack(ctx, StackConfig{
+		AWS: cfg.AWS, CDKOut: cfg.CDKOut, ModuleDir: cfg.ModuleDir, BuildDir: cfg.BuildDir,
+		Proxy:   &faultproxy.Options{ThrottleRate: cfg.ThrottleRate, Seed: cfg.Seed},
+		Effects: true, Customize: r.customize,
+		OnBatch: r.onBatch, OnInvoke: r.onInvoke, Output: r.out, Logger: cfg.Logger,
+	})
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err := stack.Close(context.WithoutCancel(ctx)); err != nil {
+			fmt.Fprintf(cfg.Progress, "chaos: cleanup: %v\n", err)
+		}
+	}()
+	r.stack = stack
+	return r.run(ctx)
+}
+
+type runner struct {
+	cfg   Config
+	plan  *Plan
+	stack *Stack
+	out   *lineCounter
+
+	rngMu sync.Mutex
+	rng   *rand.Rand
+
+	killable                    map[string]bool // function names whose processes may be killed
+	invocations, kills, crashes atomic.Int64
+	enqueued                    atomic.Int64
+}
+
+// customize shortens the transcode queue's visibility timeout (and the runtime's view of it) so
+// that a job three times as long fits the run, and picks the functions whose processes may die.
+func (r *runner) customize(ctx context.Context, s *Stack) error {
+	long := s.Worker(samplejobs.KindTranscodeVideo)
+	if long == nil {
+		return errors.New("chaos: the deployment has no transcode function")
+	}
+	vt := strconv.Itoa(int(r.cfg.LongJobVisibility / time.Second))
+	_, err := sqs.NewFromConfig(s.Direct).SetQueueAttributes(ctx, &sqs.SetQueueAttributesInput{
+		QueueUrl:   aws.String(long.Env[jobs.EnvQueueURL]),
+		Attributes: map[string]string{string(sqstypes.QueueAttributeNameVisibilityTimeout): vt},
+	})
+	if err != nil {
+		return fmt.Errorf("chaos: set the transcode queue's visibility timeout: %w", err)
+	}
+	long.Env[jobs.EnvVisibilityTimeout] = vt
+	r.killable = map[string]bool{}
+	for _, kind := range []string{samplejobs.KindSendEmail, samplejobs.KindPostLedger} {
+		f := s.Worker(kind)
+		if f == nil {
+			return fmt.Errorf("chaos: the deployment has no function for %s", kind)
+		}
+		r.killable[f.Name] = true
+	}
+	return nil
+}
+
+func (r *runner) float() float64 {
+	r.rngMu.Lock()
+	defer r.rngMu.Unlock()
+	return r.rng.Float64()
+}
+
+// onInvoke kills the process of a share of the email and ledger invocations a little after it
+// took the batch (the long job's process is spared: its one run is what is being checked).
+func (r *runner) onInvoke(function, _ string, pid int) {
+	if !r.killable[function] || r.float() >= r.cfg.KillRate {
+		return
+	}
+	delay := time.Duration(2+r.float()*30) * time.Millisecond
+	r.kills.Add(1)
+	go func() {
+		time.Sleep(delay)
+		if p, err := os.FindProcess(pid); err == nil {
+			_ = p.Kill() // SIGKILL
+		}
+	}()
+}
+
+func (r *runner) onBatch(_ string, rep esm.BatchReport) {
+	if rep.Outcome != 0 {
+		r.invocations.Add(1)
+	}
+	if rep.Outcome == lambdaruntime.Crash {
+		r.crashes.Add(1)
+	}
+}
+
+func (r *runner) run(ctx context.Context) (*Report, error) {
+	producer, err := r.stack.Producer()
+	if err != nil {
+		return nil, err
+	}
+	start := time.Now()
+	// Enqueue as services would, while the stack runs: the long job, then the ledger postings (in
+	// order per account) alongside the emails.
+	if err := r.enqueue(ctx, producer, []*PlannedJob{&r.plan.Long}); err != nil {
+		return nil, err
+	}
+	errc := make(chan error, 2)
+	go func() {
+		var ledger []*PlannedJob
+		for i := range r.plan.Ledger {
+			ledger = append(ledger, &r.plan.Ledger[i])
+		}
+		errc <- r.enqueue(ctx, producer, ledger)
+	}()
+	go func() {
+		var emails []*PlannedJob
+		for i := range r.plan.Email {
+			emails = append(emails, &r.plan.Email[i])
+		}
+		for i := 0; i < len(emails); i += 500 {
+			if err := r.enqueue(ctx, producer, emails[i:min(i+500, len(emails))]); err != nil {
+				errc <- err
+				return
+			}
+		}
+		errc <- nil
+	}()
+	if err := errors.Join(<-errc, <-errc); err != nil {
+		return nil, err
+	}
+	fmt.Fprintf(r.cfg.Progress, "chaos: %d jobs enqueued in %.1fs\n", r.enqueued.Load(), time.Since(start).Seconds())
+
+	settled := r.wait(ctx, start)
+	elapsed := time.Since(start)
+	if !settled {
+		fmt.Fprintf(r.cfg.Progress, "chaos: jobs still pending after %s; evaluating as it stands\n", r.cfg.Timeout)
+	}
+	if err := r.stack.Stop(); err != nil {
+		fmt.Fprintf(r.cfg.Progress, "chaos: stop: %v\n", err)
+	}
+	st, err := r.readState(ctx)
+	if err != nil {
+		return nil, err
+	}
+	rep := Evaluate(r.plan, st, r.stack.MaxAttempts())
+	rep.Seconds = int(elapsed.Round(time.Second) / time.Second)
+	rep.Faults.APIs = r.stack.Proxy.Stats()
+	total := rep.Faults.APIs.Total("")
+	rep.Faults.Calls, rep.Faults.Throttled = total.Requests, total.Throttled
+	rep.Faults.Invocations, rep.Faults.Kills, rep.Faults.Crashes = r.invocations.Load(), r.kills.Load(), r.crashes.Load()
+	rep.Faults.TransientFailures = r.out.count.Load()
+	return &rep, nil
+}
+
+// enqueue sends batch through the producer, re-sending what failed (in order, so a FIFO group's
+// later jobs wait for its earlier ones) until all are on their queues.
+func (r *runner) enqueue(ctx context.Context, producer *jobs.Client, batch []*PlannedJob) error {
+	pending := batch
+	for attempt := 1; len(pending) > 0; attempt++ {
+		jobsIn := make([]jobs.BatchJob, len(pending))
+		for i, j := range pending {
+			jobsIn[i] = jobs.BatchJob{Args: j.Args, Opts: &jobs.EnqueueOpts{ID: j.ID, GroupID: j.Group}}
+		}
+		results, err := producer.EnqueueBatch(ctx, jobsIn)
+		var again []*PlannedJob
+		for i, res := range results {
+			if res.Err != nil {
+				again = append(again, pending[i])
+			} else {
+				r.enqueued.Add(1)
+			}
+		}
+		if len(again) > 0 && attempt >= 20 {
+			return fmt.Errorf("chaos: %d job(s) not enqueued after %d attempts: %w", len(again), attempt, err)
+		}
+		pending = again
+		if len(pending) > 0 {
+			time.Sleep(time.Duration(attempt) * 100 * time.Millisecond)
+		}
+	}
+	return nil
+}
+
+// wait polls the queues (directly, without faults) until every queue is empty twice in a row,
+// or the timeout passes. It reports whether the jobs settled.
+func (r *runner) wait(ctx context.Context, start time.Time) bool {
+	client := sqs.NewFromConfig(r.stack.Direct)
+	var queues []string
+	for _, kind := range []string{samplejobs.KindSendEmail, samplejobs.KindPostLedger, samplejobs.KindTranscodeVideo} {
+		queues = append(queues, r.stack.QueueURL(kind))
+	}
+	deadline := start.Add(r.cfg.Timeout)
+	lastProgress := time.Now()
+	empty := 0
+	for time.Now().Before(deadline) && ctx.Err() == nil {
+		time.Sleep(2 * time.Second)
+		depth := 0
+		var parts []string
+		for _, q := range queues {
+			n, err := queueDepth(ctx, client, q)
+			if err != nil {
+				n = 1 // unknown: not settled
+			}
+			depth += n
+			parts = append(parts, fmt.Sprint(n))
+		}
+		if depth == 0 {
+			empty++
+			if empty >= 2 {
+				return true
+			}
+		} else {
+			empty = 0
+		}
+		if time.Since(lastProgress) >= 10*time.Second {
+			lastProgress = time.Now()
+			px := r.stack.Proxy.Stats().Total("")
+			fmt.Fprintf(r.cfg.Progress, "chaos: %4.0fs pending email/ledger/transcode=%v invocations=%d kills=%d crashes=%d aws_calls=%d throttled=%d\n",
+				time.Since(start).Seconds(), parts, r.invocations.Load(), r.kills.Load(), r.crashes.Load(), px.Requests, px.Throttled)
+		}
+	}
+	return false
+}
+
+// queueDepth is the number of messages visible, in flight or delayed on queue.
+func queueDepth(ctx context.Context, client *sqs.Client, queue string) (int, error) {
+	out, err := client.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{
+		QueueUrl: aws.String(queue),
+		AttributeNames: []sqstypes.QueueAttributeName{
+			sqstypes.QueueAttributeNameApproximateNumberOfMessages,
+			sqstypes.QueueAttributeNameApproximateNumberOfMessagesNotVisible,
+			sqstypes.QueueAttributeNameApproximateNumberOfMessagesDelayed,
+		},
+	})
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, v := range out.Attributes {
+		x, _ := strconv.Atoi(v)
+		n += x
+	}
+	return n, nil
+}
+
+// readState reads what the run left: the effects table, the dead-letter queues (drained) and the
+// ledger's applied postings.
+func (r *runner) readState(ctx context.Context) (State, error) {
+	db := dynamodb.NewFromConfig(r.stack.Direct)
+	st := State{Dead: map[string]int{}, Applied: map[string][]string{}}
+	var err error
+	st.Effects, err = samplejobs.ReadEffects(ctx, db, r.stack.EffectsTable)
+	if err != nil {
+		return st, err
+	}
+	client := sqs.NewFromConfig(r.stack.Direct)
+	for _, kind := range []string{samplejobs.KindSendEmail, samplejobs.KindPostLedger, samplejobs.KindTranscodeVideo} {
+		if err := drainDead(ctx, client, r.stack.DLQURL(kind), st.Dead); err != nil {
+			return st, err
+		}
+	}
+	ledger := r.stack.env(samplejobs.KindPostLedger, samplejobs.EnvLedgerTable)
+	var startKey map[string]ddbtypes.AttributeValue
+	for {
+		page, err := db.Scan(ctx, &dynamodb.ScanInput{TableName: aws.String(ledger), ExclusiveStartKey: startKey, ConsistentRead: aws.Bool(true)})
+		if err != nil {
+			return st, fmt.Errorf("chaos: read the ledger: %w", err)
+		}
+		for _, item := range page.Items {
+			acct, _ := item[samplejobs.LedgerAccountAttr].(*ddbtypes.AttributeValueMemberS)
+			list, _ := item[samplejobs.LedgerAppliedAttr].(*ddbtypes.AttributeValueMemberL)
+			if acct == nil || list == nil {
+				continue
+			}
+			for _, v := range list.Value {
+				if s, ok := v.(*ddbtypes.AttributeValueMemberS); ok {
+					st.Applied[acct.Value] = append(st.Applied[acct.Value], s.Value)
+				}
+			}
+		}
+		if len(page.LastEvaluatedKey) == 0 {
+			return st, nil
+		}
+		startKey = page.LastEvaluatedKey
+	}
+}
+
+// drainDead receives and deletes every message of a dead-letter queue, counting them by job id.
+func drainDead(ctx context.Context, client *sqs.Client, queue string, dead map[string]int) error {
+	for empty := 0; empty < 3; {
+		out, err := client.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: aws.String(queue), MaxNumberOfMessages: 10, VisibilityTimeout: 300})
+		if err != nil {
+			return fmt.Errorf("chaos: read dead-letter queue %s: %w", queue, err)
+		}
+		if len(out.Messages) == 0 {
+			empty++
+			continue
+		}
+		empty = 0
+		var entries []sqstypes.DeleteMessageBatchRequestEntry
+		for i, m := range out.Messages {
+			var env struct {
+				ID string `json:"id"`
+			}
+			if json.Unmarshal([]byte(aws.ToString(m.Body)), &env) != nil || env.ID == "" {
+				env.ID = "undecodable:" + aws.ToString(m.MessageId)
+			}
+			dead[env.ID]++
+			entries = append(entries, sqstypes.DeleteMessageBatchRequestEntry{Id: aws.String(strconv.Itoa(i)), ReceiptHandle: m.ReceiptHandle})
+		}
+		if _, err := client.DeleteMessageBatch(ctx, &sqs.DeleteMessageBatchInput{QueueUrl: aws.String(queue), Entries: entries}); err != nil {
+			return fmt.Errorf("chaos: delete from dead-letter queue %s: %w", queue, err)
+		}
+	}
+	return nil
+}
+
+// lineCounter passes output on and counts the lines that contain needle.
+type lineCounter struct {
+	w      io.Writer
+	needle []byte
+	count  atomic.Int64
+}
+
+func (l *lineCounter) Write(p []byte) (int, error) {
+	for _, line := range bytes.Split(p, []byte("\n")) {
+		if bytes.Contains(line, l.needle) {
+			l.count.Add(1)
+		}
+	}
+	return l.w.Write(p)
+}

@@ -1,0 +1,229 @@
+package chaos
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+
+	"github.com/jobkit-go/jobkit/functions/samplejobs"
+	"github.com/jobkit-go/jobkit/jobs"
+	"github.com/jobkit-go/jobkit/localstack/deploy"
+	"github.com/jobkit-go/jobkit/localstack/devstack"
+	"github.com/jobkit-go/jobkit/localstack/esm"
+	"github.com/jobkit-go/jobkit/localstack/faultproxy"
+)
+
+// StackConfig configures StartStack.
+type StackConfig struct {
+	// AWS is the emulator's configuration (its BaseEndpoint is the emulator). Required.
+	AWS aws.Config
+	// CDKOut is the cloud assembly; default "cdk.out". ModuleDir and BuildDir as in deploy.Options.
+	CDKOut, ModuleDir, BuildDir string
+	// Prefix goes before every stack and export name; default "chaos<random>-".
+	Prefix string
+	// Proxy configures the fault proxy every AWS call of the functions, the event source
+	// mappings and Producer goes through; nil means no faults (the proxy still counts).
+	Proxy *faultproxy.Options
+	// Effects creates an effects table and sets samplejobs.EnvEffectsTable on every function.
+	Effects bool
+	// Customize, if set, runs after the deployment and before the functions start, e.g. to
+	// change a function's environment (Stack.Deployment) or a queue attribute.
+	Customize func(ctx context.Context, s *Stack) error
+	// OnBatch and OnInvoke are devstack.Config's hooks.
+	OnBatch  func(function string, rep esm.BatchReport)
+	OnInvoke func(function, requestID string, pid int)
+	// Output receives the functions' output; default discards.
+	Output io.Writer
+	// Logger receives the stack's events; default discards.
+	Logger *slog.Logger
+}
+
+// Stack is the sample stack deployed on the emulator and running behind a fault proxy.
+type Stack struct {
+	// Deployment is what was deployed.
+	Deployment *deploy.Deployment
+	// Proxy is the fault proxy in front of the emulator.
+	Proxy *faultproxy.Proxy
+	// Direct calls the emulator itself (checks, setup); Proxied goes through the proxy.
+	Direct, Proxied aws.Config
+	// EffectsTable is the effects table ("" without StackConfig.Effects).
+	EffectsTable string
+
+	dev *devstack.Stack
+}
+
+// StartStack deploys cfg.CDKOut onto the emulator, starts the fault proxy in front of it and
+// runs every function and event source mapping of the deployment with their AWS calls going
+// through the proxy. The schedules' firing loop does not run: the jobs of a run are the ones it
+// enqueues. Close stops and removes everything.
+func StartStack(ctx context.Context, cfg StackConfig) (s *Stack, err error) {
+	if cfg.AWS.BaseEndpoint == nil || *cfg.AWS.BaseEndpoint == "" {
+		return nil, errors.New("chaos: StackConfig.AWS needs the emulator as BaseEndpoint")
+	}
+	if cfg.Prefix == "" {
+		var b [3]byte
+		_, _ = rand.Read(b[:])
+		cfg.Prefix = "chaos" + hex.EncodeToString(b[:]) + "-"
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	s = &Stack{Direct: cfg.AWS}
+	defer func() {
+		if err != nil {
+			_ = s.Close(context.WithoutCancel(ctx))
+		}
+	}()
+	s.Deployment, err = deploy.Deploy(ctx, deploy.NewClients(cfg.AWS), &deploy.Options{
+		CDKOut: cfg.CDKOut, ModuleDir: cfg.ModuleDir, BuildDir: cfg.BuildDir, Prefix: cfg.Prefix, Logger: log,
+	})
+	if err != nil {
+		return s, fmt.Errorf("chaos: deploy: %w", err)
+	}
+	s.Proxy, err = faultproxy.Start(aws.ToString(cfg.AWS.BaseEndpoint), cfg.Proxy)
+	if err != nil {
+		return s, err
+	}
+	s.Proxied = cfg.AWS.Copy()
+	s.Proxied.BaseEndpoint = aws.String(s.Proxy.URL())
+	if cfg.Effects {
+		s.EffectsTable = cfg.Prefix + "effects"
+		if err := createEffectsTable(ctx, dynamodb.NewFromConfig(cfg.AWS), s.EffectsTable); err != nil {
+			s.EffectsTable = ""
+			return s, err
+		}
+		for i := range s.Deployment.Functions {
+			f := &s.Deployment.Functions[i]
+			if f.Env == nil {
+				f.Env = map[string]string{}
+			}
+			f.Env[samplejobs.EnvEffectsTable] = s.EffectsTable
+		}
+	}
+	if cfg.Customize != nil {
+		if err := cfg.Customize(ctx, s); err != nil {
+			return s, err
+		}
+	}
+	out := cfg.Output
+	if out == nil {
+		out = io.Discard
+	}
+	s.dev, err = devstack.Start(ctx, devstack.Config{
+		AWS: s.Proxied, Deployment: s.Deployment, Endpoint: s.Proxy.URL(), Output: out, Logger: log,
+		OnBatch: cfg.OnBatch, OnInvoke: cfg.OnInvoke, NoScheduler: true,
+	})
+	if err != nil {
+		return s, fmt.Errorf("chaos: start the stack: %w", err)
+	}
+	return s, nil
+}
+
+// Dev is the running devstack (nil after a failed start).
+func (s *Stack) Dev() *devstack.Stack { return s.dev }
+
+// Worker returns the function that runs jobs of kind, or nil: the function built from
+// functions/<queue> for the kind's sample queue (samplejobs.Queues).
+func (s *Stack) Worker(kind string) *deploy.Function {
+	q, ok := samplejobs.Queues[kind]
+	if !ok {
+		return nil
+	}
+	for i := range s.Deployment.Functions {
+		f := &s.Deployment.Functions[i]
+		if strings.TrimSuffix(f.Source, "/") == "functions/"+strings.ToLower(q) {
+			return f
+		}
+	}
+	return nil
+}
+
+// QueueURL returns the queue the kind's worker consumes, and DLQURL its dead-letter queue.
+func (s *Stack) QueueURL(kind string) string { return s.env(kind, jobs.EnvQueueURL) }
+
+// DLQURL returns the dead-letter queue of the kind's queue.
+func (s *Stack) DLQURL(kind string) string { return s.env(kind, jobs.EnvDLQURL) }
+
+func (s *Stack) env(kind, name string) string {
+	if f := s.Worker(kind); f != nil {
+		return f.Env[name]
+	}
+	return ""
+}
+
+// MaxAttempts maps each sample kind to its worker's JOBKIT_MAX_ATTEMPTS.
+func (s *Stack) MaxAttempts() map[string]int {
+	out := map[string]int{}
+	for kind := range samplejobs.Queues {
+		if n, err := strconv.Atoi(s.env(kind, jobs.EnvMaxAttempts)); err == nil {
+			out[kind] = n
+		}
+	}
+	return out
+}
+
+// Producer returns a jobs client routing the sample kinds to their queues, through the proxy.
+func (s *Stack) Producer() (*jobs.Client, error) {
+	queues := map[string]string{}
+	for kind := range samplejobs.Queues {
+		if u := s.QueueURL(kind); u != "" {
+			queues[kind] = u
+		}
+	}
+	return jobs.NewClient(sqs.NewFromConfig(s.Proxied), jobs.ClientOptions{Queues: queues, MaxRetries: 10})
+}
+
+// Stop stops the functions and the event source mappings (see devstack.Stack.Stop).
+func (s *Stack) Stop() error {
+	if s.dev == nil {
+		return nil
+	}
+	return s.dev.Stop()
+}
+
+// Close stops the stack, removes the deployment and the effects table from the emulator and
+// closes the proxy.
+func (s *Stack) Close(ctx context.Context) error {
+	errs := []error{s.Stop()}
+	if s.Deployment != nil {
+		errs = append(errs, s.Deployment.Destroy(ctx))
+	}
+	if s.EffectsTable != "" {
+		_, err := dynamodb.NewFromConfig(s.Direct).DeleteTable(ctx, &dynamodb.DeleteTableInput{TableName: aws.String(s.EffectsTable)})
+		errs = append(errs, err)
+	}
+	if s.Proxy != nil {
+		errs = append(errs, s.Proxy.Close())
+	}
+	return errors.Join(errs...)
+}
+
+func createEffectsTable(ctx context.Context, db *dynamodb.Client, name string) error {
+	_, err := db.CreateTable(ctx, &dynamodb.CreateTableInput{
+		TableName:            aws.String(name),
+		BillingMode:          ddbtypes.BillingModePayPerRequest,
+		AttributeDefinitions: []ddbtypes.AttributeDefinition{{AttributeName: aws.String(samplejobs.EffectsIDAttr), AttributeType: ddbtypes.ScalarAttributeTypeS}},
+		KeySchema:            []ddbtypes.KeySchemaElement{{AttributeName: aws.String(samplejobs.EffectsIDAttr), KeyType: ddbtypes.KeyTypeHash}},
+	})
+	if err != nil {
+		return fmt.Errorf("chaos: create the effects table: %w", err)
+	}
+	w := dynamodb.NewTableExistsWaiter(db)
+	if err := w.Wait(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(name)}, time.Minute); err != nil {
+		return fmt.Errorf("chaos: effects table: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,353 @@
+package demo_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
+	"github.com/stretchr/testify/require"
+
+	"github.com/jobkit-go/jobkit/functions/samplejobs"
+	"github.com/jobkit-go/jobkit/jobs"
+	"github.com/jobkit-go/jobkit/jobs/inspect"
+	"github.com/jobkit-go/jobkit/localstack/awstest"
+	"github.com/jobkit-go/jobkit/localstack/demo"
+)
+
+// e2eWorkload is 300 jobs over the three sample functions: emails and postings that fail two
+// attempts before succeeding, that exhaust their attempts, and poison ones; transcodes of 1 s,
+// one of 12 s, one failing its first attempt and two poison.
+var e2eWorkload = demo.Workload{
+	Emails: 170, EmailRetries: 20, EmailExhausted: 3, EmailPoison: 5,
+	Accounts: 10, Postings: 110, PostingRetries: 10, PostingExhausted: 3, PostingPoison: 4,
+	Transcodes: 19, TranscodeSeconds: 1, LongTranscodes: 1, LongTranscodeSeconds: 12,
+	TranscodeRetries: 1, TranscodePoison: 2,
+	RetryAttempts: 2, Seed: 300,
+}
+
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) Bytes() []byte {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]byte(nil), l.b.Bytes()...)
+}
+
+// testDisplay logs a progress line every 5 s.
+type testDisplay struct {
+	t    *testing.T
+	last time.Duration
+}
+
+func (d *testDisplay) Update(c *demo.Census, elapsed time.Duration) {
+	if elapsed-d.last >= 5*time.Second || c.Full {
+		d.last = elapsed
+		d.t.Log(demo.FormatLine(c, elapsed))
+	}
+}
+
+func (d *testDisplay) Note(text string) { d.t.Log(text) }
+
+// outputLines are the function output lines the checks read, counted per job.
+type outputLines struct {
+	emailsSent    map[string]int // by idempotency key
+	transcodes    map[string]int // by job id
+	willRetry     map[string]int // by job id
+	deadLettered  map[string]int // by job id
+	orderRefusals int
+}
+
+func readOutput(t *testing.T, out []byte) outputLines {
+	l := outputLines{emailsSent: map[string]int{}, transcodes: map[string]int{}, willRetry: map[string]int{}, deadLettered: map[string]int{}}
+	sc := bufio.NewScanner(bytes.NewReader(out))
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		if i := strings.Index(line, "] {"); i >= 0 {
+			line = line[i+2:]
+		}
+		var m map[string]any
+		if json.Unmarshal([]byte(line), &m) != nil {
+			continue
+		}
+		str := func(k string) string { s, _ := m[k].(string); return s }
+		switch str("msg") {
+		case samplejobs.EmailSentMessage:
+			l.emailsSent[str("idempotency_key")]++
+		case samplejobs.TranscodeDoneMessage:
+			l.transcodes[str("job_id")]++
+		case "job failed: will retry":
+			l.willRetry[str("job_id")]++
+		case "job dead-lettered":
+			l.deadLettered[str("job_id")]++
+		}
+		if strings.Contains(str("error"), "out of order") {
+			l.orderRefusals++
+		}
+	}
+	require.NoError(t, sc.Err())
+	return l
+}
+
+// drainDLQ receives and deletes every message of a dead-letter queue (the test owns it).
+func drainDLQ(t *testing.T, ctx context.Context, q *sqs.Client, url string) []inspect.DeadJob {
+	var dead []inspect.DeadJob
+	empty := 0
+	for empty < 2 {
+		out, err := q.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{
+			QueueUrl: aws.String(url), MaxNumberOfMessages: 10, WaitTimeSeconds: 1, VisibilityTimeout: 60,
+			MessageAttributeNames:       []string{"All"},
+			MessageSystemAttributeNames: []sqstypes.MessageSystemAttributeName{sqstypes.MessageSystemAttributeNameAll},
+		})
+		require.NoError(t, err)
+		if len(out.Messages) == 0 {
+			empty++
+			continue
+		}
+		empty = 0
+		var entries []sqstypes.DeleteMessageBatchRequestEntry
+		for i, m := range out.Messages {
+			dead = append(dead, inspect.ParseDeadJob(m))
+			entries = append(entries, sqstypes.DeleteMessageBatchRequestEntry{Id: aws.String(fmt.Sprint(i)), ReceiptHandle: m.ReceiptHandle})
+		}
+		del, err := q.DeleteMessageBatch(ctx, &sqs.DeleteMessageBatchInput{QueueUrl: aws.String(url), Entries: entries})
+		require.NoError(t, err)
+		require.Empty(t, del.Failed)
+	}
+	return dead
+}
+
+type ledgerItem struct {
+	Account  string   `dynamodbav:"account"`
+	Balance  int64    `dynamodbav:"balance"`
+	Postings int      `dynamodbav:"postings"`
+	Applied  []string `dynamodbav:"applied"`
+	LastSeq  int64    `dynamodbav:"last_seq"`
+}
+
+// The synthesized sample stack runs offline end to end: 300 jobs with injected transient
+// failures and poison jobs over the three functions. Every job either succeeded exactly once
+// (its idempotency record, its side effect: the email line, the ledger posting, the transcode
+// output) or is in its dead-letter queue with the reason its fault implies; every account's
+// postings applied in order; nothing is lost; no function process outlives the run.
+func TestEndToEnd(t *testing.T) {
+	cfg := awstest.Config(t)
+	ctx := context.Background()
+	root, err := demo.ModuleRoot(".")
+	require.NoError(t, err)
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	prefix := "e2e" + hex.EncodeToString(b[:]) + "-"
+
+	out := &lockedBuffer{}
+	start := time.Now()
+	res, err := demo.Run(ctx, demo.Config{
+		AWS: cfg, Root: root, Prefix: prefix, Workload: e2eWorkload,
+		Once: true, Timeout: 4 * time.Minute, Display: &testDisplay{t: t},
+		FunctionOutput: out, Keep: true, BuildDir: t.TempDir(),
+	})
+	if res != nil && res.Deployment != nil {
+		t.Cleanup(func() { _ = res.Deployment.Destroy(context.Background()) })
+	}
+	require.NoError(t, err, "function output tail:\n%s", tail(out.Bytes(), 40))
+	t.Logf("run: %s, stack up %s (synthesized: %v); %s", time.Since(start).Round(100*time.Millisecond),
+		res.Elapsed.Round(100*time.Millisecond), res.Synthesized, res.Summary)
+	require.Empty(t, res.LeftBehind, "function processes outlived the run")
+	require.True(t, res.Drained, "every job succeeded or was dead-lettered")
+	require.Zero(t, res.Lost)
+
+	d, tr := res.Deployment, res.Tracker
+	queues := map[string]demo.Queue{}
+	for _, q := range tr.Queues() {
+		queues[q.Name] = q
+	}
+	for _, name := range []string{samplejobs.QueueEmail, samplejobs.QueueLedger, samplejobs.QueueTranscode} {
+		require.Contains(t, queues, name)
+	}
+	db, q := dynamodb.NewFromConfig(cfg), sqs.NewFromConfig(cfg)
+
+	// The raw records.
+	records := map[string]string{} // idempotency key -> status
+	var ledger []ledgerItem
+	for _, tbl := range d.Tables {
+		p := dynamodb.NewScanPaginator(db, &dynamodb.ScanInput{TableName: aws.String(tbl.Name), ConsistentRead: aws.Bool(true)})
+		for p.HasMorePages() {
+			page, err := p.NextPage(ctx)
+			require.NoError(t, err)
+			for _, item := range page.Items {
+				if _, ok := item[samplejobs.LedgerAccountAttr]; ok {
+					var li ledgerItem
+					require.NoError(t, attributevalue.UnmarshalMap(item, &li))
+					ledger = append(ledger, li)
+					continue
+				}
+				var rec struct{ ID, Status string }
+				require.NoError(t, attributevalue.UnmarshalMap(item, &rec))
+				records[rec.ID] = rec.Status
+			}
+		}
+	}
+	dead := map[string][]inspect.DeadJob{}
+	ndead := 0
+	for _, qu := range queues {
+		depth, err := q.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: aws.String(qu.URL),
+			AttributeNames: []sqstypes.QueueAttributeName{sqstypes.QueueAttributeNameAll}})
+		require.NoError(t, err)
+		for _, a := range []sqstypes.QueueAttributeName{sqstypes.QueueAttributeNameApproximateNumberOfMessages,
+			sqstypes.QueueAttributeNameApproximateNumberOfMessagesNotVisible, sqstypes.QueueAttributeNameApproximateNumberOfMessagesDelayed} {
+			require.Equal(t, "0", depth.Attributes[string(a)], "%s %s", qu.Name, a)
+		}
+		for _, j := range drainDLQ(t, ctx, q, qu.DLQURL) {
+			dead[j.JobID] = append(dead[j.JobID], j)
+			ndead++
+		}
+	}
+	lines := readOutput(t, out.Bytes())
+	require.Zero(t, lines.orderRefusals, "no posting arrived out of order")
+
+	// Every job, against what its faults imply.
+	var (
+		tracked                       = tr.Jobs()
+		wantSucceeded, wantDead, nRet int
+		minRet                        int // jobs that must have failed an attempt
+		enqueued                      int
+		postings                      = map[string][]samplejobs.PostLedger{} // account -> applied, in seq order
+	)
+	for _, j := range tracked {
+		qu := queues[j.Queue]
+		if j.Args == nil { // a schedule's tick: it must have succeeded too
+			require.Equal(t, "COMPLETED", records[j.IdempotencyKey()], "tick %s", j.ID)
+			wantSucceeded++
+			continue
+		}
+		enqueued++
+		var f samplejobs.Faults
+		switch a := j.Args.(type) {
+		case samplejobs.SendEmail:
+			f = a.Faults
+		case samplejobs.PostLedger:
+			f = a.Faults
+		case samplejobs.TranscodeVideo:
+			f = a.Faults
+		}
+		outcome, reason := demo.Expect(f, qu.MaxAttempts)
+		if lines.willRetry[j.ID] > 0 {
+			nRet++
+		}
+		if f.FailAttempts > 0 && !qu.FIFO {
+			minRet++
+		}
+		id := fmt.Sprintf("%s %s %+v", j.Kind, j.ID, j.Args)
+		switch outcome {
+		case demo.Succeeds:
+			wantSucceeded++
+			require.Empty(t, dead[j.ID], "%s: not dead-lettered", id)
+			if qu.FIFO {
+				// A posting behind a failing one of its account is handed back unrun with it,
+				// and every delivery counts as an attempt: it may start past its failing ones.
+				require.LessOrEqual(t, lines.willRetry[j.ID], f.FailAttempts, "%s: failed attempts", id)
+			} else {
+				require.Equal(t, f.FailAttempts, lines.willRetry[j.ID], "%s: failed attempts", id)
+			}
+			switch a := j.Args.(type) {
+			case samplejobs.SendEmail:
+				require.Equal(t, "COMPLETED", records[j.IdempotencyKey()], id)
+				require.Equal(t, 1, lines.emailsSent[j.ID], "%s: sent exactly once", id)
+			case samplejobs.PostLedger:
+				require.Equal(t, "COMPLETED", records[j.IdempotencyKey()], id)
+				postings[a.Account] = append(postings[a.Account], a)
+			case samplejobs.TranscodeVideo:
+				require.Equal(t, 1, lines.transcodes[j.ID], "%s: transcoded exactly once", id)
+			}
+		case demo.DeadLettered:
+			wantDead++
+			require.Len(t, dead[j.ID], 1, "%s: in its dead-letter queue once", id)
+			dj := dead[j.ID][0]
+			require.Equal(t, reason, dj.Reason, id)
+			require.Equal(t, j.Kind, dj.Kind, id)
+			require.Equal(t, qu.URL, dj.SourceQueue, id)
+			require.Equal(t, qu.Function, dj.Function, id)
+			first := 1 // the attempt the job first ran at
+			if qu.FIFO {
+				first = dj.Attempts - lines.willRetry[j.ID]
+				require.GreaterOrEqual(t, first, 1, id)
+			}
+			if reason == jobs.ReasonAttemptsUsed {
+				require.Equal(t, max(qu.MaxAttempts, first), dj.Attempts, id)
+				require.Contains(t, dj.Error, samplejobs.ErrInjected.Error(), id)
+			} else {
+				require.Equal(t, first, dj.Attempts, id)
+				require.Zero(t, lines.willRetry[j.ID], id)
+				require.Contains(t, dj.Error, samplejobs.ErrPoison.Error(), id)
+			}
+			require.NotContains(t, records, j.IdempotencyKey(), "%s: no idempotency record left", id)
+			require.Zero(t, lines.emailsSent[j.ID]+lines.transcodes[j.ID], "%s: no side effect", id)
+			require.Equal(t, 1, lines.deadLettered[j.ID], id)
+		}
+	}
+	require.Equal(t, e2eWorkload.Size(), enqueued)
+	require.Equal(t, 300, enqueued)
+	require.Equal(t, wantDead, ndead, "the dead-letter queues hold the dead jobs and nothing else")
+	for key, status := range records {
+		require.Equal(t, "COMPLETED", status, "record %s left in progress", key)
+	}
+
+	// The ledger: every account's postings applied once each, in order, and its balance is their sum.
+	byAccount := map[string]ledgerItem{}
+	for _, li := range ledger {
+		byAccount[li.Account] = li
+	}
+	for account, ps := range postings {
+		sort.Slice(ps, func(i, k int) bool { return ps[i].Seq < ps[k].Seq })
+		var want []string
+		var sum int64
+		for _, p := range ps {
+			want = append(want, p.PostingID)
+			sum += p.AmountCents
+		}
+		li, ok := byAccount[account]
+		require.True(t, ok, account)
+		require.Equal(t, want, li.Applied, "%s: postings applied once each, in order", account)
+		require.Equal(t, sum, li.Balance, account)
+		require.Equal(t, len(want), li.Postings, account)
+		require.Equal(t, ps[len(ps)-1].Seq, li.LastSeq, account)
+	}
+	require.Len(t, postings, e2eWorkload.Accounts)
+
+	// The run's own summary agrees with the records.
+	require.Equal(t, demo.Summary{Succeeded: wantSucceeded, Retried: nRet, Dead: wantDead}, res.Summary)
+	require.GreaterOrEqual(t, nRet, minRet)
+	require.Greater(t, minRet, 0)
+	require.Greater(t, wantDead, 0)
+}
+
+func tail(b []byte, n int) string {
+	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
