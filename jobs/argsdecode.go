@@ -111,25 +111,31 @@ func isValidTag(s string) bool {
 
 // decode decodes the JSON value s into the struct at ptr. String fields share s's memory.
 func (p *argsPlan) decode(s string, ptr unsafe.Pointer) bool {
-	i := skipWS(s, 0)
+	end, ok := p.decodeValue(s, skipWS(s, 0), ptr)
+	return ok && skipWS(s, end) == len(s)
+}
+
+// decodeValue decodes the JSON value at s[i] (no space before it) into the struct at ptr and
+// returns the index after it. String fields share s's memory.
+func (p *argsPlan) decodeValue(s string, i int, ptr unsafe.Pointer) (int, bool) {
 	if hasPrefix(s, i, "null") {
-		return skipWS(s, i+4) == len(s) // null into a struct: no change
+		return i + 4, true // null into a struct: no change
 	}
 	if i >= len(s) || s[i] != '{' {
-		return false
+		return 0, false
 	}
 	i = skipWS(s, i+1)
 	if i < len(s) && s[i] == '}' {
-		return skipWS(s, i+1) == len(s)
+		return i + 1, true
 	}
 	for {
 		key, next, ok := plainString(s, i)
 		if !ok {
-			return false
+			return 0, false
 		}
 		i = skipWS(s, next)
 		if i >= len(s) || s[i] != ':' {
-			return false
+			return 0, false
 		}
 		i = skipWS(s, i+1)
 		var f *argsField
@@ -142,31 +148,31 @@ func (p *argsPlan) decode(s string, ptr unsafe.Pointer) bool {
 		if f == nil {
 			for j := 0; j < len(key); j++ {
 				if key[j] >= utf8.RuneSelf {
-					return false
+					return 0, false
 				}
 			}
 			for n := range p.fields {
 				if asciiEqualFold(key, p.fields[n].name) {
-					return false
+					return 0, false
 				}
 			}
 			if i, ok = skipValue(s, i); !ok {
-				return false
+				return 0, false
 			}
 		} else if i, ok = f.decode(s, i, ptr); !ok {
-			return false
+			return 0, false
 		}
 		i = skipWS(s, i)
 		if i >= len(s) {
-			return false
+			return 0, false
 		}
 		switch s[i] {
 		case ',':
 			i = skipWS(s, i+1)
 		case '}':
-			return skipWS(s, i+1) == len(s)
+			return i + 1, true
 		default:
-			return false
+			return 0, false
 		}
 	}
 }
@@ -270,4 +276,86 @@ func intBits(k reflect.Kind) int {
 		return 64
 	}
 	return strconv.IntSize
+}
+
+// preDecoder decodes the args of the envelopes of a batch while decodeEnvelopeFast reads them:
+// when "args" follows "kind" and the kind's worker has an args plan, the args go straight into a
+// job of that kind, with no second pass over them. The jobs of a kind come from one allocation
+// per batch. What it cannot decode it leaves to the job's run, which decodes as usual.
+type preDecoder struct {
+	lookup func(kind string) *registered
+
+	// The last kind looked up, and its registration (nil: no worker).
+	kind string
+	reg  *registered
+
+	// Job slots by kind: a few kinds at a time, each with up to maxSlab jobs per allocation.
+	slabs [4]jobSlab
+	next  int // the slab replaced when a fifth kind comes
+	// left is how many records of the batch, this one included, may still need a job.
+	left int
+
+	// What decode did for the envelope being read.
+	job    unsafe.Pointer // a job of jobReg's type, or nil
+	jobReg *registered
+	ready  bool // job's Args hold the args
+}
+
+// reset forgets the current envelope's job (its slot is not reused).
+func (pd *preDecoder) reset() {
+	pd.job, pd.jobReg, pd.ready = nil, nil, false
+}
+
+// registration returns the worker registration for kind, remembering the last one.
+func (pd *preDecoder) registration(kind string) *registered {
+	if kind != pd.kind || pd.kind == "" {
+		pd.kind, pd.reg = kind, pd.lookup(kind)
+	}
+	return pd.reg
+}
+
+// jobSlab is n jobs of reg's type at base, used of them given out.
+type jobSlab struct {
+	reg     *registered
+	base    unsafe.Pointer
+	used, n int
+}
+
+// maxSlab bounds the jobs allocated at once: a large batch of many kinds wastes little.
+const maxSlab = 32
+
+// newJob returns a zero job of reg's type, from the batch's slots for reg's kind.
+func (pd *preDecoder) newJob(reg *registered) unsafe.Pointer {
+	sl := &pd.slabs[pd.next]
+	for k := range pd.slabs {
+		if pd.slabs[k].reg == reg {
+			sl = &pd.slabs[k]
+			break
+		}
+	}
+	if sl.reg != reg || sl.used == sl.n {
+		if sl.reg != reg {
+			pd.next = (pd.next + 1) % len(pd.slabs)
+		}
+		n := min(max(pd.left, 1), maxSlab)
+		*sl = jobSlab{reg: reg, base: reg.newJobs(n), n: n}
+	}
+	job := unsafe.Add(sl.base, uintptr(sl.used)*reg.jobSize)
+	sl.used++
+	return job
+}
+
+// decode decodes the args at s[i] into a new job of kind, and returns the index after them.
+// It reports false when kind has no plan or the plan cannot decode them; the job (if one was
+// made) is kept, without its args.
+func (pd *preDecoder) decode(kind string, s string, i int) (int, bool) {
+	reg := pd.registration(kind)
+	if reg == nil || reg.plan == nil {
+		return 0, false
+	}
+	job := pd.newJob(reg)
+	pd.job, pd.jobReg = job, reg
+	end, ok := reg.plan.decodeValue(s, i, unsafe.Add(job, reg.argsOffset))
+	pd.ready = ok
+	return end, ok
 }

@@ -29,26 +29,43 @@ func (e *EnvelopeError) DeadLetterReason() string { return e.Reason }
 // object, v must be EnvelopeVersion, id and kind must be set. Errors are *EnvelopeError.
 //
 // It accepts exactly what encoding/json accepts (and decodes it to the same values), with a fast
-// path for ordinary envelopes; FuzzDecodeEnvelope checks the two agree.
+// path for ordinary envelopes; FuzzDecodeEnvelope checks the two agree. Args is a copy: the
+// caller may keep or modify it.
 func DecodeEnvelope(body string) (Envelope, error) {
-	env, _, err := decodeEnvelope(body)
+	var env Envelope
+	if args, ok := decodeEnvelopeFast(body, &env, nil); ok {
+		if args != "" {
+			env.Args = json.RawMessage(args)
+		}
+		return env, checkEnvelope(&env, nil)
+	}
+	env, _, err := decodeEnvelopeSlow(body)
 	return env, err
 }
 
-// decodeEnvelope is DecodeEnvelope that also returns the args as a string sharing body's memory.
-func decodeEnvelope(body string) (env Envelope, args string, err error) {
-	if args, ok := decodeEnvelopeFast(body, &env); ok {
-		return env, args, checkEnvelope(&env, nil)
+// decodeEnvelope is DecodeEnvelope for the runtime: env.Args is left nil and the args are
+// returned as a string sharing body's memory (or, from the slow path, memory nothing else
+// refers to), so they are never copied. With pd, the args of a kind pd knows are decoded in the
+// same pass (see preDecoder).
+func decodeEnvelope(body string, env *Envelope, pd *preDecoder) (args string, err error) {
+	if args, ok := decodeEnvelopeFast(body, env, pd); ok {
+		return args, checkEnvelope(env, nil)
 	}
-	return decodeEnvelopeSlow(body)
+	if pd != nil {
+		pd.reset()
+	}
+	var raw json.RawMessage
+	*env, raw, err = decodeEnvelopeSlow(body)
+	env.Args = nil
+	return stringOf(raw), err
 }
 
 // decodeEnvelopeSlow is decodeEnvelope through encoding/json (kept apart so the fast path's
 // Envelope stays on the stack).
-func decodeEnvelopeSlow(body string) (Envelope, string, error) {
+func decodeEnvelopeSlow(body string) (Envelope, json.RawMessage, error) {
 	var env Envelope
 	err := json.Unmarshal([]byte(body), &env)
-	return env, string(env.Args), checkEnvelope(&env, err)
+	return env, env.Args, checkEnvelope(&env, err)
 }
 
 // decodeEnvelopeReference is the plain encoding/json decoder DecodeEnvelope must agree with.
@@ -80,9 +97,10 @@ func checkEnvelope(env *Envelope, err error) error {
 // decodeEnvelopeFast decodes the common shape of an envelope without reflection: strings without
 // escapes, v a small integer, known keys spelled exactly. It reports false for anything else
 // (including every invalid input), and the caller falls back to encoding/json: so when it reports
-// true, the result is exactly what encoding/json would give. Strings share body's memory; so does
-// the args string it returns (env.Args is a copy).
-func decodeEnvelopeFast(s string, env *Envelope) (args string, _ bool) {
+// true, the result is exactly what encoding/json would give. Strings share s's memory, and so do
+// the args it returns; it does not set env.Args. With pd, args that follow the kind are decoded
+// into a job of that kind in the same pass when its worker has an args plan.
+func decodeEnvelopeFast(s string, env *Envelope, pd *preDecoder) (args string, _ bool) {
 	i := skipWS(s, 0)
 	if i >= len(s) || s[i] != '{' {
 		return "", false
@@ -128,22 +146,32 @@ func decodeEnvelopeFast(s string, env *Envelope) (args string, _ bool) {
 			}
 			i = next
 		case "enqueued_at":
-			_, next, ok := plainString(s, i)
+			v, next, ok := plainString(s, i)
 			if !ok {
 				return "", false
 			}
-			var t time.Time
-			if err := t.UnmarshalJSON(bytesOf(s[i:next])); err != nil {
-				return "", false
+			t, ok := parseTimeUTC(v)
+			if !ok {
+				if err := t.UnmarshalJSON(bytesOf(s[i:next])); err != nil {
+					return "", false
+				}
 			}
 			env.EnqueuedAt, i = t, next
 		case "args":
-			end, ok := skipValue(s, i)
-			if !ok {
-				return "", false
+			end, decoded := 0, false
+			if pd != nil {
+				// A later "args" replaces an earlier one, as in encoding/json.
+				pd.reset()
+				if env.Kind != "" {
+					end, decoded = pd.decode(env.Kind, s, i)
+				}
+			}
+			if !decoded {
+				if end, ok = skipValue(s, i); !ok {
+					return "", false
+				}
 			}
 			args = s[i:end]
-			env.Args = json.RawMessage(args)
 			i = end
 		default:
 			// encoding/json matches keys case-insensitively (with Unicode folding): leave
@@ -181,8 +209,93 @@ func decodeEnvelopeFast(s string, env *Envelope) (args string, _ bool) {
 
 var envelopeKeys = [...]string{"v", "id", "kind", "args", "enqueued_at", "key", "trace"}
 
-// bytesOf views a string's bytes without copying; the callee must not modify or keep them.
-func bytesOf(s string) []byte { return unsafe.Slice(unsafe.StringData(s), len(s)) }
+// bytesOf views a string's bytes without copying; the callee must not modify them.
+func bytesOf(s string) []byte {
+	if s == "" {
+		return nil
+	}
+	return unsafe.Slice(unsafe.StringData(s), len(s))
+}
+
+// stringOf views bytes as a string without copying; nothing may modify them afterwards.
+func stringOf(b []byte) string { return unsafe.String(unsafe.SliceData(b), len(b)) }
+
+// parseTimeUTC parses the RFC 3339 form producers write, "2006-01-02T15:04:05Z" with an optional
+// fraction of a second, exactly as time.Time.UnmarshalJSON does. It reports false for any other
+// form (an offset, an invalid date, ...): the caller then uses the standard parser.
+func parseTimeUTC(s string) (time.Time, bool) {
+	if len(s) < len("2006-01-02T15:04:05Z") || s[len(s)-1] != 'Z' ||
+		s[4] != '-' || s[7] != '-' || s[10] != 'T' || s[13] != ':' || s[16] != ':' {
+		return time.Time{}, false
+	}
+	year, ok1 := digits(s, 0, 4)
+	month, ok2 := digits(s, 5, 2)
+	day, ok3 := digits(s, 8, 2)
+	hour, ok4 := digits(s, 11, 2)
+	minute, ok5 := digits(s, 14, 2)
+	sec, ok6 := digits(s, 17, 2)
+	if !(ok1 && ok2 && ok3 && ok4 && ok5 && ok6) || month < 1 || month > 12 || day < 1 ||
+		day > daysIn(month, year) || hour > 23 || minute > 59 || sec > 59 {
+		return time.Time{}, false
+	}
+	nsec := 0
+	if frac := s[19 : len(s)-1]; frac != "" {
+		// A '.' and at least one digit; digits past the ninth are dropped, as time does.
+		if len(frac) < 2 || frac[0] != '.' {
+			return time.Time{}, false
+		}
+		scale := 100000000
+		for j := 1; j < len(frac); j++ {
+			c := frac[j]
+			if c < '0' || c > '9' {
+				return time.Time{}, false
+			}
+			nsec += int(c-'0') * scale
+			scale /= 10
+		}
+	}
+	unix := (daysFromCivil(year, month, day)*24+int64(hour))*3600 + int64(minute)*60 + int64(sec)
+	return time.Unix(unix, int64(nsec)).UTC(), true
+}
+
+// digits reads n decimal digits at s[i:].
+func digits(s string, i, n int) (int, bool) {
+	v := 0
+	for _, c := range []byte(s[i : i+n]) {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		v = v*10 + int(c-'0')
+	}
+	return v, true
+}
+
+// daysIn is the number of days in month of year (proleptic Gregorian, as package time counts).
+func daysIn(month, year int) int {
+	if month == 2 {
+		if year%4 == 0 && (year%100 != 0 || year%400 == 0) {
+			return 29
+		}
+		return 28
+	}
+	return 30 + (month+month/8)%2
+}
+
+// daysFromCivil returns the days from 1970-01-01 to the given date (proleptic Gregorian).
+func daysFromCivil(y, m, d int) int64 {
+	if m <= 2 {
+		y--
+	}
+	era := y / 400
+	if y < 0 && y%400 != 0 {
+		era--
+	}
+	yoe := y - era*400
+	mp := (m + 9) % 12
+	doy := (153*mp+2)/5 + d - 1
+	doe := yoe*365 + yoe/4 - yoe/100 + doy
+	return int64(era)*146097 + int64(doe) - 719468
+}
 
 func skipWS(s string, i int) int {
 	for i < len(s) {

@@ -56,6 +56,7 @@ func NewSQSHandler(workers *Workers, cfg Config) func(context.Context, events.SQ
 	cfg = cfg.withDefaults()
 	h := &sqsHandler{
 		workers:   workers,
+		lookup:    workers.lookup,
 		cfg:       cfg,
 		log:       cfg.Logger,
 		queueName: QueueName(cfg.QueueURL),
@@ -70,6 +71,7 @@ type sqsHandler struct {
 	workers   *Workers
 	cfg       Config
 	log       *slog.Logger
+	lookup    func(kind string) *registered // workers.lookup
 	queueName string
 	fifo      bool
 	dlqFIFO   bool
@@ -181,6 +183,7 @@ func (h *sqsHandler) handle(ctx context.Context, ev events.SQSEvent) (events.SQS
 // prepare decodes every envelope before any job runs.
 func (b *batch) prepare(msgs []events.SQSMessage) {
 	h := b.h
+	pd := preDecoder{lookup: h.lookup}
 	for i := range msgs {
 		m := &msgs[i]
 		r := &b.records[i]
@@ -202,19 +205,28 @@ func (b *batch) prepare(msgs []events.SQSMessage) {
 			}
 		}
 		row.GroupID = m.Attributes["MessageGroupId"]
-		env, argsSrc, err := decodeEnvelope(m.Body)
+		pd.left = len(msgs) - i
+		pd.reset()
+		var env Envelope
+		argsSrc, err := decodeEnvelope(m.Body, &env, &pd)
 		if err != nil {
 			r.pre = err
 			row.ID, row.Kind = env.ID, env.Kind
 			continue
 		}
-		row.ID, row.Kind, row.Key = env.ID, env.Kind, env.Key
-		row.EncodedArgs, row.argsSrc, row.EnqueuedAt, row.Trace = env.Args, argsSrc, env.EnqueuedAt, env.Trace
-		if row.reg = h.workers.lookup(env.Kind); row.reg == nil {
+		row.ID, row.Kind, row.Key, row.EnqueuedAt, row.Trace = env.ID, env.Kind, env.Key, env.EnqueuedAt, env.Trace
+		row.argsSrc, row.EncodedArgs = argsSrc, bytesOf(argsSrc)
+		if row.reg = pd.registration(env.Kind); row.reg == nil {
 			r.pre = &UnknownKindError{Kind: env.Kind}
-		} else {
-			row.Kind = row.reg.kind // the registry's string: no reference into the body
+			continue
 		}
+		row.Kind = row.reg.kind // the registry's string: no reference into the body
+		if pd.job != nil && pd.jobReg == row.reg {
+			row.job, row.argsReady = pd.job, pd.ready
+		} else {
+			row.job = pd.newJob(row.reg)
+		}
+		*(**JobRow)(row.job) = row
 	}
 	if h.fifo {
 		b.groupRecords()

@@ -22,10 +22,12 @@ type JobArgs interface {
 
 // JobRow is everything about a job except its typed arguments: the envelope and the delivery.
 type JobRow struct {
-	ID          string          // envelope id
-	Kind        string          // envelope kind
-	Key         string          // idempotency key (the id unless the producer set one)
-	EncodedArgs json.RawMessage // the raw args, as enqueued
+	ID   string // envelope id
+	Kind string // envelope kind
+	Key  string // idempotency key (the id unless the producer set one)
+	// EncodedArgs is the raw args, as enqueued. In the runtime it shares the message body's
+	// memory: read it, or assign another slice, but do not modify its bytes.
+	EncodedArgs json.RawMessage
 	EnqueuedAt  time.Time
 	Trace       string // W3C traceparent from the producer, if any
 
@@ -36,10 +38,18 @@ type JobRow struct {
 	QueueURL        string // the queue the message came from
 	FirstReceivedAt time.Time
 
-	reg        *registered  // the worker for Kind, found by the runtime
-	argsSrc    string       // EncodedArgs as validated JSON sharing the message body (runtime only)
-	baseLogger *slog.Logger // the runtime's logger
-	logger     *slog.Logger // baseLogger with this job's attributes, made on first use
+	reg        *registered    // the worker for Kind, found by the runtime
+	argsSrc    string         // the validated JSON EncodedArgs was made from, sharing its memory (runtime only)
+	job        unsafe.Pointer // a *Job of reg's type for this row, made by the runtime; nil once used
+	argsReady  bool           // job's Args are decoded from argsSrc
+	baseLogger *slog.Logger   // the runtime's logger
+	logger     *slog.Logger   // baseLogger with this job's attributes, made on first use
+}
+
+// argsIntact reports whether EncodedArgs is still the validated JSON the runtime decoded.
+func (r *JobRow) argsIntact() bool {
+	return r.argsSrc != "" && len(r.argsSrc) == len(r.EncodedArgs) &&
+		unsafe.StringData(r.argsSrc) == unsafe.SliceData(r.EncodedArgs)
 }
 
 // Logger returns a logger whose lines carry the job's id, kind and attempt (and message id), as
@@ -98,7 +108,14 @@ type Workers struct {
 
 type registered struct {
 	kind string
-	run  Handler // decodes args and runs the worker
+	run  Handler   // decodes args and runs the worker
+	plan *argsPlan // decodes args without reflection, or nil
+
+	// The runtime makes the jobs of a batch: n zero Job[T] in one allocation, each jobSize
+	// bytes with its Args at argsOffset (its *JobRow is at offset 0).
+	newJobs    func(n int) unsafe.Pointer
+	jobSize    uintptr
+	argsOffset uintptr
 }
 
 // NewWorkers returns an empty registry.
@@ -141,13 +158,36 @@ func AddWorkerSafely[T JobArgs](workers *Workers, worker Worker[T]) error {
 		return fmt.Errorf("jobs: a worker for kind %q is already registered", kind)
 	}
 	plan := compileArgsPlan(reflect.TypeFor[T]())
-	workers.byKind[kind] = &registered{kind: kind, run: func(ctx context.Context, row *JobRow) error {
-		job := &Job[T]{JobRow: row}
-		if err := decodeArgs(row, plan, &job.Args); err != nil {
-			return &ArgsError{Kind: kind, Err: err}
+	reg := &registered{
+		kind:       kind,
+		plan:       plan,
+		newJobs:    func(n int) unsafe.Pointer { return unsafe.Pointer(unsafe.SliceData(make([]Job[T], n))) },
+		jobSize:    unsafe.Sizeof(Job[T]{}),
+		argsOffset: unsafe.Offsetof(Job[T]{}.Args),
+	}
+	reg.run = func(ctx context.Context, row *JobRow) error {
+		var job *Job[T]
+		if p := (*Job[T])(row.job); p != nil && row.reg == reg && p.JobRow == row {
+			// The runtime's job for this row, its args usually decoded with the envelope.
+			job, row.job = p, nil
+			ready := row.argsReady && row.argsIntact()
+			row.argsReady = false
+			if !ready {
+				var zero T
+				job.Args = zero
+				if err := decodeArgs(row, plan, &job.Args); err != nil {
+					return &ArgsError{Kind: kind, Err: err}
+				}
+			}
+		} else {
+			job = &Job[T]{JobRow: row}
+			if err := decodeArgs(row, plan, &job.Args); err != nil {
+				return &ArgsError{Kind: kind, Err: err}
+			}
 		}
 		return worker.Work(ctx, job)
-	}}
+	}
+	workers.byKind[kind] = reg
 	return nil
 }
 
@@ -158,7 +198,7 @@ func decodeArgs[T any](row *JobRow, plan *argsPlan, dst *T) error {
 	if len(row.EncodedArgs) == 0 {
 		return nil
 	}
-	validated := row.argsSrc != "" && len(row.argsSrc) == len(row.EncodedArgs)
+	validated := row.argsIntact()
 	if plan != nil {
 		src := row.argsSrc
 		if !validated {

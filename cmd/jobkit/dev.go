@@ -9,7 +9,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/aws/smithy-go/logging"
 	"github.com/spf13/cobra"
 
 	"github.com/jobkit-go/jobkit/localstack/demo"
@@ -68,7 +67,7 @@ queues). lost counts jobs that are neither succeeded nor dead-lettered; it exits
   # Keep the deployment on an emulator you started yourself, to look at it afterwards
   jobkit dev --once --keep --endpoint http://127.0.0.1:4566
   jobkit queues && jobkit dlq list --queue Email`,
-		Args: cobra.NoArgs,
+		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runDev(cmd.Context(), a, o, cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
@@ -171,9 +170,6 @@ func runDev(ctx context.Context, a *app, o *devOptions, stdout, stderr io.Writer
 	if err != nil {
 		return err
 	}
-	// The SDK's own warnings (connection reuse after a cancelled long poll) go with the
-	// functions' output, not between the progress lines.
-	awsCfg.Logger = logging.NewStandardLogger(logs)
 	workload := demo.DevWorkload()
 	if o.noDemo {
 		workload = demo.Workload{}

@@ -162,18 +162,6 @@ func drainIDs(t testing.TB, client *sqs.Client, queueURL string) map[string]int 
 	}
 }
 
-// drainAll drains every queue (drainIDs) and adds up the counts.
-func drainAll(t testing.TB, client *sqs.Client, queueURLs []string) map[string]int {
-	t.Helper()
-	got := map[string]int{}
-	for _, u := range queueURLs {
-		for id, n := range drainIDs(t, client, u) {
-			got[id] += n
-		}
-	}
-	return got
-}
-
 // sourceQueues creates n source queues for a shared DLQ.
 func sourceQueues(t *testing.T, cfg aws.Config, n int) []string {
 	t.Helper()

@@ -252,20 +252,18 @@ func TestDLQPurgeCommandAsksFirst(t *testing.T) {
 	require.Contains(t, out, "about 2 messages")
 }
 
-// The 1,000-job redrive tests use one DLQ shared by 10 source queues (each job goes back to the
-// queue in its jobkit.source_queue attribute): the emulator's SQS spends time in proportion to a
-// queue's depth on every message, and ten 100-deep queues are far cheaper to fill and check than
-// one 1,000-deep queue. The DLQ itself holds all 1,000.
+// Redrive of 1,000 dead jobs from a queue's DLQ back to the queue (named with -q: its DLQ comes
+// from its RedrivePolicy): all 1,000 arrive, once each, and none is left in the DLQ.
 func TestDLQRedrive1000(t *testing.T) {
 	t.Parallel()
 	cfg := awstest.Config(t)
 	client := sqs.NewFromConfig(cfg)
 	dlq := awstest.CreateQueue(t, cfg, "dlq", nil)
-	sources := sourceQueues(t, cfg, 10)
-	ids := seedDeadFrom(t, client, dlq.URL, sources, "r", 1000, func(int) string { return "email.send" })
+	src := awstest.CreateQueue(t, cfg, "src", &awstest.QueueOptions{DLQ: &dlq})
+	ids := seedDead(t, client, dlq.URL, src.URL, "r", 1000, func(int) string { return "email.send" })
 
 	start := time.Now()
-	out, errOut, code := cli(t, "", "dlq", "redrive", "--dlq", dlq.URL)
+	out, errOut, code := cli(t, "", "dlq", "redrive", "-q", src.URL)
 	elapsed := time.Since(start)
 	require.Equal(t, 0, code, errOut)
 	require.Contains(t, out, "moved 1000 of 1000 jobs")
@@ -280,15 +278,7 @@ func TestDLQRedrive1000(t *testing.T) {
 	if m := regexp.MustCompile(`possible duplicates: (\d+)`).FindStringSubmatch(out); m != nil {
 		possible, _ = strconv.Atoi(m[1])
 	}
-	got := map[string]int{}
-	for q, u := range sources {
-		for id, n := range drainIDs(t, client, u) {
-			got[id] += n
-			i, err := strconv.Atoi(strings.TrimPrefix(id, "r-"))
-			require.NoError(t, err)
-			require.Equal(t, i%len(sources), q, "job %s went back to the queue it came from", id)
-		}
-	}
+	got := drainIDs(t, client, src.URL)
 	require.Len(t, got, 1000)
 	extra := 0
 	for _, id := range ids {
@@ -303,7 +293,8 @@ func TestDLQRedrive1000(t *testing.T) {
 }
 
 // A redrive killed outright (SIGKILL) halfway and run again moves every job: none lost, none left
-// in the DLQ, and no more duplicates than the in-flight window (10 per batch × 4 workers).
+// in the DLQ, and no more duplicates than the in-flight window (10 per batch × 4 workers). The DLQ
+// is shared by 10 source queues: each job goes back to the queue in its jobkit.source_queue.
 func TestDLQRedriveKilledMidwayAndRunAgain(t *testing.T) {
 	t.Parallel()
 	cfg := awstest.Config(t)
@@ -349,7 +340,15 @@ func TestDLQRedriveKilledMidwayAndRunAgain(t *testing.T) {
 	require.Zero(t, res.LeftInFlight)
 	t.Logf("second run: moved %d in %s", res.Moved, time.Since(start).Round(time.Millisecond))
 
-	got := drainAll(t, client, sources)
+	got := map[string]int{}
+	for q, u := range sources {
+		for id, n := range drainIDs(t, client, u) {
+			got[id] += n
+			i, err := strconv.Atoi(strings.TrimPrefix(id, "k-"))
+			require.NoError(t, err)
+			require.Equal(t, i%len(sources), q, "job %s went back to the queue it came from", id)
+		}
+	}
 	dups := 0
 	for _, id := range ids {
 		require.GreaterOrEqual(t, got[id], 1, "job %s lost", id)
@@ -408,45 +407,59 @@ func writeJobs(t *testing.T, n int, line func(i int) string) string {
 	return path
 }
 
-// Bulk enqueue of 10,000 jobs. The emulator's SQS spends time in proportion to a queue's depth on
-// every message it takes (it recomputes the queue's counts), so one 10,000-deep queue would take
-// it a quarter of an hour: the file routes its jobs to 100 queues of 100 (the "queue" field), in
-// order, so each EnqueueBatch call still sends full batches of 10 to one queue.
+// Bulk enqueue of 10,000 jobs into one queue, with plain progress lines (stderr is not a terminal).
 func TestEnqueueFile10000PlainProgress(t *testing.T) {
 	t.Parallel()
 	cfg := awstest.Config(t)
 	client := sqs.NewFromConfig(cfg)
-	const total, queues = 10000, 100
-	urls := make([]string, queues)
-	for i := range urls {
-		urls[i] = awstest.CreateQueue(t, cfg, fmt.Sprintf("bulk%d", i), nil).URL
-	}
+	q := awstest.CreateQueue(t, cfg, "bulk", nil)
+	const total = 10000
 	file := writeJobs(t, total, func(i int) string {
-		return fmt.Sprintf(`{"kind":"email.send","id":"bulk-%05d","args":{"n":%d},"queue":%q}`, i, i, urls[i*queues/total])
+		return fmt.Sprintf(`{"kind":"email.send","id":"bulk-%05d","args":{"n":%d}}`, i, i)
 	})
 
 	start := time.Now()
-	out, errOut, code := cli(t, "", "enqueue", "--file", file)
+	out, errOut, code := cli(t, "", "enqueue", "--file", file, "--queue", q.URL)
 	elapsed := time.Since(start)
 	require.Equal(t, 0, code, errOut)
 	require.Contains(t, out, "enqueued 10000 of 10000 jobs (0 failed)")
-	// stderr is not a terminal: plain lines, none of the bar's carriage returns.
 	lines := strings.Split(strings.TrimSpace(errOut), "\n")
 	require.GreaterOrEqual(t, len(lines), 11)
 	for _, l := range lines {
 		require.Regexp(t, `^enqueue: \d+/10000 \(\d+%\) enqueued$`, l)
 	}
 	require.Equal(t, "enqueue: 10000/10000 (100%) enqueued", lines[len(lines)-1])
-	require.NotContains(t, errOut, "\r")
+	require.NotContains(t, errOut, "\r", "no bar redraws")
 
-	sum := 0
-	for _, u := range urls {
-		v, f := depth(t, client, u)
-		require.Equal(t, total/queues, v+f, u)
-		sum += v + f
-	}
-	require.Equal(t, total, sum)
+	v, f := depth(t, client, q.URL)
+	require.Equal(t, total, v+f)
 	t.Logf("bulk enqueue of %d jobs: %s (%.0f jobs/s)", total, elapsed.Round(time.Millisecond), total/elapsed.Seconds())
+}
+
+// Each line of a file may name its queue (URL or name); the rest go to --queue.
+func TestEnqueueFileRoutesLinesToTheirQueue(t *testing.T) {
+	t.Parallel()
+	cfg := awstest.Config(t)
+	client := sqs.NewFromConfig(cfg)
+	a := awstest.CreateQueue(t, cfg, "a", nil)
+	b := awstest.CreateQueue(t, cfg, "b", nil)
+	f := awstest.CreateQueue(t, cfg, "f", &awstest.QueueOptions{FIFO: true})
+	file := writeJobs(t, 6, func(i int) string {
+		switch i % 3 {
+		case 0:
+			return fmt.Sprintf(`{"kind":"k","id":"a%d"}`, i)
+		case 1:
+			return fmt.Sprintf(`{"kind":"k","id":"b%d","queue":%q}`, i, b.Name) // by name
+		}
+		return fmt.Sprintf(`{"kind":"k","id":"f%d","queue":%q,"group":"g"}`, i, f.URL)
+	})
+	out, errOut, code := cli(t, "", "enqueue", "--file", file, "--queue", a.URL, "--progress", "none")
+	require.Equal(t, 0, code, errOut)
+	require.Contains(t, out, "enqueued 6 of 6 jobs")
+	require.Empty(t, errOut)
+	require.Equal(t, map[string]int{"a0": 1, "a3": 1}, drainIDs(t, client, a.URL))
+	require.Equal(t, map[string]int{"b1": 1, "b4": 1}, drainIDs(t, client, b.URL))
+	require.Equal(t, map[string]int{"f2": 1, "f5": 1}, drainIDs(t, client, f.URL))
 }
 
 func TestEnqueueFileBadLineSendsNothing(t *testing.T) {

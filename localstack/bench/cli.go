@@ -24,8 +24,8 @@ import (
 //	cli_dlq_list_ms                   ListDead of a 100-job DLQ (receive all, hand all back)
 //	cli_redrive_manual_jobs_per_s     manual redrive of 500 dead jobs (receive/send/delete, 4 workers)
 //
-// On moto both are bounded by the emulator, which spends time proportional to a queue's depth on
-// every message it receives or stores; SQS charges a network round trip per batch call instead.
+// On the emulator both are bounded by moto's CPU (one Python process); SQS charges a network round
+// trip per batch call instead.
 func init() {
 	register("cli", 80, benchCLI)
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/smithy-go/logging"
 
 	"github.com/jobkit-go/jobkit/jobs"
 	"github.com/jobkit-go/jobkit/localstack/deploy"
@@ -49,7 +50,8 @@ type Config struct {
 	Interval time.Duration
 	// Display shows the progress; nil shows nothing.
 	Display Display
-	// FunctionOutput receives the functions' output and the stack's own log; nil discards.
+	// FunctionOutput receives the functions' output, the stack's own log and the AWS SDK's
+	// warnings; nil discards.
 	FunctionOutput io.Writer
 	// Keep leaves the deployment on the emulator; by default Run destroys it before returning.
 	Keep bool
@@ -148,6 +150,8 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	}
 
 	log := slog.New(slog.NewJSONHandler(cfg.FunctionOutput, nil))
+	// The SDK's own warnings (a long poll cut short at stop) go with the functions' output.
+	cfg.AWS.Logger = logging.NewStandardLogger(cfg.FunctionOutput)
 	start := time.Now()
 	d, err := deploy.Deploy(ctx, deploy.NewClients(cfg.AWS), &deploy.Options{
 		CDKOut: filepath.Join(cfg.Root, "cdk.out"), ModuleDir: cfg.Root, Prefix: cfg.Prefix, Logger: log,

@@ -31,7 +31,7 @@ type Workload struct {
 	PostingPoison    int
 
 	// Transcodes is the number of TranscodeVideo jobs (Transcode queue), each TranscodeSeconds
-	// long, plus LongTranscodes of LongTranscodeSeconds.
+	// long, plus LongTranscodes of LongTranscodeSeconds. Faulty transcodes are short ones.
 	Transcodes           int
 	TranscodeSeconds     int
 	LongTranscodes       int
@@ -173,8 +173,9 @@ func (w Workload) Jobs() ([]Job, error) {
 		out = append(out, Job{Queue: samplejobs.QueueLedger, Args: p, GroupID: p.GroupID()})
 	}
 
+	// Faulty transcodes are short ones: a long one failing first would add its length to the wait.
 	n := w.Transcodes + w.LongTranscodes
-	tf := faults(n, w.TranscodeRetries, 0, w.TranscodePoison, 1)
+	tf := append(faults(w.Transcodes, w.TranscodeRetries, 0, w.TranscodePoison, 1), make([]samplejobs.Faults, w.LongTranscodes)...)
 	for i := range n {
 		secs := w.TranscodeSeconds
 		if i >= w.Transcodes {
@@ -206,8 +207,8 @@ func (w Workload) validate() error {
 	case w.PostingExhausted+w.PostingPoison > min(w.Accounts, w.Postings):
 		return fmt.Errorf("demo: workload: %d dead postings; at most one per account (%d accounts)",
 			w.PostingExhausted+w.PostingPoison, w.Accounts)
-	case w.TranscodeRetries+w.TranscodePoison > w.Transcodes+w.LongTranscodes:
-		return bad("transcodes", w.TranscodeRetries+w.TranscodePoison, w.Transcodes+w.LongTranscodes)
+	case w.TranscodeRetries+w.TranscodePoison > w.Transcodes:
+		return bad("short transcodes", w.TranscodeRetries+w.TranscodePoison, w.Transcodes)
 	}
 	return nil
 }

@@ -23,6 +23,16 @@ in-flight set while other requests change it ("Set changed size during iteration
 receive, a send or a queue's attributes), so it walks a copy, taken atomically. moto's DynamoDB
 TransactWriteItems deep-copies the tables it writes while other requests write them ("dictionary
 changed size during iteration": a 500), so the DynamoDB item operations take one lock.
+
+Fix 5, TransactWriteItems cost. To roll a cancelled transaction back, moto deep-copies every table
+the transaction writes, on every transaction: with 10,000 items in an idempotency table each job's
+transaction copied all of them (seconds per call, and hundreds of MB of garbage a minute). The fix
+saves the items the transaction writes and restores those when it fails; the table copy is skipped.
+
+Fix 6, concurrent receives. moto's ReceiveMessage walks the queue and marks the messages it hands
+out without a lock, so two receives at once could both hand out one message (a duplicate delivery
+with a receive count of 1), or two messages of one FIFO message group (which SQS never has in
+flight at once). The fix makes a queue's receives take turns; a long poll lets go while it waits.
 """
 
 import sys
@@ -145,6 +155,95 @@ def send_message_batch(self, *args, **kwargs):
 
 
 models.SQSBackend.send_message_batch = send_message_batch
+
+import copy as _copy  # noqa: E402
+
+
+class _CopyWithoutTables:
+    """Stands for the copy module in moto's DynamoDB models (Fix 5): a deep copy of a table is the
+    table itself, since transact_write_items below rolls back the items it saved instead."""
+
+    def deepcopy(self, x, memo=None):
+        if isinstance(x, dynamodb_models.Table):
+            return x
+        return _copy.deepcopy(x, memo)
+
+    def __getattr__(self, name):
+        return getattr(_copy, name)
+
+
+dynamodb_models.copy = _CopyWithoutTables()
+_transact_write_items = dynamodb_models.DynamoDBBackend.transact_write_items
+
+
+def transact_write_items(self, transact_items, *args, **kwargs):
+    with _dynamodb_lock:
+        saved = []
+        for entry in transact_items:
+            try:
+                op_type, op = next(iter(entry.items()))
+                table = self.tables.get(op.get("TableName"))
+                if table is None:
+                    continue
+                attrs = op["Item"] if op_type == "Put" else op["Key"]
+                hash_key = dynamodb_models.DynamoType(attrs[table.hash_key_attr])
+                range_key = None
+                if table.range_key_attr is not None:
+                    range_key = dynamodb_models.DynamoType(attrs[table.range_key_attr])
+                old = table.get_item(hash_key, range_key)
+            except Exception:  # noqa: BLE001 - a malformed entry: moto rejects the request itself
+                continue
+            saved.append((table, hash_key, range_key, _copy.deepcopy(old)))
+        try:
+            return _transact_write_items(self, transact_items, *args, **kwargs)
+        except Exception:
+            for table, hash_key, range_key, old in reversed(saved):
+                if old is None:
+                    table.delete_item(hash_key, range_key)
+                elif range_key is not None:
+                    table.items[hash_key][range_key] = old
+                else:
+                    table.items[hash_key] = old
+            raise
+
+
+dynamodb_models.DynamoDBBackend.transact_write_items = transact_write_items
+
+_receiving = threading.local()
+_receive_message = models.SQSBackend.receive_message
+
+
+def _receive_lock(queue):
+    # dict.setdefault is atomic: every receive of the queue gets the same lock.
+    return queue.__dict__.setdefault("_jobkit_receive_lock", threading.Lock())
+
+
+def receive_message_in_turn(self, queue_name, *args, **kwargs):
+    lock = _receive_lock(self.get_queue(queue_name))
+    with lock:
+        _receiving.lock = lock
+        try:
+            return _receive_message(self, queue_name, *args, **kwargs)
+        finally:
+            _receiving.lock = None
+
+
+models.SQSBackend.receive_message = receive_message_in_turn
+_wait_in_turn = models.Queue.wait_for_messages
+
+
+def wait_for_messages_unlocked(self, timeout):
+    lock = getattr(_receiving, "lock", None)
+    if lock is None:
+        return _wait_in_turn(self, timeout)
+    lock.release()
+    try:
+        return _wait_in_turn(self, timeout)
+    finally:
+        lock.acquire()
+
+
+models.Queue.wait_for_messages = wait_for_messages_unlocked
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -1,0 +1,100 @@
+package demo_test
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/stretchr/testify/require"
+
+	"github.com/jobkit-go/jobkit/functions/samplejobs"
+	"github.com/jobkit-go/jobkit/jobs"
+	"github.com/jobkit-go/jobkit/localstack/deploy"
+	"github.com/jobkit-go/jobkit/localstack/demo"
+	"github.com/jobkit-go/jobkit/localstack/esm"
+	"github.com/jobkit-go/jobkit/scheduler"
+)
+
+const base = "https://sqs.us-east-1.amazonaws.com/123456789012/"
+
+// sampleDeployment is the shape of the sample stack's deployment: the queue outputs, the
+// functions' environment and the event source mappings.
+func sampleDeployment() *deploy.Deployment {
+	d := &deploy.Deployment{Region: "us-east-1", AccountID: "123456789012"}
+	outputs := map[string]string{}
+	for _, name := range []string{"Transcode", "Email", "Ledger"} {
+		url := base + name + "Queue"
+		if name == "Ledger" {
+			url += ".fifo"
+		}
+		outputs["JobkitQueue"+name] = url
+		outputs["JobkitDlq"+name] = url + "-dlq"
+		env := map[string]string{jobs.EnvMaxAttempts: "5", jobs.EnvDLQURL: url + "-dlq"}
+		if name != "Transcode" {
+			env[jobs.EnvIdempotencyTable] = "idem"
+		} else {
+			env[jobs.EnvMaxAttempts] = "3"
+		}
+		d.Functions = append(d.Functions, deploy.Function{Name: name + "Fn", Env: env})
+		d.Mappings = append(d.Mappings, deploy.EventSourceMapping{Function: name + "Fn", QueueURL: url, Enabled: true})
+	}
+	d.Stacks = []deploy.Stack{{Name: "JobkitState", Outputs: outputs}}
+	return d
+}
+
+func TestTrackerQueuesAndRoutes(t *testing.T) {
+	t.Parallel()
+	tr, err := demo.NewTracker(aws.Config{Region: "us-east-1"}, sampleDeployment())
+	require.NoError(t, err)
+	var names []string
+	for _, q := range tr.Queues() {
+		names = append(names, q.Name)
+	}
+	require.Equal(t, []string{"Email", "Ledger", "Transcode"}, names, "the sample's order")
+	qs := tr.Queues()
+	require.Equal(t, demo.Queue{Name: "Ledger", URL: base + "LedgerQueue.fifo", DLQURL: base + "LedgerQueue.fifo-dlq",
+		FIFO: true, Function: "LedgerFn", MaxAttempts: 5, IdempotencyTable: "idem"}, qs[1])
+	require.Equal(t, 3, qs[2].MaxAttempts)
+	require.Empty(t, qs[2].IdempotencyTable)
+	require.Equal(t, map[string]string{
+		samplejobs.KindSendEmail: base + "EmailQueue", samplejobs.KindPostLedger: base + "LedgerQueue.fifo",
+		samplejobs.KindTranscodeVideo: base + "TranscodeQueue",
+	}, tr.Routes())
+
+	_, err = demo.NewTracker(aws.Config{}, &deploy.Deployment{})
+	require.Error(t, err, "not a sample stack")
+}
+
+// The tracker reads the functions' output lines, the mappings' reports and the schedules' ticks.
+func TestTrackerEffects(t *testing.T) {
+	t.Parallel()
+	tr, err := demo.NewTracker(aws.Config{Region: "us-east-1"}, sampleDeployment())
+	require.NoError(t, err)
+	tr.Add(jobs.EnqueueResult{ID: "e1", Kind: samplejobs.KindSendEmail, QueueURL: base + "EmailQueue"}, samplejobs.SendEmail{To: "a@b"}, "", "")
+	tr.Add(jobs.EnqueueResult{ID: "v1", Kind: samplejobs.KindTranscodeVideo, QueueURL: base + "TranscodeQueue"}, samplejobs.TranscodeVideo{}, "", "")
+	tr.Add(jobs.EnqueueResult{ID: "x", Err: fmt.Errorf("not sent")}, samplejobs.SendEmail{}, "", "")
+	tr.OnFire(scheduler.Firing{Schedule: "s", JobID: "sched:s:t", Kind: samplejobs.KindPostLedger, QueueURL: base + "LedgerQueue.fifo",
+		Body: `{"v":1,"id":"sched:s:t","kind":"ledger.post","args":{},"key":"k1"}`})
+	tr.OnFire(scheduler.Firing{JobID: "elsewhere", QueueURL: base + "Other"})
+
+	out := tr.Output(nil)
+	write := func(s string) {
+		_, err := out.Write([]byte(s))
+		require.NoError(t, err)
+	}
+	write(`[EmailFn] {"level":"WARN","msg":"job failed: will retry","job_id":"e1","attempt":1}` + "\n")
+	write(`[EmailFn] {"level":"INFO","msg":"email sent","idempotency_key":"e1"}` + "\n[Transcode")
+	write(`Fn] {"msg":"transcode done","job_id":"v1"}` + "\nnot json\n")
+	tr.OnBatch("TranscodeFn", esm.BatchReport{Verdict: esm.BatchFailed, Bodies: []string{`{"v":1,"id":"v1","kind":"video.transcode"}`, "junk"}})
+	tr.OnBatch("EmailFn", esm.BatchReport{Verdict: esm.Partial, Bodies: []string{`{"v":1,"id":"e1","kind":"email.send"}`}})
+
+	js := tr.Jobs()
+	require.Len(t, js, 3)
+	require.Equal(t, "Email", js[0].Queue)
+	require.Equal(t, "email.send#e1", js[0].IdempotencyKey())
+	require.Equal(t, demo.Effects{FailedAttempts: 1, EmailsSent: 1}, tr.Effects(js[0]))
+	require.Equal(t, demo.Effects{TranscodesDone: 1, BatchFailed: true}, tr.Effects(js[1]))
+	require.Equal(t, "ledger.post#k1", js[2].IdempotencyKey(), "a tick's key comes from its envelope")
+	require.Equal(t, "s", js[2].Schedule)
+	require.Nil(t, js[2].Args)
+}
