@@ -24,7 +24,7 @@ export CDK_DISABLE_CLI_TELEMETRY := true
 export CDK_DISABLE_VERSION_CHECK := 1
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 
-.PHONY: synth help setup emulator-up emulator-down test test-unit lint fuzz bench localstack-up localstack-down
+.PHONY: cli synth help setup emulator-up emulator-down test test-unit lint fuzz bench localstack-up localstack-down
 
 help: ## list the targets
 	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-16s %s\n", $$1, $$2}'
@@ -61,6 +61,9 @@ test-unit: ## tests that need no emulator (integration tests skip)
 
 synth: ## synthesize the CDK app into cdk.out (installs the CDK CLI under .tools; builds the arm64 functions)
 	@infra/synth.sh
+
+cli: ## build the jobkit CLI into bin/jobkit
+	go build -o bin/jobkit ./cmd/jobkit
 
 lint: ## gofmt, go vet, staticcheck
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
