@@ -13,7 +13,7 @@ EMULATOR      := $(ROOT)/localstack/emulator.sh
 EMULATOR_URL  := http://127.0.0.1:4566
 ENDPOINT      := $(or $(AWS_ENDPOINT_URL),$(EMULATOR_URL))
 STATICCHECK   := honnef.co/go/tools/cmd/staticcheck@v0.6.1
-GO_TEST_FLAGS ?= -count=1
+GO_TEST_FLAGS ?= -count=1 -timeout 20m
 ONCE          ?=
 
 # The emulator speaks plain HTTP; test credentials are static and never leave the machine.
@@ -24,7 +24,7 @@ export CDK_DISABLE_CLI_TELEMETRY := true
 export CDK_DISABLE_VERSION_CHECK := 1
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 
-.PHONY: cli synth help setup emulator-up emulator-down test test-unit lint fuzz bench localstack-up localstack-down
+.PHONY: dev cli synth help setup emulator-up emulator-down test test-unit lint fuzz bench localstack-up localstack-down
 
 help: ## list the targets
 	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-16s %s\n", $$1, $$2}'
@@ -70,6 +70,12 @@ lint: ## gofmt, go vet, staticcheck
 	go vet ./...
 	go run $(STATICCHECK) ./...
 	@if ls infra/*.go >/dev/null 2>&1; then cd infra && go vet ./... && go run $(STATICCHECK) ./...; fi
+
+dev: setup ## run the sample stack offline with a demo workload; ONCE=1 ends when it drains (CI)
+	@state=$$($(EMULATOR) up) || exit 1; \
+	if [ "$$state" = started ]; then trap '$(EMULATOR) down' EXIT; trap 'exit 130' INT TERM; fi; \
+	echo "emulator: $$state at $(ENDPOINT)"; \
+	AWS_ENDPOINT_URL=$(ENDPOINT) go run ./cmd/jobkit dev $(if $(ONCE),--once)
 
 bench: setup ## print BENCH key=value figures (starts and stops the emulator)
 	@state=$$($(EMULATOR) up) || exit 1; \

@@ -76,6 +76,7 @@ type sqsHandler struct {
 	fifo      bool
 	dlqFIFO   bool
 	vtSeconds int32
+	watchdog  watchdog
 }
 
 // outcome is what happened to a record.
@@ -120,16 +121,21 @@ type batch struct {
 	h        *sqsHandler
 	ctx      context.Context // the invocation's context: AWS calls
 	jobCtx   context.Context // jobs' context: ends SafetyMargin before the deadline
+	deadline *jobContext     // jobCtx when the invocation has a deadline, else nil
 	records  []record
 	run      Handler
-	next     atomic.Int32 // next record (Standard) or group (FIFO) to claim
-	units    int32        // records (Standard) or groups (FIFO)
-	limit    int32        // most workers at once
-	started  atomic.Int32 // workers woken
-	left     atomic.Int32 // workers still running
-	finished atomic.Int32 // units (records or groups) finished
-	done     chan struct{}
+	next     atomic.Int32  // next record (Standard) or group (FIFO) to claim
+	units    int32         // records (Standard) or groups (FIFO)
+	limit    int32         // most workers at once
+	started  atomic.Int32  // workers woken
+	fanned   atomic.Bool   // the batch has run fanOutAfter: workers wake more workers
+	left     atomic.Int32  // workers still running
+	finished atomic.Int32  // units (records or groups) finished
+	done     chan struct{} // closed by release: every worker is done, or the batch is abandoned
+	released atomic.Bool
 	stop     atomic.Bool // abandon: workers start nothing more
+	start    time.Time   // when the batch started running: the origin of workers' clocks
+	endClock time.Time   // the last worker's last clock reading, set before it releases the batch
 
 	// FIFO: record indexes ordered by group, and where each group starts in it.
 	order  []int32
@@ -137,9 +143,10 @@ type batch struct {
 
 	inline [10]record // the records of a batch of up to 10: one allocation for the batch
 
+	times batchTimes // heartbeat and deadlines, kept by the handler's watchdog
+
 	hbMu      sync.Mutex
 	hbStopped bool
-	hbTimer   *time.Timer
 }
 
 func (h *sqsHandler) handle(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
@@ -156,27 +163,33 @@ func (h *sqsHandler) handle(ctx context.Context, ev events.SQSEvent) (events.SQS
 	b.prepare(ev.Records)
 
 	// Deadlines: jobs stop SafetyMargin before the Lambda deadline; the batch stops waiting for
-	// them half the margin later.
-	jobCtx, hard := ctx, time.Time{}
+	// them half the margin later. The heartbeat beats every third of the visibility timeout.
+	now := time.Now()
+	b.start, b.jobCtx = now, ctx
+	b.times.beatAt = now.Add(h.cfg.VisibilityTimeout / 3)
 	if deadline, ok := ctx.Deadline(); ok {
 		margin := h.cfg.SafetyMargin
-		if left := time.Until(deadline); margin > left/2 {
+		if left := deadline.Sub(now); margin > left/2 {
 			margin = max(left/2, 0)
 		}
-		var cancel context.CancelFunc
-		jobCtx, cancel = context.WithDeadline(ctx, deadline.Add(-margin))
-		defer cancel()
-		hard = deadline.Add(-margin / 2)
+		b.deadline = &jobContext{parent: ctx, deadline: deadline.Add(-margin)}
+		b.jobCtx = b.deadline
+		b.times.softAt, b.times.hardAt = b.deadline.deadline, deadline.Add(-margin/2)
+		defer b.deadline.end()
 	}
-	b.jobCtx = jobCtx
 
-	b.startHeartbeat()
-	b.runAll(hard)
+	h.watchdog.add(b, now)
+	b.runAll()
+	h.watchdog.remove(b)
 	b.stopHeartbeat()
 
 	b.applyVisibility()
 	resp := b.response()
-	h.writeMetrics(b.records)
+	end := b.endClock
+	if end.IsZero() {
+		end = time.Now()
+	}
+	h.writeMetrics(b.records, end)
 	return resp, nil
 }
 
@@ -256,10 +269,13 @@ func (b *batch) groupRecords() {
 }
 
 // runAll runs the records on pooled goroutines and waits for them, or, once the jobs' context
-// has ended, at most until hard. Workers fan out on demand: a worker that takes a record while
-// others remain and every started worker is busy wakes one more (up to Concurrency), so slow jobs
-// soon run Concurrency at once while a batch of quick ones costs few goroutine hand-offs.
-func (b *batch) runAll(hard time.Time) {
+// has ended, at most until the hard stop, when the watchdog abandons what is left.
+//
+// One worker starts; if the batch is not done fanOutAfter later, workers fan out: each one that
+// takes a record while others remain and every started worker is busy wakes one more (up to
+// Concurrency). So jobs that wait (on I/O, ...) soon run Concurrency at once, while a batch of
+// quick jobs costs one goroutine hand-off and no second worker spinning up on another CPU.
+func (b *batch) runAll() {
 	b.units = int32(len(b.records))
 	if b.h.fifo {
 		b.units = int32(len(b.starts) - 1)
@@ -267,28 +283,58 @@ func (b *batch) runAll(hard time.Time) {
 	b.limit = int32(max(1, min(b.h.cfg.Concurrency, int(b.units))))
 	b.done = make(chan struct{})
 	b.wake()
-	if hard.IsZero() {
-		<-b.done
-		return
+	if b.limit > 1 {
+		t := fanOutTimers.Get().(*time.Timer)
+		t.Reset(fanOutAfter)
+		select {
+		case <-b.done:
+			t.Stop()
+			fanOutTimers.Put(t)
+			return
+		case <-t.C:
+			fanOutTimers.Put(t)
+		}
+		b.fanned.Store(true)
+		FanOuts.Add(1)
+		if b.next.Load() < b.units {
+			b.wake()
+		}
 	}
-	select {
-	case <-b.done:
-		return
-	case <-b.jobCtx.Done():
-	}
-	// The jobs' time is up: give them until hard to return.
-	t := time.NewTimer(time.Until(hard))
-	defer t.Stop()
-	select {
-	case <-b.done:
-	case <-t.C:
-		b.abandon()
+	<-b.done
+}
+
+var FanOuts atomic.Int64
+
+// fanOutAfter is how long a batch's first worker runs alone before more are woken.
+const fanOutAfter = 100 * time.Microsecond
+
+// fanOutTimers are stopped or expired timers for runAll (a timer is reusable once stopped).
+var fanOutTimers = sync.Pool{New: func() any {
+	t := time.NewTimer(time.Hour)
+	t.Stop()
+	return t
+}}
+
+// release lets runAll return, with the time the jobs ended if known; only the first call counts.
+func (b *batch) release(end time.Time) {
+	if b.released.CompareAndSwap(false, true) {
+		b.endClock = end
+		close(b.done)
 	}
 }
 
-// wake starts one more worker on the batch: a parked one, or a new goroutine.
+// wake starts one more worker on the batch, a parked one or a new goroutine, unless limit
+// workers have started.
 func (b *batch) wake() {
-	b.started.Add(1)
+	for {
+		n := b.started.Load()
+		if n >= b.limit {
+			return
+		}
+		if b.started.CompareAndSwap(n, n+1) {
+			break
+		}
+	}
 	b.left.Add(1)
 	select {
 	case pool <- b:
@@ -319,9 +365,8 @@ func (b *batch) claim() (int, bool) {
 	if i >= b.units {
 		return 0, false
 	}
-	// Wake another worker only while every started one is busy: slow jobs soon run Concurrency
-	// at once; a batch of quick ones is done by a worker or two.
-	if i+1 < b.units {
+	// Once the batch fans out, wake another worker only while every started one is busy.
+	if i+1 < b.units && b.fanned.Load() {
 		if started := b.started.Load(); started < b.limit && i+1-b.finished.Load() >= started {
 			b.wake()
 		}
@@ -331,12 +376,14 @@ func (b *batch) claim() (int, bool) {
 
 // work runs records (Standard) or groups (FIFO) until none is left, then signals the batch.
 func (b *batch) work() {
+	// Workers read only the monotonic clock, as an offset from the batch's start: on many
+	// machines that costs a fraction of a full time.Now.
+	clock := time.Since(b.start)
 	defer func() {
 		if b.left.Add(-1) == 0 {
-			close(b.done)
+			b.release(b.start.Add(clock))
 		}
 	}()
-	clock := time.Now()
 	for {
 		i, ok := b.claim()
 		if !ok {
@@ -366,8 +413,9 @@ func (b *batch) work() {
 }
 
 // abandon stops waiting: records not finished are listed as failed (their visibility is left
-// alone) and workers start nothing more.
+// alone), workers start nothing more, and runAll returns.
 func (b *batch) abandon() {
+	defer b.release(time.Time{})
 	b.stop.Store(true)
 	for i := range b.records {
 		r := &b.records[i]
@@ -378,8 +426,8 @@ func (b *batch) abandon() {
 }
 
 // runRecord runs one record and decides its outcome.
-// clock is the worker's last clock reading, updated.
-func (b *batch) runRecord(r *record, clock *time.Time) outcome {
+// clock is the worker's last clock reading (time since the batch's start), updated.
+func (b *batch) runRecord(r *record, clock *time.Duration) outcome {
 	if !r.state.CompareAndSwap(statePending, stateRunning) {
 		return outAbandoned
 	}
@@ -388,12 +436,12 @@ func (b *batch) runRecord(r *record, clock *time.Time) outcome {
 		// One clock read per job: a job starts when the worker's previous one ended.
 		start := *clock
 		err = b.call(r)
-		*clock = time.Now()
-		r.dur, r.ran = clock.Sub(start), true
+		*clock = time.Since(b.start)
+		r.dur, r.ran = *clock-start, true
 	}
 	b.settle(r, err)
 	if err != nil {
-		*clock = time.Now() // settling may have called AWS
+		*clock = time.Since(b.start) // settling may have called AWS
 	}
 	if !r.state.CompareAndSwap(stateRunning, stateDone) {
 		return outAbandoned
@@ -615,21 +663,15 @@ func (b *batch) response() events.SQSEventResponse {
 	return resp
 }
 
-// startHeartbeat arms the heartbeat: every third of the visibility timeout it extends the
-// visibility of every message of the batch to the visibility timeout, until stopHeartbeat.
-func (b *batch) startHeartbeat() {
-	b.hbMu.Lock()
-	b.hbTimer = time.AfterFunc(b.h.cfg.VisibilityTimeout/3, b.beat)
-	b.hbMu.Unlock()
-}
-
+// stopHeartbeat stops the heartbeat: a beat still running finishes first, and none follows.
 func (b *batch) stopHeartbeat() {
 	b.hbMu.Lock()
 	b.hbStopped = true
-	b.hbTimer.Stop()
 	b.hbMu.Unlock()
 }
 
+// beat extends the visibility of every message of the batch to the visibility timeout (the
+// watchdog calls it every third of the visibility timeout until stopHeartbeat).
 func (b *batch) beat() {
 	b.hbMu.Lock()
 	defer b.hbMu.Unlock()
@@ -651,7 +693,6 @@ func (b *batch) beat() {
 		}
 		b.changeVisibility(chunk, entries, "heartbeat: could not extend visibility")
 	}
-	b.hbTimer.Reset(b.h.cfg.VisibilityTimeout / 3)
 }
 
 // logRecord writes one log line about a record, with the job attributes every line carries.

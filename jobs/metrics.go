@@ -29,8 +29,9 @@ const emfMaxValues = 100
 var emfBuffers = sync.Pool{New: func() any { b := make([]byte, 0, 1024); return &b }}
 
 // writeMetrics writes the batch's EMF line (one per 100 records for larger batches).
-func (h *sqsHandler) writeMetrics(records []record) {
-	now := time.Now().UnixMilli()
+// end is when the batch's jobs ended: the metrics' timestamp.
+func (h *sqsHandler) writeMetrics(records []record, end time.Time) {
+	now := end.UnixMilli()
 	for start := 0; start < len(records); start += emfMaxValues {
 		end := min(start+emfMaxValues, len(records))
 		bp := emfBuffers.Get().(*[]byte)

@@ -3,5 +3,9 @@
 // what no emulator provides without Docker — the functions' real binaries run as Lambda runs them
 // and the SQS event source mapping that feeds them.
 //
-// Subpackage awstest gives tests an AWS configuration for whichever endpoint they run against.
+// Subpackages: lambdaruntime runs a function's binary behind a local Lambda Runtime API; esm is
+// the SQS event source mapping; deploy creates a synthesized cloud assembly on the emulator;
+// devstack runs a deployment (functions, mappings, schedules); demo drives it end to end with a
+// demo workload and counts what became of every job (`jobkit dev`, `make dev`); awstest gives
+// tests an AWS configuration for whichever endpoint they run against.
 package localstack

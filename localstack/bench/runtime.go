@@ -10,15 +10,17 @@ import (
 	"github.com/jobkit-go/jobkit/jobs/jobstest"
 )
 
-// The runtime benchmark runs SQS batches of 10 jobs with a no-op worker through
-// jobs.NewSQSHandler, whose SQS client answers in-process (jobstest.NewBenchRunner): it measures
-// jobkit's own cost per message — envelope and args decoding, dispatch, concurrency, outcomes, the
-// metrics line — not the network. It needs no emulator.
+// The runtime benchmark runs one SQS batch of 10 jobs with a no-op worker through
+// jobs.NewSQSHandler again and again, whose SQS client answers in-process
+// (jobstest.NewBenchRunner): it measures jobkit's own cost per message — envelope and args
+// decoding, dispatch, concurrency, outcomes, the metrics line — not the network. It needs no
+// emulator. The same batch every time keeps it in the CPU caches: the canonical figure,
+// runtime_overhead_ns_per_msg, is the powertools benchmark's, on 10,000 distinct records.
 //
-//	runtime_overhead_ns_per_msg  wall time per message (best of 5 testing.Benchmark runs)
-//	runtime_allocs_per_msg       heap allocations per message
-//	runtime_cpu_ns_per_msg       process CPU time per message (user+system, all goroutines and the
-//	                             GC): steadier than wall time on a busy machine
+//	runtime_one_batch_ns_per_msg      wall time per message (best of 5 testing.Benchmark runs)
+//	runtime_allocs_per_msg            heap allocations per message
+//	runtime_one_batch_cpu_ns_per_msg  process CPU time per message (user+system, all goroutines and
+//	                                  the GC): steadier than wall time on a busy machine
 func init() {
 	register("runtime", 10, benchRuntime)
 }
@@ -62,9 +64,9 @@ func benchRuntime(ctx context.Context, emit func(string, any)) error {
 		allocs = res.AllocsPerOp()
 		cpu += cpuTime() - c0
 	}
-	emit("runtime_overhead_ns_per_msg", best.Nanoseconds())
+	emit("runtime_one_batch_ns_per_msg", best.Nanoseconds())
 	emit("runtime_allocs_per_msg", float64(allocs)/runtimeBatch)
-	emit("runtime_cpu_ns_per_msg", (cpu / time.Duration(msgs)).Nanoseconds())
+	emit("runtime_one_batch_cpu_ns_per_msg", (cpu / time.Duration(msgs)).Nanoseconds())
 	return nil
 }
 

@@ -172,7 +172,15 @@ func Evaluate(p *Plan, st State, maxAttempts map[string]int) Report {
 		}
 		if bad > 0 {
 			r.OrderViolations += bad
-			badGroups = append(badGroups, account)
+			seqList := make([]string, len(postings))
+			for i, id := range postings {
+				if seq, ok := seqs[id]; ok {
+					seqList[i] = fmt.Sprint(seq)
+				} else {
+					seqList[i] = id
+				}
+			}
+			badGroups = append(badGroups, account+" applied ["+strings.Join(seqList, " ")+"]")
 		}
 	}
 	r.LostIDs, r.DuplicateIDs, r.UnexpectedDeadIDs, r.OrderViolationGroups = first(lost), first(dup), first(unexpected), first(badGroups)

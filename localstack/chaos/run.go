@@ -66,6 +66,8 @@ type Config struct {
 	Progress io.Writer
 	// Logger receives the stack's events; default discards.
 	Logger *slog.Logger
+	// FunctionLogLevel, if set, is the functions' AWS_LAMBDA_LOG_LEVEL (DEBUG logs every job).
+	FunctionLogLevel string
 }
 
 func (c Config) withDefaults() Config {
@@ -153,6 +155,11 @@ func (r *runner) customize(ctx context.Context, s *Stack) error {
 		return fmt.Errorf("chaos: set the transcode queue's visibility timeout: %w", err)
 	}
 	long.Env[jobs.EnvVisibilityTimeout] = vt
+	if r.cfg.FunctionLogLevel != "" {
+		for i := range s.Deployment.Functions {
+			s.Deployment.Functions[i].Env[jobs.EnvLogLevel] = r.cfg.FunctionLogLevel
+		}
+	}
 	r.killable = map[string]bool{}
 	for _, kind := range []string{samplejobs.KindSendEmail, samplejobs.KindPostLedger} {
 		f := s.Worker(kind)

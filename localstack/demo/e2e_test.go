@@ -8,6 +8,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"os"
 	"sort"
 	"strings"
 	"sync"
@@ -163,6 +164,17 @@ func TestEndToEnd(t *testing.T) {
 	prefix := "e2e" + hex.EncodeToString(b[:]) + "-"
 
 	out := &lockedBuffer{}
+	t.Cleanup(func() {
+		// On failure, keep the functions' output for a look.
+		if !t.Failed() {
+			return
+		}
+		if f, err := os.CreateTemp("", "jobkit-e2e-*.log"); err == nil {
+			_, _ = f.Write(out.Bytes())
+			_ = f.Close()
+			t.Logf("the functions' output is in %s", f.Name())
+		}
+	})
 	start := time.Now()
 	res, err := demo.Run(ctx, demo.Config{
 		AWS: cfg, Root: root, Prefix: prefix, Workload: e2eWorkload,

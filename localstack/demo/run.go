@@ -90,6 +90,9 @@ func (e *NotDrainedError) Error() string {
 		e.Timeout, e.Unaccounted, e.Pending)
 }
 
+// maxCensusFailures is how many counts in a row may fail before a run gives up.
+const maxCensusFailures = 10
+
 // idleLimit is how long a Once run waits with empty queues and nothing running before it stops
 // waiting for jobs that cannot be found (they are lost).
 const idleLimit = 15 * time.Second
@@ -244,7 +247,13 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		}
 	}
 	stop()
-	final, err := tr.Census(bg, true)
+	var final *Census
+	for try := 1; ; try++ { // the emulator may fail a call now and then: the count matters most
+		if final, err = tr.Census(bg, true); err == nil || try == 3 {
+			break
+		}
+		time.Sleep(time.Second)
+	}
 	if err != nil {
 		return res, errors.Join(runErr, err)
 	}
@@ -265,6 +274,7 @@ func watch(ctx context.Context, cfg Config, tr *Tracker, started time.Time, res 
 	defer t.Stop()
 	deadline := time.Now().Add(cfg.Timeout)
 	var idleSince time.Time
+	failures := 0
 	for {
 		select {
 		case <-ctx.Done():
@@ -276,8 +286,13 @@ func watch(ctx context.Context, cfg Config, tr *Tracker, started time.Time, res 
 			if ctx.Err() != nil {
 				return nil
 			}
-			return err
+			// A call the emulator failed: count again at the next tick, up to a point.
+			if failures++; failures == maxCensusFailures {
+				return err
+			}
+			continue
 		}
+		failures = 0
 		if cfg.Display != nil {
 			cfg.Display.Update(c, time.Since(started))
 		}
@@ -294,7 +309,10 @@ func watch(ctx context.Context, cfg Config, tr *Tracker, started time.Time, res 
 		if quiet && (c.Unaccounted == 0 || time.Since(idleSince) >= idleLimit) {
 			full, err := tr.Census(ctx, true)
 			if err != nil {
-				return err
+				if failures++; failures == maxCensusFailures {
+					return err
+				}
+				continue
 			}
 			if full.Drained() || time.Since(idleSince) >= idleLimit {
 				return nil

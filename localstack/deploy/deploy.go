@@ -88,7 +88,8 @@ type Options struct {
 	CDKOut string
 	// Stacks limits the deployment to these stacks (by name) and what they depend on; default all.
 	Stacks []string
-	// Prefix is put before every stack name and every export name, so several deployments of one
+	// Prefix is put before every stack name, every export name and every physical name the
+	// template sets (a schedule group's Name, a FunctionName), so several deployments of one
 	// assembly can share an emulator (tests). Default none.
 	Prefix string
 	// ModuleDir is where "jobkit:source" paths are relative to; default the parent of CDKOut.

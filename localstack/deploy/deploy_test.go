@@ -275,3 +275,30 @@ func TestReadAssemblyOrdersStacksByDependency(t *testing.T) {
 	_, err = deploy.ReadAssembly(t.TempDir())
 	require.ErrorIs(t, err, os.ErrNotExist)
 }
+
+// Explicit physical names (a schedule group's Name, a function's FunctionName) get the prefix
+// too, so two deployments of one assembly can share an emulator.
+func TestExplicitNamesArePrefixed(t *testing.T) {
+	t.Parallel()
+	cfg := awstest.Config(t)
+	dir := assembly(t, func(stack string, tpl map[string]any) {
+		if stack == "JobkitWorkers" {
+			r := tpl["Resources"].(map[string]any)["DelayedGroup7B3C1A2D"].(map[string]any)
+			r["Properties"] = map[string]any{"Name": "JobkitWorkers-Delayed-Group-FIXED"}
+		}
+	})
+	var groups []string
+	for range 2 {
+		p := prefix()
+		d, err := deploy.Deploy(context.Background(), deploy.NewClients(cfg), &deploy.Options{CDKOut: dir, Prefix: p, SkipBuild: true})
+		if d != nil {
+			t.Cleanup(func() { _ = d.Destroy(context.Background()) })
+		}
+		require.NoError(t, err)
+		require.Len(t, d.ScheduleGroups, 1)
+		require.Equal(t, p+"JobkitWorkers-Delayed-Group-FIXED", d.ScheduleGroups[0].Name)
+		require.Equal(t, d.ScheduleGroups[0].Name, d.Stacks[1].Outputs["ScheduleGroupName"], "references see the prefixed name")
+		groups = append(groups, d.ScheduleGroups[0].Name)
+	}
+	require.NotEqual(t, groups[0], groups[1])
+}

@@ -210,7 +210,9 @@ def transact_write_items(self, transact_items, *args, **kwargs):
 dynamodb_models.DynamoDBBackend.transact_write_items = transact_write_items
 
 _receiving = threading.local()
-_receive_message = models.SQSBackend.receive_message
+# A name of its own: Fix 1's receive_message calls the global _receive_message (moto's), which
+# must not become this wrapper's target (that recursed without end: every receive failed).
+_receive_message_fixed = models.SQSBackend.receive_message
 
 
 def _receive_lock(queue):
@@ -223,7 +225,7 @@ def receive_message_in_turn(self, queue_name, *args, **kwargs):
     with lock:
         _receiving.lock = lock
         try:
-            return _receive_message(self, queue_name, *args, **kwargs)
+            return _receive_message_fixed(self, queue_name, *args, **kwargs)
         finally:
             _receiving.lock = None
 

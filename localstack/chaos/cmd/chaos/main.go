@@ -36,6 +36,7 @@ func main() {
 	flag.Float64Var(&cfg.ThrottleRate, "throttle", chaos.DefaultThrottleRate, "share of AWS calls answered with a throttling error")
 	flag.DurationVar(&cfg.LongJobVisibility, "long-vt", chaos.DefaultLongJobVisibility, "the transcode queue's visibility timeout; the long job runs 3× as long")
 	flag.DurationVar(&cfg.Timeout, "timeout", chaos.DefaultTimeout, "how long the jobs may take to settle")
+	flag.StringVar(&cfg.FunctionLogLevel, "function-log-level", "", "the functions' log level (DEBUG logs every job)")
 	var seed uint64
 	flag.Uint64Var(&seed, "seed", 1, "seed of the plan and the faults")
 	logFile := flag.String("log", filepath.Join(".run", "chaos", "functions.log"), "file for the functions' output (\"\" discards it)")
