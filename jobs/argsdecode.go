@@ -210,9 +210,12 @@ func (f *argsField) decode(s string, i int, base unsafe.Pointer) (int, bool) {
 	switch f.kind {
 	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
 		bits := intBits(f.kind)
-		n, err := strconv.ParseInt(num, 10, bits)
-		if err != nil {
-			return 0, false
+		n, ok := smallDecimal(num)
+		if !ok || n < -1<<(bits-1) || n > 1<<(bits-1)-1 {
+			var err error
+			if n, err = strconv.ParseInt(num, 10, bits); err != nil {
+				return 0, false
+			}
 		}
 		switch f.kind {
 		case reflect.Int:
@@ -253,15 +256,113 @@ func (f *argsField) decode(s string, i int, base unsafe.Pointer) (int, bool) {
 		}
 		*(*float32)(at) = float32(n)
 	case reflect.Float64:
-		n, err := strconv.ParseFloat(num, 64)
-		if err != nil {
-			return 0, false
+		n, ok := exactFloat(num)
+		if !ok {
+			var err error
+			if n, err = strconv.ParseFloat(num, 64); err != nil {
+				return 0, false
+			}
 		}
 		*(*float64)(at) = n
 	default:
 		return 0, false
 	}
 	return end, true
+}
+
+// smallDecimal parses an optional '-' and 1 to 18 decimal digits (no sign, leading '+' or other
+// byte): every such number fits an int64, so the result is strconv.ParseInt's. It reports false
+// for anything else; the caller then asks strconv.
+func smallDecimal(s string) (int64, bool) {
+	neg := s != "" && s[0] == '-'
+	if neg {
+		s = s[1:]
+	}
+	if s == "" || len(s) > 18 {
+		return 0, false
+	}
+	var n int64
+	for i := 0; i < len(s); i++ {
+		d := s[i] - '0'
+		if d > 9 {
+			return 0, false
+		}
+		n = n*10 + int64(d)
+	}
+	if neg {
+		n = -n
+	}
+	return n, true
+}
+
+// exactFloat parses a JSON number whose value is m × 10^e with m below 10^15 and |e| ≤ 22: the
+// float64 of m and of 10^|e| are exact, so one multiplication or division rounds once, correctly
+// — the same fast path strconv.ParseFloat takes, and the same result. It reports false for any
+// other number; the caller then asks strconv.
+func exactFloat(s string) (float64, bool) {
+	i, neg := 0, false
+	if i < len(s) && s[i] == '-' {
+		neg, i = true, i+1
+	}
+	var m uint64
+	digits, exp := 0, 0
+	for ; i < len(s) && s[i] >= '0' && s[i] <= '9'; i++ {
+		if m != 0 || s[i] != '0' {
+			digits++
+		}
+		m = m*10 + uint64(s[i]-'0')
+		if digits > 15 {
+			return 0, false
+		}
+	}
+	if i < len(s) && s[i] == '.' {
+		for i++; i < len(s) && s[i] >= '0' && s[i] <= '9'; i++ {
+			if m != 0 || s[i] != '0' {
+				digits++
+			}
+			m = m*10 + uint64(s[i]-'0')
+			exp--
+			if digits > 15 {
+				return 0, false
+			}
+		}
+	}
+	if i < len(s) && (s[i] == 'e' || s[i] == 'E') {
+		i++
+		eneg := false
+		if i < len(s) && (s[i] == '+' || s[i] == '-') {
+			eneg, i = s[i] == '-', i+1
+		}
+		e := 0
+		for ; i < len(s) && s[i] >= '0' && s[i] <= '9'; i++ {
+			if e > 1000 {
+				return 0, false
+			}
+			e = e*10 + int(s[i]-'0')
+		}
+		if eneg {
+			e = -e
+		}
+		exp += e
+	}
+	if i != len(s) || exp < -22 || exp > 22 {
+		return 0, false
+	}
+	f := float64(m)
+	if exp < 0 {
+		f /= float64Pow10[-exp]
+	} else {
+		f *= float64Pow10[exp]
+	}
+	if neg {
+		f = -f
+	}
+	return f, true
+}
+
+var float64Pow10 = [...]float64{
+	1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11,
+	1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22,
 }
 
 func intBits(k reflect.Kind) int {
@@ -294,6 +395,8 @@ type preDecoder struct {
 	next  int // the slab replaced when a fifth kind comes
 	// left is how many records of the batch, this one included, may still need a job.
 	left int
+
+	dates dateCache // for the envelopes' enqueued_at
 
 	// What decode did for the envelope being read.
 	job    unsafe.Pointer // a job of jobReg's type, or nil

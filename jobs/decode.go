@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math/bits"
 	"time"
 	"unicode/utf8"
 	"unsafe"
@@ -150,7 +151,11 @@ func decodeEnvelopeFast(s string, env *Envelope, pd *preDecoder) (args string, _
 			if !ok {
 				return "", false
 			}
-			t, ok := parseTimeUTC(v)
+			var dc *dateCache
+			if pd != nil {
+				dc = &pd.dates
+			}
+			t, ok := parseTimeUTC(v, dc)
 			if !ok {
 				if err := t.UnmarshalJSON(bytesOf(s[i:next])); err != nil {
 					return "", false
@@ -222,20 +227,34 @@ func stringOf(b []byte) string { return unsafe.String(unsafe.SliceData(b), len(b
 
 // parseTimeUTC parses the RFC 3339 form producers write, "2006-01-02T15:04:05Z" with an optional
 // fraction of a second, exactly as time.Time.UnmarshalJSON does. It reports false for any other
-// form (an offset, an invalid date, ...): the caller then uses the standard parser.
-func parseTimeUTC(s string) (time.Time, bool) {
+// form (an offset, an invalid date, ...): the caller then uses the standard parser. With dc, a
+// date seen just before is not worked out again.
+func parseTimeUTC(s string, dc *dateCache) (time.Time, bool) {
 	if len(s) < len("2006-01-02T15:04:05Z") || s[len(s)-1] != 'Z' ||
 		s[4] != '-' || s[7] != '-' || s[10] != 'T' || s[13] != ':' || s[16] != ':' {
 		return time.Time{}, false
 	}
-	year, ok1 := digits(s, 0, 4)
-	month, ok2 := digits(s, 5, 2)
-	day, ok3 := digits(s, 8, 2)
-	hour, ok4 := digits(s, 11, 2)
-	minute, ok5 := digits(s, 14, 2)
-	sec, ok6 := digits(s, 17, 2)
-	if !(ok1 && ok2 && ok3 && ok4 && ok5 && ok6) || month < 1 || month > 12 || day < 1 ||
-		day > daysIn(month, year) || hour > 23 || minute > 59 || sec > 59 {
+	var days int64
+	if date := s[:10]; dc != nil && dc.date == date {
+		days = dc.days
+	} else {
+		y1, ok1 := twoDigits(s, 0)
+		y2, ok2 := twoDigits(s, 2)
+		month, ok3 := twoDigits(s, 5)
+		day, ok4 := twoDigits(s, 8)
+		year := y1*100 + y2
+		if !(ok1 && ok2 && ok3 && ok4) || month < 1 || month > 12 || day < 1 || day > daysIn(month, year) {
+			return time.Time{}, false
+		}
+		days = daysFromCivil(year, month, day)
+		if dc != nil {
+			dc.date, dc.days = date, days
+		}
+	}
+	hour, ok1 := twoDigits(s, 11)
+	minute, ok2 := twoDigits(s, 14)
+	sec, ok3 := twoDigits(s, 17)
+	if !(ok1 && ok2 && ok3) || hour > 23 || minute > 59 || sec > 59 {
 		return time.Time{}, false
 	}
 	nsec := 0
@@ -246,28 +265,29 @@ func parseTimeUTC(s string) (time.Time, bool) {
 		}
 		scale := 100000000
 		for j := 1; j < len(frac); j++ {
-			c := frac[j]
-			if c < '0' || c > '9' {
+			d := frac[j] - '0'
+			if d > 9 {
 				return time.Time{}, false
 			}
-			nsec += int(c-'0') * scale
+			nsec += int(d) * scale
 			scale /= 10
 		}
 	}
-	unix := (daysFromCivil(year, month, day)*24+int64(hour))*3600 + int64(minute)*60 + int64(sec)
+	unix := days*86400 + int64(hour*3600+minute*60+sec)
 	return time.Unix(unix, int64(nsec)).UTC(), true
 }
 
-// digits reads n decimal digits at s[i:].
-func digits(s string, i, n int) (int, bool) {
-	v := 0
-	for _, c := range []byte(s[i : i+n]) {
-		if c < '0' || c > '9' {
-			return 0, false
-		}
-		v = v*10 + int(c-'0')
-	}
-	return v, true
+// dateCache remembers the last date parseTimeUTC worked out: the envelopes of a batch were
+// mostly enqueued on the same day.
+type dateCache struct {
+	date string // "2006-01-02"
+	days int64  // since 1970-01-01
+}
+
+// twoDigits reads two decimal digits at s[i:].
+func twoDigits(s string, i int) (int, bool) {
+	a, b := s[i]-'0', s[i+1]-'0'
+	return int(a)*10 + int(b), a <= 9 && b <= 9
 }
 
 // daysIn is the number of days in month of year (proleptic Gregorian, as package time counts).
@@ -315,8 +335,9 @@ func plainString(s string, i int) (string, int, bool) {
 	if i >= len(s) || s[i] != '"' {
 		return "", 0, false
 	}
+	j := skipPlain(s, i+1, true)
 	ascii := true
-	for j := i + 1; j < len(s); j++ {
+	for ; j < len(s); j++ {
 		c := s[j]
 		switch {
 		case c == '"':
@@ -332,6 +353,38 @@ func plainString(s string, i int) (string, int, bool) {
 		}
 	}
 	return "", 0, false
+}
+
+// load64 reads s[i:i+8] as a little-endian word (the compiler makes it one load).
+func load64(s string, i int) uint64 {
+	s = s[i : i+8]
+	return uint64(s[0]) | uint64(s[1])<<8 | uint64(s[2])<<16 | uint64(s[3])<<24 |
+		uint64(s[4])<<32 | uint64(s[5])<<40 | uint64(s[6])<<48 | uint64(s[7])<<56
+}
+
+// skipPlain returns the index of the first byte from s[j] on that ends or escapes a JSON string
+// or is invalid in one — '"', '\\', or below 0x20 — or, with nonASCII, is 0x80 or above; or,
+// near the end of s, an index no further than that byte. It reads 8 bytes at a time.
+func skipPlain(s string, j int, nonASCII bool) int {
+	for j+8 <= len(s) {
+		if m := specialBytes(load64(s, j), nonASCII); m != 0 {
+			return j + bits.TrailingZeros64(m)>>3
+		}
+		j += 8
+	}
+	return j
+}
+
+// specialBytes marks, with its high bit, each byte of a word of string bytes that skipPlain
+// stops at. The lowest mark is exact (a byte marked by mistake only ever follows a marked one).
+func specialBytes(w uint64, nonASCII bool) uint64 {
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	q, b := w^'"'*ones, w^'\\'*ones // zero where a byte is '"' or '\\'
+	m := (w-0x20*ones)&^w | (q-ones)&^q | (b-ones)&^b
+	if nonASCII {
+		m |= w
+	}
+	return m & highs
 }
 
 // smallInt reads a JSON number that is a plain non-negative integer below 10^9.
@@ -460,7 +513,7 @@ func objectKey(s string, i int) (int, bool) {
 
 // skipString validates the JSON string at s[i] (a '"') and returns the index after it.
 func skipString(s string, i int) (int, bool) {
-	for j := i + 1; j < len(s); j++ {
+	for j := skipPlain(s, i+1, false); j < len(s); j++ {
 		switch c := s[j]; {
 		case c == '"':
 			return j + 1, true

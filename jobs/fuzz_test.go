@@ -75,6 +75,13 @@ func FuzzDecodeEnvelope(f *testing.F) {
 			env.EnqueuedAt.String() != want.EnqueuedAt.String() || args != string(want.Args) {
 			t.Fatalf("%q: the runtime's decode gives %+v, args %q", body, env, args)
 		}
+		// Again with what the first pass remembered (the date of enqueued_at): the same result.
+		pd.reset()
+		var again Envelope
+		if args2, err := decodeEnvelope(string(body), &again, &pd); err != nil || args2 != args ||
+			again.EnqueuedAt.String() != env.EnqueuedAt.String() {
+			t.Fatalf("%q: a second pass gives %+v, args %q, %v", body, again, args2, err)
+		}
 		if pd.ready {
 			var wantArgs ArgsFuzz
 			if err := json.Unmarshal(want.Args, &wantArgs); err != nil {

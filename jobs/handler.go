@@ -128,7 +128,6 @@ type batch struct {
 	units    int32         // records (Standard) or groups (FIFO)
 	limit    int32         // most workers at once
 	started  atomic.Int32  // workers woken
-	fanned   atomic.Bool   // the batch has run fanOutAfter: workers wake more workers
 	left     atomic.Int32  // workers still running
 	finished atomic.Int32  // units (records or groups) finished
 	done     chan struct{} // closed by release: every worker is done, or the batch is abandoned
@@ -208,12 +207,12 @@ func (b *batch) prepare(msgs []events.SQSMessage) {
 		row.baseLogger = h.log
 		row.Attempt = 1
 		if v, ok := m.Attributes["ApproximateReceiveCount"]; ok {
-			if a, err := strconv.Atoi(v); err == nil && a > 0 {
-				row.Attempt = a
+			if a, err := parseInt(v); err == nil && a > 0 {
+				row.Attempt = int(a)
 			}
 		}
 		if v, ok := m.Attributes["ApproximateFirstReceiveTimestamp"]; ok {
-			if ms, err := strconv.ParseInt(v, 10, 64); err == nil {
+			if ms, err := parseInt(v); err == nil {
 				row.FirstReceivedAt = time.UnixMilli(ms).UTC()
 			}
 		}
@@ -246,6 +245,14 @@ func (b *batch) prepare(msgs []events.SQSMessage) {
 	}
 }
 
+// parseInt is strconv.ParseInt(s, 10, 64), quicker for short plain numbers.
+func parseInt(s string) (int64, error) {
+	if n, ok := smallDecimal(s); ok {
+		return n, nil
+	}
+	return strconv.ParseInt(s, 10, 64)
+}
+
 // groupRecords orders the records by message group, keeping the batch order within a group.
 func (b *batch) groupRecords() {
 	n := len(b.records)
@@ -269,12 +276,10 @@ func (b *batch) groupRecords() {
 }
 
 // runAll runs the records on pooled goroutines and waits for them, or, once the jobs' context
-// has ended, at most until the hard stop, when the watchdog abandons what is left.
-//
-// One worker starts; if the batch is not done fanOutAfter later, workers fan out: each one that
-// takes a record while others remain and every started worker is busy wakes one more (up to
-// Concurrency). So jobs that wait (on I/O, ...) soon run Concurrency at once, while a batch of
-// quick jobs costs one goroutine hand-off and no second worker spinning up on another CPU.
+// has ended, at most until the hard stop, when the watchdog abandons what is left. Workers fan
+// out on demand: a worker that takes a record while others remain and every started worker is
+// busy wakes one more (up to Concurrency), so slow jobs soon run Concurrency at once while a batch
+// of quick ones costs few goroutine hand-offs.
 func (b *batch) runAll() {
 	b.units = int32(len(b.records))
 	if b.h.fifo {
@@ -283,37 +288,8 @@ func (b *batch) runAll() {
 	b.limit = int32(max(1, min(b.h.cfg.Concurrency, int(b.units))))
 	b.done = make(chan struct{})
 	b.wake()
-	if b.limit > 1 {
-		t := fanOutTimers.Get().(*time.Timer)
-		t.Reset(fanOutAfter)
-		select {
-		case <-b.done:
-			t.Stop()
-			fanOutTimers.Put(t)
-			return
-		case <-t.C:
-			fanOutTimers.Put(t)
-		}
-		b.fanned.Store(true)
-		FanOuts.Add(1)
-		if b.next.Load() < b.units {
-			b.wake()
-		}
-	}
 	<-b.done
 }
-
-var FanOuts atomic.Int64
-
-// fanOutAfter is how long a batch's first worker runs alone before more are woken.
-const fanOutAfter = 100 * time.Microsecond
-
-// fanOutTimers are stopped or expired timers for runAll (a timer is reusable once stopped).
-var fanOutTimers = sync.Pool{New: func() any {
-	t := time.NewTimer(time.Hour)
-	t.Stop()
-	return t
-}}
 
 // release lets runAll return, with the time the jobs ended if known; only the first call counts.
 func (b *batch) release(end time.Time) {
@@ -365,8 +341,9 @@ func (b *batch) claim() (int, bool) {
 	if i >= b.units {
 		return 0, false
 	}
-	// Once the batch fans out, wake another worker only while every started one is busy.
-	if i+1 < b.units && b.fanned.Load() {
+	// Wake another worker only while every started one is busy: slow jobs soon run Concurrency
+	// at once; a batch of quick ones is done by a worker or two.
+	if i+1 < b.units {
 		if started := b.started.Load(); started < b.limit && i+1-b.finished.Load() >= started {
 			b.wake()
 		}

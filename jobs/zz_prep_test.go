@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-lambda-go/events"
 )
@@ -24,7 +25,7 @@ func zzEvents(b *testing.B) []events.SQSEvent {
 		for j := 0; j < 10; j++ {
 			n := i*10 + j
 			args, _ := json.Marshal(zzArgs{UserID: int64(100000 + n), Email: "user" + string(rune('a'+n%26)) + "@example.com", Template: "receipt", Amount: float64(n%1000) + 0.25})
-			body, _ := json.Marshal(map[string]any{"v": 1, "id": "sample-" + string(rune('a'+n%26)), "kind": "bench.sample", "args": json.RawMessage(args), "enqueued_at": "2026-11-21T12:00:00Z"})
+			body, _ := json.Marshal(Envelope{V: 1, ID: "sample-" + string(rune('a'+n%26)), Kind: "bench.sample", Args: args, EnqueuedAt: time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)})
 			ev.Records = append(ev.Records, events.SQSMessage{MessageId: "00000000-0000-4000-8000-0000000000", Body: string(body),
 				Attributes: map[string]string{"ApproximateFirstReceiveTimestamp": "1795262400000", "ApproximateReceiveCount": "1", "SenderId": "AIDAJOBKITTEST", "SentTimestamp": "1795262400000"}})
 		}

@@ -33,6 +33,11 @@ Fix 6, concurrent receives. moto's ReceiveMessage walks the queue and marks the 
 out without a lock, so two receives at once could both hand out one message (a duplicate delivery
 with a receive count of 1), or two messages of one FIFO message group (which SQS never has in
 flight at once). The fix makes a queue's receives take turns; a long poll lets go while it waits.
+
+Fix 7, deletes. moto deletes a message by building a new list of the queue's messages and
+assigning it, without the lock sends append under: a message sent meanwhile was dropped (a job
+lost although SendMessage succeeded), and of two deletes at once one could bring the other's
+message back. The fix takes the queue's lock for the delete.
 """
 
 import sys
@@ -246,6 +251,16 @@ def wait_for_messages_unlocked(self, timeout):
 
 
 models.Queue.wait_for_messages = wait_for_messages_unlocked
+
+_queue_delete_message = models.Queue.delete_message
+
+
+def delete_message_locked(self, receipt_handle):
+    with self._messages_lock:
+        return _queue_delete_message(self, receipt_handle)
+
+
+models.Queue.delete_message = delete_message_locked
 
 if __name__ == "__main__":
     sys.exit(main())
