@@ -23,8 +23,7 @@ type batchTimes struct {
 	beatAt  time.Time // the next heartbeat (zero while one runs)
 	softAt  time.Time // the jobs' context ends
 	hardAt  time.Time // unfinished jobs are abandoned
-	wdIndex int
-	beaten  bool // a heartbeat was started for the batch
+	wdIndex int       // the batch's place in watchdog.batches
 }
 
 func (t *batchTimes) next() time.Time {
@@ -48,7 +47,8 @@ func (w *watchdog) add(b *batch, now time.Time) {
 	w.mu.Unlock()
 }
 
-// remove unregisters b. The timer is left as it is: if it fires for nothing, it only re-arms.
+// remove unregisters b. The timer is left as it is: if it then fires with nothing due, it only
+// re-arms for the batches left, if any.
 func (w *watchdog) remove(b *batch) {
 	w.mu.Lock()
 	i, last := b.times.wdIndex, len(w.batches)-1
@@ -88,7 +88,7 @@ func (w *watchdog) fire() {
 			hard = append(hard, b)
 		}
 		if !t.beatAt.IsZero() && !now.Before(t.beatAt) {
-			t.beatAt, t.beaten = time.Time{}, true // the next is set when this one is done
+			t.beatAt = time.Time{} // the next is set when this one is done
 			beat = append(beat, b)
 		}
 		if n := t.next(); !n.IsZero() && (next.IsZero() || n.Before(next)) {
@@ -131,9 +131,9 @@ type jobContext struct {
 	expired  atomic.Bool // the deadline has passed (set by the watchdog)
 	inner    atomic.Pointer[context.Context]
 
-	mu     sync.Mutex
+	ended  atomic.Bool // the batch returned: the context is cancelled
+	mu     sync.Mutex  // guards making inner and cancel
 	cancel context.CancelFunc
-	ended  bool // the batch returned: the context is cancelled
 }
 
 var _ context.Context = (*jobContext)(nil)
@@ -150,13 +150,7 @@ func (c *jobContext) Err() error {
 	if in := c.inner.Load(); in != nil {
 		return (*in).Err()
 	}
-	if c.expired.Load() || c.parent.Err() != nil {
-		return c.get().Err()
-	}
-	c.mu.Lock()
-	ended := c.ended
-	c.mu.Unlock()
-	if ended {
+	if c.expired.Load() || c.ended.Load() || c.parent.Err() != nil {
 		return c.get().Err()
 	}
 	return nil
@@ -186,7 +180,7 @@ func (c *jobContext) get() context.Context {
 		return *in
 	}
 	ctx, cancel := context.WithDeadline(c.parent, c.deadline)
-	if c.ended {
+	if c.ended.Load() {
 		cancel()
 	} else {
 		c.cancel = cancel
@@ -201,7 +195,7 @@ func (c *jobContext) expire() { c.expired.Store(true) }
 // end cancels the context: the batch has returned.
 func (c *jobContext) end() {
 	c.mu.Lock()
-	c.ended = true
+	c.ended.Store(true)
 	cancel := c.cancel
 	c.mu.Unlock()
 	if cancel != nil {

@@ -26,7 +26,7 @@ type State struct {
 type Report struct {
 	// The CHAOS line's figures.
 	Jobs, Lost, DuplicateEffects, Dead, ExpectedDead, OrderViolations, LongJobRuns int
-	Seconds                                                                       int
+	Seconds                                                                        int
 
 	// Examples (a few ids each) of what went wrong, for the log.
 	LostIDs, DuplicateIDs, UnexpectedDeadIDs, OrderViolationGroups []string

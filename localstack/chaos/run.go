@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"math/rand/v2"
 	"os"
 	"strconv"
@@ -46,10 +47,11 @@ type Config struct {
 	// Plan sizes the jobs; its LongJobSeconds is set to three times LongJobVisibility.
 	Plan PlanConfig
 	// ThrottleRate is the share of AWS calls the proxy answers with a throttling error; default
-	// 0.05.
+	// 0.05, negative for none.
 	ThrottleRate float64
 	// KillRate is the share of email and ledger invocations whose process is killed (SIGKILL)
-	// while it works on the batch; default 0.02.
+	// while it works on the batch — every round(1/KillRate)-th invocation; default 0.02,
+	// negative for none.
 	KillRate float64
 	// LongJobVisibility is the transcode queue's visibility timeout during the run (and so the
 	// runtime's heartbeat period base); the long job runs three times as long. Default 20 s: the
@@ -109,7 +111,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	r.out = &lineCounter{w: cfg.FunctionOutput, needle: []byte(samplejobs.ErrInjected.Error())}
 	stack, err := StartStack(ctx, StackConfig{
 		AWS: cfg.AWS, CDKOut: cfg.CDKOut, ModuleDir: cfg.ModuleDir, BuildDir: cfg.BuildDir,
-		Proxy:   &faultproxy.Options{ThrottleRate: cfg.ThrottleRate, Seed: cfg.Seed},
+		Proxy:   &faultproxy.Options{ThrottleRate: max(cfg.ThrottleRate, 0), Seed: cfg.Seed},
 		Effects: true, Customize: r.customize,
 		OnBatch: r.onBatch, OnInvoke: r.onInvoke, Output: r.out, Logger: cfg.Logger,
 	})
@@ -135,6 +137,7 @@ type runner struct {
 	rng   *rand.Rand
 
 	killable                    map[string]bool // function names whose processes may be killed
+	killableInvocations         atomic.Int64
 	invocations, kills, crashes atomic.Int64
 	enqueued                    atomic.Int64
 }
@@ -177,10 +180,15 @@ func (r *runner) float() float64 {
 	return r.rng.Float64()
 }
 
-// onInvoke kills the process of a share of the email and ledger invocations a little after it
-// took the batch (the long job's process is spared: its one run is what is being checked).
+// onInvoke kills the process of a share of the email and ledger invocations (every
+// round(1/KillRate)-th one) a few milliseconds after it took the batch, while it works on it. The
+// long job's process is spared: its one run is what is being checked.
 func (r *runner) onInvoke(function, _ string, pid int) {
-	if !r.killable[function] || r.float() >= r.cfg.KillRate {
+	if !r.killable[function] || r.cfg.KillRate <= 0 {
+		return
+	}
+	every := int64(math.Round(1 / r.cfg.KillRate))
+	if r.killableInvocations.Add(1)%every != every/2 {
 		return
 	}
 	delay := time.Duration(2+r.float()*30) * time.Millisecond

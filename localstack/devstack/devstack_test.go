@@ -109,6 +109,7 @@ func TestStackRunsTheDeployment(t *testing.T) {
 		mu      sync.Mutex
 		batches []esm.BatchReport
 		fired   []scheduler.Firing
+		invoked []string // "<function> <pid>" per invocation taken
 	)
 	out := &lockedBuffer{}
 	stack, err := devstack.Start(ctx, devstack.Config{
@@ -121,6 +122,11 @@ func TestStackRunsTheDeployment(t *testing.T) {
 		OnFire: func(f scheduler.Firing) {
 			mu.Lock()
 			fired = append(fired, f)
+			mu.Unlock()
+		},
+		OnInvoke: func(function, requestID string, pid int) {
+			mu.Lock()
+			invoked = append(invoked, function+" "+strconv.Itoa(pid))
 			mu.Unlock()
 		},
 	})
@@ -191,6 +197,14 @@ func TestStackRunsTheDeployment(t *testing.T) {
 	}
 	mu.Unlock()
 	require.Equal(t, 1, partial, "the batch holding \"fail\" was partial")
+	mu.Lock()
+	require.Len(t, invoked, len(batches), "OnInvoke once per invocation")
+	for _, inv := range invoked {
+		name, pid, _ := strings.Cut(inv, " ")
+		require.Equal(t, fn.Name, name)
+		require.NotEqual(t, "0", pid)
+	}
+	mu.Unlock()
 	require.Contains(t, out.String(), "["+fn.Name+"] ", "function output is prefixed")
 
 	pids := stack.PIDs()

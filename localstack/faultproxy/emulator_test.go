@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -81,6 +82,9 @@ func TestThroughProxyOnEmulator(t *testing.T) {
 	recv := st.APIs["SQS.ReceiveMessage"]
 	require.EqualValues(t, n, recv.Messages)
 	require.GreaterOrEqual(t, recv.EmptyReceives, int64(1))
+	name := queueURL[strings.LastIndexByte(queueURL, '/')+1:]
+	require.Equal(t, recv, st.Queues[name].APIs["SQS.ReceiveMessage"], "the queue's own counters")
+	require.Len(t, st.Queues, 1)
 	puts := st.APIs["DynamoDB.PutItem"]
 	require.EqualValues(t, 21, puts.Forwarded)
 	require.EqualValues(t, 1, puts.Errors)

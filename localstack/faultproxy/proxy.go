@@ -83,6 +83,8 @@ type Stats struct {
 	// APIs maps "<Service>.<Operation>" (e.g. "SQS.SendMessageBatch", "DynamoDB.PutItem") to its
 	// counters.
 	APIs map[string]APIStats
+	// Queues maps an SQS queue's name to the counters of the requests about it.
+	Queues map[string]Stats
 }
 
 // Total sums the counters of every API whose name starts with prefix ("" for all, "SQS." for
@@ -126,10 +128,11 @@ type Proxy struct {
 	exempt func(string) bool
 	done   chan struct{}
 
-	mu    sync.Mutex
-	rate  float64
-	rng   *mrand.Rand
-	stats map[string]*APIStats
+	mu     sync.Mutex
+	rate   float64
+	rng    *mrand.Rand
+	stats  map[string]*APIStats
+	queues map[string]map[string]*APIStats
 }
 
 // Start listens on a free port of 127.0.0.1 and forwards to upstream (e.g. the emulator's
@@ -171,6 +174,7 @@ func Start(upstream string, opts *Options) (*Proxy, error) {
 		rate:   o.ThrottleRate,
 		rng:    mrand.New(mrand.NewPCG(seed, seed^0x9e3779b97f4a7c15)),
 		stats:  map[string]*APIStats{},
+		queues: map[string]map[string]*APIStats{},
 	}
 	transport := &http.Transport{
 		Proxy:               nil,
@@ -215,9 +219,16 @@ func (p *Proxy) SetThrottleRate(rate float64) {
 func (p *Proxy) Stats() Stats {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	s := Stats{APIs: make(map[string]APIStats, len(p.stats))}
+	s := Stats{APIs: make(map[string]APIStats, len(p.stats)), Queues: make(map[string]Stats, len(p.queues))}
 	for k, v := range p.stats {
 		s.APIs[k] = *v
+	}
+	for q, apis := range p.queues {
+		qs := Stats{APIs: make(map[string]APIStats, len(apis))}
+		for k, v := range apis {
+			qs.APIs[k] = *v
+		}
+		s.Queues[q] = qs
 	}
 	return s
 }
@@ -227,6 +238,7 @@ func (p *Proxy) ResetStats() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.stats = map[string]*APIStats{}
+	p.queues = map[string]map[string]*APIStats{}
 }
 
 // Close stops the proxy, ending requests in flight, and waits until it has stopped.
@@ -244,7 +256,40 @@ type ctxKey struct{}
 // call is what ServeHTTP learned about a request, for observe.
 type call struct {
 	api        string
-	consistent bool // a Query or Scan with ConsistentRead
+	queue      string // the SQS queue's name
+	consistent bool   // a Query or Scan with ConsistentRead
+}
+
+// counters returns the counters of api, and of api on queue (nil without a queue). p.mu is held.
+func (p *Proxy) counters(api, queue string) (*APIStats, *APIStats) {
+	st := p.stats[api]
+	if st == nil {
+		st = &APIStats{}
+		p.stats[api] = st
+	}
+	if queue == "" {
+		return st, nil
+	}
+	apis := p.queues[queue]
+	if apis == nil {
+		apis = map[string]*APIStats{}
+		p.queues[queue] = apis
+	}
+	qs := apis[api]
+	if qs == nil {
+		qs = &APIStats{}
+		apis[api] = qs
+	}
+	return st, qs
+}
+
+// each applies fn to the counters that are not nil.
+func each(fn func(*APIStats), sts ...*APIStats) {
+	for _, st := range sts {
+		if st != nil {
+			fn(st)
+		}
+	}
 }
 
 // ServeHTTP counts the request, then throttles or forwards it.
@@ -257,30 +302,31 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	api := apiName(r, body)
 	wcu, rcu, entries := requestUnits(api, body)
+	c := &call{api: api}
+	if strings.HasPrefix(api, "SQS.") {
+		c.queue = queueName(body)
+	}
 
 	p.mu.Lock()
-	st := p.stats[api]
-	if st == nil {
-		st = &APIStats{}
-		p.stats[api] = st
-	}
-	st.Requests++
+	st, qs := p.counters(api, c.queue)
 	throttle := p.rate > 0 && (p.exempt == nil || !p.exempt(api)) && p.rng.Float64() < p.rate
-	if throttle {
-		st.Throttled++
-	} else {
-		st.Forwarded++
-		st.WriteUnits += wcu
-		st.ReadUnits += rcu
-		st.Entries += int64(entries)
-	}
+	each(func(a *APIStats) {
+		a.Requests++
+		if throttle {
+			a.Throttled++
+			return
+		}
+		a.Forwarded++
+		a.WriteUnits += wcu
+		a.ReadUnits += rcu
+		a.Entries += int64(entries)
+	}, st, qs)
 	p.mu.Unlock()
 
 	if throttle {
 		writeThrottle(w, api)
 		return
 	}
-	c := &call{api: api}
 	if api == "DynamoDB.Query" || api == "DynamoDB.Scan" {
 		c.consistent = bytes.Contains(body, []byte(`"ConsistentRead":true`))
 	}
@@ -313,16 +359,18 @@ func (p *Proxy) observe(resp *http.Response) error {
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	st := p.stats[c.api]
-	st.ReadUnits += rcu
-	if resp.StatusCode >= 400 {
-		st.Errors++
-	}
-	if msgs == 0 {
-		st.EmptyReceives++
-	} else if msgs > 0 {
-		st.Messages += msgs
-	}
+	st, qs := p.counters(c.api, c.queue)
+	each(func(a *APIStats) {
+		a.ReadUnits += rcu
+		if resp.StatusCode >= 400 {
+			a.Errors++
+		}
+		if msgs == 0 {
+			a.EmptyReceives++
+		} else if msgs > 0 {
+			a.Messages += msgs
+		}
+	}, st, qs)
 	return nil
 }
 

@@ -191,6 +191,15 @@ func valueSize(raw json.RawMessage) int {
 	return n
 }
 
+// queueName returns the name of the queue an SQS request (JSON protocol) is about, or "".
+func queueName(body []byte) string {
+	var in struct{ QueueUrl string }
+	if json.Unmarshal(body, &in) != nil || in.QueueUrl == "" {
+		return ""
+	}
+	return in.QueueUrl[strings.LastIndexByte(in.QueueUrl, '/')+1:]
+}
+
 // countMessages returns the number of messages in a ReceiveMessage answer (JSON protocol).
 func countMessages(body []byte) int64 {
 	var out struct{ Messages []json.RawMessage }

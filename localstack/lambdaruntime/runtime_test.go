@@ -397,3 +397,48 @@ func TestFunctionOutputReachesTheWriter(t *testing.T) {
 	require.NoError(t, rt.Close())
 	require.Contains(t, out.String(), "visible in the log") // aws-lambda-go logs the error payload
 }
+
+// OnStart names the process working on each invocation, while it works: a process killed from
+// there crashes that invocation, and the next one gets a new environment.
+func TestOnStartNamesTheWorkingProcess(t *testing.T) {
+	t.Parallel()
+	var mu sync.Mutex
+	var started []string
+	var pids []int
+	kill := false
+	rt := newRuntime(t, lambdaruntime.Function{Timeout: time.Minute}, &lambdaruntime.Options{
+		OnStart: func(requestID string, pid int) {
+			mu.Lock()
+			defer mu.Unlock()
+			started, pids = append(started, requestID), append(pids, pid)
+			if kill {
+				p, err := os.FindProcess(pid)
+				if err == nil {
+					_ = p.Kill()
+				}
+			}
+		},
+	})
+	res := invoke(t, rt, map[string]string{"action": "count"})
+	require.Equal(t, lambdaruntime.Success, res.Outcome)
+	mu.Lock()
+	require.Equal(t, []string{res.RequestID}, started)
+	require.Equal(t, []int{res.PID}, pids)
+	kill = true
+	mu.Unlock()
+
+	res = invoke(t, rt, map[string]any{"action": "sleep", "ms": 30000})
+	require.Equal(t, lambdaruntime.Crash, res.Outcome, "%+v", res.Error)
+	require.Equal(t, lambdaruntime.ErrorTypeExit, res.Error.Type)
+	requireGone(t, res.PID)
+
+	mu.Lock()
+	kill = false
+	mu.Unlock()
+	next := invoke(t, rt, map[string]string{"action": "count"})
+	require.Equal(t, lambdaruntime.Success, next.Outcome)
+	require.NotEqual(t, res.PID, next.PID)
+	mu.Lock()
+	defer mu.Unlock()
+	require.Equal(t, []string{started[0], res.RequestID, next.RequestID}, started)
+}

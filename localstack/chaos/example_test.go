@@ -1,0 +1,35 @@
+package chaos_test
+
+import (
+	"fmt"
+
+	"github.com/jobkit-go/jobkit/functions/samplejobs"
+	"github.com/jobkit-go/jobkit/localstack/chaos"
+)
+
+// Evaluate judges a run from the state it left: here, a run in which every job but the poison
+// ones applied its effect once, the poison ones were dead-lettered, each account's postings were
+// applied in order and the long job started once.
+func ExampleEvaluate() {
+	plan, err := chaos.NewPlan(chaos.PlanConfig{Jobs: 200, Groups: 2, GroupJobs: 5, PoisonRate: 0.02})
+	if err != nil {
+		panic(err)
+	}
+	st := chaos.State{Effects: map[string]samplejobs.EffectCount{}, Dead: map[string]int{}, Applied: map[string][]string{}}
+	for _, j := range plan.All() {
+		if j.Poison {
+			st.Dead[j.ID]++
+			continue
+		}
+		st.Effects[j.ID] = samplejobs.EffectCount{Applied: 1, Started: 1}
+		if p, ok := j.Args.(samplejobs.PostLedger); ok {
+			st.Applied[p.Account] = append(st.Applied[p.Account], p.PostingID)
+		}
+	}
+	r := chaos.Evaluate(plan, st, nil)
+	fmt.Println(r.Line())
+	fmt.Println(r.Check())
+	// Output:
+	// CHAOS jobs=200 lost=0 duplicate_effects=0 dead=4 expected_dead=4 order_violations=0 long_job_runs=1 seconds=0
+	// <nil>
+}

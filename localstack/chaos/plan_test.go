@@ -1,0 +1,83 @@
+package chaos_test
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/jobkit-go/jobkit/functions/samplejobs"
+	"github.com/jobkit-go/jobkit/localstack/chaos"
+)
+
+func TestNewPlanDefaults(t *testing.T) {
+	t.Parallel()
+	p, err := chaos.NewPlan(chaos.PlanConfig{})
+	require.NoError(t, err)
+	require.Equal(t, 10000, p.Len())
+	require.Len(t, p.Ledger, 100*20)
+	require.Len(t, p.Email, 10000-2000-1)
+	require.True(t, p.Long.Long)
+	require.Equal(t, samplejobs.TranscodeVideo{VideoID: "chaos-long", Seconds: 60}, p.Long.Args)
+
+	poison, transient := p.Counts()
+	require.Equal(t, 100, poison, "exactly 1%")
+	require.Equal(t, 1000, transient, "exactly 10%")
+	ids := map[string]bool{}
+	for _, j := range p.All() {
+		require.False(t, ids[j.ID], "ids are unique: %s", j.ID)
+		ids[j.ID] = true
+		require.False(t, j.Poison && j.FailAttempts > 0, "a job is poison or transient, not both")
+		require.GreaterOrEqual(t, j.FailAttempts, 0)
+		require.LessOrEqual(t, j.FailAttempts, 2)
+		switch a := j.Args.(type) {
+		case samplejobs.SendEmail:
+			require.Equal(t, samplejobs.Faults{FailAttempts: j.FailAttempts, Poison: j.Poison}, a.Faults)
+		case samplejobs.PostLedger:
+			require.Equal(t, samplejobs.Faults{FailAttempts: j.FailAttempts, Poison: j.Poison}, a.Faults)
+			require.Equal(t, j.Group, a.Account)
+		}
+		require.Same(t, j, p.Job(j.ID))
+	}
+	// Each group's postings are enqueued in order.
+	last := map[string]int{}
+	for _, j := range p.Ledger {
+		require.Equal(t, last[j.Group]+1, j.Seq, j.ID)
+		last[j.Group] = j.Seq
+	}
+	require.Len(t, last, 100)
+
+	require.Equal(t, 100, p.ExpectedDead(map[string]int{samplejobs.KindSendEmail: 5, samplejobs.KindPostLedger: 5}))
+	// With fewer attempts, the transient jobs failing as often die too.
+	dead2 := 0
+	for _, j := range p.All() {
+		if j.Poison || j.FailAttempts >= 2 {
+			dead2++
+		}
+	}
+	require.Equal(t, dead2, p.ExpectedDead(map[string]int{samplejobs.KindSendEmail: 2, samplejobs.KindPostLedger: 2, samplejobs.KindTranscodeVideo: 2}))
+}
+
+func TestNewPlanIsRepeatable(t *testing.T) {
+	t.Parallel()
+	faults := func(seed uint64) string {
+		p, err := chaos.NewPlan(chaos.PlanConfig{Jobs: 500, Groups: 5, GroupJobs: 4, Seed: seed})
+		require.NoError(t, err)
+		var b strings.Builder
+		for _, j := range p.All() {
+			fmt.Fprintf(&b, "%s:%v:%d ", j.ID, j.Poison, j.FailAttempts)
+		}
+		return b.String()
+	}
+	require.Equal(t, faults(7), faults(7))
+	require.NotEqual(t, faults(7), faults(8))
+}
+
+func TestNewPlanRejectsWhatDoesNotFit(t *testing.T) {
+	t.Parallel()
+	_, err := chaos.NewPlan(chaos.PlanConfig{Jobs: 100, Groups: 10, GroupJobs: 10})
+	require.ErrorContains(t, err, "cannot hold")
+	_, err = chaos.NewPlan(chaos.PlanConfig{Jobs: 100, Groups: 1, GroupJobs: 1, TransientRate: 0.9, PoisonRate: 0.2})
+	require.ErrorContains(t, err, "do not fit")
+}

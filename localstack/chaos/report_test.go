@@ -1,0 +1,96 @@
+package chaos_test
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/jobkit-go/jobkit/functions/samplejobs"
+	"github.com/jobkit-go/jobkit/localstack/chaos"
+)
+
+var maxAttempts = map[string]int{samplejobs.KindSendEmail: 5, samplejobs.KindPostLedger: 5, samplejobs.KindTranscodeVideo: 3}
+
+// goodState is the state of a perfect run of p: every job applied once, the poison jobs dead,
+// the postings applied in order, the long job started once.
+func goodState(p *chaos.Plan) chaos.State {
+	st := chaos.State{Effects: map[string]samplejobs.EffectCount{}, Dead: map[string]int{}, Applied: map[string][]string{}}
+	for _, j := range p.All() {
+		if j.Poison {
+			st.Dead[j.ID] = 1
+			continue
+		}
+		st.Effects[j.ID] = samplejobs.EffectCount{Applied: 1}
+	}
+	st.Effects[p.Long.ID] = samplejobs.EffectCount{Applied: 1, Started: 1}
+	for _, j := range p.Ledger {
+		if !j.Poison {
+			st.Applied[j.Group] = append(st.Applied[j.Group], j.Args.(samplejobs.PostLedger).PostingID)
+		}
+	}
+	return st
+}
+
+func smallPlan(t *testing.T) *chaos.Plan {
+	t.Helper()
+	p, err := chaos.NewPlan(chaos.PlanConfig{Jobs: 400, Groups: 4, GroupJobs: 10, TransientRate: 0.1, PoisonRate: 0.05, Seed: 3})
+	require.NoError(t, err)
+	return p
+}
+
+func TestEvaluateGoodRun(t *testing.T) {
+	t.Parallel()
+	p := smallPlan(t)
+	r := chaos.Evaluate(p, goodState(p), maxAttempts)
+	r.Seconds = 42
+	require.NoError(t, r.Check())
+	require.Equal(t, "CHAOS jobs=400 lost=0 duplicate_effects=0 dead=20 expected_dead=20 order_violations=0 long_job_runs=1 seconds=42", r.Line())
+}
+
+func TestEvaluateFindsEachBreach(t *testing.T) {
+	t.Parallel()
+	p := smallPlan(t)
+	var good, poisoned string // an email job that must succeed, and a poison one
+	for _, j := range p.Email {
+		if j.Poison && poisoned == "" {
+			poisoned = j.ID
+		}
+		if !j.Poison && j.FailAttempts == 0 && good == "" {
+			good = j.ID
+		}
+	}
+	group := p.Ledger[0].Group
+
+	cases := map[string]struct {
+		change func(st *chaos.State)
+		want   func(r chaos.Report) bool
+		msg    string
+	}{
+		"lost": {func(st *chaos.State) { delete(st.Effects, good) }, func(r chaos.Report) bool { return r.Lost == 1 }, "1 job(s) lost"},
+		"poison neither dead nor applied is lost": {func(st *chaos.State) { delete(st.Dead, poisoned) },
+			func(r chaos.Report) bool { return r.Lost == 1 && r.Dead == r.ExpectedDead-1 }, "lost"},
+		"duplicate": {func(st *chaos.State) { st.Effects[good] = samplejobs.EffectCount{Applied: 3} },
+			func(r chaos.Report) bool { return r.DuplicateEffects == 2 }, "2 duplicate effect(s)"},
+		"unexpected dead": {func(st *chaos.State) { st.Dead[good] = 1 },
+			func(r chaos.Report) bool { return r.Dead == r.ExpectedDead+1 && r.UnexpectedDeadIDs[0] == good }, "unexpected: " + good},
+		"order": {func(st *chaos.State) {
+			a := st.Applied[group]
+			a[1], a[2] = a[2], a[1]
+		}, func(r chaos.Report) bool { return r.OrderViolations == 1 }, "1 order violation(s)"},
+		"a posting applied twice is out of order": {func(st *chaos.State) {
+			st.Applied[group] = append(st.Applied[group], st.Applied[group][0])
+		}, func(r chaos.Report) bool { return r.OrderViolations == 1 }, "order violation"},
+		"long job twice": {func(st *chaos.State) { st.Effects[p.Long.ID] = samplejobs.EffectCount{Applied: 1, Started: 2} },
+			func(r chaos.Report) bool { return r.LongJobRuns == 2 }, "started 2 time(s)"},
+	}
+	for name, c := range cases {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			st := goodState(p)
+			c.change(&st)
+			r := chaos.Evaluate(p, st, maxAttempts)
+			require.True(t, c.want(r), "%+v", r)
+			require.ErrorContains(t, r.Check(), c.msg)
+		})
+	}
+}

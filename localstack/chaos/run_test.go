@@ -1,0 +1,40 @@
+package chaos_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/jobkit-go/jobkit/localstack/awstest"
+	"github.com/jobkit-go/jobkit/localstack/chaos"
+)
+
+// A small run of the real sample stack: throttling on every AWS call, transient and poison jobs,
+// a FIFO part and the long job. (Process kills are left to `make chaos`: a killed batch waits out
+// the queue's one-minute visibility timeout.)
+func TestRunSmall(t *testing.T) {
+	t.Parallel()
+	cfg := awstest.Config(t)
+	cdkOut := filepath.Join("..", "..", "cdk.out")
+	if _, err := os.Stat(filepath.Join(cdkOut, "manifest.json")); err != nil {
+		t.Skip("no cloud assembly in cdk.out: run make synth")
+	}
+	rep, err := chaos.Run(context.Background(), chaos.Config{
+		AWS: cfg, CDKOut: cdkOut, ModuleDir: filepath.Join("..", ".."), BuildDir: t.TempDir(),
+		Plan:         chaos.PlanConfig{Jobs: 120, Groups: 3, GroupJobs: 5, PoisonRate: 0.05},
+		ThrottleRate: 0.1, KillRate: -1, LongJobVisibility: 3 * time.Second, Timeout: 3 * time.Minute,
+	})
+	require.NoError(t, err)
+	t.Log(rep.Line())
+	t.Log(rep.FaultLine())
+	require.NoError(t, rep.Check())
+	require.Equal(t, 120, rep.Jobs)
+	require.Equal(t, 6, rep.ExpectedDead)
+	require.Positive(t, rep.Faults.Throttled)
+	require.Positive(t, rep.Faults.TransientFailures, "injected failures were reported by the functions")
+	require.Zero(t, rep.Faults.Kills)
+}
