@@ -2,6 +2,7 @@ package awstest
 
 import (
 	"context"
+	"errors"
 	"strconv"
 	"testing"
 	"time"
@@ -100,7 +101,12 @@ func CreateTable(tb testing.TB, cfg aws.Config, suffix, partitionKey, sortKey st
 	}
 	ctx := context.Background()
 	if _, err := client.CreateTable(ctx, in); err != nil {
-		tb.Fatalf("awstest: create table %s: %v", name, err)
+		// The name is unique to this call, so "in use" means the SDK retried a create whose
+		// response was lost (the emulator drops a response now and then): the table is ours.
+		var inUse *ddbtypes.ResourceInUseException
+		if !errors.As(err, &inUse) {
+			tb.Fatalf("awstest: create table %s: %v", name, err)
+		}
 	}
 	Cleanup(tb, "table "+name, func(ctx context.Context) error {
 		_, err := client.DeleteTable(ctx, &dynamodb.DeleteTableInput{TableName: aws.String(name)})
