@@ -92,32 +92,60 @@ type received struct {
 	Attrs   map[string]sqstypes.MessageAttributeValue
 }
 
-// drain receives every message of a queue, hiding each for 5 minutes so none is read twice, until
-// a long poll comes back empty.
+// drainVisibility hides what drain has received until it deletes it; drainWait is how long drain
+// waits for messages in flight on the queue to come back.
+const (
+	drainVisibility = 20
+	drainWait       = (drainVisibility + 40) * time.Second
+)
+
+// drain receives and deletes every message of a queue and returns them in the order received. It
+// stops when a receive comes back empty and the queue has nothing visible and nothing in flight.
+//
+// A receive can be carried out by SQS and its answer lost: the connection fails while the 200 is
+// read, and aws-sdk-go-v2 makes the call again (it retries "use of closed network connection").
+// The first attempt's messages stay in flight, unseen, until their visibility timeout ends; on a
+// loaded machine this happens now and then. So drain does not stop at the first empty receive: it
+// waits for in-flight messages to come back and reads them then. A message delivered twice that
+// way is kept once (by its SQS message id); two sends of one job are two messages and both kept.
 func drain(t testing.TB, client *sqs.Client, queueURL string) []received {
 	t.Helper()
 	ctx := context.Background()
 	var got []received
+	seen := map[string]bool{}
+	deadline := time.Now().Add(drainWait)
 	for {
 		out, err := client.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{
-			QueueUrl: aws.String(queueURL), MaxNumberOfMessages: 10, VisibilityTimeout: 300, WaitTimeSeconds: 1,
+			QueueUrl: aws.String(queueURL), MaxNumberOfMessages: 10, VisibilityTimeout: drainVisibility, WaitTimeSeconds: 1,
 			MessageAttributeNames:       []string{"All"},
 			MessageSystemAttributeNames: []sqstypes.MessageSystemAttributeName{sqstypes.MessageSystemAttributeNameAll},
 		})
 		require.NoError(t, err)
 		if len(out.Messages) == 0 {
-			return got
-		}
-		for _, m := range out.Messages {
-			r := received{Body: aws.ToString(m.Body), GroupID: m.Attributes["MessageGroupId"], DedupID: m.Attributes["MessageDeduplicationId"], Attrs: m.MessageAttributes}
-			_ = json.Unmarshal([]byte(r.Body), &r.Env)
-			got = append(got, r)
-			if jobs.IsFIFOQueue(queueURL) {
-				// Free the group so its next message can be received.
-				_, err := client.DeleteMessage(ctx, &sqs.DeleteMessageInput{QueueUrl: aws.String(queueURL), ReceiptHandle: m.ReceiptHandle})
-				require.NoError(t, err)
+			v, f := counts(t, client, queueURL)
+			if v == 0 && f == 0 {
+				return got
 			}
+			require.True(t, time.Now().Before(deadline), "drain %s: %d visible and %d in flight did not come to it", queueURL, v, f)
+			if v == 0 {
+				time.Sleep(time.Second)
+			}
+			continue
 		}
+		entries := make([]sqstypes.DeleteMessageBatchRequestEntry, len(out.Messages))
+		for n, m := range out.Messages {
+			if id := aws.ToString(m.MessageId); !seen[id] {
+				seen[id] = true
+				r := received{Body: aws.ToString(m.Body), GroupID: m.Attributes["MessageGroupId"], DedupID: m.Attributes["MessageDeduplicationId"], Attrs: m.MessageAttributes}
+				_ = json.Unmarshal([]byte(r.Body), &r.Env)
+				got = append(got, r)
+			}
+			entries[n] = sqstypes.DeleteMessageBatchRequestEntry{Id: aws.String(strconv.Itoa(n)), ReceiptHandle: m.ReceiptHandle}
+		}
+		// Deleting also frees a FIFO group, so its next message can be received.
+		del, err := client.DeleteMessageBatch(ctx, &sqs.DeleteMessageBatchInput{QueueUrl: aws.String(queueURL), Entries: entries})
+		require.NoError(t, err)
+		require.Empty(t, del.Failed)
 	}
 }
 

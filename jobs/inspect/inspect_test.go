@@ -5,12 +5,17 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"net"
+	"net/http"
 	"strconv"
 	"sync/atomic"
 	"testing"
+	"testing/iotest"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/service/cloudformation"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
@@ -591,6 +596,60 @@ func (l *lostAnswerSQS) SendMessageBatch(ctx context.Context, in *sqs.SendMessag
 		return nil, errors.New("read tcp: connection reset by peer")
 	}
 	return out, err
+}
+
+// lostBodyHTTP passes requests to the endpoint and, for the first SendMessageBatch, loses the
+// body of its answer: the 200 arrives, then reading it fails as it does when the connection is
+// closed under the reader. aws-sdk-go-v2 retries such a call, so the endpoint carries it out twice.
+type lostBodyHTTP struct {
+	next aws.HTTPClient
+	lost atomic.Bool
+}
+
+func (l *lostBodyHTTP) Do(r *http.Request) (*http.Response, error) {
+	resp, err := l.next.Do(r)
+	if err != nil || r.Header.Get("X-Amz-Target") != "AmazonSQS.SendMessageBatch" || !l.lost.CompareAndSwap(false, true) {
+		return resp, err
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	_ = resp.Body.Close()
+	resp.Body = io.NopCloser(iotest.ErrReader(&net.OpError{Op: "read", Net: "tcp", Err: net.ErrClosed}))
+	return resp, nil
+}
+
+// A 200 whose body is lost is an ambiguous answer too: the SDK sends again, the endpoint holds the
+// batch twice, and the redrive reports it.
+func TestRedriveReportsPossibleDuplicatesAfterA200WithoutBody(t *testing.T) {
+	t.Parallel()
+	cfg := awstest.Config(t)
+	ctx := context.Background()
+	client := sqs.NewFromConfig(cfg)
+	dlq := awstest.CreateQueue(t, cfg, "dlq", nil)
+	src := awstest.CreateQueue(t, cfg, "src", nil)
+	var specs []deadSpec
+	for i := range 10 {
+		specs = append(specs, deadSpec{ID: fmt.Sprintf("j%d", i), Kind: "k", Reason: jobs.ReasonCancelled, Source: src.URL})
+	}
+	seedDead(t, client, dlq.URL, specs)
+	lossy := sqs.NewFromConfig(cfg, func(o *sqs.Options) {
+		next := o.HTTPClient
+		if next == nil {
+			next = awshttp.NewBuildableClient()
+		}
+		o.HTTPClient = &lostBodyHTTP{next: next}
+	})
+	in := inspect.New(cfg, func(o *inspect.Options) { o.SQS = lossy })
+
+	res, err := in.Redrive(ctx, dlq.URL, &inspect.RedriveOptions{Concurrency: 1})
+	require.NoError(t, err)
+	require.Equal(t, int64(10), res.Moved)
+	require.Zero(t, res.Failed, "the SDK's retry sent it")
+	require.Equal(t, int64(10), res.PossibleDuplicates)
+	got := drain(t, client, src.URL)
+	require.Equal(t, 10, unique(got))
+	require.Len(t, got, 20, "each twice: exactly what was reported")
+	v, f := counts(t, client, dlq.URL)
+	require.Zero(t, v+f)
 }
 
 // A send whose answer is lost is ambiguous: the run cannot know the messages went through, sends

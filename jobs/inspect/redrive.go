@@ -133,7 +133,7 @@ type RedriveResult struct {
 	// another reader or an interrupted run) and so not moved; run the redrive again for them.
 	LeftInFlight int64
 	// PossibleDuplicates counts messages whose send got no clear answer the first time (a
-	// connection error, a timeout, a 5xx) and was made again, by the SDK's retry or a later pass:
+	// connection error, a timeout, a 5xx, a 200 whose body was lost) and was made again, by the SDK's retry or a later pass:
 	// SQS may hold them twice. Like any SQS Standard queue delivery, the job id keeps them
 	// idempotent.
 	PossibleDuplicates int64
@@ -155,8 +155,8 @@ type RedriveResult struct {
 //   - a run sends each DLQ message at most once: it remembers what it sent and what it is sending,
 //     so a message that comes back (its delete failed, or its visibility ran out mid-move) is
 //     deleted or left alone, not sent again — except after a send that got no clear answer (a
-//     connection error, a timeout, a 5xx: it may have gone through), which is made again and
-//     counted in RedriveResult.PossibleDuplicates;
+//     connection error, a timeout, a 5xx, a 200 whose body was lost: it may have gone through),
+//     which is made again and counted in RedriveResult.PossibleDuplicates;
 //   - a run killed outright leaves at most Window() messages sent but not deleted; the next run
 //     sends those again, so each may arrive twice — never more, unless it is caught that way by a
 //     second kill too. The envelope id keeps a duplicated job idempotent. A cancelled ctx
@@ -338,11 +338,15 @@ func unsupported(err error) bool {
 }
 
 // ambiguous reports whether a failed call may nevertheless have been carried out: no answer came
-// (a connection error or timeout), or a 5xx. A 4xx answer means it was refused.
+// (a connection error or timeout), a 5xx, or a 2xx whose body could not be read (the endpoint did
+// it; the connection failed while the answer was being read — aws-sdk-go-v2 retries such a call,
+// "use of closed network connection" after StatusCode 200 being the usual form). Only a 4xx
+// answer means it was refused.
 func ambiguous(err error) bool {
 	var re *smithyhttp.ResponseError
 	if errors.As(err, &re) {
-		return re.HTTPStatusCode() >= 500
+		c := re.HTTPStatusCode()
+		return c < 400 || c >= 500
 	}
 	return true
 }

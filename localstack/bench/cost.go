@@ -52,7 +52,7 @@ func init() {
 const (
 	costJobs    = 10000
 	costTimeout = 10 * time.Minute
-	costIdle    = 30 * time.Second
+	costIdle    = 60 * time.Second
 )
 
 // List prices (us-east-1), as of the date below.

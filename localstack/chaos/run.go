@@ -11,6 +11,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"os"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -24,6 +25,7 @@ import (
 
 	"github.com/jobkit-go/jobkit/functions/samplejobs"
 	"github.com/jobkit-go/jobkit/jobs"
+	"github.com/jobkit-go/jobkit/localstack/devstack"
 	"github.com/jobkit-go/jobkit/localstack/esm"
 	"github.com/jobkit-go/jobkit/localstack/faultproxy"
 	"github.com/jobkit-go/jobkit/localstack/lambdaruntime"
@@ -124,7 +126,20 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		}
 	}()
 	r.stack = stack
+	r.devMu.Lock()
+	r.dev = stack.Dev()
+	r.devMu.Unlock()
 	return r.run(ctx)
+}
+
+// pids returns the function processes running now.
+func (r *runner) pids() []int {
+	r.devMu.Lock()
+	defer r.devMu.Unlock()
+	if r.dev == nil {
+		return nil
+	}
+	return r.dev.PIDs()
 }
 
 type runner struct {
@@ -135,6 +150,9 @@ type runner struct {
 
 	rngMu sync.Mutex
 	rng   *rand.Rand
+
+	devMu sync.Mutex
+	dev   *devstack.Stack
 
 	killable                    map[string]bool // function names whose processes may be killed
 	killableInvocations         atomic.Int64
@@ -195,6 +213,10 @@ func (r *runner) onInvoke(function, _ string, pid int) {
 	r.kills.Add(1)
 	go func() {
 		time.Sleep(delay)
+		// Only a process the stack still runs: never a pid the system may have given away since.
+		if !slices.Contains(r.pids(), pid) {
+			return
+		}
 		if p, err := os.FindProcess(pid); err == nil {
 			_ = p.Kill() // SIGKILL
 		}
@@ -286,6 +308,9 @@ func (r *runner) enqueue(ctx context.Context, producer *jobs.Client, batch []*Pl
 			} else {
 				r.enqueued.Add(1)
 			}
+		}
+		if len(again) > 0 && ctx.Err() != nil {
+			return fmt.Errorf("chaos: %d job(s) not enqueued: %w", len(again), ctx.Err())
 		}
 		if len(again) > 0 && attempt >= 20 {
 			return fmt.Errorf("chaos: %d job(s) not enqueued after %d attempts: %w", len(again), attempt, err)
