@@ -24,7 +24,7 @@ export CDK_DISABLE_CLI_TELEMETRY := true
 export CDK_DISABLE_VERSION_CHECK := 1
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 
-.PHONY: dev cli synth help setup emulator-up emulator-down test test-unit lint fuzz bench localstack-up localstack-down
+.PHONY: chaos dev cli synth help setup emulator-up emulator-down test test-unit lint fuzz bench localstack-up localstack-down
 
 help: ## list the targets
 	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-16s %s\n", $$1, $$2}'
@@ -78,9 +78,17 @@ dev: setup ## run the sample stack offline with a demo workload; ONCE=1 ends whe
 	AWS_ENDPOINT_URL=$(ENDPOINT) go run ./cmd/jobkit dev $(if $(ONCE),--once)
 
 bench: setup ## print BENCH key=value figures (starts and stops the emulator)
+	@infra/synth.sh --quiet
 	@state=$$($(EMULATOR) up) || exit 1; \
 	if [ "$$state" = started ]; then trap '$(EMULATOR) down' EXIT; trap 'exit 130' INT TERM; fi; \
 	AWS_ENDPOINT_URL=$(ENDPOINT) go run ./localstack/bench $(if $(ONLY),-only $(ONLY))
+
+chaos: setup ## 10,000 jobs on the offline stack under faults; fails unless nothing is lost
+	@infra/synth.sh --quiet
+	@state=$$($(EMULATOR) up) || exit 1; \
+	if [ "$$state" = started ]; then trap '$(EMULATOR) down' EXIT; trap 'exit 130' INT TERM; fi; \
+	echo "emulator: $$state at $(ENDPOINT)"; \
+	AWS_ENDPOINT_URL=$(ENDPOINT) go run ./localstack/chaos/cmd/chaos
 
 fuzz: ## fuzz the envelope decoder and the schedule expression parser, 60 s each
 	go test ./jobs -run '^$$' -fuzz FuzzDecodeEnvelope -fuzztime 60s

@@ -277,7 +277,11 @@ func (r *runner) run(ctx context.Context) (*Report, error) {
 	if err := r.stack.Stop(); err != nil {
 		fmt.Fprintf(r.cfg.Progress, "chaos: stop: %v\n", err)
 	}
-	st, err := r.readState(ctx)
+	// The state is read even when ctx has ended (an interrupt, the caller's deadline): the report
+	// then says what the run reached.
+	readCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
+	defer cancel()
+	st, err := r.readState(readCtx)
 	if err != nil {
 		return nil, err
 	}

@@ -32,7 +32,11 @@ saves the items the transaction writes and restores those when it fails; the tab
 Fix 6, concurrent receives. moto's ReceiveMessage walks the queue and marks the messages it hands
 out without a lock, so two receives at once could both hand out one message (a duplicate delivery
 with a receive count of 1), or two messages of one FIFO message group (which SQS never has in
-flight at once). The fix makes a queue's receives take turns; a long poll lets go while it waits.
+flight at once). The fix makes a queue's receives take turns; a long poll lets go while it waits. Releasing expired
+messages (Fix 1) and changing a message's visibility take the same turn: a receive adds a message
+to the in-flight set a moment before it sets the message's new visibility timeout, and a release
+in that moment (a GetQueueAttributes, say) took the still-visible message out of the set again,
+so the next receive handed out the rest of its FIFO group while it was being worked on.
 
 Fix 7, deletes. moto deletes a message by building a new list of the queue's messages and
 assigning it, without the lock sends append under: a message sent meanwhile was dropped (a job
@@ -221,8 +225,9 @@ _receive_message_fixed = models.SQSBackend.receive_message
 
 
 def _receive_lock(queue):
-    # dict.setdefault is atomic: every receive of the queue gets the same lock.
-    return queue.__dict__.setdefault("_jobkit_receive_lock", threading.Lock())
+    # dict.setdefault is atomic: every receive of the queue gets the same lock. Reentrant: a
+    # receive releases expired messages (Fix 1) while it holds it.
+    return queue.__dict__.setdefault("_jobkit_receive_lock", threading.RLock())
 
 
 def receive_message_in_turn(self, queue_name, *args, **kwargs):
@@ -251,6 +256,23 @@ def wait_for_messages_unlocked(self, timeout):
 
 
 models.Queue.wait_for_messages = wait_for_messages_unlocked
+_release_expired_at_once = _release_expired
+
+
+def _release_expired(queue):  # noqa: F811 - Fix 1's release, in the queue's receive turn
+    with _receive_lock(queue):
+        _release_expired_at_once(queue)
+
+
+_change_message_visibility = models.SQSBackend.change_message_visibility
+
+
+def change_message_visibility_in_turn(self, queue_name, *args, **kwargs):
+    with _receive_lock(self.get_queue(queue_name)):
+        return _change_message_visibility(self, queue_name, *args, **kwargs)
+
+
+models.SQSBackend.change_message_visibility = change_message_visibility_in_turn
 
 _queue_delete_message = models.Queue.delete_message
 

@@ -39,14 +39,20 @@ func main() {
 	flag.StringVar(&cfg.FunctionLogLevel, "function-log-level", "", "the functions' log level (DEBUG logs every job)")
 	var seed uint64
 	flag.Uint64Var(&seed, "seed", 1, "seed of the plan and the faults")
+	deadline := flag.Duration("deadline", 14*time.Minute, "bound on the whole run (deploy, jobs, checks)")
 	logFile := flag.String("log", filepath.Join(".run", "chaos", "functions.log"), "file for the functions' output (\"\" discards it)")
 	flag.Parse()
 	cfg.Seed, cfg.Plan.Seed = seed, seed
 	cfg.Progress = os.Stderr
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	os.Exit(run(ctx, cfg, *logFile))
+	// The whole run, deploy and checks included, within -deadline: jobs still pending then count
+	// as lost.
+	ctx, cancel := context.WithTimeout(ctx, *deadline)
+	code := run(ctx, cfg, *logFile)
+	cancel()
+	stop()
+	os.Exit(code)
 }
 
 func run(ctx context.Context, cfg chaos.Config, logFile string) int {
