@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math/rand/v2"
 	"os"
 	"strconv"
 	"strings"
@@ -246,9 +247,34 @@ func (c Config) withDefaults() Config {
 
 // ExponentialBackoff returns a BackoffFunc with full jitter: uniform in
 // [0, min(ceiling, base·2^(attempt-1))], ceiling at most 12 h. It is the runtime's default.
+//
+// SQS takes visibility timeouts in whole seconds, so once the range reaches a second the delay is
+// drawn uniformly from the whole seconds in it (0 included): rounding a continuous draw up would
+// add half a second on average and never retry at once.
 func ExponentialBackoff(base, ceiling time.Duration) BackoffFunc {
 	if ceiling > MaxVisibility || ceiling <= 0 {
 		ceiling = MaxVisibility
 	}
-	return func(attempt int) time.Duration { return fullJitter(base, ceiling, attempt) }
+	return func(attempt int) time.Duration {
+		limit := jitterCeiling(base, ceiling, attempt)
+		if limit < time.Second {
+			return fullJitter(limit, limit, 1)
+		}
+		return time.Duration(rand.Int64N(int64(limit/time.Second)+1)) * time.Second
+	}
+}
+
+// jitterCeiling is min(ceiling, base·2^(attempt-1)).
+func jitterCeiling(base, ceiling time.Duration, attempt int) time.Duration {
+	if base <= 0 || ceiling <= 0 {
+		return 0
+	}
+	limit := base
+	for n := 1; n < attempt && limit < ceiling; n++ {
+		limit *= 2
+	}
+	if limit > ceiling || limit <= 0 {
+		limit = ceiling
+	}
+	return limit
 }

@@ -83,3 +83,22 @@ func TestBackoffIsFullJitterCappedExponential(t *testing.T) {
 	assert.Equal(t, int32(43200), ceilSeconds(48*time.Hour))
 	assert.Equal(t, int32(2), ceilSeconds(1001*time.Millisecond))
 }
+
+func TestBackoffDrawsWholeSecondsIncludingZero(t *testing.T) {
+	t.Parallel()
+	b := ExponentialBackoff(time.Second, time.Minute)
+	seen := map[time.Duration]int{}
+	for i := 0; i < 4000; i++ {
+		d := b(2) // range [0, 2 s]
+		require.Zero(t, d%time.Second, "SQS takes whole seconds: %s", d)
+		seen[d]++
+	}
+	// 0, 1 and 2 s each about a third of the time: no bias from rounding up.
+	for _, d := range []time.Duration{0, time.Second, 2 * time.Second} {
+		assert.InDelta(t, 4000/3, seen[d], 250, "%s drawn %d times", d, seen[d])
+	}
+	sub := ExponentialBackoff(100*time.Millisecond, time.Minute)
+	for i := 0; i < 100; i++ {
+		assert.LessOrEqual(t, sub(1), 100*time.Millisecond)
+	}
+}
