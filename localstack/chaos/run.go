@@ -13,6 +13,7 @@ import (
 	"os"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -154,6 +155,9 @@ type runner struct {
 	devMu sync.Mutex
 	dev   *devstack.Stack
 
+	batchMu     sync.Mutex
+	fifoBatches []esm.BatchReport
+
 	killable                    map[string]bool // function names whose processes may be killed
 	killableInvocations         atomic.Int64
 	invocations, kills, crashes atomic.Int64
@@ -230,6 +234,49 @@ func (r *runner) onBatch(_ string, rep esm.BatchReport) {
 	if rep.Outcome == lambdaruntime.Crash {
 		r.crashes.Add(1)
 	}
+	// The FIFO batches, to show how a group's jobs were handed out should its order break.
+	var groups []string
+	for _, body := range rep.Bodies {
+		var env struct {
+			ID   string `json:"id"`
+			Args struct {
+				Account string `json:"account"`
+			} `json:"args"`
+		}
+		if json.Unmarshal([]byte(body), &env) == nil && env.Args.Account != "" {
+			groups = append(groups, env.Args.Account)
+		}
+	}
+	if len(groups) == 0 {
+		return
+	}
+	r.batchMu.Lock()
+	defer r.batchMu.Unlock()
+	r.fifoBatches = append(r.fifoBatches, rep)
+}
+
+// batchesOf describes the FIFO batches that held jobs of account, one line each.
+func (r *runner) batchesOf(account string) []string {
+	r.batchMu.Lock()
+	defer r.batchMu.Unlock()
+	var lines []string
+	for _, rep := range r.fifoBatches {
+		var ids []string
+		for _, body := range rep.Bodies {
+			if strings.Contains(body, `"account":"`+account+`"`) {
+				var env struct {
+					ID string `json:"id"`
+				}
+				_ = json.Unmarshal([]byte(body), &env)
+				ids = append(ids, env.ID)
+			}
+		}
+		if len(ids) > 0 {
+			lines = append(lines, fmt.Sprintf("%s worker=%d size=%d outcome=%s verdict=%s failed=%d deleted=%d jobs=%v",
+				rep.ReceivedAt.Format("15:04:05.000"), rep.Worker, len(rep.Bodies), rep.Outcome, rep.Verdict, len(rep.Failed), len(rep.Deleted), ids))
+		}
+	}
+	return lines
 }
 
 func (r *runner) run(ctx context.Context) (*Report, error) {
@@ -286,6 +333,13 @@ func (r *runner) run(ctx context.Context) (*Report, error) {
 		return nil, err
 	}
 	rep := Evaluate(r.plan, st, r.stack.MaxAttempts())
+	for _, g := range rep.OrderViolationGroups {
+		account, _, _ := strings.Cut(g, " ")
+		fmt.Fprintf(r.cfg.Progress, "chaos: batches of %s (order broken):\n", account)
+		for _, line := range r.batchesOf(account) {
+			fmt.Fprintf(r.cfg.Progress, "chaos:   %s\n", line)
+		}
+	}
 	rep.Seconds = int(elapsed.Round(time.Second) / time.Second)
 	rep.Faults.APIs = r.stack.Proxy.Stats()
 	total := rep.Faults.APIs.Total("")
