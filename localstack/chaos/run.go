@@ -486,14 +486,30 @@ func (r *runner) readState(ctx context.Context) (State, error) {
 }
 
 // drainDead receives and deletes every message of a dead-letter queue, counting them by job id.
+// It goes on until the queue reports no message left.
 func drainDead(ctx context.Context, client *sqs.Client, queue string, dead map[string]int) error {
-	for empty := 0; empty < 3; {
+	for empty := 0; ; {
+		if empty >= 3 {
+			n, err := queueDepth(ctx, client, queue)
+			if err != nil {
+				return fmt.Errorf("chaos: read dead-letter queue %s: %w", queue, err)
+			}
+			if n == 0 {
+				return nil
+			}
+			if empty >= 30 {
+				return fmt.Errorf("chaos: dead-letter queue %s still holds %d message(s) it does not hand out", queue, n)
+			}
+		}
 		out, err := client.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: aws.String(queue), MaxNumberOfMessages: 10, VisibilityTimeout: 300})
 		if err != nil {
 			return fmt.Errorf("chaos: read dead-letter queue %s: %w", queue, err)
 		}
 		if len(out.Messages) == 0 {
 			empty++
+			if empty > 3 {
+				time.Sleep(100 * time.Millisecond)
+			}
 			continue
 		}
 		empty = 0
@@ -508,11 +524,14 @@ func drainDead(ctx context.Context, client *sqs.Client, queue string, dead map[s
 			dead[env.ID]++
 			entries = append(entries, sqstypes.DeleteMessageBatchRequestEntry{Id: aws.String(strconv.Itoa(i)), ReceiptHandle: m.ReceiptHandle})
 		}
-		if _, err := client.DeleteMessageBatch(ctx, &sqs.DeleteMessageBatchInput{QueueUrl: aws.String(queue), Entries: entries}); err != nil {
+		out2, err := client.DeleteMessageBatch(ctx, &sqs.DeleteMessageBatchInput{QueueUrl: aws.String(queue), Entries: entries})
+		if err != nil {
 			return fmt.Errorf("chaos: delete from dead-letter queue %s: %w", queue, err)
 		}
+		if len(out2.Failed) > 0 {
+			return fmt.Errorf("chaos: delete from dead-letter queue %s: %s", queue, aws.ToString(out2.Failed[0].Message))
+		}
 	}
-	return nil
 }
 
 // lineCounter passes output on and counts the lines that contain needle.

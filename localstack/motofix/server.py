@@ -42,6 +42,13 @@ Fix 7, deletes. moto deletes a message by building a new list of the queue's mes
 assigning it, without the lock sends append under: a message sent meanwhile was dropped (a job
 lost although SendMessage succeeded), and of two deletes at once one could bring the other's
 message back. The fix takes the queue's lock for the delete.
+
+Fix 8, FIFO order within a receive. moto's walk skips the messages of the groups in flight when
+it starts, but recomputes that set whenever it meets a message whose visibility timeout has just
+passed: a group whose last in-flight message was deleted meanwhile is then open for the rest of
+the walk, which hands out the group's later messages after having passed over its earlier ones
+(a posting 20 before 14). The walk below fixes the closed groups when it starts and only adds to
+them: a group passed over stays closed until the next receive.
 """
 
 import sys
@@ -283,6 +290,62 @@ def delete_message_locked(self, receipt_handle):
 
 
 models.Queue.delete_message = delete_message_locked
+
+def _receive_walk(self, queue_name, count, wait_seconds_timeout, visibility_timeout, message_attribute_names=None):
+    """moto's SQSBackend.receive_message with Fix 8: the same walk, with the FIFO groups closed
+    for the whole walk fixed when it starts."""
+    if message_attribute_names is None:
+        message_attribute_names = []
+    queue = self.get_queue(queue_name)
+    result = []
+    previous_result_count = 0
+    polling_end = unix_time() + wait_seconds_timeout
+    while True:
+        if result or (wait_seconds_timeout and unix_time() > polling_end):
+            break
+        messages_to_dlq = []
+        closed = set(queue.pending_message_groups) if queue.fifo_queue else set()
+        for message in queue.messages:
+            if not message.visible:
+                continue
+            if message in queue.pending_messages:
+                # Visible again: its consumer timed out. A FIFO message's group was closed when
+                # the walk began: it is handed out by the next receive, in its group's order.
+                queue.pending_messages.discard(message)
+                if queue.fifo_queue:
+                    continue
+            if queue.fifo_queue and message.group_id and message.group_id in closed:
+                continue
+            if (
+                queue.dead_letter_queue is not None
+                and queue.redrive_policy
+                and message.approximate_receive_count >= queue.redrive_policy["maxReceiveCount"]
+            ):
+                messages_to_dlq.append(message)
+                continue
+            queue.pending_messages.add(message)
+            message.mark_received(visibility_timeout=visibility_timeout)
+            message_copy = _copy.deepcopy(message)
+            models._filter_message_attributes(message_copy, message_attribute_names)
+            if not self.is_message_valid_based_on_retention_period(queue_name, message):
+                break
+            result.append(message_copy)
+            if len(result) >= count:
+                break
+        for message in messages_to_dlq:
+            queue._messages.remove(message)
+            queue.dead_letter_queue.add_message(message)
+        if previous_result_count == len(result):
+            if wait_seconds_timeout == 0:
+                break
+            queue.wait_for_messages(1)
+            continue
+        previous_result_count = len(result)
+    return result
+
+
+# Fix 1's receive_message calls moto's walk through this name.
+_receive_message = _receive_walk
 
 if __name__ == "__main__":
     sys.exit(main())
