@@ -11,9 +11,9 @@
 //   - Delayer is the jobs.LongDelayer the producer uses for delays beyond jobs.MaxSQSDelay: it
 //     creates a one-time at() schedule (UTC, deleted after completion) whose input is the job's
 //     envelope, and deletes it when the job is cancelled.
-//   - LocalRunner fires schedules offline, where the emulator stores schedules but never runs
-//     them: the declared ones plus the one-time ones found in schedule groups, evaluated in their
-//     time zones against an injected Clock, sending the rendered envelope to the target queue.
+//
+// Offline, where emulators store schedules but never run them, the local stack fires them
+// (package localstack/schedfire) with the same expressions and rendered envelopes.
 //
 // Expressions follow EventBridge Scheduler: cron has six fields (minutes hours day-of-month month
 // day-of-week year) with exactly one of day-of-month and day-of-week set to ?, days of the week are

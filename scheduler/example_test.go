@@ -3,7 +3,6 @@ package scheduler_test
 import (
 	"context"
 	"fmt"
-	"log/slog"
 	"os"
 	"time"
 
@@ -121,32 +120,6 @@ func ExampleDelayer() {
 	}
 	// Changed our mind:
 	if err := client.CancelDelayed(ctx, res.ID); err != nil {
-		panic(err)
-	}
-}
-
-// Offline, a LocalRunner fires the declared schedules and the delayed jobs stored in a group.
-func ExampleLocalRunner() {
-	ctx := context.Background()
-	cfg, err := config.LoadDefaultConfig(ctx)
-	if err != nil {
-		panic(err)
-	}
-	runner, err := scheduler.NewLocalRunner(scheduler.LocalRunnerConfig{
-		SQS:       sqs.NewFromConfig(cfg),
-		Scheduler: awsscheduler.NewFromConfig(cfg),
-		Groups:    []string{os.Getenv(scheduler.EnvScheduleGroup)},
-		Schedules: []scheduler.Schedule{{
-			Name: "nightly-report", Expression: "cron(30 2 * * ? *)", TimeZone: "Europe/Berlin",
-			Args: NightlyReport{Team: "ops"}, Queue: "reports",
-		}},
-		Queues: map[string]string{"reports": os.Getenv("REPORTS_QUEUE_URL")},
-		Logger: slog.New(slog.NewJSONHandler(os.Stderr, nil)),
-	})
-	if err != nil {
-		panic(err)
-	}
-	if err := runner.Run(ctx); err != nil { // until ctx ends
 		panic(err)
 	}
 }

@@ -61,8 +61,8 @@ func (p RetryPolicy) validate(schedule string) error {
 }
 
 // Schedule is a recurring (or one-time) job declared once in Go: the CDK construct
-// (infra/constructs.NewSchedule) renders it as an EventBridge Scheduler schedule, and LocalRunner
-// fires it offline. Every tick sends one envelope to the target queue whose id is
+// (infra/constructs.NewSchedule) renders it as an EventBridge Scheduler schedule, and the offline
+// stack (localstack/schedfire) fires it. Every tick sends one envelope to the target queue whose id is
 // sched:<Name>:<scheduled-time>, so a tick delivered twice is the same job.
 type Schedule struct {
 	// Name identifies the schedule: 1-64 letters, digits, '-', '_' or '.'; unique in its group.
@@ -74,12 +74,12 @@ type Schedule struct {
 	// TimeZone is the IANA time zone cron and at are evaluated in (e.g. "Europe/Berlin"); "" is UTC.
 	TimeZone string
 	// FlexibleWindow lets Scheduler deliver a tick up to this long after its time (whole minutes,
-	// at most 24 h); 0 turns the window off. LocalRunner always fires on time.
+	// at most 24 h); 0 turns the window off. The offline runner (localstack/schedfire) always fires on time.
 	FlexibleWindow time.Duration
 	// Args is the job each tick runs: its Kind and JSON are the envelope's kind and args.
 	Args jobs.JobArgs
 	// Queue names the target queue: the logical name the stack and the local runner agree on (the
-	// construct is handed the queue itself; LocalRunner resolves the name with its Queues map, or
+	// construct is handed the queue itself; the offline runner resolves the name with its Queues map, or
 	// by queue name). A URL is accepted as well. A name ending in ".fifo" requires GroupID.
 	Queue string
 	// GroupID is the FIFO message group id every tick is sent with (1-128 characters). A FIFO

@@ -94,7 +94,7 @@ func Example_enqueue() {
 }
 
 // Recurring jobs are declared once in Go (samplejobs.Schedules): the CDK app renders each as an
-// EventBridge Scheduler schedule and scheduler.LocalRunner fires them offline. Every tick is an
+// EventBridge Scheduler schedule and schedfire.Runner fires them offline. Every tick is an
 // envelope whose id carries its scheduled time.
 func Example_schedules() {
 	after := time.Date(2026, 7, 15, 12, 0, 0, 0, time.UTC)

@@ -35,7 +35,7 @@ const InterestAccount = "acct-savings-demo"
 var interestPosting = PostLedger{Account: InterestAccount, PostingID: "interest-hourly", AmountCents: 1}
 
 // Schedules are the sample stack's recurring jobs, declared once: the CDK app renders each as an
-// EventBridge Scheduler schedule (infra/constructs.NewSchedule) and scheduler.LocalRunner fires
+// EventBridge Scheduler schedule (infra/constructs.NewSchedule) and schedfire.Runner fires
 // them offline. Queue names are the sample's queue names (Queues); a FIFO target (Ledger) gets
 // the job's message group.
 var Schedules = []scheduler.Schedule{

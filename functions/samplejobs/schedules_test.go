@@ -14,6 +14,7 @@ import (
 	"github.com/jobkit-go/jobkit/functions/samplejobs"
 	"github.com/jobkit-go/jobkit/jobs"
 	"github.com/jobkit-go/jobkit/jobs/jobstest"
+	"github.com/jobkit-go/jobkit/localstack/schedfire"
 	"github.com/jobkit-go/jobkit/scheduler"
 )
 
@@ -42,7 +43,7 @@ func TestSchedulesDeclared(t *testing.T) {
 		require.Contains(t, in, `"id":"sched:`+s.Name+`:`+scheduler.ScheduledTimePlaceholder+`"`)
 	}
 	// The offline runner takes them as they are (it sends nothing until it runs).
-	_, err := scheduler.NewLocalRunner(scheduler.LocalRunnerConfig{SQS: sqs.New(sqs.Options{Region: "us-east-1"}), Schedules: samplejobs.Schedules})
+	_, err := schedfire.New(schedfire.Config{SQS: sqs.New(sqs.Options{Region: "us-east-1"}), Schedules: samplejobs.Schedules})
 	require.NoError(t, err)
 }
 

@@ -27,7 +27,7 @@ import (
 	"github.com/jobkit-go/jobkit/localstack/deploy"
 	"github.com/jobkit-go/jobkit/localstack/devstack"
 	"github.com/jobkit-go/jobkit/localstack/esm"
-	"github.com/jobkit-go/jobkit/scheduler"
+	"github.com/jobkit-go/jobkit/localstack/schedfire"
 )
 
 // SQSAPI is the part of the SQS client the Tracker calls (inspect.SQSAPI: it lists dead-letter
@@ -235,7 +235,7 @@ func (t *Tracker) add(j *Tracked) {
 }
 
 // OnFire tracks a schedule's tick (devstack.Config.OnFire) sent to one of the job queues.
-func (t *Tracker) OnFire(f scheduler.Firing) {
+func (t *Tracker) OnFire(f schedfire.Firing) {
 	if f.Err != nil || f.JobID == "" {
 		return
 	}

@@ -12,7 +12,7 @@ import (
 	"github.com/jobkit-go/jobkit/localstack/demo"
 	"github.com/jobkit-go/jobkit/localstack/deploy"
 	"github.com/jobkit-go/jobkit/localstack/esm"
-	"github.com/jobkit-go/jobkit/scheduler"
+	"github.com/jobkit-go/jobkit/localstack/schedfire"
 )
 
 const base = "https://sqs.us-east-1.amazonaws.com/123456789012/"
@@ -73,9 +73,9 @@ func TestTrackerEffects(t *testing.T) {
 	tr.Add(jobs.EnqueueResult{ID: "e1", Kind: samplejobs.KindSendEmail, QueueURL: base + "EmailQueue"}, samplejobs.SendEmail{To: "a@b"}, "", "")
 	tr.Add(jobs.EnqueueResult{ID: "v1", Kind: samplejobs.KindTranscodeVideo, QueueURL: base + "TranscodeQueue"}, samplejobs.TranscodeVideo{}, "", "")
 	tr.Add(jobs.EnqueueResult{ID: "x", Err: fmt.Errorf("not sent")}, samplejobs.SendEmail{}, "", "")
-	tr.OnFire(scheduler.Firing{Schedule: "s", JobID: "sched:s:t", Kind: samplejobs.KindPostLedger, QueueURL: base + "LedgerQueue.fifo",
+	tr.OnFire(schedfire.Firing{Schedule: "s", JobID: "sched:s:t", Kind: samplejobs.KindPostLedger, QueueURL: base + "LedgerQueue.fifo",
 		Body: `{"v":1,"id":"sched:s:t","kind":"ledger.post","args":{},"key":"k1"}`})
-	tr.OnFire(scheduler.Firing{JobID: "elsewhere", QueueURL: base + "Other"})
+	tr.OnFire(schedfire.Firing{JobID: "elsewhere", QueueURL: base + "Other"})
 
 	out := tr.Output(nil)
 	write := func(s string) {

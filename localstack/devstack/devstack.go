@@ -22,7 +22,7 @@ import (
 	"github.com/jobkit-go/jobkit/localstack/deploy"
 	"github.com/jobkit-go/jobkit/localstack/esm"
 	"github.com/jobkit-go/jobkit/localstack/lambdaruntime"
-	"github.com/jobkit-go/jobkit/scheduler"
+	"github.com/jobkit-go/jobkit/localstack/schedfire"
 )
 
 // Config configures Start.
@@ -43,7 +43,7 @@ type Config struct {
 	// lambdaruntime.Options.OnStart); it must not block.
 	OnInvoke func(function, requestID string, pid int)
 	// OnFire, if set, is called after every tick the scheduler loop sends.
-	OnFire func(scheduler.Firing)
+	OnFire func(schedfire.Firing)
 	// NoScheduler leaves the schedules alone (the loop runs when the deployment has schedule groups).
 	NoScheduler bool
 	// SchedulerPollInterval is how often the loop lists the groups; default 5 s.
@@ -181,7 +181,7 @@ func Start(ctx context.Context, cfg Config) (*Stack, error) {
 		}
 	}
 
-	var runner *scheduler.LocalRunner
+	var runner *schedfire.Runner
 	if !cfg.NoScheduler {
 		groups := map[string]bool{}
 		for _, g := range d.ScheduleGroups {
@@ -196,7 +196,7 @@ func Start(ctx context.Context, cfg Config) (*Stack, error) {
 				names = append(names, g)
 			}
 			sort.Strings(names)
-			runner, err = scheduler.NewLocalRunner(scheduler.LocalRunnerConfig{
+			runner, err = schedfire.New(schedfire.Config{
 				SQS: client, Scheduler: awsscheduler.NewFromConfig(cfg.AWS), Groups: names,
 				PollInterval: cfg.SchedulerPollInterval, Logger: log, OnFire: cfg.OnFire,
 			})

@@ -27,7 +27,7 @@ import (
 	"github.com/jobkit-go/jobkit/localstack/deploy"
 	"github.com/jobkit-go/jobkit/localstack/devstack"
 	"github.com/jobkit-go/jobkit/localstack/esm"
-	"github.com/jobkit-go/jobkit/scheduler"
+	"github.com/jobkit-go/jobkit/localstack/schedfire"
 )
 
 // fixture copies the deploy package's test assembly, turning its schedule into a one-time
@@ -108,7 +108,7 @@ func TestStackRunsTheDeployment(t *testing.T) {
 	var (
 		mu      sync.Mutex
 		batches []esm.BatchReport
-		fired   []scheduler.Firing
+		fired   []schedfire.Firing
 		invoked []string // "<function> <pid>" per invocation taken
 	)
 	out := &lockedBuffer{}
@@ -119,7 +119,7 @@ func TestStackRunsTheDeployment(t *testing.T) {
 			batches = append(batches, rep)
 			mu.Unlock()
 		},
-		OnFire: func(f scheduler.Firing) {
+		OnFire: func(f schedfire.Firing) {
 			mu.Lock()
 			fired = append(fired, f)
 			mu.Unlock()

@@ -1,4 +1,4 @@
-package scheduler
+package schedfire
 
 import (
 	"context"
@@ -14,15 +14,16 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/scheduler"
+	awsscheduler "github.com/aws/aws-sdk-go-v2/service/scheduler"
 	"github.com/aws/aws-sdk-go-v2/service/scheduler/types"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/jobkit-go/jobkit/jobs"
+	"github.com/jobkit-go/jobkit/scheduler"
 )
 
-// Clock is LocalRunner's time source. Tests inject a manual clock; SystemClock is the real one.
+// Clock is Runner's time source. Tests inject a manual clock; SystemClock is the real one.
 type Clock interface {
 	Now() time.Time
 	// After returns a channel that receives once d has passed (at once when d <= 0).
@@ -37,37 +38,37 @@ func (systemClock) After(d time.Duration) <-chan time.Time { return time.After(d
 // SystemClock returns the wall clock.
 func SystemClock() Clock { return systemClock{} }
 
-// LocalSQSAPI is the part of the SQS API LocalRunner uses.
-type LocalSQSAPI interface {
+// SQSAPI is the part of the SQS API Runner uses.
+type SQSAPI interface {
 	SendMessage(ctx context.Context, in *sqs.SendMessageInput, optFns ...func(*sqs.Options)) (*sqs.SendMessageOutput, error)
 	GetQueueUrl(ctx context.Context, in *sqs.GetQueueUrlInput, optFns ...func(*sqs.Options)) (*sqs.GetQueueUrlOutput, error)
 }
 
-// LocalSchedulerAPI is the part of the EventBridge Scheduler API LocalRunner uses to find and
+// SchedulerAPI is the part of the EventBridge Scheduler API Runner uses to find and
 // fire the schedules stored in groups.
-type LocalSchedulerAPI interface {
-	ListSchedules(ctx context.Context, in *scheduler.ListSchedulesInput, optFns ...func(*scheduler.Options)) (*scheduler.ListSchedulesOutput, error)
-	GetSchedule(ctx context.Context, in *scheduler.GetScheduleInput, optFns ...func(*scheduler.Options)) (*scheduler.GetScheduleOutput, error)
-	DeleteSchedule(ctx context.Context, in *scheduler.DeleteScheduleInput, optFns ...func(*scheduler.Options)) (*scheduler.DeleteScheduleOutput, error)
+type SchedulerAPI interface {
+	ListSchedules(ctx context.Context, in *awsscheduler.ListSchedulesInput, optFns ...func(*awsscheduler.Options)) (*awsscheduler.ListSchedulesOutput, error)
+	GetSchedule(ctx context.Context, in *awsscheduler.GetScheduleInput, optFns ...func(*awsscheduler.Options)) (*awsscheduler.GetScheduleOutput, error)
+	DeleteSchedule(ctx context.Context, in *awsscheduler.DeleteScheduleInput, optFns ...func(*awsscheduler.Options)) (*awsscheduler.DeleteScheduleOutput, error)
 }
 
 var (
-	_ LocalSQSAPI       = (*sqs.Client)(nil)
-	_ LocalSchedulerAPI = (*scheduler.Client)(nil)
+	_ SQSAPI       = (*sqs.Client)(nil)
+	_ SchedulerAPI = (*awsscheduler.Client)(nil)
 )
 
-// ReasonUndeliverable is the jobs.AttrReason LocalRunner puts on a tick it sends to a schedule's
+// ReasonUndeliverable is the jobs.AttrReason Runner puts on a tick it sends to a schedule's
 // dead-letter queue because the target queue refused it.
 const ReasonUndeliverable = "schedule_undeliverable"
 
-// LocalRunnerConfig configures a LocalRunner.
-type LocalRunnerConfig struct {
+// Config configures a Runner.
+type Config struct {
 	// SQS sends the ticks (required).
-	SQS LocalSQSAPI
+	SQS SQSAPI
 	// Scheduler reads the schedules of Groups; required when Groups is set.
-	Scheduler LocalSchedulerAPI
+	Scheduler SchedulerAPI
 	// Schedules are the declared schedules to fire.
-	Schedules []Schedule
+	Schedules []scheduler.Schedule
 	// Groups are schedule groups whose stored schedules are fired too: the one-time schedules a
 	// Delayer creates, which the emulator keeps but never runs.
 	Groups []string
@@ -84,7 +85,7 @@ type LocalRunnerConfig struct {
 	OnFire func(Firing)
 }
 
-// Firing is one tick LocalRunner sent.
+// Firing is one tick Runner sent.
 type Firing struct {
 	Schedule      string    // the schedule name
 	Group         string    // its group; "" for a declared schedule
@@ -97,9 +98,9 @@ type Firing struct {
 	Err           error     // why it was not delivered to QueueURL (it went to the DLQ, if any)
 }
 
-// LocalRunner fires schedules offline, as EventBridge Scheduler would: the declared Schedules and
+// Runner fires schedules offline, as EventBridge Scheduler would: the declared Schedules and
 // the schedules stored in Groups (moto and LocalStack keep them but never fire them). Each tick
-// renders the schedule's input with its scheduled time (RenderInput) and sends it to the target
+// renders the schedule's input with its scheduled time (scheduler.RenderInput) and sends it to the target
 // queue — with the schedule's message group and the envelope id as deduplication id on a FIFO
 // queue. A one-time schedule whose ActionAfterCompletion is DELETE is deleted once fired.
 //
@@ -110,8 +111,8 @@ type Firing struct {
 // would have dropped. A stored one-time schedule that is already due when found is sent at once,
 // however late; a declared at() already past at start is not sent. FlexibleWindow is ignored:
 // ticks are sent on time. With an injected Clock every decision is deterministic.
-type LocalRunner struct {
-	cfg     LocalRunnerConfig
+type Runner struct {
+	cfg     Config
 	clock   Clock
 	log     *slog.Logger
 	sources map[string]*source
@@ -125,7 +126,7 @@ type LocalRunner struct {
 type source struct {
 	key         string // "<group>/<name>"; declared schedules have group ""
 	name, group string
-	expr        Expression
+	expr        scheduler.Expression
 	loc         *time.Location
 	input       string
 	queueURL    string
@@ -138,14 +139,14 @@ type source struct {
 	done        bool
 }
 
-// NewLocalRunner checks cfg and returns a runner. Declared schedules are validated here
+// New checks cfg and returns a runner. Declared schedules are validated here
 // (*ValidationError); their queues are resolved when Run starts.
-func NewLocalRunner(cfg LocalRunnerConfig) (*LocalRunner, error) {
+func New(cfg Config) (*Runner, error) {
 	if cfg.SQS == nil {
-		return nil, errors.New("scheduler: NewLocalRunner: nil SQS client")
+		return nil, errors.New("scheduler: New: nil SQS client")
 	}
 	if len(cfg.Groups) > 0 && cfg.Scheduler == nil {
-		return nil, errors.New("scheduler: NewLocalRunner: Groups need a Scheduler client")
+		return nil, errors.New("scheduler: New: Groups need a Scheduler client")
 	}
 	seen := map[string]bool{}
 	for _, s := range cfg.Schedules {
@@ -153,7 +154,7 @@ func NewLocalRunner(cfg LocalRunnerConfig) (*LocalRunner, error) {
 			return nil, err
 		}
 		if seen[s.Name] {
-			return nil, &ValidationError{Schedule: s.Name, Field: "Name", Reason: "declared twice"}
+			return nil, &scheduler.ValidationError{Schedule: s.Name, Field: "Name", Reason: "declared twice"}
 		}
 		seen[s.Name] = true
 	}
@@ -166,7 +167,7 @@ func NewLocalRunner(cfg LocalRunnerConfig) (*LocalRunner, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	return &LocalRunner{
+	return &Runner{
 		cfg: cfg, clock: cfg.Clock, log: cfg.Logger,
 		sources: map[string]*source{}, fired: map[string]bool{}, urls: map[string]string{},
 	}, nil
@@ -175,7 +176,7 @@ func NewLocalRunner(cfg LocalRunnerConfig) (*LocalRunner, error) {
 // Run fires schedules until ctx ends, then returns nil. It returns an error at once when a
 // declared schedule's queue cannot be resolved; later problems (a failed send, an unreadable
 // stored schedule) are logged and the runner goes on.
-func (r *LocalRunner) Run(ctx context.Context) error {
+func (r *Runner) Run(ctx context.Context) error {
 	now := r.clock.Now()
 	for _, s := range r.cfg.Schedules {
 		src, err := r.declared(ctx, s)
@@ -183,7 +184,7 @@ func (r *LocalRunner) Run(ctx context.Context) error {
 			return err
 		}
 		src.next, src.done = firstTick(src.expr, src.loc, now, time.Time{})
-		if src.expr.Kind() == KindAt && src.done {
+		if src.expr.Kind() == scheduler.KindAt && src.done {
 			r.log.Info("scheduler: declared one-time schedule is past; not fired", "schedule", s.Name, "expression", s.Expression)
 		}
 		r.sources[src.key] = src
@@ -215,7 +216,7 @@ func (r *LocalRunner) Run(ctx context.Context) error {
 // Send sends the tick of declared schedule s scheduled for `scheduled`, now: what Run does on
 // each tick. It is safe to call while Run runs (to fire a schedule on demand). Sending the same tick twice sends the same envelope id (on a FIFO queue, SQS keeps
 // one within its deduplication window; elsewhere the idempotent worker does).
-func (r *LocalRunner) Send(ctx context.Context, s Schedule, scheduled time.Time) (Firing, error) {
+func (r *Runner) Send(ctx context.Context, s scheduler.Schedule, scheduled time.Time) (Firing, error) {
 	if err := s.Validate(); err != nil {
 		return Firing{}, err
 	}
@@ -228,37 +229,37 @@ func (r *LocalRunner) Send(ctx context.Context, s Schedule, scheduled time.Time)
 }
 
 // declared turns a validated declared schedule into a source, resolving its queues.
-func (r *LocalRunner) declared(ctx context.Context, s Schedule) (*source, error) {
+func (r *Runner) declared(ctx context.Context, s scheduler.Schedule) (*source, error) {
 	loc, _ := s.Location()
 	input, err := s.Input()
 	if err != nil {
 		return nil, err
 	}
 	src := &source{
-		key: "/" + s.Name, name: s.Name, expr: MustParseExpression(s.Expression), loc: loc,
-		input: input, groupID: s.GroupID, maxAge: DefaultMaxEventAge,
+		key: "/" + s.Name, name: s.Name, expr: scheduler.MustParseExpression(s.Expression), loc: loc,
+		input: input, groupID: s.GroupID, maxAge: scheduler.DefaultMaxEventAge,
 	}
 	if s.Retry != nil {
 		src.maxAge = s.Retry.EventAge()
 	}
 	if src.queueURL, err = r.resolve(ctx, s.Queue); err != nil {
-		return nil, &ValidationError{Schedule: s.Name, Field: "Queue", Reason: "cannot resolve it to a queue URL", Err: err}
+		return nil, &scheduler.ValidationError{Schedule: s.Name, Field: "Queue", Reason: "cannot resolve it to a queue URL", Err: err}
 	}
 	if s.DeadLetterQueue != "" {
 		if src.dlqURL, err = r.resolve(ctx, s.DeadLetterQueue); err != nil {
-			return nil, &ValidationError{Schedule: s.Name, Field: "DeadLetterQueue", Reason: "cannot resolve it to a queue URL", Err: err}
+			return nil, &scheduler.ValidationError{Schedule: s.Name, Field: "DeadLetterQueue", Reason: "cannot resolve it to a queue URL", Err: err}
 		}
 	}
 	if jobs.IsFIFOQueue(src.queueURL) && src.groupID == "" {
-		return nil, &ValidationError{Schedule: s.Name, Field: "GroupID", Reason: "the target queue " + jobs.QueueName(src.queueURL) + " is FIFO: it needs a message group id"}
+		return nil, &scheduler.ValidationError{Schedule: s.Name, Field: "GroupID", Reason: "the target queue " + jobs.QueueName(src.queueURL) + " is FIFO: it needs a message group id"}
 	}
 	return src, nil
 }
 
 // firstTick returns the first tick at or after now (rate: at start, or now when start is zero).
-func firstTick(e Expression, loc *time.Location, now, start time.Time) (time.Time, bool) {
+func firstTick(e scheduler.Expression, loc *time.Location, now, start time.Time) (time.Time, bool) {
 	switch e.Kind() {
-	case KindRate:
+	case scheduler.KindRate:
 		if start.IsZero() {
 			return now.Truncate(time.Minute), false
 		}
@@ -267,7 +268,7 @@ func firstTick(e Expression, loc *time.Location, now, start time.Time) (time.Tim
 		}
 		k := (now.Sub(start) + e.Interval() - 1) / e.Interval()
 		return start.Add(k * e.Interval()), false
-	case KindAt:
+	case scheduler.KindAt:
 		t, _ := e.At(loc)
 		return t, t.Before(now)
 	}
@@ -279,7 +280,7 @@ func firstTick(e Expression, loc *time.Location, now, start time.Time) (time.Tim
 }
 
 // resolve turns a logical queue name, a queue name or a URL into a URL.
-func (r *LocalRunner) resolve(ctx context.Context, queue string) (string, error) {
+func (r *Runner) resolve(ctx context.Context, queue string) (string, error) {
 	if u, ok := r.cfg.Queues[queue]; ok {
 		return u, nil
 	}
@@ -290,7 +291,7 @@ func (r *LocalRunner) resolve(ctx context.Context, queue string) (string, error)
 }
 
 // queueURL looks a queue up by name (and owner account), caching the answer.
-func (r *LocalRunner) queueURL(ctx context.Context, name, account string) (string, error) {
+func (r *Runner) queueURL(ctx context.Context, name, account string) (string, error) {
 	key := account + "/" + name
 	r.mu.Lock()
 	u, ok := r.urls[key]
@@ -313,10 +314,10 @@ func (r *LocalRunner) queueURL(ctx context.Context, name, account string) (strin
 }
 
 // poll lists Groups, adds the schedules not seen before and drops the ones deleted since.
-func (r *LocalRunner) poll(ctx context.Context, now time.Time) {
+func (r *Runner) poll(ctx context.Context, now time.Time) {
 	listed := map[string]bool{}
 	for _, group := range r.cfg.Groups {
-		p := scheduler.NewListSchedulesPaginator(r.cfg.Scheduler, &scheduler.ListSchedulesInput{GroupName: aws.String(group)})
+		p := awsscheduler.NewListSchedulesPaginator(r.cfg.Scheduler, &awsscheduler.ListSchedulesInput{GroupName: aws.String(group)})
 		for p.HasMorePages() {
 			page, err := p.NextPage(ctx)
 			if err != nil {
@@ -351,12 +352,12 @@ func (r *LocalRunner) poll(ctx context.Context, now time.Time) {
 }
 
 // stored reads a schedule from a group and turns it into a source.
-func (r *LocalRunner) stored(ctx context.Context, group, name string, now time.Time) (*source, error) {
-	out, err := r.cfg.Scheduler.GetSchedule(ctx, &scheduler.GetScheduleInput{GroupName: aws.String(group), Name: aws.String(name)})
+func (r *Runner) stored(ctx context.Context, group, name string, now time.Time) (*source, error) {
+	out, err := r.cfg.Scheduler.GetSchedule(ctx, &awsscheduler.GetScheduleInput{GroupName: aws.String(group), Name: aws.String(name)})
 	if err != nil {
 		return nil, err
 	}
-	expr, err := ParseExpression(aws.ToString(out.ScheduleExpression))
+	expr, err := scheduler.ParseExpression(aws.ToString(out.ScheduleExpression))
 	if err != nil {
 		return nil, err
 	}
@@ -377,7 +378,7 @@ func (r *LocalRunner) stored(ctx context.Context, group, name string, now time.T
 		key: group + "/" + name, name: name, group: group, expr: expr, loc: loc,
 		input:       aws.ToString(t.Input),
 		deleteAfter: out.ActionAfterCompletion == types.ActionAfterCompletionDelete,
-		maxAge:      DefaultMaxEventAge,
+		maxAge:      scheduler.DefaultMaxEventAge,
 		end:         aws.ToTime(out.EndDate),
 	}
 	if src.queueURL, err = r.queueURL(ctx, qname, account); err != nil {
@@ -395,10 +396,10 @@ func (r *LocalRunner) stored(ctx context.Context, group, name string, now time.T
 		src.maxAge = time.Duration(*t.RetryPolicy.MaximumEventAgeInSeconds) * time.Second
 	}
 	start := aws.ToTime(out.StartDate)
-	if expr.Kind() == KindRate && start.IsZero() {
+	if expr.Kind() == scheduler.KindRate && start.IsZero() {
 		start = aws.ToTime(out.CreationDate)
 	}
-	if expr.Kind() == KindAt {
+	if expr.Kind() == scheduler.KindAt {
 		src.next, _ = expr.At(loc)
 		src.maxAge = 0 // a stored one-time job is sent however late: nothing fired it meanwhile
 	} else {
@@ -408,7 +409,7 @@ func (r *LocalRunner) stored(ctx context.Context, group, name string, now time.T
 }
 
 // nextWake returns the earliest pending tick.
-func (r *LocalRunner) nextWake() (time.Time, bool) {
+func (r *Runner) nextWake() (time.Time, bool) {
 	var wake time.Time
 	ok := false
 	for _, src := range r.sources {
@@ -420,7 +421,7 @@ func (r *LocalRunner) nextWake() (time.Time, bool) {
 }
 
 // fireDue sends every tick due at now, oldest first (ties by group/name).
-func (r *LocalRunner) fireDue(ctx context.Context, now time.Time) {
+func (r *Runner) fireDue(ctx context.Context, now time.Time) {
 	for {
 		var due []*source
 		for _, src := range r.sources {
@@ -443,7 +444,7 @@ func (r *LocalRunner) fireDue(ctx context.Context, now time.Time) {
 	}
 }
 
-func (r *LocalRunner) fireOne(ctx context.Context, src *source, now time.Time) {
+func (r *Runner) fireOne(ctx context.Context, src *source, now time.Time) {
 	tick := src.next
 	if !src.end.IsZero() && tick.After(src.end) {
 		src.done = true
@@ -452,7 +453,7 @@ func (r *LocalRunner) fireOne(ctx context.Context, src *source, now time.Time) {
 	stillThere := true
 	if src.group != "" {
 		// A delayed job cancelled since the last poll must not run.
-		_, err := r.cfg.Scheduler.GetSchedule(ctx, &scheduler.GetScheduleInput{GroupName: aws.String(src.group), Name: aws.String(src.name)})
+		_, err := r.cfg.Scheduler.GetSchedule(ctx, &awsscheduler.GetScheduleInput{GroupName: aws.String(src.group), Name: aws.String(src.name)})
 		var nf *types.ResourceNotFoundException
 		if errors.As(err, &nf) {
 			stillThere = false
@@ -464,16 +465,16 @@ func (r *LocalRunner) fireOne(ctx context.Context, src *source, now time.Time) {
 		return
 	case src.maxAge > 0 && now.Sub(tick) > src.maxAge:
 		r.log.Warn("scheduler: tick older than the schedule's maximum event age; dropped",
-			"schedule", src.name, "group", src.group, "scheduled_time", FormatScheduledTime(tick))
+			"schedule", src.name, "group", src.group, "scheduled_time", scheduler.FormatScheduledTime(tick))
 	default:
 		r.send(ctx, src, tick)
 	}
-	if src.expr.Kind() == KindAt {
+	if src.expr.Kind() == scheduler.KindAt {
 		src.done = true
 		r.fired[src.key] = src.group != ""
 		delete(r.sources, src.key)
 		if src.deleteAfter && src.group != "" {
-			if _, err := r.cfg.Scheduler.DeleteSchedule(ctx, &scheduler.DeleteScheduleInput{GroupName: aws.String(src.group), Name: aws.String(src.name)}); err != nil {
+			if _, err := r.cfg.Scheduler.DeleteSchedule(ctx, &awsscheduler.DeleteScheduleInput{GroupName: aws.String(src.group), Name: aws.String(src.name)}); err != nil {
 				r.log.Warn("scheduler: delete completed schedule", "schedule", src.name, "group", src.group, "error", err.Error())
 			}
 		}
@@ -484,8 +485,8 @@ func (r *LocalRunner) fireOne(ctx context.Context, src *source, now time.Time) {
 }
 
 // send renders and sends one tick; a refused send goes to the DLQ when there is one.
-func (r *LocalRunner) send(ctx context.Context, src *source, tick time.Time) Firing {
-	body := RenderInput(src.input, tick)
+func (r *Runner) send(ctx context.Context, src *source, tick time.Time) Firing {
+	body := scheduler.RenderInput(src.input, tick)
 	f := Firing{Schedule: src.name, Group: src.group, ScheduledTime: tick, QueueURL: src.queueURL, Body: body}
 	var env struct {
 		ID   string `json:"id"`
@@ -500,7 +501,7 @@ func (r *LocalRunner) send(ctx context.Context, src *source, tick time.Time) Fir
 		in.MessageDeduplicationId = aws.String(dedupID(f.JobID, body))
 	}
 	out, err := r.cfg.SQS.SendMessage(ctx, in)
-	attrs := []any{"schedule", src.name, "group", src.group, "scheduled_time", FormatScheduledTime(tick),
+	attrs := []any{"schedule", src.name, "group", src.group, "scheduled_time", scheduler.FormatScheduledTime(tick),
 		"job_id", f.JobID, "kind", f.Kind, "queue", jobs.QueueName(src.queueURL)}
 	if err == nil {
 		f.MessageID = aws.ToString(out.MessageId)
@@ -518,7 +519,7 @@ func (r *LocalRunner) send(ctx context.Context, src *source, tick time.Time) Fir
 	return f
 }
 
-func (r *LocalRunner) deadLetter(ctx context.Context, src *source, f Firing) {
+func (r *Runner) deadLetter(ctx context.Context, src *source, f Firing) {
 	str := func(v string) sqstypes.MessageAttributeValue {
 		return sqstypes.MessageAttributeValue{DataType: aws.String("String"), StringValue: aws.String(v)}
 	}
@@ -571,4 +572,13 @@ func truncate(s string, n int) string {
 		return s
 	}
 	return s[:n]
+}
+
+// queueFromARN splits an SQS queue ARN into its account and name.
+func queueFromARN(arn string) (account, name string, err error) {
+	parts := strings.Split(arn, ":")
+	if len(parts) != 6 || parts[0] != "arn" || parts[2] != "sqs" || parts[4] == "" || parts[5] == "" {
+		return "", "", fmt.Errorf("schedfire: %q is not an SQS queue ARN", arn)
+	}
+	return parts[4], parts[5], nil
 }
