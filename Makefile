@@ -75,20 +75,20 @@ dev: setup ## run the sample stack offline with a demo workload; ONCE=1 ends whe
 	@state=$$($(EMULATOR) up) || exit 1; \
 	if [ "$$state" = started ]; then trap '$(EMULATOR) down' EXIT; trap 'exit 130' INT TERM; fi; \
 	echo "emulator: $$state at $(ENDPOINT)"; \
-	AWS_ENDPOINT_URL=$(ENDPOINT) go run ./cmd/jobkit dev $(if $(ONCE),--once)
+	AWS_ENDPOINT_URL=$(ENDPOINT) go run ./internal/cmd/dev $(if $(ONCE),--once)
 
 bench: setup ## print BENCH key=value figures (starts and stops the emulator)
 	@infra/synth.sh --quiet
 	@state=$$($(EMULATOR) up) || exit 1; \
 	if [ "$$state" = started ]; then trap '$(EMULATOR) down' EXIT; trap 'exit 130' INT TERM; fi; \
-	AWS_ENDPOINT_URL=$(ENDPOINT) go run ./localstack/bench $(if $(ONLY),-only $(ONLY))
+	AWS_ENDPOINT_URL=$(ENDPOINT) go run ./internal/cmd/bench $(if $(ONLY),-only $(ONLY))
 
 chaos: setup ## 10,000 jobs on the offline stack under faults; fails unless nothing is lost
 	@infra/synth.sh --quiet
 	@state=$$($(EMULATOR) up) || exit 1; \
 	if [ "$$state" = started ]; then trap '$(EMULATOR) down' EXIT; trap 'exit 130' INT TERM; fi; \
 	echo "emulator: $$state at $(ENDPOINT)"; \
-	AWS_ENDPOINT_URL=$(ENDPOINT) go run ./localstack/chaos/cmd/chaos
+	AWS_ENDPOINT_URL=$(ENDPOINT) go run ./internal/cmd/chaos
 
 fuzz: ## fuzz the envelope decoder and the schedule expression parser, 60 s each
 	go test ./jobs -run '^$$' -fuzz FuzzDecodeEnvelope -fuzztime 60s

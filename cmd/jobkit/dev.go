@@ -1,214 +1,111 @@
 package main
 
 import (
-	"context"
+	"bufio"
+	"errors"
 	"fmt"
-	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
-	"time"
 
 	"github.com/spf13/cobra"
-
-	"github.com/jobkit-go/jobkit/localstack/demo"
 )
 
-// defaultDevEndpoint is where `jobkit dev` finds or starts the emulator without --endpoint.
-const defaultDevEndpoint = "http://127.0.0.1:4566"
+// devProgram is the package `jobkit dev` runs: the offline stack and its demo workload live in a
+// program of their own, so that this CLI links no emulator code.
+const devProgram = "./internal/cmd/dev"
 
-// devOptions are the flags of `jobkit dev`.
-type devOptions struct {
-	once     bool
-	timeout  time.Duration
-	synth    string
-	prefix   string
-	keep     bool
-	progress string
-	logs     string
-	root     string
-	noDemo   bool
-}
+// libraryModule is the module whose repository holds devProgram.
+const libraryModule = "github.com/jobkit-go/jobkit"
 
 func newDevCmd(a *app) *cobra.Command {
-	o := &devOptions{}
-	cmd := &cobra.Command{
-		Use:   "dev",
+	return &cobra.Command{
+		Use:   "dev [flags]",
 		Short: "Run the sample stack offline with a demo workload (what `make dev` runs)",
-		Long: `dev runs jobkit's sample stack on this machine, with no AWS account and no Docker:
-
-  1. synthesizes the CDK app into cdk.out when it is missing or older than its sources;
-  2. finds the emulator at --endpoint (default $AWS_ENDPOINT_URL, else ` + defaultDevEndpoint + `),
-     or starts moto there with localstack/emulator.sh;
-  3. deploys cdk.out onto it: queues, tables and schedules as the templates define them;
-  4. runs each function's real binary behind a local Lambda Runtime API, fed by the SQS event
-     source mappings of the templates, and fires the schedules;
-  5. enqueues a demo workload on the three sample functions (about 100 emails, 60 ledger
-     postings over 6 accounts, 8 transcodes), some failing a few attempts, some exhausting
-     their attempts, some poison;
-  6. shows per queue: enqueued / running / succeeded / retried / dead — a table redrawn in
-     place on a terminal, a line every few seconds otherwise.
-
-With --once it ends when every job has succeeded or been dead-lettered (or after --timeout);
-without it, it runs until Ctrl-C (the schedules keep firing; enqueue more with 'jobkit
-enqueue'). Either way it then stops what it started — functions, pollers, the deployment, and
-the emulator if it started it — and prints
-
-  DEV summary: succeeded=<n> retried=<n> dead=<n> lost=<n>
-
-counted from the stack's records (idempotency records, the functions' output, the dead-letter
-queues). lost counts jobs that are neither succeeded nor dead-lettered; it exits 1 when lost > 0.`,
-		Example: `  # What make dev runs
-  jobkit dev
-
-  # CI: run the workload to the end, then exit (make dev ONCE=1)
-  jobkit dev --once
-
-  # Keep the deployment on an emulator you started yourself, to look at it afterwards
-  jobkit dev --once --keep --endpoint http://127.0.0.1:4566
-  jobkit queues && jobkit dlq list --queue Email`,
-		Args: noArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			return runDev(cmd.Context(), a, o, cmd.OutOrStdout(), cmd.ErrOrStderr())
+		Long: `dev runs jobkit's sample stack on this machine, with no AWS account and no Docker. It is
+the program internal/cmd/dev of the jobkit repository the working directory is in (built into
+.run/bin); every flag goes to it ('jobkit dev --help' lists them).`,
+		DisableFlagParsing: true,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			root, err := devRoot(args)
+			if err != nil {
+				return err
+			}
+			bin := filepath.Join(root, ".run", "bin", "jobkit-dev")
+			build := exec.CommandContext(cmd.Context(), "go", "build", "-o", bin, devProgram)
+			build.Dir, build.Stdout, build.Stderr = root, cmd.ErrOrStderr(), cmd.ErrOrStderr()
+			if err := build.Run(); err != nil {
+				return fmt.Errorf("dev: build %s: %w", devProgram, err)
+			}
+			run := exec.CommandContext(cmd.Context(), bin, devArgs(a, args)...)
+			run.Dir = root
+			run.Stdin, run.Stdout, run.Stderr = a.stdin, cmd.OutOrStdout(), cmd.ErrOrStderr()
+			err = run.Run()
+			var exit *exec.ExitError
+			if errors.As(err, &exit) {
+				return devExit{exit.ExitCode()}
+			}
+			return err
 		},
 	}
-	f := cmd.Flags()
-	f.BoolVar(&o.once, "once", false, "end when the workload has drained (default when stderr is not a terminal)")
-	f.DurationVar(&o.timeout, "timeout", 5*time.Minute, "with --once, fail if the workload has not drained by then")
-	f.StringVar(&o.synth, "synth", demo.SynthAuto, "synthesize cdk.out: auto (when missing or stale), always or never")
-	f.StringVar(&o.prefix, "prefix", "", "prefix of the stack names (to share an emulator with another deployment)")
-	f.BoolVar(&o.keep, "keep", false, "leave the deployment on the emulator (and the emulator running if it was already)")
-	f.StringVar(&o.progress, "progress", progressAuto, "progress display: auto, table, plain or none")
-	f.StringVar(&o.logs, "function-logs", "", "file for the functions' output; default <repo>/.run/dev-functions.log, - for stderr")
-	f.StringVar(&o.root, "root", "", "repository root (cdk.out, infra/); default: found from the working directory")
-	f.BoolVar(&o.noDemo, "no-workload", false, "enqueue nothing: run the stack and its schedules only")
-	return cmd
 }
 
-func runDev(ctx context.Context, a *app, o *devOptions, stdout, stderr io.Writer) error {
-	root := o.root
-	if root == "" {
-		wd, err := os.Getwd()
-		if err != nil {
-			return err
-		}
-		if root, err = demo.ModuleRoot(wd); err != nil {
-			return fmt.Errorf("%w (run it inside the jobkit repository, or pass --root)", err)
-		}
-	}
-	tty := isTerminal(stderr)
-	var display demo.Display
-	switch o.progress {
-	case progressAuto, "":
-		if tty {
-			display = demo.NewTableDisplay(stderr, "jobkit dev")
-		} else {
-			display = demo.NewLineDisplay(stderr, 3*time.Second)
-		}
-	case "table", progressBar:
-		display = demo.NewTableDisplay(stderr, "jobkit dev")
-	case progressPlain:
-		display = demo.NewLineDisplay(stderr, 3*time.Second)
-	case progressNone:
-	default:
-		return usageError{fmt.Errorf("--progress must be auto, table, plain or none, not %q", o.progress)}
-	}
-	note := func(format string, args ...any) {
-		if display != nil {
-			display.Note(fmt.Sprintf(format, args...))
-		} else {
-			fmt.Fprintf(stderr, format+"\n", args...)
-		}
-	}
-	once := o.once
-	if !once && !tty {
-		once = true
-		note("dev: stderr is not a terminal: ending when the workload has drained (as --once)")
-	}
+// devExit carries the dev program's exit code; it has already said why.
+type devExit struct{ code int }
 
-	logPath := o.logs
-	var logs io.Writer
-	switch logPath {
-	case "-":
-		logs = stderr
-	default:
-		if logPath == "" {
-			logPath = filepath.Join(root, ".run", "dev-functions.log")
-		}
-		if err := os.MkdirAll(filepath.Dir(logPath), 0o755); err != nil {
-			return err
-		}
-		f, err := os.Create(logPath)
-		if err != nil {
-			return err
-		}
-		defer f.Close()
-		logs = f
-		note("dev: the functions' output goes to %s", logPath)
-	}
+func (e devExit) Error() string { return fmt.Sprintf("dev exited with %d", e.code) }
 
-	if a.endpoint == "" {
-		a.endpoint = defaultDevEndpoint
+// devArgs passes the CLI's --endpoint and --region on to the dev program, ahead of its own flags.
+func devArgs(a *app, args []string) []string {
+	var out []string
+	if a.endpoint != "" {
+		out = append(out, "--endpoint", a.endpoint)
 	}
-	emu, err := demo.StartEmulator(ctx, root, a.endpoint)
-	if err != nil {
-		return err
+	if a.region != "" {
+		out = append(out, "--region", a.region)
 	}
-	if emu.Started {
-		note("dev: started the emulator at %s", a.endpoint)
-	} else {
-		note("dev: using the emulator at %s", a.endpoint)
-	}
-	defer func() {
-		if err := emu.Stop(); err != nil {
-			note("dev: %v", err)
-		} else if emu.Started {
-			note("dev: stopped the emulator")
+	return append(out, args...)
+}
+
+// devRoot returns the jobkit repository dev runs in: --root when given, else the directory above
+// the working directory whose go.mod declares the jobkit module.
+func devRoot(args []string) (string, error) {
+	for i, arg := range args {
+		if v, ok := strings.CutPrefix(arg, "--root="); ok {
+			return v, nil
 		}
-	}()
-	awsCfg, err := a.awsConfig(ctx)
+		if arg == "--root" && i+1 < len(args) {
+			return args[i+1], nil
+		}
+	}
+	dir, err := os.Getwd()
 	if err != nil {
-		return err
+		return "", err
 	}
-	workload := demo.DevWorkload()
-	if o.noDemo {
-		workload = demo.Workload{}
+	for {
+		if declaresModule(filepath.Join(dir, "go.mod"), libraryModule) {
+			return dir, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", errors.New("dev: no jobkit repository above the working directory (run it inside one, or pass --root)")
+		}
+		dir = parent
 	}
-	keep := o.keep
-	if keep && emu.Started {
-		note("dev: --keep: the deployment goes with the emulator this run started and stops")
+}
+
+func declaresModule(gomod, module string) bool {
+	f, err := os.Open(gomod)
+	if err != nil {
+		return false
 	}
-	start := time.Now()
-	res, runErr := demo.Run(ctx, demo.Config{
-		AWS: awsCfg, Root: root, Synth: o.synth, Prefix: o.prefix, Workload: workload,
-		Once: once, Timeout: o.timeout, Display: display, FunctionOutput: logs, Keep: keep,
-	})
-	if res == nil || res.Census == nil {
-		return runErr
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if m, ok := strings.CutPrefix(strings.TrimSpace(sc.Text()), "module "); ok {
+			return strings.TrimSpace(m) == module
+		}
 	}
-	c := res.Census
-	if display == nil || !tty || o.progress == progressPlain {
-		fmt.Fprint(stderr, demo.FormatTable(c))
-	}
-	if reasons := demo.DeadReasons(c); len(reasons) > 0 {
-		note("dev: dead-lettered by reason: %s (jobkit dlq list --queue <name> shows them while the stack runs)", strings.Join(reasons, " "))
-	}
-	if c.Unlisted > 0 {
-		note("dev: %d dead-letter messages could not be listed (FIFO heads only); counted as dead", c.Unlisted)
-	}
-	if !res.Drained && c.Total.Pending > 0 {
-		note("dev: %d messages were still queued at the end (not counted as lost)", c.Total.Pending)
-	}
-	if len(res.LeftBehind) == 0 {
-		note("dev: the stack ran %s (%s in all); no function process left behind", res.Elapsed.Round(100*time.Millisecond),
-			time.Since(start).Round(100*time.Millisecond))
-	}
-	fmt.Fprintln(stdout, res.Summary.String())
-	if runErr != nil {
-		return runErr
-	}
-	if res.Lost > 0 {
-		return fmt.Errorf("dev: %d jobs lost", res.Lost)
-	}
-	return nil
+	return false
 }

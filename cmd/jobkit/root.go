@@ -62,6 +62,10 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	if err == nil {
 		return exitOK
 	}
+	var dx devExit
+	if errors.As(err, &dx) {
+		return dx.code
+	}
 	fmt.Fprintf(stderr, "jobkit: %v\n", err)
 	var ue usageError
 	if errors.As(err, &ue) || strings.HasPrefix(err.Error(), "unknown command") {

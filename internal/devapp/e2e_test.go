@@ -1,4 +1,4 @@
-package demo_test
+package devapp_test
 
 import (
 	"bufio"
@@ -26,13 +26,13 @@ import (
 	"github.com/jobkit-go/jobkit/jobs"
 	"github.com/jobkit-go/jobkit/jobs/inspect"
 	"github.com/jobkit-go/jobkit/localstack/awstest"
-	"github.com/jobkit-go/jobkit/localstack/demo"
+	"github.com/jobkit-go/jobkit/internal/devapp"
 )
 
 // e2eWorkload is 300 jobs over the three sample functions: emails and postings that fail two
 // attempts before succeeding, that exhaust their attempts, and poison ones; transcodes of 1 s,
 // one of 12 s, one failing its first attempt and two poison.
-var e2eWorkload = demo.Workload{
+var e2eWorkload = devapp.Workload{
 	Emails: 170, EmailRetries: 20, EmailExhausted: 3, EmailPoison: 5,
 	Accounts: 10, Postings: 110, PostingRetries: 10, PostingExhausted: 3, PostingPoison: 4,
 	Transcodes: 19, TranscodeSeconds: 1, LongTranscodes: 1, LongTranscodeSeconds: 12,
@@ -63,10 +63,10 @@ type testDisplay struct {
 	last time.Duration
 }
 
-func (d *testDisplay) Update(c *demo.Census, elapsed time.Duration) {
+func (d *testDisplay) Update(c *devapp.Census, elapsed time.Duration) {
 	if elapsed-d.last >= 5*time.Second || c.Full {
 		d.last = elapsed
-		d.t.Log(demo.FormatLine(c, elapsed))
+		d.t.Log(devapp.FormatLine(c, elapsed))
 	}
 }
 
@@ -157,7 +157,7 @@ type ledgerItem struct {
 func TestEndToEnd(t *testing.T) {
 	cfg := awstest.Config(t)
 	ctx := context.Background()
-	root, err := demo.ModuleRoot(".")
+	root, err := devapp.ModuleRoot(".")
 	require.NoError(t, err)
 	var b [4]byte
 	_, _ = rand.Read(b[:])
@@ -176,7 +176,7 @@ func TestEndToEnd(t *testing.T) {
 		}
 	})
 	start := time.Now()
-	res, err := demo.Run(ctx, demo.Config{
+	res, err := devapp.Run(ctx, devapp.Config{
 		AWS: cfg, Root: root, Prefix: prefix, Workload: e2eWorkload,
 		Once: true, Timeout: 4 * time.Minute, Display: &testDisplay{t: t},
 		FunctionOutput: out, Keep: true, BuildDir: t.TempDir(),
@@ -192,7 +192,7 @@ func TestEndToEnd(t *testing.T) {
 	require.Zero(t, res.Lost)
 
 	d, tr := res.Deployment, res.Tracker
-	queues := map[string]demo.Queue{}
+	queues := map[string]devapp.Queue{}
 	for _, q := range tr.Queues() {
 		queues[q.Name] = q
 	}
@@ -265,7 +265,7 @@ func TestEndToEnd(t *testing.T) {
 		case samplejobs.TranscodeVideo:
 			f = a.Faults
 		}
-		outcome, reason := demo.Expect(f, qu.MaxAttempts)
+		outcome, reason := devapp.Expect(f, qu.MaxAttempts)
 		if lines.willRetry[j.ID] > 0 {
 			nRet++
 		}
@@ -274,7 +274,7 @@ func TestEndToEnd(t *testing.T) {
 		}
 		id := fmt.Sprintf("%s %s %+v", j.Kind, j.ID, j.Args)
 		switch outcome {
-		case demo.Succeeds:
+		case devapp.Succeeds:
 			wantSucceeded++
 			require.Empty(t, dead[j.ID], "%s: not dead-lettered", id)
 			if qu.FIFO {
@@ -294,7 +294,7 @@ func TestEndToEnd(t *testing.T) {
 			case samplejobs.TranscodeVideo:
 				require.Equal(t, 1, lines.transcodes[j.ID], "%s: transcoded exactly once", id)
 			}
-		case demo.DeadLettered:
+		case devapp.DeadLettered:
 			wantDead++
 			require.Len(t, dead[j.ID], 1, "%s: in its dead-letter queue once", id)
 			dj := dead[j.ID][0]
@@ -350,7 +350,7 @@ func TestEndToEnd(t *testing.T) {
 	require.Len(t, postings, e2eWorkload.Accounts)
 
 	// The run's own summary agrees with the records.
-	require.Equal(t, demo.Summary{Succeeded: wantSucceeded, Retried: nRet, Dead: wantDead}, res.Summary)
+	require.Equal(t, devapp.Summary{Succeeded: wantSucceeded, Retried: nRet, Dead: wantDead}, res.Summary)
 	require.GreaterOrEqual(t, nRet, minRet)
 	require.Greater(t, minRet, 0)
 	require.Greater(t, wantDead, 0)

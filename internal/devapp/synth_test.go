@@ -1,4 +1,4 @@
-package demo_test
+package devapp_test
 
 import (
 	"context"
@@ -11,7 +11,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/jobkit-go/jobkit/localstack/demo"
+	"github.com/jobkit-go/jobkit/internal/devapp"
 )
 
 // fakeRepo writes a repository shaped like jobkit's: the library module with two packages, of
@@ -50,7 +50,7 @@ func TestSynthReason(t *testing.T) {
 	ctx := context.Background()
 	root := fakeRepo(t)
 	out := filepath.Join(root, "cdk.out")
-	reason, err := demo.SynthReason(ctx, root, out)
+	reason, err := devapp.SynthReason(ctx, root, out)
 	require.NoError(t, err)
 	require.Contains(t, reason, "no cloud assembly")
 
@@ -62,20 +62,20 @@ func TestSynthReason(t *testing.T) {
 	for _, f := range []string{"go.mod", "cdk.json", "used/used.go", "used/used_test.go", "unused/unused.go", "infra/go.mod", "infra/go.sum", "infra/main.go"} {
 		touch(t, filepath.Join(root, f), past)
 	}
-	reason, err = demo.SynthReason(ctx, root, out)
+	reason, err = devapp.SynthReason(ctx, root, out)
 	require.NoError(t, err)
 	require.Empty(t, reason, "up to date")
 
 	later := now.Add(time.Minute)
 	for _, f := range []string{"unused/unused.go", "used/used_test.go"} {
 		touch(t, filepath.Join(root, f), later)
-		reason, err = demo.SynthReason(ctx, root, out)
+		reason, err = devapp.SynthReason(ctx, root, out)
 		require.NoError(t, err)
 		require.Empty(t, reason, "%s is not a source of the app", f)
 	}
 	for _, f := range []string{"used/used.go", "infra/main.go", "cdk.json", "infra/go.sum"} {
 		touch(t, filepath.Join(root, f), later)
-		reason, err = demo.SynthReason(ctx, root, out)
+		reason, err = devapp.SynthReason(ctx, root, out)
 		require.NoError(t, err)
 		require.Contains(t, reason, filepath.FromSlash(f), "%s is a source of the app", f)
 		touch(t, filepath.Join(root, f), past)
@@ -83,16 +83,16 @@ func TestSynthReason(t *testing.T) {
 
 	// A CDK app that does not compile: its sources cannot be listed.
 	require.NoError(t, os.WriteFile(filepath.Join(root, "infra", "main.go"), []byte("package main\n\nimport \"github.com/jobkit-go/jobkit/missing\"\n"), 0o644))
-	_, err = demo.SynthReason(ctx, root, out)
+	_, err = devapp.SynthReason(ctx, root, out)
 	require.Error(t, err)
 }
 
 func TestModuleRoot(t *testing.T) {
 	t.Parallel()
 	root := fakeRepo(t)
-	got, err := demo.ModuleRoot(filepath.Join(root, "infra"))
+	got, err := devapp.ModuleRoot(filepath.Join(root, "infra"))
 	require.NoError(t, err, "infra's own go.mod is another module")
 	require.Equal(t, root, got)
-	_, err = demo.ModuleRoot(t.TempDir())
+	_, err = devapp.ModuleRoot(t.TempDir())
 	require.True(t, errors.Is(err, fs.ErrNotExist), "%v", err)
 }

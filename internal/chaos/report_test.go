@@ -6,7 +6,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/jobkit-go/jobkit/functions/samplejobs"
-	"github.com/jobkit-go/jobkit/localstack/chaos"
+	"github.com/jobkit-go/jobkit/internal/chaos"
 )
 
 var maxAttempts = map[string]int{samplejobs.KindSendEmail: 5, samplejobs.KindPostLedger: 5, samplejobs.KindTranscodeVideo: 3}

@@ -11,7 +11,7 @@ import (
 )
 
 // repoRoot returns the root of the jobkit module: the nearest directory at or above the working
-// directory whose go.mod declares it. `make bench` and `go run ./localstack/bench` run from there.
+// directory whose go.mod declares it. `make bench` and `go run ./internal/cmd/bench` run from there.
 func repoRoot() (string, error) {
 	dir, err := os.Getwd()
 	if err != nil {

@@ -11,4 +11,4 @@
 // when the queues have drained is lost. The summary line is
 //
 //	DEV summary: succeeded=<n> retried=<n> dead=<n> lost=<n>
-package demo
+package devapp

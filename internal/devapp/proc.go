@@ -1,6 +1,6 @@
 //go:build unix
 
-package demo
+package devapp
 
 import (
 	"errors"

@@ -4,7 +4,7 @@ import (
 	"fmt"
 
 	"github.com/jobkit-go/jobkit/functions/samplejobs"
-	"github.com/jobkit-go/jobkit/localstack/chaos"
+	"github.com/jobkit-go/jobkit/internal/chaos"
 )
 
 // Evaluate judges a run from the state it left: here, a run in which every job but the poison

@@ -1,4 +1,4 @@
-package demo
+package emulator
 
 import (
 	"bytes"
@@ -17,22 +17,22 @@ import (
 // answering, or one it started, which Stop stops.
 type Emulator struct {
 	Endpoint string
-	// Started is set when StartEmulator started it (Stop then stops it).
+	// Started is set when Start started it (Stop then stops it).
 	Started bool
 	script  string
 	env     []string
 }
 
-// StartEmulator makes sure an emulator answers at endpoint: if one does, it is reused; otherwise,
+// Start makes sure an emulator answers at endpoint: if one does, it is reused; otherwise,
 // when endpoint is a loopback address, <root>/localstack/emulator.sh starts moto on its port.
-func StartEmulator(ctx context.Context, root, endpoint string) (*Emulator, error) {
+func Start(ctx context.Context, root, endpoint string) (*Emulator, error) {
 	e := &Emulator{Endpoint: endpoint}
 	if answers(endpoint) {
 		return e, nil
 	}
 	u, err := url.Parse(endpoint)
 	if err != nil || u.Port() == "" || !isLoopback(u.Hostname()) {
-		return nil, fmt.Errorf("demo: nothing answers at %s, and it is not a local address this command could start the emulator on", endpoint)
+		return nil, fmt.Errorf("emulator: nothing answers at %s, and it is not a local address this command could start the emulator on", endpoint)
 	}
 	e.script = filepath.Join(root, "localstack", "emulator.sh")
 	e.env = append(os.Environ(), "JOBKIT_EMULATOR_PORT="+u.Port(), "AWS_ENDPOINT_URL="+endpoint)
@@ -42,13 +42,13 @@ func StartEmulator(ctx context.Context, root, endpoint string) (*Emulator, error
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
 	if err != nil {
-		return nil, fmt.Errorf("demo: start the emulator (%s up): %w: %s", e.script, err, strings.TrimSpace(stderr.String()))
+		return nil, fmt.Errorf("emulator: start the emulator (%s up): %w: %s", e.script, err, strings.TrimSpace(stderr.String()))
 	}
 	e.Started = strings.TrimSpace(string(out)) == "started"
 	return e, nil
 }
 
-// Stop stops the emulator if StartEmulator started it.
+// Stop stops the emulator if Start started it.
 func (e *Emulator) Stop() error {
 	if e == nil || !e.Started {
 		return nil
@@ -56,7 +56,7 @@ func (e *Emulator) Stop() error {
 	cmd := exec.Command(e.script, "down")
 	cmd.Env = e.env
 	if out, err := cmd.CombinedOutput(); err != nil {
-		return fmt.Errorf("demo: stop the emulator: %w: %s", err, strings.TrimSpace(string(out)))
+		return fmt.Errorf("emulator: stop the emulator: %w: %s", err, strings.TrimSpace(string(out)))
 	}
 	e.Started = false
 	return nil

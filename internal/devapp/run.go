@@ -1,4 +1,4 @@
-package demo
+package devapp
 
 import (
 	"context"
@@ -101,7 +101,7 @@ const idleLimit = 15 * time.Second
 // deploys it onto the emulator, starts every function and event source mapping and the schedules
 // (devstack), enqueues the workload, shows the progress, and at the end stops everything it
 // started, counts what became of every job (Census) and destroys the deployment. The emulator
-// itself is the caller's (see StartEmulator).
+// itself is the caller's (see localstack/emulator).
 //
 // The returned Result is non-nil whenever the stack started, also with an error (a
 // *NotDrainedError when a Once run timed out).

@@ -20,7 +20,7 @@ import (
 	"time"
 
 	"github.com/jobkit-go/jobkit/localstack/awstest"
-	"github.com/jobkit-go/jobkit/localstack/chaos"
+	"github.com/jobkit-go/jobkit/internal/chaos"
 )
 
 func main() {

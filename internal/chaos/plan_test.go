@@ -8,7 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/jobkit-go/jobkit/functions/samplejobs"
-	"github.com/jobkit-go/jobkit/localstack/chaos"
+	"github.com/jobkit-go/jobkit/internal/chaos"
 )
 
 func TestNewPlanDefaults(t *testing.T) {

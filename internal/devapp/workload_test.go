@@ -1,4 +1,4 @@
-package demo_test
+package devapp_test
 
 import (
 	"testing"
@@ -7,14 +7,14 @@ import (
 
 	"github.com/jobkit-go/jobkit/functions/samplejobs"
 	"github.com/jobkit-go/jobkit/jobs"
-	"github.com/jobkit-go/jobkit/localstack/demo"
+	"github.com/jobkit-go/jobkit/internal/devapp"
 )
 
 // The dev workload has the jobs and faults it promises, in a reproducible order, with each
 // account's postings numbered in order and at most one dead posting per account.
 func TestDevWorkload(t *testing.T) {
 	t.Parallel()
-	w := demo.DevWorkload()
+	w := devapp.DevWorkload()
 	js, err := w.Jobs()
 	require.NoError(t, err)
 	require.Len(t, js, w.Size())
@@ -40,7 +40,7 @@ func TestDevWorkload(t *testing.T) {
 		switch {
 		case f.Poison:
 			n.poison++
-		case f.FailAttempts == demo.UnlimitedFailures:
+		case f.FailAttempts == devapp.UnlimitedFailures:
 			n.exhausted++
 		case f.FailAttempts > 0:
 			want := w.RetryAttempts
@@ -55,7 +55,7 @@ func TestDevWorkload(t *testing.T) {
 			require.Equal(t, a.Account, j.GroupID, "a posting's group is its account")
 			require.Equal(t, lastSeq[a.Account]+1, a.Seq, "%s numbered in order", a.PostingID)
 			lastSeq[a.Account] = a.Seq
-			if out, _ := demo.Expect(f, jobs.DefaultMaxAttempts); out == demo.DeadLettered {
+			if out, _ := devapp.Expect(f, jobs.DefaultMaxAttempts); out == devapp.DeadLettered {
 				deadPerAccount[a.Account]++
 			}
 			if f != (samplejobs.Faults{}) {
@@ -87,7 +87,7 @@ func TestDevWorkload(t *testing.T) {
 
 func TestWorkloadInvalid(t *testing.T) {
 	t.Parallel()
-	for name, w := range map[string]demo.Workload{
+	for name, w := range map[string]devapp.Workload{
 		"negative":              {Emails: -1},
 		"more faulty emails":    {Emails: 2, EmailRetries: 2, EmailPoison: 1},
 		"postings, no accounts": {Postings: 3},
@@ -98,11 +98,11 @@ func TestWorkloadInvalid(t *testing.T) {
 		_, err := w.Jobs()
 		require.Error(t, err, name)
 	}
-	js, err := demo.Workload{}.Jobs()
+	js, err := devapp.Workload{}.Jobs()
 	require.NoError(t, err)
 	require.Empty(t, js)
 	// More accounts than postings: the dead ones still land on accounts that have postings.
-	js, err = demo.Workload{Postings: 2, Accounts: 5, PostingPoison: 2}.Jobs()
+	js, err = devapp.Workload{Postings: 2, Accounts: 5, PostingPoison: 2}.Jobs()
 	require.NoError(t, err)
 	require.Len(t, js, 2)
 	for _, j := range js {
@@ -115,19 +115,19 @@ func TestExpect(t *testing.T) {
 	for _, c := range []struct {
 		f       samplejobs.Faults
 		max     int
-		outcome demo.Outcome
+		outcome devapp.Outcome
 		reason  string
 	}{
-		{samplejobs.Faults{}, 5, demo.Succeeds, ""},
-		{samplejobs.Faults{FailAttempts: 4}, 5, demo.Succeeds, ""},
-		{samplejobs.Faults{FailAttempts: 5}, 5, demo.DeadLettered, jobs.ReasonAttemptsUsed},
-		{samplejobs.Faults{FailAttempts: demo.UnlimitedFailures}, 3, demo.DeadLettered, jobs.ReasonAttemptsUsed},
-		{samplejobs.Faults{Poison: true, FailAttempts: 1}, 5, demo.DeadLettered, jobs.ReasonCancelled},
+		{samplejobs.Faults{}, 5, devapp.Succeeds, ""},
+		{samplejobs.Faults{FailAttempts: 4}, 5, devapp.Succeeds, ""},
+		{samplejobs.Faults{FailAttempts: 5}, 5, devapp.DeadLettered, jobs.ReasonAttemptsUsed},
+		{samplejobs.Faults{FailAttempts: devapp.UnlimitedFailures}, 3, devapp.DeadLettered, jobs.ReasonAttemptsUsed},
+		{samplejobs.Faults{Poison: true, FailAttempts: 1}, 5, devapp.DeadLettered, jobs.ReasonCancelled},
 	} {
-		outcome, reason := demo.Expect(c.f, c.max)
+		outcome, reason := devapp.Expect(c.f, c.max)
 		require.Equal(t, c.outcome, outcome, "%+v", c.f)
 		require.Equal(t, c.reason, reason, "%+v", c.f)
 	}
-	require.Equal(t, "succeeds", demo.Succeeds.String())
-	require.Equal(t, "dead-lettered", demo.DeadLettered.String())
+	require.Equal(t, "succeeds", devapp.Succeeds.String())
+	require.Equal(t, "dead-lettered", devapp.DeadLettered.String())
 }

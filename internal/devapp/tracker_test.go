@@ -1,4 +1,4 @@
-package demo_test
+package devapp_test
 
 import (
 	"fmt"
@@ -9,7 +9,7 @@ import (
 
 	"github.com/jobkit-go/jobkit/functions/samplejobs"
 	"github.com/jobkit-go/jobkit/jobs"
-	"github.com/jobkit-go/jobkit/localstack/demo"
+	"github.com/jobkit-go/jobkit/internal/devapp"
 	"github.com/jobkit-go/jobkit/localstack/deploy"
 	"github.com/jobkit-go/jobkit/localstack/esm"
 	"github.com/jobkit-go/jobkit/localstack/schedfire"
@@ -44,7 +44,7 @@ func sampleDeployment() *deploy.Deployment {
 
 func TestTrackerQueuesAndRoutes(t *testing.T) {
 	t.Parallel()
-	tr, err := demo.NewTracker(aws.Config{Region: "us-east-1"}, sampleDeployment())
+	tr, err := devapp.NewTracker(aws.Config{Region: "us-east-1"}, sampleDeployment())
 	require.NoError(t, err)
 	var names []string
 	for _, q := range tr.Queues() {
@@ -52,7 +52,7 @@ func TestTrackerQueuesAndRoutes(t *testing.T) {
 	}
 	require.Equal(t, []string{"Email", "Ledger", "Transcode"}, names, "the sample's order")
 	qs := tr.Queues()
-	require.Equal(t, demo.Queue{Name: "Ledger", URL: base + "LedgerQueue.fifo", DLQURL: base + "LedgerQueue.fifo-dlq",
+	require.Equal(t, devapp.Queue{Name: "Ledger", URL: base + "LedgerQueue.fifo", DLQURL: base + "LedgerQueue.fifo-dlq",
 		FIFO: true, Function: "LedgerFn", MaxAttempts: 5, IdempotencyTable: "idem"}, qs[1])
 	require.Equal(t, 3, qs[2].MaxAttempts)
 	require.Empty(t, qs[2].IdempotencyTable)
@@ -61,14 +61,14 @@ func TestTrackerQueuesAndRoutes(t *testing.T) {
 		samplejobs.KindTranscodeVideo: base + "TranscodeQueue",
 	}, tr.Routes())
 
-	_, err = demo.NewTracker(aws.Config{}, &deploy.Deployment{})
+	_, err = devapp.NewTracker(aws.Config{}, &deploy.Deployment{})
 	require.Error(t, err, "not a sample stack")
 }
 
 // The tracker reads the functions' output lines, the mappings' reports and the schedules' ticks.
 func TestTrackerEffects(t *testing.T) {
 	t.Parallel()
-	tr, err := demo.NewTracker(aws.Config{Region: "us-east-1"}, sampleDeployment())
+	tr, err := devapp.NewTracker(aws.Config{Region: "us-east-1"}, sampleDeployment())
 	require.NoError(t, err)
 	tr.Add(jobs.EnqueueResult{ID: "e1", Kind: samplejobs.KindSendEmail, QueueURL: base + "EmailQueue"}, samplejobs.SendEmail{To: "a@b"}, "", "")
 	tr.Add(jobs.EnqueueResult{ID: "v1", Kind: samplejobs.KindTranscodeVideo, QueueURL: base + "TranscodeQueue"}, samplejobs.TranscodeVideo{}, "", "")
@@ -92,8 +92,8 @@ func TestTrackerEffects(t *testing.T) {
 	require.Len(t, js, 3)
 	require.Equal(t, "Email", js[0].Queue)
 	require.Equal(t, "email.send#e1", js[0].IdempotencyKey())
-	require.Equal(t, demo.Effects{FailedAttempts: 1, EmailsSent: 1}, tr.Effects(js[0]))
-	require.Equal(t, demo.Effects{TranscodesDone: 1, BatchFailed: true}, tr.Effects(js[1]))
+	require.Equal(t, devapp.Effects{FailedAttempts: 1, EmailsSent: 1}, tr.Effects(js[0]))
+	require.Equal(t, devapp.Effects{TranscodesDone: 1, BatchFailed: true}, tr.Effects(js[1]))
 	require.Equal(t, "ledger.post#k1", js[2].IdempotencyKey(), "a tick's key comes from its envelope")
 	require.Equal(t, "s", js[2].Schedule)
 	require.Nil(t, js[2].Args)

@@ -1,4 +1,4 @@
-package demo_test
+package devapp_test
 
 import (
 	"bytes"
@@ -9,11 +9,11 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/jobkit-go/jobkit/jobs/inspect"
-	"github.com/jobkit-go/jobkit/localstack/demo"
+	"github.com/jobkit-go/jobkit/internal/devapp"
 )
 
-func census(enqueued int) *demo.Census {
-	c := &demo.Census{Queues: []demo.QueueCensus{{Name: "Email", Counts: demo.Counts{Enqueued: enqueued}}}}
+func census(enqueued int) *devapp.Census {
+	c := &devapp.Census{Queues: []devapp.QueueCensus{{Name: "Email", Counts: devapp.Counts{Enqueued: enqueued}}}}
 	c.Total.Enqueued = enqueued
 	return c
 }
@@ -22,7 +22,7 @@ func census(enqueued int) *demo.Census {
 func TestTableDisplayRedraws(t *testing.T) {
 	t.Parallel()
 	var b bytes.Buffer
-	d := demo.NewTableDisplay(&b, "jobkit dev")
+	d := devapp.NewTableDisplay(&b, "jobkit dev")
 	d.Update(census(1), time.Second)
 	first := b.String()
 	require.NotRegexp(t, `\x1b\[\d+A`, first, "nothing to move back over yet")
@@ -47,7 +47,7 @@ func TestTableDisplayRedraws(t *testing.T) {
 func TestLineDisplay(t *testing.T) {
 	t.Parallel()
 	var b bytes.Buffer
-	d := demo.NewLineDisplay(&b, 3*time.Second)
+	d := devapp.NewLineDisplay(&b, 3*time.Second)
 	d.Update(census(1), time.Second)
 	d.Update(census(2), 2*time.Second)
 	d.Update(census(3), 4*time.Second)
@@ -62,12 +62,12 @@ func TestLineDisplay(t *testing.T) {
 
 func TestDeadReasons(t *testing.T) {
 	t.Parallel()
-	c := &demo.Census{}
-	require.Empty(t, demo.DeadReasons(c))
+	c := &devapp.Census{}
+	require.Empty(t, devapp.DeadReasons(c))
 	for _, r := range []string{"cancelled", "attempts_exhausted", "cancelled", ""} {
 		c.DeadJobs = append(c.DeadJobs, deadJob(r))
 	}
-	require.Equal(t, []string{"attempts_exhausted=1", "cancelled=2", "redrive_policy=1"}, demo.DeadReasons(c))
+	require.Equal(t, []string{"attempts_exhausted=1", "cancelled=2", "redrive_policy=1"}, devapp.DeadReasons(c))
 }
 
 func deadJob(reason string) inspect.DeadJob { return inspect.DeadJob{Reason: reason} }

@@ -10,7 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/jobkit-go/jobkit/localstack/awstest"
-	"github.com/jobkit-go/jobkit/localstack/chaos"
+	"github.com/jobkit-go/jobkit/internal/chaos"
 )
 
 // A small run of the real sample stack: throttling on every AWS call, transient and poison jobs,
