@@ -432,8 +432,10 @@ func TestEnqueueFile10000PlainProgress(t *testing.T) {
 	require.Equal(t, "enqueue: 10000/10000 (100%) enqueued", lines[len(lines)-1])
 	require.NotContains(t, errOut, "\r", "no bar redraws")
 
+	// A SendMessageBatch whose response is lost is retried by the SDK, and a Standard queue keeps
+	// both copies (at-least-once): the queue holds every job, possibly a batch twice.
 	v, f := depth(t, client, q.URL)
-	require.Equal(t, total, v+f)
+	require.GreaterOrEqual(t, v+f, total)
 	t.Logf("bulk enqueue of %d jobs: %s (%.0f jobs/s)", total, elapsed.Round(time.Millisecond), total/elapsed.Seconds())
 }
 
