@@ -20,6 +20,8 @@ type StackArtifact struct {
 	Template map[string]any
 }
 
+// manifest is the part of a cloud assembly's manifest.json that Deploy reads: each artifact's
+// type, its dependencies and, for a stack, its template file and stack name.
 type manifest struct {
 	Artifacts map[string]struct {
 		Type         string   `json:"type"`
@@ -34,6 +36,17 @@ type manifest struct {
 // ReadAssembly reads the stacks of the cloud assembly in dir (cdk.out), ordered so that every
 // stack comes after the stacks it depends on.
 func ReadAssembly(dir string) ([]StackArtifact, error) {
+	stacks, err := readStacks(dir)
+	if err != nil {
+		return nil, err
+	}
+	return orderStacks(stacks)
+}
+
+// readStacks reads manifest.json and the template of each CloudFormation stack artifact, keyed by
+// artifact id. Other artifacts (assets, the tree, nested assemblies) are not deployed; dependencies
+// on them are dropped.
+func readStacks(dir string) (map[string]*StackArtifact, error) {
 	raw, err := os.ReadFile(filepath.Join(dir, "manifest.json"))
 	if err != nil {
 		return nil, fmt.Errorf("deploy: read cloud assembly: %w", err)
@@ -69,6 +82,12 @@ func ReadAssembly(dir string) ([]StackArtifact, error) {
 	if len(stacks) == 0 {
 		return nil, fmt.Errorf("deploy: %s holds no CloudFormation stack", dir)
 	}
+	return stacks, nil
+}
+
+// orderStacks sorts the stacks topologically (depth first, ids in lexical order for a stable
+// result), as the CDK CLI deploys them, and refuses a dependency cycle.
+func orderStacks(stacks map[string]*StackArtifact) ([]StackArtifact, error) {
 	ids := make([]string, 0, len(stacks))
 	for id := range stacks {
 		ids = append(ids, id)
@@ -100,4 +119,42 @@ func ReadAssembly(dir string) ([]StackArtifact, error) {
 		}
 	}
 	return order, nil
+}
+
+// selectStacks keeps the named stacks and, transitively, the stacks they depend on (as
+// `cdk deploy <stack>` does), in the assembly's order. No names means all.
+func selectStacks(all []StackArtifact, names []string) ([]StackArtifact, error) {
+	if len(names) == 0 {
+		return all, nil
+	}
+	byName := map[string]StackArtifact{}
+	byID := map[string]StackArtifact{}
+	for _, s := range all {
+		byName[s.Name], byID[s.ID] = s, s
+	}
+	want := map[string]bool{}
+	var add func(id string)
+	add = func(id string) {
+		if want[id] {
+			return
+		}
+		want[id] = true
+		for _, dep := range byID[id].DependsOn {
+			add(dep)
+		}
+	}
+	for _, n := range names {
+		s, ok := byName[n]
+		if !ok {
+			return nil, fmt.Errorf("deploy: no stack named %q in the assembly", n)
+		}
+		add(s.ID)
+	}
+	var out []StackArtifact
+	for _, s := range all {
+		if want[s.ID] {
+			out = append(out, s)
+		}
+	}
+	return out, nil
 }

@@ -1,20 +1,8 @@
 package deploy
 
 import (
-	"context"
-	"debug/elf"
-	"errors"
-	"fmt"
-	"runtime"
 	"strings"
 	"time"
-
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/cloudformation"
-	cfntypes "github.com/aws/aws-sdk-go-v2/service/cloudformation/types"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	"github.com/aws/aws-sdk-go-v2/service/scheduler"
-	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/jobkit-go/jobkit/localstack/lambdaruntime"
 )
@@ -177,84 +165,4 @@ func (d *Deployment) MappingsOf(function string) []EventSourceMapping {
 		}
 	}
 	return out
-}
-
-// Destroy deletes what the deployment created on the emulator: schedules and groups, the stacks,
-// and the queues and tables a stack's retention policy keeps. Errors are joined; it goes on past them.
-func (d *Deployment) Destroy(ctx context.Context) error {
-	var errs []error
-	c := d.clients
-	for _, s := range d.Schedules {
-		if _, err := c.Scheduler.DeleteSchedule(ctx, &scheduler.DeleteScheduleInput{Name: aws.String(s.Name), GroupName: aws.String(s.Group)}); err != nil {
-			errs = append(errs, fmt.Errorf("schedule %s: %w", s.Name, err))
-		}
-	}
-	for _, g := range d.ScheduleGroups {
-		if _, err := c.Scheduler.DeleteScheduleGroup(ctx, &scheduler.DeleteScheduleGroupInput{Name: aws.String(g.Name)}); err != nil {
-			errs = append(errs, fmt.Errorf("schedule group %s: %w", g.Name, err))
-		}
-	}
-	for i := len(d.Stacks) - 1; i >= 0; i-- {
-		s := d.Stacks[i]
-		name := s.ID
-		if name == "" {
-			name = s.Name
-		}
-		if _, err := c.CloudFormation.DeleteStack(ctx, &cloudformation.DeleteStackInput{StackName: aws.String(name)}); err != nil {
-			errs = append(errs, fmt.Errorf("stack %s: %w", s.Name, err))
-			continue
-		}
-		waitDeleted(ctx, c.CloudFormation, name)
-	}
-	for _, q := range d.Queues {
-		if _, err := c.SQS.DeleteQueue(ctx, &sqs.DeleteQueueInput{QueueUrl: aws.String(q.URL)}); err != nil && !isNotFound(err) {
-			errs = append(errs, fmt.Errorf("queue %s: %w", q.Name, err))
-		}
-	}
-	for _, t := range d.Tables {
-		if _, err := c.DynamoDB.DeleteTable(ctx, &dynamodb.DeleteTableInput{TableName: aws.String(t.Name)}); err != nil && !isNotFound(err) {
-			errs = append(errs, fmt.Errorf("table %s: %w", t.Name, err))
-		}
-	}
-	return errors.Join(errs...)
-}
-
-func waitDeleted(ctx context.Context, cfn CloudFormationAPI, name string) {
-	deadline := time.Now().Add(time.Minute)
-	for time.Now().Before(deadline) {
-		out, err := cfn.DescribeStacks(ctx, &cloudformation.DescribeStacksInput{StackName: aws.String(name)})
-		if err != nil || len(out.Stacks) == 0 || out.Stacks[0].StackStatus == cfntypes.StackStatusDeleteComplete ||
-			!strings.HasSuffix(string(out.Stacks[0].StackStatus), "IN_PROGRESS") {
-			return
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-time.After(100 * time.Millisecond):
-		}
-	}
-}
-
-func isNotFound(err error) bool {
-	msg := err.Error()
-	return strings.Contains(msg, "NonExistentQueue") || strings.Contains(msg, "ResourceNotFound") ||
-		strings.Contains(msg, "QueueDoesNotExist") || strings.Contains(msg, "not found")
-}
-
-func buildBootstrap(ctx context.Context, pkgDir, out string) error {
-	return lambdaruntime.Build(ctx, pkgDir, out)
-}
-
-// checkArch reports an error unless path is an ELF executable for this machine.
-func checkArch(path string) error {
-	f, err := elf.Open(path)
-	if err != nil {
-		return fmt.Errorf("%s: %w", path, err)
-	}
-	defer f.Close()
-	want := map[string]elf.Machine{"amd64": elf.EM_X86_64, "arm64": elf.EM_AARCH64, "386": elf.EM_386, "arm": elf.EM_ARM}[runtime.GOARCH]
-	if runtime.GOOS != "linux" || f.Machine != want {
-		return fmt.Errorf("%s is built for %s, this machine is %s/%s", path, f.Machine, runtime.GOOS, runtime.GOARCH)
-	}
-	return nil
 }

@@ -21,87 +21,21 @@ func (dp *deployer) scheduleGroup(ctx context.Context, run *stackRun, id string)
 	return nil
 }
 
-// schedule creates an AWS::Scheduler::Schedule with the Scheduler API.
+// schedule creates an AWS::Scheduler::Schedule with the Scheduler API, its properties resolved
+// and mapped one to one onto CreateScheduleInput. Neither moto nor LocalStack fires schedules;
+// creating them still matters: the schedule firing loop (schedfire) and the ops CLI read them
+// back from the API, as they would on AWS.
 func (dp *deployer) schedule(ctx context.Context, run *stackRun, id string) error {
 	props, err := dp.evalProps(run, id)
 	if err != nil {
 		return err
 	}
-	bad := func(format string, args ...any) error {
-		return &ConfigError{Stack: run.name, LogicalID: id, Reason: fmt.Sprintf(format, args...)}
-	}
-	str := func(m map[string]any, k string) *string {
-		if s, ok := scalarString(m[k]); ok && s != "" {
-			return aws.String(s)
-		}
-		return nil
-	}
-	in := &scheduler.CreateScheduleInput{
-		Name:                       aws.String(run.physical[id]),
-		GroupName:                  str(props, "GroupName"),
-		ScheduleExpression:         str(props, "ScheduleExpression"),
-		ScheduleExpressionTimezone: str(props, "ScheduleExpressionTimezone"),
-		Description:                str(props, "Description"),
-		KmsKeyArn:                  str(props, "KmsKeyArn"),
-	}
-	if in.ScheduleExpression == nil {
-		return bad("ScheduleExpression is required")
-	}
-	if s := str(props, "State"); s != nil {
-		in.State = schtypes.ScheduleState(*s)
-	}
-	if s := str(props, "ActionAfterCompletion"); s != nil {
-		in.ActionAfterCompletion = schtypes.ActionAfterCompletion(*s)
-	}
-	for key, dst := range map[string]**time.Time{"StartDate": &in.StartDate, "EndDate": &in.EndDate} {
-		if s := str(props, key); s != nil {
-			t, err := time.Parse(time.RFC3339, *s)
-			if err != nil {
-				return bad("%s: %v", key, err)
-			}
-			*dst = &t
-		}
-	}
-	ftw, _ := props["FlexibleTimeWindow"].(map[string]any)
-	in.FlexibleTimeWindow = &schtypes.FlexibleTimeWindow{Mode: schtypes.FlexibleTimeWindowModeOff}
-	if m := str(ftw, "Mode"); m != nil {
-		in.FlexibleTimeWindow.Mode = schtypes.FlexibleTimeWindowMode(*m)
-	}
-	if w, err := intProp(ftw, "MaximumWindowInMinutes", 0); err != nil {
-		return bad("%v", err)
-	} else if w > 0 {
-		in.FlexibleTimeWindow.MaximumWindowInMinutes = aws.Int32(int32(w))
-	}
-	tgt, _ := props["Target"].(map[string]any)
-	if tgt == nil {
-		return bad("Target is required")
-	}
-	in.Target = &schtypes.Target{Arn: str(tgt, "Arn"), RoleArn: str(tgt, "RoleArn"), Input: str(tgt, "Input")}
-	if in.Target.Arn == nil || in.Target.RoleArn == nil {
-		return bad("Target.Arn and Target.RoleArn are required")
-	}
-	if sp, ok := tgt["SqsParameters"].(map[string]any); ok {
-		in.Target.SqsParameters = &schtypes.SqsParameters{MessageGroupId: str(sp, "MessageGroupId")}
-	}
-	if rp, ok := tgt["RetryPolicy"].(map[string]any); ok {
-		p := &schtypes.RetryPolicy{}
-		if v, err := intProp(rp, "MaximumEventAgeInSeconds", -1); err != nil {
-			return bad("%v", err)
-		} else if v >= 0 {
-			p.MaximumEventAgeInSeconds = aws.Int32(int32(v))
-		}
-		if v, err := intProp(rp, "MaximumRetryAttempts", -1); err != nil {
-			return bad("%v", err)
-		} else if v >= 0 {
-			p.MaximumRetryAttempts = aws.Int32(int32(v))
-		}
-		in.Target.RetryPolicy = p
-	}
-	if dl, ok := tgt["DeadLetterConfig"].(map[string]any); ok {
-		in.Target.DeadLetterConfig = &schtypes.DeadLetterConfig{Arn: str(dl, "Arn")}
+	in, err := scheduleInput(run.physical[id], props)
+	if err != nil {
+		return &ConfigError{Stack: run.name, LogicalID: id, Reason: err.Error()}
 	}
 	if _, err := dp.c.Scheduler.CreateSchedule(ctx, in); err != nil {
-		return bad("create schedule %s: %v", aws.ToString(in.Name), err)
+		return &ConfigError{Stack: run.name, LogicalID: id, Reason: fmt.Sprintf("create schedule %s: %v", aws.ToString(in.Name), err)}
 	}
 	group := aws.ToString(in.GroupName)
 	if group == "" {
@@ -112,4 +46,96 @@ func (dp *deployer) schedule(ctx context.Context, run *stackRun, id string) erro
 		Expression: aws.ToString(in.ScheduleExpression), TargetARN: aws.ToString(in.Target.Arn),
 	})
 	return nil
+}
+
+// optString is m[k] as a string pointer, nil when absent or empty: the SDK's way to leave an
+// optional field unset.
+func optString(m map[string]any, k string) *string {
+	if s, ok := scalarString(m[k]); ok && s != "" {
+		return aws.String(s)
+	}
+	return nil
+}
+
+// scheduleInput maps a schedule's resolved properties onto CreateScheduleInput, with the checks
+// the Scheduler API makes (an expression and a target are required). The flexible time window
+// defaults to OFF, as CloudFormation's does.
+func scheduleInput(name string, props map[string]any) (*scheduler.CreateScheduleInput, error) {
+	in := &scheduler.CreateScheduleInput{
+		Name:                       aws.String(name),
+		GroupName:                  optString(props, "GroupName"),
+		ScheduleExpression:         optString(props, "ScheduleExpression"),
+		ScheduleExpressionTimezone: optString(props, "ScheduleExpressionTimezone"),
+		Description:                optString(props, "Description"),
+		KmsKeyArn:                  optString(props, "KmsKeyArn"),
+	}
+	if in.ScheduleExpression == nil {
+		return nil, fmt.Errorf("ScheduleExpression is required")
+	}
+	if s := optString(props, "State"); s != nil {
+		in.State = schtypes.ScheduleState(*s)
+	}
+	if s := optString(props, "ActionAfterCompletion"); s != nil {
+		in.ActionAfterCompletion = schtypes.ActionAfterCompletion(*s)
+	}
+	for key, dst := range map[string]**time.Time{"StartDate": &in.StartDate, "EndDate": &in.EndDate} {
+		if s := optString(props, key); s != nil {
+			t, err := time.Parse(time.RFC3339, *s)
+			if err != nil {
+				return nil, fmt.Errorf("%s: %v", key, err)
+			}
+			*dst = &t
+		}
+	}
+	ftw, _ := props["FlexibleTimeWindow"].(map[string]any)
+	in.FlexibleTimeWindow = &schtypes.FlexibleTimeWindow{Mode: schtypes.FlexibleTimeWindowModeOff}
+	if m := optString(ftw, "Mode"); m != nil {
+		in.FlexibleTimeWindow.Mode = schtypes.FlexibleTimeWindowMode(*m)
+	}
+	if w, err := intProp(ftw, "MaximumWindowInMinutes", 0); err != nil {
+		return nil, err
+	} else if w > 0 {
+		in.FlexibleTimeWindow.MaximumWindowInMinutes = aws.Int32(int32(w))
+	}
+	tgt, _ := props["Target"].(map[string]any)
+	if tgt == nil {
+		return nil, fmt.Errorf("Target is required")
+	}
+	var err error
+	if in.Target, err = scheduleTarget(tgt); err != nil {
+		return nil, err
+	}
+	return in, nil
+}
+
+// scheduleTarget maps a schedule's Target: the ARN and role (required by the API, though the role
+// is not assumed offline), the input (the job envelope), an SQS FIFO target's message group, the
+// retry policy and the dead-letter queue. A retry field left out stays unset (-1 is "absent"),
+// since 0 is a valid value for both.
+func scheduleTarget(tgt map[string]any) (*schtypes.Target, error) {
+	t := &schtypes.Target{Arn: optString(tgt, "Arn"), RoleArn: optString(tgt, "RoleArn"), Input: optString(tgt, "Input")}
+	if t.Arn == nil || t.RoleArn == nil {
+		return nil, fmt.Errorf("Target.Arn and Target.RoleArn are required")
+	}
+	if sp, ok := tgt["SqsParameters"].(map[string]any); ok {
+		t.SqsParameters = &schtypes.SqsParameters{MessageGroupId: optString(sp, "MessageGroupId")}
+	}
+	if rp, ok := tgt["RetryPolicy"].(map[string]any); ok {
+		p := &schtypes.RetryPolicy{}
+		if v, err := intProp(rp, "MaximumEventAgeInSeconds", -1); err != nil {
+			return nil, err
+		} else if v >= 0 {
+			p.MaximumEventAgeInSeconds = aws.Int32(int32(v))
+		}
+		if v, err := intProp(rp, "MaximumRetryAttempts", -1); err != nil {
+			return nil, err
+		} else if v >= 0 {
+			p.MaximumRetryAttempts = aws.Int32(int32(v))
+		}
+		t.RetryPolicy = p
+	}
+	if dl, ok := tgt["DeadLetterConfig"].(map[string]any); ok {
+		t.DeadLetterConfig = &schtypes.DeadLetterConfig{Arn: optString(dl, "Arn")}
+	}
+	return t, nil
 }

@@ -1,0 +1,183 @@
+package deploy
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+)
+
+// evalProps evaluates a local resource's properties: every intrinsic function resolved, since
+// lambdaruntime, esm and the Scheduler API take plain values. An empty map if it has none.
+func (dp *deployer) evalProps(run *stackRun, id string) (map[string]any, error) {
+	props, _ := run.resources[id]["Properties"].(map[string]any)
+	v, err := run.res.eval(props, id+".Properties")
+	if err != nil {
+		return nil, err
+	}
+	m, _ := v.(map[string]any)
+	if m == nil {
+		m = map[string]any{}
+	}
+	return m, nil
+}
+
+// intProp reads a number property, def when absent. CloudFormation accepts numbers as JSON
+// numbers or strings ("30"), and a resolved Ref to a parameter is often a string.
+func intProp(props map[string]any, key string, def int) (int, error) {
+	v, ok := props[key]
+	if !ok {
+		return def, nil
+	}
+	s, ok := scalarString(v)
+	if !ok {
+		return 0, fmt.Errorf("%s is not a number", key)
+	}
+	f, err := strconv.ParseFloat(s, 64)
+	if err != nil {
+		return 0, fmt.Errorf("%s: %w", key, err)
+	}
+	return int(f), nil
+}
+
+// function resolves an AWS::Lambda::Function for lambdaruntime: its name and ARN, handler,
+// timeout (Lambda's default 3 s), memory (default 128 MB), reserved concurrency and environment,
+// every reference resolved. The code itself is not read from the template: the "jobkit:source"
+// metadata names the Go package to build (see build), and the asset path is the fallback.
+func (dp *deployer) function(run *stackRun, id string) error {
+	props, err := dp.evalProps(run, id)
+	if err != nil {
+		return err
+	}
+	fn := Function{Stack: run.name, LogicalID: id, Name: run.physical[id], Env: map[string]string{}}
+	fn.ARN, _ = dp.synthAttr(run, id, "Arn")
+	fn.Handler, _ = props["Handler"].(string)
+	fn.Runtime, _ = props["Runtime"].(string)
+	if archs, ok := props["Architectures"].([]any); ok {
+		for _, a := range archs {
+			if s, ok := a.(string); ok {
+				fn.Architectures = append(fn.Architectures, s)
+			}
+		}
+	}
+	bad := func(err error) error { return &ConfigError{Stack: run.name, LogicalID: id, Reason: err.Error()} }
+	timeout, err := intProp(props, "Timeout", 3)
+	if err != nil {
+		return bad(err)
+	}
+	fn.Timeout = time.Duration(timeout) * time.Second
+	if fn.MemoryMB, err = intProp(props, "MemorySize", 128); err != nil {
+		return bad(err)
+	}
+	if fn.ReservedConcurrency, err = intProp(props, "ReservedConcurrentExecutions", 0); err != nil {
+		return bad(err)
+	}
+	if env, ok := props["Environment"].(map[string]any); ok {
+		vars, _ := env["Variables"].(map[string]any)
+		for k, v := range vars {
+			s, ok := scalarString(v)
+			if !ok {
+				return bad(fmt.Errorf("environment variable %s is not a string", k))
+			}
+			fn.Env[k] = s
+		}
+	}
+	if lc, ok := props["LoggingConfig"].(map[string]any); ok {
+		// Lambda tells the runtime the log format and levels through these variables.
+		if f, _ := lc["LogFormat"].(string); f != "" {
+			fn.Env["AWS_LAMBDA_LOG_FORMAT"] = f
+		}
+		if l, _ := lc["ApplicationLogLevel"].(string); l != "" {
+			fn.Env["AWS_LAMBDA_LOG_LEVEL"] = l
+		}
+	}
+	meta, _ := run.resources[id]["Metadata"].(map[string]any)
+	fn.Source, _ = meta[SourceMetadataKey].(string)
+	fn.AssetPath, _ = meta["aws:asset:path"].(string)
+	dp.d.Functions = append(dp.d.Functions, fn)
+	return nil
+}
+
+// mapping resolves an AWS::Lambda::EventSourceMapping for esm, with Lambda's defaults for SQS
+// (batch size 10, no batching window, enabled). Only SQS sources run offline; a mapping of another
+// source (a stream, Kafka) is listed in Skipped. Its function and queue are linked later, by
+// linkMappings, once every stack is deployed.
+func (dp *deployer) mapping(run *stackRun, id string) error {
+	props, err := dp.evalProps(run, id)
+	if err != nil {
+		return err
+	}
+	bad := func(format string, args ...any) error {
+		return &ConfigError{Stack: run.name, LogicalID: id, Reason: fmt.Sprintf(format, args...)}
+	}
+	m := EventSourceMapping{Stack: run.name, LogicalID: id, UUID: run.physical[id], Enabled: true}
+	m.QueueARN, _ = props["EventSourceArn"].(string)
+	if parts := strings.Split(m.QueueARN, ":"); len(parts) != 6 || parts[2] != "sqs" {
+		dp.d.Skipped = append(dp.d.Skipped, Skipped{Stack: run.name, LogicalID: id, Type: typeESM, Reason: "only SQS event sources run offline (source " + m.QueueARN + ")"})
+		return nil
+	}
+	m.Function, _ = props["FunctionName"].(string)
+	if m.Function == "" {
+		return bad("FunctionName is required")
+	}
+	if m.BatchSize, err = intProp(props, "BatchSize", 10); err != nil {
+		return bad("%v", err)
+	}
+	window, err := intProp(props, "MaximumBatchingWindowInSeconds", 0)
+	if err != nil {
+		return bad("%v", err)
+	}
+	m.MaximumBatchingWindow = time.Duration(window) * time.Second
+	if sc, ok := props["ScalingConfig"].(map[string]any); ok {
+		if m.MaximumConcurrency, err = intProp(sc, "MaximumConcurrency", 0); err != nil {
+			return bad("%v", err)
+		}
+	}
+	if types, ok := props["FunctionResponseTypes"].([]any); ok {
+		for _, t := range types {
+			if t == "ReportBatchItemFailures" {
+				m.ReportBatchItemFailures = true
+			}
+		}
+	}
+	if e, ok := props["Enabled"]; ok {
+		m.Enabled = e == true || e == "true"
+	}
+	dp.d.Mappings = append(dp.d.Mappings, m)
+	return nil
+}
+
+// linkMappings resolves each mapping's function and queue, and checks what Lambda checks when it
+// creates a mapping: the queue's visibility timeout is at least the function's timeout. A queue
+// that is not in this deployment (another deployment's, on the same emulator) is looked up by the
+// name and account its ARN carries.
+func (dp *deployer) linkMappings(ctx context.Context) error {
+	for i := range dp.d.Mappings {
+		m := &dp.d.Mappings[i]
+		fn := dp.d.FunctionByName(m.Function)
+		if fn == nil {
+			return &ConfigError{Stack: m.Stack, LogicalID: m.LogicalID, Reason: "function " + m.Function + " is not in the deployment"}
+		}
+		m.Function = fn.Name
+		if q := dp.d.QueueByARN(m.QueueARN); q != nil {
+			m.QueueURL = q.URL
+			if q.VisibilityTimeout < fn.Timeout {
+				return &ConfigError{Stack: m.Stack, LogicalID: m.LogicalID, Reason: fmt.Sprintf(
+					"queue visibility timeout %s is less than function %s timeout %s", q.VisibilityTimeout, fn.Name, fn.Timeout)}
+			}
+			continue
+		}
+		// A queue of another deployment on the same emulator.
+		parts := strings.Split(m.QueueARN, ":")
+		out, err := dp.c.SQS.GetQueueUrl(ctx, &sqs.GetQueueUrlInput{QueueName: aws.String(parts[5]), QueueOwnerAWSAccountId: aws.String(parts[4])})
+		if err != nil {
+			return &ConfigError{Stack: m.Stack, LogicalID: m.LogicalID, Reason: "queue " + m.QueueARN + ": " + err.Error()}
+		}
+		m.QueueURL = aws.ToString(out.QueueUrl)
+	}
+	return nil
+}
