@@ -1,6 +1,6 @@
-// Package devstack runs a deployed jobkit stack on this machine: a lambdaruntime per function,
-// an esm poller per SQS event source mapping, and the scheduler's local firing loop for the
-// deployment's schedule groups. Stop ends all of it and leaves no process behind.
+// Package devstack runs a deployed stack (a deploy.Deployment, of any CDK app) on this machine: a
+// lambdaruntime per function, an esm poller per SQS event source mapping, and a schedfire runner
+// for the deployment's schedule groups. Stop ends all of it and leaves no process behind.
 package devstack
 
 import (
