@@ -7,11 +7,14 @@ import (
 	"github.com/jobkit-go/jobkit/localstack/lambdaruntime"
 )
 
-// Deployment is what Deploy created and resolved.
+// Deployment is what Deploy created and resolved: everything devstack needs to run the app, and
+// what Destroy removes. Its JSON tags let a tool print or save it.
 type Deployment struct {
-	Region    string `json:"region"`
+	Region string `json:"region"`
+	// AccountID is the emulator's account, as its queue ARNs tell it.
 	AccountID string `json:"account_id"`
-	Prefix    string `json:"prefix,omitempty"`
+	// Prefix is Options.Prefix: on every stack, export and explicit physical name.
+	Prefix string `json:"prefix,omitempty"`
 
 	Stacks         []Stack              `json:"stacks"`
 	Queues         []Queue              `json:"queues"`
@@ -22,10 +25,11 @@ type Deployment struct {
 	Schedules      []Schedule           `json:"schedules"`
 	Skipped        []Skipped            `json:"skipped"`
 
-	clients Clients
+	clients Clients // for Destroy
 }
 
-// Stack is a stack created on the emulator.
+// Stack is a stack created on the emulator, with its outputs (as the emulator resolved them) and
+// its exports, under their prefixed names.
 type Stack struct {
 	Name    string            `json:"name"`
 	ID      string            `json:"id"`
@@ -33,7 +37,7 @@ type Stack struct {
 	Exports map[string]string `json:"exports"`
 }
 
-// Queue is an SQS queue of the deployment.
+// Queue is an SQS queue of the deployment, as the emulator describes it.
 type Queue struct {
 	Stack             string        `json:"stack"`
 	LogicalID         string        `json:"logical_id"`
@@ -46,7 +50,8 @@ type Queue struct {
 	MaxReceiveCount   int           `json:"max_receive_count,omitempty"`
 }
 
-// Table is a DynamoDB table of the deployment.
+// Table is a DynamoDB table of the deployment. TTLAttribute is set when its template enables time
+// to live (which Deploy applied itself).
 type Table struct {
 	Stack        string `json:"stack"`
 	LogicalID    string `json:"logical_id"`
@@ -55,7 +60,8 @@ type Table struct {
 	TTLAttribute string `json:"ttl_attribute,omitempty"`
 }
 
-// Function is a Lambda function, resolved for lambdaruntime.
+// Function is a Lambda function, resolved for lambdaruntime: what Lambda would read from the
+// template, plus the bootstrap built for this machine.
 type Function struct {
 	Stack     string `json:"stack"`
 	LogicalID string `json:"logical_id"`
@@ -77,7 +83,8 @@ type Function struct {
 	ReservedConcurrency int               `json:"reserved_concurrency,omitempty"`
 }
 
-// RuntimeFunction returns f as lambdaruntime runs it, with maxInstances environments at most.
+// RuntimeFunction returns f as lambdaruntime runs it, with maxInstances environments at most
+// (the caller decides: reserved concurrency, a mapping's maximum concurrency, or a local cap).
 func (f Function) RuntimeFunction(maxInstances int) lambdaruntime.Function {
 	return lambdaruntime.Function{
 		Name: f.Name, Bootstrap: f.Bootstrap, Handler: f.Handler, Env: f.Env,
@@ -85,7 +92,8 @@ func (f Function) RuntimeFunction(maxInstances int) lambdaruntime.Function {
 	}
 }
 
-// EventSourceMapping is an SQS event source mapping, resolved for esm.
+// EventSourceMapping is an SQS event source mapping, resolved for esm: Lambda's defaults applied,
+// its function's name and its queue's URL looked up.
 type EventSourceMapping struct {
 	Stack                   string        `json:"stack"`
 	LogicalID               string        `json:"logical_id"`
@@ -117,7 +125,7 @@ type Schedule struct {
 	TargetARN  string `json:"target_arn"`
 }
 
-// Skipped is a resource the offline stack does without.
+// Skipped is a resource the offline stack does without, and why: what differs from AWS.
 type Skipped struct {
 	Stack     string `json:"stack"`
 	LogicalID string `json:"logical_id"`
@@ -125,7 +133,8 @@ type Skipped struct {
 	Reason    string `json:"reason"`
 }
 
-// FunctionByName returns the function with this name or ARN, or nil.
+// FunctionByName returns the function with this name or ARN, or nil. A mapping's FunctionName
+// may be either (or a partial ARN), as Lambda accepts.
 func (d *Deployment) FunctionByName(nameOrARN string) *Function {
 	for i := range d.Functions {
 		f := &d.Functions[i]

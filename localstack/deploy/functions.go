@@ -64,6 +64,7 @@ func (dp *deployer) function(run *stackRun, id string) error {
 			}
 		}
 	}
+	// Errors name the resource: ConfigError carries the stack and logical id.
 	bad := func(err error) error { return &ConfigError{Stack: run.name, LogicalID: id, Reason: err.Error()} }
 	timeout, err := intProp(props, "Timeout", 3)
 	if err != nil {
@@ -95,6 +96,8 @@ func (dp *deployer) function(run *stackRun, id string) error {
 			fn.Env["AWS_LAMBDA_LOG_LEVEL"] = l
 		}
 	}
+	// The code: "jobkit:source" (written by infra/constructs) names the Go package to build;
+	// "aws:asset:path" is the directory CDK bundled, used when there is no source.
 	meta, _ := run.resources[id]["Metadata"].(map[string]any)
 	fn.Source, _ = meta[SourceMetadataKey].(string)
 	fn.AssetPath, _ = meta["aws:asset:path"].(string)

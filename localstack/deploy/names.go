@@ -39,6 +39,7 @@ func (dp *deployer) synthName(run *stackRun, id string) string {
 		}
 	}
 	if typ == typeESM {
+		// A UUID in its 8-4-4-4-12 form, from a hash: the same on every run.
 		sum := sha256.Sum256([]byte(run.name + "/" + id))
 		h := hex.EncodeToString(sum[:16])
 		return h[0:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:32]
@@ -72,6 +73,7 @@ func (dp *deployer) synthAttr(run *stackRun, id, attr string) (string, error) {
 	case attr == "Arn" && typ == "AWS::IAM::Role":
 		return "arn:" + p + ":iam::" + acct + ":role/" + name, nil
 	case attr == "RoleId" && typ == "AWS::IAM::Role":
+		// IAM role ids are "AROA" and 16 upper-case characters; derived from the name, stable.
 		sum := sha256.Sum256([]byte(name))
 		return "AROA" + strings.ToUpper(hex.EncodeToString(sum[:8])), nil
 	case attr == "Arn" && typ == "AWS::Logs::LogGroup":
@@ -79,6 +81,7 @@ func (dp *deployer) synthAttr(run *stackRun, id, attr string) (string, error) {
 	case attr == "Arn" && typ == typeScheduleGroup:
 		return "arn:" + p + ":scheduler:" + reg + ":" + acct + ":schedule-group/" + name, nil
 	case attr == "Arn" && typ == typeSchedule:
+		// A schedule's ARN names its group ("default" when GroupName is not set).
 		group := "default"
 		if props, ok := r["Properties"].(map[string]any); ok {
 			if g, ok := props["GroupName"]; ok {
@@ -89,6 +92,7 @@ func (dp *deployer) synthAttr(run *stackRun, id, attr string) (string, error) {
 		}
 		return "arn:" + p + ":scheduler:" + reg + ":" + acct + ":schedule/" + group + "/" + name, nil
 	case attr == "Arn":
+		// Any other type: the generic arn:partition:service:region:account:name form.
 		svc := strings.ToLower(strings.Split(strings.TrimPrefix(typ, "AWS::"), "::")[0])
 		return "arn:" + p + ":" + svc + ":" + reg + ":" + acct + ":" + name, nil
 	}
@@ -116,6 +120,7 @@ func (dp *deployer) getAtt(ctx context.Context, run *stackRun, id, attr string) 
 	var v string
 	switch {
 	case typ == typeQueue && attr == "QueueUrl":
+		// A queue's physical id is its URL, as on AWS.
 		v = phys
 	case typ == typeQueue && attr == "QueueName":
 		v = phys[strings.LastIndexByte(phys, '/')+1:]
