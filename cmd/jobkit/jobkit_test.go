@@ -69,8 +69,8 @@ func createStack(t *testing.T, cfg aws.Config) (stack, queueURL, dlqURL string) 
 			}},
 		},
 		"Outputs": map[string]any{
-			"JobkitQueueEmail": map[string]any{"Value": map[string]any{"Ref": "Q"}},
-			"JobkitDlqEmail":   map[string]any{"Value": map[string]any{"Ref": "Dlq"}},
+			jobs.OutputQueuePrefix + "Email": map[string]any{"Value": map[string]any{"Ref": "Q"}},
+			jobs.OutputDLQPrefix + "Email":   map[string]any{"Value": map[string]any{"Ref": "Dlq"}},
 		},
 	})
 	_, err := cfn.CreateStack(ctx, &cloudformation.CreateStackInput{StackName: aws.String(stack), TemplateBody: aws.String(string(tpl))})

@@ -23,6 +23,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/scheduler"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
+	"github.com/jobkit-go/jobkit/jobs"
 )
 
 // CloudFormationAPI is the part of the CloudFormation API Deploy and Destroy call.
@@ -161,7 +162,7 @@ const (
 
 // SourceMetadataKey is the metadata key naming a function's Go main package, relative to the
 // module (infra/constructs writes it).
-const SourceMetadataKey = "jobkit:source"
+const SourceMetadataKey = jobs.SourceMetadataKey
 
 func placeOf(typ string) int {
 	switch {
