@@ -171,58 +171,8 @@ func loopback(endpoint string) bool {
 	return ip != nil && ip.IsLoopback()
 }
 
-func (a *app) inspector(ctx context.Context) (*inspect.Inspector, error) {
-	cfg, err := a.awsConfig(ctx)
-	if err != nil {
-		return nil, err
-	}
-	return inspect.New(cfg), nil
-}
-
 func (a *app) target() inspect.Target {
 	return inspect.Target{Stack: a.stack, Queues: a.queues, DLQ: a.dlq}
-}
-
-// resolve returns the queues the flags (or the stack) name.
-func (a *app) resolve(ctx context.Context, in *inspect.Inspector) ([]inspect.Queue, error) {
-	qs, err := in.Resolve(ctx, a.target())
-	if errors.Is(err, inspect.ErrStackNotFound) {
-		return nil, fmt.Errorf("%w (pass --queue URL, or --stack NAME for the deployed stack)", err)
-	}
-	return qs, err
-}
-
-// one returns the single queue the command works on, refusing to guess between several.
-func (a *app) one(ctx context.Context, in *inspect.Inspector, needDLQ bool) (inspect.Queue, error) {
-	qs, err := a.resolve(ctx, in)
-	if err != nil {
-		return inspect.Queue{}, err
-	}
-	var pick []inspect.Queue
-	for _, q := range qs {
-		if !needDLQ || q.DLQURL != "" {
-			pick = append(pick, q)
-		}
-	}
-	switch len(pick) {
-	case 1:
-		return pick[0], nil
-	case 0:
-		if needDLQ {
-			return inspect.Queue{}, fmt.Errorf("%w: %s (pass --dlq)", inspect.ErrNoDLQ, names(qs))
-		}
-		return inspect.Queue{}, inspect.ErrNoQueues
-	default:
-		return inspect.Queue{}, usageError{fmt.Errorf("%d queues (%s): choose one with --queue NAME", len(pick), names(pick))}
-	}
-}
-
-func names(qs []inspect.Queue) string {
-	n := make([]string, len(qs))
-	for i, q := range qs {
-		n[i] = q.Name
-	}
-	return strings.Join(n, ", ")
 }
 
 // writeJSON writes v as indented JSON and a newline.
