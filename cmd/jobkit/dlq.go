@@ -392,6 +392,10 @@ func (r *redriveCmd) run(s *session, q inspect.Queue) error {
 		}
 	}
 	o.Source = q.URL
+	if o.To == "" {
+		// The deployed stack's queues on this DLQ are trusted destinations too (no stack: none).
+		o.Sources, _ = s.in.StackSources(s.ctx, s.a.stack, q.DLQURL)
+	}
 	o.Progress = func(p inspect.RedriveProgress) {
 		detail := fmt.Sprintf("moved (%s)", p.Method)
 		if p.Skipped > 0 || p.Failed > 0 {
@@ -433,7 +437,7 @@ func printRedrive(w io.Writer, q inspect.Queue, r *inspect.RedriveResult) {
 		fmt.Fprintf(w, "manual move because: %s\n", r.FallbackReason)
 	}
 	if r.Skipped+r.NoDestination+r.Returned > 0 {
-		fmt.Fprintf(w, "left in the DLQ: %d not selected, %d without a destination, %d failed again during the run\n", r.Skipped, r.NoDestination, r.Returned)
+		fmt.Fprintf(w, "left in the DLQ: %d not selected, %d with no valid destination, %d failed again during the run\n", r.Skipped, r.NoDestination, r.Returned)
 	}
 	if r.Failed > 0 {
 		fmt.Fprintf(w, "failed to send: %d (still in the DLQ)\n", r.Failed)

@@ -301,7 +301,7 @@ func TestDLQRedriveKilledMidwayAndRunAgain(t *testing.T) {
 	bin := buildCLI(t)
 	client := sqs.NewFromConfig(cfg)
 	dlq := awstest.CreateQueue(t, cfg, "dlq", nil)
-	sources := sourceQueues(t, cfg, 10)
+	sources := sourceQueues(t, cfg, dlq, 10)
 	ids := seedDeadFrom(t, client, dlq.URL, sources, "k", 1000, func(int) string { return "email.send" })
 	const concurrency, window = 4, 40
 
@@ -515,4 +515,33 @@ func TestEnqueueFileProgressBarOnTTY(t *testing.T) {
 	require.NotRegexp(t, `(?m)^enqueue: \d+/300 \(`, s, "no plain lines on a terminal")
 	v, _ := depth(t, client, q.URL)
 	require.Equal(t, 300, v)
+}
+
+// A dead job whose jobkit.source_queue names a queue that is not a source of the DLQ stays in the
+// DLQ and is reported; --to, the operator's own choice, still moves it.
+func TestDLQRedriveRefusesForgedSourceQueue(t *testing.T) {
+	t.Parallel()
+	cfg := awstest.Config(t)
+	client := sqs.NewFromConfig(cfg)
+	stack, q, dlq := createStack(t, cfg)
+	victim := awstest.CreateQueue(t, cfg, "victim", nil)
+	seedDeadFrom(t, client, dlq, []string{q, victim.URL}, "f", 6, func(int) string { return "email.send" })
+
+	out, errOut, code := cli(t, "", "--stack", stack, "dlq", "redrive", "--progress", "none")
+	require.Equal(t, 0, code, errOut)
+	require.Contains(t, out, "moved 3 of 6 jobs")
+	require.Contains(t, out, "0 not selected, 3 with no valid destination")
+	require.Empty(t, drainIDs(t, client, victim.URL))
+	require.Len(t, drainIDs(t, client, q), 3)
+	v, f := depth(t, client, dlq)
+	require.Equal(t, 3, v)
+	require.Zero(t, f)
+
+	out, errOut, code = cli(t, "", "--stack", stack, "dlq", "redrive", "--to", victim.URL, "--progress", "none", "--json")
+	require.Equal(t, 0, code, errOut)
+	var doc redriveJSON
+	require.NoError(t, json.Unmarshal([]byte(out), &doc))
+	require.Equal(t, int64(3), doc.Moved)
+	require.Zero(t, doc.NoDestination)
+	require.Len(t, drainIDs(t, client, victim.URL), 3)
 }

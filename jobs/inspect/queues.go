@@ -261,6 +261,23 @@ func (i *Inspector) DeadLetterSources(ctx context.Context, dlqURL string) ([]str
 	return urls, nil
 }
 
+// StackSources returns the URLs of the queues a deployed stack names (StackQueues) whose
+// dead-letter queue is dlqURL: destinations a redrive from that DLQ may trust
+// (RedriveOptions.Sources).
+func (i *Inspector) StackSources(ctx context.Context, stack, dlqURL string) ([]string, error) {
+	qs, err := i.StackQueues(ctx, stack)
+	if err != nil {
+		return nil, err
+	}
+	var urls []string
+	for _, q := range qs {
+		if q.URL != "" && q.DLQURL != "" && queueKey(q.DLQURL) == queueKey(dlqURL) {
+			urls = append(urls, q.URL)
+		}
+	}
+	return urls, nil
+}
+
 // AgeMode says how Stats finds the age of a queue's oldest message. SQS exposes that age only as
 // the CloudWatch metric ApproximateAgeOfOldestMessage, not as a queue attribute; the alternative is
 // to look at messages, and receiving a message is not free (see AgeSample).
