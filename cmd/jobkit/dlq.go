@@ -181,15 +181,15 @@ func printDeadList(w io.Writer, list *inspect.DeadList) {
 		if reason == "" {
 			reason = "(redrive policy)"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\n", orDash(j.JobID), orDash(j.Kind), reason, j.Attempts,
-			failed.Format(time.RFC3339), oneLine(j.Error, 60))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\n", orDash(safe(j.JobID, idWidth)), orDash(safe(j.Kind, kindWidth)),
+			safe(reason, reasonWidth), j.Attempts, failed.Format(time.RFC3339), oneLine(j.Error, errorWidth))
 	}
 	tw.Flush()
 	more := ""
 	if list.Truncated {
 		more = " (truncated: raise --limit)"
 	}
-	fmt.Fprintf(w, "%d shown, %d scanned, about %d in %s%s\n", len(list.Jobs), list.Scanned, list.Approximate, jobs.QueueName(list.QueueURL), more)
+	fmt.Fprintf(w, "%d shown, %d scanned, about %d in %s%s\n", len(list.Jobs), list.Scanned, list.Approximate, safe(jobs.QueueName(list.QueueURL), nameWidth), more)
 }
 
 func orDash(s string) string {
@@ -199,13 +199,9 @@ func orDash(s string) string {
 	return s
 }
 
-// oneLine flattens s to one line of at most n runes.
+// oneLine flattens s to one safe line of at most n runes.
 func oneLine(s string, n int) string {
-	s = strings.Join(strings.Fields(s), " ")
-	if r := []rune(s); len(r) > n {
-		return string(r[:n-1]) + "…"
-	}
-	return orDash(s)
+	return orDash(safe(strings.Join(strings.Fields(s), " "), n))
 }
 
 func newDLQShowCmd(a *app) *cobra.Command {
@@ -252,7 +248,7 @@ func deadShowDoc(dlqURL string, j *inspect.DeadJob) deadShowJSON {
 
 func printDeadJob(w io.Writer, j *inspect.DeadJob) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	row := func(k, v string) { fmt.Fprintf(tw, "%s\t%s\n", k, orDash(v)) }
+	row := func(k, v string) { fmt.Fprintf(tw, "%s\t%s\n", k, orDash(safe(v, valueWidth))) }
 	ts := func(t time.Time) string {
 		if t.IsZero() {
 			return ""
@@ -278,18 +274,18 @@ func printDeadJob(w io.Writer, j *inspect.DeadJob) {
 	row("DLQ receives:", fmt.Sprint(j.ReceiveCount))
 	tw.Flush()
 	fmt.Fprintln(w, "error:")
-	fmt.Fprintln(w, indent(orDash(j.Error)))
+	fmt.Fprintln(w, indent(orDash(safeLines(j.Error, textWidth))))
 	if j.Envelope != nil {
 		raw, _ := json.Marshal(j.Envelope)
 		var buf bytes.Buffer
 		if json.Indent(&buf, raw, "  ", "  ") == nil {
 			fmt.Fprintln(w, "envelope:")
-			fmt.Fprintln(w, "  "+buf.String())
+			fmt.Fprintln(w, "  "+safeLines(buf.String(), textWidth))
 			return
 		}
 	}
 	fmt.Fprintln(w, "body (not a jobkit envelope):")
-	fmt.Fprintln(w, indent(j.Body))
+	fmt.Fprintln(w, indent(safeLines(j.Body, textWidth)))
 }
 
 func indent(s string) string {
@@ -428,13 +424,13 @@ func redriveDoc(dlq string, r *inspect.RedriveResult) redriveJSON {
 }
 
 func printRedrive(w io.Writer, q inspect.Queue, r *inspect.RedriveResult) {
-	fmt.Fprintf(w, "moved %d of %d jobs from %s (%s", r.Moved, r.Total, jobs.QueueName(q.DLQURL), r.Method)
+	fmt.Fprintf(w, "moved %d of %d jobs from %s (%s", r.Moved, r.Total, safe(jobs.QueueName(q.DLQURL), nameWidth), r.Method)
 	if r.TaskHandle != "" {
-		fmt.Fprintf(w, ", task %s", r.TaskHandle)
+		fmt.Fprintf(w, ", task %s", safe(r.TaskHandle, valueWidth))
 	}
 	fmt.Fprintln(w, ")")
 	if r.FallbackReason != "" {
-		fmt.Fprintf(w, "manual move because: %s\n", r.FallbackReason)
+		fmt.Fprintf(w, "manual move because: %s\n", safe(r.FallbackReason, lineWidth))
 	}
 	if r.Skipped+r.NoDestination+r.Returned > 0 {
 		fmt.Fprintf(w, "left in the DLQ: %d not selected, %d with no valid destination, %d failed again during the run\n", r.Skipped, r.NoDestination, r.Returned)
@@ -471,7 +467,7 @@ jobkit asks for confirmation on stdin unless --yes is given. SQS finishes a purg
 					return err
 				}
 				fmt.Fprintf(s.stderr, "Purge about %d messages from dead-letter queue %s? This cannot be undone. [y/N] ",
-					d.Total(), jobs.QueueName(q.DLQURL))
+					d.Total(), safe(jobs.QueueName(q.DLQURL), nameWidth))
 				answer, _ := bufio.NewReader(s.stdin).ReadString('\n')
 				switch strings.ToLower(strings.TrimSpace(answer)) {
 				case "y", "yes":
@@ -483,7 +479,7 @@ jobkit asks for confirmation on stdin unless --yes is given. SQS finishes a purg
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(s.stdout, "purged %s (about %d messages; SQS finishes within 60 s)\n", jobs.QueueName(q.DLQURL), n)
+			fmt.Fprintf(s.stdout, "purged %s (about %d messages; SQS finishes within 60 s)\n", safe(jobs.QueueName(q.DLQURL), nameWidth), n)
 			return nil
 		}),
 	}

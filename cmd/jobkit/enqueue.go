@@ -123,7 +123,8 @@ func (e *enqueueCmd) runOne(s *session, kind string) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(s.stdout, "enqueued %s job %s to %s (message %s)", res.Kind, res.ID, jobs.QueueName(res.QueueURL), res.MessageID)
+	fmt.Fprintf(s.stdout, "enqueued %s job %s to %s (message %s)", safe(res.Kind, kindWidth), safe(res.ID, idWidth),
+		safe(jobs.QueueName(res.QueueURL), nameWidth), safe(res.MessageID, idWidth))
 	if !res.DeliverAt.IsZero() {
 		fmt.Fprintf(s.stdout, ", visible at %s", res.DeliverAt.Format(time.RFC3339))
 	}
@@ -329,7 +330,7 @@ func sendJobs(ctx context.Context, client *jobs.Client, lines []enqueueLine, url
 // report prints the failures on stderr and the count on stdout, and returns the verb's error.
 func (sum *enqueueSummary) report(s *session, took time.Duration) error {
 	for _, e := range sum.firstErrs {
-		fmt.Fprintln(s.stderr, "failed:", e)
+		fmt.Fprintln(s.stderr, "failed:", safe(e, lineWidth))
 	}
 	fmt.Fprintf(s.stdout, "enqueued %d of %d jobs (%d failed) in %s\n", sum.done, sum.total, sum.failed, took.Round(time.Millisecond))
 	if sum.interrupted != nil {

@@ -115,7 +115,7 @@ where it comes from.
 			return s.print(asJSON, func() any { return queuesDoc(rep) }, func(w io.Writer) {
 				printQueues(w, rep)
 				for _, warning := range rep.Warnings {
-					fmt.Fprintln(s.stderr, "warning:", warning)
+					fmt.Fprintln(s.stderr, "warning:", safeLines(warning, lineWidth))
 				}
 			})
 		}),
@@ -158,7 +158,7 @@ func printQueues(w io.Writer, rep *inspect.StatsReport) {
 		if s.DLQ != nil {
 			dlq, dlqInFlight, dlqOldest = itoa(s.DLQ.Visible), itoa(s.DLQ.InFlight), ageText(s.DLQ)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", s.Name, kind, visible, inFlight, delayed, oldest, dlq, dlqInFlight, dlqOldest)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", safe(s.Name, nameWidth), kind, visible, inFlight, delayed, oldest, dlq, dlqInFlight, dlqOldest)
 	}
 	tw.Flush()
 }

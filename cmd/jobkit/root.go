@@ -67,7 +67,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	if errors.As(err, &dx) {
 		return dx.code
 	}
-	fmt.Fprintf(stderr, "jobkit: %v\n", err)
+	fmt.Fprintf(stderr, "jobkit: %s\n", safeLines(err.Error(), textWidth))
 	var ue usageError
 	if errors.As(err, &ue) || strings.HasPrefix(err.Error(), "unknown command") {
 		fmt.Fprintln(stderr, "Run 'jobkit --help' for usage.")
@@ -173,6 +173,37 @@ func loopback(endpoint string) bool {
 
 func (a *app) target() inspect.Target {
 	return inspect.Target{Stack: a.stack, Queues: a.queues, DLQ: a.dlq}
+}
+
+// Widths, in runes, of what the human-readable output shows of a value; --json has it whole.
+const (
+	idWidth     = 40   // a job id or message id in a table
+	kindWidth   = 40   // a kind in a table
+	reasonWidth = 24   // a reason in a table
+	errorWidth  = 60   // an error in a table
+	nameWidth   = 48   // a queue name
+	valueWidth  = 200  // a value of 'dlq show'
+	lineWidth   = 512  // a line of a report (a failure, a warning)
+	textWidth   = 4096 // an error, body or envelope of 'dlq show'; an error message
+)
+
+// safe makes a value for the terminal: control characters escaped, at most width runes
+// (inspect.Printable). Every value the human-readable output prints goes through safe or
+// safeLines: ids, kinds, errors and bodies come from whoever could send a message.
+func safe(s string, width int) string { return inspect.Printable(s, width) }
+
+// safeLines is safe for text of several lines: each line is made safe (a CR, an escape sequence
+// shows as \r, \x1b) and the whole is capped at width runes.
+func safeLines(s string, width int) string {
+	lines := strings.Split(s, "\n")
+	for i, l := range lines {
+		lines[i] = inspect.Printable(l, 0)
+	}
+	out := strings.Join(lines, "\n")
+	if r := []rune(out); len(r) > width {
+		out = string(r[:width-1]) + "…"
+	}
+	return out
 }
 
 // writeJSON writes v as indented JSON and a newline.
