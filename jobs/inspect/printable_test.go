@@ -51,7 +51,9 @@ func FuzzPrintable(f *testing.F) {
 		if width > 0 {
 			require.LessOrEqual(t, utf8.RuneCountInString(out), width, "%q", out)
 		}
-		if width <= 0 && utf8.ValidString(s) && !strings.ContainsFunc(s, func(r rune) bool { return r < 0x20 || (r >= 0x7f && r <= 0x9f) || (r >= 0x202a && r <= 0x202e) || (r >= 0x2066 && r <= 0x2069) }) {
+		if width <= 0 && utf8.ValidString(s) && !strings.ContainsFunc(s, func(r rune) bool {
+			return r < 0x20 || (r >= 0x7f && r <= 0x9f) || (r >= 0x202a && r <= 0x202e) || (r >= 0x2066 && r <= 0x2069)
+		}) {
 			require.Equal(t, s, out)
 		}
 	})
