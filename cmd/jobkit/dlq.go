@@ -299,7 +299,10 @@ const redriveLong = `Move dead jobs back to the queue they came from.
 follows it; where the endpoint lacks it (the offline emulator) or a filter is given
 (--kind, --error), it moves messages itself: receive from the DLQ, send to the source
 queue (--to, else the message's jobkit.source_queue attribute, else the queue of
---queue), then delete from the DLQ.
+--queue), then delete from the DLQ. The attribute is trusted only when it names a source
+queue of the DLQ (ListDeadLetterSourceQueues, --queue, the stack's queues on that DLQ); any
+other job stays in the DLQ and is reported as having no valid destination. --to, the
+operator's own choice, is not checked.
 
 The manual move never loses a message when interrupted, and sends each message at most
 once per run (a send that got no clear answer and had to be made again is reported as a
