@@ -11,6 +11,7 @@ import (
 	"github.com/aws/jsii-runtime-go"
 
 	jk "github.com/jobkit-go/jobkit/infra/constructs"
+	"github.com/jobkit-go/jobkit/jobs"
 
 	"github.com/jobkit-go/jobkit/functions/samplejobs"
 )
@@ -19,7 +20,7 @@ import (
 // functions (queues with jobs in them, tables) and what produces jobs on its own (schedules);
 // deleting JobkitWorkers leaves jobs waiting, and the schedules go on adding to them.
 const (
-	StateStackID   = "JobkitState"
+	StateStackID   = jobs.DefaultStack
 	WorkersStackID = "JobkitWorkers"
 )
 

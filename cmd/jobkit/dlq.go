@@ -3,7 +3,6 @@ package main
 import (
 	"bufio"
 	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -143,31 +142,13 @@ the messages behind it. approximate_count still counts everything.`,
   jobkit dlq list --queue email --kind email.send --error timeout --limit 500
   jobkit dlq list --dlq https://sqs.us-east-1.amazonaws.com/123456789012/email-dlq --json`,
 		Args: noArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			ctx := cmd.Context()
-			in, err := a.inspector(ctx)
+		RunE: a.onDLQ(func(s *session, q inspect.Queue, _ []string) error {
+			list, err := s.in.ListDead(s.ctx, q.DLQURL, &inspect.ListOptions{Filter: filter, Limit: limit, Visibility: visibility})
 			if err != nil {
 				return err
 			}
-			q, err := a.one(ctx, in, true)
-			if err != nil {
-				return err
-			}
-			list, err := in.ListDead(ctx, q.DLQURL, &inspect.ListOptions{Filter: filter, Limit: limit, Visibility: visibility})
-			if err != nil {
-				return err
-			}
-			if asJSON {
-				doc := deadListJSON{Version: jsonVersion, Queue: list.QueueURL, ApproximateCount: list.Approximate,
-					Scanned: list.Scanned, Truncated: list.Truncated, Jobs: []deadJobJSON{}}
-				for i := range list.Jobs {
-					doc.Jobs = append(doc.Jobs, toDeadJSON(&list.Jobs[i]))
-				}
-				return writeJSON(cmd.OutOrStdout(), doc)
-			}
-			printDeadList(cmd.OutOrStdout(), list)
-			return nil
-		},
+			return s.print(asJSON, func() any { return deadListDoc(list) }, func(w io.Writer) { printDeadList(w, list) })
+		}),
 	}
 	f := cmd.Flags()
 	f.BoolVar(&asJSON, "json", false, "print JSON (schema in docs/cli.md)")
@@ -176,6 +157,15 @@ the messages behind it. approximate_count still counts everything.`,
 	f.IntVar(&limit, "limit", 100, "list at most this many jobs")
 	f.DurationVar(&visibility, "visibility", 30*time.Second, "how long listed messages stay hidden while the listing runs")
 	return cmd
+}
+
+func deadListDoc(list *inspect.DeadList) deadListJSON {
+	doc := deadListJSON{Version: jsonVersion, Queue: list.QueueURL, ApproximateCount: list.Approximate,
+		Scanned: list.Scanned, Truncated: list.Truncated, Jobs: []deadJobJSON{}}
+	for i := range list.Jobs {
+		doc.Jobs = append(doc.Jobs, toDeadJSON(&list.Jobs[i]))
+	}
+	return doc
 }
 
 func printDeadList(w io.Writer, list *inspect.DeadList) {
@@ -191,15 +181,15 @@ func printDeadList(w io.Writer, list *inspect.DeadList) {
 		if reason == "" {
 			reason = "(redrive policy)"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\n", orDash(j.JobID), orDash(j.Kind), reason, j.Attempts,
-			failed.Format(time.RFC3339), oneLine(j.Error, 60))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\n", orDash(safe(j.JobID, idWidth)), orDash(safe(j.Kind, kindWidth)),
+			safe(reason, reasonWidth), j.Attempts, failed.Format(time.RFC3339), oneLine(j.Error, errorWidth))
 	}
 	tw.Flush()
 	more := ""
 	if list.Truncated {
 		more = " (truncated: raise --limit)"
 	}
-	fmt.Fprintf(w, "%d shown, %d scanned, about %d in %s%s\n", len(list.Jobs), list.Scanned, list.Approximate, jobs.QueueName(list.QueueURL), more)
+	fmt.Fprintf(w, "%d shown, %d scanned, about %d in %s%s\n", len(list.Jobs), list.Scanned, list.Approximate, safe(jobs.QueueName(list.QueueURL), nameWidth), more)
 }
 
 func orDash(s string) string {
@@ -209,13 +199,9 @@ func orDash(s string) string {
 	return s
 }
 
-// oneLine flattens s to one line of at most n runes.
+// oneLine flattens s to one safe line of at most n runes.
 func oneLine(s string, n int) string {
-	s = strings.Join(strings.Fields(s), " ")
-	if r := []rune(s); len(r) > n {
-		return string(r[:n-1]) + "…"
-	}
-	return orDash(s)
+	return orDash(safe(strings.Join(strings.Fields(s), " "), n))
 }
 
 func newDLQShowCmd(a *app) *cobra.Command {
@@ -237,41 +223,32 @@ consumed).`,
 			}
 			return nil
 		},
-		RunE: func(cmd *cobra.Command, args []string) error {
-			ctx := cmd.Context()
-			in, err := a.inspector(ctx)
+		RunE: a.onDLQ(func(s *session, q inspect.Queue, args []string) error {
+			j, err := s.in.ShowDead(s.ctx, q.DLQURL, args[0], &inspect.ListOptions{Visibility: visibility})
 			if err != nil {
 				return err
 			}
-			q, err := a.one(ctx, in, true)
-			if err != nil {
-				return err
-			}
-			j, err := in.ShowDead(ctx, q.DLQURL, args[0], &inspect.ListOptions{Visibility: visibility})
-			if err != nil {
-				return err
-			}
-			if asJSON {
-				d := deadJobShowJSON{deadJobJSON: toDeadJSON(j), Body: j.Body, Envelope: json.RawMessage("null")}
-				if j.Envelope != nil {
-					if raw, err := json.Marshal(j.Envelope); err == nil {
-						d.Envelope = raw
-					}
-				}
-				return writeJSON(cmd.OutOrStdout(), deadShowJSON{Version: jsonVersion, Queue: q.DLQURL, Job: d})
-			}
-			printDeadJob(cmd.OutOrStdout(), j)
-			return nil
-		},
+			return s.print(asJSON, func() any { return deadShowDoc(q.DLQURL, j) }, func(w io.Writer) { printDeadJob(w, j) })
+		}),
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON (schema in docs/cli.md)")
 	cmd.Flags().DurationVar(&visibility, "visibility", 30*time.Second, "how long scanned messages stay hidden while the search runs")
 	return cmd
 }
 
+func deadShowDoc(dlqURL string, j *inspect.DeadJob) deadShowJSON {
+	d := deadJobShowJSON{deadJobJSON: toDeadJSON(j), Body: j.Body, Envelope: json.RawMessage("null")}
+	if j.Envelope != nil {
+		if raw, err := json.Marshal(j.Envelope); err == nil {
+			d.Envelope = raw
+		}
+	}
+	return deadShowJSON{Version: jsonVersion, Queue: dlqURL, Job: d}
+}
+
 func printDeadJob(w io.Writer, j *inspect.DeadJob) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	row := func(k, v string) { fmt.Fprintf(tw, "%s\t%s\n", k, orDash(v)) }
+	row := func(k, v string) { fmt.Fprintf(tw, "%s\t%s\n", k, orDash(safe(v, valueWidth))) }
 	ts := func(t time.Time) string {
 		if t.IsZero() {
 			return ""
@@ -297,41 +274,35 @@ func printDeadJob(w io.Writer, j *inspect.DeadJob) {
 	row("DLQ receives:", fmt.Sprint(j.ReceiveCount))
 	tw.Flush()
 	fmt.Fprintln(w, "error:")
-	fmt.Fprintln(w, indent(orDash(j.Error)))
+	fmt.Fprintln(w, indent(orDash(safeLines(j.Error, textWidth))))
 	if j.Envelope != nil {
 		raw, _ := json.Marshal(j.Envelope)
 		var buf bytes.Buffer
 		if json.Indent(&buf, raw, "  ", "  ") == nil {
 			fmt.Fprintln(w, "envelope:")
-			fmt.Fprintln(w, "  "+buf.String())
+			fmt.Fprintln(w, "  "+safeLines(buf.String(), textWidth))
 			return
 		}
 	}
 	fmt.Fprintln(w, "body (not a jobkit envelope):")
-	fmt.Fprintln(w, indent(j.Body))
+	fmt.Fprintln(w, indent(safeLines(j.Body, textWidth)))
 }
 
 func indent(s string) string {
 	return "  " + strings.ReplaceAll(s, "\n", "\n  ")
 }
 
-func newDLQRedriveCmd(a *app) *cobra.Command {
-	var (
-		o        inspect.RedriveOptions
-		method   string
-		progress string
-		asJSON   bool
-	)
-	cmd := &cobra.Command{
-		Use:   "redrive",
-		Short: "Move dead jobs back to their queue (StartMessageMoveTask, or a safe manual move)",
-		Long: `Move dead jobs back to the queue they came from.
+// redriveLong is the help text of `jobkit dlq redrive`.
+const redriveLong = `Move dead jobs back to the queue they came from.
 
 --method auto (the default) starts an SQS message move task (StartMessageMoveTask) and
 follows it; where the endpoint lacks it (the offline emulator) or a filter is given
 (--kind, --error), it moves messages itself: receive from the DLQ, send to the source
 queue (--to, else the message's jobkit.source_queue attribute, else the queue of
---queue), then delete from the DLQ.
+--queue), then delete from the DLQ. The attribute is trusted only when it names a source
+queue of the DLQ (ListDeadLetterSourceQueues, --queue, the stack's queues on that DLQ); any
+other job stays in the DLQ and is reported as having no valid destination. --to, the
+operator's own choice, is not checked.
 
 The manual move never loses a message when interrupted, and sends each message at most
 once per run (a send that got no clear answer and had to be made again is reported as a
@@ -345,7 +316,22 @@ FIFO: messages keep their group; the deduplication id is derived from the job id
 DLQ message id, so a repeated send within 5 minutes is dropped by SQS.
 
 Progress goes to stderr (a bar on a terminal, plain lines otherwise); the final count
-to stdout.`,
+to stdout.`
+
+// redriveCmd is `jobkit dlq redrive`: its flags, their check, and the run.
+type redriveCmd struct {
+	o        inspect.RedriveOptions
+	method   string
+	progress string
+	asJSON   bool
+}
+
+func newDLQRedriveCmd(a *app) *cobra.Command {
+	r := &redriveCmd{}
+	cmd := &cobra.Command{
+		Use:   "redrive",
+		Short: "Move dead jobs back to their queue (StartMessageMoveTask, or a safe manual move)",
+		Long:  redriveLong,
 		Example: `  # Everything back where it came from
   jobkit dlq redrive --queue email
 
@@ -354,66 +340,18 @@ to stdout.`,
 
   # On the emulator (manual move), to an explicit queue
   jobkit --endpoint http://127.0.0.1:4566 dlq redrive --dlq email-dlq --to email`,
-		Args: noArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			switch method {
-			case "auto", "":
-				o.Method = inspect.RedriveAuto
-			case "native":
-				o.Method = inspect.RedriveNative
-			case "manual":
-				o.Method = inspect.RedriveManual
-			default:
-				return usageError{fmt.Errorf("--method must be auto, native or manual, not %q", method)}
-			}
-			rep, err := newReporter(cmd.ErrOrStderr(), progress, "redrive")
-			if err != nil {
-				return err
-			}
-			ctx := cmd.Context()
-			in, err := a.inspector(ctx)
-			if err != nil {
-				return err
-			}
-			q, err := a.one(ctx, in, true)
-			if err != nil {
-				return err
-			}
-			if o.To != "" {
-				if o.To, err = a.queueURLOf(ctx, in, o.To); err != nil {
-					return err
-				}
-			}
-			o.Source = q.URL
-			o.Progress = func(p inspect.RedriveProgress) {
-				detail := fmt.Sprintf("moved (%s)", p.Method)
-				if p.Skipped > 0 || p.Failed > 0 {
-					detail += fmt.Sprintf(", skipped %d, failed %d", p.Skipped, p.Failed)
-				}
-				rep.update(p.Moved, p.Total, detail)
-			}
-			res, err := in.Redrive(ctx, q.DLQURL, &o)
-			rep.finish()
-			if res != nil {
-				if asJSON {
-					if jerr := writeJSON(cmd.OutOrStdout(), redriveDoc(q.DLQURL, res)); jerr != nil {
-						return jerr
-					}
-				} else {
-					printRedrive(cmd.OutOrStdout(), q, res)
-				}
-			}
-			if err != nil {
-				return err
-			}
-			if res.Failed > 0 || res.Unconfirmed > 0 {
-				return fmt.Errorf("redrive incomplete: %d failed, %d unconfirmed (still in the DLQ)", res.Failed, res.Unconfirmed)
-			}
-			return nil
-		},
+		Args:    noArgs,
+		PreRunE: func(*cobra.Command, []string) error { return r.check() },
+		RunE:    a.onDLQ(func(s *session, q inspect.Queue, _ []string) error { return r.run(s, q) }),
 	}
+	r.flags(cmd)
+	return cmd
+}
+
+func (r *redriveCmd) flags(cmd *cobra.Command) {
 	f := cmd.Flags()
-	f.StringVar(&method, "method", "auto", "auto, native (StartMessageMoveTask) or manual (receive/send/delete)")
+	o := &r.o
+	f.StringVar(&r.method, "method", "auto", "auto, native (StartMessageMoveTask) or manual (receive/send/delete)")
 	f.StringVar(&o.To, "to", "", "send every job to this queue (URL or name) instead of its source queue")
 	f.StringVar(&o.Filter.Kind, "kind", "", "only jobs of this kind (manual move)")
 	f.StringVar(&o.Filter.ErrorContains, "error", "", "only jobs whose error (or reason) contains this text, any case (manual move)")
@@ -421,18 +359,63 @@ to stdout.`,
 	f.DurationVar(&o.Visibility, "visibility", 30*time.Second, "manual move: visibility timeout of received messages (an interrupted move's messages return after it)")
 	f.DurationVar(&o.InFlightWait, "wait", 0, "manual move: how long to wait for messages in flight on the DLQ to come back (default --visibility + 15s; negative: don't)")
 	f.Int32Var(&o.MaxPerSecond, "max-per-second", 0, "native move: MaxNumberOfMessagesPerSecond (up to 500; 0: SQS decides)")
-	f.StringVar(&progress, "progress", progressAuto, "progress display on stderr: auto (bar on a terminal), bar, plain, none")
-	f.BoolVar(&asJSON, "json", false, "print the result as JSON (schema in docs/cli.md)")
-	return cmd
+	f.StringVar(&r.progress, "progress", progressAuto, "progress display on stderr: auto (bar on a terminal), bar, plain, none")
+	f.BoolVar(&r.asJSON, "json", false, "print the result as JSON (schema in docs/cli.md)")
 }
 
-// queueURLOf turns a queue name (stack output name or queue name) into its URL.
-func (a *app) queueURLOf(ctx context.Context, in *inspect.Inspector, ref string) (string, error) {
-	qs, err := in.Resolve(ctx, inspect.Target{Stack: a.stack, Queues: []string{ref}})
-	if err != nil {
-		return "", err
+// check validates the flags before anything is called.
+func (r *redriveCmd) check() error {
+	switch r.method {
+	case "auto", "":
+		r.o.Method = inspect.RedriveAuto
+	case "native":
+		r.o.Method = inspect.RedriveNative
+	case "manual":
+		r.o.Method = inspect.RedriveManual
+	default:
+		return usageError{fmt.Errorf("--method must be auto, native or manual, not %q", r.method)}
 	}
-	return qs[0].URL, nil
+	return checkProgress(r.progress)
+}
+
+// run resolves the destinations, moves the jobs with progress on stderr, and reports.
+func (r *redriveCmd) run(s *session, q inspect.Queue) error {
+	rep, err := newReporter(s.stderr, r.progress, "redrive")
+	if err != nil {
+		return err
+	}
+	o := r.o
+	if o.To != "" {
+		if o.To, err = s.queueURL(o.To); err != nil {
+			return err
+		}
+	}
+	o.Source = q.URL
+	if o.To == "" {
+		// The deployed stack's queues on this DLQ are trusted destinations too (no stack: none).
+		o.Sources, _ = s.in.StackSources(s.ctx, s.a.stack, q.DLQURL)
+	}
+	o.Progress = func(p inspect.RedriveProgress) {
+		detail := fmt.Sprintf("moved (%s)", p.Method)
+		if p.Skipped > 0 || p.Failed > 0 {
+			detail += fmt.Sprintf(", skipped %d, failed %d", p.Skipped, p.Failed)
+		}
+		rep.update(p.Moved, p.Total, detail)
+	}
+	res, err := s.in.Redrive(s.ctx, q.DLQURL, &o)
+	rep.finish()
+	if res != nil {
+		if perr := s.print(r.asJSON, func() any { return redriveDoc(q.DLQURL, res) }, func(w io.Writer) { printRedrive(w, q, res) }); perr != nil {
+			return perr
+		}
+	}
+	if err != nil {
+		return err
+	}
+	if res.Failed > 0 || res.Unconfirmed > 0 {
+		return fmt.Errorf("redrive incomplete: %d failed, %d unconfirmed (still in the DLQ)", res.Failed, res.Unconfirmed)
+	}
+	return nil
 }
 
 func redriveDoc(dlq string, r *inspect.RedriveResult) redriveJSON {
@@ -444,16 +427,16 @@ func redriveDoc(dlq string, r *inspect.RedriveResult) redriveJSON {
 }
 
 func printRedrive(w io.Writer, q inspect.Queue, r *inspect.RedriveResult) {
-	fmt.Fprintf(w, "moved %d of %d jobs from %s (%s", r.Moved, r.Total, jobs.QueueName(q.DLQURL), r.Method)
+	fmt.Fprintf(w, "moved %d of %d jobs from %s (%s", r.Moved, r.Total, safe(jobs.QueueName(q.DLQURL), nameWidth), r.Method)
 	if r.TaskHandle != "" {
-		fmt.Fprintf(w, ", task %s", r.TaskHandle)
+		fmt.Fprintf(w, ", task %s", safe(r.TaskHandle, valueWidth))
 	}
 	fmt.Fprintln(w, ")")
 	if r.FallbackReason != "" {
-		fmt.Fprintf(w, "manual move because: %s\n", r.FallbackReason)
+		fmt.Fprintf(w, "manual move because: %s\n", safe(r.FallbackReason, lineWidth))
 	}
 	if r.Skipped+r.NoDestination+r.Returned > 0 {
-		fmt.Fprintf(w, "left in the DLQ: %d not selected, %d without a destination, %d failed again during the run\n", r.Skipped, r.NoDestination, r.Returned)
+		fmt.Fprintf(w, "left in the DLQ: %d not selected, %d with no valid destination, %d failed again during the run\n", r.Skipped, r.NoDestination, r.Returned)
 	}
 	if r.Failed > 0 {
 		fmt.Fprintf(w, "failed to send: %d (still in the DLQ)\n", r.Failed)
@@ -480,37 +463,28 @@ jobkit asks for confirmation on stdin unless --yes is given. SQS finishes a purg
 		Example: `  jobkit dlq purge --queue email
   jobkit dlq purge --dlq https://sqs.us-east-1.amazonaws.com/123456789012/email-dlq --yes`,
 		Args: noArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			ctx := cmd.Context()
-			in, err := a.inspector(ctx)
-			if err != nil {
-				return err
-			}
-			q, err := a.one(ctx, in, true)
-			if err != nil {
-				return err
-			}
+		RunE: a.onDLQ(func(s *session, q inspect.Queue, _ []string) error {
 			if !yes {
-				d, err := in.Depth(ctx, q.DLQURL)
+				d, err := s.in.Depth(s.ctx, q.DLQURL)
 				if err != nil {
 					return err
 				}
-				fmt.Fprintf(cmd.ErrOrStderr(), "Purge about %d messages from dead-letter queue %s? This cannot be undone. [y/N] ",
-					d.Total(), jobs.QueueName(q.DLQURL))
-				answer, _ := bufio.NewReader(cmd.InOrStdin()).ReadString('\n')
+				fmt.Fprintf(s.stderr, "Purge about %d messages from dead-letter queue %s? This cannot be undone. [y/N] ",
+					d.Total(), safe(jobs.QueueName(q.DLQURL), nameWidth))
+				answer, _ := bufio.NewReader(s.stdin).ReadString('\n')
 				switch strings.ToLower(strings.TrimSpace(answer)) {
 				case "y", "yes":
 				default:
 					return fmt.Errorf("purge cancelled: nothing deleted")
 				}
 			}
-			n, err := in.Purge(ctx, q.DLQURL)
+			n, err := s.in.Purge(s.ctx, q.DLQURL)
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "purged %s (about %d messages; SQS finishes within 60 s)\n", jobs.QueueName(q.DLQURL), n)
+			fmt.Fprintf(s.stdout, "purged %s (about %d messages; SQS finishes within 60 s)\n", safe(jobs.QueueName(q.DLQURL), nameWidth), n)
 			return nil
-		},
+		}),
 	}
 	cmd.Flags().BoolVarP(&yes, "yes", "y", false, "do not ask for confirmation")
 	return cmd

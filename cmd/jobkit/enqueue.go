@@ -43,13 +43,16 @@ func (e *LineError) Unwrap() error { return e.Err }
 // calls of 10); progress advances after each.
 const enqueueBatchSize = 100
 
+// enqueueCmd is `jobkit enqueue`: its flags, their check, and the two ways to run.
+type enqueueCmd struct {
+	argsJSON string
+	file     string
+	progress string
+	opts     jobs.EnqueueOpts
+}
+
 func newEnqueueCmd(a *app) *cobra.Command {
-	var (
-		argsJSON string
-		file     string
-		progress string
-		opts     jobs.EnqueueOpts
-	)
+	e := &enqueueCmd{}
 	cmd := &cobra.Command{
 		Use:   "enqueue KIND --args JSON | --file FILE",
 		Short: "Enqueue a job, or a file of jobs (NDJSON) with progress",
@@ -70,63 +73,63 @@ stdout.`,
   jobkit enqueue report.build --delay 10m --queue reports
   jobkit enqueue --file jobs.ndjson --queue email
   generate-jobs | jobkit enqueue --file - --queue email --progress plain`,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			ctx := cmd.Context()
-			switch {
-			case file != "" && len(args) > 0:
-				return usageError{errors.New("give KIND or --file, not both")}
-			case file == "" && len(args) != 1:
-				return usageError{errors.New("enqueue takes one KIND (or --file FILE)")}
+		PreRunE: func(_ *cobra.Command, args []string) error { return e.check(args) },
+		RunE: a.verb(func(s *session, args []string) error {
+			if e.file != "" {
+				return e.runFile(s)
 			}
-			if file != "" {
-				return a.enqueueFile(ctx, cmd, file, progress)
-			}
-			if !json.Valid([]byte(argsJSON)) {
-				return usageError{fmt.Errorf("--args is not valid JSON: %q", argsJSON)}
-			}
-			client, err := a.producer(ctx)
-			if err != nil {
-				return err
-			}
-			res, err := client.Enqueue(ctx, jobs.RawArgs{KindName: args[0], JSON: json.RawMessage(argsJSON)}, &opts)
-			if err != nil {
-				return err
-			}
-			fmt.Fprintf(cmd.OutOrStdout(), "enqueued %s job %s to %s (message %s)", res.Kind, res.ID, jobs.QueueName(res.QueueURL), res.MessageID)
-			if !res.DeliverAt.IsZero() {
-				fmt.Fprintf(cmd.OutOrStdout(), ", visible at %s", res.DeliverAt.Format(time.RFC3339))
-			}
-			fmt.Fprintln(cmd.OutOrStdout())
-			return nil
-		},
+			return e.runOne(s, args[0])
+		}),
 	}
 	f := cmd.Flags()
-	f.StringVar(&argsJSON, "args", "{}", "the job's args as JSON")
-	f.StringVar(&opts.ID, "id", "", "job id (default: a new ULID)")
-	f.StringVar(&opts.Key, "key", "", "idempotency key (default: the job id)")
-	f.StringVar(&opts.GroupID, "group", "", "FIFO message group id (required on FIFO queues)")
-	f.StringVar(&opts.DedupID, "dedup", "", "FIFO deduplication id (default: the job id)")
-	f.DurationVar(&opts.Delay, "delay", 0, "deliver after this delay (up to 15m, Standard queues)")
-	f.StringVar(&file, "file", "", "enqueue every line of this NDJSON file (- for stdin)")
-	f.StringVar(&progress, "progress", progressAuto, "progress display on stderr for --file: auto (bar on a terminal), bar, plain, none")
+	f.StringVar(&e.argsJSON, "args", "{}", "the job's args as JSON")
+	f.StringVar(&e.opts.ID, "id", "", "job id (default: a new ULID)")
+	f.StringVar(&e.opts.Key, "key", "", "idempotency key (default: the job id)")
+	f.StringVar(&e.opts.GroupID, "group", "", "FIFO message group id (required on FIFO queues)")
+	f.StringVar(&e.opts.DedupID, "dedup", "", "FIFO deduplication id (default: the job id)")
+	f.DurationVar(&e.opts.Delay, "delay", 0, "deliver after this delay (up to 15m, Standard queues)")
+	f.StringVar(&e.file, "file", "", "enqueue every line of this NDJSON file (- for stdin)")
+	f.StringVar(&e.progress, "progress", progressAuto, "progress display on stderr for --file: auto (bar on a terminal), bar, plain, none")
 	return cmd
 }
 
-// producer returns a jobs client whose default queue is the one the flags name.
-func (a *app) producer(ctx context.Context) (*jobs.Client, error) {
-	cfg, err := a.awsConfig(ctx)
+// check validates the command line before anything is called.
+func (e *enqueueCmd) check(args []string) error {
+	switch {
+	case e.file != "" && len(args) > 0:
+		return usageError{errors.New("give KIND or --file, not both")}
+	case e.file == "" && len(args) != 1:
+		return usageError{errors.New("enqueue takes one KIND (or --file FILE)")}
+	case e.file == "" && !json.Valid([]byte(e.argsJSON)):
+		return usageError{fmt.Errorf("--args is not valid JSON: %q", e.argsJSON)}
+	}
+	return checkProgress(e.progress)
+}
+
+// runOne enqueues one job of kind to the queue the flags name.
+func (e *enqueueCmd) runOne(s *session, kind string) error {
+	q, err := s.one(false)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	one, err := a.one(ctx, inspect.New(cfg), false)
+	if q.URL == "" {
+		return fmt.Errorf("%w: no job queue to send to (pass --queue)", inspect.ErrNoQueues)
+	}
+	client, err := jobs.NewClient(sqs.NewFromConfig(s.cfg), jobs.ClientOptions{DefaultQueueURL: q.URL})
 	if err != nil {
-		return nil, err
+		return err
 	}
-	q := one.URL
-	if q == "" {
-		return nil, fmt.Errorf("%w: no job queue to send to (pass --queue)", inspect.ErrNoQueues)
+	res, err := client.Enqueue(s.ctx, jobs.RawArgs{KindName: kind, JSON: json.RawMessage(e.argsJSON)}, &e.opts)
+	if err != nil {
+		return err
 	}
-	return jobs.NewClient(sqs.NewFromConfig(cfg), jobs.ClientOptions{DefaultQueueURL: q})
+	fmt.Fprintf(s.stdout, "enqueued %s job %s to %s (message %s)", safe(res.Kind, kindWidth), safe(res.ID, idWidth),
+		safe(jobs.QueueName(res.QueueURL), nameWidth), safe(res.MessageID, idWidth))
+	if !res.DeliverAt.IsZero() {
+		fmt.Fprintf(s.stdout, ", visible at %s", res.DeliverAt.Format(time.RFC3339))
+	}
+	fmt.Fprintln(s.stdout)
+	return nil
 }
 
 // readJobs parses and checks an NDJSON file of jobs. Every bad line is reported (the first 20).
@@ -197,52 +200,22 @@ func readJobs(r io.Reader, fifo func(queue string) bool) ([]enqueueLine, error) 
 	return lines, nil
 }
 
-func (a *app) enqueueFile(ctx context.Context, cmd *cobra.Command, file, progress string) error {
-	rep, err := newReporter(cmd.ErrOrStderr(), progress, "enqueue")
+// runFile enqueues every job of an NDJSON file: read and check it all, then send it in chunks
+// with progress on stderr, then report.
+func (e *enqueueCmd) runFile(s *session) error {
+	rep, err := newReporter(s.stderr, e.progress, "enqueue")
 	if err != nil {
 		return err
 	}
-	var r io.Reader = cmd.InOrStdin()
-	if file != "-" {
-		f, err := os.Open(file)
-		if err != nil {
-			return err
-		}
-		defer f.Close()
-		r = f
-	}
-	cfg, err := a.awsConfig(ctx)
+	r, closeFile, err := openJobs(s.stdin, e.file)
 	if err != nil {
 		return err
 	}
-	in := inspect.New(cfg)
-
-	// Queue names are resolved once each; the default queue only if a line needs it.
-	urls := map[string]string{}
-	var resolveErr error
-	queueOf := func(ref string) string {
-		if u, ok := urls[ref]; ok {
-			return u
-		}
-		var u string
-		var err error
-		if ref == "" {
-			var q inspect.Queue
-			if q, err = a.one(ctx, in, false); err == nil {
-				u = q.URL
-			}
-		} else {
-			u, err = a.queueURLOf(ctx, in, ref)
-		}
-		if err != nil && resolveErr == nil {
-			resolveErr = err
-		}
-		urls[ref] = u
-		return u
-	}
-	lines, err := readJobs(r, func(ref string) bool { return jobs.IsFIFOQueue(queueOf(ref)) })
-	if resolveErr != nil {
-		return resolveErr
+	defer closeFile()
+	urls := &queueRefs{s: s, urls: map[string]string{}}
+	lines, err := readJobs(r, func(ref string) bool { return jobs.IsFIFOQueue(urls.url(ref)) })
+	if urls.err != nil {
+		return urls.err
 	}
 	if err != nil {
 		return err
@@ -251,18 +224,72 @@ func (a *app) enqueueFile(ctx context.Context, cmd *cobra.Command, file, progres
 		return errors.New("nothing to enqueue: the file has no jobs")
 	}
 	// Every job names its queue explicitly (EnqueueOpts.Queue); the default is only required.
-	client, err := jobs.NewClient(sqs.NewFromConfig(cfg), jobs.ClientOptions{DefaultQueueURL: urls[lines[0].Queue]})
+	client, err := jobs.NewClient(sqs.NewFromConfig(s.cfg), jobs.ClientOptions{DefaultQueueURL: urls.urls[lines[0].Queue]})
 	if err != nil {
 		return err
 	}
-
 	start := time.Now()
-	total := int64(len(lines))
-	var done, failed int64
-	var firstErrs []string
-	rep.update(0, total, "enqueued")
+	sum := sendJobs(s.ctx, client, lines, urls.urls, rep)
+	rep.finish()
+	return sum.report(s, time.Since(start))
+}
+
+// openJobs opens the --file argument; "-" is stdin.
+func openJobs(stdin io.Reader, file string) (io.Reader, func(), error) {
+	if file == "-" {
+		return stdin, func() {}, nil
+	}
+	f, err := os.Open(file)
+	if err != nil {
+		return nil, nil, err
+	}
+	return f, func() { f.Close() }, nil
+}
+
+// queueRefs resolves the queue references of a file once each; "" is the queue the flags name,
+// resolved only if a line needs it. The first error is kept.
+type queueRefs struct {
+	s    *session
+	urls map[string]string
+	err  error
+}
+
+func (q *queueRefs) url(ref string) string {
+	if u, ok := q.urls[ref]; ok {
+		return u
+	}
+	var u string
+	var err error
+	if ref == "" {
+		var one inspect.Queue
+		if one, err = q.s.one(false); err == nil {
+			u = one.URL
+		}
+	} else {
+		u, err = q.s.queueURL(ref)
+	}
+	if err != nil && q.err == nil {
+		q.err = err
+	}
+	q.urls[ref] = u
+	return u
+}
+
+// enqueueSummary counts a file's sends.
+type enqueueSummary struct {
+	total, done, failed int64
+	firstErrs           []string // the first 20 failures
+	interrupted         error
+}
+
+// sendJobs sends lines in chunks of enqueueBatchSize, reporting progress after each chunk, and
+// stops early when ctx ends.
+func sendJobs(ctx context.Context, client *jobs.Client, lines []enqueueLine, urls map[string]string, rep reporter) enqueueSummary {
+	sum := enqueueSummary{total: int64(len(lines))}
+	rep.update(0, sum.total, "enqueued")
 	for off := 0; off < len(lines); off += enqueueBatchSize {
 		if ctx.Err() != nil {
+			sum.interrupted = ctx.Err()
 			break
 		}
 		chunk := lines[off:min(off+enqueueBatchSize, len(lines))]
@@ -279,31 +306,38 @@ func (a *app) enqueueFile(ctx context.Context, cmd *cobra.Command, file, progres
 		}
 		results, _ := client.EnqueueBatch(ctx, batch)
 		for i, r := range results {
-			if r.Err != nil {
-				failed++
-				if len(firstErrs) < 20 {
-					firstErrs = append(firstErrs, fmt.Sprintf("job %d (%s %s): %v", off+i+1, r.Kind, r.ID, r.Err))
-				}
+			if r.Err == nil {
+				sum.done++
 				continue
 			}
-			done++
+			sum.failed++
+			if len(sum.firstErrs) < 20 {
+				sum.firstErrs = append(sum.firstErrs, fmt.Sprintf("job %d (%s %s): %v", off+i+1, r.Kind, r.ID, r.Err))
+			}
 		}
 		detail := "enqueued"
-		if failed > 0 {
-			detail = fmt.Sprintf("enqueued, %d failed", failed)
+		if sum.failed > 0 {
+			detail = fmt.Sprintf("enqueued, %d failed", sum.failed)
 		}
-		rep.update(done+failed, total, detail)
+		rep.update(sum.done+sum.failed, sum.total, detail)
 	}
-	rep.finish()
-	for _, e := range firstErrs {
-		fmt.Fprintln(cmd.ErrOrStderr(), "failed:", e)
+	if sum.interrupted == nil && ctx.Err() != nil {
+		sum.interrupted = ctx.Err()
 	}
-	fmt.Fprintf(cmd.OutOrStdout(), "enqueued %d of %d jobs (%d failed) in %s\n", done, total, failed, time.Since(start).Round(time.Millisecond))
-	if ctx.Err() != nil {
-		return fmt.Errorf("interrupted after %d of %d jobs: %w", done+failed, total, ctx.Err())
+	return sum
+}
+
+// report prints the failures on stderr and the count on stdout, and returns the verb's error.
+func (sum *enqueueSummary) report(s *session, took time.Duration) error {
+	for _, e := range sum.firstErrs {
+		fmt.Fprintln(s.stderr, "failed:", safe(e, lineWidth))
 	}
-	if failed > 0 {
-		return fmt.Errorf("%d of %d jobs not enqueued", failed, total)
+	fmt.Fprintf(s.stdout, "enqueued %d of %d jobs (%d failed) in %s\n", sum.done, sum.total, sum.failed, took.Round(time.Millisecond))
+	if sum.interrupted != nil {
+		return fmt.Errorf("interrupted after %d of %d jobs: %w", sum.done+sum.failed, sum.total, sum.interrupted)
+	}
+	if sum.failed > 0 {
+		return fmt.Errorf("%d of %d jobs not enqueued", sum.failed, sum.total)
 	}
 	return nil
 }

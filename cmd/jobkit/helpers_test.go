@@ -190,12 +190,12 @@ func drainIDs(t testing.TB, client *sqs.Client, queueURL string) map[string]int 
 	}
 }
 
-// sourceQueues creates n source queues for a shared DLQ.
-func sourceQueues(t *testing.T, cfg aws.Config, n int) []string {
+// sourceQueues creates n source queues whose RedrivePolicy targets dlq.
+func sourceQueues(t *testing.T, cfg aws.Config, dlq awstest.Queue, n int) []string {
 	t.Helper()
 	urls := make([]string, n)
 	for i := range urls {
-		urls[i] = awstest.CreateQueue(t, cfg, fmt.Sprintf("src%d", i), nil).URL
+		urls[i] = awstest.CreateQueue(t, cfg, fmt.Sprintf("src%d", i), &awstest.QueueOptions{DLQ: &dlq}).URL
 	}
 	return urls
 }

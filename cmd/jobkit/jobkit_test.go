@@ -69,8 +69,8 @@ func createStack(t *testing.T, cfg aws.Config) (stack, queueURL, dlqURL string) 
 			}},
 		},
 		"Outputs": map[string]any{
-			"JobkitQueueEmail": map[string]any{"Value": map[string]any{"Ref": "Q"}},
-			"JobkitDlqEmail":   map[string]any{"Value": map[string]any{"Ref": "Dlq"}},
+			jobs.OutputQueuePrefix + "Email": map[string]any{"Value": map[string]any{"Ref": "Q"}},
+			jobs.OutputDLQPrefix + "Email":   map[string]any{"Value": map[string]any{"Ref": "Dlq"}},
 		},
 	})
 	_, err := cfn.CreateStack(ctx, &cloudformation.CreateStackInput{StackName: aws.String(stack), TemplateBody: aws.String(string(tpl))})
@@ -301,7 +301,7 @@ func TestDLQRedriveKilledMidwayAndRunAgain(t *testing.T) {
 	bin := buildCLI(t)
 	client := sqs.NewFromConfig(cfg)
 	dlq := awstest.CreateQueue(t, cfg, "dlq", nil)
-	sources := sourceQueues(t, cfg, 10)
+	sources := sourceQueues(t, cfg, dlq, 10)
 	ids := seedDeadFrom(t, client, dlq.URL, sources, "k", 1000, func(int) string { return "email.send" })
 	const concurrency, window = 4, 40
 
@@ -515,4 +515,118 @@ func TestEnqueueFileProgressBarOnTTY(t *testing.T) {
 	require.NotRegexp(t, `(?m)^enqueue: \d+/300 \(`, s, "no plain lines on a terminal")
 	v, _ := depth(t, client, q.URL)
 	require.Equal(t, 300, v)
+}
+
+// A dead job whose jobkit.source_queue names a queue that is not a source of the DLQ stays in the
+// DLQ and is reported; --to, the operator's own choice, still moves it.
+func TestDLQRedriveRefusesForgedSourceQueue(t *testing.T) {
+	t.Parallel()
+	cfg := awstest.Config(t)
+	client := sqs.NewFromConfig(cfg)
+	stack, q, dlq := createStack(t, cfg)
+	victim := awstest.CreateQueue(t, cfg, "victim", nil)
+	seedDeadFrom(t, client, dlq, []string{q, victim.URL}, "f", 6, func(int) string { return "email.send" })
+
+	out, errOut, code := cli(t, "", "--stack", stack, "dlq", "redrive", "--progress", "none")
+	require.Equal(t, 0, code, errOut)
+	require.Contains(t, out, "moved 3 of 6 jobs")
+	require.Contains(t, out, "0 not selected, 3 with no valid destination")
+	require.Empty(t, drainIDs(t, client, victim.URL))
+	require.Len(t, drainIDs(t, client, q), 3)
+	v, f := depth(t, client, dlq)
+	require.Equal(t, 3, v)
+	require.Zero(t, f)
+
+	out, errOut, code = cli(t, "", "--stack", stack, "dlq", "redrive", "--to", victim.URL, "--progress", "none", "--json")
+	require.Equal(t, 0, code, errOut)
+	var doc redriveJSON
+	require.NoError(t, json.Unmarshal([]byte(out), &doc))
+	require.Equal(t, int64(3), doc.Moved)
+	require.Zero(t, doc.NoDestination)
+	require.Len(t, drainIDs(t, client, victim.URL), 3)
+}
+
+// Dead jobs carry data from whoever could send a message. The human-readable output shows it with
+// every control character escaped and each field capped; --json keeps the full values.
+func TestDLQOutputEscapesHostileJobData(t *testing.T) {
+	t.Parallel()
+	cfg := awstest.Config(t)
+	ctx := context.Background()
+	client := sqs.NewFromConfig(cfg)
+	dlq := awstest.CreateQueue(t, cfg, "dlq", nil)
+	longKind := "k" + strings.Repeat("K", 19999)
+	attrs := func(id, kind, errText string) map[string]sqstypes.MessageAttributeValue {
+		return map[string]sqstypes.MessageAttributeValue{
+			jobs.AttrJobID: strAttr(id), jobs.AttrKind: strAttr(kind), jobs.AttrError: strAttr(errText),
+			jobs.AttrReason: strAttr(jobs.ReasonCancelled),
+		}
+	}
+	// SQS refuses a raw ESC in a body or attribute, but "\u001b" in the JSON envelope decodes to
+	// one; CR and C1 controls (U+009B, a one-character CSI) pass raw.
+	entries := []sqstypes.SendMessageBatchRequestEntry{
+		{Id: aws.String("esc"), MessageBody: aws.String(`{"v":1,"id":"esc\u001b]0;pwned\u0007","kind":"k\u001b[2J","args":{"a":"\u001b[31m\u009b"}}`)},
+		{Id: aws.String("cr"), MessageBody: aws.String(envelopeBody("cr", "k", 1)), MessageAttributes: attrs("cr", "k", "boom\rFORGED-ROW   ok")},
+		{Id: aws.String("c1"), MessageBody: aws.String(envelopeBody("c1", "k", 2)), MessageAttributes: attrs("c1\u009b2J", "k\u0085", "\u009b31mred")},
+		{Id: aws.String("long"), MessageBody: aws.String(envelopeBody("long", "k", 3)), MessageAttributes: attrs("long", longKind, strings.Repeat("E", 5000))},
+		{Id: aws.String("body"), MessageBody: aws.String("not json\r\u009b\u202eevil")},
+	}
+	out, err := client.SendMessageBatch(ctx, &sqs.SendMessageBatchInput{QueueUrl: aws.String(dlq.URL), Entries: entries})
+	require.NoError(t, err)
+	require.Empty(t, out.Failed)
+
+	clean := func(what, s string) {
+		t.Helper()
+		for _, r := range s {
+			require.False(t, (r < 0x20 && r != '\n') || (r >= 0x7f && r <= 0x9f) || r == 0x202e, "%s: raw %U reaches the terminal", what, r)
+		}
+	}
+	stdout, stderr, code := cli(t, "", "dlq", "list", "--dlq", dlq.URL)
+	require.Equal(t, 0, code, stderr)
+	clean("dlq list", stdout+stderr)
+	require.Less(t, len(stdout), 2000, "a 5-row table stays small:\n%s", stdout)
+	require.Len(t, strings.Split(strings.TrimSpace(stdout), "\n"), 7) // header, 5 rows, summary
+	require.Contains(t, stdout, `esc\x1b]0;pwned\x07`)
+	require.Contains(t, stdout, `k\x1b[2J`)
+	require.Contains(t, stdout, `c1\u009b2J`)
+	require.Contains(t, stdout, `\u009b31mred`)
+	require.Contains(t, stdout, "k"+strings.Repeat("K", kindWidth-2)+"…")
+	require.Regexp(t, `(?m)^cr +k +cancelled +0 +\S+ +boom FORGED-ROW ok$`, stdout) // one row, CR folded
+
+	// show: the envelope and a body that is not one are escaped too.
+	stdout, stderr, code = cli(t, "", "dlq", "show", "esc\x1b]0;pwned\x07", "--dlq", dlq.URL)
+	require.Equal(t, 0, code, stderr)
+	clean("dlq show", stdout+stderr)
+	require.Contains(t, stdout, `job id:            esc\x1b]0;pwned\x07`)
+	require.Contains(t, stdout, `"a": "\u001b[31m\u009b"`)
+	stdout, stderr, code = cli(t, "", "dlq", "show", "cr", "--dlq", dlq.URL)
+	require.Equal(t, 0, code, stderr)
+	clean("dlq show", stdout+stderr)
+	require.Contains(t, stdout, "error:\n  boom\\rFORGED-ROW   ok\n")
+	list, _, _ := cli(t, "", "dlq", "list", "--dlq", dlq.URL, "--json")
+	var doc deadListJSON
+	require.NoError(t, json.Unmarshal([]byte(list), &doc))
+	var bodyID string
+	for _, j := range doc.Jobs {
+		if j.JobID == "" {
+			bodyID = j.MessageID
+		}
+	}
+	stdout, stderr, code = cli(t, "", "dlq", "show", bodyID, "--dlq", dlq.URL)
+	require.Equal(t, 0, code, stderr)
+	clean("dlq show", stdout+stderr)
+	require.Contains(t, stdout, "body (not a jobkit envelope):\n  not json\\r\\u009b\\u202eevil\n")
+
+	// An error quoting job data is escaped as well.
+	_, stderr, code = cli(t, "", "dlq", "show", "nope\u009b2J\r", "--dlq", dlq.URL)
+	require.Equal(t, exitError, code)
+	clean("error", stderr)
+
+	// --json has the full values, as they are.
+	kinds := map[string]bool{}
+	for _, j := range doc.Jobs {
+		kinds[j.Kind] = true
+	}
+	require.True(t, kinds[longKind])
+	require.True(t, kinds["k\u001b[2J"])
+	require.True(t, kinds["k\u0085"])
 }

@@ -32,6 +32,15 @@ func isTerminal(w io.Writer) bool {
 	return ok && term.IsTerminal(int(f.Fd()))
 }
 
+// checkProgress validates a --progress value.
+func checkProgress(mode string) error {
+	switch mode {
+	case progressAuto, "", progressBar, progressPlain, progressNone:
+		return nil
+	}
+	return usageError{fmt.Errorf("--progress must be auto, bar, plain or none, not %q", mode)}
+}
+
 func newReporter(w io.Writer, mode, label string) (reporter, error) {
 	switch mode {
 	case progressAuto, "":

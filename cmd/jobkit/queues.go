@@ -71,6 +71,7 @@ func newQueuesCmd(a *app) *cobra.Command {
 	var (
 		asJSON bool
 		age    string
+		mode   inspect.AgeMode
 	)
 	cmd := &cobra.Command{
 		Use:   "queues",
@@ -98,33 +99,26 @@ where it comes from.
   # On the emulator, with sampled ages (spends an attempt of each sampled job)
   jobkit --endpoint http://127.0.0.1:4566 queues --age sample`,
 		Args: noArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			mode, err := parseAgeMode(age)
-			if err != nil {
-				return err
-			}
-			ctx := cmd.Context()
-			in, err := a.inspector(ctx)
-			if err != nil {
-				return err
-			}
-			qs, err := a.resolve(ctx, in)
-			if err != nil {
-				return err
-			}
-			rep, err := in.Stats(ctx, qs, &inspect.StatsOptions{Age: mode})
-			if err != nil {
-				return err
-			}
-			if asJSON {
-				return writeJSON(cmd.OutOrStdout(), queuesDoc(rep))
-			}
-			printQueues(cmd.OutOrStdout(), rep)
-			for _, w := range rep.Warnings {
-				fmt.Fprintln(cmd.ErrOrStderr(), "warning:", w)
-			}
-			return nil
+		PreRunE: func(*cobra.Command, []string) (err error) {
+			mode, err = parseAgeMode(age)
+			return err
 		},
+		RunE: a.verb(func(s *session, _ []string) error {
+			qs, err := s.queues()
+			if err != nil {
+				return err
+			}
+			rep, err := s.in.Stats(s.ctx, qs, &inspect.StatsOptions{Age: mode})
+			if err != nil {
+				return err
+			}
+			return s.print(asJSON, func() any { return queuesDoc(rep) }, func(w io.Writer) {
+				printQueues(w, rep)
+				for _, warning := range rep.Warnings {
+					fmt.Fprintln(s.stderr, "warning:", safeLines(warning, lineWidth))
+				}
+			})
+		}),
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON (schema in docs/cli.md)")
 	cmd.Flags().StringVar(&age, "age", "auto", "where the oldest age comes from: auto, cloudwatch, sample, off")
@@ -164,7 +158,7 @@ func printQueues(w io.Writer, rep *inspect.StatsReport) {
 		if s.DLQ != nil {
 			dlq, dlqInFlight, dlqOldest = itoa(s.DLQ.Visible), itoa(s.DLQ.InFlight), ageText(s.DLQ)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", s.Name, kind, visible, inFlight, delayed, oldest, dlq, dlqInFlight, dlqOldest)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", safe(s.Name, nameWidth), kind, visible, inFlight, delayed, oldest, dlq, dlqInFlight, dlqOldest)
 	}
 	tw.Flush()
 }

@@ -23,6 +23,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/spf13/cobra"
 
+	"github.com/jobkit-go/jobkit/jobs"
 	"github.com/jobkit-go/jobkit/jobs/inspect"
 )
 
@@ -66,7 +67,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	if errors.As(err, &dx) {
 		return dx.code
 	}
-	fmt.Fprintf(stderr, "jobkit: %v\n", err)
+	fmt.Fprintf(stderr, "jobkit: %s\n", safeLines(err.Error(), textWidth))
 	var ue usageError
 	if errors.As(err, &ue) || strings.HasPrefix(err.Error(), "unknown command") {
 		fmt.Fprintln(stderr, "Run 'jobkit --help' for usage.")
@@ -122,7 +123,7 @@ jobkit uses the emulator's test credentials.`,
 	pf := root.PersistentFlags()
 	pf.StringVar(&a.endpoint, "endpoint", os.Getenv("AWS_ENDPOINT_URL"), "AWS endpoint URL (LocalStack, the emulator); default $AWS_ENDPOINT_URL, else AWS")
 	pf.StringVar(&a.region, "region", "", "AWS region; default $AWS_REGION or the shared config (us-east-1 with --endpoint)")
-	pf.StringVar(&a.stack, "stack", inspect.DefaultStack, "CloudFormation stack whose outputs name the queues")
+	pf.StringVar(&a.stack, "stack", jobs.DefaultStack, "CloudFormation stack whose outputs name the queues")
 	pf.StringArrayVarP(&a.queues, "queue", "q", nil, "queue URL or name (repeatable for 'queues'); default: the stack's queues")
 	pf.StringVar(&a.dlq, "dlq", "", "dead-letter queue URL or name; default: the queue's (stack output or RedrivePolicy)")
 
@@ -170,58 +171,39 @@ func loopback(endpoint string) bool {
 	return ip != nil && ip.IsLoopback()
 }
 
-func (a *app) inspector(ctx context.Context) (*inspect.Inspector, error) {
-	cfg, err := a.awsConfig(ctx)
-	if err != nil {
-		return nil, err
-	}
-	return inspect.New(cfg), nil
-}
-
 func (a *app) target() inspect.Target {
 	return inspect.Target{Stack: a.stack, Queues: a.queues, DLQ: a.dlq}
 }
 
-// resolve returns the queues the flags (or the stack) name.
-func (a *app) resolve(ctx context.Context, in *inspect.Inspector) ([]inspect.Queue, error) {
-	qs, err := in.Resolve(ctx, a.target())
-	if errors.Is(err, inspect.ErrStackNotFound) {
-		return nil, fmt.Errorf("%w (pass --queue URL, or --stack NAME for the deployed stack)", err)
-	}
-	return qs, err
-}
+// Widths, in runes, of what the human-readable output shows of a value; --json has it whole.
+const (
+	idWidth     = 40   // a job id or message id in a table
+	kindWidth   = 40   // a kind in a table
+	reasonWidth = 24   // a reason in a table
+	errorWidth  = 60   // an error in a table
+	nameWidth   = 48   // a queue name
+	valueWidth  = 200  // a value of 'dlq show'
+	lineWidth   = 512  // a line of a report (a failure, a warning)
+	textWidth   = 4096 // an error, body or envelope of 'dlq show'; an error message
+)
 
-// one returns the single queue the command works on, refusing to guess between several.
-func (a *app) one(ctx context.Context, in *inspect.Inspector, needDLQ bool) (inspect.Queue, error) {
-	qs, err := a.resolve(ctx, in)
-	if err != nil {
-		return inspect.Queue{}, err
-	}
-	var pick []inspect.Queue
-	for _, q := range qs {
-		if !needDLQ || q.DLQURL != "" {
-			pick = append(pick, q)
-		}
-	}
-	switch len(pick) {
-	case 1:
-		return pick[0], nil
-	case 0:
-		if needDLQ {
-			return inspect.Queue{}, fmt.Errorf("%w: %s (pass --dlq)", inspect.ErrNoDLQ, names(qs))
-		}
-		return inspect.Queue{}, inspect.ErrNoQueues
-	default:
-		return inspect.Queue{}, usageError{fmt.Errorf("%d queues (%s): choose one with --queue NAME", len(pick), names(pick))}
-	}
-}
+// safe makes a value for the terminal: control characters escaped, at most width runes
+// (inspect.Printable). Every value the human-readable output prints goes through safe or
+// safeLines: ids, kinds, errors and bodies come from whoever could send a message.
+func safe(s string, width int) string { return inspect.Printable(s, width) }
 
-func names(qs []inspect.Queue) string {
-	n := make([]string, len(qs))
-	for i, q := range qs {
-		n[i] = q.Name
+// safeLines is safe for text of several lines: each line is made safe (a CR, an escape sequence
+// shows as \r, \x1b) and the whole is capped at width runes.
+func safeLines(s string, width int) string {
+	lines := strings.Split(s, "\n")
+	for i, l := range lines {
+		lines[i] = inspect.Printable(l, 0)
 	}
-	return strings.Join(n, ", ")
+	out := strings.Join(lines, "\n")
+	if r := []rune(out); len(r) > width {
+		out = string(r[:width-1]) + "…"
+	}
+	return out
 }
 
 // writeJSON writes v as indented JSON and a newline.

@@ -10,6 +10,7 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/awssqs"
 	"github.com/aws/constructs-go/constructs/v10"
 	"github.com/aws/jsii-runtime-go"
+	"github.com/jobkit-go/jobkit/jobs"
 )
 
 // Defaults of JobQueueProps.
@@ -27,8 +28,8 @@ const (
 // Output key prefixes: a JobQueue named N exports its queue URL as JobkitQueue<N> and its
 // dead-letter queue URL as JobkitDlq<N>, in the stack that holds it.
 const (
-	OutputQueuePrefix = "JobkitQueue"
-	OutputDLQPrefix   = "JobkitDlq"
+	OutputQueuePrefix = jobs.OutputQueuePrefix
+	OutputDLQPrefix   = jobs.OutputDLQPrefix
 )
 
 // JobQueueProps configures a JobQueue. The zero value is a Standard queue with the defaults above.

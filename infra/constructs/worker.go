@@ -32,7 +32,7 @@ const (
 // SourceMetadataKey is the CloudFormation metadata key on a Worker's AWS::Lambda::Function that
 // names its Go main package relative to the module root (e.g. "functions/email"), so tools that
 // read the template (the offline stack) can build the same source for another architecture.
-const SourceMetadataKey = "jobkit:source"
+const SourceMetadataKey = jobs.SourceMetadataKey
 
 // WorkerProps configures a Worker. Queue and one of Source or Code are required.
 type WorkerProps struct {

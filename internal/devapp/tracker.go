@@ -124,16 +124,16 @@ func newTracker(sq SQSAPI, ddb DynamoDBAPI, d *deploy.Deployment) (*Tracker, err
 	dlqs := map[string]string{}
 	for _, s := range d.Stacks {
 		for k, v := range s.Outputs {
-			if name, ok := strings.CutPrefix(k, inspect.OutputQueuePrefix); ok && name != "" {
+			if name, ok := strings.CutPrefix(k, jobs.OutputQueuePrefix); ok && name != "" {
 				t.byURL[v] = &Queue{Name: name, URL: v, MaxAttempts: jobs.DefaultMaxAttempts}
 			}
-			if name, ok := strings.CutPrefix(k, inspect.OutputDLQPrefix); ok && name != "" {
+			if name, ok := strings.CutPrefix(k, jobs.OutputDLQPrefix); ok && name != "" {
 				dlqs[name] = v
 			}
 		}
 	}
 	if len(t.byURL) == 0 {
-		return nil, errors.New("demo: the deployment has no stack output " + inspect.OutputQueuePrefix + "<Name>: not a jobkit sample stack")
+		return nil, errors.New("demo: the deployment has no stack output " + jobs.OutputQueuePrefix + "<Name>: not a jobkit sample stack")
 	}
 	for _, q := range t.byURL {
 		q.DLQURL = dlqs[q.Name]

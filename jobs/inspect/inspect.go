@@ -49,16 +49,6 @@ var (
 	_ CloudWatchAPI     = (*cloudwatch.Client)(nil)
 )
 
-// DefaultStack is the CloudFormation stack whose outputs name the queues when no stack is given.
-const DefaultStack = "JobkitState"
-
-// Stack output key prefixes: an output JobkitQueue<Name> holds the URL of queue <Name>, and
-// JobkitDlq<Name> the URL of its dead-letter queue.
-const (
-	OutputQueuePrefix = "JobkitQueue"
-	OutputDLQPrefix   = "JobkitDlq"
-)
-
 // Errors an Inspector returns; match them with errors.Is.
 var (
 	// ErrNotFound: no dead job with the asked id in the dead-letter queue.

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"strconv"
 	"sync/atomic"
 	"testing"
@@ -316,7 +317,7 @@ func TestRedriveManualWithFilterAndDestinations(t *testing.T) {
 		}
 		s := deadSpec{ID: fmt.Sprintf("j%02d", i), Kind: kind, Reason: jobs.ReasonCancelled, Error: "boom", Attempts: 1, Source: src.URL}
 		if i >= 25 {
-			s.Source = other.URL // the attribute wins over the default source
+			s.Source = other.URL // not a source of the DLQ: no valid destination
 		}
 		specs = append(specs, s)
 	}
@@ -334,41 +335,101 @@ func TestRedriveManualWithFilterAndDestinations(t *testing.T) {
 	require.Equal(t, inspect.RedriveManual, res.Method)
 	require.Equal(t, "filters need the manual move", res.FallbackReason)
 	require.Equal(t, int64(31), res.Total)
-	require.Equal(t, int64(16), res.Moved) // 15 email.send with attributes + "crash" via the DLQ's only source
+	require.Equal(t, int64(14), res.Moved) // 13 email.send naming src + "crash" via the DLQ's only source
 	require.Equal(t, int64(15), res.Skipped)
+	require.Equal(t, int64(2), res.NoDestination) // j26, j28 name "other"
 	require.Zero(t, res.Failed)
 	require.Zero(t, res.Unconfirmed)
 	require.Equal(t, 40, res.Window)
 	require.Positive(t, calls.Load())
-	require.Equal(t, int64(16), last.Moved)
+	require.Equal(t, int64(14), last.Moved)
 
 	// (A send that got no clear answer and was made again may have landed twice: the redrive
 	// counts those in PossibleDuplicates; on a quiet endpoint there are none.)
 	toSrc := drain(t, client, src.URL)
 	toOther := drain(t, client, other.URL)
 	require.Equal(t, 14, unique(toSrc)) // j00..j24 even, and crash
-	require.Equal(t, 2, unique(toOther))
-	require.Equal(t, 16+int(res.PossibleDuplicates), len(toSrc)+len(toOther))
+	require.Empty(t, toOther)
+	require.Equal(t, 14+int(res.PossibleDuplicates), len(toSrc))
 	for _, r := range append(toSrc, toOther...) {
 		require.Equal(t, "email.send", r.Env.Kind)
 		for k := range r.Attrs {
 			require.NotContains(t, k, "jobkit.", "dead-letter attributes are not carried back")
 		}
 	}
-	// The skipped ones are back in the DLQ, visible.
+	// The skipped ones and those without a valid destination are back in the DLQ, visible.
 	v, f := counts(t, client, dlq.URL)
-	require.Equal(t, 15, v)
+	require.Equal(t, 17, v)
 	require.Equal(t, 0, f)
 
-	// --to sends everything to one queue.
+	// --to sends everything to one queue: the caller's choice is not checked.
 	res, err = in.Redrive(ctx, dlq.URL, &inspect.RedriveOptions{To: other.URL, Method: inspect.RedriveManual})
 	require.NoError(t, err)
-	require.Equal(t, int64(15), res.Moved)
+	require.Equal(t, int64(17), res.Moved)
 	got := drain(t, client, other.URL)
-	require.Equal(t, 15, unique(got))
-	require.Len(t, got, 15+int(res.PossibleDuplicates))
+	require.Equal(t, 17, unique(got))
+	require.Len(t, got, 17+int(res.PossibleDuplicates))
 	v, f = counts(t, client, dlq.URL)
 	require.Zero(t, v+f)
+}
+
+// A dead job's jobkit.source_queue is data from whoever could send to the DLQ. Redrive sends a
+// job only to a queue whose RedrivePolicy targets the DLQ (ListDeadLetterSourceQueues) — at that
+// queue's own URL, whatever host the attribute spells — and leaves a job naming any other queue
+// in the DLQ, counted as having no valid destination.
+func TestRedriveRefusesForgedSourceQueue(t *testing.T) {
+	t.Parallel()
+	cfg := awstest.Config(t)
+	ctx := context.Background()
+	client := sqs.NewFromConfig(cfg)
+	dlq := awstest.CreateQueue(t, cfg, "dlq", nil)
+	src := awstest.CreateQueue(t, cfg, "src", &awstest.QueueOptions{DLQ: &dlq})
+	victim := awstest.CreateQueue(t, cfg, "victim", nil)
+	in := inspect.New(cfg)
+
+	// The emulator answers ListDeadLetterSourceQueues as SQS does.
+	sources, err := in.DeadLetterSources(ctx, dlq.URL)
+	require.NoError(t, err)
+	require.Len(t, sources, 1)
+	require.Equal(t, jobs.QueueName(src.URL), jobs.QueueName(sources[0]))
+
+	u, err := url.Parse(src.URL)
+	require.NoError(t, err)
+	u.Host = "attacker.invalid:1" // the same queue, spelled with another host
+	seedDead(t, client, dlq.URL, []deadSpec{
+		{ID: "ok1", Kind: "k", Reason: jobs.ReasonCancelled, Source: src.URL},
+		{ID: "ok2", Kind: "k", Reason: jobs.ReasonCancelled, Source: src.URL},
+		{ID: "respelled", Kind: "k", Reason: jobs.ReasonCancelled, Source: u.String()},
+		{ID: "forged1", Kind: "k", Reason: jobs.ReasonCancelled, Source: victim.URL},
+		{ID: "forged2", Kind: "k", Reason: jobs.ReasonCancelled, Source: victim.URL},
+		{ID: "itself", Kind: "k", Reason: jobs.ReasonCancelled, Source: dlq.URL},
+		{ID: "garbage", Kind: "k", Reason: jobs.ReasonCancelled, Source: "not a queue"},
+	})
+
+	res, err := in.Redrive(ctx, dlq.URL, nil)
+	require.NoError(t, err)
+	require.Equal(t, inspect.RedriveManual, res.Method)
+	require.Equal(t, int64(3), res.Moved)
+	require.Equal(t, int64(4), res.NoDestination)
+	require.Zero(t, res.Skipped)
+	require.Zero(t, res.Failed)
+
+	got := drain(t, client, src.URL)
+	require.Equal(t, 3, unique(got))
+	for _, r := range got {
+		require.Contains(t, []string{"ok1", "ok2", "respelled"}, r.Env.ID)
+	}
+	require.Empty(t, drain(t, client, victim.URL), "nothing reaches a queue the message names on its own")
+	v, f := counts(t, client, dlq.URL)
+	require.Equal(t, 4, v, "refused jobs stay in the DLQ, visible")
+	require.Zero(t, f)
+
+	// Sources adds trusted destinations (the deployed stack's queues, say).
+	res, err = in.Redrive(ctx, dlq.URL, &inspect.RedriveOptions{Sources: []string{victim.URL}, Method: inspect.RedriveManual})
+	require.NoError(t, err)
+	require.Equal(t, int64(2), res.Moved)
+	require.Equal(t, int64(2), res.NoDestination)
+	require.Equal(t, 2, unique(drain(t, client, victim.URL)))
 }
 
 func TestRedriveNativeUnsupportedFallsBack(t *testing.T) {
@@ -457,7 +518,7 @@ func TestRedriveSendsOncePerRunWhenADeleteFails(t *testing.T) {
 	ctx := context.Background()
 	client := sqs.NewFromConfig(cfg)
 	dlq := awstest.CreateQueue(t, cfg, "dlq", nil)
-	src := awstest.CreateQueue(t, cfg, "src", nil)
+	src := awstest.CreateQueue(t, cfg, "src", &awstest.QueueOptions{DLQ: &dlq})
 	var specs []deadSpec
 	for i := range 20 {
 		specs = append(specs, deadSpec{ID: fmt.Sprintf("j%d", i), Kind: "k", Reason: jobs.ReasonCancelled, Source: src.URL})
@@ -509,7 +570,7 @@ func TestRedriveLeavesJobsThatComeBackDuringTheRun(t *testing.T) {
 	ctx := context.Background()
 	client := sqs.NewFromConfig(cfg)
 	dlq := awstest.CreateQueue(t, cfg, "dlq", nil)
-	src := awstest.CreateQueue(t, cfg, "src", nil)
+	src := awstest.CreateQueue(t, cfg, "src", &awstest.QueueOptions{DLQ: &dlq})
 	var specs []deadSpec
 	for i := range 20 {
 		specs = append(specs, deadSpec{ID: fmt.Sprintf("j%02d", i), Kind: "k", Reason: jobs.ReasonCancelled, Source: src.URL})
@@ -570,7 +631,7 @@ func TestRedriveMovesOlderDuplicatesOfAJob(t *testing.T) {
 	ctx := context.Background()
 	client := sqs.NewFromConfig(cfg)
 	dlq := awstest.CreateQueue(t, cfg, "dlq", nil)
-	src := awstest.CreateQueue(t, cfg, "src", nil)
+	src := awstest.CreateQueue(t, cfg, "src", &awstest.QueueOptions{DLQ: &dlq})
 	seedDead(t, client, dlq.URL, []deadSpec{
 		{ID: "twice", Kind: "k", Reason: jobs.ReasonCancelled, Source: src.URL},
 		{ID: "twice", Kind: "k", Reason: jobs.ReasonCancelled, Source: src.URL},
@@ -625,7 +686,7 @@ func TestRedriveReportsPossibleDuplicatesAfterA200WithoutBody(t *testing.T) {
 	ctx := context.Background()
 	client := sqs.NewFromConfig(cfg)
 	dlq := awstest.CreateQueue(t, cfg, "dlq", nil)
-	src := awstest.CreateQueue(t, cfg, "src", nil)
+	src := awstest.CreateQueue(t, cfg, "src", &awstest.QueueOptions{DLQ: &dlq})
 	var specs []deadSpec
 	for i := range 10 {
 		specs = append(specs, deadSpec{ID: fmt.Sprintf("j%d", i), Kind: "k", Reason: jobs.ReasonCancelled, Source: src.URL})
@@ -660,7 +721,7 @@ func TestRedriveReportsPossibleDuplicatesAfterALostAnswer(t *testing.T) {
 	ctx := context.Background()
 	client := sqs.NewFromConfig(cfg)
 	dlq := awstest.CreateQueue(t, cfg, "dlq", nil)
-	src := awstest.CreateQueue(t, cfg, "src", nil)
+	src := awstest.CreateQueue(t, cfg, "src", &awstest.QueueOptions{DLQ: &dlq})
 	var specs []deadSpec
 	for i := range 10 {
 		specs = append(specs, deadSpec{ID: fmt.Sprintf("j%d", i), Kind: "k", Reason: jobs.ReasonCancelled, Source: src.URL})

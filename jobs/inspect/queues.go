@@ -29,9 +29,9 @@ type Queue struct {
 	DLQURL string // the dead-letter queue; empty when the queue has none
 }
 
-// Target says which queues to look at. The zero Target means every queue in DefaultStack's outputs.
+// Target says which queues to look at. The zero Target means every queue in jobs.DefaultStack's outputs.
 type Target struct {
-	// Stack is the CloudFormation stack whose outputs name the queues; "" means DefaultStack.
+	// Stack is the CloudFormation stack whose outputs name the queues; "" means jobs.DefaultStack.
 	Stack string
 	// Queues are queue URLs or names. A name is looked up among the stack's output names first,
 	// then with GetQueueUrl. A queue's DLQ comes from the stack, or else its RedrivePolicy.
@@ -46,7 +46,7 @@ type Target struct {
 func (i *Inspector) Resolve(ctx context.Context, t Target) ([]Queue, error) {
 	stack := t.Stack
 	if stack == "" {
-		stack = DefaultStack
+		stack = jobs.DefaultStack
 	}
 	if len(t.Queues) > 1 && t.DLQ != "" {
 		return nil, fmt.Errorf("inspect: a DLQ can be given with one queue, not %d", len(t.Queues))
@@ -70,7 +70,7 @@ func (i *Inspector) Resolve(ctx context.Context, t Target) ([]Queue, error) {
 			return nil, err
 		}
 		if len(qs) == 0 {
-			return nil, fmt.Errorf("%w: stack %s has no %s*/%s* outputs", ErrNoQueues, stack, OutputQueuePrefix, OutputDLQPrefix)
+			return nil, fmt.Errorf("%w: stack %s has no %s*/%s* outputs", ErrNoQueues, stack, jobs.OutputQueuePrefix, jobs.OutputDLQPrefix)
 		}
 		return qs, nil
 	}
@@ -192,10 +192,10 @@ func (i *Inspector) StackQueues(ctx context.Context, stack string) ([]Queue, err
 	for _, o := range out.Stacks[0].Outputs {
 		key, val := aws.ToString(o.OutputKey), aws.ToString(o.OutputValue)
 		switch {
-		case strings.HasPrefix(key, OutputQueuePrefix) && len(key) > len(OutputQueuePrefix):
-			get(key[len(OutputQueuePrefix):]).URL = val
-		case strings.HasPrefix(key, OutputDLQPrefix) && len(key) > len(OutputDLQPrefix):
-			get(key[len(OutputDLQPrefix):]).DLQURL = val
+		case strings.HasPrefix(key, jobs.OutputQueuePrefix) && len(key) > len(jobs.OutputQueuePrefix):
+			get(key[len(jobs.OutputQueuePrefix):]).URL = val
+		case strings.HasPrefix(key, jobs.OutputDLQPrefix) && len(key) > len(jobs.OutputDLQPrefix):
+			get(key[len(jobs.OutputDLQPrefix):]).DLQURL = val
 		}
 	}
 	qs := make([]Queue, 0, len(byName))
@@ -257,6 +257,23 @@ func (i *Inspector) DeadLetterSources(ctx context.Context, dlqURL string) ([]str
 			return nil, fmt.Errorf("inspect: sources of %s: %w", dlqURL, err)
 		}
 		urls = append(urls, out.QueueUrls...)
+	}
+	return urls, nil
+}
+
+// StackSources returns the URLs of the queues a deployed stack names (StackQueues) whose
+// dead-letter queue is dlqURL: destinations a redrive from that DLQ may trust
+// (RedriveOptions.Sources).
+func (i *Inspector) StackSources(ctx context.Context, stack, dlqURL string) ([]string, error) {
+	qs, err := i.StackQueues(ctx, stack)
+	if err != nil {
+		return nil, err
+	}
+	var urls []string
+	for _, q := range qs {
+		if q.URL != "" && q.DLQURL != "" && queueKey(q.DLQURL) == queueKey(dlqURL) {
+			urls = append(urls, q.URL)
+		}
 	}
 	return urls, nil
 }

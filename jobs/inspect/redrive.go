@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"net/url"
 	"strconv"
 	"strings"
 	"sync"
@@ -52,12 +53,17 @@ const batchBytes = 256 * 1024
 type RedriveOptions struct {
 	Method RedriveMethod
 
-	// To sends every message to this queue URL, whatever the message says.
+	// To sends every message to this queue URL, whatever the message says. The caller (an
+	// operator's --to) vouches for it: it is not checked against the DLQ's source queues.
 	To string
 	// Source is the queue URL for messages that do not name their source queue
 	// (jobs.AttrSourceQueue). Empty means the one queue whose RedrivePolicy targets the DLQ, if
-	// there is exactly one.
+	// there is exactly one. The caller vouches for it: a message naming it is sent there.
 	Source string
+	// Sources are more queue URLs a message's jobs.AttrSourceQueue may name, besides Source and
+	// the queues ListDeadLetterSourceQueues returns for the DLQ: the deployed stack's queues that
+	// use this DLQ, for one. See Inspector.Redrive.
+	Sources []string
 
 	// Filter selects the messages to move (manual method only; the rest stay in the DLQ).
 	Filter Filter
@@ -117,9 +123,11 @@ type RedriveResult struct {
 	Total int64
 	// Moved messages were sent to their queue and deleted from the DLQ.
 	Moved int64
-	// Skipped messages stayed in the DLQ because the filter did not select them, or (NoDestination)
-	// nothing says where they go.
-	Skipped       int64
+	// Skipped messages stayed in the DLQ because the filter did not select them.
+	Skipped int64
+	// NoDestination messages stayed in the DLQ because they have no valid destination: their
+	// jobs.AttrSourceQueue names a queue that is not one of the DLQ's source queues (a forged or
+	// stale attribute), or they name none and no Source applies.
 	NoDestination int64
 	// Returned messages are jobs this run had already moved that failed again and came back to the
 	// DLQ while it ran; they stay there (moving them again would loop).
@@ -149,7 +157,14 @@ type RedriveResult struct {
 // Manual method — what RedriveAuto falls back to where the endpoint lacks StartMessageMoveTask, and
 // what filters need. Workers receive up to 10 messages each with the Visibility timeout, send each
 // to its queue (To, else the jobs.AttrSourceQueue attribute, else Source) with SendMessageBatch,
-// and only then delete the sent ones from the DLQ. So:
+// and only then delete the sent ones from the DLQ.
+//
+// A message's attribute is data from whoever could send to the DLQ, so it only picks among the
+// queues the caller trusts: those ListDeadLetterSourceQueues returns for the DLQ (the queues whose
+// RedrivePolicy targets it), Source and Sources. The message goes to that queue's trusted URL
+// (queues are matched by account and name, as one queue has several URL spellings). A message
+// naming any other queue is left in the DLQ and counted in RedriveResult.NoDestination. To, set by
+// the caller, is not checked. So:
 //   - an interruption never loses a message: one not yet sent is still in the DLQ (visible again
 //     after Visibility), and one sent is in its queue;
 //   - a run sends each DLQ message at most once: it remembers what it sent and what it is sending,
@@ -198,9 +213,15 @@ func (i *Inspector) Redrive(ctx context.Context, dlqURL string, opts *RedriveOpt
 	}
 	res := &RedriveResult{Total: start.Visible + start.InFlight, Window: o.Window()}
 
-	if o.To == "" && o.Source == "" {
-		if sources, err := i.DeadLetterSources(ctx, dlqURL); err == nil && len(sources) == 1 {
+	var allowed map[string]string
+	if o.To == "" {
+		sources, err := i.DeadLetterSources(ctx, dlqURL)
+		if err == nil && o.Source == "" && len(sources) == 1 {
 			o.Source = sources[0]
+		}
+		allowed = destinations(append(append(sources, o.Source), o.Sources...))
+		if len(allowed) == 0 && err != nil {
+			return nil, fmt.Errorf("inspect: redrive: no trusted destination (set To or Sources): %w", err)
 		}
 	}
 
@@ -228,7 +249,7 @@ func (i *Inspector) Redrive(ctx context.Context, dlqURL string, opts *RedriveOpt
 	}
 	res.Method = RedriveManual
 	m := &mover{
-		i: i, dlq: dlqURL, o: o, res: res,
+		i: i, dlq: dlqURL, o: o, res: res, allowed: allowed,
 		visSeconds: max(int32(o.Visibility.Round(time.Second)/time.Second), 1),
 		sent:       map[string]bool{}, claimed: map[string]bool{}, maybeSent: map[string]bool{}, possibleDups: map[string]bool{}, done: map[string]bool{}, movedJobs: map[string]movedJob{},
 		held: map[string]heldMsg{}, failed: map[string]bool{}, unconfirmed: map[string]bool{},
@@ -396,6 +417,7 @@ type mover struct {
 	dlq        string
 	o          RedriveOptions
 	res        *RedriveResult
+	allowed    map[string]string // queueKey → trusted URL of the queues a message may name
 	visSeconds int32
 
 	mu           sync.Mutex
@@ -512,15 +534,49 @@ type moveItem struct {
 	job DeadJob
 }
 
+// destination returns the queue URL a dead job goes to, or "" when it has no valid one.
 func (m *mover) destination(j *DeadJob) string {
 	switch {
 	case m.o.To != "":
 		return m.o.To
 	case j.SourceQueue != "":
-		return j.SourceQueue
+		return m.allowed[queueKey(j.SourceQueue)] // "" unless a trusted queue
 	default:
 		return m.o.Source
 	}
+}
+
+// destinations indexes trusted queue URLs by queueKey; empty and unreadable URLs are left out.
+func destinations(urls []string) map[string]string {
+	out := map[string]string{}
+	for _, u := range urls {
+		if k := queueKey(u); k != "" {
+			if _, dup := out[k]; !dup {
+				out[k] = u
+			}
+		}
+	}
+	return out
+}
+
+// queueKey identifies a queue by the last two segments of its URL's path, "<account>/<name>":
+// one queue has several URL spellings (an emulator answers with its own host, LocalStack can
+// put the region in the path), and a trusted source queue is in the DLQ's region anyway.
+// It returns "" for what is not a queue URL.
+func queueKey(queueURL string) string {
+	u, err := url.Parse(queueURL)
+	if err != nil || u.Host == "" || (u.Scheme != "https" && u.Scheme != "http") {
+		return ""
+	}
+	segs := strings.Split(strings.Trim(u.Path, "/"), "/")
+	if len(segs) < 2 {
+		return ""
+	}
+	account, name := segs[len(segs)-2], segs[len(segs)-1]
+	if account == "" || name == "" {
+		return ""
+	}
+	return account + "/" + name
 }
 
 func (m *mover) hold(msg sqstypes.Message, set map[string]bool) {

@@ -1,6 +1,10 @@
 package deploy
 
-import "strings"
+import (
+	"strings"
+
+	"github.com/jobkit-go/jobkit/jobs"
+)
 
 // Where a resource type goes. Every active resource of a template gets one place: the emulator
 // creates it, this package creates or runs it, or the offline stack does without it.
@@ -34,7 +38,7 @@ const (
 
 // SourceMetadataKey is the metadata key naming a function's Go main package, relative to the
 // module (infra/constructs writes it).
-const SourceMetadataKey = "jobkit:source"
+const SourceMetadataKey = jobs.SourceMetadataKey
 
 // placeOf says where a resource of type typ goes. Functions and their event source mappings are
 // run by lambdaruntime and esm (the emulator runs no Lambda code without Docker); schedule groups

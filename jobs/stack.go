@@ -1,0 +1,22 @@
+package jobs
+
+// Names of the deployment contract. The CDK constructs (module infra) write them into the
+// synthesized stacks; the tools that read a deployed stack (package jobs/inspect and the jobkit
+// CLI, the local stack in localstack/deploy) look for them. They are declared here, once, and
+// every side imports them.
+const (
+	// DefaultStack is the CloudFormation stack that holds the job queues of jobkit's sample app,
+	// and the stack the tools read when told no other.
+	DefaultStack = "JobkitState"
+
+	// OutputQueuePrefix and OutputDLQPrefix prefix the stack outputs that name a deployment's
+	// queues: an output JobkitQueue<Name> holds the URL of job queue <Name>, and JobkitDlq<Name>
+	// the URL of its dead-letter queue.
+	OutputQueuePrefix = "JobkitQueue"
+	OutputDLQPrefix   = "JobkitDlq"
+
+	// SourceMetadataKey is the CloudFormation metadata key on a worker's AWS::Lambda::Function
+	// that names its Go main package relative to the module root (e.g. "functions/email"), so a
+	// tool that reads the template (the local stack) can build the same source.
+	SourceMetadataKey = "jobkit:source"
+)
