@@ -14,11 +14,13 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/jobkit-go/jobkit/idempotency"
 	"github.com/jobkit-go/jobkit/jobs"
 	"github.com/jobkit-go/jobkit/jobs/jobstest"
 	"github.com/jobkit-go/jobkit/localstack/awstest"
@@ -258,4 +260,46 @@ func TestRuntimeSeveralQueuesOnSQS(t *testing.T) {
 	dead := receive(t, client, dlq.URL, 1, 5*time.Second)
 	require.Len(t, dead, 1)
 	assert.Equal(t, b.URL, jobstest.DecodeDeadLetter(dead[0]).SourceQueue)
+}
+
+// Defect 6: FIFO deliveries skipped behind a failed record are not attempts when a delivery
+// ledger (the idempotency table) is wired: B, skipped once behind A and then failing its first
+// real run at ApproximateReceiveCount 2 = MaxAttempts, is retried, not dead-lettered.
+func TestRuntimeFIFOSkipsAreNotAttemptsOnSQS(t *testing.T) {
+	t.Parallel()
+	cfg := awstest.Config(t)
+	client := sqs.NewFromConfig(cfg)
+	store := idempotency.NewDynamoDBStore(dynamodb.NewFromConfig(cfg), awstest.CreateTable(t, cfg, "idem", "id", ""))
+	dlq := awstest.CreateQueue(t, cfg, "dlq", &awstest.QueueOptions{FIFO: true})
+	q := awstest.CreateQueue(t, cfg, "q", &awstest.QueueOptions{FIFO: true, VisibilityTimeout: 30})
+	enqueue(t, client, q.URL, TestJob{N: 1, Mode: "fail", Group: "g"}, TestJob{N: 2, Mode: "fail", Group: "g"})
+
+	rc := runtimeConfig(client, q.URL, dlq.URL)
+	rc.MaxAttempts, rc.Backoff, rc.Deliveries = 2, fixedBackoff(0), store
+	var r ran
+	handler := jobs.NewSQSHandler(testWorkers(&r), rc)
+
+	// Delivery 1: A fails, B is skipped.
+	msgs := receive(t, client, q.URL, 2, 10*time.Second)
+	require.Len(t, msgs, 2)
+	resp, err := handler(context.Background(), jobstest.EventFromMessages(q.ARN, msgs))
+	require.NoError(t, err)
+	require.Len(t, resp.BatchItemFailures, 2)
+	require.Equal(t, []int{1}, r.list())
+
+	// Delivery 2: A fails its last attempt and is dead-lettered; B runs for the first time and
+	// fails: one real run of two, so it is retried.
+	msgs = receive(t, client, q.URL, 2, 10*time.Second)
+	require.Len(t, msgs, 2)
+	for _, m := range msgs {
+		require.Equal(t, "2", m.Attributes["ApproximateReceiveCount"])
+	}
+	resp, err = handler(context.Background(), jobstest.EventFromMessages(q.ARN, msgs))
+	require.NoError(t, err)
+	assert.Equal(t, []int{1, 1, 2}, r.list())
+	assert.Equal(t, []string{messageIDOf(t, msgs, 2)}, jobstest.FailedIDs(resp), "B is retried")
+	dead := receive(t, client, dlq.URL, 2, 3*time.Second)
+	require.Len(t, dead, 1, "only A is dead-lettered")
+	assert.Equal(t, 1, jobN(t, dead[0]))
+	assert.Equal(t, 2, jobstest.DecodeDeadLetter(dead[0]).Attempts)
 }

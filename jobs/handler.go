@@ -139,6 +139,7 @@ type record struct {
 	out     outcome
 	visible bool          // set the visibility to delay at the end of the batch
 	ran     bool          // the job ran (dur is meaningful)
+	notRun  bool          // abandoned before it started: the delivery did not run the job
 	delay   time.Duration // retry, snooze or skip delay
 	dur     time.Duration // time spent in the job
 }
@@ -226,6 +227,7 @@ func (h *sqsHandler) handle(ctx context.Context, ev events.SQSEvent) (events.SQS
 	b.stopHeartbeat()
 
 	b.applyVisibility()
+	b.recordNotRun()
 	resp := b.response()
 	end := b.endClock
 	if end.IsZero() {
@@ -439,7 +441,10 @@ func (b *batch) abandon() {
 	b.stop.Store(true)
 	for i := range b.records {
 		r := &b.records[i]
-		if r.state.CompareAndSwap(statePending, stateAbandoned) || r.state.CompareAndSwap(stateRunning, stateAbandoned) {
+		if r.state.CompareAndSwap(statePending, stateAbandoned) {
+			r.notRun = true // no worker touches r any more
+			b.logRecord(slog.LevelError, r, "job not started near the Lambda deadline: reported failed", nil)
+		} else if r.state.CompareAndSwap(stateRunning, stateAbandoned) {
 			b.logRecord(slog.LevelError, r, "job still running near the Lambda deadline: reported failed", nil)
 		}
 	}
@@ -459,6 +464,7 @@ func (b *batch) runRecord(r *record, clock *time.Duration) outcome {
 		r.state.CompareAndSwap(stateRunning, stateDone)
 		return r.out
 	}
+	b.countRealRuns(r)
 	err := r.pre
 	if err == nil {
 		// One clock read per job: a job starts when the worker's previous one ended.
@@ -698,6 +704,50 @@ func dedupID(id string) string {
 		return id[:128]
 	}
 	return id
+}
+
+// countRealRuns makes r's Attempt the number of its real runs: ApproximateReceiveCount less the
+// deliveries the ledger says did not run. Only a redelivery asks (the first delivery is a run).
+func (b *batch) countRealRuns(r *record) {
+	ledger := b.h.cfg.Deliveries
+	if ledger == nil || r.row.Attempt <= 1 {
+		return
+	}
+	n, err := ledger.NotRun(b.postCtx, r.msg.MessageId)
+	if err != nil {
+		b.logRecord(slog.LevelWarn, r, "delivery ledger: could not read deliveries that did not run; counting every receive", err)
+		return
+	}
+	if n > 0 {
+		r.row.Attempt = max(1, r.row.Attempt-n)
+	}
+}
+
+// recordNotRun tells the ledger about the deliveries of this batch that did not run their job,
+// up to visibilityCalls at once, within the post-job budget.
+func (b *batch) recordNotRun() {
+	ledger := b.h.cfg.Deliveries
+	if ledger == nil {
+		return
+	}
+	sem := make(chan struct{}, visibilityCalls)
+	var wg sync.WaitGroup
+	for i := range b.records {
+		r := &b.records[i]
+		st := r.state.Load()
+		if !(st == stateDone && (r.out == outSkipped || r.out == outNotStarted)) && !(st == stateAbandoned && r.notRun) {
+			continue
+		}
+		sem <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			if err := ledger.AddNotRun(b.postCtx, r.msg.MessageId); err != nil {
+				b.logRecord(slog.LevelWarn, r, "delivery ledger: could not record a delivery that did not run; it counts as an attempt", err)
+			}
+		}()
+	}
+	wg.Wait()
 }
 
 // applyVisibility sets the visibility of retried, snoozed, skipped and not-started records.
