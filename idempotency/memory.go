@@ -12,6 +12,7 @@ import (
 type MemoryStore struct {
 	mu      sync.Mutex
 	records map[string]Record
+	notRun  notRunCounts // jobs.DeliveryLedger (ledger.go)
 }
 
 var _ Store = (*MemoryStore)(nil)

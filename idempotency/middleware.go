@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"log/slog"
+	"os"
+	"strings"
 	"time"
 
 	"github.com/jobkit-go/jobkit/jobs"
@@ -25,7 +27,10 @@ func JobKey(row *jobs.JobRow) string {
 }
 
 // Middleware makes every job run at most once per idempotency key (see JobKey) while its record
-// lasts (cfg.Expiry, default 1 h), with these outcomes:
+// lasts: cfg.Expiry, else the duration in JOBKIT_IDEMPOTENCY_EXPIRY (jobs.EnvIdempotencyExpiry),
+// else 1 h. The Worker construct sets that variable to the queue's retention plus its DLQ's, so a
+// job that succeeded and is redriven from the DLQ is still skipped; with a shorter expiry it runs
+// again. The outcomes:
 //
 //   - a key already COMPLETED: the job is skipped and succeeds;
 //   - a key in progress in another run: jobs.Snooze until that run's lease ends;
@@ -47,6 +52,9 @@ func Middleware(store Store, cfg *Config) jobs.Middleware {
 	}
 	c.NoResult = true
 	c.Payload = nil
+	if c.Expiry <= 0 {
+		c.Expiry = expiryFromEnv()
+	}
 	return func(next jobs.Handler) jobs.Handler {
 		return func(ctx context.Context, row *jobs.JobRow) error {
 			key := JobKey(row)
@@ -93,4 +101,20 @@ func Middleware(store Store, cfg *Config) jobs.Middleware {
 			return err
 		}
 	}
+}
+
+// expiryFromEnv reads jobs.EnvIdempotencyExpiry, a Go duration; 0 (the default expiry) when it is
+// unset or invalid (then with a warning).
+func expiryFromEnv() time.Duration {
+	v := strings.TrimSpace(os.Getenv(jobs.EnvIdempotencyExpiry))
+	if v == "" {
+		return 0
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d <= 0 {
+		slog.Warn("idempotency: ignoring an invalid expiry; using the default",
+			slog.String("variable", jobs.EnvIdempotencyExpiry), slog.String("value", v), slog.Duration("default", DefaultExpiry))
+		return 0
+	}
+	return d
 }

@@ -28,6 +28,14 @@ var (
 	ErrDelayOnFIFO     = errors.New("jobs: SQS FIFO queues have no per-message delay; delays up to 15 minutes cannot be honoured there")
 	ErrDelayTooLong    = errors.New("jobs: a delay over 15 minutes needs a LongDelayer (ClientOptions.LongDelayer)")
 	ErrEncodeArgs      = errors.New("jobs: the job args do not encode as JSON")
+	// ErrInvalidGroupID and ErrInvalidDedupID: SQS takes 1 to 128 characters, each an ASCII
+	// letter, digit or punctuation mark (!"#$%&'()*+,-./:;<=>?@[\]^_`{|}~). On FIFO queues the
+	// deduplication id defaults to the job id, which must then follow the same rule.
+	ErrInvalidGroupID = errors.New("jobs: invalid message group id (1-128 ASCII letters, digits or punctuation)")
+	ErrInvalidDedupID = errors.New("jobs: invalid deduplication id (1-128 ASCII letters, digits or punctuation)")
+	// ErrDedupScheduled: a job delayed beyond 15 minutes is delivered by the LongDelayer, whose
+	// schedules cannot carry a deduplication id; the job id still makes it idempotent.
+	ErrDedupScheduled = errors.New("jobs: a deduplication id cannot be honoured for a job delayed beyond 15 minutes")
 )
 
 // Errors about jobs that were valid but not sent.
@@ -36,7 +44,10 @@ var (
 	// in it is invalid: a batch is checked whole before any AWS call.
 	ErrNotSent = errors.New("jobs: not sent: another job of the batch is invalid")
 	// ErrGroupFailed marks the jobs of a FIFO group that were not sent because an earlier job of
-	// the same group failed to send: sending them would break the group's order.
+	// the same group failed to send: sending them would break the group's order. EnqueueBatch
+	// puts at most one job of a group in each call and sends a queue's calls one after another,
+	// so every job of a group that was enqueued was enqueued after all the group's earlier jobs
+	// of the batch, and none is enqueued after a failed one.
 	ErrGroupFailed = errors.New("jobs: not sent: an earlier job of the same FIFO group was not enqueued")
 	// ErrNoLongDelayer is returned by CancelDelayed on a Client without a LongDelayer.
 	ErrNoLongDelayer = errors.New("jobs: the client has no LongDelayer")
@@ -123,6 +134,9 @@ type ClientOptions struct {
 	BatchConcurrency int
 	// Now returns the current time (EnqueuedAt, At); nil means time.Now.
 	Now func() time.Time
+	// MaxMessageSizes holds, by queue URL, a queue's own MaximumMessageSize attribute when it is
+	// below SQS's 1 MiB: a larger job is refused with ErrBodyTooLarge before any AWS call.
+	MaxMessageSizes map[string]int
 }
 
 // Client enqueues jobs onto SQS. It is safe for concurrent use.
@@ -245,9 +259,11 @@ func (c *Client) Enqueue(ctx context.Context, args JobArgs, opts *EnqueueOpts) (
 
 // EnqueueBatch sends jobs with as few calls as SQS allows: per queue, SendMessageBatch calls of at
 // most 10 entries and 1 MiB. Entries SQS reports failed (and not the sender's fault) are sent again,
-// up to ClientOptions.MaxRetries times. On a FIFO queue the jobs of a group keep their order: calls
-// go one at a time, and once a job of a group fails, the group's later jobs are not sent
-// (ErrGroupFailed). Jobs delayed beyond 15 minutes go to the LongDelayer one by one.
+// up to ClientOptions.MaxRetries times. On a FIFO queue the jobs of a group keep their order: a call
+// holds at most one job of a group (so a batch of one group costs one call per job), calls go one
+// at a time, a failed entry is retried before the next call, and once a job of a group fails, the
+// group's later jobs are not sent (ErrGroupFailed). Jobs delayed beyond 15 minutes go to the
+// LongDelayer one by one.
 //
 // The batch is checked whole first: if any job is invalid, nothing is sent, the invalid jobs'
 // results carry their *InvalidJobError and the others' ErrNotSent. The results are in input order;
@@ -355,6 +371,9 @@ func (c *Client) prepare(args JobArgs, opts *EnqueueOpts) (prepared, error) {
 	}
 	p.fifo = IsFIFOQueue(p.queue)
 	p.group = o.GroupID
+	if p.group != "" && !validMessageID(p.group) {
+		return bad(fmt.Errorf("%w: %q", ErrInvalidGroupID, p.group))
+	}
 	if p.fifo {
 		if p.group == "" {
 			return bad(ErrGroupRequired)
@@ -386,6 +405,9 @@ func (c *Client) prepare(args JobArgs, opts *EnqueueOpts) (prepared, error) {
 			if c.opts.LongDelayer == nil {
 				return bad(fmt.Errorf("%w: delay %s", ErrDelayTooLong, delay))
 			}
+			if o.DedupID != "" {
+				return bad(fmt.Errorf("%w: delay %s", ErrDedupScheduled, delay))
+			}
 			p.scheduled = true
 		case p.fifo:
 			return bad(fmt.Errorf("%w: delay %s on %s", ErrDelayOnFIFO, delay, QueueName(p.queue)))
@@ -398,8 +420,13 @@ func (c *Client) prepare(args JobArgs, opts *EnqueueOpts) (prepared, error) {
 	if p.id == "" {
 		p.id = NewID() // only for a job that passed the checks above
 	}
-	if p.fifo && p.dedup == "" {
-		p.dedup = p.id
+	if p.fifo && !p.scheduled {
+		if p.dedup == "" {
+			p.dedup = p.id
+		}
+		if !validMessageID(p.dedup) {
+			return bad(fmt.Errorf("%w: %q (the job id unless EnqueueOpts.DedupID is set)", ErrInvalidDedupID, p.dedup))
+		}
 	}
 	raw, err := json.Marshal(args)
 	if err != nil {
@@ -417,11 +444,29 @@ func (c *Client) prepare(args JobArgs, opts *EnqueueOpts) (prepared, error) {
 	if err != nil {
 		return bad(fmt.Errorf("%w: %w", ErrEncodeArgs, err))
 	}
-	if len(body) > MaxMessageSize {
-		return bad(fmt.Errorf("%w: %d bytes", ErrBodyTooLarge, len(body)))
+	limit := MaxMessageSize
+	if n, ok := c.opts.MaxMessageSizes[p.queue]; ok && n > 0 && n < limit {
+		limit = n
+	}
+	if len(body) > limit {
+		return bad(fmt.Errorf("%w: %d bytes, the queue takes %d", ErrBodyTooLarge, len(body), limit))
 	}
 	p.body = string(body)
 	return p, nil
+}
+
+// validMessageID reports whether s is a valid FIFO message group or deduplication id: 1 to 128
+// characters, each an ASCII letter, digit or punctuation mark.
+func validMessageID(s string) bool {
+	if len(s) == 0 || len(s) > 128 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < '!' || c > '~' { // printable ASCII without space: letters, digits, punctuation
+			return false
+		}
+	}
+	return true
 }
 
 func (c *Client) schedule(ctx context.Context, p *prepared) error {
@@ -436,17 +481,8 @@ func (c *Client) schedule(ctx context.Context, p *prepared) error {
 
 // sendQueue sends the jobs idx (input order) of one queue in chunks.
 func (c *Client) sendQueue(ctx context.Context, queue string, idx []int, prepared []prepared, results []EnqueueResult) {
-	var chunks [][]int
-	for start := 0; start < len(idx); {
-		end, size := start, 0
-		for end < len(idx) && end-start < MaxBatchEntries && size+len(prepared[idx[end]].body) <= MaxMessageSize {
-			size += len(prepared[idx[end]].body)
-			end++
-		}
-		chunks = append(chunks, idx[start:end])
-		start = end
-	}
 	if IsFIFOQueue(queue) {
+		chunks := fifoChunks(idx, prepared)
 		failedGroups := map[string]bool{}
 		for _, chunk := range chunks {
 			var send []int
@@ -469,6 +505,16 @@ func (c *Client) sendQueue(ctx context.Context, queue string, idx []int, prepare
 		}
 		return
 	}
+	var chunks [][]int
+	for start := 0; start < len(idx); {
+		end, size := start, 0
+		for end < len(idx) && end-start < MaxBatchEntries && size+len(prepared[idx[end]].body) <= MaxMessageSize {
+			size += len(prepared[idx[end]].body)
+			end++
+		}
+		chunks = append(chunks, idx[start:end])
+		start = end
+	}
 	sem := make(chan struct{}, c.opts.BatchConcurrency)
 	var wg sync.WaitGroup
 	for _, chunk := range chunks {
@@ -480,6 +526,33 @@ func (c *Client) sendQueue(ctx context.Context, queue string, idx []int, prepare
 		}()
 	}
 	wg.Wait()
+}
+
+// fifoChunks splits a FIFO queue's jobs into calls of at most 10 entries and 1 MiB holding at
+// most one job of each group, a group's jobs in input order across calls. SQS accepts or refuses
+// each entry of a call on its own: with two jobs of a group in one call, the first could fail and
+// the second be enqueued, and the first's retry would land after it.
+func fifoChunks(idx []int, prepared []prepared) [][]int {
+	var chunks [][]int
+	for len(idx) > 0 {
+		var chunk, rest []int
+		taken := map[string]bool{} // groups in this chunk, or with an earlier job left for later
+		size := 0
+		for _, i := range idx {
+			p := &prepared[i]
+			if taken[p.group] || len(chunk) == MaxBatchEntries || size+len(p.body) > MaxMessageSize {
+				taken[p.group] = true
+				rest = append(rest, i)
+				continue
+			}
+			taken[p.group] = true
+			size += len(p.body)
+			chunk = append(chunk, i)
+		}
+		chunks = append(chunks, chunk)
+		idx = rest
+	}
+	return chunks
 }
 
 // sendChunk sends up to 10 jobs in one SendMessageBatch call and re-sends the entries reported

@@ -63,7 +63,11 @@ func newTestClient(t *testing.T, rec *jobstest.Recorder, opts jobs.ClientOptions
 func TestClientRefusesBadInputBeforeAnyCall(t *testing.T) {
 	t.Parallel()
 	rec := jobstest.NewRecorder()
-	c := newTestClient(t, rec, jobs.ClientOptions{Queues: map[string]string{"email.send": jobstest.QueueURL}})
+	c := newTestClient(t, rec, jobs.ClientOptions{
+		Queues:          map[string]string{"email.send": jobstest.QueueURL},
+		LongDelayer:     &delayer{},
+		MaxMessageSizes: map[string]int{smallQueue: 256 << 10},
+	})
 	ctx := context.Background()
 	big := SendEmail{To: "a@b.c", Body: strings.Repeat("x", jobs.MaxMessageSize)}
 	fifo := &jobs.EnqueueOpts{Queue: jobstest.FIFOQueueURL}
@@ -72,22 +76,35 @@ func TestClientRefusesBadInputBeforeAnyCall(t *testing.T) {
 		opts *jobs.EnqueueOpts
 		want error
 	}{
-		"empty kind":             {emptyKind{}, nil, jobs.ErrEmptyKind},
-		"nil args":               {nil, nil, jobs.ErrEmptyKind},
-		"too large":              {big, nil, jobs.ErrBodyTooLarge},
-		"fifo without group":     {SendEmail{}, fifo, jobs.ErrGroupRequired},
-		"dedup on standard":      {SendEmail{}, &jobs.EnqueueOpts{DedupID: "d"}, jobs.ErrDedupOnStandard},
-		"negative delay":         {SendEmail{}, &jobs.EnqueueOpts{Delay: -time.Second}, jobs.ErrInvalidDelay},
-		"delay and at":           {SendEmail{}, &jobs.EnqueueOpts{Delay: time.Second, At: time.Now().Add(time.Hour)}, jobs.ErrInvalidDelay},
-		"long delay, no delayer": {SendEmail{}, &jobs.EnqueueOpts{Delay: 16 * time.Minute}, jobs.ErrDelayTooLong},
-		"far at, no delayer":     {SendEmail{}, &jobs.EnqueueOpts{At: time.Now().Add(24 * time.Hour)}, jobs.ErrDelayTooLong},
-		"delay on fifo":          {SendEmail{}, &jobs.EnqueueOpts{Queue: jobstest.FIFOQueueURL, GroupID: "g", Delay: time.Minute}, jobs.ErrDelayOnFIFO},
-		"args do not encode":     {jobs.RawArgs{KindName: "raw", JSON: []byte("{nope")}, nil, jobs.ErrEncodeArgs},
+		"empty kind":            {emptyKind{}, nil, jobs.ErrEmptyKind},
+		"nil args":              {nil, nil, jobs.ErrEmptyKind},
+		"too large":             {big, nil, jobs.ErrBodyTooLarge},
+		"fifo without group":    {SendEmail{}, fifo, jobs.ErrGroupRequired},
+		"dedup on standard":     {SendEmail{}, &jobs.EnqueueOpts{DedupID: "d"}, jobs.ErrDedupOnStandard},
+		"negative delay":        {SendEmail{}, &jobs.EnqueueOpts{Delay: -time.Second}, jobs.ErrInvalidDelay},
+		"delay and at":          {SendEmail{}, &jobs.EnqueueOpts{Delay: time.Second, At: time.Now().Add(time.Hour)}, jobs.ErrInvalidDelay},
+		"delay on fifo":         {SendEmail{}, &jobs.EnqueueOpts{Queue: jobstest.FIFOQueueURL, GroupID: "g", Delay: time.Minute}, jobs.ErrDelayOnFIFO},
+		"args do not encode":    {jobs.RawArgs{KindName: "raw", JSON: []byte("{nope")}, nil, jobs.ErrEncodeArgs},
+		"group too long":        {SendEmail{}, &jobs.EnqueueOpts{Queue: jobstest.FIFOQueueURL, GroupID: strings.Repeat("g", 129)}, jobs.ErrInvalidGroupID},
+		"group with a space":    {SendEmail{}, &jobs.EnqueueOpts{Queue: jobstest.FIFOQueueURL, GroupID: "tenant 1"}, jobs.ErrInvalidGroupID},
+		"group not ASCII":       {SendEmail{}, &jobs.EnqueueOpts{Queue: jobstest.FIFOQueueURL, GroupID: "tenänt"}, jobs.ErrInvalidGroupID},
+		"dedup too long":        {SendEmail{}, &jobs.EnqueueOpts{Queue: jobstest.FIFOQueueURL, GroupID: "g", DedupID: strings.Repeat("d", 129)}, jobs.ErrInvalidDedupID},
+		"job id as bad dedup":   {SendEmail{}, &jobs.EnqueueOpts{Queue: jobstest.FIFOQueueURL, GroupID: "g", ID: "order 7"}, jobs.ErrInvalidDedupID},
+		"dedup on long delay":   {SendEmail{}, &jobs.EnqueueOpts{Queue: jobstest.FIFOQueueURL, GroupID: "g", DedupID: "d", Delay: time.Hour}, jobs.ErrDedupScheduled},
+		"over the queue's size": {SendEmail{Body: strings.Repeat("x", 300<<10)}, &jobs.EnqueueOpts{Queue: smallQueue}, jobs.ErrBodyTooLarge},
 	} {
 		_, err := c.Enqueue(ctx, tc.args, tc.opts)
 		require.ErrorIs(t, err, tc.want, name)
 		var invalid *jobs.InvalidJobError
 		require.ErrorAs(t, err, &invalid, name)
+	}
+	noDelayer := newTestClient(t, rec, jobs.ClientOptions{DefaultQueueURL: jobstest.QueueURL})
+	for name, o := range map[string]*jobs.EnqueueOpts{
+		"long delay, no delayer": {Delay: 16 * time.Minute},
+		"far at, no delayer":     {At: time.Now().Add(24 * time.Hour)},
+	} {
+		_, err := noDelayer.Enqueue(ctx, SendEmail{}, o)
+		require.ErrorIs(t, err, jobs.ErrDelayTooLong, name)
 	}
 	assert.Empty(t, rec.Sent(), "no AWS call was made")
 
@@ -102,6 +119,8 @@ func TestClientRefusesBadInputBeforeAnyCall(t *testing.T) {
 	assert.ErrorIs(t, err, jobs.ErrEmptyKind)
 	assert.Empty(t, rec.Batches())
 }
+
+const smallQueue = "https://sqs.us-east-1.amazonaws.com/000000000000/small"
 
 func TestNewClientNeedsARoute(t *testing.T) {
 	t.Parallel()
@@ -196,10 +215,11 @@ func TestClientBatchesBySizeAndCount(t *testing.T) {
 	t.Parallel()
 	rec := jobstest.NewRecorder()
 	c := newTestClient(t, rec, jobs.ClientOptions{})
-	// 4 jobs of ~300 KiB: at most 3 fit in 1 MiB; 12 small ones: 10 per call.
+	// 4 jobs of ~300 KiB (FIFO, 4 groups: a call holds one job of a group): at most 3 fit in
+	// 1 MiB; 12 small ones: 10 per call.
 	var batch []jobs.BatchJob
 	for i := 0; i < 4; i++ {
-		batch = append(batch, jobs.BatchJob{Args: SendEmail{Body: strings.Repeat("x", 300<<10)}, Opts: &jobs.EnqueueOpts{Queue: jobstest.FIFOQueueURL, GroupID: "big"}})
+		batch = append(batch, jobs.BatchJob{Args: SendEmail{Body: strings.Repeat("x", 300<<10)}, Opts: &jobs.EnqueueOpts{Queue: jobstest.FIFOQueueURL, GroupID: "big" + strconv.Itoa(i)}})
 	}
 	for i := 0; i < 12; i++ {
 		batch = append(batch, jobs.BatchJob{Args: SendEmail{To: "a"}})
@@ -301,7 +321,7 @@ func TestClientFIFOGroupStopsAfterAFailure(t *testing.T) {
 		case r.ID == "a2":
 			var se *jobs.SendError
 			assert.ErrorAs(t, r.Err, &se)
-		case strings.HasPrefix(r.ID, "a") && i >= 10: // a5 and later come in later calls: not sent
+		case strings.HasPrefix(r.ID, "a") && i > 4: // a3 and later come in later calls: not sent
 			assert.ErrorIs(t, r.Err, jobs.ErrGroupFailed, r.ID)
 		default:
 			assert.NoError(t, r.Err, r.ID)
@@ -315,5 +335,5 @@ func TestClientFIFOGroupStopsAfterAFailure(t *testing.T) {
 			}
 		}
 	}
-	assert.Equal(t, []string{"a0", "a1", "a2", "a3", "a4"}, sentA, "the first call holds a0-a4; nothing of a after it")
+	assert.Equal(t, []string{"a0", "a1", "a2"}, sentA, "one job of a group per call; nothing of a after a2")
 }

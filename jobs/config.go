@@ -49,9 +49,10 @@ type Config struct {
 	QueueURL string
 	// DLQURL is the dead-letter queue the runtime sends permanent failures to (required).
 	DLQURL string
-	// MaxAttempts is how many deliveries a job gets; a retryable failure on the last one is
-	// dead-lettered (ReasonAttemptsUsed). Default 5. Set the queue's redrive maxReceiveCount
-	// higher, as a safety net for crashes: snoozes count as deliveries too.
+	// MaxAttempts is how many attempts a job gets (see Deliveries for what counts as one); a
+	// retryable failure on the last is dead-lettered (ReasonAttemptsUsed). Default 5. Set the
+	// queue's redrive maxReceiveCount higher, as a safety net for crashes: snoozes and
+	// deliveries that did not run count as receives there.
 	MaxAttempts int
 	// VisibilityTimeout is the queue's visibility timeout. The heartbeat extends the visibility of
 	// a batch's messages to this much every third of it, counting from the start of the
@@ -80,6 +81,22 @@ type Config struct {
 	Metrics io.Writer
 	// SQS is the client for visibility changes and dead-letter sends (required).
 	SQS SQSAPI
+	// Deliveries, when set, remembers the deliveries of a message that did not run its job (a
+	// FIFO record skipped behind a failed one, a record not started before the deadline), so
+	// JobRow.Attempt counts real runs: a job gets MaxAttempts runs, and its backoff is sized by
+	// them. idempotency.DynamoDBStore implements it in the idempotency table. When nil, Attempt is
+	// ApproximateReceiveCount: deliveries that did not run count too, so a job can get fewer
+	// than MaxAttempts runs — but it is never dead-lettered for its attempts without running.
+	Deliveries DeliveryLedger
+}
+
+// DeliveryLedger counts, per SQS message id, the deliveries that did not run the job. The
+// runtime adds one after each such delivery and, on a message's later delivery (receive count
+// above 1), subtracts the count from ApproximateReceiveCount to get the attempt. A failed call is
+// logged and the receive count is used as it is: the job is charged, never run more often.
+type DeliveryLedger interface {
+	AddNotRun(ctx context.Context, messageID string) error
+	NotRun(ctx context.Context, messageID string) (int, error)
 }
 
 // ConfigFromEnv reads a Config from the environment the infra Worker construct sets:

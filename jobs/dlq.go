@@ -1,13 +1,16 @@
 package jobs
 
 // Message attributes the runtime sets on a message it dead-letters, read back by the Inspector
-// and the CLI. SQS allows at most 10 message attributes; these are all of them.
+// and the CLI. SQS allows at most 10 message attributes; these are all of them. When the body
+// leaves too little of SQS's 1 MiB for all of them, they are left off in this order: the error,
+// source queue, function, first receive, failure time, source message id, job id, kind,
+// attempts and, last, the reason.
 const (
 	AttrReason          = "jobkit.reason"            // one of the Reason* values
 	AttrError           = "jobkit.error"             // the error text (truncated to 4 KiB)
 	AttrKind            = "jobkit.kind"              // the job kind, if the envelope decoded
 	AttrJobID           = "jobkit.job_id"            // the envelope id, if it decoded
-	AttrAttempts        = "jobkit.attempts"          // attempts made (ApproximateReceiveCount)
+	AttrAttempts        = "jobkit.attempts"          // attempts made (JobRow.Attempt)
 	AttrFunction        = "jobkit.function"          // the Lambda function that gave up
 	AttrFirstFailureAt  = "jobkit.first_received_at" // RFC 3339, first receive of the message
 	AttrFailedAt        = "jobkit.failed_at"         // RFC 3339, when it was dead-lettered

@@ -7,15 +7,30 @@
 // the job's attempts are used up, when the runtime dead-letters it itself. An error whose chain
 // holds a DeadLetterReason() string method is permanent too, dead-lettered with that reason.
 //
-// Every message body is an [Envelope] (JSON, versioned). Anything that cannot be decoded or has no
-// worker is dead-lettered at once with a reason — never retried, never dropped.
+// Every message body is an [Envelope] (JSON, versioned). Anything that cannot be decoded is
+// dead-lettered at once with a reason — never retried, never dropped. A kind with no worker is
+// retried with backoff (its consumer may not be deployed yet) and dead-lettered as
+// [ReasonUnknownKind] on its last attempt.
+//
+// # Attempts
+//
+// A job's attempt ([JobRow.Attempt]) is its message's ApproximateReceiveCount less the deliveries
+// that did not run it — FIFO records skipped behind a failed record of their group, records not
+// started before the deadline — when [Config.Deliveries] is set: those are counted in a
+// [DeliveryLedger] (idempotency.DynamoDBStore keeps them in the idempotency table, keyed by
+// message id). A job then gets MaxAttempts real runs, and its backoff is sized by them. Without a
+// ledger a message attribute cannot record them (a received message cannot be changed), so the
+// attempt is the receive count: a job may get fewer than MaxAttempts runs, but it is never
+// dead-lettered for its attempts without having run.
 //
 // # Producing
 //
 // [NewClient] routes kinds to queues and sends with [Client.Enqueue] and [Client.EnqueueBatch]
-// (10 entries and 1 MiB per call, failed entries retried, FIFO order kept). Bad input — an empty
-// kind, a body over 1 MiB, a FIFO job without a group, a delay that cannot be honoured — returns an
-// [*InvalidJobError] before any AWS call. Delays beyond 15 minutes go to a [LongDelayer].
+// (10 entries and 1 MiB per call, failed entries retried; on FIFO one job of a group per call, so
+// a group's order survives retries — see [ErrGroupFailed]). Bad input — an empty kind, a body over
+// 1 MiB or the queue's own limit, a FIFO job without a group, an invalid group or deduplication
+// id, a delay that cannot be honoured — returns an [*InvalidJobError] before any AWS call. Delays
+// beyond 15 minutes go to a [LongDelayer].
 //
 // # Running
 //

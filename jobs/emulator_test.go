@@ -529,3 +529,70 @@ func TestClientDelayOnSQS(t *testing.T) {
 	require.Len(t, msgs, 1)
 	assert.GreaterOrEqual(t, time.Since(start), 3*time.Second)
 }
+
+// Defect 5: a FIFO group keeps its order when an entry fails retryably and is sent again: the
+// group's later jobs are not in the same call, so they cannot be enqueued before its retry. The
+// emulator reports no per-entry failure on FIFO queues, so the first time "once" is sent it is
+// taken out of the call before it reaches the emulator and reported failed with InternalError (a
+// server fault, as SQS does); everything else really goes through the emulator, and the order is
+// read back by receiving.
+func TestClientFIFORetryKeepsGroupOrderOnSQS(t *testing.T) {
+	t.Parallel()
+	cfg := awstest.Config(t)
+	q := awstest.CreateQueue(t, cfg, "q", &awstest.QueueOptions{FIFO: true})
+	var failedOnce atomic.Bool
+	client := sqs.NewFromConfig(cfg, func(o *sqs.Options) {
+		o.APIOptions = append(o.APIOptions, func(stack *middleware.Stack) error {
+			return stack.Initialize.Add(middleware.InitializeMiddlewareFunc("jobkit-test-fail-once",
+				func(ctx context.Context, in middleware.InitializeInput, next middleware.InitializeHandler) (middleware.InitializeOutput, middleware.Metadata, error) {
+					batch, ok := in.Parameters.(*sqs.SendMessageBatchInput)
+					if !ok {
+						return next.HandleInitialize(ctx, in)
+					}
+					copied := *batch
+					copied.Entries = nil
+					var failed []sqstypes.BatchResultErrorEntry
+					for _, e := range batch.Entries {
+						if env, _ := jobs.DecodeEnvelope(aws.ToString(e.MessageBody)); env.ID == "once" && failedOnce.CompareAndSwap(false, true) {
+							failed = append(failed, sqstypes.BatchResultErrorEntry{Id: e.Id, Code: aws.String("InternalError"), Message: aws.String("injected")})
+							continue
+						}
+						copied.Entries = append(copied.Entries, e)
+					}
+					if len(copied.Entries) == 0 {
+						return middleware.InitializeOutput{Result: &sqs.SendMessageBatchOutput{Failed: failed}}, middleware.Metadata{}, nil
+					}
+					in.Parameters = &copied
+					out, md, err := next.HandleInitialize(ctx, in)
+					if res, ok := out.Result.(*sqs.SendMessageBatchOutput); ok && err == nil {
+						res.Failed = append(res.Failed, failed...)
+					}
+					return out, md, err
+				}), middleware.After)
+		})
+	})
+	c, err := jobs.NewClient(client, jobs.ClientOptions{DefaultQueueURL: q.URL, RetryBackoff: 10 * time.Millisecond})
+	require.NoError(t, err)
+	var batch []jobs.BatchJob
+	for i, id := range []string{"a", "once", "c", "d"} {
+		batch = append(batch, jobs.BatchJob{Args: TestJob{N: i}, Opts: &jobs.EnqueueOpts{ID: id, GroupID: "g"}})
+	}
+	results, err := c.EnqueueBatch(context.Background(), batch)
+	require.NoError(t, err)
+	for _, r := range results {
+		require.NoError(t, r.Err)
+	}
+	require.True(t, failedOnce.Load(), "the failure was injected")
+	var got []string
+	deadline := time.Now().Add(20 * time.Second)
+	for len(got) < 4 && time.Now().Before(deadline) {
+		msgs := receive(t, client, q.URL, 1, 2*time.Second)
+		for _, m := range msgs {
+			env, err := jobs.DecodeEnvelope(aws.ToString(m.Body))
+			require.NoError(t, err)
+			got = append(got, env.ID)
+		}
+		deleteExcept(t, client, q.URL, msgs, nil)
+	}
+	assert.Equal(t, []string{"a", "once", "c", "d"}, got, "the group's order")
+}

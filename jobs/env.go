@@ -10,4 +10,8 @@ const (
 	EnvBackoffBase       = "JOBKIT_BACKOFF_BASE"       // first retry delay, Go duration; default 1s
 	EnvBackoffCap        = "JOBKIT_BACKOFF_CAP"        // longest retry delay, Go duration; default 15m
 	EnvIdempotencyTable  = "JOBKIT_IDEMPOTENCY_TABLE"  // DynamoDB table of the idempotency store, if any
+	// EnvIdempotencyExpiry is how long idempotency.Middleware's records hold their keys, a Go
+	// duration; the Worker construct sets it to cover the queue's and its DLQ's retention, so a
+	// job that succeeded and is redriven from the DLQ is still skipped. Default 1h.
+	EnvIdempotencyExpiry = "JOBKIT_IDEMPOTENCY_EXPIRY"
 )

@@ -30,7 +30,8 @@ type SnoozeError struct{ Duration time.Duration }
 // Error describes the failure.
 func (e *SnoozeError) Error() string { return fmt.Sprintf("jobs: snoozed for %s", e.Duration) }
 
-// Snooze asks for the job to run again after d (at most 12 h, SQS's visibility limit).
+// Snooze asks for the job to run again after d: at most 12 h after the message's receipt, SQS's
+// visibility limit (in practice 12 h less the time since the invocation began and 6 minutes).
 func Snooze(d time.Duration) error { return &SnoozeError{Duration: d} }
 
 // ArgsError reports args that do not decode into the worker's type; the job is dead-lettered.

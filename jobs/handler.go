@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"runtime/debug"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -15,6 +16,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
+	"github.com/aws/smithy-go"
 )
 
 // NewSQSHandler returns the Lambda handler for an SQS event source mapping with
@@ -26,11 +28,16 @@ import (
 //     for its attempt (ApproximateReceiveCount) and it is listed, so it comes back after the backoff,
 //     not after the queue's visibility timeout.
 //   - Snooze(d): the same with d, and it does not count as a failure in the metrics.
-//   - A permanent error — Cancel, an undecodable or unknown-version envelope, an unknown kind,
-//     args that do not decode (ArgsError), an error with a DeadLetterReason() string method, or a
-//     retryable error on the last attempt (Config.MaxAttempts) — is sent to the dead-letter queue
-//     by the runtime, with the attributes in dlq.go, and then reported as success. If that send
-//     fails, the record is listed instead: nothing is lost.
+//   - A permanent error — Cancel, an undecodable or unknown-version envelope, args that do not
+//     decode (ArgsError), an error with a DeadLetterReason() string method, or a retryable error
+//     on the last attempt (Config.MaxAttempts) — is sent to the dead-letter queue by the runtime,
+//     with the attributes in dlq.go, and then reported as success. If that send fails, the record
+//     is listed instead: nothing is lost. The copy always fits SQS's size limit: attributes are
+//     left off, the error text first and the reason last, when the body leaves too little room.
+//   - A kind this function has no worker for is retried with backoff (a producer may be deployed
+//     before its consumer) and dead-lettered as ReasonUnknownKind on its last attempt.
+//   - Retry and snooze delays end at most 12 h after the message's receipt, as SQS requires: 12 h
+//     less the time since the invocation began and 6 minutes for the batching window.
 //   - A panic fails only its record (retryable, *PanicError).
 //
 // On a FIFO queue the message groups of a batch run concurrently (up to Config.Concurrency) and
@@ -38,11 +45,20 @@ import (
 // without running (skip-group-on-error) and returns with it. On a Standard queue up to
 // Config.Concurrency records run at once.
 //
-// While a batch runs, a heartbeat extends the visibility of all its messages (10 per call) every
-// third of the visibility timeout, so none is handed to a second consumer while the batch is alive.
-// Jobs' contexts end Config.SafetyMargin before the Lambda deadline (or after Config.JobTimeout);
-// a job still running a little later is abandoned and listed. Retry and snooze delays are applied
-// when the batch ends.
+// While a batch runs, a heartbeat extends the visibility of all its messages (10 per call) at the
+// start of the invocation (the batching window has used some of it) and every third of the
+// visibility timeout, so none is handed to a second consumer while the batch is alive. When SQS
+// says a message is no longer ours (ReceiptHandleIsInvalid, MessageNotInflight), that job's
+// context is cancelled with ErrMessageLost and the record is listed and left alone.
+// Visibility changes and dead-letter sends use each record's own queue (its eventSourceARN), so
+// one function may be fed by several queues.
+//
+// Jobs' contexts end Config.SafetyMargin before the Lambda deadline (or after Config.JobTimeout).
+// After that no record starts: the rest are listed without running, visible again at once, and
+// not dead-lettered. A job still running half the margin before the deadline is abandoned and
+// listed. Every AWS call after the jobs (retry and snooze delays, in calls of 10, 8 at once; a
+// heartbeat in flight; dead-letter sends) ends a quarter of the margin before the deadline: what
+// does not fit is listed, never lost.
 //
 // Each batch writes one Embedded Metric Format line to Config.Metrics; log lines are JSON with the
 // job id, kind, attempt and message id. NewSQSHandler panics on an invalid Config (see Validate).
@@ -77,6 +93,7 @@ type sqsHandler struct {
 	dlqFIFO   bool
 	vtSeconds int32
 	watchdog  watchdog
+	queueURLs sync.Map // eventSourceARN → queue URL, for functions fed by several queues
 }
 
 // outcome is what happened to a record.
@@ -91,6 +108,7 @@ const (
 	outDeadFailed         // the dead-letter send failed; listed
 	outSkipped            // FIFO: not run after an earlier failure in its group; listed
 	outAbandoned          // still running at the hard stop; listed
+	outNotStarted         // not started: the jobs' deadline had passed; listed, visible at once
 )
 
 func (o outcome) listed() bool { return o != outSucceeded && o != outDead }
@@ -109,10 +127,19 @@ type record struct {
 	pre   error // a decode or unknown-kind error found before running: dead-letter
 	state atomic.Uint32
 
+	// The heartbeat found the message no longer ours (deleted, or handed to another consumer):
+	// lost is set and the job's context, if running, cancelled with errMessageLost.
+	lostMu sync.Mutex
+	lost   bool
+	inner  context.Context // made on first need by rctx
+	cancel context.CancelCauseFunc
+	rctx   recordContext // the job's context
+
 	// Written by the record's worker before it moves state to stateDone.
 	out     outcome
 	visible bool          // set the visibility to delay at the end of the batch
 	ran     bool          // the job ran (dur is meaningful)
+	notRun  bool          // abandoned before it started: the delivery did not run the job
 	delay   time.Duration // retry, snooze or skip delay
 	dur     time.Duration // time spent in the job
 }
@@ -121,7 +148,9 @@ type record struct {
 // 3,456-byte allocation size class: mind the next one (4,096) when adding fields.
 type batch struct {
 	h        *sqsHandler
-	ctx      context.Context // the invocation's context: AWS calls
+	ctx      context.Context // the invocation's context: logs
+	postCtx  context.Context // AWS calls (dead-letter sends, visibility): ends before the Lambda deadline
+	softOff  time.Duration   // the jobs' deadline as an offset from start; 0: none
 	jobCtx   context.Context // jobs' context: ends SafetyMargin before the deadline
 	deadline *jobContext     // jobCtx when the invocation has a deadline, else nil
 	records  []record
@@ -149,6 +178,8 @@ type batch struct {
 
 	hbMu      sync.Mutex
 	hbStopped bool
+	hbCtx     context.Context // the heartbeat's calls; hbCancel ends one in flight when the batch ends
+	hbCancel  context.CancelFunc
 }
 
 func (h *sqsHandler) handle(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
@@ -165,10 +196,13 @@ func (h *sqsHandler) handle(ctx context.Context, ev events.SQSEvent) (events.SQS
 	b.prepare(ev.Records)
 
 	// Deadlines: jobs stop SafetyMargin before the Lambda deadline; the batch stops waiting for
-	// them half the margin later. The heartbeat beats every third of the visibility timeout.
+	// them half the margin later; every AWS call after the jobs (dead-letter sends, visibility
+	// changes, a heartbeat in flight) ends a quarter of the margin before the deadline, so the
+	// handler always answers in time — what did not fit is reported failed. The first heartbeat
+	// runs at once: the batching window has already used some of the messages' visibility.
 	now := time.Now()
-	b.start, b.jobCtx = now, ctx
-	b.times.beatAt = now.Add(h.cfg.VisibilityTimeout / 3)
+	b.start, b.jobCtx, b.postCtx = now, ctx, ctx
+	b.times.beatAt = now
 	if deadline, ok := ctx.Deadline(); ok {
 		margin := h.cfg.SafetyMargin
 		if left := deadline.Sub(now); margin > left/2 {
@@ -177,9 +211,15 @@ func (h *sqsHandler) handle(ctx context.Context, ev events.SQSEvent) (events.SQS
 		b.jobContext = jobContext{parent: ctx, deadline: deadline.Add(-margin)}
 		b.deadline = &b.jobContext
 		b.jobCtx = b.deadline
+		b.softOff = b.deadline.deadline.Sub(now)
 		b.times.softAt, b.times.hardAt = b.deadline.deadline, deadline.Add(-margin/2)
 		defer b.deadline.end()
+		var cancel context.CancelFunc
+		b.postCtx, cancel = context.WithDeadline(ctx, deadline.Add(-margin/4))
+		defer cancel()
 	}
+	b.hbCtx, b.hbCancel = context.WithCancel(b.postCtx)
+	defer b.hbCancel()
 
 	h.watchdog.add(b, now)
 	b.runAll()
@@ -187,6 +227,7 @@ func (h *sqsHandler) handle(ctx context.Context, ev events.SQSEvent) (events.SQS
 	b.stopHeartbeat()
 
 	b.applyVisibility()
+	b.recordNotRun()
 	resp := b.response()
 	end := b.endClock
 	if end.IsZero() {
@@ -206,7 +247,7 @@ func (b *batch) prepare(msgs []events.SQSMessage) {
 		r.msg = m
 		row := &r.row
 		row.MessageID = m.MessageId
-		row.QueueURL = h.cfg.QueueURL
+		row.QueueURL = h.queueURL(m.EventSourceARN)
 		row.MaxAttempts = h.cfg.MaxAttempts
 		row.baseLogger = h.log
 		row.Attempt = 1
@@ -400,7 +441,10 @@ func (b *batch) abandon() {
 	b.stop.Store(true)
 	for i := range b.records {
 		r := &b.records[i]
-		if r.state.CompareAndSwap(statePending, stateAbandoned) || r.state.CompareAndSwap(stateRunning, stateAbandoned) {
+		if r.state.CompareAndSwap(statePending, stateAbandoned) {
+			r.notRun = true // no worker touches r any more
+			b.logRecord(slog.LevelError, r, "job not started near the Lambda deadline: reported failed", nil)
+		} else if r.state.CompareAndSwap(stateRunning, stateAbandoned) {
 			b.logRecord(slog.LevelError, r, "job still running near the Lambda deadline: reported failed", nil)
 		}
 	}
@@ -412,6 +456,15 @@ func (b *batch) runRecord(r *record, clock *time.Duration) outcome {
 	if !r.state.CompareAndSwap(statePending, stateRunning) {
 		return outAbandoned
 	}
+	if b.softPassed(*clock) {
+		// Starting now would run the job on an ended context and charge it an attempt it never
+		// had (on its last, a dead-letter): list it untouched; it comes back at once.
+		r.out, r.visible, r.delay = outNotStarted, true, 0
+		b.logRecord(slog.LevelWarn, r, "job not started: the batch reached its deadline; reported failed", nil)
+		r.state.CompareAndSwap(stateRunning, stateDone)
+		return r.out
+	}
+	b.countRealRuns(r)
 	err := r.pre
 	if err == nil {
 		// One clock read per job: a job starts when the worker's previous one ended.
@@ -437,7 +490,9 @@ func (b *batch) call(r *record) (err error) {
 			err = &PanicError{Value: v, Stack: string(debug.Stack())}
 		}
 	}()
-	ctx := b.jobCtx
+	r.rctx.parent, r.rctx.r = b.jobCtx, r
+	var ctx context.Context = &r.rctx
+	defer r.release()
 	if t := b.h.cfg.JobTimeout; t > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, t)
@@ -456,15 +511,31 @@ func (b *batch) settle(r *record, err error) {
 		}
 		return
 	}
+	if r.isLost() {
+		// Another consumer has it, or it is gone: neither retry delay nor dead-letter is ours.
+		r.out = outRetry
+		b.logRecord(slog.LevelWarn, r, "job failed after its message was lost: reported failed, left alone", err)
+		return
+	}
 	var snooze *SnoozeError
 	if errors.As(err, &snooze) {
-		r.out, r.visible, r.delay = outSnoozed, true, clampVisibility(snooze.Duration)
+		r.out, r.visible, r.delay = outSnoozed, true, b.clampVisibility(snooze.Duration)
 		b.logRecord(slog.LevelInfo, r, "job snoozed", nil, slog.Float64("snooze_s", r.delay.Seconds()))
 		return
 	}
 	reason := permanentReason(err)
-	if reason == "" && r.row.Attempt >= r.row.MaxAttempts {
+	lastAttempt := r.row.Attempt >= r.row.MaxAttempts
+	var unknown *UnknownKindError
+	if reason == ReasonUnknownKind && !lastAttempt && errors.As(err, &unknown) {
+		// Deploy skew: a producer may be deployed before the consumer that knows the kind. Retry
+		// with backoff; dead-letter as unknown_kind only once the attempts are used.
+		reason = ""
+	}
+	if reason == "" && lastAttempt {
 		reason = ReasonAttemptsUsed
+		if unknown != nil {
+			reason = ReasonUnknownKind
+		}
 	}
 	if reason != "" && r.state.Load() == stateAbandoned {
 		// Already reported failed: it comes back, and is dead-lettered then.
@@ -472,7 +543,7 @@ func (b *batch) settle(r *record, err error) {
 		return
 	}
 	if reason == "" {
-		r.out, r.visible, r.delay = outRetry, true, clampVisibility(h.cfg.Backoff(r.row.Attempt))
+		r.out, r.visible, r.delay = outRetry, true, b.clampVisibility(h.cfg.Backoff(r.row.Attempt))
 		b.logRecord(slog.LevelWarn, r, "job failed: will retry", err, slog.Float64("retry_in_s", r.delay.Seconds()))
 		return
 	}
@@ -516,38 +587,31 @@ func (b *batch) skip(r, failed *record) {
 	r.state.CompareAndSwap(stateRunning, stateDone)
 }
 
-// deadLetter sends the record's message to the DLQ with the failure attached.
+// deadLetter sends the record's message to the DLQ with the failure attached. The copy always
+// fits SQS's size limit (see deadLetterAttributes).
 func (b *batch) deadLetter(r *record, reason string, jobErr error) error {
 	h := b.h
-	now := time.Now().UTC()
-	attrs := make(map[string]sqstypes.MessageAttributeValue, 10)
-	set := func(name, value string) {
-		if value = sanitizeAttr(value); value != "" {
-			attrs[name] = sqstypes.MessageAttributeValue{DataType: aws.String("String"), StringValue: aws.String(value)}
-		}
-	}
-	set(AttrReason, reason)
-	set(AttrKind, r.row.Kind)
-	set(AttrJobID, r.row.ID)
-	set(AttrFunction, h.cfg.FunctionName)
-	set(AttrSourceMessageID, r.msg.MessageId)
-	set(AttrSourceQueue, h.cfg.QueueURL)
-	set(AttrFailedAt, now.Format(time.RFC3339Nano))
+	firstReceived := ""
 	if !r.row.FirstReceivedAt.IsZero() {
-		set(AttrFirstFailureAt, r.row.FirstReceivedAt.Format(time.RFC3339Nano))
+		firstReceived = r.row.FirstReceivedAt.Format(time.RFC3339Nano)
 	}
-	attrs[AttrAttempts] = sqstypes.MessageAttributeValue{DataType: aws.String("Number"), StringValue: aws.String(strconv.Itoa(r.row.Attempt))}
-	// The error goes last, cut to what fits in the message (and at most 4 KiB).
-	size := len(r.msg.Body)
-	for k, v := range attrs {
-		size += len(k) + len(aws.ToString(v.DataType)) + len(aws.ToString(v.StringValue))
-	}
-	room := MaxMessageSize - size - len(AttrError) - len("String")
-	if room > maxErrorAttr {
-		room = maxErrorAttr
-	}
-	if room > 0 {
-		set(AttrError, truncateUTF8(errString(jobErr), room))
+	// Most important last: deadLetterAttributes sheds from the front when the body leaves too
+	// little room, so the reason and the attempt count are the last to go.
+	attrs, shed := deadLetterAttributes(len(r.msg.Body), []dlqAttr{
+		{name: AttrError, value: errString(jobErr), cut: true},
+		{name: AttrSourceQueue, value: r.row.QueueURL},
+		{name: AttrFunction, value: h.cfg.FunctionName},
+		{name: AttrFirstFailureAt, value: firstReceived},
+		{name: AttrFailedAt, value: time.Now().UTC().Format(time.RFC3339Nano)},
+		{name: AttrSourceMessageID, value: r.msg.MessageId},
+		{name: AttrJobID, value: r.row.ID},
+		{name: AttrKind, value: r.row.Kind},
+		{name: AttrAttempts, value: strconv.Itoa(r.row.Attempt), number: true},
+		{name: AttrReason, value: reason},
+	})
+	if shed > 0 {
+		b.logRecord(slog.LevelWarn, r, "dead-letter copy too large for all its attributes: some left off", nil,
+			slog.Int("attributes_left_off", shed), slog.Int("body_bytes", len(r.msg.Body)))
 	}
 	in := &sqs.SendMessageInput{
 		QueueUrl:          aws.String(h.cfg.DLQURL),
@@ -562,8 +626,74 @@ func (b *batch) deadLetter(r *record, reason string, jobErr error) error {
 		in.MessageGroupId = aws.String(group)
 		in.MessageDeduplicationId = aws.String(dedupID(r.msg.MessageId))
 	}
-	_, err := h.cfg.SQS.SendMessage(b.ctx, in)
+	_, err := h.cfg.SQS.SendMessage(b.postCtx, in)
 	return err
+}
+
+// dlqAttr is one attribute of a dead-letter copy.
+type dlqAttr struct {
+	name, value string
+	number      bool // DataType Number, else String
+	cut         bool // may be cut to fit (the error text), else whole or left off
+}
+
+// deadLetterAttributes returns the attributes of a dead-letter copy of a bodyLen-byte body that
+// fit with it in MaxMessageSize, counted as SQS counts them (body, and each attribute's name, data
+// type and value), and how many it left off. Values are sanitised before they are measured
+// (sanitising can grow a value: an invalid byte becomes a 3-byte U+FFFD). The error text is cut to
+// at most 4 KiB and to the room left; when even the others do not fit, they are left off in the
+// order given — the error first, then source queue, function, first receive, failure time,
+// source message id, job id, kind, attempts and, last of all, the reason.
+func deadLetterAttributes(bodyLen int, list []dlqAttr) (map[string]sqstypes.MessageAttributeValue, int) {
+	size := func(a dlqAttr) int {
+		typ := len("String")
+		if a.number {
+			typ = len("Number")
+		}
+		return len(a.name) + typ + len(a.value)
+	}
+	total := bodyLen
+	for i := range list {
+		list[i].value = sanitizeAttr(list[i].value)
+		if list[i].cut {
+			list[i].value = truncateUTF8(list[i].value, maxErrorAttr)
+		}
+		if list[i].value != "" {
+			total += size(list[i])
+		}
+	}
+	shed := 0
+	for i := 0; i < len(list) && total > MaxMessageSize; i++ {
+		a := &list[i]
+		if a.value == "" {
+			continue
+		}
+		total -= size(*a)
+		if a.cut {
+			if room := MaxMessageSize - total - size(dlqAttr{name: a.name}); room > 0 {
+				a.value = truncateUTF8(a.value, room) // truncation never grows a sanitised value
+				total += size(*a)
+				if a.value != "" && total <= MaxMessageSize {
+					break
+				}
+				total -= size(*a)
+			}
+		}
+		a.value = ""
+		shed++
+	}
+	attrs := make(map[string]sqstypes.MessageAttributeValue, len(list))
+	for _, a := range list {
+		if a.value == "" {
+			continue
+		}
+		typ := "String"
+		if a.number {
+			typ = "Number"
+		}
+		attrs[a.name] = sqstypes.MessageAttributeValue{DataType: aws.String(typ), StringValue: aws.String(a.value)}
+	}
+	return attrs, shed
 }
 
 const maxErrorAttr = 4 << 10
@@ -576,47 +706,130 @@ func dedupID(id string) string {
 	return id
 }
 
-// applyVisibility sets the visibility of retried, snoozed and skipped records (10 per call).
+// countRealRuns makes r's Attempt the number of its real runs: ApproximateReceiveCount less the
+// deliveries the ledger says did not run. Only a redelivery asks (the first delivery is a run).
+func (b *batch) countRealRuns(r *record) {
+	ledger := b.h.cfg.Deliveries
+	if ledger == nil || r.row.Attempt <= 1 {
+		return
+	}
+	n, err := ledger.NotRun(b.postCtx, r.msg.MessageId)
+	if err != nil {
+		b.logRecord(slog.LevelWarn, r, "delivery ledger: could not read deliveries that did not run; counting every receive", err)
+		return
+	}
+	if n > 0 {
+		r.row.Attempt = max(1, r.row.Attempt-n)
+	}
+}
+
+// recordNotRun tells the ledger about the deliveries of this batch that did not run their job,
+// up to visibilityCalls at once, within the post-job budget.
+func (b *batch) recordNotRun() {
+	ledger := b.h.cfg.Deliveries
+	if ledger == nil {
+		return
+	}
+	sem := make(chan struct{}, visibilityCalls)
+	var wg sync.WaitGroup
+	for i := range b.records {
+		r := &b.records[i]
+		st := r.state.Load()
+		if !(st == stateDone && (r.out == outSkipped || r.out == outNotStarted)) && !(st == stateAbandoned && r.notRun) {
+			continue
+		}
+		sem <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			if err := ledger.AddNotRun(b.postCtx, r.msg.MessageId); err != nil {
+				b.logRecord(slog.LevelWarn, r, "delivery ledger: could not record a delivery that did not run; it counts as an attempt", err)
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+// applyVisibility sets the visibility of retried, snoozed, skipped and not-started records.
 func (b *batch) applyVisibility() {
 	var pending []*record
 	for i := range b.records {
 		r := &b.records[i]
-		if r.state.Load() == stateDone && r.visible {
+		if r.state.Load() == stateDone && r.visible && !r.isLost() {
 			pending = append(pending, r)
 		}
 	}
-	h := b.h
-	for len(pending) > 0 {
-		chunk := pending[:min(len(pending), MaxBatchEntries)]
-		pending = pending[len(chunk):]
-		if len(chunk) == 1 {
-			r := chunk[0]
-			_, err := h.cfg.SQS.ChangeMessageVisibility(b.ctx, &sqs.ChangeMessageVisibilityInput{
-				QueueUrl: aws.String(h.cfg.QueueURL), ReceiptHandle: aws.String(r.msg.ReceiptHandle),
-				VisibilityTimeout: ceilSeconds(r.delay),
-			})
-			if err != nil {
-				b.logRecord(slog.LevelWarn, r, "could not set the retry delay: the message returns after the visibility timeout", err)
-			}
-			continue
-		}
-		entries := make([]sqstypes.ChangeMessageVisibilityBatchRequestEntry, len(chunk))
-		for n, r := range chunk {
-			entries[n] = sqstypes.ChangeMessageVisibilityBatchRequestEntry{
-				Id: aws.String(strconv.Itoa(n)), ReceiptHandle: aws.String(r.msg.ReceiptHandle),
-				VisibilityTimeout: ceilSeconds(r.delay),
-			}
-		}
-		b.changeVisibility(chunk, entries, "could not set the retry delay: the message returns after the visibility timeout")
-	}
+	b.changeAll(b.postCtx, pending, func(r *record) int32 { return ceilSeconds(r.delay) }, true,
+		"could not set the retry delay: the message returns after the visibility timeout")
 }
 
-// changeVisibility makes one ChangeMessageVisibilityBatch call and logs the records it failed for.
-func (b *batch) changeVisibility(chunk []*record, entries []sqstypes.ChangeMessageVisibilityBatchRequestEntry, failMsg string) {
+// visibilityCalls is how many visibility calls a batch has in flight at once: a batch of
+// 10,000 records (1,000 calls) then takes 125 round trips, not 1,000.
+const visibilityCalls = 8
+
+// changeAll sets the visibility of recs to vt(r): per queue (a function may be fed by several),
+// 10 per call (single: one record alone in the plain call), up to visibilityCalls calls at once,
+// every call ending with ctx. A change that does
+// not happen is logged: the message then returns after its visibility timeout.
+func (b *batch) changeAll(ctx context.Context, recs []*record, vt func(*record) int32, single bool, failMsg string) {
+	var chunks [][]*record
+	for len(recs) > 0 {
+		q := recs[0].row.QueueURL
+		chunk := make([]*record, 0, min(len(recs), MaxBatchEntries))
+		rest := recs[:0:0]
+		for _, r := range recs {
+			if r.row.QueueURL == q && len(chunk) < MaxBatchEntries {
+				chunk = append(chunk, r)
+			} else {
+				rest = append(rest, r)
+			}
+		}
+		chunks, recs = append(chunks, chunk), rest
+	}
+	if len(chunks) == 1 {
+		b.changeVisibility(ctx, chunks[0], vt, single, failMsg)
+		return
+	}
+	sem := make(chan struct{}, visibilityCalls)
+	var wg sync.WaitGroup
+	for _, chunk := range chunks {
+		sem <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			b.changeVisibility(ctx, chunk, vt, single, failMsg)
+		}()
+	}
+	wg.Wait()
+}
+
+// changeVisibility makes one visibility call for up to 10 records of one queue and logs the
+// records it failed for; single allows the plain call for one record. A message SQS says is no
+// longer ours is marked lost (see markLost).
+func (b *batch) changeVisibility(ctx context.Context, chunk []*record, vt func(*record) int32, single bool, failMsg string) {
 	h := b.h
-	out, err := h.cfg.SQS.ChangeMessageVisibilityBatch(b.ctx, &sqs.ChangeMessageVisibilityBatchInput{
-		QueueUrl: aws.String(h.cfg.QueueURL), Entries: entries,
-	})
+	queue := aws.String(chunk[0].row.QueueURL)
+	if len(chunk) == 1 && single {
+		r := chunk[0]
+		_, err := h.cfg.SQS.ChangeMessageVisibility(ctx, &sqs.ChangeMessageVisibilityInput{
+			QueueUrl: queue, ReceiptHandle: aws.String(r.msg.ReceiptHandle), VisibilityTimeout: vt(r),
+		})
+		if err != nil {
+			var apiErr smithy.APIError
+			if errors.As(err, &apiErr) && messageLost(apiErr.ErrorCode(), apiErr.ErrorMessage()) {
+				b.markLost(r, err)
+			}
+			b.logRecord(slog.LevelWarn, r, failMsg, err)
+		}
+		return
+	}
+	entries := make([]sqstypes.ChangeMessageVisibilityBatchRequestEntry, len(chunk))
+	for n, r := range chunk {
+		entries[n] = sqstypes.ChangeMessageVisibilityBatchRequestEntry{
+			Id: aws.String(strconv.Itoa(n)), ReceiptHandle: aws.String(r.msg.ReceiptHandle), VisibilityTimeout: vt(r),
+		}
+	}
+	out, err := h.cfg.SQS.ChangeMessageVisibilityBatch(ctx, &sqs.ChangeMessageVisibilityBatchInput{QueueUrl: queue, Entries: entries})
 	if err != nil {
 		for _, r := range chunk {
 			b.logRecord(slog.LevelWarn, r, failMsg, err)
@@ -625,10 +838,116 @@ func (b *batch) changeVisibility(chunk []*record, entries []sqstypes.ChangeMessa
 	}
 	for _, f := range out.Failed {
 		if n, ok := entryIndex(f.Id, len(chunk)); ok {
-			b.logRecord(slog.LevelWarn, chunk[n], failMsg,
-				fmt.Errorf("%s: %s", aws.ToString(f.Code), aws.ToString(f.Message)))
+			err := fmt.Errorf("%s: %s", aws.ToString(f.Code), aws.ToString(f.Message))
+			if messageLost(aws.ToString(f.Code), aws.ToString(f.Message)) {
+				b.markLost(chunk[n], err)
+			}
+			b.logRecord(slog.LevelWarn, chunk[n], failMsg, err)
 		}
 	}
+}
+
+// messageLost reports whether a visibility change failed because the message is no longer this
+// consumer's: deleted, received again by another consumer, or its receipt handle expired.
+func messageLost(code, message string) bool {
+	switch {
+	case strings.Contains(code, "ReceiptHandleIsInvalid"), strings.Contains(code, "MessageNotInflight"):
+		return true
+	case strings.Contains(code, "InvalidParameterValue"):
+		return strings.Contains(message, "receipt handle has expired")
+	}
+	return false
+}
+
+// ErrMessageLost is the cause of a job's context cancelled because the heartbeat found its
+// message no longer the function's (deleted, or handed to another consumer after its visibility
+// lapsed): the job's result could not be reported anyway.
+var ErrMessageLost = errors.New("jobs: the message is no longer this function's (its visibility could not be extended)")
+
+// markLost records that r's message is no longer ours and cancels the job's context.
+func (b *batch) markLost(r *record, err error) {
+	r.lostMu.Lock()
+	first := !r.lost
+	r.lost = true
+	if r.cancel != nil {
+		r.cancel(ErrMessageLost)
+	}
+	r.lostMu.Unlock()
+	if first {
+		b.logRecord(slog.LevelWarn, r, "message no longer ours: job context cancelled", err)
+	}
+}
+
+func (r *record) isLost() bool {
+	r.lostMu.Lock()
+	defer r.lostMu.Unlock()
+	return r.lost
+}
+
+// release ends the record's cancellable context, if one was made.
+func (r *record) release() {
+	r.lostMu.Lock()
+	if r.cancel != nil {
+		r.cancel(context.Canceled)
+	}
+	r.lostMu.Unlock()
+}
+
+// recordContext is a job's context: the batch's jobs' context, also cancelled when the message
+// is lost. Like jobContext, the cancellable context behind it is made on first need, so a job
+// that never looks costs nothing more.
+type recordContext struct {
+	parent context.Context
+	r      *record
+}
+
+var _ context.Context = (*recordContext)(nil)
+
+// Deadline returns the jobs' deadline.
+func (c *recordContext) Deadline() (time.Time, bool) { return c.parent.Deadline() }
+
+// Value returns the parent's value for key (through the cancellable context once made, so
+// context.Cause finds ErrMessageLost).
+func (c *recordContext) Value(key any) any {
+	c.r.lostMu.Lock()
+	inner := c.r.inner
+	c.r.lostMu.Unlock()
+	if inner != nil {
+		return inner.Value(key)
+	}
+	return c.parent.Value(key)
+}
+
+// Done returns a channel closed when the parent ends or the message is lost.
+func (c *recordContext) Done() <-chan struct{} { return c.get().Done() }
+
+// Err reports why the context ended, or nil.
+func (c *recordContext) Err() error {
+	c.r.lostMu.Lock()
+	inner, lost := c.r.inner, c.r.lost
+	c.r.lostMu.Unlock()
+	switch {
+	case inner != nil:
+		return inner.Err()
+	case lost:
+		return c.get().Err()
+	}
+	return c.parent.Err()
+}
+
+func (c *recordContext) String() string { return "jobs.recordContext" }
+
+func (c *recordContext) get() context.Context {
+	r := c.r
+	r.lostMu.Lock()
+	defer r.lostMu.Unlock()
+	if r.inner == nil {
+		r.inner, r.cancel = context.WithCancelCause(c.parent)
+		if r.lost {
+			r.cancel(ErrMessageLost)
+		}
+	}
+	return r.inner
 }
 
 // response lists the records the event source mapping must not delete.
@@ -644,36 +963,109 @@ func (b *batch) response() events.SQSEventResponse {
 	return resp
 }
 
-// stopHeartbeat stops the heartbeat: a beat still running finishes first, and none follows.
+// stopHeartbeat stops the heartbeat: a beat in flight is cancelled and has returned when this
+// does, and none follows.
 func (b *batch) stopHeartbeat() {
+	b.hbCancel()
 	b.hbMu.Lock()
 	b.hbStopped = true
 	b.hbMu.Unlock()
 }
 
 // beat extends the visibility of every message of the batch to the visibility timeout (the
-// watchdog calls it every third of the visibility timeout until stopHeartbeat).
+// watchdog calls it at the start and every third of the visibility timeout until stopHeartbeat).
 func (b *batch) beat() {
 	b.hbMu.Lock()
 	defer b.hbMu.Unlock()
 	if b.hbStopped {
 		return
 	}
-	vt := b.h.vtSeconds
-	for start := 0; start < len(b.records); start += MaxBatchEntries {
-		end := min(start+MaxBatchEntries, len(b.records))
-		chunk := make([]*record, 0, end-start)
-		entries := make([]sqstypes.ChangeMessageVisibilityBatchRequestEntry, 0, end-start)
-		for i := start; i < end; i++ {
-			r := &b.records[i]
-			chunk = append(chunk, r)
-			entries = append(entries, sqstypes.ChangeMessageVisibilityBatchRequestEntry{
-				Id: aws.String(strconv.Itoa(i - start)), ReceiptHandle: aws.String(r.msg.ReceiptHandle),
-				VisibilityTimeout: vt,
-			})
+	recs := make([]*record, 0, len(b.records))
+	for i := range b.records {
+		if r := &b.records[i]; !r.isLost() {
+			recs = append(recs, r)
 		}
-		b.changeVisibility(chunk, entries, "heartbeat: could not extend visibility")
 	}
+	vt := ceilSeconds(b.clampVisibility(b.h.cfg.VisibilityTimeout))
+	b.changeAll(b.hbCtx, recs, func(*record) int32 { return vt }, false, "heartbeat: could not extend visibility")
+}
+
+// softPassed reports whether the jobs' deadline has passed; clock is the worker's last reading.
+func (b *batch) softPassed(clock time.Duration) bool {
+	return b.deadline != nil && (clock >= b.softOff || b.deadline.expired.Load())
+}
+
+// receiptSlack is kept below SQS's 12-hour limit, which counts from when the message was
+// received. The event does not say when that was: before the invocation started, by up to the
+// event source mapping's batching window (at most 5 minutes), plus the poller's own time.
+const receiptSlack = 6 * time.Minute
+
+// clampVisibility keeps a delay within what SQS accepts for a message of this batch: from 0 to
+// 12 h after its receipt, that is 12 h less the time since the invocation started and
+// receiptSlack.
+func (b *batch) clampVisibility(d time.Duration) time.Duration {
+	limit := MaxVisibility - receiptSlack - time.Since(b.start)
+	if d > limit {
+		d = limit
+	}
+	return max(d, 0)
+}
+
+// queueURL returns the URL of the queue a record came from, by its eventSourceARN: one function
+// may be fed by several queues.
+func (h *sqsHandler) queueURL(arn string) string {
+	if arn == "" {
+		return h.cfg.QueueURL
+	}
+	if u, ok := h.queueURLs.Load(arn); ok {
+		return u.(string)
+	}
+	u := queueURLFromARN(h.cfg.QueueURL, arn)
+	h.queueURLs.Store(arn, u)
+	return u
+}
+
+// queueURLFromARN returns the URL of the queue arn names ("arn:aws:sqs:<region>:<account>:<name>"):
+// the configured URL when it is that queue, else the configured URL's endpoint with the ARN's
+// account and name ("https://sqs.<region>.amazonaws.com/<account>/<name>" on AWS; emulators use the
+// same shape).
+func queueURLFromARN(configured, arn string) string {
+	parts := strings.Split(arn, ":")
+	if len(parts) != 6 || parts[2] != "sqs" || parts[5] == "" {
+		return configured
+	}
+	account, name := parts[4], parts[5]
+	base := strings.TrimRight(configured, "/")
+	i := strings.LastIndex(base, "/")
+	if i < 0 {
+		return configured
+	}
+	if base[i+1:] == name && strings.HasSuffix(base[:i], "/"+account) {
+		return configured
+	}
+	if j := strings.LastIndex(base[:i], "/"); j >= 0 {
+		base = base[:j]
+	}
+	if cfgRegion := regionOfURL(configured); cfgRegion != "" && parts[3] != "" && cfgRegion != parts[3] {
+		base = strings.Replace(base, "."+cfgRegion+".", "."+parts[3]+".", 1)
+	}
+	return base + "/" + account + "/" + name
+}
+
+// regionOfURL returns the region in an AWS queue URL's host ("sqs.<region>.amazonaws.com"), or "".
+func regionOfURL(u string) string {
+	host := u
+	if i := strings.Index(host, "://"); i >= 0 {
+		host = host[i+3:]
+	}
+	if i := strings.IndexByte(host, '/'); i >= 0 {
+		host = host[:i]
+	}
+	labels := strings.Split(host, ".")
+	if len(labels) >= 4 && labels[0] == "sqs" {
+		return labels[1]
+	}
+	return ""
 }
 
 // logRecord writes one log line about a record, with the job attributes every line carries.
@@ -695,17 +1087,6 @@ func (b *batch) logRecord(level slog.Level, r *record, msg string, err error, ex
 	}
 	attrs = append(attrs, extra...)
 	log.LogAttrs(ctx, level, msg, attrs...)
-}
-
-// clampVisibility keeps a delay within what SQS accepts: 0 to 12 h.
-func clampVisibility(d time.Duration) time.Duration {
-	if d < 0 {
-		return 0
-	}
-	if d > MaxVisibility {
-		return MaxVisibility
-	}
-	return d
 }
 
 // ceilSeconds rounds a delay up to whole seconds, the unit of SQS visibility timeouts.

@@ -31,7 +31,7 @@ type JobRow struct {
 	EnqueuedAt  time.Time
 	Trace       string // W3C traceparent from the producer, if any
 
-	Attempt         int    // 1 on first delivery (ApproximateReceiveCount)
+	Attempt         int    // 1 on first run: ApproximateReceiveCount, less deliveries that did not run (Config.Deliveries)
 	MaxAttempts     int    // attempts allowed before the runtime dead-letters the job
 	MessageID       string // SQS message id
 	GroupID         string // FIFO message group id; empty on Standard queues

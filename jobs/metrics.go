@@ -91,7 +91,7 @@ func (h *sqsHandler) appendEMF(b []byte, now int64, records []record) []byte {
 	first = true
 	for i := range records {
 		r := &records[i]
-		if r.state.Load() == stateDone && r.out != outSkipped {
+		if r.state.Load() == stateDone && r.out != outSkipped && r.out != outNotStarted {
 			if !first {
 				b = append(b, ',')
 			}

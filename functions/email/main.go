@@ -31,6 +31,7 @@ func main() {
 	store := idempotency.NewDynamoDBStore(db, table)
 	workers := jobs.NewWorkers()
 	workers.Use(idempotency.Middleware(store, nil))
+	cfg.Deliveries = store // attempts count real runs, not skipped deliveries
 	jobs.AddWorker(workers, &samplejobs.EmailWorker{Mailer: samplejobs.LogMailer{Logger: cfg.Logger}, Effects: samplejobs.EffectsFromEnv(db)})
 	lambda.Start(jobs.NewSQSHandler(workers, cfg))
 }

@@ -30,7 +30,9 @@ func main() {
 
 	db := dynamodb.NewFromConfig(awsCfg)
 	workers := jobs.NewWorkers()
-	workers.Use(idempotency.Middleware(idempotency.NewDynamoDBStore(db, idemTable), nil))
+	store := idempotency.NewDynamoDBStore(db, idemTable)
+	workers.Use(idempotency.Middleware(store, nil))
+	cfg.Deliveries = store // attempts count real runs, not FIFO skips
 	jobs.AddWorker(workers, &samplejobs.LedgerWorker{Table: ledgerTable, Effects: samplejobs.EffectsFromEnv(db)})
 	lambda.Start(jobs.NewSQSHandler(workers, cfg))
 }

@@ -93,6 +93,7 @@ type JobQueue struct {
 	MaxAttempts       int
 	MaxReceiveCount   int
 	VisibilityTimeout time.Duration
+	RetentionPeriod   time.Duration // of the queue; its DLQ keeps messages DLQRetentionPeriod
 
 	// DLQDepthAlarm fires when the dead-letter queue holds a message; AgeAlarm when the queue's
 	// oldest message is older than AgeAlarmThreshold.
@@ -123,6 +124,7 @@ func NewJobQueue(scope constructs.Construct, id string, props *JobQueueProps) *J
 		MaxAttempts:       p.MaxAttempts,
 		MaxReceiveCount:   p.MaxAttempts + p.RedriveMargin,
 		VisibilityTimeout: p.VisibilityTimeout,
+		RetentionPeriod:   p.RetentionPeriod,
 	}
 
 	dlqProps := &awssqs.QueueProps{

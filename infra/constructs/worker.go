@@ -147,6 +147,8 @@ func NewWorker(scope constructs.Construct, id string, props *WorkerProps) *Worke
 	w.Environment[jobs.EnvBackoffCap] = p.BackoffCap.String()
 	if p.IdempotencyTable != nil {
 		w.Environment[jobs.EnvIdempotencyTable] = *p.IdempotencyTable.Table.TableName()
+		// Records outlive any message of the queue or its DLQ: a redriven job is still skipped.
+		w.Environment[jobs.EnvIdempotencyExpiry] = (q.RetentionPeriod + DLQRetentionPeriod).String()
 	}
 	env := map[string]*string{}
 	for _, k := range slices.Sorted(maps.Keys(w.Environment)) {

@@ -91,6 +91,7 @@ func TestWorkerStandard(t *testing.T) {
 		jobs.EnvBackoffBase:       "2s",
 		jobs.EnvBackoffCap:        "10m0s",
 		jobs.EnvIdempotencyTable:  ref(tableID),
+		jobs.EnvIdempotencyExpiry: "432h0m0s", // the queue's 4 d + the DLQ's 14 d: redriven jobs are still skipped
 		"SENDER":                  "jobs@example.com",
 	}, get(fn, "Environment.Variables"))
 	for _, d := range []string{"2s", "10m0s"} {

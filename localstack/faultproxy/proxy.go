@@ -57,6 +57,10 @@ type Options struct {
 	Exempt func(api string) bool
 	// Logger receives proxy errors; default discards.
 	Logger *slog.Logger
+	// Latency, if set, is asked for every request's API ("SQS.ChangeMessageVisibilityBatch"): the
+	// request waits that long before it is forwarded, as a slow AWS answer does. A client that
+	// gives up meanwhile (its context ends) never reaches the endpoint. Default none.
+	Latency func(api string) time.Duration
 }
 
 // APIStats counts one API's requests.
@@ -126,6 +130,7 @@ type Proxy struct {
 	rp     *httputil.ReverseProxy
 	log    *slog.Logger
 	exempt func(string) bool
+	delay  func(string) time.Duration
 	done   chan struct{}
 
 	mu     sync.Mutex
@@ -170,6 +175,7 @@ func Start(upstream string, opts *Options) (*Proxy, error) {
 		ln:     ln,
 		log:    log,
 		exempt: o.Exempt,
+		delay:  o.Latency,
 		done:   make(chan struct{}),
 		rate:   o.ThrottleRate,
 		rng:    mrand.New(mrand.NewPCG(seed, seed^0x9e3779b97f4a7c15)),
@@ -326,6 +332,17 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if throttle {
 		writeThrottle(w, api)
 		return
+	}
+	if p.delay != nil {
+		if d := p.delay(api); d > 0 {
+			t := time.NewTimer(d)
+			select {
+			case <-t.C:
+			case <-r.Context().Done():
+				t.Stop()
+				return // the client gave up: nothing reaches the endpoint
+			}
+		}
 	}
 	if api == "DynamoDB.Query" || api == "DynamoDB.Scan" {
 		c.consistent = bytes.Contains(body, []byte(`"ConsistentRead":true`))
