@@ -12,7 +12,7 @@ import (
 )
 
 // ArgsPlan decodes JSON into a flat struct of scalar fields (strings, bools, integers, floats)
-// without encoding/json's reflection. decode reports false for anything it is not sure it decodes
+// without encoding/json's reflection. Decode reports false for anything it is not sure it decodes
 // exactly as encoding/json would (escaped strings, near-miss keys, type mismatches, invalid JSON);
 // the caller then resets the value and uses encoding/json, so results never differ.
 // FuzzDecodeArgs (package jobs) checks the two agree.
@@ -112,8 +112,8 @@ func isValidTag(s string) bool {
 // Decode decodes the JSON value s into the struct at ptr, which must point to a value of the type
 // the plan was compiled for. String fields share s's memory.
 func (p *ArgsPlan) Decode(s string, ptr unsafe.Pointer) bool {
-	end, ok := p.DecodeValue(s, SkipWS(s, 0), ptr)
-	return ok && SkipWS(s, end) == len(s)
+	end, ok := p.DecodeValue(s, skipWS(s, 0), ptr)
+	return ok && skipWS(s, end) == len(s)
 }
 
 // DecodeValue decodes the JSON value at s[i] (no space before it) into the struct at ptr and
@@ -125,20 +125,20 @@ func (p *ArgsPlan) DecodeValue(s string, i int, ptr unsafe.Pointer) (int, bool) 
 	if i >= len(s) || s[i] != '{' {
 		return 0, false
 	}
-	i = SkipWS(s, i+1)
+	i = skipWS(s, i+1)
 	if i < len(s) && s[i] == '}' {
 		return i + 1, true
 	}
 	for {
-		key, next, ok := PlainString(s, i)
+		key, next, ok := plainString(s, i)
 		if !ok {
 			return 0, false
 		}
-		i = SkipWS(s, next)
+		i = skipWS(s, next)
 		if i >= len(s) || s[i] != ':' {
 			return 0, false
 		}
-		i = SkipWS(s, i+1)
+		i = skipWS(s, i+1)
 		var f *argsField
 		for n := range p.fields {
 			if p.fields[n].name == key {
@@ -157,19 +157,19 @@ func (p *ArgsPlan) DecodeValue(s string, i int, ptr unsafe.Pointer) (int, bool) 
 					return 0, false
 				}
 			}
-			if i, ok = SkipValue(s, i); !ok {
+			if i, ok = skipValue(s, i); !ok {
 				return 0, false
 			}
 		} else if i, ok = f.decode(s, i, ptr); !ok {
 			return 0, false
 		}
-		i = SkipWS(s, i)
+		i = skipWS(s, i)
 		if i >= len(s) {
 			return 0, false
 		}
 		switch s[i] {
 		case ',':
-			i = SkipWS(s, i+1)
+			i = skipWS(s, i+1)
 		case '}':
 			return i + 1, true
 		default:
@@ -186,7 +186,7 @@ func (f *argsField) decode(s string, i int, base unsafe.Pointer) (int, bool) {
 	at := unsafe.Add(base, f.offset)
 	switch f.kind {
 	case reflect.String:
-		v, next, ok := PlainString(s, i)
+		v, next, ok := plainString(s, i)
 		if !ok {
 			return 0, false
 		}

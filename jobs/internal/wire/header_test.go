@@ -56,7 +56,7 @@ func TestDecodeHeaderArgsFunc(t *testing.T) {
 	type call struct{ kind, value string }
 	var calls []call
 	onArgs := func(kind, s string, i int) (int, bool) {
-		end, ok := SkipValue(s, i)
+		end, ok := skipValue(s, i)
 		calls = append(calls, call{kind, s[i:end]})
 		return end, ok && kind == "b"
 	}
@@ -70,7 +70,7 @@ func TestDecodeHeaderArgsFunc(t *testing.T) {
 	assert.Equal(t, time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC), h.EnqueuedAt)
 }
 
-// SkipValue accepts what json.Valid accepts, nested as deep as its stack, and ends where the
+// skipValue accepts what json.Valid accepts, nested as deep as its stack, and ends where the
 // value ends.
 func TestSkipValue(t *testing.T) {
 	t.Parallel()
@@ -79,12 +79,12 @@ func TestSkipValue(t *testing.T) {
 		`{"a":{"b":[1,[2,[3]]],"c":"d"},"e":null}`, strings.Repeat("[", 64) + strings.Repeat("]", 64),
 		`[1,]`, `{"a"}`, `{"a":1,}`, `[1 2]`, `tru`, `nul`, `"\x"`, `1.`, `-`, `{"a":1]`, `[`, ``,
 	} {
-		end, ok := SkipValue(v+" ,", 0)
+		end, ok := skipValue(v+" ,", 0)
 		assert.Equal(t, json.Valid([]byte(v)), ok, v)
 		if ok {
 			assert.Equal(t, len(strings.TrimRight(v, " ")), end, v)
 		}
 	}
-	_, ok := SkipValue(strings.Repeat("[", 66)+strings.Repeat("]", 66), 0)
+	_, ok := skipValue(strings.Repeat("[", 66)+strings.Repeat("]", 66), 0)
 	assert.False(t, ok, "deeper than the stack: left to encoding/json")
 }

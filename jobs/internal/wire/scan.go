@@ -24,8 +24,8 @@ func BytesOf(s string) []byte {
 // StringOf views bytes as a string without copying; nothing may modify them afterwards.
 func StringOf(b []byte) string { return unsafe.String(unsafe.SliceData(b), len(b)) }
 
-// SkipWS returns the index of the first byte from s[i] on that is not JSON white space.
-func SkipWS(s string, i int) int {
+// skipWS returns the index of the first byte from s[i] on that is not JSON white space.
+func skipWS(s string, i int) int {
 	for i < len(s) {
 		switch s[i] {
 		case ' ', '\t', '\n', '\r':
@@ -37,9 +37,9 @@ func SkipWS(s string, i int) int {
 	return i
 }
 
-// PlainString reads the JSON string at s[i] (a '"') when it has no escapes and is valid UTF-8 —
+// plainString reads the JSON string at s[i] (a '"') when it has no escapes and is valid UTF-8 —
 // the cases where its decoded value is its bytes. It returns the value and the index after it.
-func PlainString(s string, i int) (string, int, bool) {
+func plainString(s string, i int) (string, int, bool) {
 	if i >= len(s) || s[i] != '"' {
 		return "", 0, false
 	}
@@ -114,25 +114,25 @@ func smallInt(s string, i int) (int, int, bool) {
 	return n, j, true
 }
 
-// SkipValue validates the JSON value starting at s[i] and returns the index after it. It gives
+// skipValue validates the JSON value starting at s[i] and returns the index after it. It gives
 // up (false) on invalid JSON and on nesting deeper than it tracks.
 //
 // It stays one function on purpose: it is the inner loop of every envelope's args and unknown
 // members, and split into steps (open a container, a scalar, close containers) it measured ~10%
 // slower. It walks nested values with a stack of open containers instead of recursing; the two
 // comments mark its two steps.
-func SkipValue(s string, i int) (int, bool) {
+func skipValue(s string, i int) (int, bool) {
 	var stack [64]byte // open containers: '{' or '['
 	depth := 0
 	for {
 		// A value starts at i.
-		i = SkipWS(s, i)
+		i = skipWS(s, i)
 		if i >= len(s) {
 			return 0, false
 		}
 		switch c := s[i]; c {
 		case '{', '[':
-			j := SkipWS(s, i+1)
+			j := skipWS(s, i+1)
 			if j < len(s) && ((c == '{' && s[j] == '}') || (c == '[' && s[j] == ']')) {
 				i = j + 1
 				break
@@ -183,13 +183,13 @@ func SkipValue(s string, i int) (int, bool) {
 			if depth == 0 {
 				return i, true
 			}
-			i = SkipWS(s, i)
+			i = skipWS(s, i)
 			if i >= len(s) {
 				return 0, false
 			}
 			top := stack[depth-1]
 			if s[i] == ',' {
-				i = SkipWS(s, i+1)
+				i = skipWS(s, i+1)
 				if top == '{' {
 					var ok bool
 					if i, ok = objectKey(s, i); !ok {
@@ -217,7 +217,7 @@ func objectKey(s string, i int) (int, bool) {
 	if !ok {
 		return 0, false
 	}
-	j = SkipWS(s, j)
+	j = skipWS(s, j)
 	if j >= len(s) || s[j] != ':' {
 		return 0, false
 	}
