@@ -344,14 +344,14 @@ func (p *prepared) result() EnqueueResult {
 	return EnqueueResult{ID: p.id, Kind: p.kind, QueueURL: p.queue, Scheduled: p.scheduled, DeliverAt: p.at}
 }
 
-// prepare validates and encodes a job: every check happens here, before any AWS call.
+// prepare validates and encodes a job: every check happens here, before any AWS call. The steps:
+// the kind, the route (queue, FIFO group, dedup id), the delay, then the id and the body.
 func (c *Client) prepare(args JobArgs, opts *EnqueueOpts) (prepared, error) {
 	var o EnqueueOpts
 	if opts != nil {
 		o = *opts
 	}
-	var p prepared
-	p.id = o.ID
+	p := prepared{id: o.ID}
 	if args == nil {
 		return p, &InvalidJobError{ID: p.id, Err: fmt.Errorf("%w: nil args", ErrEmptyKind)}
 	}
@@ -359,78 +359,110 @@ func (c *Client) prepare(args JobArgs, opts *EnqueueOpts) (prepared, error) {
 	if p.kind == "" {
 		return p, &InvalidJobError{ID: p.id, Err: ErrEmptyKind}
 	}
-	bad := func(err error) (prepared, error) {
-		return p, &InvalidJobError{Kind: p.kind, ID: p.id, Err: err}
+	if err := c.route(&p, &o); err != nil {
+		return p, p.invalid(err)
 	}
+	now := c.opts.Now()
+	if err := c.delivery(&p, &o, now); err != nil {
+		return p, p.invalid(err)
+	}
+	if err := p.encode(args, &o, now, c.maxMessageSize(p.queue)); err != nil {
+		return p, p.invalid(err)
+	}
+	return p, nil
+}
+
+// invalid wraps err, the reason p cannot be enqueued, in an InvalidJobError.
+func (p *prepared) invalid(err error) error {
+	return &InvalidJobError{Kind: p.kind, ID: p.id, Err: err}
+}
+
+// route sets p's queue, and its message group and dedup id on a FIFO queue.
+func (c *Client) route(p *prepared, o *EnqueueOpts) error {
 	p.queue = o.Queue
 	if p.queue == "" {
 		p.queue = c.QueueFor(p.kind)
 	}
 	if p.queue == "" {
-		return bad(ErrNoQueue)
+		return ErrNoQueue
 	}
 	p.fifo = IsFIFOQueue(p.queue)
 	p.group = o.GroupID
 	if p.group != "" && !validMessageID(p.group) {
-		return bad(fmt.Errorf("%w: %q", ErrInvalidGroupID, p.group))
+		return fmt.Errorf("%w: %q", ErrInvalidGroupID, p.group)
 	}
 	if p.fifo {
 		if p.group == "" {
-			return bad(ErrGroupRequired)
+			return ErrGroupRequired
 		}
 		p.dedup = o.DedupID // the job id when empty, set once the id is known
 	} else if o.DedupID != "" {
-		return bad(ErrDedupOnStandard)
+		return ErrDedupOnStandard
 	}
+	return nil
+}
 
-	now := c.opts.Now()
+// delivery sets when p is delivered: an SQS delay up to MaxSQSDelay, a one-time schedule beyond.
+func (c *Client) delivery(p *prepared, o *EnqueueOpts, now time.Time) error {
 	var delay time.Duration
 	switch {
 	case o.Delay < 0:
-		return bad(fmt.Errorf("%w: negative delay %s", ErrInvalidDelay, o.Delay))
+		return fmt.Errorf("%w: negative delay %s", ErrInvalidDelay, o.Delay)
 	case o.Delay > 0 && !o.At.IsZero():
-		return bad(fmt.Errorf("%w: both Delay and At are set", ErrInvalidDelay))
+		return fmt.Errorf("%w: both Delay and At are set", ErrInvalidDelay)
 	case o.Delay > 0:
 		delay = o.Delay
 	case !o.At.IsZero():
-		delay = o.At.Sub(now)
-		if delay < 0 {
-			delay = 0
-		}
+		delay = max(o.At.Sub(now), 0)
 	}
-	if delay > 0 {
-		p.at = now.Add(delay)
-		switch {
-		case delay > MaxSQSDelay:
-			if c.opts.LongDelayer == nil {
-				return bad(fmt.Errorf("%w: delay %s", ErrDelayTooLong, delay))
-			}
-			if o.DedupID != "" {
-				return bad(fmt.Errorf("%w: delay %s", ErrDedupScheduled, delay))
-			}
-			p.scheduled = true
-		case p.fifo:
-			return bad(fmt.Errorf("%w: delay %s on %s", ErrDelayOnFIFO, delay, QueueName(p.queue)))
-		default:
-			// Round up: never deliver early.
-			p.delaySeconds = int32((delay + time.Second - 1) / time.Second)
-		}
+	if delay <= 0 {
+		return nil
 	}
+	p.at = now.Add(delay)
+	switch {
+	case delay > MaxSQSDelay:
+		if c.opts.LongDelayer == nil {
+			return fmt.Errorf("%w: delay %s", ErrDelayTooLong, delay)
+		}
+		if o.DedupID != "" {
+			return fmt.Errorf("%w: delay %s", ErrDedupScheduled, delay)
+		}
+		p.scheduled = true
+	case p.fifo:
+		return fmt.Errorf("%w: delay %s on %s", ErrDelayOnFIFO, delay, QueueName(p.queue))
+	default:
+		// Round up: never deliver early.
+		p.delaySeconds = int32((delay + time.Second - 1) / time.Second)
+	}
+	return nil
+}
 
+// maxMessageSize is the largest body queue takes: MaxMessageSize, or the queue's own smaller
+// MaximumMessageSize from ClientOptions.MaxMessageSizes.
+func (c *Client) maxMessageSize(queue string) int {
+	if n, ok := c.opts.MaxMessageSizes[queue]; ok && n > 0 && n < MaxMessageSize {
+		return n
+	}
+	return MaxMessageSize
+}
+
+// encode gives p its id (a new one unless set) and FIFO dedup id, and its body (at most limit
+// bytes): the envelope of args, enqueued now.
+func (p *prepared) encode(args JobArgs, o *EnqueueOpts, now time.Time, limit int) error {
 	if p.id == "" {
-		p.id = NewID() // only for a job that passed the checks above
+		p.id = NewID() // only for a job that passed the checks before
 	}
 	if p.fifo && !p.scheduled {
 		if p.dedup == "" {
 			p.dedup = p.id
 		}
 		if !validMessageID(p.dedup) {
-			return bad(fmt.Errorf("%w: %q (the job id unless EnqueueOpts.DedupID is set)", ErrInvalidDedupID, p.dedup))
+			return fmt.Errorf("%w: %q (the job id unless EnqueueOpts.DedupID is set)", ErrInvalidDedupID, p.dedup)
 		}
 	}
 	raw, err := json.Marshal(args)
 	if err != nil {
-		return bad(fmt.Errorf("%w: %w", ErrEncodeArgs, err))
+		return fmt.Errorf("%w: %w", ErrEncodeArgs, err)
 	}
 	body, err := json.Marshal(&Envelope{
 		V:          EnvelopeVersion,
@@ -442,17 +474,13 @@ func (c *Client) prepare(args JobArgs, opts *EnqueueOpts) (prepared, error) {
 		Trace:      o.Trace,
 	})
 	if err != nil {
-		return bad(fmt.Errorf("%w: %w", ErrEncodeArgs, err))
-	}
-	limit := MaxMessageSize
-	if n, ok := c.opts.MaxMessageSizes[p.queue]; ok && n > 0 && n < limit {
-		limit = n
+		return fmt.Errorf("%w: %w", ErrEncodeArgs, err)
 	}
 	if len(body) > limit {
-		return bad(fmt.Errorf("%w: %d bytes, the queue takes %d", ErrBodyTooLarge, len(body), limit))
+		return fmt.Errorf("%w: %d bytes, the queue takes %d", ErrBodyTooLarge, len(body), limit)
 	}
 	p.body = string(body)
-	return p, nil
+	return nil
 }
 
 // validMessageID reports whether s is a valid FIFO message group or deduplication id: 1 to 128

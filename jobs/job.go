@@ -9,6 +9,8 @@ import (
 	"sync"
 	"time"
 	"unsafe"
+
+	"github.com/jobkit-go/jobkit/jobs/internal/wire"
 )
 
 // JobArgs is a job's arguments: a plain struct whose Kind names the job on the wire.
@@ -108,8 +110,8 @@ type Workers struct {
 
 type registered struct {
 	kind string
-	run  Handler   // decodes args and runs the worker
-	plan *argsPlan // decodes args without reflection, or nil
+	run  Handler        // decodes args and runs the worker
+	plan *wire.ArgsPlan // decodes args without reflection, or nil
 
 	// The runtime makes the jobs of a batch: n zero Job[T] in one allocation, each jobSize
 	// bytes with its Args at argsOffset (its *JobRow is at offset 0).
@@ -157,7 +159,7 @@ func AddWorkerSafely[T JobArgs](workers *Workers, worker Worker[T]) error {
 	if _, dup := workers.byKind[kind]; dup {
 		return fmt.Errorf("jobs: a worker for kind %q is already registered", kind)
 	}
-	plan := compileArgsPlan(reflect.TypeFor[T]())
+	plan := wire.CompileArgsPlan(reflect.TypeFor[T]())
 	reg := &registered{
 		kind:       kind,
 		plan:       plan,
@@ -192,9 +194,9 @@ func AddWorkerSafely[T JobArgs](workers *Workers, worker Worker[T]) error {
 }
 
 // decodeArgs decodes row's args into dst exactly as json.Unmarshal does; no args leave the zero
-// value. A flat struct of scalars decodes without reflection (argsPlan); a type with its own
+// value. A flat struct of scalars decodes without reflection (wire.ArgsPlan); a type with its own
 // UnmarshalJSON gets the args directly when the runtime has already validated them.
-func decodeArgs[T any](row *JobRow, plan *argsPlan, dst *T) error {
+func decodeArgs[T any](row *JobRow, plan *wire.ArgsPlan, dst *T) error {
 	if len(row.EncodedArgs) == 0 {
 		return nil
 	}
@@ -204,7 +206,7 @@ func decodeArgs[T any](row *JobRow, plan *argsPlan, dst *T) error {
 		if !validated {
 			src = string(row.EncodedArgs)
 		}
-		if plan.decode(src, unsafe.Pointer(dst)) {
+		if plan.Decode(src, unsafe.Pointer(dst)) {
 			return nil
 		}
 		var zero T

@@ -6,8 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -21,6 +19,7 @@ import (
 
 	"github.com/jobkit-go/jobkit/jobs"
 	"github.com/jobkit-go/jobkit/localstack/awstest"
+	"github.com/jobkit-go/jobkit/localstack/lambdaruntime"
 )
 
 // cli runs the jobkit command in-process against the test endpoint.
@@ -34,39 +33,23 @@ func cli(t *testing.T, stdin string, args ...string) (stdout, stderr string, cod
 	return out.String(), errOut.String(), code
 }
 
-var (
-	buildOnce sync.Once
-	binPath   string
-	binDir    string
-	buildErr  error
-)
+// builds holds the jobkit binary, built once per test binary.
+var builds lambdaruntime.Builds
 
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if binDir != "" {
-		os.RemoveAll(binDir)
-	}
+	builds.Remove()
 	os.Exit(code)
 }
 
-// buildCLI builds the jobkit binary once per test run.
+// buildCLI returns the jobkit binary.
 func buildCLI(t *testing.T) string {
 	t.Helper()
-	buildOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "jobkit-cli-test-")
-		if err != nil {
-			buildErr = err
-			return
-		}
-		binDir = dir
-		binPath = filepath.Join(dir, "jobkit")
-		out, err := exec.Command("go", "build", "-o", binPath, ".").CombinedOutput()
-		if err != nil {
-			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
-		}
-	})
-	require.NoError(t, buildErr)
-	return binPath
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	path, err := builds.Path(ctx, ".")
+	require.NoError(t, err)
+	return path
 }
 
 func envelopeBody(id, kind string, n int) string {

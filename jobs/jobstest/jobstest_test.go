@@ -1,8 +1,6 @@
 package jobstest_test
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"errors"
 	"strings"
@@ -93,27 +91,4 @@ func TestRecorderDeadLetters(t *testing.T) {
 	require.NotNil(t, d.Envelope)
 	assert.Equal(t, "r9", d.Envelope.ID)
 	assert.Equal(t, jobstest.DLQURL, d.QueueURL)
-}
-
-func TestSampleEnvelopesAreStable(t *testing.T) {
-	t.Parallel()
-	a, b := jobstest.SampleEnvelopes(50), jobstest.SampleEnvelopes(50)
-	assert.Equal(t, a, b)
-	var buf bytes.Buffer
-	require.NoError(t, jobstest.WriteSampleEnvelopes(&buf, 50))
-	sc := bufio.NewScanner(&buf)
-	i := 0
-	for sc.Scan() {
-		assert.Equal(t, a[i], sc.Text())
-		env, err := jobs.DecodeEnvelope(sc.Text())
-		require.NoError(t, err)
-		assert.Equal(t, "bench.sample", env.Kind)
-		i++
-	}
-	assert.Equal(t, 50, i)
-	evs := jobstest.SampleEvents(25, 10)
-	require.Len(t, evs, 3)
-	assert.Len(t, evs[2].Records, 5)
-	run := jobstest.NewBenchRunner(10)
-	require.NoError(t, run(context.Background()))
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"os"
-	"path/filepath"
 	"sort"
 	"strconv"
 	"sync"
@@ -21,36 +20,23 @@ import (
 	"github.com/jobkit-go/jobkit/localstack/lambdaruntime"
 )
 
-var (
-	rbiOnce sync.Once
-	rbiPath string
-	rbiErr  error
-	rbiDir  string
-)
+// builds holds the test functions' executables, each built once per test binary.
+var builds lambdaruntime.Builds
 
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if rbiDir != "" {
-		os.RemoveAll(rbiDir)
-	}
+	builds.Remove()
 	os.Exit(code)
 }
 
-// rbi builds testdata/rbi once per test binary and returns its bootstrap.
+// rbi returns the executable of testdata/rbi.
 func rbi(t *testing.T) string {
 	t.Helper()
-	rbiOnce.Do(func() {
-		rbiDir, rbiErr = os.MkdirTemp("", "esm-rbi-")
-		if rbiErr != nil {
-			return
-		}
-		rbiPath = filepath.Join(rbiDir, "bootstrap")
-		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-		defer cancel()
-		rbiErr = lambdaruntime.Build(ctx, "testdata/rbi", rbiPath)
-	})
-	require.NoError(t, rbiErr)
-	return rbiPath
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	path, err := builds.Path(ctx, "testdata/rbi")
+	require.NoError(t, err)
+	return path
 }
 
 // call is one invocation the recording invoker saw.

@@ -8,6 +8,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strconv"
+	"sync"
 )
 
 // Build compiles the Go main package in pkgDir into the executable out, for this machine's OS and
@@ -30,4 +32,70 @@ func Build(ctx context.Context, pkgDir, out string) error {
 		return fmt.Errorf("lambdaruntime: build %s: %w\n%s", pkgDir, err, bytes.TrimSpace(stderr.Bytes()))
 	}
 	return nil
+}
+
+// Builds builds each Go main package at most once and keeps the executables, for tests that run
+// one function binary in many cases: the first Path of a package builds it (with Build), later
+// calls for it, from any goroutine, wait for that build and return its result. The zero value is
+// ready to use; Remove deletes what was built (a test binary's TestMain calls it after m.Run).
+type Builds struct {
+	mu    sync.Mutex
+	dir   string                  // one temporary directory for every executable, made on the first build
+	byDir map[string]*cachedBuild // by absolute package folder
+}
+
+// cachedBuild is one package's build, done once.
+type cachedBuild struct {
+	once sync.Once
+	path string
+	err  error
+}
+
+// Path returns the executable of the Go main package in pkgDir, named bootstrap, building it on
+// the first call.
+// A failed build is not retried: every call for pkgDir returns its error. ctx bounds the build.
+func (b *Builds) Path(ctx context.Context, pkgDir string) (string, error) {
+	abs, err := filepath.Abs(pkgDir)
+	if err != nil {
+		return "", fmt.Errorf("lambdaruntime: build %s: %w", pkgDir, err)
+	}
+	cb, err := b.entry(abs)
+	if err != nil {
+		return "", fmt.Errorf("lambdaruntime: build %s: %w", pkgDir, err)
+	}
+	cb.once.Do(func() { cb.err = Build(ctx, abs, cb.path) })
+	return cb.path, cb.err
+}
+
+// entry returns the build of the package in dir, adding it when new.
+func (b *Builds) entry(dir string) (*cachedBuild, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if cb, ok := b.byDir[dir]; ok {
+		return cb, nil
+	}
+	if b.dir == "" {
+		tmp, err := os.MkdirTemp("", "lambdaruntime-builds-")
+		if err != nil {
+			return nil, err
+		}
+		b.dir, b.byDir = tmp, map[string]*cachedBuild{}
+	}
+	// A folder per package: each executable is named bootstrap, as Lambda runs it.
+	n := strconv.Itoa(len(b.byDir))
+	cb := &cachedBuild{path: filepath.Join(b.dir, n, "bootstrap")}
+	b.byDir[dir] = cb
+	return cb, nil
+}
+
+// Remove deletes every executable built so far. Later calls of Path build again.
+func (b *Builds) Remove() error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	dir := b.dir
+	b.dir, b.byDir = "", nil
+	if dir == "" {
+		return nil
+	}
+	return os.RemoveAll(dir)
 }

@@ -20,36 +20,23 @@ import (
 	"github.com/jobkit-go/jobkit/localstack/lambdaruntime"
 )
 
-var (
-	probeOnce sync.Once
-	probePath string
-	probeErr  error
-	probeDir  string
-)
+// builds holds the test functions' executables, each built once per test binary.
+var builds lambdaruntime.Builds
 
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if probeDir != "" {
-		os.RemoveAll(probeDir)
-	}
+	builds.Remove()
 	os.Exit(code)
 }
 
-// probe builds testdata/probe once per test binary and returns the executable.
+// probe returns the executable of testdata/probe.
 func probe(t *testing.T) string {
 	t.Helper()
-	probeOnce.Do(func() {
-		probeDir, probeErr = os.MkdirTemp("", "lambdaruntime-probe-")
-		if probeErr != nil {
-			return
-		}
-		probePath = filepath.Join(probeDir, "bootstrap")
-		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-		defer cancel()
-		probeErr = lambdaruntime.Build(ctx, "testdata/probe", probePath)
-	})
-	require.NoError(t, probeErr)
-	return probePath
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	path, err := builds.Path(ctx, "testdata/probe")
+	require.NoError(t, err)
+	return path
 }
 
 // syncBuffer collects function output from several goroutines.

@@ -21,13 +21,14 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
+	"github.com/jobkit-go/jobkit/internal/benchfix"
 	"github.com/jobkit-go/jobkit/jobs"
 	"github.com/jobkit-go/jobkit/jobs/jobstest"
 )
 
 // The Powertools benchmark compares jobkit's runtime with Powertools for AWS Lambda (Python) on the
 // same 10,000 SQS records in 1,000 batches of 10, in the same run. The records are generated once
-// (jobstest.SampleEvents: deterministic) and written to one JSON file; each side decodes that file
+// (benchfix.SampleEvents: deterministic) and written to one JSON file; each side decodes that file
 // before timing, as its Lambda runtime would hand it decoded events.
 //
 //   - jobkit: jobs.NewSQSHandler with a no-op typed worker; its SQS client answers in-process. A
@@ -135,7 +136,7 @@ func summarize(wall []float64, cpuTotal float64) compareTiming {
 // event carries (an MD5 of the body, empty message attributes), so a peer that validates whole
 // records sees a valid event.
 func compareEvents() []events.SQSEvent {
-	evs := jobstest.SampleEvents(compareRecords, compareBatch)
+	evs := benchfix.SampleEvents(compareRecords, compareBatch)
 	for i := range evs {
 		for j := range evs[i].Records {
 			r := &evs[i].Records[j]
@@ -164,7 +165,7 @@ func (t inProcessSQS) Do(req *http.Request) (*http.Response, error) {
 // timeRuntime times jobkit's runtime over evs.
 func timeRuntime(ctx context.Context, evs []events.SQSEvent) (compareTiming, error) {
 	workers := jobs.NewWorkers()
-	jobs.AddWorker(workers, jobs.WorkFunc[jobstest.SampleArgs](func(context.Context, *jobs.Job[jobstest.SampleArgs]) error { return nil }))
+	jobs.AddWorker(workers, jobs.WorkFunc[benchfix.SampleArgs](func(context.Context, *jobs.Job[benchfix.SampleArgs]) error { return nil }))
 	var calls atomic.Int64
 	client := sqs.New(sqs.Options{
 		Region:       "us-east-1",
@@ -200,7 +201,7 @@ func timeRuntime(ctx context.Context, evs []events.SQSEvent) (compareTiming, err
 // decodeSink keeps the floor's decoded values alive.
 var decodeSink struct {
 	env  jobs.Envelope
-	args jobstest.SampleArgs
+	args benchfix.SampleArgs
 }
 
 // timeDecodeFloor times decoding every body with encoding/json.
@@ -212,7 +213,7 @@ func timeDecodeFloor(evs []events.SQSEvent) (compareTiming, error) {
 				if err := json.Unmarshal([]byte(evs[i].Records[j].Body), &env); err != nil {
 					return err
 				}
-				var args jobstest.SampleArgs
+				var args benchfix.SampleArgs
 				if err := json.Unmarshal(env.Args, &args); err != nil {
 					return err
 				}

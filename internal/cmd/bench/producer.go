@@ -14,8 +14,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
+	"github.com/jobkit-go/jobkit/internal/benchfix"
 	"github.com/jobkit-go/jobkit/jobs"
-	"github.com/jobkit-go/jobkit/jobs/jobstest"
 	"github.com/jobkit-go/jobkit/localstack/awstest"
 )
 
@@ -52,7 +52,7 @@ func benchProducer(ctx context.Context, emit func(string, any)) error {
 	client := sqs.NewFromConfig(cfg)
 	batch := make([]jobs.BatchJob, producerJobs)
 	for i := range batch {
-		batch[i] = jobs.BatchJob{Args: jobstest.SampleArgsAt(i)}
+		batch[i] = jobs.BatchJob{Args: benchfix.SampleArgsAt(i)}
 	}
 
 	var fast, naive []float64
@@ -72,12 +72,12 @@ func benchProducer(ctx context.Context, emit func(string, any)) error {
 
 		rate, err = withQueue(ctx, client, "producer-naive", func(queue string) error {
 			for i := range producerJobs {
-				args, err := json.Marshal(jobstest.SampleArgsAt(i))
+				args, err := json.Marshal(benchfix.SampleArgsAt(i))
 				if err != nil {
 					return err
 				}
 				body, err := json.Marshal(&jobs.Envelope{
-					V: jobs.EnvelopeVersion, ID: jobs.NewID(), Kind: jobstest.SampleArgs{}.Kind(),
+					V: jobs.EnvelopeVersion, ID: jobs.NewID(), Kind: benchfix.SampleArgs{}.Kind(),
 					Args: args, EnqueuedAt: time.Now().UTC().Truncate(time.Millisecond),
 				})
 				if err != nil {

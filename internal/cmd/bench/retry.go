@@ -14,6 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
+	"github.com/jobkit-go/jobkit/internal/benchfix"
 	"github.com/jobkit-go/jobkit/jobs"
 	"github.com/jobkit-go/jobkit/jobs/jobstest"
 	"github.com/jobkit-go/jobkit/localstack/awstest"
@@ -91,7 +92,7 @@ func retryQueue(ctx context.Context, client *sqs.Client, suffix string) (string,
 	}
 	batch := make([]jobs.BatchJob, retryMessages)
 	for i := range batch {
-		batch[i] = jobs.BatchJob{Args: jobstest.SampleArgsAt(i)}
+		batch[i] = jobs.BatchJob{Args: benchfix.SampleArgsAt(i)}
 	}
 	if _, err := producer.EnqueueBatch(ctx, batch); err != nil {
 		return queue, nil, err
@@ -152,7 +153,7 @@ func retryWithJobkit(ctx context.Context, client *sqs.Client) (float64, error) {
 	defer deleteBenchQueue(ctx, client, dlq)
 
 	workers := jobs.NewWorkers()
-	jobs.AddWorker(workers, jobs.WorkFunc[jobstest.SampleArgs](func(_ context.Context, job *jobs.Job[jobstest.SampleArgs]) error {
+	jobs.AddWorker(workers, jobs.WorkFunc[benchfix.SampleArgs](func(_ context.Context, job *jobs.Job[benchfix.SampleArgs]) error {
 		if job.Attempt == 1 {
 			return errors.New("transient failure")
 		}

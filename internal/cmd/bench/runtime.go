@@ -7,12 +7,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jobkit-go/jobkit/jobs/jobstest"
+	"github.com/jobkit-go/jobkit/internal/benchfix"
 )
 
 // The runtime benchmark runs one SQS batch of 10 jobs with a no-op worker through
 // jobs.NewSQSHandler again and again, whose SQS client answers in-process
-// (jobstest.NewBenchRunner): it measures jobkit's own cost per message — envelope and args
+// (benchfix.NewBenchRunner): it measures jobkit's own cost per message — envelope and args
 // decoding, dispatch, concurrency, outcomes, the metrics line — not the network. It needs no
 // emulator. The same batch every time keeps it in the CPU caches: the canonical figure,
 // runtime_overhead_ns_per_msg, is the powertools benchmark's, on 10,000 distinct records.
@@ -28,7 +28,7 @@ func init() {
 const runtimeBatch = 10
 
 func benchRuntime(ctx context.Context, emit func(string, any)) error {
-	run := jobstest.NewBenchRunner(runtimeBatch)
+	run := benchfix.NewBenchRunner(runtimeBatch)
 	// A deadline as Lambda gives one: the runtime derives the jobs' context from it.
 	ctx, cancel := context.WithTimeout(ctx, 15*time.Minute)
 	defer cancel()

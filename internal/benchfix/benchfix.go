@@ -1,4 +1,8 @@
-package jobstest
+// Package benchfix holds the fixtures the benchmarks share: the sample job, its envelopes and
+// SQS events (the same bytes on every call, so a comparison with another runtime decodes the very
+// same input), and a runner that pushes one batch through the runtime with an in-process SQS.
+// It is not API: users' tests use jobs/jobstest.
+package benchfix
 
 import (
 	"bufio"
@@ -16,6 +20,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/jobkit-go/jobkit/jobs"
+	"github.com/jobkit-go/jobkit/jobs/jobstest"
 )
 
 // SampleArgs is the job the runtime benchmarks run, and the shape a comparison with other batch
@@ -48,7 +53,7 @@ func SampleArgsAt(i int) SampleArgs {
 func SampleEnvelopes(n int) []string {
 	out := make([]string, n)
 	for i := range out {
-		out[i] = Body(SampleArgsAt(i), &MessageOpts{ID: "sample-" + strconv.Itoa(i), EnqueuedAt: SampleEnvelopeTime})
+		out[i] = jobstest.Body(SampleArgsAt(i), &jobstest.MessageOpts{ID: "sample-" + strconv.Itoa(i), EnqueuedAt: SampleEnvelopeTime})
 	}
 	return out
 }
@@ -73,7 +78,7 @@ func SampleEvents(n, batchSize int) []events.SQSEvent {
 		end := min(start+batchSize, n)
 		ev := events.SQSEvent{Records: make([]events.SQSMessage, 0, end-start)}
 		for i := start; i < end; i++ {
-			ev.Records = append(ev.Records, RawMessage(bodies[i], &MessageOpts{
+			ev.Records = append(ev.Records, jobstest.RawMessage(bodies[i], &jobstest.MessageOpts{
 				ID: "sample-" + strconv.Itoa(i), EnqueuedAt: SampleEnvelopeTime, MessageID: fmt.Sprintf("00000000-0000-4000-8000-%012d", i),
 			}))
 		}
@@ -95,7 +100,7 @@ func NewBenchRunner(batchSize int) func(ctx context.Context) error {
 		Credentials:  aws.AnonymousCredentials{},
 		HTTPClient:   inProcessSQS{},
 	})
-	cfg := Config(client)
+	cfg := jobstest.Config(client)
 	cfg.Metrics = io.Discard
 	cfg.Logger = slog.New(slog.NewJSONHandler(io.Discard, nil))
 	handler := jobs.NewSQSHandler(workers, cfg)
@@ -106,7 +111,7 @@ func NewBenchRunner(batchSize int) func(ctx context.Context) error {
 			return err
 		}
 		if len(resp.BatchItemFailures) > 0 {
-			return fmt.Errorf("jobstest: %d records failed", len(resp.BatchItemFailures))
+			return fmt.Errorf("benchfix: %d records failed", len(resp.BatchItemFailures))
 		}
 		return nil
 	}

@@ -1,4 +1,4 @@
-package jobs
+package wire
 
 import (
 	"encoding"
@@ -11,12 +11,12 @@ import (
 	"unsafe"
 )
 
-// argsPlan decodes JSON into a flat struct of scalar fields (strings, bools, integers, floats)
-// without encoding/json's reflection. decode reports false for anything it is not sure it decodes
+// ArgsPlan decodes JSON into a flat struct of scalar fields (strings, bools, integers, floats)
+// without encoding/json's reflection. Decode reports false for anything it is not sure it decodes
 // exactly as encoding/json would (escaped strings, near-miss keys, type mismatches, invalid JSON);
 // the caller then resets the value and uses encoding/json, so results never differ.
-// FuzzDecodeArgs checks the two agree.
-type argsPlan struct {
+// FuzzDecodeArgs (package jobs) checks the two agree.
+type ArgsPlan struct {
 	fields []argsField
 }
 
@@ -31,12 +31,12 @@ var (
 	textUnmarshalerType = reflect.TypeFor[encoding.TextUnmarshaler]()
 )
 
-// compileArgsPlan returns a plan for t, or nil when t is not a struct the plan decodes exactly.
-func compileArgsPlan(t reflect.Type) *argsPlan {
+// CompileArgsPlan returns a plan for t, or nil when t is not a struct the plan decodes exactly.
+func CompileArgsPlan(t reflect.Type) *ArgsPlan {
 	if t.Kind() != reflect.Struct || hasUnmarshaler(t) {
 		return nil
 	}
-	p := &argsPlan{}
+	p := &ArgsPlan{}
 	seen := map[string]bool{}
 	for i := 0; i < t.NumField(); i++ {
 		f := t.Field(i)
@@ -109,15 +109,16 @@ func isValidTag(s string) bool {
 	return true
 }
 
-// decode decodes the JSON value s into the struct at ptr. String fields share s's memory.
-func (p *argsPlan) decode(s string, ptr unsafe.Pointer) bool {
-	end, ok := p.decodeValue(s, skipWS(s, 0), ptr)
+// Decode decodes the JSON value s into the struct at ptr, which must point to a value of the type
+// the plan was compiled for. String fields share s's memory.
+func (p *ArgsPlan) Decode(s string, ptr unsafe.Pointer) bool {
+	end, ok := p.DecodeValue(s, skipWS(s, 0), ptr)
 	return ok && skipWS(s, end) == len(s)
 }
 
-// decodeValue decodes the JSON value at s[i] (no space before it) into the struct at ptr and
+// DecodeValue decodes the JSON value at s[i] (no space before it) into the struct at ptr and
 // returns the index after it. String fields share s's memory.
-func (p *argsPlan) decodeValue(s string, i int, ptr unsafe.Pointer) (int, bool) {
+func (p *ArgsPlan) DecodeValue(s string, i int, ptr unsafe.Pointer) (int, bool) {
 	if hasPrefix(s, i, "null") {
 		return i + 4, true // null into a struct: no change
 	}
@@ -209,71 +210,93 @@ func (f *argsField) decode(s string, i int, base unsafe.Pointer) (int, bool) {
 	num := s[i:end]
 	switch f.kind {
 	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
-		bits := intBits(f.kind)
-		n, ok := smallDecimal(num)
-		if !ok || n < -1<<(bits-1) || n > 1<<(bits-1)-1 {
-			var err error
-			if n, err = strconv.ParseInt(num, 10, bits); err != nil {
-				return 0, false
-			}
-		}
-		switch f.kind {
-		case reflect.Int:
-			*(*int)(at) = int(n)
-		case reflect.Int8:
-			*(*int8)(at) = int8(n)
-		case reflect.Int16:
-			*(*int16)(at) = int16(n)
-		case reflect.Int32:
-			*(*int32)(at) = int32(n)
-		default:
-			*(*int64)(at) = n
-		}
+		ok = setInt(at, f.kind, num)
 	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr:
-		bits := intBits(f.kind)
-		n, err := strconv.ParseUint(num, 10, bits)
-		if err != nil {
-			return 0, false
-		}
-		switch f.kind {
-		case reflect.Uint:
-			*(*uint)(at) = uint(n)
-		case reflect.Uint8:
-			*(*uint8)(at) = uint8(n)
-		case reflect.Uint16:
-			*(*uint16)(at) = uint16(n)
-		case reflect.Uint32:
-			*(*uint32)(at) = uint32(n)
-		case reflect.Uintptr:
-			*(*uintptr)(at) = uintptr(n)
-		default:
-			*(*uint64)(at) = n
-		}
-	case reflect.Float32:
-		n, err := strconv.ParseFloat(num, 32)
-		if err != nil {
-			return 0, false
-		}
-		*(*float32)(at) = float32(n)
-	case reflect.Float64:
-		n, ok := exactFloat(num)
-		if !ok {
-			var err error
-			if n, err = strconv.ParseFloat(num, 64); err != nil {
-				return 0, false
-			}
-		}
-		*(*float64)(at) = n
+		ok = setUint(at, f.kind, num)
+	case reflect.Float32, reflect.Float64:
+		ok = setFloat(at, f.kind, num)
 	default:
-		return 0, false
+		ok = false
 	}
-	return end, true
+	return end, ok
 }
 
-// smallDecimal parses an optional '-' and 1 to 18 decimal digits (no sign, leading '+' or other
+// setInt stores the JSON number num in the signed integer of kind k at at, or reports false when
+// num is not an integer that fits it.
+func setInt(at unsafe.Pointer, k reflect.Kind, num string) bool {
+	bits := intBits(k)
+	n, ok := SmallDecimal(num)
+	if !ok || n < -1<<(bits-1) || n > 1<<(bits-1)-1 {
+		var err error
+		if n, err = strconv.ParseInt(num, 10, bits); err != nil {
+			return false
+		}
+	}
+	switch k {
+	case reflect.Int:
+		*(*int)(at) = int(n)
+	case reflect.Int8:
+		*(*int8)(at) = int8(n)
+	case reflect.Int16:
+		*(*int16)(at) = int16(n)
+	case reflect.Int32:
+		*(*int32)(at) = int32(n)
+	default:
+		*(*int64)(at) = n
+	}
+	return true
+}
+
+// setUint stores the JSON number num in the unsigned integer of kind k at at, or reports false
+// when num is not an integer that fits it.
+func setUint(at unsafe.Pointer, k reflect.Kind, num string) bool {
+	n, err := strconv.ParseUint(num, 10, intBits(k))
+	if err != nil {
+		return false
+	}
+	switch k {
+	case reflect.Uint:
+		*(*uint)(at) = uint(n)
+	case reflect.Uint8:
+		*(*uint8)(at) = uint8(n)
+	case reflect.Uint16:
+		*(*uint16)(at) = uint16(n)
+	case reflect.Uint32:
+		*(*uint32)(at) = uint32(n)
+	case reflect.Uintptr:
+		*(*uintptr)(at) = uintptr(n)
+	default:
+		*(*uint64)(at) = n
+	}
+	return true
+}
+
+// setFloat stores the JSON number num in the float of kind k at at, or reports false when num is
+// out of its range.
+func setFloat(at unsafe.Pointer, k reflect.Kind, num string) bool {
+	if k == reflect.Float32 {
+		n, err := strconv.ParseFloat(num, 32)
+		if err != nil {
+			return false
+		}
+		*(*float32)(at) = float32(n)
+		return true
+	}
+	n, ok := exactFloat(num)
+	if !ok {
+		var err error
+		if n, err = strconv.ParseFloat(num, 64); err != nil {
+			return false
+		}
+	}
+	*(*float64)(at) = n
+	return true
+}
+
+// SmallDecimal parses an optional '-' and 1 to 18 decimal digits (no sign, leading '+' or other
 // byte): every such number fits an int64, so the result is strconv.ParseInt's. It reports false
 // for anything else; the caller then asks strconv.
-func smallDecimal(s string) (int64, bool) {
+func SmallDecimal(s string) (int64, bool) {
 	neg := s != "" && s[0] == '-'
 	if neg {
 		s = s[1:]
@@ -377,88 +400,4 @@ func intBits(k reflect.Kind) int {
 		return 64
 	}
 	return strconv.IntSize
-}
-
-// preDecoder decodes the args of the envelopes of a batch while decodeEnvelopeFast reads them:
-// when "args" follows "kind" and the kind's worker has an args plan, the args go straight into a
-// job of that kind, with no second pass over them. The jobs of a kind come from one allocation
-// per batch. What it cannot decode it leaves to the job's run, which decodes as usual.
-type preDecoder struct {
-	lookup func(kind string) *registered
-
-	// The last kind looked up, and its registration (nil: no worker).
-	kind string
-	reg  *registered
-
-	// Job slots by kind: a few kinds at a time, each with up to maxSlab jobs per allocation.
-	slabs [4]jobSlab
-	next  int // the slab replaced when a fifth kind comes
-	// left is how many records of the batch, this one included, may still need a job.
-	left int
-
-	dates dateCache // for the envelopes' enqueued_at
-
-	// What decode did for the envelope being read.
-	job    unsafe.Pointer // a job of jobReg's type, or nil
-	jobReg *registered
-	ready  bool // job's Args hold the args
-}
-
-// reset forgets the current envelope's job (its slot is not reused).
-func (pd *preDecoder) reset() {
-	pd.job, pd.jobReg, pd.ready = nil, nil, false
-}
-
-// registration returns the worker registration for kind, remembering the last one.
-func (pd *preDecoder) registration(kind string) *registered {
-	if kind != pd.kind || pd.kind == "" {
-		pd.kind, pd.reg = kind, pd.lookup(kind)
-	}
-	return pd.reg
-}
-
-// jobSlab is n jobs of reg's type at base, used of them given out.
-type jobSlab struct {
-	reg     *registered
-	base    unsafe.Pointer
-	used, n int
-}
-
-// maxSlab bounds the jobs allocated at once: a large batch of many kinds wastes little.
-const maxSlab = 32
-
-// newJob returns a zero job of reg's type, from the batch's slots for reg's kind.
-func (pd *preDecoder) newJob(reg *registered) unsafe.Pointer {
-	sl := &pd.slabs[pd.next]
-	for k := range pd.slabs {
-		if pd.slabs[k].reg == reg {
-			sl = &pd.slabs[k]
-			break
-		}
-	}
-	if sl.reg != reg || sl.used == sl.n {
-		if sl.reg != reg {
-			pd.next = (pd.next + 1) % len(pd.slabs)
-		}
-		n := min(max(pd.left, 1), maxSlab)
-		*sl = jobSlab{reg: reg, base: reg.newJobs(n), n: n}
-	}
-	job := unsafe.Add(sl.base, uintptr(sl.used)*reg.jobSize)
-	sl.used++
-	return job
-}
-
-// decode decodes the args at s[i] into a new job of kind, and returns the index after them.
-// It reports false when kind has no plan or the plan cannot decode them; the job (if one was
-// made) is kept, without its args.
-func (pd *preDecoder) decode(kind string, s string, i int) (int, bool) {
-	reg := pd.registration(kind)
-	if reg == nil || reg.plan == nil {
-		return 0, false
-	}
-	job := pd.newJob(reg)
-	pd.job, pd.jobReg = job, reg
-	end, ok := reg.plan.decodeValue(s, i, unsafe.Add(job, reg.argsOffset))
-	pd.ready = ok
-	return end, ok
 }
