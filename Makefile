@@ -33,7 +33,10 @@ setup: $(VENV)/.installed ## install the Python emulator venv (.venv) from the h
 
 # Every package of the venv is pinned with its hashes in localstack/requirements.lock (made by
 # `make lock` from localstack/requirements.txt): pip refuses anything unpinned or altered.
-$(VENV)/.installed: localstack/requirements.lock
+$(VENV)/.installed: localstack/requirements.lock localstack/requirements.txt
+	@sed -e 's/#.*//' -e 's/\[[^]]*\]//' -e 's/[[:space:]]//g' localstack/requirements.txt | grep . | while read -r pin; do \
+	  grep -qi "^$${pin//./\\.} " localstack/requirements.lock || { echo "setup: $$pin is not in localstack/requirements.lock: run 'make lock'" >&2; exit 1; }; \
+	done
 	@test -x $(VENV)/bin/python || python3 -m venv $(VENV)
 	$(VENV)/bin/pip install --quiet --disable-pip-version-check --require-hashes --no-deps -r localstack/requirements.lock
 	@touch $@

@@ -38,4 +38,8 @@ func TestConstantsPinnedToTheLibrary(t *testing.T) {
 	} {
 		require.True(t, strings.HasPrefix(name, jobs.EnvPrefix), name)
 	}
+
+	// The age alarm must not fire on a job that is only backing off: its threshold stays above
+	// the runtime's longest default retry delay.
+	require.Greater(t, DefaultAgeAlarmThreshold, jobs.DefaultBackoffCap)
 }

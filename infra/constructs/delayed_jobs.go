@@ -120,7 +120,7 @@ func (p DelayedJobsProps) validate(id string) error {
 	if p.Retry != nil {
 		probe := scheduler.Schedule{Name: "probe", Expression: "rate(1 day)", Args: probeArgs{}, Queue: "q", Retry: p.Retry}
 		if err := probe.Validate(); err != nil {
-			return fmt.Errorf("Retry: %w", err)
+			return fmt.Errorf("retry policy: %w", err)
 		}
 	}
 	return nil
