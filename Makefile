@@ -24,17 +24,34 @@ export CDK_DISABLE_CLI_TELEMETRY := true
 export CDK_DISABLE_VERSION_CHECK := 1
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 
-.PHONY: chaos dev cli synth help setup emulator-up emulator-down test test-unit lint fuzz bench localstack-up localstack-down
+.PHONY: chaos dev cli synth help setup lock emulator-up emulator-down test test-unit lint fuzz bench localstack-up localstack-down
 
 help: ## list the targets
 	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-16s %s\n", $$1, $$2}'
 
-setup: $(VENV)/.installed ## install the Python emulator venv (.venv)
+setup: $(VENV)/.installed ## install the Python emulator venv (.venv) from the hashed lock
 
-$(VENV)/.installed: localstack/requirements.txt
+# Every package of the venv is pinned with its hashes in localstack/requirements.lock (made by
+# `make lock` from localstack/requirements.txt): pip refuses anything unpinned or altered.
+$(VENV)/.installed: localstack/requirements.lock localstack/requirements.txt
+	@sed -e 's/#.*//' -e 's/\[[^]]*\]//' -e 's/[[:space:]]//g' localstack/requirements.txt | grep . | while read -r pin; do \
+	  grep -qi "^$${pin//./\\.} " localstack/requirements.lock || { echo "setup: $$pin is not in localstack/requirements.lock: run 'make lock'" >&2; exit 1; }; \
+	done
 	@test -x $(VENV)/bin/python || python3 -m venv $(VENV)
-	$(VENV)/bin/pip install --quiet --disable-pip-version-check -r localstack/requirements.txt
+	$(VENV)/bin/pip install --quiet --disable-pip-version-check --require-hashes --no-deps -r localstack/requirements.lock
 	@touch $@
+
+# Regenerates the locks after an edit of localstack/requirements.txt or infra/tools/package.json:
+# pip-tools (pinned) in a throwaway venv, and npm's own lockfile.
+PIP_TOOLS := pip-tools==7.6.2
+lock: ## regenerate localstack/requirements.lock and infra/tools/package-lock.json
+	@tmp=$$(mktemp -d); trap 'rm -rf "$$tmp"' EXIT; \
+	python3 -m venv "$$tmp/venv"; \
+	"$$tmp/venv/bin/pip" install --quiet --disable-pip-version-check '$(PIP_TOOLS)'; \
+	cd localstack && "$$tmp/venv/bin/pip-compile" --quiet --generate-hashes --strip-extras \
+	  --no-emit-index-url --no-emit-trusted-host --no-emit-find-links \
+	  --output-file requirements.lock requirements.txt
+	cd infra/tools && npm install --package-lock-only --no-audit --no-fund --loglevel=error
 
 emulator-up: setup ## start moto on 127.0.0.1:4566 (reuses a live AWS_ENDPOINT_URL)
 	@$(EMULATOR) up

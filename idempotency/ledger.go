@@ -22,7 +22,9 @@ import (
 // It is keyed by message id, not job key: a job redriven from the DLQ is a new message and gets
 // its attempts afresh. The item lives as long as SQS can keep a message (14 days).
 const (
-	notRunPrefix = "jobkit#not_run#"
+	// NotRunKeyPrefix begins the key of every ledger item (a worker's IAM grant allows it
+	// beside its own kinds' keys).
+	NotRunKeyPrefix = "jobkit#not_run#"
 	// AttrNotRun is the count of deliveries that did not run, on a ledger item.
 	AttrNotRun = "not_run"
 	// notRunExpiry is SQS's longest message retention.
@@ -39,7 +41,7 @@ func (s *DynamoDBStore) AddNotRun(ctx context.Context, messageID string) error {
 	exp := strconv.FormatInt(time.Now().Add(notRunExpiry).Unix(), 10)
 	_, err := s.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName:                aws.String(s.table),
-		Key:                      keyOf(notRunPrefix + messageID),
+		Key:                      keyOf(NotRunKeyPrefix + messageID),
 		UpdateExpression:         aws.String("ADD #n :one SET #e = :exp"),
 		ExpressionAttributeNames: map[string]string{"#n": AttrNotRun, "#e": AttrExpiration},
 		ExpressionAttributeValues: map[string]types.AttributeValue{
@@ -48,7 +50,7 @@ func (s *DynamoDBStore) AddNotRun(ctx context.Context, messageID string) error {
 		},
 	})
 	if err != nil {
-		return &StoreError{Op: "add not-run delivery", Key: notRunPrefix + messageID, Err: err}
+		return &StoreError{Op: "add not-run delivery", Key: NotRunKeyPrefix + messageID, Err: err}
 	}
 	return nil
 }
@@ -57,11 +59,11 @@ func (s *DynamoDBStore) AddNotRun(ctx context.Context, messageID string) error {
 func (s *DynamoDBStore) NotRun(ctx context.Context, messageID string) (int, error) {
 	out, err := s.client.GetItem(ctx, &dynamodb.GetItemInput{
 		TableName:      aws.String(s.table),
-		Key:            keyOf(notRunPrefix + messageID),
+		Key:            keyOf(NotRunKeyPrefix + messageID),
 		ConsistentRead: aws.Bool(true),
 	})
 	if err != nil {
-		return 0, &StoreError{Op: "read not-run deliveries", Key: notRunPrefix + messageID, Err: err}
+		return 0, &StoreError{Op: "read not-run deliveries", Key: NotRunKeyPrefix + messageID, Err: err}
 	}
 	n, ok := out.Item[AttrNotRun].(*types.AttributeValueMemberN)
 	if !ok {
@@ -69,7 +71,7 @@ func (s *DynamoDBStore) NotRun(ctx context.Context, messageID string) (int, erro
 	}
 	v, err := strconv.Atoi(n.Value)
 	if err != nil {
-		return 0, &StoreError{Op: "read not-run deliveries", Key: notRunPrefix + messageID, Err: err}
+		return 0, &StoreError{Op: "read not-run deliveries", Key: NotRunKeyPrefix + messageID, Err: err}
 	}
 	return v, nil
 }

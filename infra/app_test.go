@@ -4,6 +4,7 @@ import (
 	"debug/elf"
 	"encoding/csv"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -91,6 +92,7 @@ func TestSampleApp(t *testing.T) {
 		require.Len(t, rendered, len(samplejobs.Schedules))
 		require.Len(t, sample.State.Schedules, len(samplejobs.Schedules))
 		byName := map[string]map[string]any{}
+		roleByQueue := map[string]any{}
 		for _, body := range rendered {
 			p := cfntest.Props(body)
 			in, _ := cfntest.Get(p, "Target.Input").(string)
@@ -119,7 +121,18 @@ func TestSampleApp(t *testing.T) {
 			q := sample.State.Queue(s.Queue)
 			require.NotNil(t, q, s.Name)
 			require.Equal(t, resolved(t, st, q.Queue.QueueArn()), cfntest.Get(p, "Target.Arn"), "%s targets queue %s", s.Name, s.Queue)
-			require.Equal(t, roleArn, cfntest.Get(p, "Target.RoleArn"), s.Name)
+			// Not the delayed jobs' role (its producers differ): one per target queue, trusted
+			// for this account's schedules in the default group only.
+			schedRole := cfntest.Get(p, "Target.RoleArn")
+			require.NotEqual(t, roleArn, schedRole, s.Name)
+			if prev, ok := roleByQueue[s.Queue]; ok {
+				require.Equal(t, prev, schedRole, "%s: one role per queue", s.Name)
+			}
+			roleByQueue[s.Queue] = schedRole
+			schedTrust := cfntest.Get(state, "Resources."+cfntest.Get(schedRole, "Fn::GetAtt.0").(string)+".Properties.AssumeRolePolicyDocument.Statement.0")
+			require.Equal(t, map[string]any{"Ref": "AWS::AccountId"}, cfntest.Get(schedTrust, "Condition.StringEquals.aws:SourceAccount"), s.Name)
+			sourceArn, _ := json.Marshal(cfntest.Get(schedTrust, "Condition.StringEquals.aws:SourceArn"))
+			require.Contains(t, string(sourceArn), ":schedule-group/default", s.Name)
 			require.Equal(t, dlqArn, cfntest.Get(p, "Target.DeadLetterConfig.Arn"), s.Name)
 			require.Equal(t, map[string]any{
 				"MaximumRetryAttempts":     float64(s.Retry.MaxRetries),
@@ -145,8 +158,9 @@ func TestSampleApp(t *testing.T) {
 		require.Equal(t, true, cfntest.Get(state, "Resources."+ledgerID+".Properties.ContentBasedDeduplication"),
 			"Scheduler sends no deduplication id to the FIFO queue")
 
-		// Delayed jobs: one schedule group; one role, assumed by Scheduler for this account only,
-		// that may send to the three queues and the DLQ and do nothing else.
+		// Delayed jobs: one schedule group; one role, assumed by Scheduler for this account's
+		// schedules in that group only, that may send to the three queues and the DLQ and do
+		// nothing else.
 		_, group := state.Only(t, "AWS::Scheduler::ScheduleGroup")
 		groupName, _ := cfntest.Get(group, "Properties.Name").(string)
 		require.True(t, strings.HasPrefix(groupName, StateStackID+"-"), "CDK names the group after the stack and path: %q", groupName)
@@ -156,6 +170,8 @@ func TestSampleApp(t *testing.T) {
 		require.Equal(t, "scheduler.amazonaws.com", cfntest.Get(trust, "Principal.Service"))
 		require.Equal(t, "sts:AssumeRole", cfntest.Get(trust, "Action"))
 		require.Equal(t, map[string]any{"Ref": "AWS::AccountId"}, cfntest.Get(trust, "Condition.StringEquals.aws:SourceAccount"))
+		groupID, _ := state.Only(t, "AWS::Scheduler::ScheduleGroup")
+		require.Equal(t, cfntest.GetAtt(groupID, "Arn"), cfntest.Get(trust, "Condition.ArnEquals.aws:SourceArn"), "its own group's schedules only")
 		for _, q := range []*jk.JobQueue{sample.State.Email, sample.State.Ledger, sample.State.Transcode} {
 			require.Equal(t, map[string]bool{"sqs:SendMessage": true}, state.AllowedActions(resolved(t, st, q.Queue.QueueArn())), q.Name)
 		}
@@ -245,6 +261,26 @@ func TestSampleApp(t *testing.T) {
 		require.Nil(t, cfntest.Get(byBatch[10], "MaximumBatchingWindowInSeconds"), "ledger is FIFO")
 		require.Equal(t, float64(5), cfntest.Get(byBatch[10], "ScalingConfig.MaximumConcurrency"), "ledger")
 		require.Equal(t, float64(2), cfntest.Get(byBatch[1], "ScalingConfig.MaximumConcurrency"), "transcode")
+
+		// Each worker may make the idempotency store's item calls on its own kinds' records only.
+		var tableStmts []map[string]any
+		for _, st := range workers.Statements() {
+			for _, a := range cfntest.Actions(st) {
+				if strings.HasPrefix(a, "dynamodb:") && strings.Contains(fmt.Sprint(st["Resource"]), "Idempotency") {
+					tableStmts = append(tableStmts, st)
+					break
+				}
+			}
+		}
+		require.Len(t, tableStmts, 2, "email and ledger use the idempotency table; transcode does not")
+		var prefixes []any
+		for _, st := range tableStmts {
+			require.ElementsMatch(t, jk.IdempotencyActions, cfntest.Actions(st))
+			keys, _ := cfntest.Get(st, "Condition.ForAllValues:StringLike.dynamodb:LeadingKeys").([]any)
+			require.Len(t, keys, 1, "%v", st)
+			prefixes = append(prefixes, keys...)
+		}
+		require.ElementsMatch(t, []any{samplejobs.KindSendEmail + "#*", samplejobs.KindPostLedger + "#*"}, prefixes)
 
 		require.Len(t, workers.Resources("AWS::CloudWatch::Dashboard"), 1)
 		require.Len(t, workers.Resources("AWS::Logs::LogGroup"), 3)

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
@@ -27,7 +28,7 @@ const (
 // StateStack holds the sample's stateful resources: the idempotency table, the ledger table, the
 // three job queues with their dead-letter queues, and the scheduling that feeds the queues — the
 // delayed jobs' schedule group, role and dead-letter queue, and the recurring schedules of
-// samplejobs.Schedules.
+// samplejobs.Schedules (with a Scheduler role per target queue).
 //
 // Scheduling lives here rather than with the functions: the schedule group holds the one-time
 // schedules of delayed jobs created at run time (deleting the group deletes those jobs), each of
@@ -43,7 +44,7 @@ type StateStack struct {
 	Ledger      *jk.JobQueue
 	Transcode   *jk.JobQueue
 	// Delayed is the delayed jobs' schedule group, Scheduler role and Standard dead-letter
-	// queue; the recurring schedules use the same role and dead-letter queue.
+	// queue; the recurring schedules use the same dead-letter queue but roles of their own.
 	Delayed *jk.DelayedJobs
 	// Schedules are samplejobs.Schedules, in order.
 	Schedules []*jk.Schedule
@@ -101,7 +102,9 @@ func NewStateStack(scope constructs.Construct, id string, props *awscdk.StackPro
 		if q == nil {
 			panic(fmt.Sprintf("jobkit sample: schedule %s targets the unknown queue %q", sch.Name, sch.Queue))
 		}
-		props := &jk.ScheduleProps{Schedule: sch, Queue: q.Queue, Role: s.Delayed.Role}
+		// No Role: each target queue gets its own, trusted for the default group only; the
+		// delayed jobs' role serves the producers' one-time schedules in their group.
+		props := &jk.ScheduleProps{Schedule: sch, Queue: q.Queue}
 		switch sch.DeadLetterQueue {
 		case "":
 		case samplejobs.QueueScheduleDLQ:
@@ -127,23 +130,35 @@ func NewWorkersStack(scope constructs.Construct, id string, state *StateStack, m
 	stack := awscdk.NewStack(scope, jsii.String(id), props)
 	s := &WorkersStack{Stack: stack}
 	src := func(name string) jk.GoSource { return jk.GoSource{ModuleDir: moduleDir, Package: "functions/" + name} }
+	// kinds lists the sample kinds a queue carries: each worker may touch only their
+	// idempotency records.
+	kinds := func(queue string) []string {
+		var out []string
+		for kind, q := range samplejobs.Queues {
+			if q == queue {
+				out = append(out, kind)
+			}
+		}
+		slices.Sort(out)
+		return out
+	}
 
 	// Email: many short jobs; gather up to 25 per invocation for at most 2 s.
 	s.Email = jk.NewWorker(stack, "Email", &jk.WorkerProps{
-		Source: src("email"), Queue: state.Email, IdempotencyTable: state.Idempotency,
+		Source: src("email"), Queue: state.Email, IdempotencyTable: state.Idempotency, Kinds: kinds(samplejobs.QueueEmail),
 		Timeout: 30 * time.Second, BatchSize: 25, MaxBatchingWindow: 2 * time.Second,
 		MaxConcurrency: 10, Concurrency: 10,
 	})
 	// Ledger: FIFO, so no batching window; accounts (message groups) run 10 at a time.
 	s.Ledger = jk.NewWorker(stack, "Ledger", &jk.WorkerProps{
-		Source: src("ledger"), Queue: state.Ledger, IdempotencyTable: state.Idempotency,
+		Source: src("ledger"), Queue: state.Ledger, IdempotencyTable: state.Idempotency, Kinds: kinds(samplejobs.QueueLedger),
 		Timeout: 30 * time.Second, BatchSize: 10, MaxConcurrency: 5, Concurrency: 10,
 		Environment: map[string]string{samplejobs.EnvLedgerTable: *state.LedgerTable.TableName()},
 	})
 	state.LedgerTable.GrantReadWriteData(s.Ledger.Role)
 	// Transcode: long jobs, one per invocation; the heartbeat keeps each invisible while it runs.
 	s.Transcode = jk.NewWorker(stack, "Transcode", &jk.WorkerProps{
-		Source: src("transcode"), Queue: state.Transcode,
+		Source: src("transcode"), Queue: state.Transcode, Kinds: kinds(samplejobs.QueueTranscode),
 		Timeout: 10 * time.Minute, MemorySize: 1024, BatchSize: 1, MaxConcurrency: 2, Concurrency: 1,
 		BackoffBase: 30 * time.Second, BackoffCap: 30 * time.Minute,
 	})

@@ -1,5 +1,9 @@
 package jobs
 
+// EnvPrefix begins the name of every environment variable of jobkit's own (the infra Worker
+// construct sets them and refuses them in a caller's environment).
+const EnvPrefix = "JOBKIT_"
+
 // Environment variables the runtime reads (set by the infra Worker construct). See ConfigFromEnv.
 const (
 	EnvQueueURL          = "JOBKIT_QUEUE_URL"          // the queue the function consumes (required)

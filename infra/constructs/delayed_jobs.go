@@ -51,14 +51,22 @@ type DelayedJobsProps struct {
 // GrantProducer gives a producer the right to create and delete schedules in the group and to
 // pass the role; Environment is the configuration scheduler.DelayerConfigFromEnv reads. The same
 // configuration is in the stack outputs (see OutputScheduleGroupPrefix), for producers outside
-// the stack. The role and the dead-letter queue can serve recurring schedules too (Schedule).
+// the stack.
+//
+// The role trusts EventBridge Scheduler only for this account's schedules in this group
+// (aws:SourceAccount and aws:SourceArn, the group's ARN as Scheduler presents it), so it serves
+// only the delayed jobs' one-time schedules: recurring schedules (Schedule) in another group
+// need a role of their own (leave ScheduleProps.Role nil). One role sends to every queue of
+// Queues: whoever GrantProducer lets create schedules can already delay a job to any of them,
+// so a role per queue would not narrow what a producer can do. Where the producers of two queues
+// differ, give each set its own DelayedJobs (group, role and grant).
 type DelayedJobs struct {
 	constructs.Construct
 
 	// Group holds the one-time schedules.
 	Group awsscheduler.ScheduleGroup
-	// Role is assumed by EventBridge Scheduler (scheduler.amazonaws.com, this account only) to
-	// send to the queues and the dead-letter queue.
+	// Role is assumed by EventBridge Scheduler (scheduler.amazonaws.com, for this account's
+	// schedules in Group only) to send to the queues and the dead-letter queue.
 	Role awsiam.Role
 	// DLQ receives undeliverable delayed jobs.
 	DLQ awssqs.IQueue
@@ -76,21 +84,8 @@ func NewDelayedJobs(scope constructs.Construct, id string, props *DelayedJobsPro
 	if props != nil {
 		p = *props
 	}
-	fail := func(format string, args ...any) {
-		panic(fmt.Sprintf("jobkit: DelayedJobs %q: ", id) + fmt.Sprintf(format, args...))
-	}
-	if !namePattern.MatchString(id) {
-		fail("id must be alphanumeric and start with a letter (it names the outputs %s<id>, %s<id>, %s<id> and %s<id>)",
-			OutputScheduleGroupPrefix, OutputSchedulerRoleArnPrefix, OutputScheduleDLQArnPrefix, OutputScheduleDLQURLPrefix)
-	}
-	if p.DeadLetterQueue != nil && p.DeadLetterQueue.Fifo() != nil && *p.DeadLetterQueue.Fifo() {
-		fail("EventBridge Scheduler needs a Standard dead-letter queue, not a FIFO one")
-	}
-	if p.Retry != nil {
-		probe := scheduler.Schedule{Name: "probe", Expression: "rate(1 day)", Args: probeArgs{}, Queue: "q", Retry: p.Retry}
-		if err := probe.Validate(); err != nil {
-			fail("Retry: %v", err)
-		}
+	if err := p.validate(id); err != nil {
+		panic(fmt.Sprintf("jobkit: DelayedJobs %q: %v", id, err))
 	}
 
 	c := constructs.NewConstruct(scope, jsii.String(id))
@@ -100,46 +95,83 @@ func NewDelayedJobs(scope constructs.Construct, id string, props *DelayedJobsPro
 		groupProps.ScheduleGroupName = jsii.String(p.GroupName)
 	}
 	d.Group = awsscheduler.NewScheduleGroup(c, jsii.String("Group"), groupProps)
-
-	stack := awscdk.Stack_Of(c)
-	d.Role = awsiam.NewRole(c, jsii.String("Role"), &awsiam.RoleProps{
-		Description: jsii.String("EventBridge Scheduler sends jobkit delayed jobs to their queues"),
-		AssumedBy: awsiam.NewServicePrincipal(jsii.String("scheduler.amazonaws.com"), &awsiam.ServicePrincipalOpts{
-			Conditions: &map[string]any{
-				"StringEquals": map[string]any{"aws:SourceAccount": stack.Account()},
-			},
-		}),
-	})
-
+	d.Role = newSchedulerRole(c, "Role", "EventBridge Scheduler sends jobkit delayed jobs to their queues", d.Group.ScheduleGroupArn())
 	d.DLQ = p.DeadLetterQueue
 	if d.DLQ == nil {
-		q := awssqs.NewQueue(c, jsii.String("DLQ"), &awssqs.QueueProps{
-			Encryption:      awssqs.QueueEncryption_SQS_MANAGED,
-			EnforceSSL:      jsii.Bool(true),
-			RetentionPeriod: cdkDuration(DLQRetentionPeriod),
-		})
-		cdknag.NagSuppressions_AddResourceSuppressions(q, &[]*cdknag.NagPackSuppression{{
-			Id:     jsii.String("AwsSolutions-SQS3"),
-			Reason: jsii.String("EventBridge Scheduler's dead-letter queue: Scheduler sends undeliverable delayed jobs to it directly, not through a redrive policy"),
-		}}, nil)
-		d.DLQ = q
-		d.DLQDepthAlarm = awscloudwatch.NewAlarm(c, jsii.String("DLQDepthAlarm"), &awscloudwatch.AlarmProps{
-			AlarmDescription: jsii.String(fmt.Sprintf("jobkit %s: delayed jobs EventBridge Scheduler could not deliver", id)),
-			Metric: q.MetricApproximateNumberOfMessagesVisible(&awscloudwatch.MetricOptions{
-				Period:    awscdk.Duration_Minutes(jsii.Number(1)),
-				Statistic: jsii.String("Maximum"),
-			}),
-			Threshold:          jsii.Number(0),
-			ComparisonOperator: awscloudwatch.ComparisonOperator_GREATER_THAN_THRESHOLD,
-			EvaluationPeriods:  jsii.Number(1),
-			TreatMissingData:   awscloudwatch.TreatMissingData_NOT_BREACHING,
-		})
+		d.DLQ, d.DLQDepthAlarm = newScheduleDLQ(c, id)
 	}
 	d.DLQ.Grant(d.Role, jsii.String("sqs:SendMessage"))
 	for _, q := range p.Queues {
 		d.AddQueue(q)
 	}
+	d.addOutputs(id)
+	return d
+}
 
+// validate returns why the props (or id) cannot describe DelayedJobs, or nil.
+func (p DelayedJobsProps) validate(id string) error {
+	if !namePattern.MatchString(id) {
+		return fmt.Errorf("id must be alphanumeric and start with a letter (it names the outputs %s<id>, %s<id>, %s<id> and %s<id>)",
+			OutputScheduleGroupPrefix, OutputSchedulerRoleArnPrefix, OutputScheduleDLQArnPrefix, OutputScheduleDLQURLPrefix)
+	}
+	if p.DeadLetterQueue != nil && p.DeadLetterQueue.Fifo() != nil && *p.DeadLetterQueue.Fifo() {
+		return fmt.Errorf("EventBridge Scheduler needs a Standard dead-letter queue, not a FIFO one")
+	}
+	if p.Retry != nil {
+		probe := scheduler.Schedule{Name: "probe", Expression: "rate(1 day)", Args: probeArgs{}, Queue: "q", Retry: p.Retry}
+		if err := probe.Validate(); err != nil {
+			return fmt.Errorf("retry policy: %w", err)
+		}
+	}
+	return nil
+}
+
+// newSchedulerRole defines a role EventBridge Scheduler may assume only for this account's
+// schedules in the group whose ARN is groupArn: EventBridge Scheduler presents the schedule
+// group's ARN (arn:<partition>:scheduler:<region>:<account>:schedule-group/<group>) as
+// aws:SourceArn, so the condition keeps schedules of other groups — and other accounts, the
+// confused deputy — from using it.
+func newSchedulerRole(scope constructs.Construct, id, description string, groupArn *string) awsiam.Role {
+	stack := awscdk.Stack_Of(scope)
+	return awsiam.NewRole(scope, jsii.String(id), &awsiam.RoleProps{
+		Description: jsii.String(description),
+		AssumedBy: awsiam.NewServicePrincipal(jsii.String("scheduler.amazonaws.com"), &awsiam.ServicePrincipalOpts{
+			Conditions: &map[string]any{
+				"StringEquals": map[string]any{"aws:SourceAccount": stack.Account()},
+				"ArnEquals":    map[string]any{"aws:SourceArn": groupArn},
+			},
+		}),
+	})
+}
+
+// newScheduleDLQ defines a Standard dead-letter queue for undeliverable scheduled jobs
+// (encrypted, TLS only, the longest retention) with a depth alarm.
+func newScheduleDLQ(scope constructs.Construct, id string) (awssqs.Queue, awscloudwatch.Alarm) {
+	q := awssqs.NewQueue(scope, jsii.String("DLQ"), &awssqs.QueueProps{
+		Encryption:      awssqs.QueueEncryption_SQS_MANAGED,
+		EnforceSSL:      jsii.Bool(true),
+		RetentionPeriod: cdkDuration(DLQRetentionPeriod),
+	})
+	cdknag.NagSuppressions_AddResourceSuppressions(q, &[]*cdknag.NagPackSuppression{{
+		Id:     jsii.String("AwsSolutions-SQS3"),
+		Reason: jsii.String("EventBridge Scheduler's dead-letter queue: Scheduler sends undeliverable delayed jobs to it directly, not through a redrive policy"),
+	}}, nil)
+	alarm := awscloudwatch.NewAlarm(scope, jsii.String("DLQDepthAlarm"), &awscloudwatch.AlarmProps{
+		AlarmDescription: jsii.String(fmt.Sprintf("jobkit %s: delayed jobs EventBridge Scheduler could not deliver", id)),
+		Metric: q.MetricApproximateNumberOfMessagesVisible(&awscloudwatch.MetricOptions{
+			Period:    awscdk.Duration_Minutes(jsii.Number(1)),
+			Statistic: jsii.String("Maximum"),
+		}),
+		Threshold:          jsii.Number(0),
+		ComparisonOperator: awscloudwatch.ComparisonOperator_GREATER_THAN_THRESHOLD,
+		EvaluationPeriods:  jsii.Number(1),
+		TreatMissingData:   awscloudwatch.TreatMissingData_NOT_BREACHING,
+	})
+	return q, alarm
+}
+
+// addOutputs exports what a producer outside the stack needs (see OutputScheduleGroupPrefix).
+func (d *DelayedJobs) addOutputs(id string) {
 	for _, o := range []struct {
 		name, prefix, description string
 		value                     *string
@@ -149,13 +181,12 @@ func NewDelayedJobs(scope constructs.Construct, id string, props *DelayedJobsPro
 		{"DLQArn", OutputScheduleDLQArnPrefix, "dead-letter queue ARN of undeliverable scheduled jobs", d.DLQ.QueueArn()},
 		{"DLQUrl", OutputScheduleDLQURLPrefix, "dead-letter queue URL of undeliverable scheduled jobs", d.DLQ.QueueUrl()},
 	} {
-		out := awscdk.NewCfnOutput(c, jsii.String(o.name), &awscdk.CfnOutputProps{
+		out := awscdk.NewCfnOutput(d.Construct, jsii.String(o.name), &awscdk.CfnOutputProps{
 			Value:       o.value,
 			Description: jsii.String(fmt.Sprintf("jobkit %s %s", id, o.description)),
 		})
 		out.OverrideLogicalId(jsii.String(o.prefix + id))
 	}
-	return d
 }
 
 // probeArgs stands in for job args when only a retry policy is validated.

@@ -44,6 +44,10 @@ func TestDelayedJobsConstruct(t *testing.T) {
 	assert.Equal(t, "sts:AssumeRole", trust["Action"])
 	assert.Equal(t, "scheduler.amazonaws.com", dig(trust, "Principal.Service"))
 	assert.Equal(t, "123456789012", dig(trust, "Condition.StringEquals.aws:SourceAccount"))
+	// ... for the schedules of its own group only (Scheduler presents the group's ARN).
+	groupID, _ := tpl.one(t, "AWS::Scheduler::ScheduleGroup")
+	assert.Equal(t, map[string]any{"Fn::GetAtt": []any{groupID, "Arn"}}, dig(trust, "Condition.ArnEquals.aws:SourceArn"))
+	assert.Len(t, dig(role, "Properties.AssumeRolePolicyDocument.Statement"), 1)
 
 	// It may send to the queues and the DLQ; nothing else.
 	for _, q := range []awssqs.IQueue{jobsQ.Queue, orders.Queue, d.DLQ} {

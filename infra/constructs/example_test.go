@@ -27,6 +27,7 @@ func Example() {
 		Source:            constructs.GoSource{ModuleDir: "../..", Package: "functions/email"},
 		Queue:             queue,
 		IdempotencyTable:  table,
+		Kinds:             []string{"email.send"}, // its idempotency records only
 		Timeout:           30 * time.Second,
 		BatchSize:         25,
 		MaxBatchingWindow: 2 * time.Second,

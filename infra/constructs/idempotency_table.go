@@ -5,12 +5,14 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsdynamodb"
 	"github.com/aws/constructs-go/constructs/v10"
 	"github.com/aws/jsii-runtime-go"
+
+	"github.com/jobkit-go/jobkit/idempotency"
 )
 
-// Attribute names of the idempotency table, as the idempotency package's DynamoDB store writes them.
+// Attribute names of the idempotency table: the idempotency package's DynamoDB store owns them.
 const (
-	IdempotencyKeyAttribute = "id"         // partition key, string
-	IdempotencyTTLAttribute = "expiration" // epoch seconds; DynamoDB TTL deletes expired records
+	IdempotencyKeyAttribute = idempotency.AttrID         // partition key, string
+	IdempotencyTTLAttribute = idempotency.AttrExpiration // epoch seconds; DynamoDB TTL deletes expired records
 )
 
 // IdempotencyTableProps configures an IdempotencyTable. There is nothing to set yet; it exists so

@@ -13,10 +13,11 @@ import (
 	"github.com/jobkit-go/jobkit/jobs"
 )
 
-// Defaults of JobQueueProps.
+// Defaults of JobQueueProps. MaxAttempts and VisibilityTimeout are the jobs runtime's defaults
+// (package jobs owns them), so a queue and a worker left at their defaults agree.
 const (
-	DefaultMaxAttempts       = 5                   // the jobs runtime's default too
-	DefaultVisibilityTimeout = 30 * time.Second    // the jobs runtime's default too
+	DefaultMaxAttempts       = jobs.DefaultMaxAttempts
+	DefaultVisibilityTimeout = jobs.DefaultVisibilityTimeout
 	DefaultRetentionPeriod   = 4 * 24 * time.Hour  // SQS's default
 	DefaultAgeAlarmThreshold = time.Hour           // above the default backoff's worst case
 	DLQRetentionPeriod       = 14 * 24 * time.Hour // the SQS maximum, for every DLQ
@@ -26,7 +27,8 @@ const (
 )
 
 // Output key prefixes: a JobQueue named N exports its queue URL as JobkitQueue<N> and its
-// dead-letter queue URL as JobkitDlq<N>, in the stack that holds it.
+// dead-letter queue URL as JobkitDlq<N>, in the stack that holds it. The Inspector (and so the
+// CLI) finds the queues by them: package inspect owns the names.
 const (
 	OutputQueuePrefix = jobs.OutputQueuePrefix
 	OutputDLQPrefix   = jobs.OutputDLQPrefix
@@ -126,42 +128,58 @@ func NewJobQueue(scope constructs.Construct, id string, props *JobQueueProps) *J
 		VisibilityTimeout: p.VisibilityTimeout,
 		RetentionPeriod:   p.RetentionPeriod,
 	}
+	q.DLQ = awssqs.NewQueue(c, jsii.String("DLQ"), p.dlqProps())
+	q.Queue = awssqs.NewQueue(c, jsii.String("Queue"), p.queueProps(q.DLQ, q.MaxReceiveCount))
+	q.addAlarms(p)
+	q.addOutputs()
+	return q
+}
 
-	dlqProps := &awssqs.QueueProps{
+// dlqProps describes the dead-letter queue: encrypted, TLS only, the longest retention.
+func (p JobQueueProps) dlqProps() *awssqs.QueueProps {
+	dlq := &awssqs.QueueProps{
 		Encryption:      awssqs.QueueEncryption_SQS_MANAGED,
 		EnforceSSL:      jsii.Bool(true),
 		RetentionPeriod: cdkDuration(DLQRetentionPeriod),
 	}
 	if p.FIFO {
-		dlqProps.Fifo = jsii.Bool(true)
+		dlq.Fifo = jsii.Bool(true)
 		// Jobs reach the DLQ from the runtime (one send per job) or from the redrive; neither
 		// must be dropped as a duplicate of an earlier dead job with the same body.
-		dlqProps.ContentBasedDeduplication = jsii.Bool(false)
+		dlq.ContentBasedDeduplication = jsii.Bool(false)
 	}
-	q.DLQ = awssqs.NewQueue(c, jsii.String("DLQ"), dlqProps)
+	return dlq
+}
 
-	queueProps := &awssqs.QueueProps{
+// queueProps describes the job queue: encrypted, TLS only, redriving to dlq after
+// maxReceiveCount receives.
+func (p JobQueueProps) queueProps(dlq awssqs.IQueue, maxReceiveCount int) *awssqs.QueueProps {
+	queue := &awssqs.QueueProps{
 		Encryption:        awssqs.QueueEncryption_SQS_MANAGED,
 		EnforceSSL:        jsii.Bool(true),
 		VisibilityTimeout: cdkDuration(p.VisibilityTimeout),
 		RetentionPeriod:   cdkDuration(p.RetentionPeriod),
 		DeadLetterQueue: &awssqs.DeadLetterQueue{
-			Queue:           q.DLQ,
-			MaxReceiveCount: jsii.Number(q.MaxReceiveCount),
+			Queue:           dlq,
+			MaxReceiveCount: jsii.Number(maxReceiveCount),
 		},
 	}
 	if p.FIFO {
-		queueProps.Fifo = jsii.Bool(true)
-		queueProps.ContentBasedDeduplication = jsii.Bool(p.ContentBasedDeduplication)
+		queue.Fifo = jsii.Bool(true)
+		queue.ContentBasedDeduplication = jsii.Bool(p.ContentBasedDeduplication)
 		if p.HighThroughputFIFO {
-			queueProps.DeduplicationScope = awssqs.DeduplicationScope_MESSAGE_GROUP
-			queueProps.FifoThroughputLimit = awssqs.FifoThroughputLimit_PER_MESSAGE_GROUP_ID
+			queue.DeduplicationScope = awssqs.DeduplicationScope_MESSAGE_GROUP
+			queue.FifoThroughputLimit = awssqs.FifoThroughputLimit_PER_MESSAGE_GROUP_ID
 		}
 	}
-	q.Queue = awssqs.NewQueue(c, jsii.String("Queue"), queueProps)
+	return queue
+}
 
-	q.DLQDepthAlarm = awscloudwatch.NewAlarm(c, jsii.String("DLQDepthAlarm"), &awscloudwatch.AlarmProps{
-		AlarmDescription: jsii.String(fmt.Sprintf("jobkit %s: the dead-letter queue holds jobs that failed permanently", id)),
+// addAlarms defines the dead-letter depth alarm and the oldest-message age alarm, with the
+// props' alarm actions.
+func (q *JobQueue) addAlarms(p JobQueueProps) {
+	q.DLQDepthAlarm = awscloudwatch.NewAlarm(q.Construct, jsii.String("DLQDepthAlarm"), &awscloudwatch.AlarmProps{
+		AlarmDescription: jsii.String(fmt.Sprintf("jobkit %s: the dead-letter queue holds jobs that failed permanently", q.Name)),
 		Metric: q.DLQ.MetricApproximateNumberOfMessagesVisible(&awscloudwatch.MetricOptions{
 			Period:    awscdk.Duration_Minutes(jsii.Number(1)),
 			Statistic: jsii.String("Maximum"),
@@ -171,8 +189,8 @@ func NewJobQueue(scope constructs.Construct, id string, props *JobQueueProps) *J
 		EvaluationPeriods:  jsii.Number(1),
 		TreatMissingData:   awscloudwatch.TreatMissingData_NOT_BREACHING,
 	})
-	q.AgeAlarm = awscloudwatch.NewAlarm(c, jsii.String("AgeAlarm"), &awscloudwatch.AlarmProps{
-		AlarmDescription: jsii.String(fmt.Sprintf("jobkit %s: the oldest job has waited more than %s", id, p.AgeAlarmThreshold)),
+	q.AgeAlarm = awscloudwatch.NewAlarm(q.Construct, jsii.String("AgeAlarm"), &awscloudwatch.AlarmProps{
+		AlarmDescription: jsii.String(fmt.Sprintf("jobkit %s: the oldest job has waited more than %s", q.Name, p.AgeAlarmThreshold)),
 		Metric: q.Queue.MetricApproximateAgeOfOldestMessage(&awscloudwatch.MetricOptions{
 			Period:    awscdk.Duration_Minutes(jsii.Number(5)),
 			Statistic: jsii.String("Maximum"),
@@ -186,18 +204,20 @@ func NewJobQueue(scope constructs.Construct, id string, props *JobQueueProps) *J
 		q.DLQDepthAlarm.AddAlarmAction(a)
 		q.AgeAlarm.AddAlarmAction(a)
 	}
+}
 
-	out := awscdk.NewCfnOutput(c, jsii.String("QueueUrl"), &awscdk.CfnOutputProps{
+// addOutputs exports the queue URLs as OutputQueuePrefix<Name> and OutputDLQPrefix<Name>.
+func (q *JobQueue) addOutputs() {
+	out := awscdk.NewCfnOutput(q.Construct, jsii.String("QueueUrl"), &awscdk.CfnOutputProps{
 		Value:       q.Queue.QueueUrl(),
-		Description: jsii.String(fmt.Sprintf("jobkit %s queue URL", id)),
+		Description: jsii.String(fmt.Sprintf("jobkit %s queue URL", q.Name)),
 	})
-	out.OverrideLogicalId(jsii.String(OutputQueuePrefix + id))
-	out = awscdk.NewCfnOutput(c, jsii.String("DLQUrl"), &awscdk.CfnOutputProps{
+	out.OverrideLogicalId(jsii.String(OutputQueuePrefix + q.Name))
+	out = awscdk.NewCfnOutput(q.Construct, jsii.String("DLQUrl"), &awscdk.CfnOutputProps{
 		Value:       q.DLQ.QueueUrl(),
-		Description: jsii.String(fmt.Sprintf("jobkit %s dead-letter queue URL", id)),
+		Description: jsii.String(fmt.Sprintf("jobkit %s dead-letter queue URL", q.Name)),
 	})
-	out.OverrideLogicalId(jsii.String(OutputDLQPrefix + id))
-	return q
+	out.OverrideLogicalId(jsii.String(OutputDLQPrefix + q.Name))
 }
 
 func (p JobQueueProps) withDefaults() JobQueueProps {
@@ -233,8 +253,8 @@ func (p JobQueueProps) validate(id string) error {
 		return fmt.Errorf("RedriveMargin %d must not be negative", p.RedriveMargin)
 	case p.MaxAttempts+p.RedriveMargin > 1000:
 		return fmt.Errorf("MaxAttempts+RedriveMargin = %d exceeds the redrive policy's maximum of 1000", p.MaxAttempts+p.RedriveMargin)
-	case p.VisibilityTimeout < 0 || p.VisibilityTimeout > 12*time.Hour || p.VisibilityTimeout%time.Second != 0:
-		return fmt.Errorf("VisibilityTimeout %s must be whole seconds between 0 and 12h", p.VisibilityTimeout)
+	case p.VisibilityTimeout < 0 || p.VisibilityTimeout > jobs.MaxVisibility || p.VisibilityTimeout%time.Second != 0:
+		return fmt.Errorf("VisibilityTimeout %s must be whole seconds between 0 and %s", p.VisibilityTimeout, jobs.MaxVisibility)
 	case p.RetentionPeriod < time.Minute || p.RetentionPeriod > DLQRetentionPeriod || p.RetentionPeriod%time.Second != 0:
 		return fmt.Errorf("RetentionPeriod %s must be whole seconds between 1m and 14d", p.RetentionPeriod)
 	case p.AgeAlarmThreshold < 0:

@@ -28,8 +28,13 @@ type ScheduleProps struct {
 	// (Scheduler refuses FIFO dead-letter queues), so not a FIFO JobQueue's DLQ. Required when
 	// Schedule.DeadLetterQueue names one; nil otherwise means none.
 	DeadLetterQueue awssqs.IQueue
-	// Role is the role Scheduler assumes to send to the queues (e.g. DelayedJobs.Role); nil lets
-	// the target create one with sqs:SendMessage on them. Either way it is granted what it needs.
+	// Role is the role Scheduler assumes to send to the queues; it is granted what it needs. It
+	// must trust Scheduler for the schedule's group: DelayedJobs.Role fits only a schedule in
+	// DelayedJobs.Group. nil (the usual choice) uses one role per target queue, made by the CDK's
+	// SQS target, which trusts Scheduler only for this account's schedules in the schedule's
+	// group (aws:SourceAccount, aws:SourceArn) and may only send to that queue (and the
+	// dead-letter queue): a recurring schedule's role is not the delayed jobs' role, whose
+	// producers differ.
 	Role awsiam.IRole
 	// Group is the schedule group; nil is the account's default group.
 	Group awsscheduler.IScheduleGroup

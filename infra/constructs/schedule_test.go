@@ -210,6 +210,13 @@ func TestScheduleConstruct(t *testing.T) {
 	roleID := roleArn["Fn::GetAtt"].([]any)[0].(string)
 	role := tpl["Resources"].(map[string]any)[roleID].(map[string]any)
 	assert.Equal(t, "scheduler.amazonaws.com", dig(role, "Properties.AssumeRolePolicyDocument.Statement.0.Principal.Service"))
+	// It trusts Scheduler for this account's schedules in the schedule's group (here the
+	// default group) only.
+	trust := dig(role, "Properties.AssumeRolePolicyDocument.Statement.0.Condition.StringEquals").(map[string]any)
+	assert.Equal(t, "123456789012", trust["aws:SourceAccount"])
+	sourceArn, _ := json.Marshal(trust["aws:SourceArn"])
+	assert.Contains(t, string(sourceArn), ":scheduler:")
+	assert.Contains(t, string(sourceArn), ":schedule-group/default")
 	assert.Equal(t, []string{"sqs:SendMessage"}, tpl.grantsOn(queueArn))
 	assert.Equal(t, []string{"sqs:SendMessage"}, tpl.grantsOn(dlqArn))
 	requireNoWildcardActions(t, tpl)

@@ -6,8 +6,10 @@ import (
 	"path"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
+	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsiam"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslambda"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslambdaeventsources"
@@ -15,19 +17,31 @@ import (
 	"github.com/aws/constructs-go/constructs/v10"
 	"github.com/aws/jsii-runtime-go"
 
+	"github.com/jobkit-go/jobkit/idempotency"
 	"github.com/jobkit-go/jobkit/jobs"
 )
 
-// Defaults of WorkerProps.
+// Defaults of WorkerProps. The runtime's defaults are package jobs' (one owner): a worker the
+// construct configures behaves as one configured by jobs.ConfigFromEnv with nothing set.
 const (
 	DefaultWorkerTimeout = 30 * time.Second
 	DefaultMemorySize    = 256 // MB
-	DefaultBatchSize     = 10
-	DefaultConcurrency   = 10               // the jobs runtime's default too
-	DefaultBackoffBase   = time.Second      // the jobs runtime's default too
-	DefaultBackoffCap    = 15 * time.Minute // the jobs runtime's default too
+	DefaultBatchSize     = 10  // the event source mapping's own default
+	DefaultConcurrency   = jobs.DefaultConcurrency
+	DefaultBackoffBase   = jobs.DefaultBackoffBase
+	DefaultBackoffCap    = jobs.DefaultBackoffCap
 	DefaultLogRetention  = awslogs.RetentionDays_ONE_MONTH
 )
+
+// IdempotencyActions are the DynamoDB item actions a Worker may call on its IdempotencyTable:
+// those of the idempotency package's DynamoDB store (PutItem claims, GetItem reads, UpdateItem
+// completes, DeleteItem releases; TransactWrite's record update is an UpdateItem). No Scan,
+// Query, batch or stream action.
+var IdempotencyActions = []string{"dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem"}
+
+// IdempotencyKeyPrefix is how the record keys of a kind begin: idempotency.JobKey is
+// "<kind>#<idempotency key>" (a test pins the two together).
+func IdempotencyKeyPrefix(kind string) string { return kind + "#" }
 
 // SourceMetadataKey is the CloudFormation metadata key on a Worker's AWS::Lambda::Function that
 // names its Go main package relative to the module root (e.g. "functions/email"), so tools that
@@ -45,8 +59,16 @@ type WorkerProps struct {
 	// Queue is the JobQueue the function consumes. Its visibility timeout must be at least
 	// Timeout.
 	Queue *JobQueue
-	// IdempotencyTable, when set, is granted read/write and named in JOBKIT_IDEMPOTENCY_TABLE.
+	// IdempotencyTable, when set, is named in JOBKIT_IDEMPOTENCY_TABLE and the function may make
+	// the IdempotencyActions on it — only on the records of Kinds.
 	IdempotencyTable *IdempotencyTable
+	// Kinds are the job kinds the function runs. With an IdempotencyTable, they limit the
+	// function to the records of its own kinds (keys "<kind>#...", see idempotency.JobKey):
+	// the grant carries a dynamodb:LeadingKeys condition, so a compromised function cannot mark
+	// another worker's jobs completed. A key passed to idempotency.Do must then start with one
+	// of these prefixes too. Without Kinds, the grant covers every record of the table, and the
+	// construct says so with a warning annotation (jobkit:UnscopedIdempotency) at synth.
+	Kinds []string
 
 	// Timeout is the function timeout, at most 15 minutes. Default DefaultWorkerTimeout.
 	Timeout time.Duration
@@ -84,8 +106,8 @@ type WorkerProps struct {
 // Worker is a Go Lambda function (provided.al2023, arm64) that runs the jobs of a JobQueue
 // through the jobs runtime: an SQS event source with ReportBatchItemFailures, the environment
 // ConfigFromEnv reads, least-privilege grants (consume and change visibility on its queue, send
-// to its dead-letter queue, read/write its idempotency table, write its own log group), a log
-// group with retention, and JSON logs.
+// to its dead-letter queue, the idempotency store's item calls on its own kinds' records, write
+// its own log group), a log group with retention, and JSON logs.
 type Worker struct {
 	constructs.Construct
 
@@ -164,12 +186,51 @@ func NewWorker(scope constructs.Construct, id string, props *WorkerProps) *Worke
 		Description: jsii.String(fmt.Sprintf("jobkit worker %s", where)),
 	})
 	w.LogGroup.GrantWrite(w.Role)
+	w.Function = w.newFunction(p)
+	w.consume(p)
+	if p.IdempotencyTable != nil {
+		w.grantIdempotency(p.IdempotencyTable, p.Kinds)
+	}
+	return w
+}
 
+// environment returns the function's environment: what jobs.ConfigFromEnv reads, and
+// Props.Environment.
+func (p WorkerProps) environment() map[string]string {
+	env := maps.Clone(p.Environment)
+	if env == nil {
+		env = map[string]string{}
+	}
+	q := p.Queue
+	env[jobs.EnvQueueURL] = *q.Queue.QueueUrl()
+	env[jobs.EnvDLQURL] = *q.DLQ.QueueUrl()
+	env[jobs.EnvMaxAttempts] = strconv.Itoa(q.MaxAttempts)
+	env[jobs.EnvVisibilityTimeout] = strconv.Itoa(int(q.VisibilityTimeout / time.Second))
+	env[jobs.EnvConcurrency] = strconv.Itoa(p.Concurrency)
+	env[jobs.EnvBackoffBase] = p.BackoffBase.String()
+	env[jobs.EnvBackoffCap] = p.BackoffCap.String()
+	if p.IdempotencyTable != nil {
+		env[jobs.EnvIdempotencyTable] = *p.IdempotencyTable.Table.TableName()
+	}
+	return env
+}
+
+// newFunction defines the Lambda function (provided.al2023, arm64, JSON logs into w.LogGroup,
+// w.Role, w.Environment) and names its Go source in its metadata.
+func (w *Worker) newFunction(p WorkerProps) awslambda.Function {
+	code := p.Code
+	if code == nil {
+		code = p.Source.Code()
+	}
 	description := p.Description
 	if description == "" {
 		description = "jobkit worker " + p.Source.Package
 	}
-	w.Function = awslambda.NewFunction(c, jsii.String("Function"), &awslambda.FunctionProps{
+	env := map[string]*string{}
+	for _, k := range slices.Sorted(maps.Keys(w.Environment)) {
+		env[k] = jsii.String(w.Environment[k])
+	}
+	fn := awslambda.NewFunction(w.Construct, jsii.String("Function"), &awslambda.FunctionProps{
 		Runtime:       awslambda.Runtime_PROVIDED_AL2023(),
 		Architecture:  awslambda.Architecture_ARM_64(),
 		Handler:       jsii.String("bootstrap"),
@@ -183,10 +244,15 @@ func NewWorker(scope constructs.Construct, id string, props *WorkerProps) *Worke
 		LoggingFormat: awslambda.LoggingFormat_JSON,
 	})
 	if p.Source.Package != "" {
-		cfn := w.Function.Node().DefaultChild().(awslambda.CfnFunction)
+		cfn := fn.Node().DefaultChild().(awslambda.CfnFunction)
 		cfn.AddMetadata(jsii.String(SourceMetadataKey), jsii.String(path.Clean(p.Source.Package)))
 	}
+	return fn
+}
 
+// consume adds the SQS event source (ReportBatchItemFailures, batch size, window, maximum
+// concurrency) and grants what the runtime calls on the queues.
+func (w *Worker) consume(p WorkerProps) {
 	esProps := &awslambdaeventsources.SqsEventSourceProps{
 		BatchSize:               jsii.Number(p.BatchSize),
 		ReportBatchItemFailures: jsii.Bool(true),
@@ -199,15 +265,36 @@ func NewWorker(scope constructs.Construct, id string, props *WorkerProps) *Worke
 	}
 	// The event source grants consuming the queue: ReceiveMessage, ChangeMessageVisibility,
 	// DeleteMessage, GetQueueAttributes, GetQueueUrl, on this queue only.
-	w.EventSource = awslambdaeventsources.NewSqsEventSource(q.Queue, esProps)
+	w.EventSource = awslambdaeventsources.NewSqsEventSource(p.Queue.Queue, esProps)
 	w.Function.AddEventSource(w.EventSource)
-	q.Queue.GrantConsumeMessages(w.Role)
+	p.Queue.Queue.GrantConsumeMessages(w.Role)
 	// The runtime dead-letters jobs itself.
-	q.DLQ.GrantSendMessages(w.Role)
-	if p.IdempotencyTable != nil {
-		p.IdempotencyTable.Table.GrantReadWriteData(w.Role)
+	p.Queue.DLQ.GrantSendMessages(w.Role)
+}
+
+// grantIdempotency lets the role make the IdempotencyActions on the table's records of kinds
+// (all records when kinds is empty, with a warning annotation).
+func (w *Worker) grantIdempotency(t *IdempotencyTable, kinds []string) {
+	st := &awsiam.PolicyStatementProps{
+		Actions:   jsii.Strings(IdempotencyActions...),
+		Resources: jsii.Strings(*t.Table.TableArn()),
 	}
-	return w
+	if len(kinds) == 0 {
+		awscdk.Annotations_Of(w.Construct).AddWarningV2(jsii.String("jobkit:UnscopedIdempotency"), jsii.String(
+			"WorkerProps.Kinds is empty: the function may write every record of the idempotency table, "+
+				"other workers' included; set Kinds to limit it to its own kinds' keys (dynamodb:LeadingKeys)"))
+	} else {
+		// Its own kinds' records, and the ledger of deliveries that did not run a job
+		// (jobs.Config.Deliveries), keyed by message id.
+		prefixes := []any{idempotency.NotRunKeyPrefix + "*"}
+		for _, k := range kinds {
+			prefixes = append(prefixes, IdempotencyKeyPrefix(k)+"*")
+		}
+		st.Conditions = &map[string]any{
+			"ForAllValues:StringLike": map[string]any{"dynamodb:LeadingKeys": prefixes},
+		}
+	}
+	w.Role.AddToPrincipalPolicy(awsiam.NewPolicyStatement(st))
 }
 
 func (p WorkerProps) withDefaults() WorkerProps {
@@ -267,12 +354,18 @@ func (p WorkerProps) check() string {
 		return fmt.Sprintf("MaxConcurrency %d must be between 2 and 1000 (or 0 for unset)", p.MaxConcurrency)
 	case p.Concurrency < 1:
 		return fmt.Sprintf("Concurrency %d must be at least 1", p.Concurrency)
-	case p.BackoffBase < 0 || p.BackoffCap < p.BackoffBase || p.BackoffCap > 12*time.Hour:
-		return fmt.Sprintf("backoff base %s and cap %s must satisfy 0 <= base <= cap <= 12h", p.BackoffBase, p.BackoffCap)
+	case p.BackoffBase < 0 || p.BackoffCap < p.BackoffBase || p.BackoffCap > jobs.MaxVisibility:
+		return fmt.Sprintf("backoff base %s and cap %s must satisfy 0 <= base <= cap <= %s", p.BackoffBase, p.BackoffCap, jobs.MaxVisibility)
 	}
 	for k := range p.Environment {
-		if len(k) >= len("JOBKIT_") && k[:len("JOBKIT_")] == "JOBKIT_" {
-			return fmt.Sprintf("Environment sets %s: JOBKIT_ names are set by the construct", k)
+		if strings.HasPrefix(k, jobs.EnvPrefix) {
+			return fmt.Sprintf("Environment sets %s: %s names are set by the construct", k, jobs.EnvPrefix)
+		}
+	}
+	for _, k := range p.Kinds {
+		// The prefixes are IAM StringLike patterns: a wildcard in a kind would widen them.
+		if k == "" || strings.ContainsAny(k, "*?$") {
+			return fmt.Sprintf("Kinds: %q is not a kind the idempotency grant can name (empty, or holds *, ? or $)", k)
 		}
 	}
 	return ""

@@ -3,6 +3,7 @@ package constructs
 import (
 	"debug/elf"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
+	"github.com/aws/aws-cdk-go/awscdk/v2/assertions"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslambda"
 	"github.com/aws/jsii-runtime-go"
 	"github.com/stretchr/testify/require"
@@ -51,6 +53,7 @@ func TestWorkerStandard(t *testing.T) {
 		Timeout: time.Minute, MemorySize: 512, BatchSize: 50, MaxBatchingWindow: 5 * time.Second,
 		MaxConcurrency: 4, Concurrency: 8, BackoffBase: 2 * time.Second, BackoffCap: 10 * time.Minute,
 		Environment: map[string]string{"SENDER": "jobs@example.com"},
+		Kinds:       []string{"email.send", "email.digest"},
 	})
 	tpl := synth(t, stack)
 	mainID, dlqID := queueIDs(t, tpl)
@@ -111,19 +114,43 @@ func TestWorkerStandard(t *testing.T) {
 	require.Equal(t, map[string]bool{
 		"sqs:SendMessage": true, "sqs:GetQueueAttributes": true, "sqs:GetQueueUrl": true,
 	}, tpl.AllowedActions(getAtt(dlqID, "Arn")))
-	tableActions := tpl.AllowedActions(getAtt(tableID, "Arn"))
-	for _, a := range []string{"dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem", "dynamodb:ConditionCheckItem"} {
-		require.True(t, tableActions[a], "table grant lacks %s: %v", a, tableActions)
-	}
+	// The idempotency table: exactly the store's item calls, on the records of its own kinds.
+	require.Equal(t, map[string]bool{
+		"dynamodb:GetItem": true, "dynamodb:PutItem": true, "dynamodb:UpdateItem": true, "dynamodb:DeleteItem": true,
+	}, tpl.AllowedActions(getAtt(tableID, "Arn")))
+	tableStmt := tableStatement(t, tpl, getAtt(tableID, "Arn"))
+	require.Equal(t, map[string]any{"ForAllValues:StringLike": map[string]any{
+		"dynamodb:LeadingKeys": []any{"email.send#*", "email.digest#*"},
+	}}, tableStmt["Condition"])
+	require.Equal(t, getAtt(tableID, "Arn"), tableStmt["Resource"], "the table only: no index, no stream")
 	logActions := tpl.AllowedActions(getAtt(logID, "Arn"))
 	require.Equal(t, map[string]bool{"logs:CreateLogStream": true, "logs:PutLogEvents": true}, logActions)
 	requireNoWildcardGrant(t, tpl)
 	require.Equal(t, "Worker", w.Name)
 }
 
+// tableStatement returns the one Allow statement on the table.
+func tableStatement(t *testing.T, tpl template, tableArn any) map[string]any {
+	t.Helper()
+	var found []map[string]any
+	for _, st := range tpl.Statements() {
+		if st["Effect"] == "Allow" && fmt.Sprint(st["Resource"]) == fmt.Sprint(tableArn) {
+			found = append(found, st)
+		}
+	}
+	require.Len(t, found, 1, "statements on the table")
+	return found[0]
+}
+
+// Without Kinds the grant covers the whole table, and the synth says so.
 func TestWorkerDefaultsOnFIFO(t *testing.T) {
 	_, stack, _, _, _ := workerFixture(t, &JobQueueProps{FIFO: true}, WorkerProps{})
 	tpl := synth(t, stack)
+	tableID, _ := tpl.Only(t, "AWS::DynamoDB::Table")
+	require.NotContains(t, tableStatement(t, tpl, getAtt(tableID, "Arn")), "Condition")
+	warnings := assertions.Annotations_FromStack(stack).FindWarning(jsii.String("*"),
+		assertions.Match_StringLikeRegexp(jsii.String("WorkerProps.Kinds is empty.*dynamodb:LeadingKeys")))
+	require.Len(t, *warnings, 1)
 	_, esm := tpl.Only(t, "AWS::Lambda::EventSourceMapping")
 	m := props(esm)
 	require.Equal(t, []any{"ReportBatchItemFailures"}, m["FunctionResponseTypes"])
@@ -181,6 +208,8 @@ func TestWorkerRejectsBadProps(t *testing.T) {
 		"backoff":         {WorkerProps{Queue: std, Source: helloSource, BackoffBase: time.Minute, BackoffCap: time.Second}, "base <= cap"},
 		"backoff cap":     {WorkerProps{Queue: std, Source: helloSource, BackoffCap: 13 * time.Hour}, "12h"},
 		"env":             {WorkerProps{Queue: std, Source: helloSource, Environment: map[string]string{jobs.EnvMaxAttempts: "9"}}, "JOBKIT_ names"},
+		"empty kind":      {WorkerProps{Queue: std, Source: helloSource, Kinds: []string{""}}, "Kinds"},
+		"wildcard kind":   {WorkerProps{Queue: std, Source: helloSource, Kinds: []string{"email.*"}}, "Kinds"},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {

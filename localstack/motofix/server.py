@@ -49,13 +49,24 @@ passed: a group whose last in-flight message was deleted meanwhile is then open 
 the walk, which hands out the group's later messages after having passed over its earlier ones
 (a posting 20 before 14). The walk below fixes the closed groups when it starts and only adds to
 them: a group passed over stays closed until the next receive.
+Fix 9, cross-origin requests. moto's server answers every web page: flask-cors reflects any
+Origin in Access-Control-Allow-Origin, preflights included, so while the emulator runs, a page the
+developer visits could read local state (/moto-api/data.json) or enqueue jobs that the local
+function binaries then run. The SDK never sends an Origin, so nothing here needs CORS: it is turned
+off (moto's MOTO_DISABLE_GLOBAL_CORS), every Access-Control-* response header is dropped, and a
+request a browser marks as coming from another site (an Origin other than the emulator's own, or
+Sec-Fetch-Site cross-site or same-site) or naming a host other than a loopback name (DNS
+rebinding) is refused with 403 before moto sees it.
 """
 
+import os
 import sys
 import threading
 import time
 
 from moto.core.utils import unix_time
+from moto import server as moto_server
+from moto.moto_server import werkzeug_app
 from moto.server import main
 from moto.dynamodb import models as dynamodb_models
 from moto.sqs import models
@@ -346,6 +357,58 @@ def _receive_walk(self, queue_name, count, wait_seconds_timeout, visibility_time
 
 # Fix 1's receive_message calls moto's walk through this name.
 _receive_message = _receive_walk
+
+# Fix 9: no CORS. moto reads MOTO_DISABLE_GLOBAL_CORS when its settings are imported (above), so
+# the flag is set on the imported module as well as in the environment.
+os.environ["MOTO_DISABLE_GLOBAL_CORS"] = "1"
+werkzeug_app.DISABLE_GLOBAL_CORS = True
+
+_LOCAL_HOSTS = ("127.0.0.1", "localhost", "::1", "[::1]")
+
+
+def _hostname(host):
+    """The host name of a Host header value, without its port."""
+    if host.startswith("["):
+        return host.split("]", 1)[0] + "]"
+    return host.rsplit(":", 1)[0] if host.count(":") == 1 else host
+
+
+def _local_host(host):
+    name = _hostname(host).lower()
+    return name in _LOCAL_HOSTS or name.endswith(".localhost")
+
+
+def _refusal(environ):
+    """Why a request must not reach moto, or None."""
+    host = environ.get("HTTP_HOST", "")
+    if host and not _local_host(host):
+        return "host %r is not a loopback name" % host
+    origin = environ.get("HTTP_ORIGIN")
+    if origin is not None and origin != "http://" + host:
+        return "cross-origin request from %r" % origin
+    if environ.get("HTTP_SEC_FETCH_SITE", "none") not in ("none", "same-origin"):
+        return "request from another site (Sec-Fetch-Site %s)" % environ["HTTP_SEC_FETCH_SITE"]
+    return None
+
+
+class _NoCORSDispatcher(moto_server.DomainDispatcherApplication):
+    """moto's WSGI application without CORS (Fix 9)."""
+
+    def __call__(self, environ, start_response):
+        reason = _refusal(environ)
+        if reason is not None:
+            body = ("jobkit emulator: refused: %s\n" % reason).encode()
+            start_response("403 Forbidden", [("Content-Type", "text/plain"), ("Content-Length", str(len(body)))])
+            return [body]
+
+        def start_without_cors(status, headers, exc_info=None):
+            kept = [(k, v) for k, v in headers if not k.lower().startswith("access-control-")]
+            return start_response(status, kept, exc_info)
+
+        return super().__call__(environ, start_without_cors)
+
+
+moto_server.DomainDispatcherApplication = _NoCORSDispatcher
 
 if __name__ == "__main__":
     sys.exit(main())
