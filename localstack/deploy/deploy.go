@@ -99,6 +99,11 @@ type Options struct {
 	BuildDir string
 	// SkipBuild leaves Function.Bootstrap empty: resources only.
 	SkipBuild bool
+	// Sources substitutes the Go package built for a function: it maps a function's
+	// SourceMetadataKey path to the package to build instead, both relative to ModuleDir (e.g. to
+	// run an instrumented build of a function). Function.Source keeps the assembly's path.
+	// Default none.
+	Sources map[string]string
 	// Region of the deployment; default the config's region (or us-east-1).
 	Region string
 	// AccountID is used in synthesized ARNs until a created queue tells the emulator's own;
@@ -1205,7 +1210,7 @@ func (dp *deployer) build(ctx context.Context, cdkOut string) error {
 			continue
 		}
 		start := time.Now()
-		if err := buildBootstrap(ctx, filepath.Join(dp.o.ModuleDir, filepath.FromSlash(fn.Source)), out); err != nil {
+		if err := buildBootstrap(ctx, filepath.Join(dp.o.ModuleDir, filepath.FromSlash(dp.o.sourceDir(fn.Source))), out); err != nil {
 			return &ConfigError{Stack: fn.Stack, LogicalID: fn.LogicalID, Reason: err.Error()}
 		}
 		fn.Bootstrap = out
