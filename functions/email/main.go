@@ -31,7 +31,7 @@ func main() {
 	store := idempotency.NewDynamoDBStore(db, table)
 	workers := jobs.NewWorkers()
 	workers.Use(idempotency.Middleware(store, nil))
-	jobs.AddWorker(workers, &samplejobs.EmailWorker{Mailer: samplejobs.LogMailer{Logger: cfg.Logger}, Effects: samplejobs.EffectsFromEnv(db)})
+	jobs.AddWorker(workers, &samplejobs.EmailWorker{Mailer: samplejobs.LogMailer{Logger: cfg.Logger}})
 	lambda.Start(jobs.NewSQSHandler(workers, cfg))
 }
 

@@ -31,7 +31,7 @@ func main() {
 	db := dynamodb.NewFromConfig(awsCfg)
 	workers := jobs.NewWorkers()
 	workers.Use(idempotency.Middleware(idempotency.NewDynamoDBStore(db, idemTable), nil))
-	jobs.AddWorker(workers, &samplejobs.LedgerWorker{Table: ledgerTable, Effects: samplejobs.EffectsFromEnv(db)})
+	jobs.AddWorker(workers, &samplejobs.LedgerWorker{Table: ledgerTable})
 	lambda.Start(jobs.NewSQSHandler(workers, cfg))
 }
 

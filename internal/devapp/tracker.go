@@ -22,6 +22,7 @@ import (
 
 	"github.com/jobkit-go/jobkit/functions/samplejobs"
 	"github.com/jobkit-go/jobkit/idempotency"
+	"github.com/jobkit-go/jobkit/internal/sampleapp/instrument"
 	"github.com/jobkit-go/jobkit/jobs"
 	"github.com/jobkit-go/jobkit/jobs/inspect"
 	"github.com/jobkit-go/jobkit/localstack/deploy"
@@ -68,8 +69,9 @@ type Tracked struct {
 	Key       string // idempotency key ("" means ID)
 	Queue     string // queue name
 	GroupID   string
-	Args      jobs.JobArgs // nil for a scheduled tick
-	Schedule  string       // the schedule that sent it ("" if enqueued)
+	Args      jobs.JobArgs      // nil for a scheduled tick
+	Faults    instrument.Faults // the failures it asked for
+	Schedule  string            // the schedule that sent it ("" if enqueued)
 	Enqueued  time.Time
 	sequence  int
 	queueInfo *Queue
@@ -212,12 +214,17 @@ func (t *Tracker) Attach(s *devstack.Stack) {
 }
 
 // Add tracks an enqueued job. res is its enqueue result; a failed one (res.Err) is not tracked.
+// args are the args enqueued: an instrument.Faulty is tracked as its Args and Faults.
 func (t *Tracker) Add(res jobs.EnqueueResult, args jobs.JobArgs, key, groupID string) {
 	if res.Err != nil || res.ID == "" {
 		return
 	}
+	var faults instrument.Faults
+	if f, ok := args.(instrument.Faulty); ok {
+		args, faults = f.Args, f.Faults
+	}
 	q := t.byURL[res.QueueURL]
-	t.add(&Tracked{ID: res.ID, Kind: res.Kind, Key: key, GroupID: groupID, Args: args, Enqueued: time.Now(), queueInfo: q})
+	t.add(&Tracked{ID: res.ID, Kind: res.Kind, Key: key, GroupID: groupID, Args: args, Faults: faults, Enqueued: time.Now(), queueInfo: q})
 }
 
 func (t *Tracker) add(j *Tracked) {
