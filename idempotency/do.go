@@ -152,7 +152,9 @@ func canonicalJSON(raw []byte) ([]byte, error) {
 // returns the record), a duplicate of a key completed in this process none (cfg.Cache).
 //
 // If fn succeeds but its result cannot be recorded, Do returns the result together with a
-// *StoreError whose Op is "complete".
+// *StoreError whose Op is "complete". Items fn registered with OnComplete are the exception: if they cannot
+// be written with the record, the claim is released and Do returns their error, so a retry runs
+// fn again.
 func Do[T any](ctx context.Context, store Store, key string, fn func(ctx context.Context) (T, error), cfg *Config) (T, error) {
 	var hash string
 	if cfg != nil && cfg.Payload != nil {
