@@ -1,6 +1,7 @@
 // Package devstack runs a deployed jobkit stack on this machine: a lambdaruntime per function,
 // an esm poller per SQS event source mapping, and the scheduler's local firing loop for the
-// deployment's schedule groups. Stop ends all of it and leaves no process behind.
+// deployment's schedule groups. Stop ends all of it and leaves no process behind. Up is the one
+// path from a cloud assembly to a running stack: it deploys (package deploy) and starts.
 package devstack
 
 import (
