@@ -12,6 +12,8 @@ import (
 	"math/rand/v2"
 	"sync"
 	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 )
 
 // Defaults of Config.
@@ -150,7 +152,9 @@ func canonicalJSON(raw []byte) ([]byte, error) {
 // returns the record), a duplicate of a key completed in this process none (cfg.Cache).
 //
 // If fn succeeds but its result cannot be recorded, Do returns the result together with a
-// *StoreError whose Op is "complete".
+// *StoreError whose Op is "complete". Items fn registered with OnComplete are the exception: if they cannot
+// be written with the record, the claim is released and Do returns their error, so a retry runs
+// fn again.
 func Do[T any](ctx context.Context, store Store, key string, fn func(ctx context.Context) (T, error), cfg *Config) (T, error) {
 	var hash string
 	if cfg != nil && cfg.Payload != nil {
@@ -165,7 +169,8 @@ func Do[T any](ctx context.Context, store Store, key string, fn func(ctx context
 	return res, err
 }
 
-// run is Do with the payload already hashed; ran reports whether fn ran.
+// run is Do with the payload already hashed; ran reports whether fn ran. It answers from the
+// cache or a failed claim, or claims key and hands over to runClaimed.
 func run[T any](ctx context.Context, store Store, key, hash string, fn func(ctx context.Context) (T, error), cfg *Config) (res T, ran bool, err error) {
 	var zero T
 	if store == nil {
@@ -211,62 +216,69 @@ func run[T any](ctx context.Context, store Store, key, hash string, fn func(ctx 
 	case err != nil:
 		return zero, false, &StoreError{Op: "claim", Key: key, Err: err}
 	}
+	res, err = runClaimed(ctx, &claimState{store: store, claim: claim, expiry: cfg.expiry(), now: cfg.now}, lease, fn, cfg)
+	return res, true, err
+}
 
-	state := &claimState{store: store, claim: claim, expiry: cfg.expiry(), now: cfg.now}
-	runCtx, cancel := context.WithTimeout(withClaim(ctx, state), lease)
+// runClaimed runs fn under the claim st holds, then completes the claim (unless a transaction
+// of fn's did) or, when fn fails or panics, releases it.
+func runClaimed[T any](ctx context.Context, st *claimState, lease time.Duration, fn func(ctx context.Context) (T, error), cfg *Config) (res T, err error) {
+	runCtx, cancel := context.WithTimeout(withClaim(ctx, st), lease)
 	defer cancel()
-	log := cfg.logger()
-	release := func() {
-		if state.committed() != nil {
-			return // a transaction completed the key: nothing to release
-		}
-		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
-		defer cancel()
-		if err := store.Delete(rctx, key, claim.LeaseEnd); err != nil {
-			log.LogAttrs(ctx, slog.LevelWarn, "idempotency: claim not released; the key stays in progress until the lease ends",
-				slog.String("idempotency_key", key), slog.Time("lease_end", claim.LeaseEnd), slog.String("error", err.Error()))
-		}
-	}
 	defer func() {
 		if p := recover(); p != nil {
-			release()
+			st.release(ctx, cfg.logger())
 			panic(p)
 		}
 	}()
 	res, err = fn(runCtx)
 	if err != nil {
-		release()
-		return res, true, err
+		st.release(ctx, cfg.logger())
+		return res, err
 	}
-	if done := state.committed(); done != nil {
-		cache.add(store, done)
-		return res, true, nil
+	if done := st.committed(); done != nil {
+		cfg.cache().add(st.store, done)
+		return res, nil
 	}
+	return res, complete(ctx, st, res, cfg)
+}
 
+// complete records the COMPLETED record of st's claim with res as its data (unless
+// cfg.NoResult), together with the items registered by OnComplete. A failure to record a plain
+// completion is a *StoreError (the run's work stands); a failed transaction of OnComplete items
+// releases the claim and fails the run, since the items were not written.
+func complete[T any](ctx context.Context, st *claimState, res T, cfg *Config) error {
+	key, log := st.claim.Key, cfg.logger()
 	done := Record{
 		Key:        key,
 		Status:     StatusCompleted,
 		ExpiresAt:  cfg.now().Add(cfg.expiry()),
-		LeaseEnd:   claim.LeaseEnd,
-		Validation: hash,
+		LeaseEnd:   st.claim.LeaseEnd,
+		Validation: st.claim.Validation,
 	}
 	if cfg == nil || !cfg.NoResult {
 		data, err := json.Marshal(res)
 		if err != nil {
-			release()
-			return res, true, &StoreError{Op: "complete", Key: key, Err: fmt.Errorf("encode result: %w", err)}
+			st.release(ctx, log)
+			return &StoreError{Op: "complete", Key: key, Err: fmt.Errorf("encode result: %w", err)}
 		}
 		done.Data = data
 	}
 	cctx, ccancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
 	defer ccancel()
-	if err := store.Complete(cctx, &done, claim.LeaseEnd); err != nil {
+	if pending := st.takePending(); len(pending) > 0 {
+		// OnComplete checked that the store is transactional.
+		if err := st.store.(TransactionalStore).CompleteWith(cctx, &done, st.claim.LeaseEnd, pending); err != nil {
+			st.release(ctx, log)
+			return err
+		}
+	} else if err := st.store.Complete(cctx, &done, st.claim.LeaseEnd); err != nil {
 		log.LogAttrs(ctx, slog.LevelWarn, "idempotency: result not recorded; a duplicate after the lease runs again",
 			slog.String("idempotency_key", key), slog.String("error", err.Error()))
-		return res, true, &StoreError{Op: "complete", Key: key, Err: err}
+		return &StoreError{Op: "complete", Key: key, Err: err}
 	}
-	cache.add(store, &done)
-	return res, true, nil
+	cfg.cache().add(st.store, &done)
+	return nil
 }
 
 // duplicate answers a call whose key is held by the live record rec.
@@ -295,14 +307,38 @@ type claimState struct {
 	expiry time.Duration
 	now    func() time.Time
 
-	mu   sync.Mutex
-	done *Record // set when a transaction completed the claim
+	mu      sync.Mutex
+	done    *Record                   // set when a transaction completed the claim
+	pending []types.TransactWriteItem // items OnComplete registered, written with the completion
 }
 
 func (s *claimState) committed() *Record {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.done
+}
+
+// takePending returns the items registered by OnComplete and forgets them.
+func (s *claimState) takePending() []types.TransactWriteItem {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	p := s.pending
+	s.pending = nil
+	return p
+}
+
+// release deletes the claim, unless a transaction completed it, so that a retry can run.
+func (s *claimState) release(ctx context.Context, log *slog.Logger) {
+	if s.committed() != nil {
+		return
+	}
+	s.takePending()
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
+	defer cancel()
+	if err := s.store.Delete(rctx, s.claim.Key, s.claim.LeaseEnd); err != nil {
+		log.LogAttrs(ctx, slog.LevelWarn, "idempotency: claim not released; the key stays in progress until the lease ends",
+			slog.String("idempotency_key", s.claim.Key), slog.Time("lease_end", s.claim.LeaseEnd), slog.String("error", err.Error()))
+	}
 }
 
 type claimCtxKey struct{}

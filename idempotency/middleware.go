@@ -41,6 +41,8 @@ func JobKey(row *jobs.JobRow) string {
 //     snoozed until the claim's lease ends, then claims the key and runs.
 //   - the handler succeeds but the store cannot record it: the job succeeds (it ran) and a
 //     warning is logged.
+//   - the handler succeeds but items registered with OnComplete cannot be written with its
+//     record: the claim is released and the error returned, so the job retries.
 //
 // The lease is the time left before the job's deadline unless cfg.Lease sets it. Wire it with
 //
@@ -76,6 +78,7 @@ func Middleware(store Store, cfg *Config) jobs.Middleware {
 				inProgress *InProgressError
 				mismatch   *PayloadMismatchError
 				keyErr     *KeyError
+				storeErr   *StoreError
 			)
 			switch {
 			case err == nil:
@@ -92,8 +95,9 @@ func Middleware(store Store, cfg *Config) jobs.Middleware {
 				return jobs.Cancel(mismatch)
 			case !ran && errors.As(err, &keyErr):
 				return jobs.Cancel(keyErr)
-			case ran && handlerErr == nil:
-				// The handler succeeded; only recording it failed (a *StoreError).
+			case ran && handlerErr == nil && errors.As(err, &storeErr):
+				// The handler succeeded; only recording it failed. (A failed transaction of
+				// OnComplete items is not a *StoreError: it released the claim, and the job retries.)
 				log.LogAttrs(ctx, slog.LevelWarn, "idempotency: job succeeded but its record was not completed",
 					slog.String("error", err.Error()))
 				return nil

@@ -39,7 +39,8 @@ type TransactOptions struct {
 // writes and the COMPLETED record are both written, or neither is. Call it inside the function
 // run by Do, or inside a job handler run by Middleware, with the context they pass; the store
 // must be a TransactionalStore. Once it succeeds the key is completed, whatever the function
-// returns afterwards, so a side effect written this way happens exactly once.
+// returns afterwards, so a side effect written this way happens exactly once. Items registered
+// with OnComplete are written in the same transaction, after items.
 //
 // It returns ErrNoClaim outside a run, and a *TransactionError when DynamoDB cancels the
 // transaction (a business condition failed, or the claim was lost: errors.Is(err, ErrLeaseLost)).
@@ -55,13 +56,14 @@ func TransactWrite(ctx context.Context, items []types.TransactWriteItem, opts *T
 	if len(items) == 0 {
 		return errors.New("idempotency: TransactWrite with no items")
 	}
-	if len(items) > MaxTransactItems {
-		return fmt.Errorf("idempotency: TransactWrite with %d items; at most %d fit beside the record", len(items), MaxTransactItems)
-	}
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	if st.done != nil {
 		return fmt.Errorf("idempotency: key %q is already completed by a transaction", st.claim.Key)
+	}
+	if n := len(items) + len(st.pending); n > MaxTransactItems {
+		return fmt.Errorf("idempotency: TransactWrite with %d items (%d of them from OnComplete); at most %d fit beside the record",
+			n, len(st.pending), MaxTransactItems)
 	}
 	rec := Record{
 		Key:        st.claim.Key,
@@ -77,10 +79,11 @@ func TransactWrite(ctx context.Context, items []types.TransactWriteItem, opts *T
 		}
 		rec.Data = data
 	}
-	if err := ts.CompleteWith(ctx, &rec, st.claim.LeaseEnd, items); err != nil {
+	all := append(items[:len(items):len(items)], st.pending...)
+	if err := ts.CompleteWith(ctx, &rec, st.claim.LeaseEnd, all); err != nil {
 		return err
 	}
-	st.done = &rec
+	st.done, st.pending = &rec, nil
 	return nil
 }
 
@@ -97,7 +100,8 @@ type CancellationReason struct {
 // TransactionError reports a transaction DynamoDB cancelled: nothing was written.
 type TransactionError struct {
 	Key string // the idempotency key
-	// Reasons has one entry per business item, in the order they were passed.
+	// Reasons has one entry per business item, in the order they were passed (TransactWrite's
+	// items, then those registered with OnComplete).
 	Reasons []CancellationReason
 	// ClaimLost is set when the COMPLETED record's condition failed: the claim had ended.
 	ClaimLost bool

@@ -32,7 +32,7 @@ func main() {
 	workers := jobs.NewWorkers()
 	workers.Use(idempotency.Middleware(store, nil))
 	cfg.Deliveries = store // attempts count real runs, not skipped deliveries
-	jobs.AddWorker(workers, &samplejobs.EmailWorker{Mailer: samplejobs.LogMailer{Logger: cfg.Logger}, Effects: samplejobs.EffectsFromEnv(db)})
+	jobs.AddWorker(workers, &samplejobs.EmailWorker{Mailer: samplejobs.LogMailer{Logger: cfg.Logger}})
 	lambda.Start(jobs.NewSQSHandler(workers, cfg))
 }
 

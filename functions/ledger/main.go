@@ -33,7 +33,7 @@ func main() {
 	store := idempotency.NewDynamoDBStore(db, idemTable)
 	workers.Use(idempotency.Middleware(store, nil))
 	cfg.Deliveries = store // attempts count real runs, not FIFO skips
-	jobs.AddWorker(workers, &samplejobs.LedgerWorker{Table: ledgerTable, Effects: samplejobs.EffectsFromEnv(db)})
+	jobs.AddWorker(workers, &samplejobs.LedgerWorker{Table: ledgerTable})
 	lambda.Start(jobs.NewSQSHandler(workers, cfg))
 }
 

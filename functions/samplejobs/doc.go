@@ -9,10 +9,6 @@
 //   - TranscodeVideo ("video.transcode", Standard queue Transcode): a long job that relies on the
 //     runtime's heartbeat and stops when its context ends.
 //
-// Every args type embeds Faults, demo behaviour that makes a job fail on purpose so that retries
-// and dead-lettering can be shown and tested: fail_attempts fails the first attempts with a
-// retryable error, poison cancels the job (it is dead-lettered at once).
-//
 // Schedules declares the sample's recurring jobs once, for the CDK app and the offline runner: a
 // daily digest email (cron, Europe/Berlin) and an hourly interest posting on the FIFO Ledger queue.
 package samplejobs

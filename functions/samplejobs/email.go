@@ -3,13 +3,9 @@ package samplejobs
 import (
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
 	"strings"
 
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
-
-	"github.com/jobkit-go/jobkit/idempotency"
 	"github.com/jobkit-go/jobkit/jobs"
 )
 
@@ -21,7 +17,6 @@ type SendEmail struct {
 	To      string `json:"to"`
 	Subject string `json:"subject"`
 	Body    string `json:"body,omitempty"`
-	Faults
 }
 
 // Kind implements jobs.JobArgs.
@@ -65,15 +60,10 @@ func (m LogMailer) Send(ctx context.Context, msg Email) error {
 // twice sends once.
 type EmailWorker struct {
 	Mailer Mailer
-	// Effects, if set, records each send, committed with the job's idempotency record.
-	Effects *Effects
 }
 
 // Work implements jobs.Worker.
 func (w *EmailWorker) Work(ctx context.Context, job *jobs.Job[SendEmail]) error {
-	if err := job.Args.Inject(job.JobRow); err != nil {
-		return err
-	}
 	if !strings.Contains(job.Args.To, "@") {
 		// Retrying cannot fix an address.
 		return jobs.Cancel(errors.New("samplejobs: invalid recipient " + job.Args.To))
@@ -82,15 +72,5 @@ func (w *EmailWorker) Work(ctx context.Context, job *jobs.Job[SendEmail]) error 
 	if key == "" {
 		key = job.ID
 	}
-	if err := w.Mailer.Send(ctx, Email{To: job.Args.To, Subject: job.Args.Subject, Body: job.Args.Body, IdempotencyKey: key}); err != nil {
-		return err
-	}
-	if w.Effects == nil {
-		return nil
-	}
-	err := idempotency.TransactWrite(ctx, []types.TransactWriteItem{w.Effects.Applied(job.ID)}, nil)
-	if errors.Is(err, idempotency.ErrNoClaim) {
-		return jobs.Cancel(fmt.Errorf("samplejobs: EmailWorker with Effects runs only behind idempotency.Middleware: %w", err))
-	}
-	return err
+	return w.Mailer.Send(ctx, Email{To: job.Args.To, Subject: job.Args.Subject, Body: job.Args.Body, IdempotencyKey: key})
 }

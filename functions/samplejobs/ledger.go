@@ -43,7 +43,6 @@ type PostLedger struct {
 	PostingID   string `json:"posting_id"`
 	AmountCents int64  `json:"amount_cents"`
 	Seq         int64  `json:"seq,omitempty"`
-	Faults
 }
 
 // OutOfOrderError reports a sequenced posting that arrived after a later one of its account had
@@ -72,15 +71,10 @@ func (p PostLedger) GroupID() string { return p.Account }
 type LedgerWorker struct {
 	Table string // the ledger table (partition key "account")
 	Now   func() time.Time
-	// Effects, if set, records each posting in the same transaction.
-	Effects *Effects
 }
 
 // Work implements jobs.Worker.
 func (w *LedgerWorker) Work(ctx context.Context, job *jobs.Job[PostLedger]) error {
-	if err := job.Args.Inject(job.JobRow); err != nil {
-		return err
-	}
 	p := job.Args
 	if p.Account == "" || p.PostingID == "" {
 		return jobs.Cancel(errors.New("samplejobs: a posting needs an account and a posting_id"))
@@ -119,11 +113,7 @@ func (w *LedgerWorker) Work(ctx context.Context, job *jobs.Job[PostLedger]) erro
 		// On an out-of-order posting, read the account's last_seq back for the error.
 		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 	}}
-	items := []types.TransactWriteItem{item}
-	if w.Effects != nil {
-		items = append(items, w.Effects.Applied(job.ID))
-	}
-	err = idempotency.TransactWrite(ctx, items, nil)
+	err = idempotency.TransactWrite(ctx, []types.TransactWriteItem{item}, nil)
 	if errors.Is(err, idempotency.ErrNoClaim) {
 		// Wiring error: without the middleware the posting could apply twice.
 		return jobs.Cancel(fmt.Errorf("samplejobs: LedgerWorker runs only behind idempotency.Middleware: %w", err))

@@ -17,7 +17,6 @@ const KindTranscodeVideo = "video.transcode"
 type TranscodeVideo struct {
 	VideoID string `json:"video_id"`
 	Seconds int    `json:"seconds"`
-	Faults
 }
 
 // Kind implements jobs.JobArgs.
@@ -29,15 +28,10 @@ func (TranscodeVideo) Kind() string { return KindTranscodeVideo }
 type TranscodeWorker struct {
 	Step   time.Duration // one simulated second; default 1s
 	Logger *slog.Logger  // progress lines; nil means slog.Default()
-	// Effects, if set, counts each start of a transcode and each finished one.
-	Effects *Effects
 }
 
 // Work implements jobs.Worker.
 func (w *TranscodeWorker) Work(ctx context.Context, job *jobs.Job[TranscodeVideo]) error {
-	if err := job.Args.Inject(job.JobRow); err != nil {
-		return err
-	}
 	v := job.Args
 	if v.VideoID == "" || v.Seconds < 0 {
 		return jobs.Cancel(errors.New("samplejobs: a transcode needs a video_id and seconds >= 0"))
@@ -49,11 +43,6 @@ func (w *TranscodeWorker) Work(ctx context.Context, job *jobs.Job[TranscodeVideo
 	log := w.Logger
 	if log == nil {
 		log = slog.Default()
-	}
-	if w.Effects != nil {
-		if err := w.Effects.Started(ctx, job.ID); err != nil {
-			return err
-		}
 	}
 	t := time.NewTicker(step)
 	defer t.Stop()
@@ -72,9 +61,6 @@ func (w *TranscodeWorker) Work(ctx context.Context, job *jobs.Job[TranscodeVideo
 	// The sample's output: one line per finished transcode (a real worker would store the file).
 	log.LogAttrs(ctx, slog.LevelInfo, TranscodeDoneMessage, slog.String("job_id", job.ID),
 		slog.String("video_id", v.VideoID), slog.Int("seconds", v.Seconds), slog.Int("attempt", job.Attempt))
-	if w.Effects != nil {
-		return w.Effects.Finished(ctx, job.ID)
-	}
 	return nil
 }
 

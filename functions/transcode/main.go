@@ -4,13 +4,10 @@
 package main
 
 import (
-	"context"
 	"log/slog"
 	"os"
 
 	"github.com/aws/aws-lambda-go/lambda"
-	"github.com/aws/aws-sdk-go-v2/config"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
 	"github.com/jobkit-go/jobkit/functions/samplejobs"
 	"github.com/jobkit-go/jobkit/jobs"
@@ -22,16 +19,7 @@ func main() {
 		slog.Error("transcode: bad configuration", "err", err)
 		os.Exit(1)
 	}
-	w := &samplejobs.TranscodeWorker{Logger: cfg.Logger}
-	if os.Getenv(samplejobs.EnvEffectsTable) != "" {
-		awsCfg, err := config.LoadDefaultConfig(context.Background())
-		if err != nil {
-			slog.Error("transcode: AWS configuration", "err", err)
-			os.Exit(1)
-		}
-		w.Effects = samplejobs.EffectsFromEnv(dynamodb.NewFromConfig(awsCfg))
-	}
 	workers := jobs.NewWorkers()
-	jobs.AddWorker(workers, w)
+	jobs.AddWorker(workers, &samplejobs.TranscodeWorker{Logger: cfg.Logger})
 	lambda.Start(jobs.NewSQSHandler(workers, cfg))
 }

@@ -15,8 +15,10 @@
 // Meanwhile the fault proxy answers a share of all AWS calls with throttling errors, and a share
 // of the function invocations have their process killed (SIGKILL) while it works on the batch.
 //
-// The functions run with samplejobs.EnvEffectsTable set: each job's effect is counted in an
-// effects table in the same DynamoDB transaction as its idempotency record, and the ledger keeps
+// The functions run instrumented (internal/sampleapp/instrument: the sample workers wrapped with
+// a fault-injection and an effect-counting middleware) with instrument.EnvEffectsTable set: each
+// job's effect is counted in an effects table in the same DynamoDB transaction as its idempotency
+// record, and the ledger keeps
 // the order it applied each account's postings, so the checks read real state, not expectations.
 // The result is one line:
 //

@@ -5,6 +5,7 @@ import (
 
 	"github.com/jobkit-go/jobkit/functions/samplejobs"
 	"github.com/jobkit-go/jobkit/internal/chaos"
+	"github.com/jobkit-go/jobkit/internal/sampleapp/instrument"
 )
 
 // Evaluate judges a run from the state it left: here, a run in which every job but the poison
@@ -15,13 +16,13 @@ func ExampleEvaluate() {
 	if err != nil {
 		panic(err)
 	}
-	st := chaos.State{Effects: map[string]samplejobs.EffectCount{}, Dead: map[string]int{}, Applied: map[string][]string{}}
+	st := chaos.State{Effects: map[string]instrument.EffectCount{}, Dead: map[string]int{}, Applied: map[string][]string{}}
 	for _, j := range plan.All() {
 		if j.Poison {
 			st.Dead[j.ID]++
 			continue
 		}
-		st.Effects[j.ID] = samplejobs.EffectCount{Applied: 1, Started: 1}
+		st.Effects[j.ID] = instrument.EffectCount{Applied: 1, Started: 1}
 		if p, ok := j.Args.(samplejobs.PostLedger); ok {
 			st.Applied[p.Account] = append(st.Applied[p.Account], p.PostingID)
 		}

@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 
 	"github.com/jobkit-go/jobkit/functions/samplejobs"
+	"github.com/jobkit-go/jobkit/internal/sampleapp/instrument"
 	"github.com/jobkit-go/jobkit/jobs"
 )
 
@@ -119,7 +120,6 @@ func NewPlan(cfg PlanConfig) (*Plan, error) {
 		id := fmt.Sprintf("chaos-email-%05d", i+1)
 		args := samplejobs.SendEmail{
 			To: fmt.Sprintf("user%05d@example.com", i+1), Subject: "chaos " + id,
-			Faults: samplejobs.Faults{FailAttempts: f.fail, Poison: f.poison},
 		}
 		p.Email = append(p.Email, PlannedJob{ID: id, Args: args, Poison: f.poison, FailAttempts: f.fail})
 	}
@@ -130,7 +130,6 @@ func NewPlan(cfg PlanConfig) (*Plan, error) {
 			posting := fmt.Sprintf("g%03d-s%02d", g, seq)
 			args := samplejobs.PostLedger{
 				Account: account, PostingID: posting, AmountCents: int64(seq),
-				Faults: samplejobs.Faults{FailAttempts: f.fail, Poison: f.poison},
 			}
 			p.Ledger = append(p.Ledger, PlannedJob{
 				ID: "chaos-ledger-" + posting, Args: args, Group: account, Seq: seq, Poison: f.poison, FailAttempts: f.fail,
@@ -145,6 +144,12 @@ func NewPlan(cfg PlanConfig) (*Plan, error) {
 	}
 	p.byID[p.Long.ID] = &p.Long
 	return p, nil
+}
+
+// Enqueued returns the args to enqueue for j: its Args with its planned faults added
+// (instrument.WithFaults), which the instrumented functions inject.
+func (j *PlannedJob) Enqueued() jobs.JobArgs {
+	return instrument.WithFaults(j.Args, instrument.Faults{FailAttempts: j.FailAttempts, Poison: j.Poison})
 }
 
 // Len is the number of jobs.

@@ -1,6 +1,7 @@
 package chaos_test
 
 import (
+	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/jobkit-go/jobkit/functions/samplejobs"
 	"github.com/jobkit-go/jobkit/internal/chaos"
+	"github.com/jobkit-go/jobkit/internal/sampleapp/instrument"
 )
 
 func TestNewPlanDefaults(t *testing.T) {
@@ -31,11 +33,10 @@ func TestNewPlanDefaults(t *testing.T) {
 		require.False(t, j.Poison && j.FailAttempts > 0, "a job is poison or transient, not both")
 		require.GreaterOrEqual(t, j.FailAttempts, 0)
 		require.LessOrEqual(t, j.FailAttempts, 2)
-		switch a := j.Args.(type) {
-		case samplejobs.SendEmail:
-			require.Equal(t, samplejobs.Faults{FailAttempts: j.FailAttempts, Poison: j.Poison}, a.Faults)
-		case samplejobs.PostLedger:
-			require.Equal(t, samplejobs.Faults{FailAttempts: j.FailAttempts, Poison: j.Poison}, a.Faults)
+		raw, err := json.Marshal(j.Enqueued())
+		require.NoError(t, err)
+		require.Equal(t, instrument.Faults{FailAttempts: j.FailAttempts, Poison: j.Poison}, instrument.FaultsOf(raw), "the planned faults are enqueued")
+		if a, ok := j.Args.(samplejobs.PostLedger); ok {
 			require.Equal(t, j.Group, a.Account)
 		}
 		require.Same(t, j, p.Job(j.ID))

@@ -7,14 +7,15 @@ import (
 	"strings"
 
 	"github.com/jobkit-go/jobkit/functions/samplejobs"
+	"github.com/jobkit-go/jobkit/internal/sampleapp/instrument"
 	"github.com/jobkit-go/jobkit/jobs"
 	"github.com/jobkit-go/jobkit/localstack/faultproxy"
 )
 
 // State is what a run left behind, read from the emulator after the stack stopped.
 type State struct {
-	// Effects is the effects table (samplejobs.ReadEffects).
-	Effects map[string]samplejobs.EffectCount
+	// Effects is the effects table (instrument.ReadEffects).
+	Effects map[string]instrument.EffectCount
 	// Dead counts the messages of each job id found in the dead-letter queues.
 	Dead map[string]int
 	// Applied maps each ledger account to the posting ids the ledger applied, in the order it

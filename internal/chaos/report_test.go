@@ -7,6 +7,7 @@ import (
 
 	"github.com/jobkit-go/jobkit/functions/samplejobs"
 	"github.com/jobkit-go/jobkit/internal/chaos"
+	"github.com/jobkit-go/jobkit/internal/sampleapp/instrument"
 )
 
 var maxAttempts = map[string]int{samplejobs.KindSendEmail: 5, samplejobs.KindPostLedger: 5, samplejobs.KindTranscodeVideo: 3}
@@ -14,15 +15,15 @@ var maxAttempts = map[string]int{samplejobs.KindSendEmail: 5, samplejobs.KindPos
 // goodState is the state of a perfect run of p: every job applied once, the poison jobs dead,
 // the postings applied in order, the long job started once.
 func goodState(p *chaos.Plan) chaos.State {
-	st := chaos.State{Effects: map[string]samplejobs.EffectCount{}, Dead: map[string]int{}, Applied: map[string][]string{}}
+	st := chaos.State{Effects: map[string]instrument.EffectCount{}, Dead: map[string]int{}, Applied: map[string][]string{}}
 	for _, j := range p.All() {
 		if j.Poison {
 			st.Dead[j.ID] = 1
 			continue
 		}
-		st.Effects[j.ID] = samplejobs.EffectCount{Applied: 1}
+		st.Effects[j.ID] = instrument.EffectCount{Applied: 1}
 	}
-	st.Effects[p.Long.ID] = samplejobs.EffectCount{Applied: 1, Started: 1}
+	st.Effects[p.Long.ID] = instrument.EffectCount{Applied: 1, Started: 1}
 	for _, j := range p.Ledger {
 		if !j.Poison {
 			st.Applied[j.Group] = append(st.Applied[j.Group], j.Args.(samplejobs.PostLedger).PostingID)
@@ -69,7 +70,7 @@ func TestEvaluateFindsEachBreach(t *testing.T) {
 		"lost": {func(st *chaos.State) { delete(st.Effects, good) }, func(r chaos.Report) bool { return r.Lost == 1 }, "1 job(s) lost"},
 		"poison neither dead nor applied is lost": {func(st *chaos.State) { delete(st.Dead, poisoned) },
 			func(r chaos.Report) bool { return r.Lost == 1 && r.Dead == r.ExpectedDead-1 }, "lost"},
-		"duplicate": {func(st *chaos.State) { st.Effects[good] = samplejobs.EffectCount{Applied: 3} },
+		"duplicate": {func(st *chaos.State) { st.Effects[good] = instrument.EffectCount{Applied: 3} },
 			func(r chaos.Report) bool { return r.DuplicateEffects == 2 }, "2 duplicate effect(s)"},
 		"unexpected dead": {func(st *chaos.State) { st.Dead[good] = 1 },
 			func(r chaos.Report) bool { return r.Dead == r.ExpectedDead+1 && r.UnexpectedDeadIDs[0] == good }, "unexpected: " + good},
@@ -80,7 +81,7 @@ func TestEvaluateFindsEachBreach(t *testing.T) {
 		"a posting applied twice is out of order": {func(st *chaos.State) {
 			st.Applied[group] = append(st.Applied[group], st.Applied[group][0])
 		}, func(r chaos.Report) bool { return r.OrderViolations == 1 }, "order violation"},
-		"long job twice": {func(st *chaos.State) { st.Effects[p.Long.ID] = samplejobs.EffectCount{Applied: 1, Started: 2} },
+		"long job twice": {func(st *chaos.State) { st.Effects[p.Long.ID] = instrument.EffectCount{Applied: 1, Started: 2} },
 			func(r chaos.Report) bool { return r.LongJobRuns == 2 }, "started 2 time(s)"},
 	}
 	for name, c := range cases {

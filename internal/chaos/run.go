@@ -25,6 +25,7 @@ import (
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/jobkit-go/jobkit/functions/samplejobs"
+	"github.com/jobkit-go/jobkit/internal/sampleapp/instrument"
 	"github.com/jobkit-go/jobkit/jobs"
 	"github.com/jobkit-go/jobkit/localstack/devstack"
 	"github.com/jobkit-go/jobkit/localstack/esm"
@@ -111,11 +112,11 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		return nil, err
 	}
 	r := &runner{cfg: cfg, plan: plan, rng: rand.New(rand.NewPCG(cfg.Seed, 0x6b696c6c))}
-	r.out = &lineCounter{w: cfg.FunctionOutput, needle: []byte(samplejobs.ErrInjected.Error())}
+	r.out = &lineCounter{w: cfg.FunctionOutput, needle: []byte(instrument.ErrInjected.Error())}
 	stack, err := StartStack(ctx, StackConfig{
 		AWS: cfg.AWS, CDKOut: cfg.CDKOut, ModuleDir: cfg.ModuleDir, BuildDir: cfg.BuildDir,
-		Proxy:   &faultproxy.Options{ThrottleRate: max(cfg.ThrottleRate, 0), Seed: cfg.Seed},
-		Effects: true, Customize: r.customize,
+		Proxy:        &faultproxy.Options{ThrottleRate: max(cfg.ThrottleRate, 0), Seed: cfg.Seed},
+		Instrumented: true, Effects: true, Customize: r.customize,
 		OnBatch: r.onBatch, OnInvoke: r.onInvoke, Output: r.out, Logger: cfg.Logger,
 	})
 	if err != nil {
@@ -356,7 +357,7 @@ func (r *runner) enqueue(ctx context.Context, producer *jobs.Client, batch []*Pl
 	for attempt := 1; len(pending) > 0; attempt++ {
 		jobsIn := make([]jobs.BatchJob, len(pending))
 		for i, j := range pending {
-			jobsIn[i] = jobs.BatchJob{Args: j.Args, Opts: &jobs.EnqueueOpts{ID: j.ID, GroupID: j.Group}}
+			jobsIn[i] = jobs.BatchJob{Args: j.Enqueued(), Opts: &jobs.EnqueueOpts{ID: j.ID, GroupID: j.Group}}
 		}
 		results, err := producer.EnqueueBatch(ctx, jobsIn)
 		var again []*PlannedJob
@@ -449,7 +450,7 @@ func (r *runner) readState(ctx context.Context) (State, error) {
 	db := dynamodb.NewFromConfig(r.stack.Direct)
 	st := State{Dead: map[string]int{}, Applied: map[string][]string{}}
 	var err error
-	st.Effects, err = samplejobs.ReadEffects(ctx, db, r.stack.EffectsTable)
+	st.Effects, err = instrument.ReadEffects(ctx, db, r.stack.EffectsTable)
 	if err != nil {
 		return st, err
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/jobkit-go/jobkit/functions/samplejobs"
+	"github.com/jobkit-go/jobkit/internal/sampleapp/instrument"
 	"github.com/jobkit-go/jobkit/jobs"
 	"github.com/jobkit-go/jobkit/localstack/deploy"
 	"github.com/jobkit-go/jobkit/localstack/devstack"
@@ -36,7 +37,11 @@ type StackConfig struct {
 	// Proxy configures the fault proxy every AWS call of the functions, the event source
 	// mappings and Producer goes through; nil means no faults (the proxy still counts).
 	Proxy *faultproxy.Options
-	// Effects creates an effects table and sets samplejobs.EnvEffectsTable on every function.
+	// Instrumented runs the instrumented builds of the sample functions (instrument.Binaries):
+	// the fault instructions in a job's args (instrument.Faults) take effect.
+	Instrumented bool
+	// Effects creates an effects table and sets instrument.EnvEffectsTable on every function,
+	// which run instrumented (see Instrumented) to count each job's effects in it.
 	Effects bool
 	// Customize, if set, runs after the deployment and before the functions start, e.g. to
 	// change a function's environment (Stack.Deployment) or a queue attribute.
@@ -61,7 +66,7 @@ type Stack struct {
 	// EffectsTable is the effects table ("" without StackConfig.Effects).
 	EffectsTable string
 
-	dev *devstack.Stack
+	up *devstack.Running
 }
 
 // StartStack deploys cfg.CDKOut onto the emulator, starts the fault proxy in front of it and
@@ -87,53 +92,67 @@ func StartStack(ctx context.Context, cfg StackConfig) (s *Stack, err error) {
 			_ = s.Close(context.WithoutCancel(ctx))
 		}
 	}()
-	s.Deployment, err = deploy.Deploy(ctx, deploy.NewClients(cfg.AWS), &deploy.Options{
-		CDKOut: cfg.CDKOut, ModuleDir: cfg.ModuleDir, BuildDir: cfg.BuildDir, Prefix: cfg.Prefix, Logger: log,
-	})
-	if err != nil {
-		return s, fmt.Errorf("chaos: deploy: %w", err)
-	}
 	s.Proxy, err = faultproxy.Start(aws.ToString(cfg.AWS.BaseEndpoint), cfg.Proxy)
 	if err != nil {
 		return s, err
 	}
 	s.Proxied = cfg.AWS.Copy()
 	s.Proxied.BaseEndpoint = aws.String(s.Proxy.URL())
+	out := cfg.Output
+	if out == nil {
+		out = io.Discard
+	}
+	opts := deploy.Options{CDKOut: cfg.CDKOut, ModuleDir: cfg.ModuleDir, BuildDir: cfg.BuildDir, Prefix: cfg.Prefix, Logger: log}
+	if cfg.Instrumented || cfg.Effects {
+		opts.Sources = instrument.Binaries
+	}
+	s.up, err = devstack.Up(ctx, devstack.UpConfig{
+		Deploy: opts, DeployAWS: &s.Direct,
+		Config: devstack.Config{
+			AWS: s.Proxied, Endpoint: s.Proxy.URL(), Output: out, Logger: log,
+			OnBatch: cfg.OnBatch, OnInvoke: cfg.OnInvoke, NoScheduler: true,
+		},
+		Prepare: func(ctx context.Context, d *deploy.Deployment, _ *devstack.Config) error {
+			s.Deployment = d
+			return s.prepare(ctx, cfg)
+		},
+	})
+	if err != nil {
+		return s, fmt.Errorf("chaos: %w", err)
+	}
+	return s, nil
+}
+
+// prepare creates the effects table when cfg asks for it and runs cfg.Customize, before the
+// functions start.
+func (s *Stack) prepare(ctx context.Context, cfg StackConfig) error {
 	if cfg.Effects {
 		s.EffectsTable = cfg.Prefix + "effects"
-		if err := createEffectsTable(ctx, dynamodb.NewFromConfig(cfg.AWS), s.EffectsTable); err != nil {
+		if err := createEffectsTable(ctx, dynamodb.NewFromConfig(s.Direct), s.EffectsTable); err != nil {
 			s.EffectsTable = ""
-			return s, err
+			return err
 		}
 		for i := range s.Deployment.Functions {
 			f := &s.Deployment.Functions[i]
 			if f.Env == nil {
 				f.Env = map[string]string{}
 			}
-			f.Env[samplejobs.EnvEffectsTable] = s.EffectsTable
+			f.Env[instrument.EnvEffectsTable] = s.EffectsTable
 		}
 	}
 	if cfg.Customize != nil {
-		if err := cfg.Customize(ctx, s); err != nil {
-			return s, err
-		}
+		return cfg.Customize(ctx, s)
 	}
-	out := cfg.Output
-	if out == nil {
-		out = io.Discard
-	}
-	s.dev, err = devstack.Start(ctx, devstack.Config{
-		AWS: s.Proxied, Deployment: s.Deployment, Endpoint: s.Proxy.URL(), Output: out, Logger: log,
-		OnBatch: cfg.OnBatch, OnInvoke: cfg.OnInvoke, NoScheduler: true,
-	})
-	if err != nil {
-		return s, fmt.Errorf("chaos: start the stack: %w", err)
-	}
-	return s, nil
+	return nil
 }
 
 // Dev is the running devstack (nil after a failed start).
-func (s *Stack) Dev() *devstack.Stack { return s.dev }
+func (s *Stack) Dev() *devstack.Stack {
+	if s.up == nil {
+		return nil
+	}
+	return s.up.Stack
+}
 
 // Worker returns the function that runs jobs of kind, or nil: the function built from
 // functions/<queue> for the kind's sample queue (samplejobs.Queues).
@@ -188,18 +207,18 @@ func (s *Stack) Producer() (*jobs.Client, error) {
 
 // Stop stops the functions and the event source mappings (see devstack.Stack.Stop).
 func (s *Stack) Stop() error {
-	if s.dev == nil {
+	if s.up == nil {
 		return nil
 	}
-	return s.dev.Stop()
+	return s.up.Stack.Stop()
 }
 
 // Close stops the stack, removes the deployment and the effects table from the emulator and
 // closes the proxy.
 func (s *Stack) Close(ctx context.Context) error {
-	errs := []error{s.Stop()}
-	if s.Deployment != nil {
-		errs = append(errs, s.Deployment.Destroy(ctx))
+	var errs []error
+	if s.up != nil {
+		errs = append(errs, s.up.Down(ctx))
 	}
 	if s.EffectsTable != "" {
 		_, err := dynamodb.NewFromConfig(s.Direct).DeleteTable(ctx, &dynamodb.DeleteTableInput{TableName: aws.String(s.EffectsTable)})
@@ -215,8 +234,8 @@ func createEffectsTable(ctx context.Context, db *dynamodb.Client, name string) e
 	_, err := db.CreateTable(ctx, &dynamodb.CreateTableInput{
 		TableName:            aws.String(name),
 		BillingMode:          ddbtypes.BillingModePayPerRequest,
-		AttributeDefinitions: []ddbtypes.AttributeDefinition{{AttributeName: aws.String(samplejobs.EffectsIDAttr), AttributeType: ddbtypes.ScalarAttributeTypeS}},
-		KeySchema:            []ddbtypes.KeySchemaElement{{AttributeName: aws.String(samplejobs.EffectsIDAttr), KeyType: ddbtypes.KeyTypeHash}},
+		AttributeDefinitions: []ddbtypes.AttributeDefinition{{AttributeName: aws.String(instrument.EffectsIDAttr), AttributeType: ddbtypes.ScalarAttributeTypeS}},
+		KeySchema:            []ddbtypes.KeySchemaElement{{AttributeName: aws.String(instrument.EffectsIDAttr), KeyType: ddbtypes.KeyTypeHash}},
 	})
 	if err != nil {
 		return fmt.Errorf("chaos: create the effects table: %w", err)

@@ -23,10 +23,11 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/jobkit-go/jobkit/functions/samplejobs"
+	"github.com/jobkit-go/jobkit/internal/devapp"
+	"github.com/jobkit-go/jobkit/internal/sampleapp/instrument"
 	"github.com/jobkit-go/jobkit/jobs"
 	"github.com/jobkit-go/jobkit/jobs/inspect"
 	"github.com/jobkit-go/jobkit/localstack/awstest"
-	"github.com/jobkit-go/jobkit/internal/devapp"
 )
 
 // e2eWorkload is 300 jobs over the three sample functions: emails and postings that fail two
@@ -256,15 +257,7 @@ func TestEndToEnd(t *testing.T) {
 			continue
 		}
 		enqueued++
-		var f samplejobs.Faults
-		switch a := j.Args.(type) {
-		case samplejobs.SendEmail:
-			f = a.Faults
-		case samplejobs.PostLedger:
-			f = a.Faults
-		case samplejobs.TranscodeVideo:
-			f = a.Faults
-		}
+		f := j.Faults
 		outcome, reason := devapp.Expect(f, qu.MaxAttempts)
 		if lines.willRetry[j.ID] > 0 {
 			nRet++
@@ -309,11 +302,11 @@ func TestEndToEnd(t *testing.T) {
 			}
 			if reason == jobs.ReasonAttemptsUsed {
 				require.Equal(t, max(qu.MaxAttempts, first), dj.Attempts, id)
-				require.Contains(t, dj.Error, samplejobs.ErrInjected.Error(), id)
+				require.Contains(t, dj.Error, instrument.ErrInjected.Error(), id)
 			} else {
 				require.Equal(t, first, dj.Attempts, id)
 				require.Zero(t, lines.willRetry[j.ID], id)
-				require.Contains(t, dj.Error, samplejobs.ErrPoison.Error(), id)
+				require.Contains(t, dj.Error, instrument.ErrPoison.Error(), id)
 			}
 			require.NotContains(t, records, j.IdempotencyKey(), "%s: no idempotency record left", id)
 			require.Zero(t, lines.emailsSent[j.ID]+lines.transcodes[j.ID], "%s: no side effect", id)

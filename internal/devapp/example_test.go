@@ -41,7 +41,7 @@ func ExampleWorkload() {
 		return
 	}
 	for _, j := range jobs {
-		outcome, reason := devapp.Expect(j.Faults(), 5)
+		outcome, reason := devapp.Expect(j.Faults, 5)
 		line := fmt.Sprintf("%s %s %s", j.Queue, j.Args.Kind(), outcome)
 		if reason != "" {
 			line += " (" + reason + ")"

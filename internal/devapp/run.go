@@ -15,6 +15,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/smithy-go/logging"
 
+	"github.com/jobkit-go/jobkit/internal/sampleapp/instrument"
 	"github.com/jobkit-go/jobkit/jobs"
 	"github.com/jobkit-go/jobkit/localstack/deploy"
 	"github.com/jobkit-go/jobkit/localstack/devstack"
@@ -98,10 +99,11 @@ const maxCensusFailures = 10
 const idleLimit = 15 * time.Second
 
 // Run runs the sample stack offline from start to end: it synthesizes cdk.out when needed,
-// deploys it onto the emulator, starts every function and event source mapping and the schedules
-// (devstack), enqueues the workload, shows the progress, and at the end stops everything it
-// started, counts what became of every job (Census) and destroys the deployment. The emulator
-// itself is the caller's (see localstack/emulator).
+// deploys it onto the emulator and starts every function and event source mapping and the
+// schedules (devstack.Up, the sample functions built instrumented: instrument.Binaries), enqueues
+// the workload, shows the progress, and at the end stops everything it started, counts what
+// became of every job (Census) and destroys the deployment. The emulator itself is the caller's
+// (see localstack/emulator).
 //
 // The returned Result is non-nil whenever the stack started, also with an error (a
 // *NotDrainedError when a Once run timed out).
@@ -109,6 +111,55 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if cfg.Root == "" {
 		return nil, errors.New("demo: Config.Root is required")
 	}
+	cfg = cfg.withDefaults()
+	workload, err := cfg.Workload.Jobs()
+	if err != nil {
+		return nil, err
+	}
+	// Cleanup runs even after ctx ends.
+	bg := context.WithoutCancel(ctx)
+	res := &Result{}
+	if res.Synthesized, err = synthAsAsked(ctx, cfg); err != nil {
+		return nil, err
+	}
+	running, err := startStack(ctx, &cfg, res)
+	if err != nil {
+		return nil, err
+	}
+	if !cfg.Keep {
+		defer func() {
+			if derr := running.Deployment.Destroy(bg); derr != nil {
+				cfg.note("destroy: %v", derr)
+			}
+		}()
+	}
+	started := time.Now()
+	stopped := false
+	stop := func() {
+		if !stopped {
+			stopped = true
+			stopStack(running.Stack, started, res, cfg.note)
+		}
+	}
+	defer stop()
+	cfg.note("started %s", strings.Join(running.Stack.Functions(), ", "))
+
+	if err := enqueueWorkload(ctx, cfg, res.Tracker, workload); err != nil {
+		return res, err
+	}
+	runErr := watchUntilDone(ctx, cfg, res.Tracker, started, res)
+	stop()
+	if err := finalCount(bg, cfg, res); err != nil {
+		return res, errors.Join(runErr, err)
+	}
+	if len(res.LeftBehind) > 0 {
+		runErr = errors.Join(runErr, fmt.Errorf("demo: function processes left behind: %v", res.LeftBehind))
+	}
+	return res, runErr
+}
+
+// withDefaults fills in cfg's defaults.
+func (cfg Config) withDefaults() Config {
 	if cfg.Timeout <= 0 {
 		cfg.Timeout = 5 * time.Minute
 	}
@@ -121,55 +172,60 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if cfg.FunctionOutput == nil {
 		cfg.FunctionOutput = io.Discard
 	}
-	note := func(format string, args ...any) {
-		if cfg.Display != nil {
-			cfg.Display.Note(fmt.Sprintf(format, args...))
-		}
-	}
-	workload, err := cfg.Workload.Jobs()
-	if err != nil {
-		return nil, err
-	}
-	// Cleanup runs even after ctx ends.
-	bg := context.WithoutCancel(ctx)
-	res := &Result{}
+	return cfg
+}
 
+// note shows a line on the display, if any.
+func (cfg Config) note(format string, args ...any) {
+	if cfg.Display != nil {
+		cfg.Display.Note(fmt.Sprintf(format, args...))
+	}
+}
+
+// synthAsAsked synthesizes cdk.out as cfg.Synth says, and reports whether it did.
+func synthAsAsked(ctx context.Context, cfg Config) (bool, error) {
 	switch cfg.Synth {
 	case "", SynthAuto:
-		did, err := EnsureSynth(ctx, cfg.Root, noteWriter{note})
-		if err != nil {
-			return nil, err
-		}
-		res.Synthesized = did
+		return EnsureSynth(ctx, cfg.Root, noteWriter{cfg.note})
 	case SynthAlways:
-		note("synth: synthesizing the CDK app")
-		if err := Synth(ctx, cfg.Root, noteWriter{note}); err != nil {
-			return nil, err
+		cfg.note("synth: synthesizing the CDK app")
+		if err := Synth(ctx, cfg.Root, noteWriter{cfg.note}); err != nil {
+			return false, err
 		}
-		res.Synthesized = true
+		return true, nil
 	case SynthNever:
-	default:
-		return nil, fmt.Errorf("demo: Config.Synth must be %q, %q or %q, not %q", SynthAuto, SynthAlways, SynthNever, cfg.Synth)
+		return false, nil
 	}
+	return false, fmt.Errorf("demo: Config.Synth must be %q, %q or %q, not %q", SynthAuto, SynthAlways, SynthNever, cfg.Synth)
+}
 
+// startStack deploys cdk.out with the sample functions built instrumented, and starts it with a
+// Tracker (res.Tracker) following every batch, tick and output line. It sets res.Deployment.
+func startStack(ctx context.Context, cfg *Config, res *Result) (*devstack.Running, error) {
 	log := slog.New(slog.NewJSONHandler(cfg.FunctionOutput, nil))
 	// The SDK's own warnings (a long poll cut short at stop) go with the functions' output.
 	cfg.AWS.Logger = logging.NewStandardLogger(cfg.FunctionOutput)
 	start := time.Now()
-	d, err := deploy.Deploy(ctx, deploy.NewClients(cfg.AWS), &deploy.Options{
-		CDKOut: filepath.Join(cfg.Root, "cdk.out"), ModuleDir: cfg.Root, Prefix: cfg.Prefix, Logger: log,
-		BuildDir: cfg.BuildDir,
+	running, err := devstack.Up(ctx, devstack.UpConfig{
+		Deploy: deploy.Options{
+			CDKOut: filepath.Join(cfg.Root, "cdk.out"), ModuleDir: cfg.Root, Prefix: cfg.Prefix, Logger: log,
+			BuildDir: cfg.BuildDir, Sources: instrument.Binaries,
+		},
+		Config:      devstack.Config{AWS: cfg.AWS, Logger: log},
+		KeepOnError: cfg.Keep,
+		Prepare: func(_ context.Context, d *deploy.Deployment, sc *devstack.Config) error {
+			cfg.note("deployed %d stacks in %s: %d functions, %d queues, %d tables, %d schedules (%d resources not needed offline)",
+				len(d.Stacks), time.Since(start).Round(100*time.Millisecond), len(d.Functions), len(d.Queues), len(d.Tables),
+				len(d.Schedules), len(d.Skipped))
+			tr, err := NewTracker(cfg.AWS, d)
+			if err != nil {
+				return err
+			}
+			res.Deployment, res.Tracker = d, tr
+			sc.Output, sc.OnBatch, sc.OnFire = tr.Output(cfg.FunctionOutput), tr.OnBatch, tr.OnFire
+			return nil
+		},
 	})
-	if d != nil {
-		res.Deployment = d
-		if !cfg.Keep {
-			defer func() {
-				if derr := d.Destroy(bg); derr != nil {
-					note("destroy: %v", derr)
-				}
-			}()
-		}
-	}
 	if err != nil {
 		var exists *deploy.StackExistsError
 		if errors.As(err, &exists) {
@@ -177,94 +233,89 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		}
 		return nil, err
 	}
-	note("deployed %d stacks in %s: %d functions, %d queues, %d tables, %d schedules (%d resources not needed offline)",
-		len(d.Stacks), time.Since(start).Round(100*time.Millisecond), len(d.Functions), len(d.Queues), len(d.Tables),
-		len(d.Schedules), len(d.Skipped))
+	res.Tracker.Attach(running.Stack)
+	return running, nil
+}
 
-	tr, err := NewTracker(cfg.AWS, d)
+// stopStack stops the stack and records the run's elapsed time and the function processes that
+// outlived the stop.
+func stopStack(stack *devstack.Stack, started time.Time, res *Result, note func(string, ...any)) {
+	pids := stack.PIDs()
+	if err := stack.Stop(); err != nil {
+		note("stop: %v", err)
+	}
+	res.Elapsed = time.Since(started)
+	for _, pid := range pids {
+		if alive(pid) {
+			res.LeftBehind = append(res.LeftBehind, pid)
+		}
+	}
+}
+
+// enqueueWorkload enqueues the workload (with its faults) and tracks each job enqueued.
+func enqueueWorkload(ctx context.Context, cfg Config, tr *Tracker, workload []Job) error {
+	if len(workload) == 0 {
+		return nil
+	}
+	client, err := jobs.NewClient(sqs.NewFromConfig(cfg.AWS), jobs.ClientOptions{Queues: tr.Routes()})
 	if err != nil {
-		return nil, err
+		return err
 	}
-	res.Tracker = tr
-	stack, err := devstack.Start(ctx, devstack.Config{
-		AWS: cfg.AWS, Deployment: d, Output: tr.Output(cfg.FunctionOutput), Logger: log,
-		OnBatch: tr.OnBatch, OnFire: tr.OnFire,
-	})
+	batch := make([]jobs.BatchJob, len(workload))
+	for i, j := range workload {
+		batch[i] = jobs.BatchJob{Args: j.Enqueued(), Opts: &jobs.EnqueueOpts{GroupID: j.GroupID}}
+	}
+	results, err := client.EnqueueBatch(ctx, batch)
+	for i, r := range results {
+		tr.Add(r, batch[i].Args, "", workload[i].GroupID)
+	}
 	if err != nil {
-		return nil, err
+		return fmt.Errorf("demo: enqueue the workload: %w", err)
 	}
-	started := time.Now()
-	tr.Attach(stack)
-	stopped := false
-	stop := func() {
-		if stopped {
-			return
-		}
-		stopped = true
-		pids := stack.PIDs()
-		if err := stack.Stop(); err != nil {
-			note("stop: %v", err)
-		}
-		res.Elapsed = time.Since(started)
-		for _, pid := range pids {
-			if alive(pid) {
-				res.LeftBehind = append(res.LeftBehind, pid)
-			}
-		}
-	}
-	defer stop()
-	note("started %s", strings.Join(stack.Functions(), ", "))
+	cfg.note("enqueued %d jobs", len(workload))
+	return nil
+}
 
-	if len(workload) > 0 {
-		client, err := jobs.NewClient(sqs.NewFromConfig(cfg.AWS), jobs.ClientOptions{Queues: tr.Routes()})
-		if err != nil {
-			return res, err
-		}
-		batch := make([]jobs.BatchJob, len(workload))
-		for i, j := range workload {
-			batch[i] = jobs.BatchJob{Args: j.Args, Opts: &jobs.EnqueueOpts{GroupID: j.GroupID}}
-		}
-		results, err := client.EnqueueBatch(ctx, batch)
-		for i, r := range results {
-			tr.Add(r, workload[i].Args, "", workload[i].GroupID)
-		}
-		if err != nil {
-			return res, fmt.Errorf("demo: enqueue the workload: %w", err)
-		}
-		note("enqueued %d jobs", len(workload))
-	}
-
+// watchUntilDone watches the run (watch) and, when ctx ends first, waits up to DrainGrace for
+// the jobs in flight.
+func watchUntilDone(ctx context.Context, cfg Config, tr *Tracker, started time.Time, res *Result) error {
 	runErr := watch(ctx, cfg, tr, started, res)
-	if ctx.Err() != nil {
-		note("interrupted: waiting up to %s for the jobs in flight", cfg.DrainGrace)
-		dcfg := cfg
-		dcfg.Once, dcfg.Timeout = true, cfg.DrainGrace
-		if err := watch(bg, dcfg, tr, started, res); err != nil {
-			var nd *NotDrainedError
-			if !errors.As(err, &nd) {
-				runErr = err
-			}
+	if ctx.Err() == nil {
+		return runErr
+	}
+	cfg.note("interrupted: waiting up to %s for the jobs in flight", cfg.DrainGrace)
+	dcfg := cfg
+	dcfg.Once, dcfg.Timeout = true, cfg.DrainGrace
+	if err := watch(context.WithoutCancel(ctx), dcfg, tr, started, res); err != nil {
+		var nd *NotDrainedError
+		if !errors.As(err, &nd) {
+			runErr = err
 		}
 	}
-	stop()
-	var final *Census
-	for try := 1; ; try++ { // the emulator may fail a call now and then: the count matters most
-		if final, err = tr.Census(bg, true); err == nil || try == 3 {
+	return runErr
+}
+
+// finalCount takes the full census of the stopped run into res (retrying a failed count: the
+// emulator may fail a call now and then, and the count matters most) and shows it.
+func finalCount(ctx context.Context, cfg Config, res *Result) error {
+	var (
+		final *Census
+		err   error
+	)
+	for try := 1; ; try++ {
+		if final, err = res.Tracker.Census(ctx, true); err == nil || try == 3 {
 			break
 		}
 		time.Sleep(time.Second)
 	}
 	if err != nil {
-		return res, errors.Join(runErr, err)
+		return err
 	}
 	res.Census, res.Drained, res.Summary = final, final.Drained(), SummaryOf(final)
 	if cfg.Display != nil {
 		cfg.Display.Update(final, res.Elapsed)
 	}
-	if len(res.LeftBehind) > 0 {
-		runErr = errors.Join(runErr, fmt.Errorf("demo: function processes left behind: %v", res.LeftBehind))
-	}
-	return res, runErr
+	return nil
 }
 
 // watch updates the display every Interval until ctx ends, or, with Once, until the workload

@@ -22,6 +22,7 @@ import (
 
 	"github.com/jobkit-go/jobkit/functions/samplejobs"
 	"github.com/jobkit-go/jobkit/idempotency"
+	"github.com/jobkit-go/jobkit/internal/sampleapp/instrument"
 	"github.com/jobkit-go/jobkit/jobs"
 	"github.com/jobkit-go/jobkit/jobs/inspect"
 	"github.com/jobkit-go/jobkit/localstack/deploy"
@@ -68,8 +69,9 @@ type Tracked struct {
 	Key       string // idempotency key ("" means ID)
 	Queue     string // queue name
 	GroupID   string
-	Args      jobs.JobArgs // nil for a scheduled tick
-	Schedule  string       // the schedule that sent it ("" if enqueued)
+	Args      jobs.JobArgs      // nil for a scheduled tick
+	Faults    instrument.Faults // the failures it asked for
+	Schedule  string            // the schedule that sent it ("" if enqueued)
 	Enqueued  time.Time
 	sequence  int
 	queueInfo *Queue
@@ -212,12 +214,17 @@ func (t *Tracker) Attach(s *devstack.Stack) {
 }
 
 // Add tracks an enqueued job. res is its enqueue result; a failed one (res.Err) is not tracked.
+// args are the args enqueued: an instrument.Faulty is tracked as its Args and Faults.
 func (t *Tracker) Add(res jobs.EnqueueResult, args jobs.JobArgs, key, groupID string) {
 	if res.Err != nil || res.ID == "" {
 		return
 	}
+	var faults instrument.Faults
+	if f, ok := args.(instrument.Faulty); ok {
+		args, faults = f.Args, f.Faults
+	}
 	q := t.byURL[res.QueueURL]
-	t.add(&Tracked{ID: res.ID, Kind: res.Kind, Key: key, GroupID: groupID, Args: args, Enqueued: time.Now(), queueInfo: q})
+	t.add(&Tracked{ID: res.ID, Kind: res.Kind, Key: key, GroupID: groupID, Args: args, Faults: faults, Enqueued: time.Now(), queueInfo: q})
 }
 
 func (t *Tracker) add(j *Tracked) {
@@ -425,42 +432,67 @@ func (c *Census) Drained() bool { return c.Full && c.Unaccounted == 0 }
 func (t *Tracker) Census(ctx context.Context, full bool) (*Census, error) {
 	c := &Census{At: time.Now(), Full: full, Succeeded: map[string]bool{}}
 	tracked := t.Jobs()
+	in, err := t.readState(ctx, full)
+	if err != nil {
+		return nil, err
+	}
+	dead := map[string]bool{}
+	if full {
+		dead = t.listDead(c, in.lists)
+	}
+	per := t.queueCounts(in, full)
+	t.countJobs(c, tracked, per, in.completed, dead, full)
+	t.total(c, per, in.lists, full)
+	return c, nil
+}
 
-	// Queue depths, concurrently.
-	type depth struct{ main, dlq int }
-	depths := make([]depth, len(t.queues))
-	var (
-		wg   sync.WaitGroup
-		mu   sync.Mutex
-		errs []error
-	)
-	fail := func(err error) {
-		mu.Lock()
-		errs = append(errs, err)
-		mu.Unlock()
-	}
+// censusState is what a census reads from the emulator, by queue (index of t.queues).
+type censusState struct {
+	depths    []queueDepth        // each queue's and its dead-letter queue's messages
+	completed map[string]bool     // the idempotency keys COMPLETED in the queues' tables
+	lists     []*inspect.DeadList // each dead-letter queue's listing (full census only)
+}
+
+type queueDepth struct{ main, dlq int }
+
+// gather runs calls concurrently and collects their errors.
+type gather struct {
+	wg   sync.WaitGroup
+	mu   sync.Mutex
+	errs []error
+}
+
+func (g *gather) do(fn func() error) {
+	g.wg.Add(1)
+	go func() {
+		defer g.wg.Done()
+		if err := fn(); err != nil {
+			g.mu.Lock()
+			g.errs = append(g.errs, err)
+			g.mu.Unlock()
+		}
+	}()
+}
+
+func (g *gather) wait() error {
+	g.wg.Wait()
+	return errors.Join(g.errs...)
+}
+
+// readState reads, concurrently, the queue depths, the completed idempotency records and, for a
+// full census, the dead-letter listings.
+func (t *Tracker) readState(ctx context.Context, full bool) (*censusState, error) {
+	st := &censusState{depths: make([]queueDepth, len(t.queues)), completed: map[string]bool{}, lists: make([]*inspect.DeadList, len(t.queues))}
+	var g gather
 	for i, q := range t.queues {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			n, err := t.depth(ctx, q.URL)
-			if err != nil {
-				fail(err)
-				return
+		g.do(func() (err error) {
+			if st.depths[i].main, err = t.depth(ctx, q.URL); err != nil || q.DLQURL == "" {
+				return err
 			}
-			depths[i].main = n
-			if q.DLQURL != "" {
-				n, err := t.depth(ctx, q.DLQURL)
-				if err != nil {
-					fail(err)
-					return
-				}
-				depths[i].dlq = n
-			}
-		}()
+			st.depths[i].dlq, err = t.depth(ctx, q.DLQURL)
+			return err
+		})
 	}
-	// Completed idempotency records.
-	completed := map[string]bool{}
 	tables := map[string]bool{}
 	for _, q := range t.queues {
 		if q.IdempotencyTable != "" {
@@ -468,63 +500,55 @@ func (t *Tracker) Census(ctx context.Context, full bool) (*Census, error) {
 		}
 	}
 	for table := range tables {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		g.do(func() error {
 			keys, err := CompletedKeys(ctx, t.ddb, table)
-			if err != nil {
-				fail(err)
-				return
-			}
-			mu.Lock()
+			g.mu.Lock()
+			defer g.mu.Unlock()
 			for k := range keys {
-				completed[k] = true
+				st.completed[k] = true
 			}
-			mu.Unlock()
-		}()
+			return err
+		})
 	}
-	// Dead-letter listings.
-	lists := make([]*inspect.DeadList, len(t.queues))
-	if full {
-		for i, q := range t.queues {
-			if q.DLQURL == "" {
-				continue
-			}
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				l, err := t.inspector.ListDead(ctx, q.DLQURL, &inspect.ListOptions{Limit: 100000, Visibility: 30 * time.Second})
-				if err != nil {
-					fail(err)
-					return
-				}
-				lists[i] = l
-			}()
+	for i, q := range t.queues {
+		if !full || q.DLQURL == "" {
+			continue
 		}
+		g.do(func() (err error) {
+			st.lists[i], err = t.inspector.ListDead(ctx, q.DLQURL, &inspect.ListOptions{Limit: 100000, Visibility: 30 * time.Second})
+			return err
+		})
 	}
-	wg.Wait()
-	if len(errs) > 0 {
-		return nil, fmt.Errorf("demo: census: %w", errors.Join(errs...))
+	if err := g.wait(); err != nil {
+		return nil, fmt.Errorf("demo: census: %w", err)
 	}
+	return st, nil
+}
 
+// listDead adds the tracked jobs of the dead-letter listings to c.DeadJobs (once each) and
+// returns their ids; it counts the rest as c.Foreign and what the listings could not show as
+// c.Unlisted.
+func (t *Tracker) listDead(c *Census, lists []*inspect.DeadList) map[string]bool {
 	dead := map[string]bool{}
-	if full {
-		for _, l := range lists {
-			if l == nil {
-				continue
-			}
-			c.Unlisted += max(0, int(l.Approximate)-l.Scanned)
-			for _, j := range l.Jobs {
-				if tj := t.lookup(j.JobID); tj != nil && !dead[j.JobID] {
-					dead[j.JobID] = true
-					c.DeadJobs = append(c.DeadJobs, j)
-				} else {
-					c.Foreign++
-				}
+	for _, l := range lists {
+		if l == nil {
+			continue
+		}
+		c.Unlisted += max(0, int(l.Approximate)-l.Scanned)
+		for _, j := range l.Jobs {
+			if tj := t.lookup(j.JobID); tj != nil && !dead[j.JobID] {
+				dead[j.JobID] = true
+				c.DeadJobs = append(c.DeadJobs, j)
+			} else {
+				c.Foreign++
 			}
 		}
 	}
+	return dead
+}
 
+// queueCounts starts each queue's counts from its depths and the messages its pollers hold.
+func (t *Tracker) queueCounts(st *censusState, full bool) map[*Queue]*Counts {
 	var stats []devstack.MappingStats
 	t.mu.Lock()
 	if t.stack != nil {
@@ -535,16 +559,22 @@ func (t *Tracker) Census(ctx context.Context, full bool) (*Census, error) {
 	for _, s := range stats {
 		running[s.QueueURL] += int(max(0, s.Received-s.Deleted-s.Returned))
 	}
-
 	per := map[*Queue]*Counts{}
 	for i, q := range t.queues {
 		// A message retried with a short backoff can be received again before the batch that
 		// failed it is settled: never show more running than the queue holds.
-		per[q] = &Counts{Pending: depths[i].main, Running: min(running[q.URL], depths[i].main)}
+		per[q] = &Counts{Pending: st.depths[i].main, Running: min(running[q.URL], st.depths[i].main)}
 		if !full {
-			per[q].Dead = depths[i].dlq
+			per[q].Dead = st.depths[i].dlq
 		}
 	}
+	return per
+}
+
+// countJobs counts each tracked job in its queue's counts: enqueued, retried, succeeded (a
+// COMPLETED idempotency record, or the transcode's output line), dead (a full census's
+// listings) or, in a full census, unaccounted.
+func (t *Tracker) countJobs(c *Census, tracked []*Tracked, per map[*Queue]*Counts, completed, dead map[string]bool, full bool) {
 	for _, j := range tracked {
 		q := j.queueInfo
 		if q == nil {
@@ -573,6 +603,10 @@ func (t *Tracker) Census(ctx context.Context, full bool) (*Census, error) {
 			c.Unaccounted++
 		}
 	}
+}
+
+// total adds the queues' counts to c, and works out the lost (full census) or unaccounted jobs.
+func (t *Tracker) total(c *Census, per map[*Queue]*Counts, lists []*inspect.DeadList, full bool) {
 	pending := 0
 	for i, q := range t.queues {
 		n := per[q]
@@ -588,7 +622,6 @@ func (t *Tracker) Census(ctx context.Context, full bool) (*Census, error) {
 	} else {
 		c.Unaccounted = max(0, c.Total.Enqueued-c.Total.Succeeded-c.Total.Dead)
 	}
-	return c, nil
 }
 
 func (t *Tracker) lookup(id string) *Tracked {

@@ -5,12 +5,13 @@ import (
 	"math/rand/v2"
 
 	"github.com/jobkit-go/jobkit/functions/samplejobs"
+	"github.com/jobkit-go/jobkit/internal/sampleapp/instrument"
 	"github.com/jobkit-go/jobkit/jobs"
 )
 
 // Workload describes a demo workload over the sample stack's three functions. Faulty jobs are a
-// subset of each kind's jobs; they carry samplejobs.Faults, so their outcome is known in advance
-// (see Expect). The zero Workload has no jobs.
+// subset of each kind's jobs; they carry fault instructions (instrument.Faults, which the
+// instrumented functions inject), so their outcome is known in advance (see Expect). The zero Workload has no jobs.
 type Workload struct {
 	// Emails is the number of SendEmail jobs (Email queue).
 	Emails int
@@ -70,20 +71,12 @@ type Job struct {
 	Args jobs.JobArgs
 	// GroupID is the FIFO message group (the account of a posting).
 	GroupID string
+	// Faults are the failures the job asks for (none for most jobs).
+	Faults instrument.Faults
 }
 
-// Faults returns the job's injected faults.
-func (j Job) Faults() samplejobs.Faults {
-	switch a := j.Args.(type) {
-	case samplejobs.SendEmail:
-		return a.Faults
-	case samplejobs.PostLedger:
-		return a.Faults
-	case samplejobs.TranscodeVideo:
-		return a.Faults
-	}
-	return samplejobs.Faults{}
-}
+// Enqueued returns the args to enqueue for j: Args with Faults added (instrument.WithFaults).
+func (j Job) Enqueued() jobs.JobArgs { return instrument.WithFaults(j.Args, j.Faults) }
 
 // Size returns the number of jobs the workload enqueues.
 func (w Workload) Size() int { return w.Emails + w.Postings + w.Transcodes + w.LongTranscodes }
@@ -99,66 +92,45 @@ func (w Workload) Jobs() ([]Job, error) {
 		retry = 1
 	}
 	rng := rand.New(rand.NewPCG(w.Seed, w.Seed^0x9e3779b97f4a7c15))
-	// faults spreads the faulty jobs over n: a permutation of positions, taken in turn.
-	faults := func(n, retries, exhausted, poison, retry int) []samplejobs.Faults {
-		out := make([]samplejobs.Faults, n)
-		pos := rng.Perm(n)
-		for _, p := range pos[:retries] {
-			out[p] = samplejobs.Faults{FailAttempts: retry}
-		}
-		for _, p := range pos[retries : retries+exhausted] {
-			out[p] = samplejobs.Faults{FailAttempts: UnlimitedFailures}
-		}
-		for _, p := range pos[retries+exhausted : retries+exhausted+poison] {
-			out[p] = samplejobs.Faults{Poison: true}
-		}
-		return out
-	}
+	out := w.emails(rng, retry)
+	out = append(out, w.postings(rng, retry)...)
+	return append(out, w.transcodes(rng)...), nil
+}
 
-	var out []Job
-	ef := faults(w.Emails, w.EmailRetries, w.EmailExhausted, w.EmailPoison, retry)
+// spreadFaults spreads faulty jobs over n: a permutation of positions, taken in turn, gets
+// retries jobs failing retry attempts, then exhausted jobs failing every attempt, then poison.
+func spreadFaults(rng *rand.Rand, n, retries, exhausted, poison, retry int) []instrument.Faults {
+	out := make([]instrument.Faults, n)
+	pos := rng.Perm(n)
+	for _, p := range pos[:retries] {
+		out[p] = instrument.Faults{FailAttempts: retry}
+	}
+	for _, p := range pos[retries : retries+exhausted] {
+		out[p] = instrument.Faults{FailAttempts: UnlimitedFailures}
+	}
+	for _, p := range pos[retries+exhausted : retries+exhausted+poison] {
+		out[p] = instrument.Faults{Poison: true}
+	}
+	return out
+}
+
+// emails returns the SendEmail jobs.
+func (w Workload) emails(rng *rand.Rand, retry int) []Job {
+	ef := spreadFaults(rng, w.Emails, w.EmailRetries, w.EmailExhausted, w.EmailPoison, retry)
+	out := make([]Job, 0, w.Emails)
 	for i := range w.Emails {
-		out = append(out, Job{Queue: samplejobs.QueueEmail, Args: samplejobs.SendEmail{
-			To: fmt.Sprintf("user-%03d@example.com", i+1), Subject: fmt.Sprintf("Welcome #%d", i+1), Faults: ef[i],
+		out = append(out, Job{Queue: samplejobs.QueueEmail, Faults: ef[i], Args: samplejobs.SendEmail{
+			To: fmt.Sprintf("user-%03d@example.com", i+1), Subject: fmt.Sprintf("Welcome #%d", i+1),
 		}})
 	}
+	return out
+}
 
-	// Postings: faulty postings are spread evenly over the accounts, dead ones first and at most
-	// one per account. An account's postings wait behind its failing one (FIFO), and every
-	// delivery counts as an attempt, so piling faults on one account would use up the attempts
-	// of the postings behind them; one dead posting per account also keeps each visible to a
-	// dead-letter listing (a FIFO queue shows only the head of each group).
-	pf := make([]samplejobs.Faults, w.Postings)
-	if w.Postings > 0 {
-		n := min(w.Accounts, w.Postings) // accounts that have postings
-		free := make([][]int, n)         // each account's positions not yet faulty, shuffled
-		for i := range w.Postings {
-			free[i%w.Accounts] = append(free[i%w.Accounts], i)
-		}
-		for _, f := range free {
-			rng.Shuffle(len(f), func(i, j int) { f[i], f[j] = f[j], f[i] })
-		}
-		var faulty []samplejobs.Faults
-		for range w.PostingExhausted {
-			faulty = append(faulty, samplejobs.Faults{FailAttempts: UnlimitedFailures})
-		}
-		for range w.PostingPoison {
-			faulty = append(faulty, samplejobs.Faults{Poison: true})
-		}
-		for range w.PostingRetries {
-			faulty = append(faulty, samplejobs.Faults{FailAttempts: retry})
-		}
-		order := rng.Perm(n)
-		k := 0
-		for _, f := range faulty {
-			for len(free[order[k%n]]) == 0 {
-				k++
-			}
-			a := order[k%n]
-			pf[free[a][0]], free[a] = f, free[a][1:]
-			k++
-		}
-	}
+// postings returns the PostLedger jobs, spread over the accounts round-robin and numbered in
+// each account's order.
+func (w Workload) postings(rng *rand.Rand, retry int) []Job {
+	pf := w.postingFaults(rng, retry)
+	out := make([]Job, 0, w.Postings)
 	seq := make([]int64, w.Accounts)
 	for i := range w.Postings {
 		a := i % w.Accounts
@@ -168,24 +140,69 @@ func (w Workload) Jobs() ([]Job, error) {
 			PostingID:   fmt.Sprintf("p-%02d-%03d", a+1, seq[a]),
 			AmountCents: int64(rng.IntN(20000)) - 5000,
 			Seq:         seq[a],
-			Faults:      pf[i],
 		}
-		out = append(out, Job{Queue: samplejobs.QueueLedger, Args: p, GroupID: p.GroupID()})
+		out = append(out, Job{Queue: samplejobs.QueueLedger, Args: p, GroupID: p.GroupID(), Faults: pf[i]})
 	}
+	return out
+}
 
-	// Faulty transcodes are short ones: a long one failing first would add its length to the wait.
+// postingFaults places the faulty postings: spread evenly over the accounts, dead ones first and
+// at most one per account. An account's postings wait behind its failing one (FIFO), and every
+// delivery counts as an attempt, so piling faults on one account would use up the attempts of
+// the postings behind them; one dead posting per account also keeps each visible to a
+// dead-letter listing (a FIFO queue shows only the head of each group).
+func (w Workload) postingFaults(rng *rand.Rand, retry int) []instrument.Faults {
+	pf := make([]instrument.Faults, w.Postings)
+	if w.Postings == 0 {
+		return pf
+	}
+	n := min(w.Accounts, w.Postings) // accounts that have postings
+	free := make([][]int, n)         // each account's positions not yet faulty, shuffled
+	for i := range w.Postings {
+		free[i%w.Accounts] = append(free[i%w.Accounts], i)
+	}
+	for _, f := range free {
+		rng.Shuffle(len(f), func(i, j int) { f[i], f[j] = f[j], f[i] })
+	}
+	var faulty []instrument.Faults
+	for range w.PostingExhausted {
+		faulty = append(faulty, instrument.Faults{FailAttempts: UnlimitedFailures})
+	}
+	for range w.PostingPoison {
+		faulty = append(faulty, instrument.Faults{Poison: true})
+	}
+	for range w.PostingRetries {
+		faulty = append(faulty, instrument.Faults{FailAttempts: retry})
+	}
+	order := rng.Perm(n)
+	k := 0
+	for _, f := range faulty {
+		for len(free[order[k%n]]) == 0 {
+			k++
+		}
+		a := order[k%n]
+		pf[free[a][0]], free[a] = f, free[a][1:]
+		k++
+	}
+	return pf
+}
+
+// transcodes returns the TranscodeVideo jobs: the short ones, then the long ones. Faulty
+// transcodes are short ones: a long one failing first would add its length to the wait.
+func (w Workload) transcodes(rng *rand.Rand) []Job {
 	n := w.Transcodes + w.LongTranscodes
-	tf := append(faults(w.Transcodes, w.TranscodeRetries, 0, w.TranscodePoison, 1), make([]samplejobs.Faults, w.LongTranscodes)...)
+	tf := append(spreadFaults(rng, w.Transcodes, w.TranscodeRetries, 0, w.TranscodePoison, 1), make([]instrument.Faults, w.LongTranscodes)...)
+	out := make([]Job, 0, n)
 	for i := range n {
 		secs := w.TranscodeSeconds
 		if i >= w.Transcodes {
 			secs = w.LongTranscodeSeconds
 		}
-		out = append(out, Job{Queue: samplejobs.QueueTranscode, Args: samplejobs.TranscodeVideo{
-			VideoID: fmt.Sprintf("video-%03d", i+1), Seconds: secs, Faults: tf[i],
+		out = append(out, Job{Queue: samplejobs.QueueTranscode, Faults: tf[i], Args: samplejobs.TranscodeVideo{
+			VideoID: fmt.Sprintf("video-%03d", i+1), Seconds: secs,
 		}})
 	}
-	return out, nil
+	return out
 }
 
 func (w Workload) validate() error {
@@ -234,7 +251,7 @@ func (o Outcome) String() string {
 
 // Expect returns how a job with these faults ends on a queue allowing maxAttempts attempts, and
 // the dead-letter reason (jobs.Reason*) when it is dead-lettered.
-func Expect(f samplejobs.Faults, maxAttempts int) (Outcome, string) {
+func Expect(f instrument.Faults, maxAttempts int) (Outcome, string) {
 	switch {
 	case f.Poison:
 		return DeadLettered, jobs.ReasonCancelled

@@ -6,8 +6,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/jobkit-go/jobkit/functions/samplejobs"
-	"github.com/jobkit-go/jobkit/jobs"
 	"github.com/jobkit-go/jobkit/internal/devapp"
+	"github.com/jobkit-go/jobkit/internal/sampleapp/instrument"
+	"github.com/jobkit-go/jobkit/jobs"
 )
 
 // The dev workload has the jobs and faults it promises, in a reproducible order, with each
@@ -36,7 +37,7 @@ func TestDevWorkload(t *testing.T) {
 			per[j.Queue] = n
 		}
 		n.jobs++
-		f := j.Faults()
+		f := j.Faults
 		switch {
 		case f.Poison:
 			n.poison++
@@ -58,13 +59,13 @@ func TestDevWorkload(t *testing.T) {
 			if out, _ := devapp.Expect(f, jobs.DefaultMaxAttempts); out == devapp.DeadLettered {
 				deadPerAccount[a.Account]++
 			}
-			if f != (samplejobs.Faults{}) {
+			if f != (instrument.Faults{}) {
 				faultsPerAccount[a.Account]++
 			}
 		case samplejobs.TranscodeVideo:
 			if a.Seconds == w.LongTranscodeSeconds {
 				long++
-				require.Equal(t, samplejobs.Faults{}, f, "a long transcode has no faults")
+				require.Equal(t, instrument.Faults{}, f, "a long transcode has no faults")
 			}
 			require.LessOrEqual(t, f.FailAttempts, 1, "a transcode fails one attempt at most")
 		default:
@@ -106,23 +107,23 @@ func TestWorkloadInvalid(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, js, 2)
 	for _, j := range js {
-		require.True(t, j.Faults().Poison)
+		require.True(t, j.Faults.Poison)
 	}
 }
 
 func TestExpect(t *testing.T) {
 	t.Parallel()
 	for _, c := range []struct {
-		f       samplejobs.Faults
+		f       instrument.Faults
 		max     int
 		outcome devapp.Outcome
 		reason  string
 	}{
-		{samplejobs.Faults{}, 5, devapp.Succeeds, ""},
-		{samplejobs.Faults{FailAttempts: 4}, 5, devapp.Succeeds, ""},
-		{samplejobs.Faults{FailAttempts: 5}, 5, devapp.DeadLettered, jobs.ReasonAttemptsUsed},
-		{samplejobs.Faults{FailAttempts: devapp.UnlimitedFailures}, 3, devapp.DeadLettered, jobs.ReasonAttemptsUsed},
-		{samplejobs.Faults{Poison: true, FailAttempts: 1}, 5, devapp.DeadLettered, jobs.ReasonCancelled},
+		{instrument.Faults{}, 5, devapp.Succeeds, ""},
+		{instrument.Faults{FailAttempts: 4}, 5, devapp.Succeeds, ""},
+		{instrument.Faults{FailAttempts: 5}, 5, devapp.DeadLettered, jobs.ReasonAttemptsUsed},
+		{instrument.Faults{FailAttempts: devapp.UnlimitedFailures}, 3, devapp.DeadLettered, jobs.ReasonAttemptsUsed},
+		{instrument.Faults{Poison: true, FailAttempts: 1}, 5, devapp.DeadLettered, jobs.ReasonCancelled},
 	} {
 		outcome, reason := devapp.Expect(c.f, c.max)
 		require.Equal(t, c.outcome, outcome, "%+v", c.f)

@@ -33,7 +33,7 @@ func (dp *deployer) build(ctx context.Context, cdkOut string) error {
 			continue
 		}
 		start := time.Now()
-		if err := buildBootstrap(ctx, filepath.Join(dp.o.ModuleDir, filepath.FromSlash(fn.Source)), out); err != nil {
+		if err := buildBootstrap(ctx, filepath.Join(dp.o.ModuleDir, filepath.FromSlash(dp.o.sourceDir(fn.Source))), out); err != nil {
 			return &ConfigError{Stack: fn.Stack, LogicalID: fn.LogicalID, Reason: err.Error()}
 		}
 		fn.Bootstrap = out

@@ -98,6 +98,11 @@ type Options struct {
 	BuildDir string
 	// SkipBuild leaves Function.Bootstrap empty: resources only.
 	SkipBuild bool
+	// Sources substitutes the Go package built for a function: it maps a function's
+	// SourceMetadataKey path to the package to build instead, both relative to ModuleDir (e.g. to
+	// run an instrumented build of a function). Function.Source keeps the assembly's path.
+	// Default none.
+	Sources map[string]string
 	// Region of the deployment; default the config's region (or us-east-1).
 	Region string
 	// AccountID is used in synthesized ARNs until a created queue tells the emulator's own;

@@ -1,6 +1,7 @@
 // Package devstack runs a deployed stack (a deploy.Deployment, of any CDK app) on this machine: a
 // lambdaruntime per function, an esm poller per SQS event source mapping, and a schedfire runner
-// for the deployment's schedule groups. Stop ends all of it and leaves no process behind.
+// for the deployment's schedule groups. Stop ends all of it and leaves no process behind. Up is
+// the one path from a cloud assembly to a running stack: it deploys (package deploy) and starts.
 package devstack
 
 import (
@@ -87,27 +88,13 @@ func Start(ctx context.Context, cfg Config) (*Stack, error) {
 	if d == nil {
 		return nil, errors.New("devstack: Config.Deployment is required")
 	}
-	log := cfg.Logger
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
-	endpoint := cfg.Endpoint
-	if endpoint == "" {
-		endpoint = aws.ToString(cfg.AWS.BaseEndpoint)
-	}
-	out := cfg.Output
-	if out == nil {
-		out = os.Stderr
-	}
-	if cfg.StopGrace <= 0 {
-		cfg.StopGrace = 10 * time.Second
-	}
+	cfg = cfg.withDefaults()
 	creds, err := cfg.AWS.Credentials.Retrieve(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("devstack: credentials: %w", err)
 	}
 	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	s := &Stack{log: log, grace: cfg.StopGrace, runtimes: map[string]*lambdaruntime.Runtime{}, cancel: cancel, done: make(chan struct{})}
+	s := &Stack{log: cfg.Logger, grace: cfg.StopGrace, runtimes: map[string]*lambdaruntime.Runtime{}, cancel: cancel, done: make(chan struct{})}
 	fail := func(err error) (*Stack, error) {
 		cancel()
 		for _, rt := range s.runtimes {
@@ -119,100 +106,159 @@ func Start(ctx context.Context, cfg Config) (*Stack, error) {
 	client := sqs.NewFromConfig(cfg.AWS)
 	var outMu sync.Mutex
 	for _, fn := range d.Functions {
-		var mappings []deploy.EventSourceMapping
-		for _, m := range d.MappingsOf(fn.Name) {
-			if m.Enabled {
-				mappings = append(mappings, m)
-			}
-		}
+		mappings := enabledMappings(d, fn.Name)
 		if len(mappings) == 0 {
-			log.Info("function has no enabled SQS event source; not started", "function", fn.Name)
+			cfg.Logger.Info("function has no enabled SQS event source; not started", "function", fn.Name)
 			continue
 		}
-		if fn.Bootstrap == "" {
-			return fail(fmt.Errorf("devstack: function %s has no bootstrap (deployed with SkipBuild?)", fn.Name))
-		}
-		// As many environments as the mappings may invoke at once, within reserved concurrency.
-		instances := 0
-		for _, m := range mappings {
-			c := m.MaximumConcurrency
-			if c == 0 {
-				c = esm.DefaultMaximumConcurrency
-			}
-			instances += c
-		}
-		if fn.ReservedConcurrency > 0 {
-			instances = min(instances, fn.ReservedConcurrency)
-		}
-		var onStart func(string, int)
-		if cfg.OnInvoke != nil {
-			name := fn.Name
-			onStart = func(requestID string, pid int) { cfg.OnInvoke(name, requestID, pid) }
-		}
-		rt, err := lambdaruntime.New(fn.RuntimeFunction(instances), &lambdaruntime.Options{
-			Region: d.Region, AccountID: d.AccountID, Endpoint: endpoint,
-			AccessKeyID: creds.AccessKeyID, SecretAccessKey: creds.SecretAccessKey, SessionToken: creds.SessionToken,
-			Output: &prefixWriter{mu: &outMu, w: out, prefix: []byte("[" + fn.Name + "] ")},
-			Logger: log, OnStart: onStart,
-		})
+		rt, err := startRuntime(&cfg, fn, mappings, creds, &outMu)
 		if err != nil {
-			return fail(fmt.Errorf("devstack: %w", err))
+			return fail(err)
 		}
 		s.runtimes[fn.Name] = rt
 		for _, m := range mappings {
-			name := fn.Name
-			var onBatch func(esm.BatchReport)
-			if cfg.OnBatch != nil {
-				onBatch = func(rep esm.BatchReport) { cfg.OnBatch(name, rep) }
-			}
-			conc := m.MaximumConcurrency
-			if fn.ReservedConcurrency > 0 && (conc == 0 || conc > fn.ReservedConcurrency) {
-				conc = max(fn.ReservedConcurrency, esm.MinMaximumConcurrency)
-			}
-			p, err := esm.New(client, rt, esm.Mapping{
-				QueueURL: m.QueueURL, QueueARN: m.QueueARN, BatchSize: m.BatchSize,
-				MaximumBatchingWindow: m.MaximumBatchingWindow, MaximumConcurrency: conc,
-				ReportBatchItemFailures: m.ReportBatchItemFailures,
-			}, &esm.Options{Region: d.Region, Logger: log.With("function", fn.Name), OnBatch: onBatch})
+			p, err := newPoller(&cfg, client, rt, fn, m)
 			if err != nil {
-				return fail(fmt.Errorf("devstack: mapping %s: %w", m.LogicalID, err))
+				return fail(err)
 			}
-			s.pollers = append(s.pollers, &poller{function: fn.Name, mapping: m, p: p})
+			s.pollers = append(s.pollers, p)
 		}
 	}
+	runner, err := newScheduler(&cfg, client)
+	if err != nil {
+		return fail(err)
+	}
+	s.launch(runCtx, runner)
+	return s, nil
+}
 
-	var runner *schedfire.Runner
-	if !cfg.NoScheduler {
-		groups := map[string]bool{}
-		for _, g := range d.ScheduleGroups {
-			groups[g.Name] = true
-		}
-		for _, sc := range d.Schedules {
-			groups[sc.Group] = true
-		}
-		if len(groups) > 0 {
-			var names []string
-			for g := range groups {
-				names = append(names, g)
-			}
-			sort.Strings(names)
-			runner, err = schedfire.New(schedfire.Config{
-				SQS: client, Scheduler: awsscheduler.NewFromConfig(cfg.AWS), Groups: names,
-				PollInterval: cfg.SchedulerPollInterval, Logger: log, OnFire: cfg.OnFire,
-			})
-			if err != nil {
-				return fail(fmt.Errorf("devstack: scheduler: %w", err))
-			}
+// withDefaults fills in cfg's defaults.
+func (cfg Config) withDefaults() Config {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Endpoint == "" {
+		cfg.Endpoint = aws.ToString(cfg.AWS.BaseEndpoint)
+	}
+	if cfg.Output == nil {
+		cfg.Output = os.Stderr
+	}
+	if cfg.StopGrace <= 0 {
+		cfg.StopGrace = 10 * time.Second
+	}
+	return cfg
+}
+
+// enabledMappings returns the enabled event source mappings that feed function fn.
+func enabledMappings(d *deploy.Deployment, fn string) []deploy.EventSourceMapping {
+	var out []deploy.EventSourceMapping
+	for _, m := range d.MappingsOf(fn) {
+		if m.Enabled {
+			out = append(out, m)
 		}
 	}
+	return out
+}
 
+// startRuntime starts fn's runtime with as many environments as its mappings may invoke at
+// once, within its reserved concurrency.
+func startRuntime(cfg *Config, fn deploy.Function, mappings []deploy.EventSourceMapping, creds aws.Credentials, outMu *sync.Mutex) (*lambdaruntime.Runtime, error) {
+	if fn.Bootstrap == "" {
+		return nil, fmt.Errorf("devstack: function %s has no bootstrap (deployed with SkipBuild?)", fn.Name)
+	}
+	instances := 0
+	for _, m := range mappings {
+		c := m.MaximumConcurrency
+		if c == 0 {
+			c = esm.DefaultMaximumConcurrency
+		}
+		instances += c
+	}
+	if fn.ReservedConcurrency > 0 {
+		instances = min(instances, fn.ReservedConcurrency)
+	}
+	var onStart func(string, int)
+	if cfg.OnInvoke != nil {
+		name := fn.Name
+		onStart = func(requestID string, pid int) { cfg.OnInvoke(name, requestID, pid) }
+	}
+	d := cfg.Deployment
+	rt, err := lambdaruntime.New(fn.RuntimeFunction(instances), &lambdaruntime.Options{
+		Region: d.Region, AccountID: d.AccountID, Endpoint: cfg.Endpoint,
+		AccessKeyID: creds.AccessKeyID, SecretAccessKey: creds.SecretAccessKey, SessionToken: creds.SessionToken,
+		Output: &prefixWriter{mu: outMu, w: cfg.Output, prefix: []byte("[" + fn.Name + "] ")},
+		Logger: cfg.Logger, OnStart: onStart,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("devstack: %w", err)
+	}
+	return rt, nil
+}
+
+// newPoller makes the poller of mapping m, invoking rt (function fn's runtime).
+func newPoller(cfg *Config, client *sqs.Client, rt *lambdaruntime.Runtime, fn deploy.Function, m deploy.EventSourceMapping) (*poller, error) {
+	name := fn.Name
+	var onBatch func(esm.BatchReport)
+	if cfg.OnBatch != nil {
+		onBatch = func(rep esm.BatchReport) { cfg.OnBatch(name, rep) }
+	}
+	conc := m.MaximumConcurrency
+	if fn.ReservedConcurrency > 0 && (conc == 0 || conc > fn.ReservedConcurrency) {
+		conc = max(fn.ReservedConcurrency, esm.MinMaximumConcurrency)
+	}
+	p, err := esm.New(client, rt, esm.Mapping{
+		QueueURL: m.QueueURL, QueueARN: m.QueueARN, BatchSize: m.BatchSize,
+		MaximumBatchingWindow: m.MaximumBatchingWindow, MaximumConcurrency: conc,
+		ReportBatchItemFailures: m.ReportBatchItemFailures,
+	}, &esm.Options{Region: cfg.Deployment.Region, Logger: cfg.Logger.With("function", name), OnBatch: onBatch})
+	if err != nil {
+		return nil, fmt.Errorf("devstack: mapping %s: %w", m.LogicalID, err)
+	}
+	return &poller{function: name, mapping: m, p: p}, nil
+}
+
+// newScheduler returns the firing loop of the deployment's schedule groups, or nil when
+// cfg.NoScheduler or the deployment has none.
+func newScheduler(cfg *Config, client *sqs.Client) (*schedfire.Runner, error) {
+	if cfg.NoScheduler {
+		return nil, nil
+	}
+	d := cfg.Deployment
+	groups := map[string]bool{}
+	for _, g := range d.ScheduleGroups {
+		groups[g.Name] = true
+	}
+	for _, sc := range d.Schedules {
+		groups[sc.Group] = true
+	}
+	if len(groups) == 0 {
+		return nil, nil
+	}
+	var names []string
+	for g := range groups {
+		names = append(names, g)
+	}
+	sort.Strings(names)
+	runner, err := schedfire.New(schedfire.Config{
+		SQS: client, Scheduler: awsscheduler.NewFromConfig(cfg.AWS), Groups: names,
+		PollInterval: cfg.SchedulerPollInterval, Logger: cfg.Logger, OnFire: cfg.OnFire,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("devstack: scheduler: %w", err)
+	}
+	return runner, nil
+}
+
+// launch runs the pollers and the scheduler loop (if any) until runCtx ends; Done is closed
+// when all have returned.
+func (s *Stack) launch(runCtx context.Context, runner *schedfire.Runner) {
 	for _, p := range s.pollers {
 		s.wg.Add(1)
 		go func() {
 			defer s.wg.Done()
 			_ = p.p.Run(runCtx)
 		}()
-		log.Info("event source mapping started", "function", p.function, "queue", p.mapping.QueueURL,
+		s.log.Info("event source mapping started", "function", p.function, "queue", p.mapping.QueueURL,
 			"batch_size", p.p.Mapping().BatchSize, "maximum_concurrency", p.p.Mapping().MaximumConcurrency)
 	}
 	if runner != nil {
@@ -221,7 +267,7 @@ func Start(ctx context.Context, cfg Config) (*Stack, error) {
 			defer s.wg.Done()
 			if err := runner.Run(runCtx); err != nil {
 				s.schedErr = err
-				log.Error("scheduler loop stopped", "error", err)
+				s.log.Error("scheduler loop stopped", "error", err)
 			}
 		}()
 	}
@@ -229,7 +275,6 @@ func Start(ctx context.Context, cfg Config) (*Stack, error) {
 		s.wg.Wait()
 		close(s.done)
 	}()
-	return s, nil
 }
 
 // Stop stops polling and the scheduler loop, lets the invocations in flight finish for up to

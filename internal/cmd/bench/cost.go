@@ -10,9 +10,9 @@ import (
 	"time"
 
 	"github.com/jobkit-go/jobkit/functions/samplejobs"
+	"github.com/jobkit-go/jobkit/internal/chaos"
 	"github.com/jobkit-go/jobkit/jobs"
 	"github.com/jobkit-go/jobkit/localstack/awstest"
-	"github.com/jobkit-go/jobkit/internal/chaos"
 	"github.com/jobkit-go/jobkit/localstack/faultproxy"
 )
 
@@ -115,9 +115,45 @@ func benchCost(ctx context.Context, emit func(string, any)) error {
 		return err
 	}
 	defer func() { _ = stack.Close(context.WithoutCancel(ctx)) }()
-	producer, err := stack.Producer()
+	run, err := runCostJobs(ctx, stack)
 	if err != nil {
 		return err
+	}
+	// The idle stack: what the pollers cost while no job arrives.
+	stack.Proxy.ResetStats()
+	time.Sleep(costIdle)
+	run.idle = stack.Proxy.Stats()
+	if err := stack.Stop(); err != nil {
+		return err
+	}
+	// Queue names of the sample kinds, for the per-queue figures.
+	run.queueOf = map[string]string{}
+	for kind, name := range samplejobs.Queues {
+		if u := stack.QueueURL(kind); u != "" {
+			run.queueOf[name] = u[strings.LastIndexByte(u, '/')+1:]
+		}
+	}
+	mix := run.emit(emit)
+	if mix.WriteUnits < costWriteUnitsPerJobGoal {
+		return errors.New("cost: fewer than 2 write units per job: the idempotency records were not all written")
+	}
+	return nil
+}
+
+// costRun is what the cost benchmark measured.
+type costRun struct {
+	elapsed     time.Duration
+	st, idle    faultproxy.Stats  // the AWS calls of the run, and of the idle stack after it
+	invocations int64             // function invocations of the run
+	queueOf     map[string]string // sample queue name -> the deployed queue's name
+}
+
+// runCostJobs enqueues costJobs email jobs onto the running stack and waits until all are done,
+// counting the AWS calls (through the proxy) and the invocations they took.
+func runCostJobs(ctx context.Context, stack *chaos.Stack) (*costRun, error) {
+	producer, err := stack.Producer()
+	if err != nil {
+		return nil, err
 	}
 	emailQueue := stack.QueueURL(samplejobs.KindSendEmail)
 	deleted := func() int64 {
@@ -145,39 +181,25 @@ func benchCost(ctx context.Context, emit func(string, any)) error {
 		batch = append(batch, jobs.BatchJob{Args: samplejobs.SendEmail{To: fmt.Sprintf("user%05d@example.com", i), Subject: "cost"}})
 		if len(batch) == cap(batch) || i == costJobs-1 {
 			if _, err := producer.EnqueueBatch(ctx, batch); err != nil {
-				return fmt.Errorf("cost: enqueue: %w", err)
+				return nil, fmt.Errorf("cost: enqueue: %w", err)
 			}
 			batch = batch[:0]
 		}
 	}
 	for deleted() < costJobs {
 		if time.Since(start) > costTimeout {
-			return fmt.Errorf("cost: only %d of %d jobs done after %s", deleted(), costJobs, costTimeout)
+			return nil, fmt.Errorf("cost: only %d of %d jobs done after %s", deleted(), costJobs, costTimeout)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	elapsed := time.Since(start)
-	st := stack.Proxy.Stats()
-	inv := invocations() - inv0
+	return &costRun{elapsed: time.Since(start), st: stack.Proxy.Stats(), invocations: invocations() - inv0}, nil
+}
 
-	// The idle stack: what the pollers cost while no job arrives.
-	stack.Proxy.ResetStats()
-	time.Sleep(costIdle)
-	idleSt := stack.Proxy.Stats()
-	idle := idleSt.APIs["SQS.ReceiveMessage"].Requests
-	if err := stack.Stop(); err != nil {
-		return err
-	}
-	// Queue names of the sample kinds, for the per-queue figures.
-	queueOf := map[string]string{}
-	for kind, name := range samplejobs.Queues {
-		if u := stack.QueueURL(kind); u != "" {
-			queueOf[name] = u[strings.LastIndexByte(u, '/')+1:]
-		}
-	}
-
+// emit emits the cost figures of the run and returns its request mix.
+func (r *costRun) emit(emit func(string, any)) costMix {
+	st := r.st
 	emit("cost_jobs", costJobs)
-	emit("cost_seconds", elapsed.Seconds())
+	emit("cost_seconds", r.elapsed.Seconds())
 	for _, name := range st.Names() {
 		a := st.APIs[name]
 		_, op, _ := strings.Cut(name, ".")
@@ -186,10 +208,10 @@ func benchCost(ctx context.Context, emit func(string, any)) error {
 	recv := st.APIs["SQS.ReceiveMessage"]
 	emit("cost_empty_receives_per_job", float64(recv.EmptyReceives)/costJobs)
 	for _, name := range []string{samplejobs.QueueEmail, samplejobs.QueueLedger, samplejobs.QueueTranscode} {
-		q := st.Queues[queueOf[name]].APIs["SQS.ReceiveMessage"]
+		q := st.Queues[r.queueOf[name]].APIs["SQS.ReceiveMessage"]
 		emit("cost_receives_per_job_"+name+"_queue", float64(q.Forwarded)/costJobs)
 	}
-	mix := mixOf(st, inv, costJobs)
+	mix := mixOf(st, r.invocations, costJobs)
 	emit("cost_sqs_requests_per_job", mix.SQSRequests)
 	emit("cost_write_units_per_job", mix.WriteUnits)
 	emit("cost_read_units_per_job", mix.ReadUnits)
@@ -206,22 +228,19 @@ func benchCost(ctx context.Context, emit func(string, any)) error {
 	own.APIs = map[string]faultproxy.APIStats{}
 	for api, a := range st.APIs {
 		if strings.HasPrefix(api, "SQS.") {
-			a = st.Queues[queueOf[samplejobs.QueueEmail]].APIs[api]
+			a = st.Queues[r.queueOf[samplejobs.QueueEmail]].APIs[api]
 		}
 		own.APIs[api] = a
 	}
-	ownUSD := mixOf(own, inv, costJobs).usdPerMillion()
+	ownUSD := mixOf(own, r.invocations, costJobs).usdPerMillion()
 	emit("usd_per_million_jobs_own_queue", ownUSD)
 	emit("usd_own_queue_vs_floor", ownUSD/floor)
-	perHour := float64(idle) / costIdle.Hours()
+	perHour := float64(r.idle.APIs["SQS.ReceiveMessage"].Requests) / costIdle.Hours()
 	emit("cost_idle_receives_per_hour", perHour)
 	for _, name := range []string{samplejobs.QueueEmail, samplejobs.QueueLedger, samplejobs.QueueTranscode} {
-		q := idleSt.Queues[queueOf[name]].APIs["SQS.ReceiveMessage"]
+		q := r.idle.Queues[r.queueOf[name]].APIs["SQS.ReceiveMessage"]
 		emit("cost_idle_receives_per_hour_"+name+"_queue", float64(q.Requests)/costIdle.Hours())
 	}
 	emit("cost_idle_usd_per_month", perHour*costHoursPerMonth*usdPerSQSRequest)
-	if mix.WriteUnits < costWriteUnitsPerJobGoal {
-		return errors.New("cost: fewer than 2 write units per job: the idempotency records were not all written")
-	}
-	return nil
+	return mix
 }

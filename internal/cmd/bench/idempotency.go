@@ -39,27 +39,11 @@ func benchIdempotency(ctx context.Context, emit func(string, any)) error {
 				}), middleware.Before)
 		})
 	})
-
-	var b [4]byte
-	_, _ = rand.Read(b[:])
-	table := "jk-bench-idempotency-" + hex.EncodeToString(b[:])
-	if _, err := client.CreateTable(ctx, &dynamodb.CreateTableInput{
-		TableName:            aws.String(table),
-		BillingMode:          types.BillingModePayPerRequest,
-		AttributeDefinitions: []types.AttributeDefinition{{AttributeName: aws.String(idempotency.AttrID), AttributeType: types.ScalarAttributeTypeS}},
-		KeySchema:            []types.KeySchemaElement{{AttributeName: aws.String(idempotency.AttrID), KeyType: types.KeyTypeHash}},
-	}); err != nil {
-		return fmt.Errorf("create table: %w", err)
+	table, drop, err := createBenchTable(ctx, client)
+	if err != nil {
+		return err
 	}
-	defer func() {
-		_, _ = client.DeleteTable(context.WithoutCancel(ctx), &dynamodb.DeleteTableInput{TableName: aws.String(table)})
-	}()
-	waiter := dynamodb.NewTableExistsWaiter(client, func(o *dynamodb.TableExistsWaiterOptions) {
-		o.MinDelay, o.MaxDelay = 100*time.Millisecond, time.Second
-	})
-	if err := waiter.Wait(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(table)}, time.Minute); err != nil {
-		return fmt.Errorf("table %s not active: %w", table, err)
-	}
+	defer drop()
 
 	store := idempotency.NewDynamoDBStore(client, table)
 	type result struct {
@@ -72,8 +56,52 @@ func benchIdempotency(ctx context.Context, emit func(string, any)) error {
 		_, err := idempotency.Do(ctx, store, key, fn, &idempotency.Config{Cache: cache, NoCache: cache == nil, Payload: key})
 		return requests.Load() - before, err
 	}
-
 	warm := idempotency.NewCache(idempotency.DefaultCacheSize)
+	if err := benchRequestCounts(call, warm, emit); err != nil {
+		return err
+	}
+	if runs != 1 {
+		return fmt.Errorf("the function ran %d times for one key", runs)
+	}
+	if err := benchLatencies(call, warm, emit); err != nil {
+		return err
+	}
+	if runs != 1+latencyCalls {
+		return fmt.Errorf("the function ran %d times for %d keys", runs, 1+latencyCalls)
+	}
+	return nil
+}
+
+// createBenchTable creates an idempotency table on the emulator and waits until it is active;
+// drop deletes it.
+func createBenchTable(ctx context.Context, client *dynamodb.Client) (table string, drop func(), err error) {
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	table = "jk-bench-idempotency-" + hex.EncodeToString(b[:])
+	if _, err := client.CreateTable(ctx, &dynamodb.CreateTableInput{
+		TableName:            aws.String(table),
+		BillingMode:          types.BillingModePayPerRequest,
+		AttributeDefinitions: []types.AttributeDefinition{{AttributeName: aws.String(idempotency.AttrID), AttributeType: types.ScalarAttributeTypeS}},
+		KeySchema:            []types.KeySchemaElement{{AttributeName: aws.String(idempotency.AttrID), KeyType: types.KeyTypeHash}},
+	}); err != nil {
+		return "", nil, fmt.Errorf("create table: %w", err)
+	}
+	drop = func() {
+		_, _ = client.DeleteTable(context.WithoutCancel(ctx), &dynamodb.DeleteTableInput{TableName: aws.String(table)})
+	}
+	waiter := dynamodb.NewTableExistsWaiter(client, func(o *dynamodb.TableExistsWaiterOptions) {
+		o.MinDelay, o.MaxDelay = 100*time.Millisecond, time.Second
+	})
+	if err := waiter.Wait(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(table)}, time.Minute); err != nil {
+		drop()
+		return "", nil, fmt.Errorf("table %s not active: %w", table, err)
+	}
+	return table, drop, nil
+}
+
+// benchRequestCounts emits the DynamoDB requests of a first run, a duplicate in another process
+// and a duplicate in the same (warm) process. call runs one key and returns its requests.
+func benchRequestCounts(call func(string, *idempotency.Cache) (int64, error), warm *idempotency.Cache, emit func(string, any)) error {
 	first, err := call("bench-counted", warm)
 	if err != nil {
 		return err
@@ -86,38 +114,38 @@ func benchIdempotency(ctx context.Context, emit func(string, any)) error {
 	if err != nil {
 		return err
 	}
-	if runs != 1 {
-		return fmt.Errorf("the function ran %d times for one key", runs)
-	}
 	emit("idempotency_ddb_requests_first_run", first)
 	emit("idempotency_ddb_requests_duplicate", duplicate)
 	emit("idempotency_ddb_requests_warm_duplicate", warmDuplicate)
+	return nil
+}
 
-	// Latency of each kind of call against the emulator (a loopback HTTP round trip each).
-	const n = 100
-	timed := func(f func(i int) error) (float64, error) {
+// latencyCalls is how many calls of each kind benchLatencies times.
+const latencyCalls = 100
+
+// benchLatencies emits the latency of each kind of call against the emulator (a loopback HTTP
+// round trip each), over latencyCalls new keys.
+func benchLatencies(call func(string, *idempotency.Cache) (int64, error), warm *idempotency.Cache, emit func(string, any)) error {
+	timed := func(cache *idempotency.Cache) (float64, error) {
 		start := time.Now()
-		for i := range n {
-			if err := f(i); err != nil {
+		for i := range latencyCalls {
+			if _, err := call(fmt.Sprintf("bench-%d", i), cache); err != nil {
 				return 0, err
 			}
 		}
-		return float64(time.Since(start).Microseconds()) / 1000 / n, nil
+		return float64(time.Since(start).Microseconds()) / 1000 / latencyCalls, nil
 	}
-	firstMS, err := timed(func(i int) error { _, err := call(fmt.Sprintf("bench-%d", i), warm); return err })
+	firstMS, err := timed(warm)
 	if err != nil {
 		return err
 	}
-	dupMS, err := timed(func(i int) error { _, err := call(fmt.Sprintf("bench-%d", i), nil); return err })
+	dupMS, err := timed(nil)
 	if err != nil {
 		return err
 	}
-	warmMS, err := timed(func(i int) error { _, err := call(fmt.Sprintf("bench-%d", i), warm); return err })
+	warmMS, err := timed(warm)
 	if err != nil {
 		return err
-	}
-	if runs != 1+n {
-		return fmt.Errorf("the function ran %d times for %d keys", runs, 1+n)
 	}
 	emit("idempotency_first_run_ms", firstMS)
 	emit("idempotency_duplicate_ms", dupMS)

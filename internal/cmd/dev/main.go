@@ -97,32 +97,14 @@ queues). lost counts jobs that are neither succeeded nor dead-lettered; it exits
 }
 
 func runDev(ctx context.Context, a *app, o *devOptions, stdout, stderr io.Writer) error {
-	root := o.root
-	if root == "" {
-		wd, err := os.Getwd()
-		if err != nil {
-			return err
-		}
-		if root, err = devapp.ModuleRoot(wd); err != nil {
-			return fmt.Errorf("%w (run it inside the jobkit repository, or pass --root)", err)
-		}
+	root, err := repoRoot(o.root)
+	if err != nil {
+		return err
 	}
 	tty := isTerminal(stderr)
-	var display devapp.Display
-	switch o.progress {
-	case progressAuto, "":
-		if tty {
-			display = devapp.NewTableDisplay(stderr, "jobkit dev")
-		} else {
-			display = devapp.NewLineDisplay(stderr, 3*time.Second)
-		}
-	case "table", progressBar:
-		display = devapp.NewTableDisplay(stderr, "jobkit dev")
-	case progressPlain:
-		display = devapp.NewLineDisplay(stderr, 3*time.Second)
-	case progressNone:
-	default:
-		return usageError{fmt.Errorf("--progress must be auto, table, plain or none, not %q", o.progress)}
+	display, err := newDisplay(o.progress, tty, stderr)
+	if err != nil {
+		return err
 	}
 	note := func(format string, args ...any) {
 		if display != nil {
@@ -136,27 +118,11 @@ func runDev(ctx context.Context, a *app, o *devOptions, stdout, stderr io.Writer
 		once = true
 		note("dev: stderr is not a terminal: ending when the workload has drained (as --once)")
 	}
-
-	logPath := o.logs
-	var logs io.Writer
-	switch logPath {
-	case "-":
-		logs = stderr
-	default:
-		if logPath == "" {
-			logPath = filepath.Join(root, ".run", "dev-functions.log")
-		}
-		if err := os.MkdirAll(filepath.Dir(logPath), 0o755); err != nil {
-			return err
-		}
-		f, err := os.Create(logPath)
-		if err != nil {
-			return err
-		}
-		defer f.Close()
-		logs = f
-		note("dev: the functions' output goes to %s", logPath)
+	logs, closeLogs, err := openLogs(o.logs, root, stderr, note)
+	if err != nil {
+		return err
 	}
+	defer closeLogs()
 
 	if a.endpoint == "" {
 		a.endpoint = defaultDevEndpoint
@@ -185,20 +151,86 @@ func runDev(ctx context.Context, a *app, o *devOptions, stdout, stderr io.Writer
 	if o.noDemo {
 		workload = devapp.Workload{}
 	}
-	keep := o.keep
-	if keep && emu.Started {
+	if o.keep && emu.Started {
 		note("dev: --keep: the deployment goes with the emulator this run started and stops")
 	}
 	start := time.Now()
 	res, runErr := devapp.Run(ctx, devapp.Config{
 		AWS: awsCfg, Root: root, Synth: o.synth, Prefix: o.prefix, Workload: workload,
-		Once: once, Timeout: o.timeout, Display: display, FunctionOutput: logs, Keep: keep,
+		Once: once, Timeout: o.timeout, Display: display, FunctionOutput: logs, Keep: o.keep,
 	})
 	if res == nil || res.Census == nil {
 		return runErr
 	}
+	report(res, display == nil || !tty || o.progress == progressPlain, time.Since(start), stdout, stderr, note)
+	if runErr != nil {
+		return runErr
+	}
+	if res.Lost > 0 {
+		return fmt.Errorf("dev: %d jobs lost", res.Lost)
+	}
+	return nil
+}
+
+// repoRoot returns root, or when it is empty the repository the working directory is in.
+func repoRoot(root string) (string, error) {
+	if root != "" {
+		return root, nil
+	}
+	wd, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	if root, err = devapp.ModuleRoot(wd); err != nil {
+		return "", fmt.Errorf("%w (run it inside the jobkit repository, or pass --root)", err)
+	}
+	return root, nil
+}
+
+// newDisplay returns the display --progress asks for (nil for none) on stderr.
+func newDisplay(progress string, tty bool, stderr io.Writer) (devapp.Display, error) {
+	switch progress {
+	case progressAuto, "":
+		if tty {
+			return devapp.NewTableDisplay(stderr, "jobkit dev"), nil
+		}
+		return devapp.NewLineDisplay(stderr, 3*time.Second), nil
+	case "table", progressBar:
+		return devapp.NewTableDisplay(stderr, "jobkit dev"), nil
+	case progressPlain:
+		return devapp.NewLineDisplay(stderr, 3*time.Second), nil
+	case progressNone:
+		return nil, nil
+	}
+	return nil, usageError{fmt.Errorf("--progress must be auto, table, plain or none, not %q", progress)}
+}
+
+// openLogs opens where the functions' output goes: stderr for "-", else the file logPath
+// (default <root>/.run/dev-functions.log). closeLogs closes it.
+func openLogs(logPath, root string, stderr io.Writer, note func(string, ...any)) (w io.Writer, closeLogs func(), err error) {
+	if logPath == "-" {
+		return stderr, func() {}, nil
+	}
+	if logPath == "" {
+		logPath = filepath.Join(root, ".run", "dev-functions.log")
+	}
+	if err := os.MkdirAll(filepath.Dir(logPath), 0o755); err != nil {
+		return nil, nil, err
+	}
+	f, err := os.Create(logPath)
+	if err != nil {
+		return nil, nil, err
+	}
+	note("dev: the functions' output goes to %s", logPath)
+	return f, func() { _ = f.Close() }, nil
+}
+
+// report prints the end of a run: the final table (when the display did not show it), notes on
+// dead-lettered, unlisted and pending jobs and the run's duration, and the DEV summary line on
+// stdout.
+func report(res *devapp.Result, table bool, total time.Duration, stdout, stderr io.Writer, note func(string, ...any)) {
 	c := res.Census
-	if display == nil || !tty || o.progress == progressPlain {
+	if table {
 		fmt.Fprint(stderr, devapp.FormatTable(c))
 	}
 	if reasons := devapp.DeadReasons(c); len(reasons) > 0 {
@@ -212,16 +244,9 @@ func runDev(ctx context.Context, a *app, o *devOptions, stdout, stderr io.Writer
 	}
 	if len(res.LeftBehind) == 0 {
 		note("dev: the stack ran %s (%s in all); no function process left behind", res.Elapsed.Round(100*time.Millisecond),
-			time.Since(start).Round(100*time.Millisecond))
+			total.Round(100*time.Millisecond))
 	}
 	fmt.Fprintln(stdout, res.Summary.String())
-	if runErr != nil {
-		return runErr
-	}
-	if res.Lost > 0 {
-		return fmt.Errorf("dev: %d jobs lost", res.Lost)
-	}
-	return nil
 }
 
 // Progress modes of --progress.

@@ -1,4 +1,4 @@
-package samplejobs
+package instrument
 
 import (
 	"context"
@@ -10,10 +10,13 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/jobkit-go/jobkit/idempotency"
+	"github.com/jobkit-go/jobkit/jobs"
 )
 
-// EnvEffectsTable names a DynamoDB table (partition key "id", string) in which the sample
-// workers record what each job did, so that a fault-injection run can count from real state how
+// EnvEffectsTable names a DynamoDB table (partition key "id", string) in which the instrumented
+// sample functions record what each job did, so that a fault-injection run can count from real state how
 // many times each job's effect was applied and each job's body started. Unset (the default),
 // nothing is recorded.
 const EnvEffectsTable = "EFFECTS_TABLE"
@@ -40,16 +43,13 @@ var (
 	_ EffectsReader = (*dynamodb.Client)(nil)
 )
 
-// Effects records the sample jobs' effects in a DynamoDB table (EnvEffectsTable). A worker with
-// Effects set commits "applied += 1" for the job in the same transaction as the job's business
-// writes and its idempotency record (idempotency.TransactWrite), so the count is exactly the
-// number of times the job's effect took place: 1 for a job that ran, however often it was
-// delivered. A nil *Effects records nothing.
+// Effects records the sample jobs' effects in a DynamoDB table (EnvEffectsTable); see
+// Middleware. A nil *Effects records nothing.
 type Effects struct {
 	// Table is the effects table.
 	Table string
 	// DB makes the calls Effects makes itself (Started, Finished). Applied writes go through
-	// the job's transaction.
+	// the job's idempotency transaction.
 	DB EffectsAPI
 }
 
@@ -62,8 +62,8 @@ func EffectsFromEnv(db EffectsAPI) *Effects {
 	return &Effects{Table: table, DB: db}
 }
 
-// Applied returns the transaction item that counts one application of job jobID's effect. Add it
-// to the job's idempotency.TransactWrite.
+// Applied returns the transaction item that counts one application of job jobID's effect, for
+// the transaction that completes the job's idempotency record (idempotency.OnComplete).
 func (e *Effects) Applied(jobID string) types.TransactWriteItem {
 	return types.TransactWriteItem{Update: e.increment(jobID, EffectsAppliedAttr)}
 }
@@ -72,6 +72,43 @@ func (e *Effects) Applied(jobID string) types.TransactWriteItem {
 // an event, not an effect, and is counted even when the job then fails.
 func (e *Effects) Started(ctx context.Context, jobID string) error {
 	return e.add(ctx, jobID, EffectsStartedAttr)
+}
+
+// Middleware returns the middleware that counts what each job did in e's table:
+//
+//   - a job run behind idempotency.Middleware (put this middleware inside it) counts
+//     "applied += 1" in the transaction that completes its idempotency record
+//     (idempotency.OnComplete) — with the worker's own business writes when the worker calls
+//     idempotency.TransactWrite — so the count is exactly the number of times the job's effect
+//     took place: 1 for a job that ran, however often it was delivered;
+//   - a job without an idempotency claim (the transcode sample) counts "started += 1" before its
+//     worker runs and "applied += 1" after the worker succeeds, each a write of its own (see
+//     Started and Finished).
+//
+// A nil *Effects returns a middleware that counts nothing.
+func (e *Effects) Middleware() jobs.Middleware {
+	return func(next jobs.Handler) jobs.Handler {
+		if e == nil {
+			return next
+		}
+		return func(ctx context.Context, row *jobs.JobRow) error {
+			err := idempotency.OnComplete(ctx, e.Applied(row.ID))
+			switch {
+			case err == nil:
+				return next(ctx, row)
+			case !errors.Is(err, idempotency.ErrNoClaim):
+				// A store that cannot write transactions: a wiring error, retrying cannot fix it.
+				return jobs.Cancel(fmt.Errorf("instrument: count the effect of job %s: %w", row.ID, err))
+			}
+			if err := e.Started(ctx, row.ID); err != nil {
+				return err
+			}
+			if err := next(ctx, row); err != nil {
+				return err
+			}
+			return e.Finished(ctx, row.ID)
+		}
+	}
 }
 
 // Finished counts one application of the effect of job jobID for a job that has no
@@ -83,7 +120,7 @@ func (e *Effects) Finished(ctx context.Context, jobID string) error {
 
 func (e *Effects) add(ctx context.Context, jobID, attr string) error {
 	if e.DB == nil {
-		return errors.New("samplejobs: Effects.DB is nil")
+		return errors.New("instrument: Effects.DB is nil")
 	}
 	u := e.increment(jobID, attr)
 	_, err := e.DB.UpdateItem(ctx, &dynamodb.UpdateItemInput{
@@ -91,7 +128,7 @@ func (e *Effects) add(ctx context.Context, jobID, attr string) error {
 		ExpressionAttributeNames: u.ExpressionAttributeNames, ExpressionAttributeValues: u.ExpressionAttributeValues,
 	})
 	if err != nil {
-		return fmt.Errorf("samplejobs: record %s of job %s: %w", attr, jobID, err)
+		return fmt.Errorf("instrument: record %s of job %s: %w", attr, jobID, err)
 	}
 	return nil
 }
@@ -119,19 +156,19 @@ func ReadEffects(ctx context.Context, db EffectsReader, table string) (map[strin
 	for {
 		page, err := db.Scan(ctx, &dynamodb.ScanInput{TableName: aws.String(table), ExclusiveStartKey: start, ConsistentRead: aws.Bool(true)})
 		if err != nil {
-			return nil, fmt.Errorf("samplejobs: read effects: %w", err)
+			return nil, fmt.Errorf("instrument: read effects: %w", err)
 		}
 		for _, item := range page.Items {
 			id, ok := item[EffectsIDAttr].(*types.AttributeValueMemberS)
 			if !ok {
-				return nil, fmt.Errorf("samplejobs: read effects: an item of %s has no string %q", table, EffectsIDAttr)
+				return nil, fmt.Errorf("instrument: read effects: an item of %s has no string %q", table, EffectsIDAttr)
 			}
 			var c EffectCount
 			for attr, dst := range map[string]*int{EffectsAppliedAttr: &c.Applied, EffectsStartedAttr: &c.Started} {
 				if n, ok := item[attr].(*types.AttributeValueMemberN); ok {
 					v, err := strconv.Atoi(n.Value)
 					if err != nil {
-						return nil, fmt.Errorf("samplejobs: read effects: job %s: %s=%q: %w", id.Value, attr, n.Value, err)
+						return nil, fmt.Errorf("instrument: read effects: job %s: %s=%q: %w", id.Value, attr, n.Value, err)
 					}
 					*dst = v
 				}

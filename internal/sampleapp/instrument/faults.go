@@ -1,0 +1,109 @@
+package instrument
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+
+	"github.com/jobkit-go/jobkit/jobs"
+)
+
+// ErrInjected is the retryable error Faults.FailAttempts injects.
+var ErrInjected = errors.New("instrument: injected failure")
+
+// ErrPoison is the cause of the cancellation Faults.Poison injects.
+var ErrPoison = errors.New("instrument: poison job")
+
+// Faults are fault instructions carried in a job's args JSON beside the job's own fields: they
+// make the job fail on purpose, deterministically, so that retries and dead-lettering can be
+// shown and tested.
+type Faults struct {
+	// FailAttempts makes attempts 1..FailAttempts fail with a retryable error (ErrInjected); the
+	// next attempt runs normally. At or above the queue's max attempts the job is dead-lettered.
+	FailAttempts int `json:"fail_attempts,omitempty"`
+	// Poison cancels the job (jobs.Cancel(ErrPoison)): it is dead-lettered at once, never retried.
+	Poison bool `json:"poison,omitempty"`
+}
+
+// Inject returns the failure f asks for on this attempt, or nil.
+func (f Faults) Inject(attempt int) error {
+	switch {
+	case f.Poison:
+		return jobs.Cancel(ErrPoison)
+	case attempt <= f.FailAttempts:
+		return fmt.Errorf("%w on attempt %d (fail_attempts=%d)", ErrInjected, attempt, f.FailAttempts)
+	}
+	return nil
+}
+
+// FaultsOf reads the fault instructions from a job's raw args (jobs.JobRow.EncodedArgs). Args
+// without them, or that are not a JSON object, have none.
+func FaultsOf(args json.RawMessage) Faults {
+	var f Faults
+	if len(args) > 0 && json.Unmarshal(args, &f) != nil {
+		return Faults{}
+	}
+	return f
+}
+
+// FaultMiddleware returns the middleware that injects each job's faults (FaultsOf its raw args)
+// before the job's worker runs: a job asking for a failure on this attempt fails with it, without
+// running. Put it inside idempotency.Middleware, as a fault of the worker's own would be.
+func FaultMiddleware() jobs.Middleware {
+	return func(next jobs.Handler) jobs.Handler {
+		return func(ctx context.Context, row *jobs.JobRow) error {
+			if err := FaultsOf(row.EncodedArgs).Inject(row.Attempt); err != nil {
+				return err
+			}
+			return next(ctx, row)
+		}
+	}
+}
+
+// Faulty is a job's args with fault instructions added: it enqueues as the job's kind, with
+// Faults' fields after the job's own in its args JSON.
+type Faulty struct {
+	Args   jobs.JobArgs
+	Faults Faults
+}
+
+// WithFaults returns args with faults f added to its JSON, or args itself when f is zero.
+func WithFaults(args jobs.JobArgs, f Faults) jobs.JobArgs {
+	if f == (Faults{}) {
+		return args
+	}
+	return Faulty{Args: args, Faults: f}
+}
+
+// Kind implements jobs.JobArgs: the kind of the wrapped args.
+func (a Faulty) Kind() string { return a.Args.Kind() }
+
+// MarshalJSON encodes the wrapped args' JSON object with the fault fields appended.
+func (a Faulty) MarshalJSON() ([]byte, error) {
+	b, err := json.Marshal(a.Args)
+	if err != nil {
+		return nil, err
+	}
+	b = bytes.TrimSpace(b)
+	if len(b) < 2 || b[0] != '{' || b[len(b)-1] != '}' {
+		return nil, fmt.Errorf("instrument: args of kind %s are not a JSON object", a.Args.Kind())
+	}
+	out := b[: len(b)-1 : len(b)-1]
+	sep := func() {
+		if len(out) > 1 {
+			out = append(out, ',')
+		}
+	}
+	if a.Faults.FailAttempts != 0 {
+		sep()
+		out = append(append(out, `"fail_attempts":`...), strconv.Itoa(a.Faults.FailAttempts)...)
+	}
+	if a.Faults.Poison {
+		sep()
+		out = append(out, `"poison":true`...)
+	}
+	return append(out, '}'), nil
+}

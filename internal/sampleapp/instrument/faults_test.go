@@ -1,0 +1,98 @@
+package instrument_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/jobkit-go/jobkit/functions/samplejobs"
+	"github.com/jobkit-go/jobkit/internal/sampleapp/instrument"
+	"github.com/jobkit-go/jobkit/jobs"
+	"github.com/jobkit-go/jobkit/jobs/jobstest"
+)
+
+func TestFaultsInject(t *testing.T) {
+	t.Parallel()
+	f := instrument.Faults{FailAttempts: 2}
+	for attempt, wantFail := range map[int]bool{1: true, 2: true, 3: false, 4: false} {
+		err := f.Inject(attempt)
+		if wantFail {
+			require.ErrorIs(t, err, instrument.ErrInjected, "attempt %d", attempt)
+			var cancel *jobs.CancelError
+			require.False(t, errors.As(err, &cancel), "an injected failure is retryable")
+		} else {
+			require.NoError(t, err, "attempt %d", attempt)
+		}
+	}
+	err := instrument.Faults{Poison: true}.Inject(1)
+	var cancel *jobs.CancelError
+	require.True(t, errors.As(err, &cancel), "poison cancels")
+	require.ErrorIs(t, err, instrument.ErrPoison)
+	require.NoError(t, instrument.Faults{}.Inject(1))
+}
+
+// Faults travel in the args JSON after the job's own fields; the sample's args ignore them.
+func TestWithFaultsJSON(t *testing.T) {
+	t.Parallel()
+	args := instrument.WithFaults(samplejobs.SendEmail{To: "a@example.com", Subject: "hi"}, instrument.Faults{FailAttempts: 2, Poison: true})
+	require.Equal(t, samplejobs.KindSendEmail, args.Kind())
+	b, err := json.Marshal(args)
+	require.NoError(t, err)
+	require.Equal(t, `{"to":"a@example.com","subject":"hi","fail_attempts":2,"poison":true}`, string(b))
+	require.Equal(t, instrument.Faults{FailAttempts: 2, Poison: true}, instrument.FaultsOf(b))
+
+	var decoded samplejobs.SendEmail
+	require.NoError(t, json.Unmarshal(b, &decoded))
+	require.Equal(t, samplejobs.SendEmail{To: "a@example.com", Subject: "hi"}, decoded)
+
+	plain := samplejobs.TranscodeVideo{VideoID: "v"}
+	require.Equal(t, jobs.JobArgs(plain), instrument.WithFaults(plain, instrument.Faults{}), "no faults: the args as they are")
+	require.Equal(t, instrument.Faults{}, instrument.FaultsOf(json.RawMessage(`[1]`)))
+	require.Equal(t, instrument.Faults{}, instrument.FaultsOf(nil))
+}
+
+// Every sample worker, run through the registry as the runtime runs it, decodes args carrying
+// faults exactly as without them: the fault fields are unknown to the sample args.
+func TestSampleArgsIgnoreFaultFields(t *testing.T) {
+	t.Parallel()
+	var got []jobs.JobArgs
+	workers := jobs.NewWorkers()
+	jobs.AddWorker(workers, jobs.WorkFunc[samplejobs.SendEmail](func(_ context.Context, j *jobs.Job[samplejobs.SendEmail]) error {
+		got = append(got, j.Args)
+		return nil
+	}))
+	jobs.AddWorker(workers, jobs.WorkFunc[samplejobs.PostLedger](func(_ context.Context, j *jobs.Job[samplejobs.PostLedger]) error {
+		got = append(got, j.Args)
+		return nil
+	}))
+	jobs.AddWorker(workers, jobs.WorkFunc[samplejobs.TranscodeVideo](func(_ context.Context, j *jobs.Job[samplejobs.TranscodeVideo]) error {
+		got = append(got, j.Args)
+		return nil
+	}))
+	want := []jobs.JobArgs{
+		samplejobs.SendEmail{To: "a@example.com", Subject: "s"},
+		samplejobs.PostLedger{Account: "a", PostingID: "p", AmountCents: 3, Seq: 1},
+		samplejobs.TranscodeVideo{VideoID: "v", Seconds: 2},
+	}
+	for _, a := range want {
+		require.NoError(t, jobstest.Run(context.Background(), workers, instrument.WithFaults(a, instrument.Faults{FailAttempts: 1000, Poison: true}), nil))
+	}
+	require.Equal(t, want, got)
+}
+
+// Binaries names real packages: each sample function and its instrumented binary.
+func TestBinaries(t *testing.T) {
+	t.Parallel()
+	require.Len(t, instrument.Binaries, 3)
+	for src, bin := range instrument.Binaries {
+		for _, dir := range []string{src, bin} {
+			_, err := os.Stat(filepath.Join("..", "..", "..", filepath.FromSlash(dir), "main.go"))
+			require.NoError(t, err, dir)
+		}
+	}
+}
