@@ -79,7 +79,7 @@ lint: ## gofmt, go vet, staticcheck
 dev: setup ## run the sample stack offline with a demo workload; ONCE=1 ends when it drains (CI)
 	@state=$$($(EMULATOR_SH) up) || exit 1; \
 	if [ "$$state" = started ]; then trap '$(EMULATOR_SH) down' EXIT; trap 'exit 130' INT TERM; fi; \
-	echo "emulator: $$state at $(ENDPOINT)"; \
+	echo "emulator: $(EMULATOR) $$state at $(ENDPOINT)"; \
 	AWS_ENDPOINT_URL=$(ENDPOINT) go run ./internal/cmd/dev $(if $(ONCE),--once)
 
 bench: setup ## print BENCH key=value figures (starts and stops the emulator)
@@ -92,7 +92,7 @@ chaos: setup ## 10,000 jobs on the offline stack under faults; fails unless noth
 	@infra/synth.sh --quiet
 	@state=$$($(EMULATOR_SH) up) || exit 1; \
 	if [ "$$state" = started ]; then trap '$(EMULATOR_SH) down' EXIT; trap 'exit 130' INT TERM; fi; \
-	echo "emulator: $$state at $(ENDPOINT)"; \
+	echo "emulator: $(EMULATOR) $$state at $(ENDPOINT)"; \
 	AWS_ENDPOINT_URL=$(ENDPOINT) go run ./internal/cmd/chaos
 
 fuzz: ## fuzz the envelope decoder and the schedule expression parser, 60 s each
