@@ -9,7 +9,11 @@ ROOT          := $(CURDIR)
 VENV          := $(ROOT)/.venv
 TOOLS         := $(ROOT)/.tools
 RUN_DIR       := $(ROOT)/.run
-EMULATOR      := $(ROOT)/localstack/emulator.sh
+LOCALSTACK    := $(ROOT)/localstack/localstack.sh
+# EMULATOR picks what serves the AWS APIs for dev, test, bench and chaos: moto (default) or
+# localstack (make dev EMULATOR=localstack).
+EMULATOR      ?= moto
+EMULATOR_SH   := $(if $(filter localstack,$(EMULATOR)),$(LOCALSTACK),$(ROOT)/localstack/emulator.sh)
 EMULATOR_URL  := http://127.0.0.1:4566
 ENDPOINT      := $(or $(AWS_ENDPOINT_URL),$(EMULATOR_URL))
 STATICCHECK   := honnef.co/go/tools/cmd/staticcheck@v0.6.1
@@ -24,7 +28,7 @@ export CDK_DISABLE_CLI_TELEMETRY := true
 export CDK_DISABLE_VERSION_CHECK := 1
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 
-.PHONY: chaos dev cli synth help setup lock emulator-up emulator-down test test-unit lint fuzz bench localstack-up localstack-down
+.PHONY: chaos dev cli synth help setup lock emulator-up emulator-down test test-unit lint fuzz bench localstack-up localstack-down test-localstack
 
 help: ## list the targets
 	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-16s %s\n", $$1, $$2}'
@@ -54,23 +58,24 @@ lock: ## regenerate localstack/requirements.lock and infra/tools/package-lock.js
 	cd infra/tools && npm install --package-lock-only --no-audit --no-fund --loglevel=error
 
 emulator-up: setup ## start moto on 127.0.0.1:4566 (reuses a live AWS_ENDPOINT_URL)
-	@$(EMULATOR) up
+	@$(EMULATOR_SH) up
 
 emulator-down: ## stop the emulator emulator-up started
-	@$(EMULATOR) down
+	@$(EMULATOR_SH) down
 
-test: ## unit, emulator integration and infra tests; installs what they need, starts and stops the emulator
+test: ## unit, emulator integration and infra tests; synthesizes cdk.out, installs what they need, starts and stops the emulator
 	@start=$$(date +%s); \
 	$(MAKE) --no-print-directory setup; \
-	state=$$($(EMULATOR) up) || exit 1; \
-	if [ "$$state" = started ]; then trap '$(EMULATOR) down' EXIT; trap 'exit 130' INT TERM; fi; \
-	echo "emulator: $$state at $(ENDPOINT)"; \
+	infra/synth.sh --quiet; \
+	state=$$($(EMULATOR_SH) up) || exit 1; \
+	if [ "$$state" = started ]; then trap '$(EMULATOR_SH) down' EXIT; trap 'exit 130' INT TERM; fi; \
+	echo "emulator: $(EMULATOR) $$state at $(ENDPOINT)"; \
 	rc=0; \
 	AWS_ENDPOINT_URL=$(ENDPOINT) JOBKIT_REQUIRE_EMULATOR=1 go test $(GO_TEST_FLAGS) ./... || rc=$$?; \
 	if [ -f infra/go.mod ] && ls infra/*.go >/dev/null 2>&1; then \
 	  (cd infra && AWS_ENDPOINT_URL=$(ENDPOINT) go test $(GO_TEST_FLAGS) ./...) || rc=$$?; \
 	fi; \
-	echo "make test: wall time $$(( $$(date +%s) - start ))s (exit $$rc)"; \
+	echo "make test ($(EMULATOR)): wall time $$(( $$(date +%s) - start ))s (exit $$rc)"; \
 	exit $$rc
 
 test-unit: ## tests that need no emulator (integration tests skip)
@@ -89,22 +94,22 @@ lint: ## gofmt, go vet, staticcheck
 	@if ls infra/*.go >/dev/null 2>&1; then cd infra && go vet ./... && go run $(STATICCHECK) ./...; fi
 
 dev: setup ## run the sample stack offline with a demo workload; ONCE=1 ends when it drains (CI)
-	@state=$$($(EMULATOR) up) || exit 1; \
-	if [ "$$state" = started ]; then trap '$(EMULATOR) down' EXIT; trap 'exit 130' INT TERM; fi; \
-	echo "emulator: $$state at $(ENDPOINT)"; \
+	@state=$$($(EMULATOR_SH) up) || exit 1; \
+	if [ "$$state" = started ]; then trap '$(EMULATOR_SH) down' EXIT; trap 'exit 130' INT TERM; fi; \
+	echo "emulator: $(EMULATOR) $$state at $(ENDPOINT)"; \
 	AWS_ENDPOINT_URL=$(ENDPOINT) go run ./internal/cmd/dev $(if $(ONCE),--once)
 
 bench: setup ## print BENCH key=value figures (starts and stops the emulator)
 	@infra/synth.sh --quiet
-	@state=$$($(EMULATOR) up) || exit 1; \
-	if [ "$$state" = started ]; then trap '$(EMULATOR) down' EXIT; trap 'exit 130' INT TERM; fi; \
+	@state=$$($(EMULATOR_SH) up) || exit 1; \
+	if [ "$$state" = started ]; then trap '$(EMULATOR_SH) down' EXIT; trap 'exit 130' INT TERM; fi; \
 	AWS_ENDPOINT_URL=$(ENDPOINT) go run ./internal/cmd/bench $(if $(ONLY),-only $(ONLY))
 
 chaos: setup ## 10,000 jobs on the offline stack under faults; fails unless nothing is lost
 	@infra/synth.sh --quiet
-	@state=$$($(EMULATOR) up) || exit 1; \
-	if [ "$$state" = started ]; then trap '$(EMULATOR) down' EXIT; trap 'exit 130' INT TERM; fi; \
-	echo "emulator: $$state at $(ENDPOINT)"; \
+	@state=$$($(EMULATOR_SH) up) || exit 1; \
+	if [ "$$state" = started ]; then trap '$(EMULATOR_SH) down' EXIT; trap 'exit 130' INT TERM; fi; \
+	echo "emulator: $(EMULATOR) $$state at $(ENDPOINT)"; \
 	AWS_ENDPOINT_URL=$(ENDPOINT) go run ./internal/cmd/chaos
 
 fuzz: ## fuzz the envelope decoder and the schedule expression parser, 60 s each
@@ -112,8 +117,12 @@ fuzz: ## fuzz the envelope decoder and the schedule expression parser, 60 s each
 	go test ./jobs -run '^$$' -fuzz FuzzDecodeArgs -fuzztime 30s
 	go test ./scheduler -run '^$$' -fuzz FuzzParseExpression -fuzztime 60s
 
-localstack-up: ## LocalStack in Docker (needs a Docker engine)
-	docker compose -f localstack/docker-compose.yml up -d --wait
+localstack-up: ## start LocalStack on 127.0.0.1:4566: in Docker when an engine answers, else host mode (installs it)
+	@$(LOCALSTACK) up
 
-localstack-down: ## stop LocalStack
-	docker compose -f localstack/docker-compose.yml down
+localstack-down: ## stop the LocalStack localstack-up started
+	@$(LOCALSTACK) down
+
+test-localstack: ## make test against LocalStack instead of moto (starts and stops it)
+	@$(MAKE) --no-print-directory test EMULATOR=localstack)"; \
+	exit $$rc

@@ -1,6 +1,7 @@
 package scheduler
 
 import (
+	"cmp"
 	"fmt"
 	"net/url"
 	"regexp"
@@ -9,8 +10,9 @@ import (
 
 var regionPattern = regexp.MustCompile(`^[a-z]{2}(-[a-z]+)+-\d+$`)
 
-// QueueARN derives an SQS queue's ARN from its URL. The account is the first path segment and the
-// name the second. The region comes from the host for AWS URLs (sqs.<region>.amazonaws.com[.cn],
+// QueueARN derives an SQS queue's ARN from its URL. The path is /<account>/<name> (AWS, moto,
+// LocalStack's default), or LocalStack's path strategy /queue/<region>/<account>/<name>, whose
+// region then wins over the host's. Otherwise the region comes from the host for AWS URLs (sqs.<region>.amazonaws.com[.cn],
 // sqs.<region>.api.aws, the legacy <region>.queue.amazonaws.com and queue.amazonaws.com) and
 // LocalStack's sqs.<region>.localhost.localstack.cloud; for any other host (an emulator on
 // 127.0.0.1, say) it is defaultRegion. The partition follows the region (aws-cn for cn-*, ...).
@@ -26,8 +28,12 @@ func QueueARN(queueURL, defaultRegion string) (string, error) {
 		return fail("not an http(s) URL")
 	}
 	parts := strings.Split(strings.Trim(u.Path, "/"), "/")
+	pathRegion := ""
+	if len(parts) == 4 && parts[0] == "queue" && regionPattern.MatchString(parts[1]) {
+		pathRegion, parts = parts[1], parts[2:]
+	}
 	if len(parts) != 2 || parts[0] == "" || parts[1] == "" {
-		return fail("want /<account>/<queue name> as the path")
+		return fail("want /<account>/<queue name> (or /queue/<region>/<account>/<queue name>) as the path")
 	}
 	account, name := parts[0], parts[1]
 	for _, r := range account {
@@ -35,7 +41,7 @@ func QueueARN(queueURL, defaultRegion string) (string, error) {
 			return fail("the account id is not a number")
 		}
 	}
-	region := regionFromHost(u.Hostname())
+	region := cmp.Or(pathRegion, regionFromHost(u.Hostname()))
 	if region == "" {
 		region = defaultRegion
 	}

@@ -157,6 +157,8 @@ func TestQueueARN(t *testing.T) {
 		{"http://sqs.eu-west-2.localhost.localstack.cloud:4566/000000000000/jobs", "us-east-1", "arn:aws:sqs:eu-west-2:000000000000:jobs"},
 		{"http://127.0.0.1:4566/123456789012/jobs", "us-east-1", "arn:aws:sqs:us-east-1:123456789012:jobs"},
 		{"http://localhost:4566/000000000000/jobs.fifo/", "eu-west-1", "arn:aws:sqs:eu-west-1:000000000000:jobs.fifo"},
+		// LocalStack with SQS_ENDPOINT_STRATEGY=path: the region is in the path.
+		{"http://127.0.0.1:4566/queue/eu-west-2/000000000000/jobs", "us-east-1", "arn:aws:sqs:eu-west-2:000000000000:jobs"},
 	}
 	for _, tc := range cases {
 		got, err := QueueARN(tc.url, tc.region)
