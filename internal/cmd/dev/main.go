@@ -22,6 +22,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/jobkit-go/jobkit/internal/devapp"
+	"github.com/jobkit-go/jobkit/jobs/inspect"
 	"github.com/jobkit-go/jobkit/localstack/emulator"
 )
 
@@ -234,6 +235,10 @@ func report(res *devapp.Result, table bool, total time.Duration, stdout, stderr 
 		fmt.Fprint(stderr, devapp.FormatTable(c))
 	}
 	if reasons := devapp.DeadReasons(c); len(reasons) > 0 {
+		// Reasons come from the dead-letter queues' messages: untrusted, escaped for the terminal.
+		for i, r := range reasons {
+			reasons[i] = inspect.Printable(r, 80)
+		}
 		note("dev: dead-lettered by reason: %s (jobkit dlq list --queue <name> shows them while the stack runs)", strings.Join(reasons, " "))
 	}
 	if c.Unlisted > 0 {
