@@ -19,6 +19,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/jobkit-go/jobkit/functions/samplejobs"
+	"github.com/jobkit-go/jobkit/idempotency"
 	jk "github.com/jobkit-go/jobkit/infra/constructs"
 	"github.com/jobkit-go/jobkit/infra/internal/cfntest"
 	"github.com/jobkit-go/jobkit/jobs"
@@ -277,8 +278,9 @@ func TestSampleApp(t *testing.T) {
 		for _, st := range tableStmts {
 			require.ElementsMatch(t, jk.IdempotencyActions, cfntest.Actions(st))
 			keys, _ := cfntest.Get(st, "Condition.ForAllValues:StringLike.dynamodb:LeadingKeys").([]any)
-			require.Len(t, keys, 1, "%v", st)
-			prefixes = append(prefixes, keys...)
+			require.Len(t, keys, 2, "%v", st)
+			require.Equal(t, idempotency.NotRunKeyPrefix+"*", keys[0], "the ledger of deliveries that ran no job")
+			prefixes = append(prefixes, keys[1:]...)
 		}
 		require.ElementsMatch(t, []any{samplejobs.KindSendEmail + "#*", samplejobs.KindPostLedger + "#*"}, prefixes)
 

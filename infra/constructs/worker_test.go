@@ -16,6 +16,7 @@ import (
 	"github.com/aws/jsii-runtime-go"
 	"github.com/stretchr/testify/require"
 
+	"github.com/jobkit-go/jobkit/idempotency"
 	"github.com/jobkit-go/jobkit/jobs"
 )
 
@@ -120,7 +121,7 @@ func TestWorkerStandard(t *testing.T) {
 	}, tpl.AllowedActions(getAtt(tableID, "Arn")))
 	tableStmt := tableStatement(t, tpl, getAtt(tableID, "Arn"))
 	require.Equal(t, map[string]any{"ForAllValues:StringLike": map[string]any{
-		"dynamodb:LeadingKeys": []any{"email.send#*", "email.digest#*"},
+		"dynamodb:LeadingKeys": []any{idempotency.NotRunKeyPrefix + "*", "email.send#*", "email.digest#*"},
 	}}, tableStmt["Condition"])
 	require.Equal(t, getAtt(tableID, "Arn"), tableStmt["Resource"], "the table only: no index, no stream")
 	logActions := tpl.AllowedActions(getAtt(logID, "Arn"))

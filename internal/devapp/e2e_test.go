@@ -23,6 +23,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/jobkit-go/jobkit/functions/samplejobs"
+	"github.com/jobkit-go/jobkit/idempotency"
 	"github.com/jobkit-go/jobkit/internal/devapp"
 	"github.com/jobkit-go/jobkit/internal/sampleapp/instrument"
 	"github.com/jobkit-go/jobkit/jobs"
@@ -317,6 +318,9 @@ func TestEndToEnd(t *testing.T) {
 	require.Equal(t, 300, enqueued)
 	require.Equal(t, wantDead, ndead, "the dead-letter queues hold the dead jobs and nothing else")
 	for key, status := range records {
+		if strings.HasPrefix(key, idempotency.NotRunKeyPrefix) {
+			continue // the runtime's count of deliveries that ran no job (jobs.Config.Deliveries)
+		}
 		require.Equal(t, "COMPLETED", status, "record %s left in progress", key)
 	}
 
