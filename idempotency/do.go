@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/jobkit-go/jobkit/jobs"
 )
 
 // Defaults of Config.
@@ -274,7 +275,7 @@ func complete[T any](ctx context.Context, st *claimState, res T, cfg *Config) er
 		}
 	} else if err := st.store.Complete(cctx, &done, st.claim.LeaseEnd); err != nil {
 		log.LogAttrs(ctx, slog.LevelWarn, "idempotency: result not recorded; a duplicate after the lease runs again",
-			slog.String("idempotency_key", key), slog.String("error", err.Error()))
+			jobs.LogString("idempotency_key", key), jobs.LogString("error", err.Error()))
 		return &StoreError{Op: "complete", Key: key, Err: err}
 	}
 	cfg.cache().add(st.store, &done)
@@ -337,7 +338,7 @@ func (s *claimState) release(ctx context.Context, log *slog.Logger) {
 	defer cancel()
 	if err := s.store.Delete(rctx, s.claim.Key, s.claim.LeaseEnd); err != nil {
 		log.LogAttrs(ctx, slog.LevelWarn, "idempotency: claim not released; the key stays in progress until the lease ends",
-			slog.String("idempotency_key", s.claim.Key), slog.Time("lease_end", s.claim.LeaseEnd), slog.String("error", err.Error()))
+			jobs.LogString("idempotency_key", s.claim.Key), slog.Time("lease_end", s.claim.LeaseEnd), jobs.LogString("error", err.Error()))
 	}
 }
 

@@ -68,7 +68,7 @@ func Middleware(store Store, cfg *Config) jobs.Middleware {
 			if jc.Logger == nil {
 				jc.Logger = row.Logger()
 			}
-			log := jc.Logger.With(slog.String("idempotency_key", key))
+			log := jc.Logger.With(jobs.LogString("idempotency_key", key))
 			var handlerErr error
 			_, ran, err := run(ctx, store, key, hash, func(ctx context.Context) (json.RawMessage, error) {
 				handlerErr = next(ctx, row)
@@ -99,7 +99,7 @@ func Middleware(store Store, cfg *Config) jobs.Middleware {
 				// The handler succeeded; only recording it failed. (A failed transaction of
 				// OnComplete items is not a *StoreError: it released the claim, and the job retries.)
 				log.LogAttrs(ctx, slog.LevelWarn, "idempotency: job succeeded but its record was not completed",
-					slog.String("error", err.Error()))
+					jobs.LogString("error", err.Error()))
 				return nil
 			}
 			return err

@@ -550,7 +550,7 @@ func (b *batch) settle(r *record, err error) {
 	if dlqErr := b.deadLetter(r, reason, err); dlqErr != nil {
 		r.out = outDeadFailed
 		b.logRecord(slog.LevelError, r, "dead-letter send failed: job reported failed", err,
-			slog.String("reason", reason), slog.String("dlq_error", dlqErr.Error()))
+			slog.String("reason", reason), LogString("dlq_error", dlqErr.Error()))
 		return
 	}
 	r.out = outDead
@@ -583,7 +583,7 @@ func (b *batch) skip(r, failed *record) {
 	}
 	r.out, r.visible, r.delay = outSkipped, failed.visible, failed.delay
 	b.logRecord(slog.LevelWarn, r, "job not run: an earlier job of its FIFO group failed", nil,
-		slog.String("failed_job_id", failed.row.ID))
+		LogString("failed_job_id", failed.row.ID))
 	r.state.CompareAndSwap(stateRunning, stateDone)
 }
 
@@ -1077,13 +1077,13 @@ func (b *batch) logRecord(level slog.Level, r *record, msg string, err error, ex
 	}
 	attrs := make([]slog.Attr, 0, 6+len(extra))
 	attrs = append(attrs,
-		slog.String("job_id", r.row.ID), slog.String("kind", r.row.Kind), slog.Int("attempt", r.row.Attempt),
+		LogString("job_id", r.row.ID), LogString("kind", r.row.Kind), slog.Int("attempt", r.row.Attempt),
 		slog.String("message_id", r.msg.MessageId))
 	if r.row.GroupID != "" {
-		attrs = append(attrs, slog.String("group_id", r.row.GroupID))
+		attrs = append(attrs, LogString("group_id", r.row.GroupID))
 	}
 	if err != nil {
-		attrs = append(attrs, slog.String("error", err.Error()))
+		attrs = append(attrs, LogString("error", err.Error()))
 	}
 	attrs = append(attrs, extra...)
 	log.LogAttrs(ctx, level, msg, attrs...)

@@ -486,3 +486,35 @@ func TestNewSQSHandlerPanicsOnInvalidConfig(t *testing.T) {
 }
 
 var _ = io.Discard
+
+// Job data is untrusted: a huge enqueued_at, a 100,000-digit number or a 20,000-character kind
+// reaches the log capped at jobs.MaxLogValue per value, and every line stays valid JSON.
+func TestHandlerLogsCapJobData(t *testing.T) {
+	t.Parallel()
+	var buf syncBuffer
+	cfg := jobstest.Config(jobstest.NewRecorder())
+	cfg.Logger = slog.New(slog.NewJSONHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	handler := jobs.NewSQSHandler(testWorkers(nil), cfg)
+	huge := strings.Repeat("9", 100_000)
+	_, err := handler(context.Background(), jobstest.Event(
+		jobstest.RawMessage(`{"v":1,"id":"a","kind":"test.job","args":{},"enqueued_at":"`+strings.Repeat("2", 1<<20)+`"}`, &jobstest.MessageOpts{MessageID: "m1"}),
+		jobstest.RawMessage(`{"v":1,"id":"b","kind":"test.job","args":{"n":`+huge+`}}`, &jobstest.MessageOpts{MessageID: "m2"}),
+		jobstest.RawMessage(`{"v":1,"id":"c","kind":"`+strings.Repeat("k", 20_000)+`","args":{}}`, &jobstest.MessageOpts{MessageID: "m3", Attempt: 5}),
+	))
+	require.NoError(t, err)
+	sc := bufio.NewScanner(strings.NewReader(buf.String()))
+	sc.Buffer(nil, 1<<22)
+	lines := 0
+	for sc.Scan() {
+		lines++
+		var line map[string]any
+		require.NoError(t, json.Unmarshal(sc.Bytes(), &line), "a log line is JSON")
+		for k, v := range line {
+			if s, ok := v.(string); ok {
+				assert.LessOrEqual(t, len(s), jobs.MaxLogValue+32, "%s of %q is %d bytes", k, line["msg"], len(s))
+			}
+		}
+	}
+	require.NoError(t, sc.Err())
+	assert.GreaterOrEqual(t, lines, 3, "a line per record")
+}

@@ -70,7 +70,7 @@ func (r *JobRow) Logger() *slog.Logger {
 // jobAttrs are the attributes on every log line about a job.
 func jobAttrs(r *JobRow) []any {
 	return []any{
-		slog.String("job_id", r.ID), slog.String("kind", r.Kind), slog.Int("attempt", r.Attempt),
+		LogString("job_id", r.ID), LogString("kind", r.Kind), slog.Int("attempt", r.Attempt),
 		slog.String("message_id", r.MessageID),
 	}
 }

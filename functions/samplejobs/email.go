@@ -34,8 +34,9 @@ type Mailer interface {
 	Send(ctx context.Context, msg Email) error
 }
 
-// EmailSentMessage is the message of the log line LogMailer writes per email, with attributes to,
-// subject and idempotency_key: the sample's output, which the offline stack's end-to-end checks read.
+// EmailSentMessage is the message of the log line LogMailer writes per email, with attributes
+// to_domain (the recipient's domain: no address in logs), subject and idempotency_key: the
+// sample's output, which the offline stack's end-to-end checks read.
 const EmailSentMessage = "email sent"
 
 // LogMailer is the sample stack's Mailer: it writes each email as a JSON log line instead of
@@ -50,9 +51,11 @@ func (m LogMailer) Send(ctx context.Context, msg Email) error {
 	if log == nil {
 		log = slog.Default()
 	}
+	// The recipient is personal data: the line names its domain only.
+	_, domain, _ := strings.Cut(msg.To, "@")
 	log.LogAttrs(ctx, slog.LevelInfo, EmailSentMessage,
-		slog.String("to", msg.To), slog.String("subject", msg.Subject),
-		slog.String("idempotency_key", msg.IdempotencyKey))
+		jobs.LogString("to_domain", domain), jobs.LogString("subject", msg.Subject),
+		jobs.LogString("idempotency_key", msg.IdempotencyKey))
 	return nil
 }
 
