@@ -124,5 +124,4 @@ localstack-down: ## stop the LocalStack localstack-up started
 	@$(LOCALSTACK) down
 
 test-localstack: ## make test against LocalStack instead of moto (starts and stops it)
-	@$(MAKE) --no-print-directory test EMULATOR=localstack)"; \
-	exit $$rc
+	@$(MAKE) --no-print-directory test EMULATOR=localstack
