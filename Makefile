@@ -71,7 +71,7 @@ test: ## unit, emulator integration and infra tests; synthesizes cdk.out, instal
 	if [ "$$state" = started ]; then trap '$(EMULATOR_SH) down' EXIT; trap 'exit 130' INT TERM; fi; \
 	echo "emulator: $(EMULATOR) $$state at $(ENDPOINT)"; \
 	rc=0; \
-	AWS_ENDPOINT_URL=$(ENDPOINT) JOBKIT_REQUIRE_EMULATOR=1 go test $(GO_TEST_FLAGS) ./... || rc=$$?; \
+	AWS_ENDPOINT_URL=$(ENDPOINT) JOBKIT_EMULATOR=$(EMULATOR) JOBKIT_REQUIRE_EMULATOR=1 go test $(GO_TEST_FLAGS) ./... || rc=$$?; \
 	if [ -f infra/go.mod ] && ls infra/*.go >/dev/null 2>&1; then \
 	  (cd infra && AWS_ENDPOINT_URL=$(ENDPOINT) go test $(GO_TEST_FLAGS) ./...) || rc=$$?; \
 	fi; \

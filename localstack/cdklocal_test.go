@@ -1,0 +1,162 @@
+package localstack_test
+
+import (
+	"context"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/cloudformation"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
+	"github.com/stretchr/testify/require"
+
+	"github.com/jobkit-go/jobkit/jobs"
+	"github.com/jobkit-go/jobkit/localstack/awstest"
+)
+
+// stateStack is the sample app's stateful stack: queues, dead-letter queues, tables, schedules.
+const stateStack = "JobkitState"
+
+// The cdklocal path the README names: `cdklocal bootstrap` and `cdklocal deploy JobkitState`
+// (aws-cdk-local, pinned in infra/tools) onto LocalStack, from the synthesized cdk.out. The
+// deployed queues redrive to their dead-letter queues after maxReceiveCount receives, and the
+// tables have their TTL on. It needs LocalStack (moto's CloudFormation is what jobkit's own
+// deploy drives): make test-localstack runs it; make test, on moto, says so and skips it.
+func TestCDKLocalDeploysTheStateStack(t *testing.T) {
+	if os.Getenv("JOBKIT_EMULATOR") != "localstack" {
+		t.Skip("cdklocal deploys onto LocalStack: make test-localstack runs this test (JOBKIT_EMULATOR=localstack)")
+	}
+	cfg := awstest.Config(t)
+	endpoint := aws.ToString(cfg.BaseEndpoint)
+	requireLocalStack(t, endpoint)
+	root, err := filepath.Abs("..")
+	require.NoError(t, err)
+	cdklocal := filepath.Join(root, ".tools", "node_modules", ".bin", "cdklocal")
+	require.FileExists(t, cdklocal, "infra/synth.sh installs aws-cdk-local from infra/tools/package-lock.json")
+	require.FileExists(t, filepath.Join(root, "cdk.out", "manifest.json"), "make test synthesizes cdk.out first")
+
+	ctx := context.Background()
+	run := func(args ...string) {
+		t.Helper()
+		cmd := exec.CommandContext(ctx, cdklocal, append(args, "--no-notices")...)
+		cmd.Dir = root
+		// cdklocal points every AWS SDK client at AWS_ENDPOINT_URL and insists on an explicit S3
+		// endpoint beside it (the bootstrap bucket and the assets go through S3).
+		cmd.Env = append(os.Environ(), "AWS_ENDPOINT_URL="+endpoint, "AWS_ENDPOINT_URL_S3="+endpoint,
+			"AWS_REGION="+cfg.Region, "CDK_DISABLE_CLI_TELEMETRY=true", "CDK_DISABLE_VERSION_CHECK=1")
+		out, err := cmd.CombinedOutput()
+		require.NoError(t, err, "cdklocal %s:\n%s", strings.Join(args, " "), tail(string(out), 40))
+	}
+	start := time.Now()
+	run("bootstrap", "--app", "cdk.out")
+	t.Logf("cdklocal bootstrap: %s", time.Since(start).Round(time.Second))
+	start = time.Now()
+	run("deploy", stateStack, "--app", "cdk.out", "--require-approval", "never")
+	t.Logf("cdklocal deploy %s: %s", stateStack, time.Since(start).Round(time.Second))
+	t.Cleanup(func() { run("destroy", stateStack, "--app", "cdk.out", "--force") })
+
+	outputs := stackOutputs(t, cfg, stateStack)
+	queue, dlq := outputs[jobs.OutputQueuePrefix+"Email"], outputs[jobs.OutputDLQPrefix+"Email"]
+	require.NotEmpty(t, queue, "the Email queue is a stack output: %v", outputs)
+	require.NotEmpty(t, dlq, "its DLQ too")
+	requireRedrive(t, cfg, queue, dlq)
+	requireTTL(t, cfg, outputs)
+}
+
+// requireLocalStack fails unless endpoint is LocalStack (its health document answers).
+func requireLocalStack(t *testing.T, endpoint string) {
+	t.Helper()
+	resp, err := http.Get(endpoint + "/_localstack/health")
+	require.NoError(t, err, "JOBKIT_EMULATOR=localstack, yet nothing answers at %s", endpoint)
+	resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode, "%s is not LocalStack", endpoint)
+}
+
+func stackOutputs(t *testing.T, cfg aws.Config, stack string) map[string]string {
+	t.Helper()
+	out, err := cloudformation.NewFromConfig(cfg).DescribeStacks(context.Background(), &cloudformation.DescribeStacksInput{StackName: aws.String(stack)})
+	require.NoError(t, err)
+	require.Len(t, out.Stacks, 1)
+	m := map[string]string{}
+	for _, o := range out.Stacks[0].Outputs {
+		m[aws.ToString(o.OutputKey)] = aws.ToString(o.OutputValue)
+	}
+	return m
+}
+
+// requireRedrive receives one message maxReceiveCount times, releasing it at once each time,
+// and then finds it in the dead-letter queue the redrive policy names.
+func requireRedrive(t *testing.T, cfg aws.Config, queue, dlq string) {
+	t.Helper()
+	ctx := context.Background()
+	client := sqs.NewFromConfig(cfg)
+	attrs, err := client.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: aws.String(queue),
+		AttributeNames: []sqstypes.QueueAttributeName{sqstypes.QueueAttributeNameRedrivePolicy}})
+	require.NoError(t, err)
+	policy := attrs.Attributes[string(sqstypes.QueueAttributeNameRedrivePolicy)]
+	require.Contains(t, policy, jobs.QueueName(dlq), "the queue redrives to its DLQ")
+	var maxReceives int
+	for _, part := range strings.Split(strings.Trim(policy, "{}"), ",") {
+		if k, v, ok := strings.Cut(part, ":"); ok && strings.Contains(k, "maxReceiveCount") {
+			maxReceives, err = strconv.Atoi(strings.Trim(v, `" `))
+			require.NoError(t, err, policy)
+		}
+	}
+	require.Positive(t, maxReceives, policy)
+
+	_, err = client.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(queue), MessageBody: aws.String(`{"v":1,"id":"cdklocal-1","kind":"email.send","args":{}}`)})
+	require.NoError(t, err)
+	for range maxReceives {
+		got, err := client.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: aws.String(queue), WaitTimeSeconds: 5})
+		require.NoError(t, err)
+		require.Len(t, got.Messages, 1)
+		_, err = client.ChangeMessageVisibility(ctx, &sqs.ChangeMessageVisibilityInput{QueueUrl: aws.String(queue),
+			ReceiptHandle: got.Messages[0].ReceiptHandle, VisibilityTimeout: 0})
+		require.NoError(t, err)
+	}
+	// The next receive finds the count used up: SQS moves the message instead of returning it.
+	got, err := client.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: aws.String(queue), WaitTimeSeconds: 1})
+	require.NoError(t, err)
+	require.Empty(t, got.Messages)
+	moved, err := client.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: aws.String(dlq), WaitTimeSeconds: 5})
+	require.NoError(t, err)
+	require.Len(t, moved.Messages, 1, "after %d receives the message is in the DLQ", maxReceives)
+	require.Contains(t, aws.ToString(moved.Messages[0].Body), "cdklocal-1")
+}
+
+// requireTTL checks that the idempotency table has its time to live on "expiration" (the
+// ledger table keeps its items: no TTL).
+func requireTTL(t *testing.T, cfg aws.Config, outputs map[string]string) {
+	t.Helper()
+	db := dynamodb.NewFromConfig(cfg)
+	tables := 0
+	for key, name := range outputs {
+		if !strings.HasPrefix(key, "ExportsOutputRef") || !strings.Contains(key, "IdempotencyTable") {
+			continue
+		}
+		tables++
+		ttl, err := db.DescribeTimeToLive(context.Background(), &dynamodb.DescribeTimeToLiveInput{TableName: aws.String(name)})
+		require.NoError(t, err, name)
+		d := ttl.TimeToLiveDescription
+		require.Contains(t, []ddbtypes.TimeToLiveStatus{ddbtypes.TimeToLiveStatusEnabled, ddbtypes.TimeToLiveStatusEnabling}, d.TimeToLiveStatus, name)
+		require.Equal(t, "expiration", aws.ToString(d.AttributeName), name)
+	}
+	require.Equal(t, 1, tables, "the idempotency table: %v", outputs)
+}
+
+func tail(s string, lines int) string {
+	parts := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	if len(parts) > lines {
+		parts = parts[len(parts)-lines:]
+	}
+	return strings.Join(parts, "\n")
+}
