@@ -7,6 +7,7 @@ import (
 	"html/template"
 	"io/fs"
 	"net/http"
+	"strings"
 	"sync"
 
 	"github.com/jobkit-go/jobkit/jobs"
@@ -24,7 +25,13 @@ var staticFS = func() fs.FS {
 	return sub
 }()
 
-var pageTemplate = template.Must(template.New("page.html").ParseFS(assets, "assets/page.html"))
+var pageTemplate = template.Must(template.New("page.html").Funcs(template.FuncMap{"when": when}).ParseFS(assets, "assets/page.html"))
+
+// when shows an RFC 3339 UTC time the short way the tables use ("2026-11-21 12:05:00"; the
+// column headers say UTC).
+func when(s string) string {
+	return strings.TrimSuffix(strings.Replace(s, "T", " ", 1), "Z")
+}
 
 // pageData is what page.html renders. Every string from AWS or a job went through text or
 // multiline; html/template escapes it for its context.
