@@ -135,20 +135,7 @@ func TestConsoleInABrowser(t *testing.T) {
 		fmt.Sprintf(`document.querySelector('#queues tr[data-queue=%q] [data-field="visible"]').textContent === "7"`, f.queue.Name),
 		nil, chromedp.WithPollingTimeout(20*time.Second))))
 
-	// Redrive one: pick it, click, and it leaves the table (the page reloads when the move ends).
-	const picked = "01JD3Q8B5C7E9G1J3L5N7Q9S1U"
-	row := fmt.Sprintf(`tr[data-ref=%q]`, picked)
-	require.NoError(t, chromedp.Run(ctx,
-		chromedp.Click(row+` input.pick`, chromedp.ByQuery),
-		chromedp.Click(`#redrive-selected`, chromedp.ByQuery),
-		chromedp.WaitVisible(`#progress-text`, chromedp.ByQuery),
-	))
-	gone := fmt.Sprintf(`document.readyState === "complete" && !!document.querySelector("#dead-jobs") && !document.querySelector(%q)`, row)
-	require.Eventually(t, func() bool {
-		var ok bool
-		// The page reloads under the check: an error means "not yet".
-		return chromedp.Run(ctx, chromedp.Evaluate(gone, &ok)) == nil && ok
-	}, 60*time.Second, 300*time.Millisecond, "the redriven job leaves the dead-job table")
+	redriveOne(t, ctx, "01JD3Q8B5C7E9G1J3L5N7Q9S1U")
 	require.Len(t, tableRows(t, ctx, "#dead-jobs"), 2)
 	require.Equal(t, 2, f.visible(t, f.dlq.URL))
 	require.Equal(t, 8, f.visible(t, f.queue.URL), "the redriven job is back in its queue")
@@ -176,6 +163,24 @@ func TestConsoleInABrowser(t *testing.T) {
 	))
 	require.Zero(t, buttons)
 	screenshot(t, ctx, dir, "console-read-only")
+}
+
+// redriveOne picks a dead job on the page, clicks Redrive selected, and waits until the job has
+// left the dead-job table (the page reloads when the move ends).
+func redriveOne(t *testing.T, ctx context.Context, picked string) {
+	t.Helper()
+	row := fmt.Sprintf(`tr[data-ref=%q]`, picked)
+	require.NoError(t, chromedp.Run(ctx,
+		chromedp.Click(row+` input.pick`, chromedp.ByQuery),
+		chromedp.Click(`#redrive-selected`, chromedp.ByQuery),
+		chromedp.WaitVisible(`#progress-text`, chromedp.ByQuery),
+	))
+	gone := fmt.Sprintf(`document.readyState === "complete" && !!document.querySelector("#dead-jobs") && !document.querySelector(%q)`, row)
+	require.Eventually(t, func() bool {
+		var ok bool
+		// The page reloads under the check: an error means "not yet".
+		return chromedp.Run(ctx, chromedp.Evaluate(gone, &ok)) == nil && ok
+	}, 60*time.Second, 300*time.Millisecond, "the redriven job leaves the dead-job table")
 }
 
 // send puts n jobs in the fixture's queue.
