@@ -1,5 +1,6 @@
 # jobkit — the two commands are `make dev` (run the local stack) and `make test`.
-# Every target installs what it needs, idempotently: a fresh clone needs only Go, Node and Python 3.
+# Every target installs what it needs, idempotently: a fresh clone needs only Go, Node, Python 3
+# and apt-get (for the Chromium the console's browser tests drive).
 
 SHELL := /bin/bash
 .SHELLFLAGS := -eu -o pipefail -c
@@ -28,7 +29,7 @@ export CDK_DISABLE_CLI_TELEMETRY := true
 export CDK_DISABLE_VERSION_CHECK := 1
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 
-.PHONY: chaos dev cli synth help setup lock emulator-up emulator-down test test-unit lint fuzz bench localstack-up localstack-down test-localstack
+.PHONY: chaos dev cli synth help setup lock emulator-up emulator-down test test-unit lint fuzz bench localstack-up localstack-down test-localstack browser
 
 help: ## list the targets
 	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-16s %s\n", $$1, $$2}'
@@ -63,7 +64,15 @@ emulator-up: setup ## start moto on 127.0.0.1:4566 (reuses a live AWS_ENDPOINT_U
 emulator-down: ## stop the emulator emulator-up started
 	@$(EMULATOR_SH) down
 
-test: ## unit, emulator integration and infra tests; synthesizes cdk.out, installs what they need, starts and stops the emulator
+# The console's browser tests drive a headless Chromium: the Debian package, installed when missing.
+browser: ## install headless Chromium (Debian package chromium) for the console's browser tests, if missing
+	@if command -v chromium >/dev/null 2>&1; then exit 0; fi; \
+	sudo=; if [ "$$(id -u)" != 0 ]; then sudo=sudo; fi; \
+	echo "browser: installing chromium (apt-get)"; \
+	$$sudo apt-get install -y -qq chromium >/dev/null 2>&1 || { $$sudo apt-get update -qq && $$sudo apt-get install -y -qq chromium; }; \
+	command -v chromium >/dev/null || { echo "browser: chromium did not install" >&2; exit 1; }
+
+test: browser ## unit, emulator integration, browser and infra tests; synthesizes cdk.out, installs what they need, starts and stops the emulator
 	@start=$$(date +%s); \
 	$(MAKE) --no-print-directory setup; \
 	infra/synth.sh --quiet; \

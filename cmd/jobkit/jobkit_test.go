@@ -29,7 +29,7 @@ func TestHelpHasExamples(t *testing.T) {
 	t.Parallel()
 	for _, args := range [][]string{
 		{"--help"}, {"queues", "--help"}, {"dlq", "--help"}, {"dlq", "list", "--help"}, {"dlq", "show", "--help"},
-		{"dlq", "redrive", "--help"}, {"dlq", "purge", "--help"}, {"enqueue", "--help"},
+		{"dlq", "redrive", "--help"}, {"dlq", "purge", "--help"}, {"enqueue", "--help"}, {"console", "--help"},
 	} {
 		var out, errOut strings.Builder
 		code := run(context.Background(), args, strings.NewReader(""), &out, &errOut)
@@ -45,6 +45,7 @@ func TestUsageErrorsExitTwo(t *testing.T) {
 		{"queues", "extra"}, {"queues", "--age", "sometimes"}, {"dlq", "show"}, {"enqueue"},
 		{"enqueue", "k", "--args", "{not json"}, {"queues", "--no-such-flag"}, {"nope"}, {"dlq", "nope"},
 		{"dlq", "redrive", "--method", "teleport"}, {"enqueue", "k", "--file", "x.ndjson"},
+		{"console", "--addr", "nowhere"}, {"console", "extra"},
 	} {
 		var out, errOut strings.Builder
 		code := run(context.Background(), append([]string{"--endpoint", "http://127.0.0.1:1"}, args...), strings.NewReader(""), &out, &errOut)

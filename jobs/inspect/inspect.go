@@ -1,5 +1,6 @@
 // Package inspect is jobkit's admin API: queue statistics, dead-lettered jobs (list, show,
-// redrive, purge) and the discovery of a deployment's queues. The jobkit CLI is a thin layer over
+// redrive, purge), schedules with their next fire times and the discovery of a deployment's
+// queues. The jobkit CLI is a thin layer over
 // an [Inspector]; services and tests can use it directly.
 //
 // Nothing here consumes a job by looking at it. Listing the dead-letter queue receives messages
@@ -16,6 +17,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/cloudformation"
 	"github.com/aws/aws-sdk-go-v2/service/cloudwatch"
+	awsscheduler "github.com/aws/aws-sdk-go-v2/service/scheduler"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 )
 
@@ -43,10 +45,17 @@ type CloudWatchAPI interface {
 	GetMetricData(ctx context.Context, in *cloudwatch.GetMetricDataInput, optFns ...func(*cloudwatch.Options)) (*cloudwatch.GetMetricDataOutput, error)
 }
 
+// SchedulerAPI is the part of the EventBridge Scheduler client the Inspector calls.
+type SchedulerAPI interface {
+	ListSchedules(ctx context.Context, in *awsscheduler.ListSchedulesInput, optFns ...func(*awsscheduler.Options)) (*awsscheduler.ListSchedulesOutput, error)
+	GetSchedule(ctx context.Context, in *awsscheduler.GetScheduleInput, optFns ...func(*awsscheduler.Options)) (*awsscheduler.GetScheduleOutput, error)
+}
+
 var (
 	_ SQSAPI            = (*sqs.Client)(nil)
 	_ CloudFormationAPI = (*cloudformation.Client)(nil)
 	_ CloudWatchAPI     = (*cloudwatch.Client)(nil)
+	_ SchedulerAPI      = (*awsscheduler.Client)(nil)
 )
 
 // Errors an Inspector returns; match them with errors.Is.
@@ -68,6 +77,7 @@ type Options struct {
 	SQS            SQSAPI
 	CloudFormation CloudFormationAPI
 	CloudWatch     CloudWatchAPI
+	Scheduler      SchedulerAPI
 
 	// Now returns the current time (tests); nil means time.Now.
 	Now func() time.Time
@@ -79,6 +89,7 @@ type Inspector struct {
 	sqs SQSAPI
 	cfn CloudFormationAPI
 	cw  CloudWatchAPI
+	sch SchedulerAPI
 	now func() time.Time
 }
 
@@ -99,8 +110,11 @@ func New(cfg aws.Config, optFns ...func(*Options)) *Inspector {
 		// slow every stats call down.
 		o.CloudWatch = cloudwatch.NewFromConfig(cfg, func(co *cloudwatch.Options) { co.RetryMaxAttempts = 2 })
 	}
+	if o.Scheduler == nil {
+		o.Scheduler = awsscheduler.NewFromConfig(cfg)
+	}
 	if o.Now == nil {
 		o.Now = time.Now
 	}
-	return &Inspector{sqs: o.SQS, cfn: o.CloudFormation, cw: o.CloudWatch, now: o.Now}
+	return &Inspector{sqs: o.SQS, cfn: o.CloudFormation, cw: o.CloudWatch, sch: o.Scheduler, now: o.Now}
 }

@@ -8,6 +8,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
+	"net/http"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -22,7 +24,9 @@ import (
 	"golang.org/x/term"
 
 	"github.com/jobkit-go/jobkit/internal/devapp"
+	"github.com/jobkit-go/jobkit/jobs"
 	"github.com/jobkit-go/jobkit/jobs/inspect"
+	"github.com/jobkit-go/jobkit/jobs/inspect/console"
 	"github.com/jobkit-go/jobkit/localstack/emulator"
 )
 
@@ -40,6 +44,7 @@ type devOptions struct {
 	logs     string
 	root     string
 	noDemo   bool
+	console  string
 }
 
 func newDevCmd(a *app) *cobra.Command {
@@ -60,6 +65,8 @@ func newDevCmd(a *app) *cobra.Command {
      their attempts, some poison;
   6. shows per queue: enqueued / running / succeeded / retried / dead — a table redrawn in
      place on a terminal, a line every few seconds otherwise.
+  7. serves the ops console (jobkit console) on --console, default http://` + defaultConsoleAddr + `/,
+     while the stack runs, and says where.
 
 With --once it ends when every job has succeeded or been dead-lettered (or after --timeout);
 without it, it runs until Ctrl-C (the schedules keep firing; enqueue more with 'jobkit
@@ -94,6 +101,7 @@ queues). lost counts jobs that are neither succeeded nor dead-lettered; it exits
 	f.StringVar(&o.logs, "function-logs", "", "file for the functions' output; default <repo>/.run/dev-functions.log, - for stderr")
 	f.StringVar(&o.root, "root", "", "repository root (cdk.out, infra/); default: found from the working directory")
 	f.BoolVar(&o.noDemo, "no-workload", false, "enqueue nothing: run the stack and its schedules only")
+	f.StringVar(&o.console, "console", defaultConsoleAddr, `serve the ops console (jobkit console) there while the stack runs; "off" for none`)
 	return cmd
 }
 
@@ -148,6 +156,8 @@ func runDev(ctx context.Context, a *app, o *devOptions, stdout, stderr io.Writer
 	if err != nil {
 		return err
 	}
+	stopConsole := serveConsole(ctx, o.console, awsCfg, o.prefix+jobs.DefaultStack, note)
+	defer stopConsole()
 	workload := devapp.DevWorkload()
 	if o.noDemo {
 		workload = devapp.Workload{}
@@ -171,6 +181,32 @@ func runDev(ctx context.Context, a *app, o *devOptions, stdout, stderr io.Writer
 		return fmt.Errorf("dev: %d jobs lost", res.Lost)
 	}
 	return nil
+}
+
+// defaultConsoleAddr is where dev serves the ops console: `jobkit console`'s default address.
+const defaultConsoleAddr = "127.0.0.1:7700"
+
+// serveConsole serves the ops console over the stack's queues on addr and says where; the stack
+// need not be deployed yet (the page resolves the queues when asked). A port in use is noted, not
+// fatal. The returned func stops it.
+func serveConsole(ctx context.Context, addr string, cfg aws.Config, stack string, note func(string, ...any)) func() {
+	if addr == "" || addr == "off" {
+		return func() {}
+	}
+	srv, err := console.New(ctx, inspect.New(cfg), console.Options{Target: inspect.Target{Stack: stack}})
+	if err != nil {
+		note("dev: console: %v", err)
+		return func() {}
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		note("dev: no console: %v (pass --console HOST:PORT or off)", err)
+		return func() {}
+	}
+	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = hs.Serve(ln) }()
+	note("dev: console at http://%s/ (queues, dead jobs, redrive, schedules)", ln.Addr())
+	return func() { _ = hs.Close() }
 }
 
 // repoRoot returns root, or when it is empty the repository the working directory is in.

@@ -1,0 +1,271 @@
+package console
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/jobkit-go/jobkit/jobs"
+	"github.com/jobkit-go/jobkit/jobs/inspect"
+)
+
+// writeJSON answers v as JSON (the security headers are set by ServeHTTP).
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	w.Header().Set("Content-Type", "application/json; charset=utf-8")
+	w.WriteHeader(code)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+// writeError answers {"error": ...}; the message is made safe like job data (it may quote some).
+func writeError(w http.ResponseWriter, code int, format string, args ...any) {
+	writeJSON(w, code, map[string]string{"error": text(fmt.Sprintf(format, args...), 2000)})
+}
+
+// fail answers err with the status it deserves.
+func fail(w http.ResponseWriter, err error) {
+	code := http.StatusBadGateway // AWS (or the emulator) said no
+	switch {
+	case errors.Is(err, errUnknownQueue), errors.Is(err, inspect.ErrNotFound):
+		code = http.StatusNotFound
+	case errors.Is(err, inspect.ErrNoDLQ):
+		code = http.StatusConflict
+	case errors.Is(err, inspect.ErrPurgeInProgress):
+		code = http.StatusTooManyRequests
+	}
+	writeError(w, code, "%v", err)
+}
+
+// stats reads every queue's counts. Ages come from CloudWatch only: sampling would receive dead
+// jobs every few seconds (see inspect.AgeSample).
+func (s *Server) stats(ctx context.Context) ([]queueView, []string, error) {
+	qs, err := s.queues(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	rep, err := s.in.Stats(ctx, qs, &inspect.StatsOptions{Age: inspect.AgeCloudWatch})
+	if err != nil {
+		return nil, nil, err
+	}
+	return toQueueViews(rep), rep.Warnings, nil
+}
+
+func (s *Server) apiQueues(w http.ResponseWriter, r *http.Request) {
+	views, warnings, err := s.stats(r.Context())
+	if err != nil {
+		fail(w, err)
+		return
+	}
+	for i, wn := range warnings {
+		warnings[i] = text(wn, errorWidth)
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"queues": views, "warnings": warnings, "at": stamp(s.o.Now())})
+}
+
+// deadListView is /api/dead's answer.
+type deadListView struct {
+	Queue       string     `json:"queue"`
+	Approximate int64      `json:"approximate_count"`
+	Scanned     int        `json:"scanned"`
+	Truncated   bool       `json:"truncated"`
+	Jobs        []deadView `json:"jobs"`
+}
+
+func (s *Server) listDead(ctx context.Context, name string) (*deadListView, error) {
+	q, err := s.queue(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	if q.DLQURL == "" {
+		return nil, fmt.Errorf("%w: %s", inspect.ErrNoDLQ, name)
+	}
+	list, err := s.in.ListDead(ctx, q.DLQURL, &inspect.ListOptions{Limit: s.o.ListLimit, Visibility: 20 * time.Second})
+	if err != nil {
+		return nil, err
+	}
+	v := &deadListView{Queue: text(q.Name, fieldWidth), Approximate: list.Approximate, Scanned: list.Scanned, Truncated: list.Truncated, Jobs: []deadView{}}
+	for n := range list.Jobs {
+		v.Jobs = append(v.Jobs, toDeadView(&list.Jobs[n]))
+	}
+	return v, nil
+}
+
+func (s *Server) apiDead(w http.ResponseWriter, r *http.Request) {
+	v, err := s.listDead(r.Context(), r.URL.Query().Get("queue"))
+	if err != nil {
+		fail(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, v)
+}
+
+func (s *Server) envelope(ctx context.Context, name, id string) (*envelopeView, error) {
+	q, err := s.queue(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	if q.DLQURL == "" {
+		return nil, fmt.Errorf("%w: %s", inspect.ErrNoDLQ, name)
+	}
+	j, err := s.in.ShowDead(ctx, q.DLQURL, id, &inspect.ListOptions{Visibility: 20 * time.Second})
+	if err != nil {
+		return nil, err
+	}
+	v := toEnvelopeView(j)
+	return &v, nil
+}
+
+func (s *Server) apiEnvelope(w http.ResponseWriter, r *http.Request) {
+	v, err := s.envelope(r.Context(), r.URL.Query().Get("queue"), r.URL.Query().Get("id"))
+	if err != nil {
+		fail(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, v)
+}
+
+func (s *Server) schedules(ctx context.Context) ([]scheduleView, error) {
+	list, err := s.in.Schedules(ctx, &inspect.ScheduleOptions{Group: s.o.ScheduleGroup})
+	if err != nil {
+		return nil, err
+	}
+	return toScheduleViews(list), nil
+}
+
+func (s *Server) apiSchedules(w http.ResponseWriter, r *http.Request) {
+	v, err := s.schedules(r.Context())
+	if err != nil {
+		fail(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"schedules": v})
+}
+
+// apiStatus answers a job's status by id. Job states live in the job state table, which jobkit
+// does not deploy yet: without Options.StateTable the answer says it is not deployed.
+func (s *Server) apiStatus(w http.ResponseWriter, r *http.Request) {
+	if s.o.StateTable == "" {
+		writeError(w, http.StatusNotFound, "job status: the job state table is not deployed")
+		return
+	}
+	writeError(w, http.StatusNotImplemented, "job status: reading table %s is not supported by this version", s.o.StateTable)
+}
+
+func (s *Server) apiTask(w http.ResponseWriter, r *http.Request) {
+	t, ok := s.tasks.get(r.PathValue("id"))
+	if !ok {
+		writeError(w, http.StatusNotFound, "no such task")
+		return
+	}
+	writeJSON(w, http.StatusOK, t)
+}
+
+// redriveRequest is POST /api/redrive's body: the queue, and the job ids (or message ids) to
+// move, or all.
+type redriveRequest struct {
+	Queue string   `json:"queue"`
+	IDs   []string `json:"ids"`
+	All   bool     `json:"all"`
+}
+
+func (s *Server) apiRedrive(w http.ResponseWriter, r *http.Request) {
+	var req redriveRequest
+	if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
+		writeError(w, http.StatusBadRequest, "bad request body: %v", err)
+		return
+	}
+	if req.All == (len(req.IDs) > 0) || len(req.IDs) > 100 {
+		writeError(w, http.StatusBadRequest, "give either all: true or 1-100 ids")
+		return
+	}
+	q, err := s.queue(r.Context(), req.Queue)
+	if err == nil && q.DLQURL == "" {
+		err = fmt.Errorf("%w: %s", inspect.ErrNoDLQ, req.Queue)
+	}
+	if err != nil {
+		fail(w, err)
+		return
+	}
+	total := int64(len(req.IDs))
+	if req.All {
+		if d, err := s.in.Depth(r.Context(), q.DLQURL); err == nil {
+			total = d.Visible
+		}
+	}
+	t := s.tasks.start(q.Name, total)
+	go s.redrive(t, q, req)
+	writeJSON(w, http.StatusAccepted, t)
+}
+
+// redrive moves the jobs of a request, one filtered manual move per id (or one move of all),
+// sending each to the queue it came from when that is one of the DLQ's sources (see
+// inspect.Inspector.Redrive): the queue itself, the DLQ's RedrivePolicy sources, the stack's.
+func (s *Server) redrive(t *task, q inspect.Queue, req redriveRequest) {
+	ctx := s.base
+	o := inspect.RedriveOptions{Source: q.URL, InFlightWait: -1}
+	stack := s.o.Target.Stack
+	if stack == "" {
+		stack = jobs.DefaultStack
+	}
+	// The deployed stack's queues on this DLQ are trusted destinations too (no stack: none).
+	o.Sources, _ = s.in.StackSources(ctx, stack, q.DLQURL)
+	var errs []error
+	if req.All {
+		o.Progress = func(p inspect.RedriveProgress) {
+			s.tasks.update(t, func(t *task) { t.Moved, t.Skipped, t.Failed = p.Moved, p.Skipped, p.Failed })
+		}
+		res, err := s.in.Redrive(ctx, q.DLQURL, &o)
+		errs = append(errs, err)
+		s.tasks.update(t, func(t *task) { t.Moved, t.Failed = 0, 0; t.add(res) })
+	} else {
+		o.Method = inspect.RedriveManual
+		for _, id := range req.IDs {
+			one := o
+			one.Filter = inspect.Filter{ID: id}
+			res, err := s.in.Redrive(ctx, q.DLQURL, &one)
+			errs = append(errs, err)
+			s.tasks.update(t, func(t *task) { t.add(res) })
+		}
+	}
+	s.tasks.update(t, func(t *task) {
+		if err := errors.Join(errs...); err != nil {
+			t.Error = text(err.Error(), 2000)
+		}
+		t.Done = true
+	})
+}
+
+// purgeRequest is POST /api/purge's body: the queue whose DLQ to purge, and its DLQ's name again
+// as the confirmation.
+type purgeRequest struct {
+	Queue   string `json:"queue"`
+	Confirm string `json:"confirm"`
+}
+
+func (s *Server) apiPurge(w http.ResponseWriter, r *http.Request) {
+	var req purgeRequest
+	if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
+		writeError(w, http.StatusBadRequest, "bad request body: %v", err)
+		return
+	}
+	q, err := s.queue(r.Context(), req.Queue)
+	if err == nil && q.DLQURL == "" {
+		err = fmt.Errorf("%w: %s", inspect.ErrNoDLQ, req.Queue)
+	}
+	if err != nil {
+		fail(w, err)
+		return
+	}
+	if want := jobs.QueueName(q.DLQURL); req.Confirm != want {
+		writeError(w, http.StatusBadRequest, "type the dead-letter queue's name (%s) to confirm the purge", want)
+		return
+	}
+	n, err := s.in.Purge(r.Context(), q.DLQURL)
+	if err != nil {
+		fail(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"queue": text(q.Name, fieldWidth), "purged": n})
+}

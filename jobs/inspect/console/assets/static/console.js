@@ -1,0 +1,131 @@
+// jobkit console: live queue statistics and the dead-job actions. Job data is only ever written
+// with textContent, never as HTML. State-changing requests carry the per-process token from the
+// page's meta tag; in read-only mode the page has no token and no action.
+"use strict";
+
+(function () {
+  const meta = (name) => {
+    const m = document.querySelector('meta[name="' + name + '"]');
+    return m ? m.content : "";
+  };
+  const token = meta("jobkit-token");
+  const refresh = Math.max(1000, parseInt(meta("jobkit-refresh"), 10) || 3000);
+  const $ = (id) => document.getElementById(id);
+
+  function setText(el, value) {
+    if (el) el.textContent = value;
+  }
+
+  async function getJSON(url) {
+    const r = await fetch(url, { headers: { Accept: "application/json" }, credentials: "same-origin" });
+    const body = await r.json();
+    if (!r.ok) throw new Error(body.error || r.statusText);
+    return body;
+  }
+
+  async function post(url, data) {
+    const r = await fetch(url, {
+      method: "POST",
+      credentials: "same-origin",
+      headers: { "Content-Type": "application/json", "X-Jobkit-Token": token },
+      body: JSON.stringify(data),
+    });
+    const body = await r.json();
+    if (!r.ok) throw new Error(body.error || r.statusText);
+    return body;
+  }
+
+  // Queue statistics, every few seconds.
+  async function refreshQueues() {
+    try {
+      const doc = await getJSON("/api/queues");
+      for (const q of doc.queues) {
+        const row = document.querySelector('#queues tr[data-queue="' + CSS.escape(q.name) + '"]');
+        if (!row) continue;
+        const cell = (f) => row.querySelector('[data-field="' + f + '"]');
+        setText(cell("visible"), q.visible);
+        setText(cell("in_flight"), q.in_flight);
+        setText(cell("delayed"), q.delayed);
+        setText(cell("oldest_age"), q.oldest_age || "—");
+        if (q.dlq) {
+          const d = cell("dlq_visible");
+          setText(d, q.dlq.visible);
+          if (d) d.classList.toggle("alert", q.dlq.visible > 0);
+          setText(cell("dlq_oldest_age"), q.dlq.oldest_age || "—");
+        }
+      }
+      setText($("updated"), "updated " + new Date().toLocaleTimeString());
+      $("updated").classList.remove("stale");
+    } catch (e) {
+      setText($("updated"), "refresh failed: " + e.message);
+      $("updated").classList.add("stale");
+    }
+  }
+  setInterval(refreshQueues, refresh);
+
+  const actions = $("dead-actions");
+  if (!token || !actions) return;
+  const queue = actions.dataset.queue;
+  const picks = () => Array.from(document.querySelectorAll("#dead-jobs input.pick"));
+  const picked = () => picks().filter((p) => p.checked).map((p) => p.value);
+
+  function syncButtons() {
+    $("redrive-selected").disabled = picked().length === 0;
+  }
+  document.addEventListener("change", (e) => {
+    if (e.target.id === "select-all") picks().forEach((p) => (p.checked = e.target.checked));
+    if (e.target.id === "select-all" || e.target.classList.contains("pick")) syncButtons();
+  });
+
+  function showProgress(t, label) {
+    $("progress").hidden = false;
+    const bar = $("progress-bar");
+    bar.max = Math.max(1, t.total);
+    bar.value = Math.min(t.moved, bar.max);
+    let s = label + ": moved " + t.moved + (t.total ? " of " + t.total : "");
+    if (t.failed) s += ", failed " + t.failed;
+    if (t.no_destination) s += ", no destination " + t.no_destination;
+    if (t.done) s += t.error ? " — error: " + t.error : " — done";
+    setText($("progress-text"), s);
+  }
+
+  async function redrive(data) {
+    $("redrive-selected").disabled = $("redrive-all").disabled = true;
+    try {
+      let t = await post("/api/redrive", Object.assign({ queue: queue }, data));
+      showProgress(t, "redrive");
+      while (!t.done) {
+        await new Promise((r) => setTimeout(r, 400));
+        t = await getJSON("/api/tasks/" + encodeURIComponent(t.id));
+        showProgress(t, "redrive");
+      }
+      await refreshQueues();
+      setTimeout(() => location.reload(), 800);
+    } catch (e) {
+      $("progress").hidden = false;
+      setText($("progress-text"), "redrive failed: " + e.message);
+      syncButtons();
+    }
+  }
+
+  $("redrive-selected").addEventListener("click", () => redrive({ ids: picked() }));
+  $("redrive-all").addEventListener("click", () => redrive({ all: true }));
+
+  const confirmInput = $("purge-confirm");
+  const want = actions.querySelector("label code").textContent;
+  confirmInput.addEventListener("input", () => {
+    $("purge").disabled = confirmInput.value !== want;
+  });
+  $("purge").addEventListener("click", async () => {
+    $("purge").disabled = true;
+    try {
+      const r = await post("/api/purge", { queue: queue, confirm: confirmInput.value });
+      $("progress").hidden = false;
+      setText($("progress-text"), "purged about " + r.purged + " messages (SQS takes up to 60 s to finish)");
+      setTimeout(() => location.reload(), 1500);
+    } catch (e) {
+      $("progress").hidden = false;
+      setText($("progress-text"), "purge failed: " + e.message);
+    }
+  });
+})();

@@ -1,0 +1,203 @@
+package console
+
+import (
+	"context"
+	"fmt"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	awsscheduler "github.com/aws/aws-sdk-go-v2/service/scheduler"
+	schedtypes "github.com/aws/aws-sdk-go-v2/service/scheduler/types"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/chromedp/chromedp"
+	"github.com/stretchr/testify/require"
+
+	"github.com/jobkit-go/jobkit/localstack/awstest"
+)
+
+// EnvScreenshots names a folder for the browser tests' screenshots (docs/console/ is made this
+// way); unset, they go to the test's temporary folder.
+const EnvScreenshots = "JOBKIT_CONSOLE_SCREENSHOTS"
+
+// browser returns a headless Chromium context, or fails (under make test) or skips the test
+// when there is no Chromium: `make browser` installs the Debian package.
+func browser(t *testing.T) context.Context {
+	t.Helper()
+	var path string
+	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
+		if p, err := exec.LookPath(name); err == nil {
+			path = p
+			break
+		}
+	}
+	if path == "" {
+		msg := "no Chromium on PATH: run `make browser` (installs the Debian package chromium)"
+		if os.Getenv("JOBKIT_REQUIRE_EMULATOR") == "1" {
+			t.Fatal(msg)
+		}
+		t.Skip(msg)
+	}
+	opts := append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.ExecPath(path), chromedp.NoSandbox, chromedp.DisableGPU, chromedp.WindowSize(1440, 900),
+		chromedp.Flag("hide-scrollbars", true),
+	)
+	alloc, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	ctx, cancelCtx := chromedp.NewContext(alloc)
+	ctx, cancelTimeout := context.WithTimeout(ctx, 3*time.Minute)
+	t.Cleanup(func() { cancelTimeout(); cancelCtx(); cancelAlloc() })
+	require.NoError(t, chromedp.Run(ctx), "start Chromium")
+	return ctx
+}
+
+// screenshot saves the whole page as name.png.
+func screenshot(t *testing.T, ctx context.Context, dir, name string) {
+	t.Helper()
+	var png []byte
+	require.NoError(t, chromedp.Run(ctx, chromedp.FullScreenshot(&png, 100)))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, name+".png"), png, 0o644))
+	t.Logf("screenshot %s", filepath.Join(dir, name+".png"))
+}
+
+// tableRows reads a table's body as text, cell by cell.
+func tableRows(t *testing.T, ctx context.Context, selector string) [][]string {
+	t.Helper()
+	var rows [][]string
+	js := fmt.Sprintf(`Array.from(document.querySelectorAll(%q)).map(r => Array.from(r.cells).map(c => c.textContent.trim()))`, selector+" tbody tr")
+	require.NoError(t, chromedp.Run(ctx, chromedp.Evaluate(js, &rows)))
+	return rows
+}
+
+// schedule creates a recurring schedule in the default group, deleted when the test ends.
+func (f *fixture) schedule(t *testing.T, name, expr, tz string) {
+	t.Helper()
+	sch := awsscheduler.NewFromConfig(f.cfg)
+	_, err := sch.CreateSchedule(context.Background(), &awsscheduler.CreateScheduleInput{
+		Name: aws.String(name), ScheduleExpression: aws.String(expr), ScheduleExpressionTimezone: aws.String(tz),
+		FlexibleTimeWindow: &schedtypes.FlexibleTimeWindow{Mode: schedtypes.FlexibleTimeWindowModeOff},
+		Target: &schedtypes.Target{
+			Arn: aws.String(f.queue.ARN), RoleArn: aws.String("arn:aws:iam::000000000000:role/jobkit-scheduler"),
+			Input: aws.String(`{"v":1,"id":"sched:` + name + `:<aws.scheduler.scheduled-time>","kind":"report.daily","args":{}}`),
+		},
+	})
+	require.NoError(t, err)
+	awstest.Cleanup(t, "schedule "+name, func(ctx context.Context) error {
+		_, err := sch.DeleteSchedule(ctx, &awsscheduler.DeleteScheduleInput{Name: aws.String(name)})
+		return err
+	})
+}
+
+// The console in a real browser against the emulator: the page shows the queues and dead jobs,
+// refreshes the queue table by itself, redrives a picked dead job (it leaves the DLQ for its
+// queue), and shows a job's envelope. Screenshots of each step are saved.
+func TestConsoleInABrowser(t *testing.T) {
+	f := newFixture(t, Options{Refresh: time.Second})
+	ctx := browser(t)
+	dir := os.Getenv(EnvScreenshots)
+	if dir == "" {
+		dir = t.TempDir()
+	}
+	f.seed(t,
+		deadSeed{ID: "01JD3Q7X2V8M4N6P8R0T2V4X6Z", Kind: "email.send", Error: "smtp: 421 4.7.0 try again later"},
+		deadSeed{ID: "01JD3Q8B5C7E9G1J3L5N7Q9S1U", Kind: "ledger.post", Error: "account 4711 is closed"},
+		deadSeed{ID: "01JD3Q9D8F0H2K4M6P8R0T2W4Y", Kind: "video.transcode", Error: "context deadline exceeded"},
+	)
+	f.send(t, 4)
+	f.schedule(t, awstest.Name(t, "daily-report"), "cron(0 9 ? * MON-FRI *)", "Europe/Paris")
+
+	require.NoError(t, chromedp.Run(ctx,
+		chromedp.Navigate(f.http.URL+"/?queue="+f.queue.Name),
+		chromedp.WaitVisible("#dead-jobs"),
+	))
+	queues := tableRows(t, ctx, "#queues")
+	require.Len(t, queues, 1)
+	require.Equal(t, []string{f.queue.Name, "4", "0", "0"}, queues[0][:4])
+	require.Equal(t, "3", queues[0][5], "DLQ depth")
+	dead := tableRows(t, ctx, "#dead-jobs")
+	require.Len(t, dead, 3)
+	var ids []string
+	for _, r := range dead {
+		ids = append(ids, r[2])
+		require.Equal(t, "attempts_exhausted", r[4])
+	}
+	require.ElementsMatch(t, []string{"01JD3Q7X2V8M4N6P8R0T2V4X6Z", "01JD3Q8B5C7E9G1J3L5N7Q9S1U", "01JD3Q9D8F0H2K4M6P8R0T2W4Y"}, ids)
+	schedules := tableRows(t, ctx, "#schedules")
+	require.NotEmpty(t, schedules)
+	screenshot(t, ctx, dir, "console-dead-jobs")
+
+	// Live: more jobs arrive, and the queue table shows them without a reload.
+	f.send(t, 3)
+	require.NoError(t, chromedp.Run(ctx, chromedp.Poll(
+		fmt.Sprintf(`document.querySelector('#queues tr[data-queue=%q] [data-field="visible"]').textContent === "7"`, f.queue.Name),
+		nil, chromedp.WithPollingTimeout(20*time.Second))))
+
+	redriveOne(t, ctx, "01JD3Q8B5C7E9G1J3L5N7Q9S1U")
+	require.Len(t, tableRows(t, ctx, "#dead-jobs"), 2)
+	require.Equal(t, 2, f.visible(t, f.dlq.URL))
+	require.Equal(t, 8, f.visible(t, f.queue.URL), "the redriven job is back in its queue")
+	screenshot(t, ctx, dir, "console-after-redrive")
+
+	// A job's envelope.
+	require.NoError(t, chromedp.Run(ctx,
+		chromedp.Navigate(f.http.URL+"/?queue="+f.queue.Name+"&job=01JD3Q7X2V8M4N6P8R0T2V4X6Z"),
+		chromedp.WaitVisible("#envelope-body"),
+	))
+	var env string
+	require.NoError(t, chromedp.Run(ctx, chromedp.Text("#envelope-body", &env)))
+	require.Contains(t, env, `"kind": "email.send"`)
+	screenshot(t, ctx, dir, "console-envelope")
+
+	// Read-only: the same page without a single action.
+	ro, err := New(context.Background(), f.server.in, Options{Target: f.server.o.Target, ReadOnly: true})
+	require.NoError(t, err)
+	hs := newHTTPTest(t, ro)
+	var buttons int
+	require.NoError(t, chromedp.Run(ctx,
+		chromedp.Navigate(hs+"/?queue="+f.queue.Name),
+		chromedp.WaitVisible("#dead-jobs"),
+		chromedp.Evaluate(`document.querySelectorAll("button, input.pick").length`, &buttons),
+	))
+	require.Zero(t, buttons)
+	screenshot(t, ctx, dir, "console-read-only")
+}
+
+// redriveOne picks a dead job on the page, clicks Redrive selected, and waits until the job has
+// left the dead-job table (the page reloads when the move ends).
+func redriveOne(t *testing.T, ctx context.Context, picked string) {
+	t.Helper()
+	row := fmt.Sprintf(`tr[data-ref=%q]`, picked)
+	require.NoError(t, chromedp.Run(ctx,
+		chromedp.Click(row+` input.pick`, chromedp.ByQuery),
+		chromedp.Click(`#redrive-selected`, chromedp.ByQuery),
+		chromedp.WaitVisible(`#progress-text`, chromedp.ByQuery),
+	))
+	gone := fmt.Sprintf(`document.readyState === "complete" && !!document.querySelector("#dead-jobs") && !document.querySelector(%q)`, row)
+	require.Eventually(t, func() bool {
+		var ok bool
+		// The page reloads under the check: an error means "not yet".
+		return chromedp.Run(ctx, chromedp.Evaluate(gone, &ok)) == nil && ok
+	}, 60*time.Second, 300*time.Millisecond, "the redriven job leaves the dead-job table")
+}
+
+// send puts n jobs in the fixture's queue.
+func (f *fixture) send(t *testing.T, n int) {
+	t.Helper()
+	for i := range n {
+		_, err := f.sqs.SendMessage(context.Background(), &sqs.SendMessageInput{
+			QueueUrl:    aws.String(f.queue.URL),
+			MessageBody: aws.String(fmt.Sprintf(`{"v":1,"id":"job-%d-%d","kind":"email.send","args":{}}`, time.Now().UnixNano(), i)),
+		})
+		require.NoError(t, err)
+	}
+}
+
+func newHTTPTest(t *testing.T, s *Server) string {
+	t.Helper()
+	hs := httptest.NewServer(s)
+	t.Cleanup(hs.Close)
+	return hs.URL
+}

@@ -1,0 +1,232 @@
+// Package console is jobkit's ops console: a web page and JSON API over an [inspect.Inspector]
+// that shows queues (refreshed live), dead-lettered jobs with their reasons and envelopes, and
+// schedules with their next fire times, and redrives or purges dead jobs. `jobkit console` serves
+// it; a program can mount [Server] on its own mux.
+//
+// It is safe by default. Every state-changing request (POST) must carry the per-process token
+// (header X-Jobkit-Token, which the page's script reads from a meta tag) and be same-origin
+// (Sec-Fetch-Site, else Origin against Host); a request whose Host is not a loopback name or one
+// of Options.Hosts is refused, so a DNS-rebinding page cannot read the API either. In read-only
+// mode the page shows no action and every action answers 403. Job data is untrusted input: the
+// page is rendered with html/template, control characters, bidirectional overrides and bytes that
+// are not UTF-8 are shown as visible escapes (inspect.Printable), bodies are cut in lists, and
+// every response carries a Content-Security-Policy without inline script and
+// X-Content-Type-Options: nosniff. Nothing renders the AWS configuration or a credential.
+package console
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/subtle"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/jobkit-go/jobkit/jobs/inspect"
+)
+
+// TokenHeader is the request header that carries the per-process token on state-changing requests.
+const TokenHeader = "X-Jobkit-Token"
+
+// ContentSecurityPolicy is sent with every response: the page loads its script and style from the
+// console itself, runs no inline script, and cannot be framed.
+const ContentSecurityPolicy = "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; " +
+	"connect-src 'self'; object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
+
+// Options configures a Server.
+type Options struct {
+	// Target names the queues the console shows (the CLI's --stack, --queue, --dlq).
+	Target inspect.Target
+	// ReadOnly hides every action on the page and refuses them with 403.
+	ReadOnly bool
+	// Token is the secret every state-changing request carries; "" makes a random one.
+	Token string
+	// Hosts are the host names (without port) the console answers to besides the loopback names
+	// (localhost, 127.0.0.1, ::1): set it when it listens on another address.
+	Hosts []string
+	// StateTable is the DynamoDB table that holds job states. "" means it is not deployed: the
+	// page says so instead of showing the status form.
+	StateTable string
+	// ScheduleGroup limits the schedules shown to one group; "" shows every group's.
+	ScheduleGroup string
+	// Refresh is how often the page refreshes queue statistics; 0 means 3 s.
+	Refresh time.Duration
+	// ListLimit is the most dead jobs a listing shows; 0 means 50.
+	ListLimit int
+	// Now returns the current time (tests); nil means time.Now.
+	Now func() time.Time
+}
+
+// Server is the console's http.Handler. It is safe for concurrent use.
+type Server struct {
+	in    *inspect.Inspector
+	o     Options
+	token string
+	mux   *http.ServeMux
+	base  context.Context // redrives run on it, not on the request that started them
+	tasks *tasks
+
+	mu       sync.Mutex
+	cached   []inspect.Queue
+	cachedAt time.Time
+}
+
+// New returns a Server over in. Redrives it starts run until ctx ends.
+func New(ctx context.Context, in *inspect.Inspector, o Options) (*Server, error) {
+	if in == nil {
+		return nil, errors.New("console: nil Inspector")
+	}
+	if o.Token == "" {
+		var b [32]byte
+		if _, err := rand.Read(b[:]); err != nil {
+			return nil, fmt.Errorf("console: token: %w", err)
+		}
+		o.Token = hex.EncodeToString(b[:])
+	}
+	if o.Refresh <= 0 {
+		o.Refresh = 3 * time.Second
+	}
+	if o.ListLimit <= 0 {
+		o.ListLimit = 50
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	s := &Server{in: in, o: o, token: o.Token, mux: http.NewServeMux(), base: ctx, tasks: newTasks()}
+	s.routes()
+	return s, nil
+}
+
+// Token returns the per-process token state-changing requests carry in TokenHeader.
+func (s *Server) Token() string { return s.token }
+
+func (s *Server) routes() {
+	s.mux.HandleFunc("GET /{$}", s.page)
+	s.mux.Handle("GET /static/", http.StripPrefix("/static/", http.FileServerFS(staticFS)))
+	s.mux.HandleFunc("GET /api/queues", s.apiQueues)
+	s.mux.HandleFunc("GET /api/dead", s.apiDead)
+	s.mux.HandleFunc("GET /api/envelope", s.apiEnvelope)
+	s.mux.HandleFunc("GET /api/schedules", s.apiSchedules)
+	s.mux.HandleFunc("GET /api/status", s.apiStatus)
+	s.mux.HandleFunc("GET /api/tasks/{id}", s.apiTask)
+	s.mux.HandleFunc("POST /api/redrive", s.action(s.apiRedrive))
+	s.mux.HandleFunc("POST /api/purge", s.action(s.apiPurge))
+}
+
+// ServeHTTP sets the security headers, refuses foreign hosts and cross-site requests, and routes.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	h := w.Header()
+	h.Set("Content-Security-Policy", ContentSecurityPolicy)
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("X-Frame-Options", "DENY")
+	h.Set("Referrer-Policy", "no-referrer")
+	h.Set("Cache-Control", "no-store")
+	h.Set("Cross-Origin-Opener-Policy", "same-origin")
+	h.Set("Cross-Origin-Resource-Policy", "same-origin")
+	if !s.allowedHost(r.Host) {
+		writeError(w, http.StatusMisdirectedRequest, "host %q is not this console's (start it with --host to allow it)", r.Host)
+		return
+	}
+	if crossSite(r) && !(r.Method == http.MethodGet && r.URL.Path == "/" && r.URL.RawQuery == "") {
+		writeError(w, http.StatusForbidden, "cross-site request refused")
+		return
+	}
+	s.mux.ServeHTTP(w, r)
+}
+
+// allowedHost reports whether a request's Host names this console: a loopback name or an
+// Options.Hosts entry. This defeats DNS rebinding (a foreign name resolving to 127.0.0.1).
+func (s *Server) allowedHost(hostport string) bool {
+	host := hostport
+	if h, _, err := net.SplitHostPort(hostport); err == nil {
+		host = h
+	}
+	host = strings.Trim(strings.ToLower(host), "[]")
+	if host == "localhost" {
+		return true
+	}
+	if ip := net.ParseIP(host); ip != nil && ip.IsLoopback() {
+		return true
+	}
+	for _, h := range s.o.Hosts {
+		if strings.EqualFold(h, host) {
+			return true
+		}
+	}
+	return false
+}
+
+// crossSite reports whether a browser says the request comes from another site or origin.
+func crossSite(r *http.Request) bool {
+	switch r.Header.Get("Sec-Fetch-Site") {
+	case "", "same-origin", "none":
+	default:
+		return true
+	}
+	if origin := r.Header.Get("Origin"); origin != "" {
+		return origin != "http://"+r.Host && origin != "https://"+r.Host
+	}
+	return false
+}
+
+// action guards a state-changing handler: read-only refuses it; otherwise it needs the token, a
+// same-origin request (Origin or Sec-Fetch-Site present and same-origin) and a JSON body.
+func (s *Server) action(fn http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if s.o.ReadOnly {
+			writeError(w, http.StatusForbidden, "the console is read-only")
+			return
+		}
+		got := r.Header.Get(TokenHeader)
+		if got == "" || subtle.ConstantTimeCompare([]byte(got), []byte(s.token)) != 1 {
+			writeError(w, http.StatusForbidden, "missing or wrong %s", TokenHeader)
+			return
+		}
+		if crossSite(r) {
+			writeError(w, http.StatusForbidden, "cross-origin request refused")
+			return
+		}
+		if ct := r.Header.Get("Content-Type"); !strings.HasPrefix(ct, "application/json") {
+			writeError(w, http.StatusUnsupportedMediaType, "a JSON body is required")
+			return
+		}
+		r.Body = http.MaxBytesReader(w, r.Body, 1<<20)
+		fn(w, r)
+	}
+}
+
+// queues resolves the target's queues, caching them for 10 s (the page polls every few).
+func (s *Server) queues(ctx context.Context) ([]inspect.Queue, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cached != nil && s.o.Now().Sub(s.cachedAt) < 10*time.Second {
+		return s.cached, nil
+	}
+	qs, err := s.in.Resolve(ctx, s.o.Target)
+	if err != nil {
+		return nil, err
+	}
+	s.cached, s.cachedAt = qs, s.o.Now()
+	return qs, nil
+}
+
+// queue returns the queue named name (its Name as Resolve gives it).
+func (s *Server) queue(ctx context.Context, name string) (inspect.Queue, error) {
+	qs, err := s.queues(ctx)
+	if err != nil {
+		return inspect.Queue{}, err
+	}
+	for _, q := range qs {
+		if q.Name == name {
+			return q, nil
+		}
+	}
+	return inspect.Queue{}, fmt.Errorf("%w: no queue %q", errUnknownQueue, name)
+}
+
+var errUnknownQueue = errors.New("console: unknown queue")

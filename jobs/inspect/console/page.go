@@ -1,0 +1,149 @@
+package console
+
+import (
+	"bytes"
+	"context"
+	"embed"
+	"html/template"
+	"io/fs"
+	"net/http"
+	"strings"
+	"sync"
+
+	"github.com/jobkit-go/jobkit/jobs"
+)
+
+//go:embed assets
+var assets embed.FS
+
+// staticFS serves the script and the style sheet under /static/.
+var staticFS = func() fs.FS {
+	sub, err := fs.Sub(assets, "assets/static")
+	if err != nil {
+		panic(err)
+	}
+	return sub
+}()
+
+var pageTemplate = template.Must(template.New("page.html").Funcs(template.FuncMap{"when": when}).ParseFS(assets, "assets/page.html"))
+
+// when shows an RFC 3339 UTC time the short way the tables use ("2026-11-21 12:05:00"; the
+// column headers say UTC).
+func when(s string) string {
+	return strings.TrimSuffix(strings.Replace(s, "T", " ", 1), "Z")
+}
+
+// pageData is what page.html renders. Every string from AWS or a job went through text or
+// multiline; html/template escapes it for its context.
+type pageData struct {
+	Token     string // "" in read-only mode: the page then has no way to act
+	ReadOnly  bool
+	Stack     string
+	RefreshMS int64
+
+	Queues      []queueView
+	QueuesError string
+	Warnings    []string
+
+	Selected  string // the queue whose dead jobs are shown
+	Dead      *deadListView
+	DeadError string
+	DLQName   string // what the purge confirmation asks to type
+
+	JobRef   string
+	Job      *envelopeView
+	JobError string
+
+	Schedules      []scheduleView
+	SchedulesError string
+
+	StateTable string
+	StatusID   string
+	Status     string
+}
+
+// page renders the console: queues, the selected queue's dead jobs, a selected job's envelope,
+// schedules and the job status panel. Sections are read concurrently; a failing one shows its
+// error and the rest still renders.
+func (s *Server) page(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	q := r.URL.Query()
+	d := &pageData{
+		ReadOnly: s.o.ReadOnly, Stack: text(s.stack(), fieldWidth), RefreshMS: s.o.Refresh.Milliseconds(),
+		Selected: q.Get("queue"), JobRef: q.Get("job"), StateTable: text(s.o.StateTable, fieldWidth), StatusID: q.Get("status"),
+	}
+	if !s.o.ReadOnly {
+		d.Token = s.token
+	}
+	var wg sync.WaitGroup
+	wg.Go(func() { s.pageQueues(ctx, d) })
+	wg.Go(func() { s.pageSchedules(ctx, d) })
+	if d.Selected != "" {
+		wg.Go(func() { s.pageDead(ctx, d) })
+	}
+	wg.Wait()
+	if d.StatusID != "" {
+		d.Status = "job status lookups arrive with the job state table"
+		if d.StateTable == "" {
+			d.Status = "the job state table is not deployed"
+		}
+	}
+	var buf bytes.Buffer
+	if err := pageTemplate.Execute(&buf, d); err != nil {
+		writeError(w, http.StatusInternalServerError, "render: %v", err)
+		return
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	_, _ = w.Write(buf.Bytes())
+}
+
+func (s *Server) stack() string {
+	if s.o.Target.Stack == "" {
+		return jobs.DefaultStack
+	}
+	return s.o.Target.Stack
+}
+
+func (s *Server) pageQueues(ctx context.Context, d *pageData) {
+	views, warnings, err := s.stats(ctx)
+	if err != nil {
+		d.QueuesError = text(err.Error(), 2000)
+		return
+	}
+	d.Queues = views
+	for _, wn := range warnings {
+		d.Warnings = append(d.Warnings, text(wn, errorWidth))
+	}
+}
+
+func (s *Server) pageSchedules(ctx context.Context, d *pageData) {
+	v, err := s.schedules(ctx)
+	if err != nil {
+		d.SchedulesError = text(err.Error(), 2000)
+		return
+	}
+	d.Schedules = v
+}
+
+// pageDead lists the selected queue's dead jobs, then (not at the same time: a listing hides
+// what it reads) the selected job's envelope.
+func (s *Server) pageDead(ctx context.Context, d *pageData) {
+	if q, err := s.queue(ctx, d.Selected); err == nil && q.DLQURL != "" {
+		d.DLQName = text(jobs.QueueName(q.DLQURL), fieldWidth)
+	}
+	v, err := s.listDead(ctx, d.Selected)
+	if err != nil {
+		d.DeadError = text(err.Error(), 2000)
+	} else {
+		d.Dead = v
+	}
+	if d.JobRef == "" {
+		return
+	}
+	job, err := s.envelope(ctx, d.Selected, d.JobRef)
+	if err != nil {
+		d.JobError = text(err.Error(), 2000)
+		return
+	}
+	d.Job = job
+}

@@ -1,0 +1,191 @@
+package console
+
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+	"time"
+
+	"github.com/jobkit-go/jobkit/jobs/inspect"
+)
+
+// Widths, in runes, of what the lists show of a value; the envelope view has it whole.
+const (
+	fieldWidth   = 200     // an id, kind, reason, queue name in a table
+	errorWidth   = 300     // an error in a table
+	previewWidth = 160     // a body in a list
+	bodyWidth    = 1 << 20 // a body or envelope in the envelope view
+)
+
+// text makes job data safe to show: control characters, bidirectional overrides and bytes that
+// are not UTF-8 become visible escapes (inspect.Printable), cut at width runes. HTML escaping is
+// html/template's (the page) or the script's textContent (live updates).
+func text(s string, width int) string { return inspect.Printable(s, width) }
+
+// multiline is text for a value of several lines: each line is made safe, the whole cut at width.
+func multiline(s string, width int) string {
+	lines := strings.Split(s, "\n")
+	for i, l := range lines {
+		lines[i] = inspect.Printable(l, 0)
+	}
+	out := strings.Join(lines, "\n")
+	if r := []rune(out); len(r) > width {
+		out = string(r[:width-1]) + "…"
+	}
+	return out
+}
+
+// countsView are a queue's counts as the page and /api/queues show them.
+type countsView struct {
+	Name     string `json:"name"`
+	FIFO     bool   `json:"fifo"`
+	Visible  int64  `json:"visible"`
+	InFlight int64  `json:"in_flight"`
+	Delayed  int64  `json:"delayed"`
+	// OldestAge is the oldest message's age ("4m10s"), "" when unknown.
+	OldestAge        string `json:"oldest_age"`
+	OldestAgeSeconds *int64 `json:"oldest_age_seconds"`
+}
+
+// queueView is one queue of /api/queues.
+type queueView struct {
+	countsView
+	DLQ *countsView `json:"dlq"`
+}
+
+func toCounts(s *inspect.QueueStats) countsView {
+	c := countsView{Name: text(s.Name, fieldWidth), FIFO: s.FIFO, Visible: s.Visible, InFlight: s.InFlight, Delayed: s.Delayed}
+	if s.OldestAgeSource != inspect.AgeUnknown {
+		secs := int64(s.OldestAge / time.Second)
+		c.OldestAgeSeconds = &secs
+		c.OldestAge = (time.Duration(secs) * time.Second).String()
+	}
+	return c
+}
+
+func toQueueViews(rep *inspect.StatsReport) []queueView {
+	out := make([]queueView, len(rep.Queues))
+	for n := range rep.Queues {
+		q := &rep.Queues[n]
+		out[n] = queueView{countsView: toCounts(q)}
+		if q.DLQ != nil {
+			d := toCounts(q.DLQ)
+			out[n].DLQ = &d
+		}
+	}
+	return out
+}
+
+// deadView is one dead job in a listing: every value made safe, the body cut to a preview.
+type deadView struct {
+	MessageID      string `json:"message_id"`
+	JobID          string `json:"job_id"`
+	Kind           string `json:"kind"`
+	Reason         string `json:"reason"`
+	Error          string `json:"error"`
+	Attempts       int    `json:"attempts"`
+	Function       string `json:"function"`
+	FirstReceived  string `json:"first_received_at"`
+	FailedAt       string `json:"failed_at"`
+	DeadLetteredAt string `json:"dead_lettered_at"`
+	SourceQueue    string `json:"source_queue"`
+	GroupID        string `json:"group_id"`
+	// Body is the start of the body; BodyBytes its full size; Cut says the preview is shorter.
+	Body      string `json:"body"`
+	BodyBytes int    `json:"body_bytes"`
+	Cut       bool   `json:"body_cut"`
+	// Ref is what /api/envelope and the page take to show this job: its job id, or message id.
+	Ref string `json:"ref"`
+}
+
+func stamp(t time.Time) string {
+	if t.IsZero() {
+		return ""
+	}
+	return t.UTC().Format(time.RFC3339)
+}
+
+func toDeadView(j *inspect.DeadJob) deadView {
+	preview := text(j.Body, previewWidth)
+	ref := j.JobID
+	if ref == "" {
+		ref = j.MessageID
+	}
+	return deadView{
+		MessageID: text(j.MessageID, fieldWidth), JobID: text(j.JobID, fieldWidth), Kind: text(j.Kind, fieldWidth),
+		Reason: text(j.Reason, fieldWidth), Error: text(j.Error, errorWidth), Attempts: j.Attempts,
+		Function: text(j.Function, fieldWidth), FirstReceived: stamp(j.FirstReceivedAt), FailedAt: stamp(j.FailedAt),
+		DeadLetteredAt: stamp(j.SentAt), SourceQueue: text(j.SourceQueue, fieldWidth), GroupID: text(j.GroupID, fieldWidth),
+		Body: preview, BodyBytes: len(j.Body), Cut: preview != text(j.Body, 0),
+		// The raw ref goes back to the server in a query string: it must be the real id, and it
+		// is only ever put in a URL (escaped by html/template or encodeURIComponent).
+		Ref: ref,
+	}
+}
+
+// envelopeView is one dead job with its whole body: the envelope indented when the body is one.
+type envelopeView struct {
+	deadView
+	Envelope   string            `json:"envelope"` // indented JSON; "" when the body is not an envelope
+	FullBody   string            `json:"full_body"`
+	Attributes map[string]string `json:"attributes"` // the message attributes that are not jobkit's
+}
+
+func toEnvelopeView(j *inspect.DeadJob) envelopeView {
+	v := envelopeView{deadView: toDeadView(j), FullBody: multiline(j.Body, bodyWidth)}
+	if j.Envelope != nil {
+		var buf bytes.Buffer
+		if json.Indent(&buf, []byte(j.Body), "", "  ") == nil {
+			v.Envelope = multiline(buf.String(), bodyWidth)
+		}
+	}
+	for k, a := range j.Attributes {
+		if v.Attributes == nil {
+			v.Attributes = map[string]string{}
+		}
+		val := ""
+		if a.StringValue != nil {
+			val = *a.StringValue
+		} else if a.BinaryValue != nil {
+			val = "(binary, " + itoa(len(a.BinaryValue)) + " bytes)"
+		}
+		v.Attributes[text(k, fieldWidth)] = text(val, errorWidth)
+	}
+	return v
+}
+
+// scheduleView is one schedule of /api/schedules.
+type scheduleView struct {
+	Group      string   `json:"group"`
+	Name       string   `json:"name"`
+	Expression string   `json:"expression"`
+	TimeZone   string   `json:"time_zone"`
+	State      string   `json:"state"`
+	Target     string   `json:"target"`
+	Next       []string `json:"next"`
+	Problem    string   `json:"problem"`
+}
+
+func toScheduleViews(in []inspect.ScheduleInfo) []scheduleView {
+	out := make([]scheduleView, len(in))
+	for n, s := range in {
+		v := scheduleView{
+			Group: text(s.Group, fieldWidth), Name: text(s.Name, fieldWidth), Expression: text(s.Expression, fieldWidth),
+			TimeZone: text(s.TimeZone, fieldWidth), State: text(s.State, fieldWidth), Target: text(s.TargetARN, fieldWidth),
+			Problem: text(s.Problem, errorWidth), Next: []string{},
+		}
+		if v.TimeZone == "" {
+			v.TimeZone = "UTC"
+		}
+		for _, t := range s.Next {
+			v.Next = append(v.Next, stamp(t))
+		}
+		out[n] = v
+	}
+	return out
+}
+
+func itoa(n int) string {
+	b, _ := json.Marshal(n)
+	return string(b)
+}

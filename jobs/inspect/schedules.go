@@ -1,0 +1,171 @@
+package inspect
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	awsscheduler "github.com/aws/aws-sdk-go-v2/service/scheduler"
+
+	"github.com/jobkit-go/jobkit/scheduler"
+)
+
+// ScheduleOptions tunes Schedules; nil means defaults.
+type ScheduleOptions struct {
+	// Group lists the schedules of one schedule group; "" lists every group's.
+	Group string
+	// Next is how many next fire times to compute per schedule; 0 means 3.
+	Next int
+	// Limit is the most schedules returned; 0 means 500.
+	Limit int
+}
+
+// ScheduleInfo is an EventBridge Scheduler schedule as the console and the CLI show it: what fires,
+// when, and where to. It carries no role ARN, input or other target detail beyond the target ARN.
+type ScheduleInfo struct {
+	Group      string
+	Name       string
+	Expression string
+	TimeZone   string // the IANA zone the expression is read in; "" means UTC
+	State      string // ENABLED or DISABLED
+	TargetARN  string
+	// Next are the next fire times (UTC); empty for a disabled schedule or one that fires no more.
+	Next []time.Time
+	// Problem says why Next could not be computed (an expression or time zone jobkit cannot read).
+	Problem string
+}
+
+// Schedules lists the schedules of the endpoint's EventBridge Scheduler (one ListSchedules
+// pagination and one GetSchedule per schedule, 8 at a time) with their next fire times, sorted by
+// group and name. Next fire times follow scheduler.Expression.Next; a rate schedule counts its
+// ticks from its start date, or else its creation date, as EventBridge Scheduler does.
+func (i *Inspector) Schedules(ctx context.Context, opts *ScheduleOptions) ([]ScheduleInfo, error) {
+	var o ScheduleOptions
+	if opts != nil {
+		o = *opts
+	}
+	if o.Next <= 0 {
+		o.Next = 3
+	}
+	if o.Limit <= 0 {
+		o.Limit = 500
+	}
+	in := &awsscheduler.ListSchedulesInput{}
+	if o.Group != "" {
+		in.GroupName = aws.String(o.Group)
+	}
+	var out []ScheduleInfo
+	p := awsscheduler.NewListSchedulesPaginator(i.sch, in)
+	for p.HasMorePages() && len(out) < o.Limit {
+		page, err := p.NextPage(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("inspect: list schedules: %w", err)
+		}
+		for _, s := range page.Schedules {
+			if len(out) == o.Limit {
+				break
+			}
+			group := aws.ToString(s.GroupName)
+			if group == "" {
+				group = "default"
+			}
+			out = append(out, ScheduleInfo{Group: group, Name: aws.ToString(s.Name), State: string(s.State)})
+			if s.Target != nil {
+				out[len(out)-1].TargetARN = aws.ToString(s.Target.Arn)
+			}
+		}
+	}
+	errs := make([]error, len(out))
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, 8)
+	for n := range out {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			errs[n] = i.scheduleDetail(ctx, &out[n], o.Next)
+		}()
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return nil, err
+		}
+	}
+	sort.Slice(out, func(a, b int) bool {
+		if out[a].Group != out[b].Group {
+			return out[a].Group < out[b].Group
+		}
+		return out[a].Name < out[b].Name
+	})
+	return out, nil
+}
+
+// scheduleDetail reads one schedule's expression and time zone and computes its next fire times.
+func (i *Inspector) scheduleDetail(ctx context.Context, s *ScheduleInfo, next int) error {
+	got, err := i.sch.GetSchedule(ctx, &awsscheduler.GetScheduleInput{GroupName: aws.String(s.Group), Name: aws.String(s.Name)})
+	if err != nil {
+		return fmt.Errorf("inspect: schedule %s/%s: %w", s.Group, s.Name, err)
+	}
+	s.Expression = aws.ToString(got.ScheduleExpression)
+	s.TimeZone = aws.ToString(got.ScheduleExpressionTimezone)
+	if got.State != "" {
+		s.State = string(got.State)
+	}
+	if got.Target != nil && s.TargetARN == "" {
+		s.TargetARN = aws.ToString(got.Target.Arn)
+	}
+	start := aws.ToTime(got.StartDate)
+	if start.IsZero() {
+		start = aws.ToTime(got.CreationDate)
+	}
+	s.Next, s.Problem = NextFireTimes(s.Expression, s.TimeZone, start, i.now(), next)
+	if s.State == "DISABLED" {
+		s.Next = nil
+	}
+	if end := aws.ToTime(got.EndDate); !end.IsZero() {
+		for n, t := range s.Next {
+			if t.After(end) {
+				s.Next = s.Next[:n]
+				break
+			}
+		}
+	}
+	return nil
+}
+
+// NextFireTimes returns up to n fire times of a schedule expression after now, in UTC, and a
+// problem ("" if none) when the expression or the time zone cannot be read. tz "" means UTC.
+// start is when a rate schedule began counting (its start or creation date); zero means now.
+func NextFireTimes(expression, tz string, start, now time.Time, n int) ([]time.Time, string) {
+	expr, err := scheduler.ParseExpression(expression)
+	if err != nil {
+		return nil, err.Error()
+	}
+	loc := time.UTC
+	if tz != "" {
+		if loc, err = time.LoadLocation(tz); err != nil {
+			return nil, fmt.Sprintf("time zone %q: %v", tz, err)
+		}
+	}
+	after := now
+	if expr.Kind() == scheduler.KindRate && !start.IsZero() && start.Before(now) {
+		// The last tick at or before now: rate ticks fall at start + k × interval.
+		iv := expr.Interval()
+		after = start.Add(now.Sub(start) / iv * iv)
+	}
+	var out []time.Time
+	for len(out) < n {
+		t, ok := expr.Next(after, loc)
+		if !ok {
+			break
+		}
+		out = append(out, t.UTC())
+		after = t
+	}
+	return out, ""
+}
