@@ -29,7 +29,7 @@ export CDK_DISABLE_CLI_TELEMETRY := true
 export CDK_DISABLE_VERSION_CHECK := 1
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 
-.PHONY: chaos dev cli synth help setup lock emulator-up emulator-down test test-unit lint fuzz bench localstack-up localstack-down test-localstack browser
+.PHONY: chaos dev cli synth help setup lock lock-localstack emulator-up emulator-down test test-unit lint fuzz bench localstack-up localstack-down test-localstack browser
 
 help: ## list the targets
 	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-16s %s\n", $$1, $$2}'
@@ -57,6 +57,15 @@ lock: ## regenerate localstack/requirements.lock and infra/tools/package-lock.js
 	  --no-emit-index-url --no-emit-trusted-host --no-emit-find-links \
 	  --output-file requirements.lock requirements.txt
 	cd infra/tools && npm install --package-lock-only --no-audit --no-fund --loglevel=error
+
+lock-localstack: ## regenerate localstack/requirements-localstack.lock (LocalStack's host-mode venv; Python >= 3.12)
+	@tmp=$$(mktemp -d); trap 'rm -rf "$$tmp"' EXIT; \
+	py=$$(command -v python3.12 || command -v python3.13) || { echo "lock-localstack: needs python3.12 or python3.13" >&2; exit 1; }; \
+	"$$py" -m venv "$$tmp/venv"; \
+	"$$tmp/venv/bin/pip" install --quiet --disable-pip-version-check '$(PIP_TOOLS)'; \
+	cd localstack && "$$tmp/venv/bin/pip-compile" --quiet --generate-hashes --allow-unsafe --strip-extras \
+	  --no-emit-index-url --no-emit-trusted-host --no-emit-find-links \
+	  --output-file requirements-localstack.lock requirements-localstack.txt
 
 emulator-up: setup ## start moto on 127.0.0.1:4566 (reuses a live AWS_ENDPOINT_URL)
 	@$(EMULATOR_SH) up

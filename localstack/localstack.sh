@@ -40,8 +40,9 @@ docker_answers() { command -v docker >/dev/null && docker info >/dev/null 2>&1; 
 # find_python prints a Python >= 3.12 (localstack-core uses PEP 695 syntax), or fails naming it.
 find_python() {
   local c
-  for c in python3.13 python3.12 "$(command -v pyenv >/dev/null && echo "$(pyenv root)/versions/3.13"*/bin/python3)" \
-    "$(command -v pyenv >/dev/null && echo "$(pyenv root)/versions/3.12"*/bin/python3)" python3; do
+  # 3.12 first: the lock is resolved on it.
+  for c in python3.12 "$(command -v pyenv >/dev/null && echo "$(pyenv root)/versions/3.12"*/bin/python3)" python3.13 \
+    "$(command -v pyenv >/dev/null && echo "$(pyenv root)/versions/3.13"*/bin/python3)" python3; do
     [[ -n "$c" ]] && command -v "$c" >/dev/null 2>&1 || continue
     if "$c" -c 'import sys; sys.exit(0 if sys.version_info >= (3, 12) else 1)' 2>/dev/null; then
       command -v "$c"
