@@ -154,6 +154,10 @@ type ledgerItem struct {
 // (its idempotency record, its side effect: the email line, the ledger posting, the transcode
 // output) or is in its dead-letter queue with the reason its fault implies; every account's
 // postings applied in order; nothing is lost; no function process outlives the run.
+//
+// Unlike AWS, neither emulator runs the functions (moto runs no Lambda code, LocalStack's Lambda
+// needs Docker) nor fires Scheduler schedules: the offline Lambda runtime, event source mappings
+// and schedule runner (lambdaruntime, esm, schedfire) do, against the emulator's queues and tables.
 func TestEndToEnd(t *testing.T) {
 	cfg := awstest.Config(t)
 	ctx := context.Background()

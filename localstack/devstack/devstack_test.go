@@ -88,7 +88,8 @@ func gone(pid int) bool {
 
 // The synthesized fixture runs: messages on both queues reach the real function binary with the
 // environment the template gives it, the schedule fires through the queue, and Stop leaves no
-// process behind.
+// process behind. The emulator (moto or LocalStack) stores the functions, mappings and schedules
+// but runs and fires none of them, unlike AWS: devstack's local runtime and runner do.
 func TestStackRunsTheDeployment(t *testing.T) {
 	t.Parallel()
 	cfg := awstest.Config(t)

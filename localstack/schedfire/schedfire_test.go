@@ -197,6 +197,10 @@ func drain(ch chan Firing) []Firing {
 	}
 }
 
+// The emulators (moto, LocalStack) store schedules but never fire them, unlike AWS: these tests
+// check the Runner that fires them in the service's place, against the emulator's Scheduler API
+// and queues.
+
 func TestRunnerFiresDeclaredSchedulesOnEmulator(t *testing.T) {
 	t.Parallel()
 	cfg := awstest.Config(t)
