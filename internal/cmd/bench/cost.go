@@ -10,9 +10,9 @@ import (
 	"time"
 
 	"github.com/jobkit-go/jobkit/functions/samplejobs"
+	"github.com/jobkit-go/jobkit/internal/chaos"
 	"github.com/jobkit-go/jobkit/jobs"
 	"github.com/jobkit-go/jobkit/localstack/awstest"
-	"github.com/jobkit-go/jobkit/internal/chaos"
 	"github.com/jobkit-go/jobkit/localstack/faultproxy"
 )
 

@@ -19,8 +19,8 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/jobkit-go/jobkit/localstack/awstest"
 	"github.com/jobkit-go/jobkit/internal/chaos"
+	"github.com/jobkit-go/jobkit/localstack/awstest"
 )
 
 func main() {
