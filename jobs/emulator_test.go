@@ -408,7 +408,7 @@ func TestClientEnqueueBatchOnSQS(t *testing.T) {
 }
 
 // An entry SendMessageBatch reports failed is sent again and succeeds. The failure is real: the
-// emulator refuses the entry (its DelaySeconds is made invalid on the first call only). SQS calls
+// emulator refuses the entry (its DelaySeconds and an attribute are made invalid on the first call only). SQS calls
 // that refusal the sender's fault, which the Client rightly does not retry, so the test marks the
 // reported failure as a server fault (as SQS does for InternalError) to drive the retry; the
 // retried entry then really reaches the queue. A true sender fault is reported, not retried.
@@ -433,6 +433,14 @@ func TestClientRetriesFailedEntryOnSQS(t *testing.T) {
 						env, _ := jobs.DecodeEnvelope(aws.ToString(e.MessageBody))
 						if env.ID == "always" || (env.ID == "once" && call == 1) {
 							copied.Entries[i].DelaySeconds = 901 // SQS allows at most 900
+							// SQS refuses an attribute without a value too. LocalStack does not
+							// check DelaySeconds' range (AWS does: 0 to 900) and moto does not
+							// check the empty value: each refuses the entry for one of the two.
+							attrs := map[string]sqstypes.MessageAttributeValue{"spoiled": {DataType: aws.String("String"), StringValue: aws.String("")}}
+							for k, v := range e.MessageAttributes {
+								attrs[k] = v
+							}
+							copied.Entries[i].MessageAttributes = attrs
 						}
 					}
 					in.Parameters = &copied
@@ -466,7 +474,9 @@ func TestClientRetriesFailedEntryOnSQS(t *testing.T) {
 	var se *jobs.SendError
 	require.ErrorAs(t, results[3].Err, &se)
 	assert.True(t, se.SenderFault)
-	assert.Equal(t, "InvalidParameterValue", se.Code)
+	// SQS names the code InvalidParameterValue; LocalStack gives its exception's name,
+	// InvalidParameterValueException.
+	assert.Contains(t, []string{"InvalidParameterValue", "InvalidParameterValueException"}, se.Code)
 	assert.NoError(t, results[1].Err)
 	assert.Equal(t, 2, count.n(&sqs.SendMessageBatchInput{}), "one retry, of the one retryable entry")
 

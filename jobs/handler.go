@@ -848,13 +848,18 @@ func (b *batch) changeVisibility(ctx context.Context, chunk []*record, vt func(*
 }
 
 // messageLost reports whether a visibility change failed because the message is no longer this
-// consumer's: deleted, received again by another consumer, or its receipt handle expired.
+// consumer's: deleted, received again by another consumer, or its receipt handle expired. SQS
+// says so with ReceiptHandleIsInvalid or MessageNotInflight, or with InvalidParameterValue and a
+// reason: "The receipt handle has expired", or, for a message that was deleted, "Message does not
+// exist or is not available for visibility timeout change".
 func messageLost(code, message string) bool {
 	switch {
 	case strings.Contains(code, "ReceiptHandleIsInvalid"), strings.Contains(code, "MessageNotInflight"):
 		return true
 	case strings.Contains(code, "InvalidParameterValue"):
-		return strings.Contains(message, "receipt handle has expired")
+		m := strings.ToLower(message)
+		return strings.Contains(m, "receipt handle has expired") ||
+			strings.Contains(m, "not available for visibility timeout change")
 	}
 	return false
 }

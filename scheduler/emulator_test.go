@@ -18,7 +18,11 @@ import (
 	"github.com/jobkit-go/jobkit/localstack/awstest"
 )
 
-const testRoleARN = "arn:aws:iam::123456789012:role/jobkit-scheduler"
+// testRoleARN is a role in the endpoint's own account for schedules to name (the emulators do not
+// assume it).
+func testRoleARN(t testing.TB) string {
+	return "arn:aws:iam::" + awstest.Account(t) + ":role/jobkit-scheduler"
+}
 
 type sendEmail struct {
 	To string `json:"to"`
@@ -99,7 +103,7 @@ func TestDelayerOnEmulator(t *testing.T) {
 	ctx := context.Background()
 
 	d, err := NewDelayer(sched, DelayerConfig{
-		Group: group, RoleARN: testRoleARN, DeadLetterARN: dlq.ARN,
+		Group: group, RoleARN: testRoleARN(t), DeadLetterARN: dlq.ARN,
 		Retry: &RetryPolicy{MaxRetries: 5, MaxEventAge: 2 * time.Hour},
 	})
 	require.NoError(t, err)
@@ -120,7 +124,7 @@ func TestDelayerOnEmulator(t *testing.T) {
 	assert.Equal(t, group, aws.ToString(got.GroupName))
 	require.NotNil(t, got.Target)
 	assert.Equal(t, queue.ARN, aws.ToString(got.Target.Arn), "the target is the queue's own ARN")
-	assert.Equal(t, testRoleARN, aws.ToString(got.Target.RoleArn))
+	assert.Equal(t, testRoleARN(t), aws.ToString(got.Target.RoleArn))
 	assert.Equal(t, job.Body, aws.ToString(got.Target.Input))
 	require.NotNil(t, got.Target.DeadLetterConfig)
 	assert.Equal(t, dlq.ARN, aws.ToString(got.Target.DeadLetterConfig.Arn))
@@ -169,7 +173,7 @@ func TestClientLongDelayOnEmulator(t *testing.T) {
 	dlq := awstest.CreateQueue(t, cfg, "sched-dlq", nil)
 	ctx := context.Background()
 
-	d, err := NewDelayer(sched, DelayerConfig{Group: group, RoleARN: testRoleARN, DeadLetterARN: dlq.ARN})
+	d, err := NewDelayer(sched, DelayerConfig{Group: group, RoleARN: testRoleARN(t), DeadLetterARN: dlq.ARN})
 	require.NoError(t, err)
 	client, err := jobs.NewClient(sqsClient, jobs.ClientOptions{DefaultQueueURL: queue.URL, LongDelayer: d})
 	require.NoError(t, err)
@@ -182,7 +186,7 @@ func TestClientLongDelayOnEmulator(t *testing.T) {
 	got, err := sched.GetSchedule(ctx, &scheduler.GetScheduleInput{GroupName: aws.String(group), Name: list[0].Name})
 	require.NoError(t, err)
 	assert.Equal(t, queue.ARN, aws.ToString(got.Target.Arn))
-	assert.Equal(t, testRoleARN, aws.ToString(got.Target.RoleArn))
+	assert.Equal(t, testRoleARN(t), aws.ToString(got.Target.RoleArn))
 	assert.Equal(t, dlq.ARN, aws.ToString(got.Target.DeadLetterConfig.Arn))
 	assert.Equal(t, types.ActionAfterCompletionDelete, got.ActionAfterCompletion)
 	env := decodeEnvelope(t, aws.ToString(got.Target.Input))

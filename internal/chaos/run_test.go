@@ -21,6 +21,9 @@ func TestRunSmall(t *testing.T) {
 	cfg := awstest.Config(t)
 	cdkOut := filepath.Join("..", "..", "cdk.out")
 	if _, err := os.Stat(filepath.Join(cdkOut, "manifest.json")); err != nil {
+		if os.Getenv("JOBKIT_REQUIRE_EMULATOR") == "1" { // make test synthesizes first: no silent skip
+			t.Fatal("no cloud assembly in cdk.out: run make synth")
+		}
 		t.Skip("no cloud assembly in cdk.out: run make synth")
 	}
 	rep, err := chaos.Run(context.Background(), chaos.Config{

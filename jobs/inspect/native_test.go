@@ -16,9 +16,10 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// The emulator has no StartMessageMoveTask, so the native path's own logic (which destination it
-// asks for, following the task to its end, reporting progress and failure) is checked here with a
-// small fake. It checks jobkit's code, not SQS's behaviour.
+// moto has no StartMessageMoveTask (LocalStack has; the emulator tests use it there), so the
+// native path's own logic (which destination it asks for, following the task to its end,
+// reporting progress and failure) is checked here with a small fake on every endpoint. It checks
+// jobkit's code, not SQS's behaviour.
 type fakeMoveSQS struct {
 	SQSAPI
 	started  *sqs.StartMessageMoveTaskInput

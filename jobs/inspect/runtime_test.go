@@ -86,5 +86,11 @@ func TestRuntimeDeadLetterIsReadBackAndRedriven(t *testing.T) {
 	back := drain(t, client, q.URL)
 	require.Len(t, back, 1+int(res.PossibleDuplicates))
 	require.Equal(t, original, back[0].Body, "the job goes back unchanged")
-	require.Empty(t, back[0].Attrs, "without the dead-letter attributes")
+	if res.Method == inspect.RedriveNative {
+		// Where SQS has message move tasks (AWS, LocalStack; not moto), Redrive uses one, and a
+		// move task keeps a message's attributes.
+		require.Equal(t, enq.ID, aws.ToString(back[0].Attrs[jobs.AttrJobID].StringValue), "SQS moves the message with its attributes")
+	} else {
+		require.Empty(t, back[0].Attrs, "without the dead-letter attributes")
+	}
 }

@@ -114,16 +114,21 @@ var unsafeChars = regexp.MustCompile(`[^a-zA-Z0-9-]+`)
 // 64 characters, made of letters, digits and '-', valid for SQS queues (add ".fifo" for FIFO),
 // DynamoDB tables and schedules.
 func Name(tb testing.TB, suffix string) string {
-	var b [4]byte
-	_, _ = rand.Read(b[:])
 	test := unsafeChars.ReplaceAllString(tb.Name(), "-")
 	suffix = unsafeChars.ReplaceAllString(suffix, "-")
-	random := hex.EncodeToString(b[:])
+	random := randomHex()
 	max := 64 - len("jk---") - len(suffix) - len(random) - len(".fifo")
 	if len(test) > max {
 		test = test[len(test)-max:]
 	}
 	return strings.ReplaceAll("jk-"+test+"-"+suffix+"-"+random, "--", "-")
+}
+
+// randomHex returns 8 random hex digits.
+func randomHex() string {
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
 }
 
 // Cleanup registers fn to run when the test ends with a context that has time to finish, and

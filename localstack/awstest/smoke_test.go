@@ -116,3 +116,22 @@ func TestSmokeDynamoDBConditionalPut(t *testing.T) {
 	require.True(t, errors.As(err, &ccf), "want ConditionalCheckFailedException, got %v", err)
 	require.Equal(t, &ddbtypes.AttributeValueMemberS{Value: "k1"}, ccf.Item["id"])
 }
+
+// The capability probes answer on every endpoint and agree with the emulator they name.
+func TestCapabilities(t *testing.T) {
+	t.Parallel()
+	awstest.Config(t)
+	acct := awstest.Account(t)
+	require.Regexp(t, `^\d{12}$`, acct)
+	move, cw := awstest.HasMessageMoveTasks(t), awstest.HasCloudWatch(t)
+	t.Logf("emulator %q: account %s, message move tasks %v, CloudWatch %v", awstest.Emulator(), acct, move, cw)
+	switch awstest.Emulator() {
+	case awstest.EmulatorMoto:
+		require.False(t, move)
+		require.False(t, cw)
+	case awstest.EmulatorLocalStack:
+		require.Equal(t, "000000000000", acct)
+		require.True(t, move)
+		require.True(t, cw)
+	}
+}

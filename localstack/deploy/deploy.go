@@ -223,8 +223,8 @@ func (o *Options) withDefaults() (cdkOut string, err error) {
 		o.Region = "us-east-1"
 	}
 	if o.AccountID == "" {
-		// The account moto and LocalStack use by default; replaced by the emulator's own as soon
-		// as a created queue's ARN names it.
+		// moto's default account (LocalStack's is 000000000000); replaced by the emulator's own
+		// as soon as a created queue's ARN names it.
 		o.AccountID = "123456789012"
 	}
 	if o.StackTimeout <= 0 {

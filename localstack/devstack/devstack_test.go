@@ -88,7 +88,8 @@ func gone(pid int) bool {
 
 // The synthesized fixture runs: messages on both queues reach the real function binary with the
 // environment the template gives it, the schedule fires through the queue, and Stop leaves no
-// process behind.
+// process behind. The emulator (moto or LocalStack) stores the functions, mappings and schedules
+// but runs and fires none of them, unlike AWS: devstack's local runtime and runner do.
 func TestStackRunsTheDeployment(t *testing.T) {
 	t.Parallel()
 	cfg := awstest.Config(t)
@@ -188,15 +189,24 @@ func TestStackRunsTheDeployment(t *testing.T) {
 	require.Len(t, fired, 1)
 	require.Equal(t, "scheduled-once", fired[0].Body)
 	require.NoError(t, fired[0].Err)
-	partial := 0
-	for _, rep := range batches {
-		if rep.Verdict == esm.Partial {
-			partial++
-			require.Len(t, rep.Failed, 1)
-		}
-	}
 	mu.Unlock()
-	require.Equal(t, 1, partial, "the batch holding \"fail\" was partial")
+	// The batch holding "fail" is reported once the mapping has settled it, which may come after
+	// the other messages' output is read (and, on a loaded machine, after a retry: "fail" comes
+	// back after the queue's visibility timeout and is partial again).
+	partials := func() (n, failed int) {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, rep := range batches {
+			if rep.Verdict == esm.Partial {
+				n++
+				failed += len(rep.Failed)
+			}
+		}
+		return n, failed
+	}
+	require.Eventually(t, func() bool { n, _ := partials(); return n > 0 }, time.Minute, 100*time.Millisecond, "the batch holding \"fail\" was partial")
+	n, failed := partials()
+	require.Equal(t, n, failed, "each partial batch failed one message: \"fail\"")
 	mu.Lock()
 	invokedNow, settled := append([]string(nil), invoked...), len(batches)
 	mu.Unlock()

@@ -21,7 +21,11 @@ import (
 	"github.com/jobkit-go/jobkit/scheduler"
 )
 
-const testRoleARN = "arn:aws:iam::123456789012:role/jobkit-scheduler"
+// testRoleARN is a role in the endpoint's own account for schedules to name (the emulators do not
+// assume it).
+func testRoleARN(t testing.TB) string {
+	return "arn:aws:iam::" + awstest.Account(t) + ":role/jobkit-scheduler"
+}
 
 type sendEmail struct {
 	To string `json:"to"`
@@ -193,6 +197,10 @@ func drain(ch chan Firing) []Firing {
 	}
 }
 
+// The emulators (moto, LocalStack) store schedules but never fire them, unlike AWS: these tests
+// check the Runner that fires them in the service's place, against the emulator's Scheduler API
+// and queues.
+
 func TestRunnerFiresDeclaredSchedulesOnEmulator(t *testing.T) {
 	t.Parallel()
 	cfg := awstest.Config(t)
@@ -318,7 +326,7 @@ func TestRunnerFiresStoredOneTimeSchedulesOnEmulator(t *testing.T) {
 
 	start := time.Now().UTC().Truncate(time.Second)
 	clk := newManualClock(start)
-	d, err := scheduler.NewDelayer(sched, scheduler.DelayerConfig{Group: group, RoleARN: testRoleARN})
+	d, err := scheduler.NewDelayer(sched, scheduler.DelayerConfig{Group: group, RoleARN: testRoleARN(t)})
 	require.NoError(t, err)
 	client, err := jobs.NewClient(sqsClient, jobs.ClientOptions{DefaultQueueURL: queue.URL, LongDelayer: d, Now: clk.Now})
 	require.NoError(t, err)
