@@ -1,0 +1,110 @@
+#!/usr/bin/env bash
+# Starts and stops the Java emulators the differential checks run beside moto and LocalStack:
+# DynamoDB Local (AWS's own DynamoDB engine) and ElasticMQ (an SQS implementation), both
+# fetched from Maven into .tools/ on first use (localstack/maven/pom.xml).
+#
+#   javaemu.sh up dynamodb|elasticmq     start it (or reuse one answering) and print its endpoint
+#   javaemu.sh down dynamodb|elasticmq   stop what 'up' started (no-op otherwise)
+#   javaemu.sh install                   fetch both, start nothing
+#
+# Ports: JOBKIT_DYNAMODB_LOCAL_PORT (default 4570), JOBKIT_ELASTICMQ_PORT (default 4571).
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "$0")/.." && pwd)"
+RUN_DIR="${JOBKIT_RUN_DIR:-$ROOT/.run}"
+TOOLS="$ROOT/.tools"
+HOST=127.0.0.1
+READY_TIMEOUT="${JOBKIT_JAVAEMU_READY_TIMEOUT:-60}"
+
+fetch() { # fetch <maven profile> <dir>
+  local profile="$1" lib="$2"
+  [[ -f "$lib/.installed" ]] && return
+  command -v mvn >/dev/null || { echo "javaemu: $profile needs Maven (mvn) to fetch it" >&2; return 1; }
+  mvn -q -B -f "$ROOT/localstack/maven/pom.xml" -P "$profile" dependency:copy-dependencies -DoutputDirectory="$lib" >&2
+  touch "$lib/.installed"
+}
+
+port_of() {
+  case "$1" in
+  dynamodb) echo "${JOBKIT_DYNAMODB_LOCAL_PORT:-4570}" ;;
+  elasticmq) echo "${JOBKIT_ELASTICMQ_PORT:-4571}" ;;
+  *) echo "javaemu: unknown emulator $1 (dynamodb or elasticmq)" >&2; return 2 ;;
+  esac
+}
+
+# answers: any HTTP answer on the port (both answer a bare GET with an error document).
+answers() { curl -s -o /dev/null --max-time 2 "http://$HOST:$1"; }
+
+start() {
+  local name="$1" port lib
+  port="$(port_of "$name")"
+  if answers "$port"; then
+    echo "http://$HOST:$port"
+    return
+  fi
+  command -v java >/dev/null || { echo "javaemu: $name needs Java (java) on PATH" >&2; return 1; }
+  mkdir -p "$RUN_DIR"
+  local pid_file="$RUN_DIR/$name-$port.pid" log="$RUN_DIR/$name-$port.log"
+  case "$name" in
+  dynamodb)
+    lib="$TOOLS/dynamodb-local/lib"
+    fetch dynamodb-local "$lib"
+    # DynamoDB Local has no bind-address option: it listens on every interface.
+    setsid java -Djava.library.path="$lib" -cp "$lib/*" software.amazon.dynamodb.services.local.main.ServerRunner \
+      -inMemory -port "$port" >"$log" 2>&1 </dev/null &
+    ;;
+  elasticmq)
+    lib="$TOOLS/elasticmq/lib"
+    fetch elasticmq "$lib"
+    cat >"$RUN_DIR/elasticmq-$port.conf" <<EOF
+include classpath("application.conf")
+node-address { protocol = http, host = "$HOST", port = $port, context-path = "" }
+rest-sqs { enabled = true, bind-port = $port, bind-hostname = "$HOST", sqs-limits = strict }
+rest-stats.enabled = false
+EOF
+    setsid java -Dconfig.file="$RUN_DIR/elasticmq-$port.conf" -cp "$lib/*" org.elasticmq.server.Main >"$log" 2>&1 </dev/null &
+    ;;
+  esac
+  echo $! >"$pid_file"
+  local deadline=$((SECONDS + READY_TIMEOUT))
+  until answers "$port"; do
+    if ! kill -0 "$(cat "$pid_file")" 2>/dev/null; then
+      echo "javaemu: $name exited during start; last log lines:" >&2
+      tail -n 20 "$log" >&2
+      rm -f "$pid_file"
+      return 1
+    fi
+    if ((SECONDS >= deadline)); then
+      echo "javaemu: $name not ready on port $port after ${READY_TIMEOUT}s; log: $log" >&2
+      stop "$name"
+      return 1
+    fi
+    sleep 0.2
+  done
+  echo "http://$HOST:$port"
+}
+
+stop() {
+  local name="$1" port pid_file pid
+  port="$(port_of "$name")"
+  pid_file="$RUN_DIR/$name-$port.pid"
+  [[ -f "$pid_file" ]] || return 0
+  pid="$(cat "$pid_file")"
+  kill -TERM -- "-$pid" 2>/dev/null || true
+  for _ in $(seq 1 50); do
+    kill -0 -- "-$pid" 2>/dev/null || break
+    sleep 0.2
+  done
+  kill -KILL -- "-$pid" 2>/dev/null || true
+  rm -f "$pid_file"
+}
+
+case "${1:-}" in
+up) start "${2:?dynamodb or elasticmq}" ;;
+down) stop "${2:?dynamodb or elasticmq}" ;;
+install)
+  fetch dynamodb-local "$TOOLS/dynamodb-local/lib"
+  fetch elasticmq "$TOOLS/elasticmq/lib"
+  ;;
+*) echo "usage: $0 up|down dynamodb|elasticmq, or install" >&2; exit 2 ;;
+esac
