@@ -100,3 +100,8 @@ localstack-up: ## LocalStack in Docker (needs a Docker engine)
 
 localstack-down: ## stop LocalStack
 	docker compose -f localstack/docker-compose.yml down
+
+# --- conformance (issue 14): the SQS/DynamoDB behaviours jobkit relies on, per emulator ---
+.PHONY: conformance
+conformance: setup ## the conformance suite on moto, LocalStack, ElasticMQ and DynamoDB Local: a CONFORMANCE line each
+	@$(ROOT)/localstack/conformance.sh

@@ -7,5 +7,7 @@
 // the SQS event source mapping; deploy creates a synthesized cloud assembly on the emulator;
 // devstack runs a deployment (functions, mappings, schedules); demo drives it end to end with a
 // demo workload and counts what became of every job (`jobkit dev`, `make dev`); awstest gives
-// tests an AWS configuration for whichever endpoint they run against.
+// tests an AWS configuration for whichever endpoint they run against; conformance checks an
+// emulator against the SQS and DynamoDB behaviours AWS documents and jobkit relies on
+// (`make conformance`, docs/emulators.md).
 package localstack

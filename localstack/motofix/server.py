@@ -49,6 +49,16 @@ passed: a group whose last in-flight message was deleted meanwhile is then open 
 the walk, which hands out the group's later messages after having passed over its earlier ones
 (a posting 20 before 14). The walk below fixes the closed groups when it starts and only adds to
 them: a group passed over stays closed until the next receive.
+
+Fix 9, empty message attribute values. SQS refuses a message attribute whose value is empty
+("Name, type, value and the message body must not be empty or null": MessageAttributeValue in the
+API reference); moto stores it, so a runtime that dead-letters with an empty reason attribute
+passed here and failed on AWS. The fix refuses it with InvalidParameterValue, as AWS does.
+
+Fix 10, ChangeMessageVisibilityBatch and DeleteMessageBatch of more than 10 entries. SQS refuses
+them with TooManyEntriesInBatchRequest (their API references: at most 10); moto handled them all,
+so a heartbeat or a delete batching 11 passed here. The fix refuses them, as moto already does for
+SendMessageBatch.
 """
 
 import sys
@@ -58,7 +68,9 @@ import time
 from moto.core.utils import unix_time
 from moto.server import main
 from moto.dynamodb import models as dynamodb_models
+from moto.sqs import exceptions as sqs_exceptions
 from moto.sqs import models
+from moto.sqs import responses as sqs_responses
 
 
 def _release_expired(queue):
@@ -346,6 +358,47 @@ def _receive_walk(self, queue_name, count, wait_seconds_timeout, visibility_time
 
 # Fix 1's receive_message calls moto's walk through this name.
 _receive_message = _receive_walk
+
+# Fix 9: refuse empty message attribute values.
+_validate_message_attributes = sqs_responses.validate_message_attributes
+
+
+def validate_message_attributes(message_attributes):
+    _validate_message_attributes(message_attributes)
+    for name, value in (message_attributes or {}).items():
+        if value.get("StringValue") == "" or value.get("BinaryValue") in ("", b""):
+            raise sqs_exceptions.MessageAttributesInvalid(
+                f"The message attribute '{name}' must contain non-empty message attribute value "
+                f"for message attribute type '{value.get('DataType')}'."
+            )
+
+
+sqs_responses.validate_message_attributes = validate_message_attributes
+
+# Fix 10: refuse ChangeMessageVisibilityBatch and DeleteMessageBatch of more than 10 entries.
+_change_message_visibility_batch = sqs_responses.SQSResponse.change_message_visibility_batch
+
+
+def change_message_visibility_batch(self):
+    entries = self._get_param("Entries", [])
+    if len(entries) > 10:
+        raise sqs_exceptions.TooManyEntriesInBatchRequest(len(entries))
+    return _change_message_visibility_batch(self)
+
+
+sqs_responses.SQSResponse.change_message_visibility_batch = change_message_visibility_batch
+_delete_message_batch = sqs_responses.SQSResponse.delete_message_batch
+
+
+def delete_message_batch(self):
+    entries = self._get_param("Entries", [])
+    if len(entries) > 10:
+        raise sqs_exceptions.TooManyEntriesInBatchRequest(len(entries))
+    return _delete_message_batch(self)
+
+
+sqs_responses.SQSResponse.delete_message_batch = delete_message_batch
+
 
 if __name__ == "__main__":
     sys.exit(main())
