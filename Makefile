@@ -48,6 +48,12 @@ test: ## unit, emulator integration and infra tests; installs what they need, st
 	state=$$($(EMULATOR) up) || exit 1; \
 	if [ "$$state" = started ]; then trap '$(EMULATOR) down' EXIT; trap 'exit 130' INT TERM; fi; \
 	echo "emulator: $$state at $(ENDPOINT)"; \
+	: "--- begin DynamoDB Local (the idempotency store's suite also runs on it; issue 14 item 6)"; \
+	ddb_started=0; curl -s -o /dev/null --max-time 2 http://127.0.0.1:$(DYNAMODB_LOCAL_PORT) || ddb_started=1; \
+	JOBKIT_DYNAMODB_LOCAL_URL=$$($(JAVAEMU) up dynamodb) || exit 1; export JOBKIT_DYNAMODB_LOCAL_URL; \
+	trap '[ "$$state" != started ] || $(EMULATOR) down; [ $$ddb_started = 0 ] || $(JAVAEMU) down dynamodb' EXIT; trap 'exit 130' INT TERM; \
+	echo "DynamoDB Local at $$JOBKIT_DYNAMODB_LOCAL_URL"; \
+	: "--- end DynamoDB Local"; \
 	rc=0; \
 	AWS_ENDPOINT_URL=$(ENDPOINT) JOBKIT_REQUIRE_EMULATOR=1 go test $(GO_TEST_FLAGS) ./... || rc=$$?; \
 	if [ -f infra/go.mod ] && ls infra/*.go >/dev/null 2>&1; then \
@@ -102,6 +108,11 @@ localstack-down: ## stop LocalStack
 	docker compose -f localstack/docker-compose.yml down
 
 # --- conformance (issue 14): the SQS/DynamoDB behaviours jobkit relies on, per emulator ---
+# DynamoDB Local for `make test` (port JOBKIT_DYNAMODB_LOCAL_PORT, default 4570; fetched from Maven
+# into .tools on first use, needs Java and Maven).
+DYNAMODB_LOCAL_PORT := $(or $(JOBKIT_DYNAMODB_LOCAL_PORT),4570)
+JAVAEMU             := JOBKIT_DYNAMODB_LOCAL_PORT=$(DYNAMODB_LOCAL_PORT) $(ROOT)/localstack/javaemu.sh
+
 .PHONY: conformance
 conformance: setup ## the conformance suite on moto, LocalStack, ElasticMQ and DynamoDB Local: a CONFORMANCE line each
 	@$(ROOT)/localstack/conformance.sh
