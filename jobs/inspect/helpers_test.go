@@ -64,11 +64,11 @@ func seedDead(t testing.TB, client *sqs.Client, dlqURL string, specs []deadSpec)
 					jobs.AttrFailedAt:       strAttr(failed.Format(time.RFC3339Nano)),
 					jobs.AttrSourceQueue:    strAttr(s.Source),
 				}
-				if s.Source == "" {
-					delete(e.MessageAttributes, jobs.AttrSourceQueue)
-				}
-				if s.Reason == "" {
-					delete(e.MessageAttributes, jobs.AttrReason)
+				// SQS refuses an empty attribute value; the runtime leaves such attributes out.
+				for name, v := range e.MessageAttributes {
+					if aws.ToString(v.StringValue) == "" {
+						delete(e.MessageAttributes, name)
+					}
 				}
 			}
 			if fifo {

@@ -64,6 +64,7 @@ type Env struct {
 	retried atomic.Bool // a call of this check made more than one attempt
 	mu      sync.Mutex
 	defers  []func(context.Context)
+	notes   []string
 }
 
 // Name returns a resource name unique to this run: prefix, the given part and a random suffix,
@@ -77,6 +78,14 @@ func (e *Env) Name(part string) string {
 		n = strings.TrimLeft(n, "-")
 	}
 	return n
+}
+
+// Note records an observation of a passing check (the error code an emulator chose among those
+// AWS documents, say), reported with the result.
+func (e *Env) Note(s string) {
+	e.mu.Lock()
+	e.notes = append(e.notes, s)
+	e.mu.Unlock()
 }
 
 // Defer registers fn to run when the check ends (cleanup), last registered first.
@@ -116,6 +125,7 @@ type Result struct {
 	Outcome  Outcome
 	Err      error         // what the emulator did instead (nil when it behaved as documented)
 	Known    *Difference   // the listed difference, for KnownDifference and Stale
+	Notes    []string      // what the check noted on the way (Env.Note)
 	Duration time.Duration // wall time of the check
 }
 
@@ -271,7 +281,10 @@ func runOnce(ctx context.Context, env *Env, c Check) (res Result) {
 	}()
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
-	return Result{Err: c.Run(ctx, env)}
+	err := c.Run(ctx, env)
+	env.mu.Lock()
+	defer env.mu.Unlock()
+	return Result{Err: err, Notes: env.notes}
 }
 
 // Judge turns a check's error into an outcome for emulator, given the known differences.

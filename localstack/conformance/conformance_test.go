@@ -115,7 +115,7 @@ func TestDocsListKnownDifferences(t *testing.T) {
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
 		line := sc.Text()
-		if strings.HasPrefix(line, "## ") {
+		if strings.HasPrefix(line, "#") {
 			in = line == "## Known differences"
 			continue
 		}

@@ -11,8 +11,6 @@ type Difference struct {
 // KnownDifferences lists every deviation the suite has found, mirrored in docs/emulators.md (a
 // test keeps the two equal). An emulator that stops deviating fails the run until its entry goes.
 var KnownDifferences = []Difference{
-	{"moto", "sqs/dlq-source-arn", "a message moved to the DLQ has no DeadLetterQueueSourceArn", docReceive},
-	{"moto", "sqs/fifo-sequence-number", "SequenceNumber is random, not increasing within a message group", docSend},
 	{"localstack", "sqs/change-visibility-moved-to-dlq", "ChangeMessageVisibility of a message moved to the DLQ succeeds", docChangeVisibility},
 	{"localstack", "sqs/visibility-timeout-max-12h", "a visibility timeout of 43201 s is accepted", docChangeVisibility},
 	{"localstack", "sqs/visibility-12h-from-receipt", "43199 s more, 2 s after the receive, is accepted", docVisibilityGuide},

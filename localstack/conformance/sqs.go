@@ -77,7 +77,7 @@ func checkChangeVisibilityDeleted(ctx context.Context, env *Env) error {
 		return err
 	}
 	err = changeVisibility(ctx, env, q, ms[0].ReceiptHandle, 30)
-	return wantError("ChangeMessageVisibility of a deleted message", err, staleHandleCodes...)
+	return env.wantError("ChangeMessageVisibility of a deleted message", err, staleHandleCodes...)
 }
 
 // ChangeMessageVisibility with the receipt handle of a message since moved to the dead-letter
@@ -116,7 +116,7 @@ func checkChangeVisibilityMoved(ctx context.Context, env *Env) error {
 		return fmt.Errorf("DLQ holds %d messages, want 1", len(dead))
 	}
 	err = changeVisibility(ctx, env, q, first[0].ReceiptHandle, 30)
-	return wantError("ChangeMessageVisibility of a message moved to the DLQ", err, staleHandleCodes...)
+	return env.wantError("ChangeMessageVisibility of a message moved to the DLQ", err, staleHandleCodes...)
 }
 
 // A visibility timeout above 12 hours is refused.
@@ -126,7 +126,7 @@ func checkVisibilityMax(ctx context.Context, env *Env) error {
 		return err
 	}
 	err = changeVisibility(ctx, env, q, m.ReceiptHandle, 43201)
-	return wantError("ChangeMessageVisibility to 43201 s", err, invalidParameterCodes...)
+	return env.wantError("ChangeMessageVisibility to 43201 s", err, invalidParameterCodes...)
 }
 
 // The 12 hours count from the receive: 2 s after it, 43199 s more is beyond them and refused.
@@ -141,7 +141,7 @@ func checkVisibilityFromReceipt(ctx context.Context, env *Env) error {
 		return ctx.Err()
 	}
 	err = changeVisibility(ctx, env, q, m.ReceiptHandle, 43199)
-	return wantError("ChangeMessageVisibility to 43199 s, 2 s after the receive", err, invalidParameterCodes...)
+	return env.wantError("ChangeMessageVisibility to 43199 s, 2 s after the receive", err, invalidParameterCodes...)
 }
 
 func oneInFlight(ctx context.Context, env *Env) (queue, sqstypes.Message, error) {
@@ -457,15 +457,15 @@ func checkBatchTooMany(ctx context.Context, env *Env) error {
 	}
 	const code = "TooManyEntriesInBatchRequest"
 	_, err = env.SQS.SendMessageBatch(ctx, &sqs.SendMessageBatchInput{QueueUrl: aws.String(q.url), Entries: sends})
-	if err := wantError("SendMessageBatch of 11", err, code); err != nil {
+	if err := env.wantError("SendMessageBatch of 11", err, code); err != nil {
 		return err
 	}
 	_, err = env.SQS.ChangeMessageVisibilityBatch(ctx, &sqs.ChangeMessageVisibilityBatchInput{QueueUrl: aws.String(q.url), Entries: changes})
-	if err := wantError("ChangeMessageVisibilityBatch of 11", err, code); err != nil {
+	if err := env.wantError("ChangeMessageVisibilityBatch of 11", err, code); err != nil {
 		return err
 	}
 	_, err = env.SQS.DeleteMessageBatch(ctx, &sqs.DeleteMessageBatchInput{QueueUrl: aws.String(q.url), Entries: deletes})
-	return wantError("DeleteMessageBatch of 11", err, code)
+	return env.wantError("DeleteMessageBatch of 11", err, code)
 }
 
 // Two batch entries with one Id are refused with BatchEntryIdsNotDistinct, and nothing is sent.
@@ -478,7 +478,7 @@ func checkBatchIDsNotDistinct(ctx context.Context, env *Env) error {
 		{Id: aws.String("same"), MessageBody: aws.String("m1")},
 		{Id: aws.String("same"), MessageBody: aws.String("m2")},
 	}})
-	if err := wantError("SendMessageBatch with duplicate ids", err, "BatchEntryIdsNotDistinct"); err != nil {
+	if err := env.wantError("SendMessageBatch with duplicate ids", err, "BatchEntryIdsNotDistinct"); err != nil {
 		return err
 	}
 	if ms, err := receive(ctx, env, q, 10, 0); err != nil || len(ms) != 0 {
@@ -501,7 +501,7 @@ func checkMessageSize(ctx context.Context, env *Env) error {
 		return fmt.Errorf("send a 1 MiB body: %w", err)
 	}
 	_, err = env.SQS.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(q.url), MessageBody: aws.String(body + "x")})
-	return wantError("SendMessage of 1 MiB + 1 byte", err, invalidParameterCodes...)
+	return env.wantError("SendMessage of 1 MiB + 1 byte", err, invalidParameterCodes...)
 }
 
 // DelaySeconds above 900 is refused.
@@ -511,7 +511,7 @@ func checkDelayMax(ctx context.Context, env *Env) error {
 		return err
 	}
 	_, err = env.SQS.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(q.url), MessageBody: aws.String("m1"), DelaySeconds: 901})
-	return wantError("SendMessage with DelaySeconds 901", err, invalidParameterCodes...)
+	return env.wantError("SendMessage with DelaySeconds 901", err, invalidParameterCodes...)
 }
 
 // A message attribute whose String value is empty is refused.
@@ -526,7 +526,7 @@ func checkEmptyAttribute(ctx context.Context, env *Env) error {
 			"reason": {DataType: aws.String("String"), StringValue: aws.String("")},
 		},
 	})
-	return wantError("SendMessage with an empty String attribute", err, invalidParameterCodes...)
+	return env.wantError("SendMessage with an empty String attribute", err, invalidParameterCodes...)
 }
 
 func keys(m map[string]string) []string {

@@ -153,13 +153,14 @@ func errorCode(err error) string {
 	return c
 }
 
-// wantError returns nil when err is an API error with one of the codes, else an error saying what
-// the call did instead.
-func wantError(call string, err error, codes ...string) error {
+// wantError returns nil when err is an API error with one of the codes (and notes which), else an
+// error saying what the call did instead.
+func (e *Env) wantError(call string, err error, codes ...string) error {
 	if err == nil {
 		return fmt.Errorf("%s succeeded; want an error (%s)", call, strings.Join(codes, " or "))
 	}
 	if c := errorCode(err); slices.Contains(codes, c) {
+		e.Note(call + ": " + c)
 		return nil
 	}
 	return fmt.Errorf("%s failed with %v; want %s", call, err, strings.Join(codes, " or "))

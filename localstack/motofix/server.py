@@ -59,8 +59,18 @@ Fix 10, ChangeMessageVisibilityBatch and DeleteMessageBatch of more than 10 entr
 them with TooManyEntriesInBatchRequest (their API references: at most 10); moto handled them all,
 so a heartbeat or a delete batching 11 passed here. The fix refuses them, as moto already does for
 SendMessageBatch.
+
+Fix 11, FIFO SequenceNumber. SQS's SequenceNumber "continues to increase for a particular
+MessageGroupId" (SendMessage in the API reference); moto draws 20 random digits. The fix numbers
+messages from one increasing counter, 20 digits as before.
+
+Fix 12, DeadLetterQueueSourceArn. A message SQS moved to a dead-letter queue carries the source
+queue's ARN as this system attribute (ReceiveMessage in the API reference); moto has none. The fix
+remembers the source when its receive moves a message and adds the attribute to receives that
+ask for it (or for All).
 """
 
+import itertools
 import sys
 import threading
 import time
@@ -346,6 +356,7 @@ def _receive_walk(self, queue_name, count, wait_seconds_timeout, visibility_time
                 break
         for message in messages_to_dlq:
             queue._messages.remove(message)
+            _dlq_source[message.id] = queue.queue_arn  # Fix 12
             queue.dead_letter_queue.add_message(message)
         if previous_result_count == len(result):
             if wait_seconds_timeout == 0:
@@ -398,6 +409,41 @@ def delete_message_batch(self):
 
 
 sqs_responses.SQSResponse.delete_message_batch = delete_message_batch
+
+
+# Fix 11: FIFO sequence numbers increase.
+_sequence = itertools.count(10**19)
+_send_message_unnumbered = models.SQSBackend.send_message
+
+
+def send_message_numbered(self, *args, **kwargs):
+    message = _send_message_unnumbered(self, *args, **kwargs)
+    # A deduplicated send answers the first message again: it keeps its number.
+    if message.sequence_number is not None and not getattr(message, "_numbered", False):
+        message.sequence_number = str(next(_sequence))
+        message._numbered = True
+    return message
+
+
+models.SQSBackend.send_message = send_message_numbered
+
+# Fix 12: DeadLetterQueueSourceArn on messages moved to a dead-letter queue.
+_dlq_source = {}  # message id -> the ARN of the queue it was moved from
+_receive_response = sqs_responses.SQSResponse.receive_message
+
+
+def receive_message_with_source(self):
+    result = _receive_response(self)
+    names = set(self._get_param("AttributeNames", []) + self._get_param("MessageSystemAttributeNames", []))
+    if names & {"All", "DeadLetterQueueSourceArn"}:
+        for msg in (result.result or {}).get("Messages", []):
+            source = _dlq_source.get(msg.get("MessageId"))
+            if source:
+                msg.setdefault("Attributes", {})["DeadLetterQueueSourceArn"] = source
+    return result
+
+
+sqs_responses.SQSResponse.receive_message = receive_message_with_source
 
 
 if __name__ == "__main__":

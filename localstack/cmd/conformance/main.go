@@ -54,7 +54,7 @@ func main() {
 	report := conformance.Run(ctx, cfg, *emulator, opts)
 	if *verbose {
 		for _, r := range report.Results {
-			fmt.Printf("%-24s %-46s %s\n", r.Outcome, r.Check, r.Duration.Round(time.Millisecond))
+			fmt.Printf("%-24s %-46s %s %s\n", r.Outcome, r.Check, r.Duration.Round(time.Millisecond), strings.Join(r.Notes, "; "))
 		}
 		fmt.Printf("wall time %s\n", time.Since(start).Round(time.Millisecond))
 	}
