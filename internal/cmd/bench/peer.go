@@ -49,7 +49,9 @@ func peerPython(root string) (string, error) {
 }
 
 // peerDir is where the Powertools peer's Python files live.
-func peerDir(root string) string { return filepath.Join(root, "localstack", "bench", "powertools") }
+func peerDir(root string) string {
+	return filepath.Join(root, "internal", "cmd", "bench", "powertools")
+}
 
 // median returns the median of xs (the mean of the middle two for an even count).
 func median(xs []float64) float64 {
