@@ -88,6 +88,12 @@ test: browser ## unit, emulator integration, browser and infra tests; synthesize
 	state=$$($(EMULATOR_SH) up) || exit 1; \
 	if [ "$$state" = started ]; then trap '$(EMULATOR_SH) down' EXIT; trap 'exit 130' INT TERM; fi; \
 	echo "emulator: $(EMULATOR) $$state at $(ENDPOINT)"; \
+	: "--- begin DynamoDB Local (the idempotency store's suite also runs on it)"; \
+	ddb_started=0; curl -s -o /dev/null --max-time 2 http://127.0.0.1:$(DYNAMODB_LOCAL_PORT) || ddb_started=1; \
+	JOBKIT_DYNAMODB_LOCAL_URL=$$($(JAVAEMU) up dynamodb) || exit 1; export JOBKIT_DYNAMODB_LOCAL_URL; \
+	trap '[ "$$state" != started ] || $(EMULATOR_SH) down; [ $$ddb_started = 0 ] || $(JAVAEMU) down dynamodb' EXIT; trap 'exit 130' INT TERM; \
+	echo "DynamoDB Local at $$JOBKIT_DYNAMODB_LOCAL_URL"; \
+	: "--- end DynamoDB Local"; \
 	rc=0; \
 	AWS_ENDPOINT_URL=$(ENDPOINT) JOBKIT_EMULATOR=$(EMULATOR) JOBKIT_REQUIRE_EMULATOR=1 go test $(GO_TEST_FLAGS) ./... || rc=$$?; \
 	if [ -f infra/go.mod ] && ls infra/*.go >/dev/null 2>&1; then \
@@ -143,3 +149,13 @@ localstack-down: ## stop the LocalStack localstack-up started
 
 test-localstack: ## make test against LocalStack instead of moto (starts and stops it)
 	@$(MAKE) --no-print-directory test EMULATOR=localstack
+
+# --- conformance: the SQS/DynamoDB behaviours jobkit relies on, per emulator ---
+# DynamoDB Local for `make test` (port JOBKIT_DYNAMODB_LOCAL_PORT, default 4570; fetched from Maven
+# into .tools on first use, needs Java and Maven).
+DYNAMODB_LOCAL_PORT := $(or $(JOBKIT_DYNAMODB_LOCAL_PORT),4570)
+JAVAEMU             := JOBKIT_DYNAMODB_LOCAL_PORT=$(DYNAMODB_LOCAL_PORT) $(ROOT)/localstack/javaemu.sh
+
+.PHONY: conformance
+conformance: setup ## the conformance suite on moto, LocalStack, ElasticMQ and DynamoDB Local: a CONFORMANCE line each
+	@$(ROOT)/localstack/conformance.sh

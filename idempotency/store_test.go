@@ -26,6 +26,16 @@ func TestDynamoDBStoreConformance(t *testing.T) {
 	storetest.Run(t, func(t *testing.T) idempotency.Store { return idempotency.NewDynamoDBStore(client, table) })
 }
 
+// The suite again on DynamoDB Local, AWS's own engine: the store's conditions and the ALL_OLD
+// answers it relies on, judged by the implementation that runs in AWS rather than by moto alone.
+func TestDynamoDBStoreConformanceOnDynamoDBLocal(t *testing.T) {
+	t.Parallel()
+	cfg := awstest.DynamoDBLocalConfig(t)
+	table := awstest.CreateTable(t, cfg, "idem", idempotency.AttrID, "")
+	client := dynamodb.NewFromConfig(cfg)
+	storetest.Run(t, func(t *testing.T) idempotency.Store { return idempotency.NewDynamoDBStore(client, table) })
+}
+
 // requestCounter counts the DynamoDB requests a client makes, by operation: one per call (the SDK
 // resending a request after a lost response is the same request).
 type requestCounter struct {

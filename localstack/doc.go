@@ -6,9 +6,11 @@
 // Emulator control. emulator.sh starts and stops the offline emulator on 127.0.0.1:4566 (the port
 // LocalStack uses, so the same tests run against either): moto in server mode, run through
 // motofix/server.py, which fixes what jobkit's stack trips over in moto (FIFO group order, long
-// polls, throughput, thread safety), with versions pinned in requirements.txt. Package emulator
-// reuses an endpoint that already answers or starts one with emulator.sh. LocalStack is next: for
-// users with Docker, docker-compose.yml runs its image on the same port today.
+// polls, throughput, thread safety), with versions locked in requirements.lock. Package emulator
+// reuses an endpoint that already answers or starts one with emulator.sh. localstack.sh starts
+// LocalStack on the same port: in Docker (docker-compose.yml) when an engine answers, else its
+// core package in host mode (lsfix), with DynamoDB Local from Maven; javaemu.sh starts DynamoDB
+// Local and ElasticMQ on their own.
 //
 // What no emulator runs without Docker, and AWS's own behaviour is copied from its documentation:
 //   - lambdaruntime runs a function's real bootstrap binary behind a local Lambda Runtime API, one
@@ -25,6 +27,9 @@
 // For tests: awstest gives a test an AWS configuration for whichever endpoint it runs against
 // (the emulator, LocalStack or AWS), with unique names and cleanup; faultproxy sits between SDK
 // clients and the endpoint, counts requests and answers a chosen fraction with throttling errors.
+//
+// conformance checks an emulator against the SQS and DynamoDB behaviours AWS documents and
+// jobkit relies on (`make conformance`, docs/emulators.md).
 //
 // localstack imports the library (jobs, idempotency, scheduler) and its own packages only; the
 // programs that drive the sample app (`make dev`, chaos, bench) live in internal/.

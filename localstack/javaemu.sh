@@ -44,14 +44,18 @@ start() {
   fi
   command -v java >/dev/null || { echo "javaemu: $name needs Java (java) on PATH" >&2; return 1; }
   mkdir -p "$RUN_DIR"
+  RUN_DIR="$(cd "$RUN_DIR" && pwd)"
   local pid_file="$RUN_DIR/$name-$port.pid" log="$RUN_DIR/$name-$port.log"
   case "$name" in
   dynamodb)
     lib="$TOOLS/dynamodb-local/lib"
     fetch dynamodb-local "$lib"
-    # DynamoDB Local has no bind-address option: it listens on every interface.
+    # DynamoDB Local has no bind-address option: it listens on every interface. It writes
+    # dynamodb-local-metadata.json to its working directory: run it in RUN_DIR.
+    cd "$RUN_DIR"
     setsid java -Djava.library.path="$lib" -cp "$lib/*" software.amazon.dynamodb.services.local.main.ServerRunner \
       -inMemory -port "$port" >"$log" 2>&1 </dev/null &
+    cd - >/dev/null
     ;;
   elasticmq)
     lib="$TOOLS/elasticmq/lib"

@@ -142,3 +142,31 @@ func Cleanup(tb testing.TB, what string, fn func(ctx context.Context) error) {
 		}
 	})
 }
+
+// DynamoDBLocalConfig returns an aws.Config for DynamoDB Local — AWS's own DynamoDB engine, which
+// `make test` starts beside the emulator — at JOBKIT_DYNAMODB_LOCAL_URL. When the variable is
+// unset the test is skipped, unless JOBKIT_REQUIRE_EMULATOR=1, which fails it.
+func DynamoDBLocalConfig(tb testing.TB) aws.Config {
+	tb.Helper()
+	ep := os.Getenv("JOBKIT_DYNAMODB_LOCAL_URL")
+	if ep == "" {
+		const how = "JOBKIT_DYNAMODB_LOCAL_URL is unset; `make test` sets it, or run `./localstack/javaemu.sh up dynamodb` and set it to the URL it prints"
+		if os.Getenv("JOBKIT_REQUIRE_EMULATOR") == "1" {
+			tb.Fatal("awstest: " + how)
+		}
+		tb.Skip("awstest: " + how)
+	}
+	region := os.Getenv("AWS_REGION")
+	if region == "" {
+		region = Region
+	}
+	cfg, err := config.LoadDefaultConfig(context.Background(),
+		config.WithRegion(region),
+		config.WithBaseEndpoint(ep),
+		config.WithCredentialsProvider(credentials.NewStaticCredentialsProvider("test", "test", "")),
+	)
+	if err != nil {
+		tb.Fatalf("awstest: load config: %v", err)
+	}
+	return cfg
+}

@@ -57,8 +57,28 @@ off (moto's MOTO_DISABLE_GLOBAL_CORS), every Access-Control-* response header is
 request a browser marks as coming from another site (an Origin other than the emulator's own, or
 Sec-Fetch-Site cross-site or same-site) or naming a host other than a loopback name (DNS
 rebinding) is refused with 403 before moto sees it.
+
+Fix 10, empty message attribute values. SQS refuses a message attribute whose value is empty
+("Name, type, value and the message body must not be empty or null": MessageAttributeValue in the
+API reference); moto stores it, so a runtime that dead-letters with an empty reason attribute
+passed here and failed on AWS. The fix refuses it with InvalidParameterValue, as AWS does.
+
+Fix 11, ChangeMessageVisibilityBatch and DeleteMessageBatch of more than 10 entries. SQS refuses
+them with TooManyEntriesInBatchRequest (their API references: at most 10); moto handled them all,
+so a heartbeat or a delete batching 11 passed here. The fix refuses them, as moto already does for
+SendMessageBatch.
+
+Fix 12, FIFO SequenceNumber. SQS's SequenceNumber "continues to increase for a particular
+MessageGroupId" (SendMessage in the API reference); moto draws 20 random digits. The fix numbers
+messages from one increasing counter, 20 digits as before.
+
+Fix 13, DeadLetterQueueSourceArn. A message SQS moved to a dead-letter queue carries the source
+queue's ARN as this system attribute (ReceiveMessage in the API reference); moto has none. The fix
+remembers the source when its receive moves a message and adds the attribute to receives that
+ask for it (or for All).
 """
 
+import itertools
 import os
 import sys
 import threading
@@ -69,7 +89,9 @@ from moto import server as moto_server
 from moto.moto_server import werkzeug_app
 from moto.server import main
 from moto.dynamodb import models as dynamodb_models
+from moto.sqs import exceptions as sqs_exceptions
 from moto.sqs import models
+from moto.sqs import responses as sqs_responses
 
 
 def _release_expired(queue):
@@ -345,6 +367,7 @@ def _receive_walk(self, queue_name, count, wait_seconds_timeout, visibility_time
                 break
         for message in messages_to_dlq:
             queue._messages.remove(message)
+            _dlq_source[message.id] = queue.queue_arn  # Fix 12
             queue.dead_letter_queue.add_message(message)
         if previous_result_count == len(result):
             if wait_seconds_timeout == 0:
@@ -409,6 +432,82 @@ class _NoCORSDispatcher(moto_server.DomainDispatcherApplication):
 
 
 moto_server.DomainDispatcherApplication = _NoCORSDispatcher
+
+# Fix 10: refuse empty message attribute values.
+_validate_message_attributes = sqs_responses.validate_message_attributes
+
+
+def validate_message_attributes(message_attributes):
+    _validate_message_attributes(message_attributes)
+    for name, value in (message_attributes or {}).items():
+        if value.get("StringValue") == "" or value.get("BinaryValue") in ("", b""):
+            raise sqs_exceptions.MessageAttributesInvalid(
+                f"The message attribute '{name}' must contain non-empty message attribute value "
+                f"for message attribute type '{value.get('DataType')}'."
+            )
+
+
+sqs_responses.validate_message_attributes = validate_message_attributes
+
+# Fix 11: refuse ChangeMessageVisibilityBatch and DeleteMessageBatch of more than 10 entries.
+_change_message_visibility_batch = sqs_responses.SQSResponse.change_message_visibility_batch
+
+
+def change_message_visibility_batch(self):
+    entries = self._get_param("Entries", [])
+    if len(entries) > 10:
+        raise sqs_exceptions.TooManyEntriesInBatchRequest(len(entries))
+    return _change_message_visibility_batch(self)
+
+
+sqs_responses.SQSResponse.change_message_visibility_batch = change_message_visibility_batch
+_delete_message_batch = sqs_responses.SQSResponse.delete_message_batch
+
+
+def delete_message_batch(self):
+    entries = self._get_param("Entries", [])
+    if len(entries) > 10:
+        raise sqs_exceptions.TooManyEntriesInBatchRequest(len(entries))
+    return _delete_message_batch(self)
+
+
+sqs_responses.SQSResponse.delete_message_batch = delete_message_batch
+
+
+# Fix 12: FIFO sequence numbers increase.
+_sequence = itertools.count(10**19)
+_send_message_unnumbered = models.SQSBackend.send_message
+
+
+def send_message_numbered(self, *args, **kwargs):
+    message = _send_message_unnumbered(self, *args, **kwargs)
+    # A deduplicated send answers the first message again: it keeps its number.
+    if message.sequence_number is not None and not getattr(message, "_numbered", False):
+        message.sequence_number = str(next(_sequence))
+        message._numbered = True
+    return message
+
+
+models.SQSBackend.send_message = send_message_numbered
+
+# Fix 13: DeadLetterQueueSourceArn on messages moved to a dead-letter queue.
+_dlq_source = {}  # message id -> the ARN of the queue it was moved from
+_receive_response = sqs_responses.SQSResponse.receive_message
+
+
+def receive_message_with_source(self):
+    result = _receive_response(self)
+    names = set(self._get_param("AttributeNames", []) + self._get_param("MessageSystemAttributeNames", []))
+    if names & {"All", "DeadLetterQueueSourceArn"}:
+        for msg in (result.result or {}).get("Messages", []):
+            source = _dlq_source.get(msg.get("MessageId"))
+            if source:
+                msg.setdefault("Attributes", {})["DeadLetterQueueSourceArn"] = source
+    return result
+
+
+sqs_responses.SQSResponse.receive_message = receive_message_with_source
+
 
 if __name__ == "__main__":
     sys.exit(main())
