@@ -17,6 +17,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/aws/smithy-go"
+
+	"github.com/jobkit-go/jobkit/jobs/internal/wire"
 )
 
 // NewSQSHandler returns the Lambda handler for an SQS event source mapping with
@@ -66,6 +68,11 @@ func NewSQSHandler(workers *Workers, cfg Config) func(context.Context, events.SQ
 	if workers == nil {
 		panic("jobs: NewSQSHandler: nil Workers")
 	}
+	return newSQSHandler(workers, cfg).handle
+}
+
+// newSQSHandler validates cfg and makes the runtime NewSQSHandler and NewLambdaHandler share.
+func newSQSHandler(workers *Workers, cfg Config) *sqsHandler {
 	if err := cfg.Validate(); err != nil {
 		panic(err)
 	}
@@ -80,7 +87,7 @@ func NewSQSHandler(workers *Workers, cfg Config) func(context.Context, events.SQ
 		dlqFIFO:   IsFIFOQueue(cfg.DLQURL),
 		vtSeconds: ceilSeconds(cfg.VisibilityTimeout),
 	}
-	return h.handle
+	return h
 }
 
 type sqsHandler struct {
@@ -122,7 +129,7 @@ const (
 )
 
 type record struct {
-	msg   *events.SQSMessage
+	msg   *wire.SQSMessage
 	row   JobRow
 	pre   error // a decode or unknown-kind error found before running: dead-letter
 	state atomic.Uint32
@@ -183,9 +190,40 @@ type batch struct {
 }
 
 func (h *sqsHandler) handle(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
-	n := len(ev.Records)
+	return h.run(ctx, messagesOf(ev.Records)), nil
+}
+
+// runtimeAttributes are the system attributes the runtime reads.
+var runtimeAttributes = [...]string{"ApproximateReceiveCount", "ApproximateFirstReceiveTimestamp", "MessageGroupId"}
+
+// messagesOf converts aws-lambda-go's records to the runtime's, with the attributes it reads.
+func messagesOf(recs []events.SQSMessage) []wire.SQSMessage {
+	if len(recs) == 0 {
+		return nil
+	}
+	out := make([]wire.SQSMessage, len(recs))
+	attrs := make([]wire.SQSAttribute, 0, len(runtimeAttributes)*len(recs))
+	for i := range recs {
+		r := &recs[i]
+		start := len(attrs)
+		for _, name := range runtimeAttributes {
+			if v, ok := r.Attributes[name]; ok {
+				attrs = append(attrs, wire.SQSAttribute{Name: name, Value: v})
+			}
+		}
+		out[i] = wire.SQSMessage{
+			MessageID: r.MessageId, ReceiptHandle: r.ReceiptHandle, Body: r.Body, EventSourceARN: r.EventSourceARN,
+			Attributes: attrs[start:len(attrs):len(attrs)],
+		}
+	}
+	return out
+}
+
+// run runs a batch of records and returns the records to report failed.
+func (h *sqsHandler) run(ctx context.Context, msgs []wire.SQSMessage) events.SQSEventResponse {
+	n := len(msgs)
 	if n == 0 {
-		return events.SQSEventResponse{BatchItemFailures: []events.SQSBatchItemFailure{}}, nil
+		return events.SQSEventResponse{BatchItemFailures: []events.SQSBatchItemFailure{}}
 	}
 	b := &batch{h: h, ctx: ctx, run: h.workers.handler()}
 	if n <= len(b.inline) {
@@ -193,7 +231,7 @@ func (h *sqsHandler) handle(ctx context.Context, ev events.SQSEvent) (events.SQS
 	} else {
 		b.records = make([]record, n)
 	}
-	b.prepare(ev.Records)
+	b.prepare(msgs)
 
 	// Deadlines: jobs stop SafetyMargin before the Lambda deadline; the batch stops waiting for
 	// them half the margin later; every AWS call after the jobs (dead-letter sends, visibility
@@ -234,11 +272,11 @@ func (h *sqsHandler) handle(ctx context.Context, ev events.SQSEvent) (events.SQS
 		end = time.Now()
 	}
 	h.writeMetrics(b.records, end)
-	return resp, nil
+	return resp
 }
 
 // prepare decodes every envelope before any job runs.
-func (b *batch) prepare(msgs []events.SQSMessage) {
+func (b *batch) prepare(msgs []wire.SQSMessage) {
 	h := b.h
 	pd := preDecoder{lookup: h.lookup}
 	for i := range msgs {
@@ -246,22 +284,22 @@ func (b *batch) prepare(msgs []events.SQSMessage) {
 		r := &b.records[i]
 		r.msg = m
 		row := &r.row
-		row.MessageID = m.MessageId
+		row.MessageID = m.MessageID
 		row.QueueURL = h.queueURL(m.EventSourceARN)
 		row.MaxAttempts = h.cfg.MaxAttempts
 		row.baseLogger = h.log
 		row.Attempt = 1
-		if v, ok := m.Attributes["ApproximateReceiveCount"]; ok {
+		if v := m.Attribute("ApproximateReceiveCount"); v != "" {
 			if a, err := parseInt(v); err == nil && a > 0 {
 				row.Attempt = int(a)
 			}
 		}
-		if v, ok := m.Attributes["ApproximateFirstReceiveTimestamp"]; ok {
+		if v := m.Attribute("ApproximateFirstReceiveTimestamp"); v != "" {
 			if ms, err := parseInt(v); err == nil {
 				row.FirstReceivedAt = time.UnixMilli(ms).UTC()
 			}
 		}
-		row.GroupID = m.Attributes["MessageGroupId"]
+		row.GroupID = m.Attribute("MessageGroupId")
 		pd.left = len(msgs) - i
 		pd.reset()
 		var env Envelope
@@ -603,7 +641,7 @@ func (b *batch) deadLetter(r *record, reason string, jobErr error) error {
 		{name: AttrFunction, value: h.cfg.FunctionName},
 		{name: AttrFirstFailureAt, value: firstReceived},
 		{name: AttrFailedAt, value: time.Now().UTC().Format(time.RFC3339Nano)},
-		{name: AttrSourceMessageID, value: r.msg.MessageId},
+		{name: AttrSourceMessageID, value: r.msg.MessageID},
 		{name: AttrJobID, value: r.row.ID},
 		{name: AttrKind, value: r.row.Kind},
 		{name: AttrAttempts, value: strconv.Itoa(r.row.Attempt), number: true},
@@ -624,7 +662,7 @@ func (b *batch) deadLetter(r *record, reason string, jobErr error) error {
 			group = "jobkit"
 		}
 		in.MessageGroupId = aws.String(group)
-		in.MessageDeduplicationId = aws.String(dedupID(r.msg.MessageId))
+		in.MessageDeduplicationId = aws.String(dedupID(r.msg.MessageID))
 	}
 	_, err := h.cfg.SQS.SendMessage(b.postCtx, in)
 	return err
@@ -713,7 +751,7 @@ func (b *batch) countRealRuns(r *record) {
 	if ledger == nil || r.row.Attempt <= 1 {
 		return
 	}
-	n, err := ledger.NotRun(b.postCtx, r.msg.MessageId)
+	n, err := ledger.NotRun(b.postCtx, r.msg.MessageID)
 	if err != nil {
 		b.logRecord(slog.LevelWarn, r, "delivery ledger: could not read deliveries that did not run; counting every receive", err)
 		return
@@ -742,7 +780,7 @@ func (b *batch) recordNotRun() {
 		wg.Add(1)
 		go func() {
 			defer func() { <-sem; wg.Done() }()
-			if err := ledger.AddNotRun(b.postCtx, r.msg.MessageId); err != nil {
+			if err := ledger.AddNotRun(b.postCtx, r.msg.MessageID); err != nil {
 				b.logRecord(slog.LevelWarn, r, "delivery ledger: could not record a delivery that did not run; it counts as an attempt", err)
 			}
 		}()
@@ -957,7 +995,7 @@ func (b *batch) response() events.SQSEventResponse {
 	for i := range b.records {
 		r := &b.records[i]
 		if r.state.Load() != stateDone || r.out.listed() {
-			resp.BatchItemFailures = append(resp.BatchItemFailures, events.SQSBatchItemFailure{ItemIdentifier: r.msg.MessageId})
+			resp.BatchItemFailures = append(resp.BatchItemFailures, events.SQSBatchItemFailure{ItemIdentifier: r.msg.MessageID})
 		}
 	}
 	return resp
@@ -1078,7 +1116,7 @@ func (b *batch) logRecord(level slog.Level, r *record, msg string, err error, ex
 	attrs := make([]slog.Attr, 0, 6+len(extra))
 	attrs = append(attrs,
 		slog.String("job_id", r.row.ID), slog.String("kind", r.row.Kind), slog.Int("attempt", r.row.Attempt),
-		slog.String("message_id", r.msg.MessageId))
+		slog.String("message_id", r.msg.MessageID))
 	if r.row.GroupID != "" {
 		attrs = append(attrs, slog.String("group_id", r.row.GroupID))
 	}
