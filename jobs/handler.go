@@ -47,8 +47,8 @@ import (
 // without running (skip-group-on-error) and returns with it. On a Standard queue up to
 // Config.Concurrency records run at once.
 //
-// While a batch runs, a heartbeat extends the visibility of all its messages (10 per call) at the
-// start of the invocation (the batching window has used some of it) and every third of the
+// While a batch runs, a heartbeat extends the visibility of all its messages (10 per call) 2 ms
+// after the start of the invocation (the batching window has used some of it) and every third of the
 // visibility timeout, so none is handed to a second consumer while the batch is alive. When SQS
 // says a message is no longer ours (ReceiptHandleIsInvalid, MessageNotInflight), that job's
 // context is cancelled with ErrMessageLost and the record is listed and left alone.
@@ -237,10 +237,11 @@ func (h *sqsHandler) run(ctx context.Context, msgs []wire.SQSMessage) events.SQS
 	// them half the margin later; every AWS call after the jobs (dead-letter sends, visibility
 	// changes, a heartbeat in flight) ends a quarter of the margin before the deadline, so the
 	// handler always answers in time — what did not fit is reported failed. The first heartbeat
-	// runs at once: the batching window has already used some of the messages' visibility.
+	// runs almost at once (firstBeatDelay): the batching window has already used some of the
+	// messages' visibility.
 	now := time.Now()
 	b.start, b.jobCtx, b.postCtx = now, ctx, ctx
-	b.times.beatAt = now
+	b.times.beatAt = now.Add(firstBeatDelay)
 	if deadline, ok := ctx.Deadline(); ok {
 		margin := h.cfg.SafetyMargin
 		if left := deadline.Sub(now); margin > left/2 {
@@ -274,6 +275,13 @@ func (h *sqsHandler) run(ctx context.Context, msgs []wire.SQSMessage) events.SQS
 	h.writeMetrics(b.records, end)
 	return resp
 }
+
+// firstBeatDelay is how long after its start a batch still running has its first heartbeat. Not
+// zero: a batch of quick jobs ends in microseconds, and a heartbeat due at once still ran in a
+// quarter of such batches on a busy machine (the watchdog's timer fires on another thread before
+// the batch ends), an SQS call that cost more than the batch. 2 ms is nothing next to the
+// visibility a message can have left (seconds at least).
+const firstBeatDelay = 2 * time.Millisecond
 
 // prepare decodes every envelope before any job runs.
 func (b *batch) prepare(msgs []wire.SQSMessage) {

@@ -107,6 +107,28 @@ func fastSQS(data []byte) ([]SQSMessage, bool) {
 	return d.event()
 }
 
+// jobEvent is an event of n records as an SQS event source mapping sends jobkit's envelopes.
+func jobEvent(n int) events.SQSEvent {
+	var ev events.SQSEvent
+	for i := 0; i < n; i++ {
+		ev.Records = append(ev.Records, jobRecord)
+	}
+	return ev
+}
+
+var jobRecord = events.SQSMessage{
+	MessageId: "00000000-0000-4000-8000-000000000001", ReceiptHandle: "AQEBwJnKyrHigUMZj6rYigCgxlaS3SLy0a==", Body: jobBody,
+	Md5OfBody: "0c4b1ba1c4a1bb2b9b3a8c1b0b3c4b1b",
+	Attributes: map[string]string{
+		"ApproximateReceiveCount": "1", "SentTimestamp": "1763726400000", "SenderId": "AIDAIENQZJOLO23YVJ4VO",
+		"ApproximateFirstReceiveTimestamp": "1763726400001", "AWSTraceHeader": "Root=1-abc;Sampled=1",
+	},
+	MessageAttributes: map[string]events.SQSMessageAttribute{},
+	EventSource:       "aws:sqs", EventSourceARN: "arn:aws:sqs:us-east-1:123456789012:jobs", AWSRegion: "us-east-1",
+}
+
+const jobBody = `{"v":1,"id":"sample-1","kind":"bench.sample","args":{"user_id":100001,"email":"user1@example.com","template":"receipt","amount":1.25},"enqueued_at":"2026-11-21T12:00:00Z"}`
+
 func TestDecodeSQSEventFastPathTakesJobEvents(t *testing.T) {
 	t.Parallel()
 	body := `{"v":1,"id":"sample-1","kind":"bench.sample","args":{"user_id":100001,"email":"user1@example.com","template":"receipt","amount":1.25},"enqueued_at":"2026-11-21T12:00:00Z"}`
@@ -157,6 +179,42 @@ func BenchmarkDecodeSQSEvent(b *testing.B) {
 	b.ReportAllocs()
 	for i := 0; i < b.N; i++ {
 		if _, err := DecodeSQSEvent(data); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkDecodeSQSEventEncodingJSON(b *testing.B) {
+	data, err := os.ReadFile(awsFixture)
+	require.NoError(b, err)
+	b.SetBytes(int64(len(data)))
+	b.ReportAllocs()
+	for i := 0; i < b.N; i++ {
+		if _, err := decodeReference(data); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkDecodeSQSEventJobs(b *testing.B) {
+	data, err := json.Marshal(jobEvent(10))
+	require.NoError(b, err)
+	b.SetBytes(int64(len(data)))
+	b.ReportAllocs()
+	for i := 0; i < b.N; i++ {
+		if _, err := DecodeSQSEvent(data); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkDecodeSQSEventJobsEncodingJSON(b *testing.B) {
+	data, err := json.Marshal(jobEvent(10))
+	require.NoError(b, err)
+	b.SetBytes(int64(len(data)))
+	b.ReportAllocs()
+	for i := 0; i < b.N; i++ {
+		if _, err := decodeReference(data); err != nil {
 			b.Fatal(err)
 		}
 	}
