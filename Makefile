@@ -136,7 +136,8 @@ chaos: setup ## 10,000 jobs on the offline stack under faults; fails unless noth
 	echo "emulator: $(EMULATOR) $$state at $(ENDPOINT)"; \
 	AWS_ENDPOINT_URL=$(ENDPOINT) go run ./internal/cmd/chaos
 
-fuzz: ## fuzz the envelope decoder and the schedule expression parser, 60 s each
+fuzz: ## fuzz the SQS event and envelope decoders and the schedule expression parser, 60 s each
+	go test ./jobs/internal/wire -run '^$$' -fuzz FuzzDecodeSQSEvent -fuzztime 60s
 	go test ./jobs -run '^$$' -fuzz FuzzDecodeEnvelope -fuzztime 60s
 	go test ./jobs -run '^$$' -fuzz FuzzDecodeArgs -fuzztime 30s
 	go test ./scheduler -run '^$$' -fuzz FuzzParseExpression -fuzztime 60s

@@ -34,7 +34,8 @@
 //
 // # Running
 //
-// [NewSQSHandler] is the Lambda handler for an SQS event source mapping with
+// [NewLambdaHandler] (the event's bytes in, the response's out) and [NewSQSHandler] (aws-lambda-go's
+// typed event) are the one runtime, as a Lambda handler for an SQS event source mapping with
 // ReportBatchItemFailures, configured by [ConfigFromEnv] from the variables the infra Worker
 // construct sets (see env.go). It lists retryable records in batchItemFailures after setting
 // their visibility to the backoff, sends permanent failures to the dead-letter queue itself with

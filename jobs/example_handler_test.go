@@ -2,6 +2,7 @@ package jobs_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 
 	"github.com/jobkit-go/jobkit/jobs"
@@ -22,7 +23,7 @@ func (Welcome) Kind() string { return "user.welcome" }
 //
 //	cfg, err := jobs.ConfigFromEnv()
 //	if err != nil { log.Fatal(err) }
-//	lambda.Start(jobs.NewSQSHandler(workers, cfg))
+//	lambda.Start(jobs.NewLambdaHandler(workers, cfg))
 func ExampleNewSQSHandler() {
 	workers := jobs.NewWorkers()
 	jobs.AddWorker(workers, jobs.WorkFunc[Welcome](func(ctx context.Context, job *jobs.Job[Welcome]) error {
@@ -50,4 +51,27 @@ func ExampleNewSQSHandler() {
 	// welcome ada@example.com (attempt 1)
 	// failed records: 0
 	// dead-lettered: user.welcome cancelled jobs: cancelled: user 2 has no email
+}
+
+// NewLambdaHandler is the same runtime taking the event's bytes, as Lambda hands them over: a
+// function's main starts it with lambda.Start(jobs.NewLambdaHandler(workers, cfg)).
+func ExampleNewLambdaHandler() {
+	workers := jobs.NewWorkers()
+	jobs.AddWorker(workers, jobs.WorkFunc[Welcome](func(ctx context.Context, job *jobs.Job[Welcome]) error {
+		fmt.Printf("welcome %s\n", job.Args.Email)
+		return nil
+	}))
+	handler := jobs.NewLambdaHandler(workers, jobstest.Config(jobstest.NewRecorder()))
+	payload, err := json.Marshal(jobstest.Event(jobstest.Message(Welcome{UserID: 1, Email: "ada@example.com"}, nil)))
+	if err != nil {
+		panic(err)
+	}
+	out, err := handler.Invoke(context.Background(), payload)
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(string(out))
+	// Output:
+	// welcome ada@example.com
+	// {"batchItemFailures":[]}
 }

@@ -17,6 +17,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/aws/smithy-go"
+
+	"github.com/jobkit-go/jobkit/jobs/internal/wire"
 )
 
 // NewSQSHandler returns the Lambda handler for an SQS event source mapping with
@@ -45,8 +47,8 @@ import (
 // without running (skip-group-on-error) and returns with it. On a Standard queue up to
 // Config.Concurrency records run at once.
 //
-// While a batch runs, a heartbeat extends the visibility of all its messages (10 per call) at the
-// start of the invocation (the batching window has used some of it) and every third of the
+// While a batch runs, a heartbeat extends the visibility of all its messages (10 per call) 2 ms
+// after the start of the invocation (the batching window has used some of it) and every third of the
 // visibility timeout, so none is handed to a second consumer while the batch is alive. When SQS
 // says a message is no longer ours (ReceiptHandleIsInvalid, MessageNotInflight), that job's
 // context is cancelled with ErrMessageLost and the record is listed and left alone.
@@ -66,6 +68,11 @@ func NewSQSHandler(workers *Workers, cfg Config) func(context.Context, events.SQ
 	if workers == nil {
 		panic("jobs: NewSQSHandler: nil Workers")
 	}
+	return newSQSHandler(workers, cfg).handle
+}
+
+// newSQSHandler validates cfg and makes the runtime NewSQSHandler and NewLambdaHandler share.
+func newSQSHandler(workers *Workers, cfg Config) *sqsHandler {
 	if err := cfg.Validate(); err != nil {
 		panic(err)
 	}
@@ -80,7 +87,7 @@ func NewSQSHandler(workers *Workers, cfg Config) func(context.Context, events.SQ
 		dlqFIFO:   IsFIFOQueue(cfg.DLQURL),
 		vtSeconds: ceilSeconds(cfg.VisibilityTimeout),
 	}
-	return h.handle
+	return h
 }
 
 type sqsHandler struct {
@@ -122,7 +129,7 @@ const (
 )
 
 type record struct {
-	msg   *events.SQSMessage
+	msg   *wire.SQSMessage
 	row   JobRow
 	pre   error // a decode or unknown-kind error found before running: dead-letter
 	state atomic.Uint32
@@ -183,9 +190,40 @@ type batch struct {
 }
 
 func (h *sqsHandler) handle(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
-	n := len(ev.Records)
+	return h.run(ctx, messagesOf(ev.Records)), nil
+}
+
+// runtimeAttributes are the system attributes the runtime reads.
+var runtimeAttributes = [...]string{"ApproximateReceiveCount", "ApproximateFirstReceiveTimestamp", "MessageGroupId"}
+
+// messagesOf converts aws-lambda-go's records to the runtime's, with the attributes it reads.
+func messagesOf(recs []events.SQSMessage) []wire.SQSMessage {
+	if len(recs) == 0 {
+		return nil
+	}
+	out := make([]wire.SQSMessage, len(recs))
+	attrs := make([]wire.SQSAttribute, 0, len(runtimeAttributes)*len(recs))
+	for i := range recs {
+		r := &recs[i]
+		start := len(attrs)
+		for _, name := range runtimeAttributes {
+			if v, ok := r.Attributes[name]; ok {
+				attrs = append(attrs, wire.SQSAttribute{Name: name, Value: v})
+			}
+		}
+		out[i] = wire.SQSMessage{
+			MessageID: r.MessageId, ReceiptHandle: r.ReceiptHandle, Body: r.Body, EventSourceARN: r.EventSourceARN,
+			Attributes: attrs[start:len(attrs):len(attrs)],
+		}
+	}
+	return out
+}
+
+// run runs a batch of records and returns the records to report failed.
+func (h *sqsHandler) run(ctx context.Context, msgs []wire.SQSMessage) events.SQSEventResponse {
+	n := len(msgs)
 	if n == 0 {
-		return events.SQSEventResponse{BatchItemFailures: []events.SQSBatchItemFailure{}}, nil
+		return events.SQSEventResponse{BatchItemFailures: []events.SQSBatchItemFailure{}}
 	}
 	b := &batch{h: h, ctx: ctx, run: h.workers.handler()}
 	if n <= len(b.inline) {
@@ -193,16 +231,17 @@ func (h *sqsHandler) handle(ctx context.Context, ev events.SQSEvent) (events.SQS
 	} else {
 		b.records = make([]record, n)
 	}
-	b.prepare(ev.Records)
+	b.prepare(msgs)
 
 	// Deadlines: jobs stop SafetyMargin before the Lambda deadline; the batch stops waiting for
 	// them half the margin later; every AWS call after the jobs (dead-letter sends, visibility
 	// changes, a heartbeat in flight) ends a quarter of the margin before the deadline, so the
 	// handler always answers in time — what did not fit is reported failed. The first heartbeat
-	// runs at once: the batching window has already used some of the messages' visibility.
+	// runs almost at once (firstBeatDelay): the batching window has already used some of the
+	// messages' visibility.
 	now := time.Now()
 	b.start, b.jobCtx, b.postCtx = now, ctx, ctx
-	b.times.beatAt = now
+	b.times.beatAt = now.Add(firstBeatDelay)
 	if deadline, ok := ctx.Deadline(); ok {
 		margin := h.cfg.SafetyMargin
 		if left := deadline.Sub(now); margin > left/2 {
@@ -234,11 +273,18 @@ func (h *sqsHandler) handle(ctx context.Context, ev events.SQSEvent) (events.SQS
 		end = time.Now()
 	}
 	h.writeMetrics(b.records, end)
-	return resp, nil
+	return resp
 }
 
+// firstBeatDelay is how long after its start a batch still running has its first heartbeat. Not
+// zero: a batch of quick jobs ends in microseconds, and a heartbeat due at once still ran in a
+// quarter of such batches on a busy machine (the watchdog's timer fires on another thread before
+// the batch ends), an SQS call that cost more than the batch. 2 ms is nothing next to the
+// visibility a message can have left (seconds at least).
+const firstBeatDelay = 2 * time.Millisecond
+
 // prepare decodes every envelope before any job runs.
-func (b *batch) prepare(msgs []events.SQSMessage) {
+func (b *batch) prepare(msgs []wire.SQSMessage) {
 	h := b.h
 	pd := preDecoder{lookup: h.lookup}
 	for i := range msgs {
@@ -246,22 +292,22 @@ func (b *batch) prepare(msgs []events.SQSMessage) {
 		r := &b.records[i]
 		r.msg = m
 		row := &r.row
-		row.MessageID = m.MessageId
+		row.MessageID = m.MessageID
 		row.QueueURL = h.queueURL(m.EventSourceARN)
 		row.MaxAttempts = h.cfg.MaxAttempts
 		row.baseLogger = h.log
 		row.Attempt = 1
-		if v, ok := m.Attributes["ApproximateReceiveCount"]; ok {
+		if v := m.Attribute("ApproximateReceiveCount"); v != "" {
 			if a, err := parseInt(v); err == nil && a > 0 {
 				row.Attempt = int(a)
 			}
 		}
-		if v, ok := m.Attributes["ApproximateFirstReceiveTimestamp"]; ok {
+		if v := m.Attribute("ApproximateFirstReceiveTimestamp"); v != "" {
 			if ms, err := parseInt(v); err == nil {
 				row.FirstReceivedAt = time.UnixMilli(ms).UTC()
 			}
 		}
-		row.GroupID = m.Attributes["MessageGroupId"]
+		row.GroupID = m.Attribute("MessageGroupId")
 		pd.left = len(msgs) - i
 		pd.reset()
 		var env Envelope
@@ -603,7 +649,7 @@ func (b *batch) deadLetter(r *record, reason string, jobErr error) error {
 		{name: AttrFunction, value: h.cfg.FunctionName},
 		{name: AttrFirstFailureAt, value: firstReceived},
 		{name: AttrFailedAt, value: time.Now().UTC().Format(time.RFC3339Nano)},
-		{name: AttrSourceMessageID, value: r.msg.MessageId},
+		{name: AttrSourceMessageID, value: r.msg.MessageID},
 		{name: AttrJobID, value: r.row.ID},
 		{name: AttrKind, value: r.row.Kind},
 		{name: AttrAttempts, value: strconv.Itoa(r.row.Attempt), number: true},
@@ -624,7 +670,7 @@ func (b *batch) deadLetter(r *record, reason string, jobErr error) error {
 			group = "jobkit"
 		}
 		in.MessageGroupId = aws.String(group)
-		in.MessageDeduplicationId = aws.String(dedupID(r.msg.MessageId))
+		in.MessageDeduplicationId = aws.String(dedupID(r.msg.MessageID))
 	}
 	_, err := h.cfg.SQS.SendMessage(b.postCtx, in)
 	return err
@@ -713,7 +759,7 @@ func (b *batch) countRealRuns(r *record) {
 	if ledger == nil || r.row.Attempt <= 1 {
 		return
 	}
-	n, err := ledger.NotRun(b.postCtx, r.msg.MessageId)
+	n, err := ledger.NotRun(b.postCtx, r.msg.MessageID)
 	if err != nil {
 		b.logRecord(slog.LevelWarn, r, "delivery ledger: could not read deliveries that did not run; counting every receive", err)
 		return
@@ -742,7 +788,7 @@ func (b *batch) recordNotRun() {
 		wg.Add(1)
 		go func() {
 			defer func() { <-sem; wg.Done() }()
-			if err := ledger.AddNotRun(b.postCtx, r.msg.MessageId); err != nil {
+			if err := ledger.AddNotRun(b.postCtx, r.msg.MessageID); err != nil {
 				b.logRecord(slog.LevelWarn, r, "delivery ledger: could not record a delivery that did not run; it counts as an attempt", err)
 			}
 		}()
@@ -962,7 +1008,7 @@ func (b *batch) response() events.SQSEventResponse {
 	for i := range b.records {
 		r := &b.records[i]
 		if r.state.Load() != stateDone || r.out.listed() {
-			resp.BatchItemFailures = append(resp.BatchItemFailures, events.SQSBatchItemFailure{ItemIdentifier: r.msg.MessageId})
+			resp.BatchItemFailures = append(resp.BatchItemFailures, events.SQSBatchItemFailure{ItemIdentifier: r.msg.MessageID})
 		}
 	}
 	return resp
@@ -1083,7 +1129,7 @@ func (b *batch) logRecord(level slog.Level, r *record, msg string, err error, ex
 	attrs := make([]slog.Attr, 0, 6+len(extra))
 	attrs = append(attrs,
 		LogString("job_id", r.row.ID), LogString("kind", r.row.Kind), slog.Int("attempt", r.row.Attempt),
-		slog.String("message_id", r.msg.MessageId))
+		slog.String("message_id", r.msg.MessageID))
 	if r.row.GroupID != "" {
 		attrs = append(attrs, LogString("group_id", r.row.GroupID))
 	}

@@ -33,7 +33,7 @@ func main() {
 	workers.Use(idempotency.Middleware(store, nil))
 	cfg.Deliveries = store // attempts count real runs, not skipped deliveries
 	jobs.AddWorker(workers, &samplejobs.EmailWorker{Mailer: samplejobs.LogMailer{Logger: cfg.Logger}})
-	lambda.Start(jobs.NewSQSHandler(workers, cfg))
+	lambda.Start(jobs.NewLambdaHandler(workers, cfg))
 }
 
 func exitOn(err error) {

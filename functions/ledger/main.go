@@ -34,7 +34,7 @@ func main() {
 	workers.Use(idempotency.Middleware(store, nil))
 	cfg.Deliveries = store // attempts count real runs, not FIFO skips
 	jobs.AddWorker(workers, &samplejobs.LedgerWorker{Table: ledgerTable})
-	lambda.Start(jobs.NewSQSHandler(workers, cfg))
+	lambda.Start(jobs.NewLambdaHandler(workers, cfg))
 }
 
 func exitOn(err error) {

@@ -48,7 +48,7 @@ func main() {
 	}
 	workers := jobs.NewWorkers()
 	jobs.AddWorker(workers, ResizeWorker{})
-	lambda.Start(jobs.NewSQSHandler(workers, cfg))
+	lambda.Start(jobs.NewLambdaHandler(workers, cfg))
 }
 
 // Writing a job handler: the args type, its worker and the function's main. In a test, jobstest

@@ -21,5 +21,5 @@ func main() {
 	}
 	workers := jobs.NewWorkers()
 	jobs.AddWorker(workers, &samplejobs.TranscodeWorker{Logger: cfg.Logger})
-	lambda.Start(jobs.NewSQSHandler(workers, cfg))
+	lambda.Start(jobs.NewLambdaHandler(workers, cfg))
 }

@@ -36,7 +36,7 @@ func main() {
 	workers.Use(idempotency.Middleware(store, nil),
 		instrument.FaultMiddleware(), instrument.EffectsFromEnv(db).Middleware())
 	jobs.AddWorker(workers, &samplejobs.LedgerWorker{Table: ledgerTable})
-	lambda.Start(jobs.NewSQSHandler(workers, cfg))
+	lambda.Start(jobs.NewLambdaHandler(workers, cfg))
 }
 
 func exitOn(err error) {

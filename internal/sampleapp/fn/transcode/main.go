@@ -29,7 +29,7 @@ func main() {
 	workers := jobs.NewWorkers()
 	workers.Use(instrument.FaultMiddleware(), effects.Middleware())
 	jobs.AddWorker(workers, &samplejobs.TranscodeWorker{Logger: cfg.Logger})
-	lambda.Start(jobs.NewSQSHandler(workers, cfg))
+	lambda.Start(jobs.NewLambdaHandler(workers, cfg))
 }
 
 func exitOn(err error) {

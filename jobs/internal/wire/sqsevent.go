@@ -1,0 +1,646 @@
+package wire
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"sort"
+	"unicode/utf16"
+	"unicode/utf8"
+
+	"github.com/aws/aws-lambda-go/events"
+)
+
+// SQSMessage is one record of a Lambda SQS event: the fields of events.SQSMessage, with its two
+// maps as slices in the event's order, so a record costs no map. A nil slice is a member that was
+// absent; an empty one, an empty object.
+type SQSMessage struct {
+	MessageID              string
+	ReceiptHandle          string
+	Body                   string
+	MD5OfBody              string
+	MD5OfMessageAttributes string
+	EventSourceARN         string
+	EventSource            string
+	AWSRegion              string
+	Attributes             []SQSAttribute
+	MessageAttributes      []SQSMessageAttribute
+}
+
+// SQSAttribute is one of a record's system attributes (ApproximateReceiveCount, MessageGroupId...).
+type SQSAttribute struct{ Name, Value string }
+
+// SQSMessageAttribute is one of a record's message attributes.
+type SQSMessageAttribute struct {
+	Name  string
+	Value events.SQSMessageAttribute
+}
+
+// Attribute returns the value of the system attribute name, or "".
+func (m *SQSMessage) Attribute(name string) string {
+	for k := range m.Attributes {
+		if a := &m.Attributes[k]; len(a.Name) == len(name) && a.Name == name {
+			return a.Value
+		}
+	}
+	return ""
+}
+
+// Event returns the record as aws-lambda-go's events.SQSMessage.
+func (m *SQSMessage) Event() events.SQSMessage {
+	ev := events.SQSMessage{
+		MessageId: m.MessageID, ReceiptHandle: m.ReceiptHandle, Body: m.Body,
+		Md5OfBody: m.MD5OfBody, Md5OfMessageAttributes: m.MD5OfMessageAttributes,
+		EventSourceARN: m.EventSourceARN, EventSource: m.EventSource, AWSRegion: m.AWSRegion,
+	}
+	if m.Attributes != nil {
+		ev.Attributes = make(map[string]string, len(m.Attributes))
+		for _, a := range m.Attributes {
+			ev.Attributes[a.Name] = a.Value
+		}
+	}
+	if m.MessageAttributes != nil {
+		ev.MessageAttributes = make(map[string]events.SQSMessageAttribute, len(m.MessageAttributes))
+		for _, a := range m.MessageAttributes {
+			ev.MessageAttributes[a.Name] = a.Value
+		}
+	}
+	return ev
+}
+
+// FromEvent returns the records of ev, attributes sorted by name.
+func FromEvent(ev *events.SQSEvent) []SQSMessage {
+	if ev.Records == nil {
+		return nil
+	}
+	out := make([]SQSMessage, len(ev.Records))
+	for i := range ev.Records {
+		r := &ev.Records[i]
+		m := &out[i]
+		*m = SQSMessage{
+			MessageID: r.MessageId, ReceiptHandle: r.ReceiptHandle, Body: r.Body,
+			MD5OfBody: r.Md5OfBody, MD5OfMessageAttributes: r.Md5OfMessageAttributes,
+			EventSourceARN: r.EventSourceARN, EventSource: r.EventSource, AWSRegion: r.AWSRegion,
+		}
+		if r.Attributes != nil {
+			m.Attributes = make([]SQSAttribute, 0, len(r.Attributes))
+			for k, v := range r.Attributes {
+				m.Attributes = append(m.Attributes, SQSAttribute{Name: k, Value: v})
+			}
+			sort.Slice(m.Attributes, func(a, b int) bool { return m.Attributes[a].Name < m.Attributes[b].Name })
+		}
+		if r.MessageAttributes != nil {
+			m.MessageAttributes = make([]SQSMessageAttribute, 0, len(r.MessageAttributes))
+			for k, v := range r.MessageAttributes {
+				m.MessageAttributes = append(m.MessageAttributes, SQSMessageAttribute{Name: k, Value: v})
+			}
+			sort.Slice(m.MessageAttributes, func(a, b int) bool { return m.MessageAttributes[a].Name < m.MessageAttributes[b].Name })
+		}
+	}
+	return out
+}
+
+// DecodeSQSEvent decodes the payload of a Lambda SQS event into its records, as json.Unmarshal
+// into events.SQSEvent would (the same records, an error where it errs), without reflection and
+// without a map per record in the common case.
+//
+// The payload is copied once, and the strings of the records view that copy: the caller may
+// reuse payload (aws-lambda-go does) while the records live on. Escaped strings — every body that
+// holds JSON — are unescaped inside the copy, in place, so a body costs no allocation of its own.
+// What the fast path is not sure to decode exactly as encoding/json does (null members, duplicate
+// or near-miss keys, invalid UTF-8, lone surrogates, invalid JSON...) it leaves to
+// encoding/json.
+func DecodeSQSEvent(payload []byte) ([]SQSMessage, error) {
+	d := sqsDecoder{buf: make([]byte, len(payload))}
+	copy(d.buf, payload)
+	d.s = StringOf(d.buf)
+	if recs, ok := d.event(); ok {
+		return recs, nil
+	}
+	var ev events.SQSEvent
+	if err := json.Unmarshal(payload, &ev); err != nil {
+		return nil, err
+	}
+	return FromEvent(&ev), nil
+}
+
+// sqsDecoder reads an SQS event from s, a view of buf, which its strings are unescaped into.
+type sqsDecoder struct {
+	buf   []byte
+	s     string
+	attrs []SQSAttribute // every record's system attributes, each record a window of it
+}
+
+var (
+	emptyAttributes        = []SQSAttribute{}
+	emptyMessageAttributes = []SQSMessageAttribute{}
+	eventKeys              = []string{"Records"}
+	recordKeys             = []string{"messageId", "receiptHandle", "body", "md5OfBody", "md5OfMessageAttributes",
+		"attributes", "messageAttributes", "eventSourceARN", "eventSource", "awsRegion"}
+	messageAttributeKeys = []string{"stringValue", "binaryValue", "stringListValues", "binaryListValues", "dataType"}
+)
+
+// event reads the whole payload: one object, with "Records".
+func (d *sqsDecoder) event() ([]SQSMessage, bool) {
+	s := d.s
+	i, empty, ok := openObject(s, skipWS(s, 0))
+	if !ok || empty {
+		return nil, ok && skipWS(s, i) == len(s)
+	}
+	var recs []SQSMessage
+	seen := false
+	for {
+		key, j, ok := memberKey(s, i)
+		if !ok {
+			return nil, false
+		}
+		if key == "Records" {
+			if seen {
+				return nil, false
+			}
+			seen = true
+			recs, j, ok = d.records(j)
+		} else {
+			j, ok = skipUnknown(key, s, j, eventKeys)
+		}
+		if !ok {
+			return nil, false
+		}
+		var more bool
+		if i, more, ok = nextMember(s, j, '}'); !ok {
+			return nil, false
+		}
+		if !more {
+			return recs, skipWS(s, i) == len(s)
+		}
+	}
+}
+
+// records reads the array of records at s[i].
+func (d *sqsDecoder) records(i int) ([]SQSMessage, int, bool) {
+	s := d.s
+	if i >= len(s) || s[i] != '[' {
+		return nil, 0, false
+	}
+	recs := make([]SQSMessage, 0, 10)
+	i = skipWS(s, i+1)
+	if i < len(s) && s[i] == ']' {
+		return recs, i + 1, true
+	}
+	if d.attrs == nil {
+		d.attrs = make([]SQSAttribute, 0, 64)
+	}
+	for {
+		recs = append(recs, SQSMessage{})
+		j, ok := d.record(i, &recs[len(recs)-1])
+		if !ok {
+			return nil, 0, false
+		}
+		var more bool
+		if i, more, ok = nextMember(s, j, ']'); !ok {
+			return nil, 0, false
+		}
+		if !more {
+			return recs, i, true
+		}
+	}
+}
+
+// record reads one record at s[i] into m. Its members are strings but for the two attribute
+// objects; a key seen twice is left to encoding/json.
+func (d *sqsDecoder) record(i int, m *SQSMessage) (int, bool) {
+	s := d.s
+	i, empty, ok := openObject(s, i)
+	if !ok || empty {
+		return i, ok
+	}
+	var seen uint16
+	for {
+		key, j, ok := memberKey(s, i)
+		if !ok {
+			return 0, false
+		}
+		var field *string
+		var bit uint16
+		switch key {
+		case "body":
+			field, bit = &m.Body, 1<<0
+		case "messageId":
+			field, bit = &m.MessageID, 1<<1
+		case "receiptHandle":
+			field, bit = &m.ReceiptHandle, 1<<2
+		case "md5OfBody":
+			field, bit = &m.MD5OfBody, 1<<3
+		case "md5OfMessageAttributes":
+			field, bit = &m.MD5OfMessageAttributes, 1<<4
+		case "eventSourceARN":
+			field, bit = &m.EventSourceARN, 1<<5
+		case "eventSource":
+			field, bit = &m.EventSource, 1<<6
+		case "awsRegion":
+			field, bit = &m.AWSRegion, 1<<7
+		case "attributes":
+			bit = 1 << 8
+			j, ok = d.attributes(j, m)
+		case "messageAttributes":
+			bit = 1 << 9
+			j, ok = d.messageAttributes(j, m)
+		default:
+			j, ok = skipUnknown(key, s, j, recordKeys)
+		}
+		if seen&bit != 0 {
+			return 0, false
+		}
+		seen |= bit
+		if field != nil {
+			*field, j, ok = d.str(j)
+		}
+		if !ok {
+			return 0, false
+		}
+		var more bool
+		if i, more, ok = nextMember(s, j, '}'); !ok {
+			return 0, false
+		}
+		if !more {
+			return i, true
+		}
+	}
+}
+
+// attributes reads the object of string attributes at s[i] into m.Attributes.
+func (d *sqsDecoder) attributes(i int, m *SQSMessage) (int, bool) {
+	s := d.s
+	i, empty, ok := openObject(s, i)
+	if !ok {
+		return 0, false
+	}
+	if empty {
+		m.Attributes = emptyAttributes
+		return i, true
+	}
+	start := len(d.attrs)
+	for {
+		if i >= len(s) || s[i] != '"' {
+			return 0, false
+		}
+		var a SQSAttribute
+		if a.Name, i, ok = d.str(i); !ok {
+			return 0, false
+		}
+		if i = skipWS(s, i); i >= len(s) || s[i] != ':' {
+			return 0, false
+		}
+		if a.Value, i, ok = d.str(skipWS(s, i+1)); !ok {
+			return 0, false
+		}
+		for _, b := range d.attrs[start:] {
+			if b.Name == a.Name {
+				return 0, false
+			}
+		}
+		d.attrs = append(d.attrs, a)
+		var more bool
+		if i, more, ok = nextMember(s, i, '}'); !ok {
+			return 0, false
+		}
+		if !more {
+			m.Attributes = d.attrs[start:len(d.attrs):len(d.attrs)]
+			return i, true
+		}
+	}
+}
+
+// messageAttributes reads the object of message attributes at s[i] into m.MessageAttributes.
+func (d *sqsDecoder) messageAttributes(i int, m *SQSMessage) (int, bool) {
+	s := d.s
+	i, empty, ok := openObject(s, i)
+	if !ok {
+		return 0, false
+	}
+	if empty {
+		m.MessageAttributes = emptyMessageAttributes
+		return i, true
+	}
+	var out []SQSMessageAttribute
+	for {
+		if i >= len(s) || s[i] != '"' {
+			return 0, false
+		}
+		var a SQSMessageAttribute
+		if a.Name, i, ok = d.str(i); !ok {
+			return 0, false
+		}
+		if i = skipWS(s, i); i >= len(s) || s[i] != ':' {
+			return 0, false
+		}
+		if i, ok = d.messageAttribute(skipWS(s, i+1), &a.Value); !ok {
+			return 0, false
+		}
+		for _, b := range out {
+			if b.Name == a.Name {
+				return 0, false
+			}
+		}
+		out = append(out, a)
+		var more bool
+		if i, more, ok = nextMember(s, i, '}'); !ok {
+			return 0, false
+		}
+		if !more {
+			m.MessageAttributes = out
+			return i, true
+		}
+	}
+}
+
+// messageAttribute reads one message attribute's object at s[i] into a.
+func (d *sqsDecoder) messageAttribute(i int, a *events.SQSMessageAttribute) (int, bool) {
+	s := d.s
+	i, empty, ok := openObject(s, i)
+	if !ok || empty {
+		return i, ok
+	}
+	var seen uint8
+	for {
+		key, j, ok := memberKey(s, i)
+		if !ok {
+			return 0, false
+		}
+		var bit uint8
+		switch key {
+		case "stringValue":
+			bit = 1 << 0
+			var v string
+			if v, j, ok = d.str(j); ok {
+				a.StringValue = &v
+			}
+		case "binaryValue":
+			bit = 1 << 1
+			a.BinaryValue, j, ok = d.base64(j)
+		case "stringListValues":
+			bit = 1 << 2
+			a.StringListValues, j, ok = d.stringList(j)
+		case "binaryListValues":
+			bit = 1 << 3
+			a.BinaryListValues, j, ok = d.binaryList(j)
+		case "dataType":
+			bit = 1 << 4
+			a.DataType, j, ok = d.str(j)
+		default:
+			j, ok = skipUnknown(key, s, j, messageAttributeKeys)
+		}
+		if !ok || seen&bit != 0 {
+			return 0, false
+		}
+		seen |= bit
+		var more bool
+		if i, more, ok = nextMember(s, j, '}'); !ok {
+			return 0, false
+		}
+		if !more {
+			return i, true
+		}
+	}
+}
+
+// base64 reads a string at s[i] holding base64, decoded as encoding/json decodes a []byte.
+func (d *sqsDecoder) base64(i int) ([]byte, int, bool) {
+	v, i, ok := d.str(i)
+	if !ok {
+		return nil, 0, false
+	}
+	b := make([]byte, base64.StdEncoding.DecodedLen(len(v)))
+	n, err := base64.StdEncoding.Decode(b, BytesOf(v))
+	if err != nil {
+		return nil, 0, false
+	}
+	return b[:n], i, true
+}
+
+// stringList reads an array of strings at s[i].
+func (d *sqsDecoder) stringList(i int) ([]string, int, bool) {
+	out := []string{}
+	i, ok := d.array(i, func(i int) (int, bool) {
+		v, i, ok := d.str(i)
+		out = append(out, v)
+		return i, ok
+	})
+	return out, i, ok
+}
+
+// binaryList reads an array of base64 strings at s[i].
+func (d *sqsDecoder) binaryList(i int) ([][]byte, int, bool) {
+	out := [][]byte{}
+	i, ok := d.array(i, func(i int) (int, bool) {
+		v, i, ok := d.base64(i)
+		out = append(out, v)
+		return i, ok
+	})
+	return out, i, ok
+}
+
+// array reads the array at s[i], each element with elem.
+func (d *sqsDecoder) array(i int, elem func(i int) (int, bool)) (int, bool) {
+	s := d.s
+	if i >= len(s) || s[i] != '[' {
+		return 0, false
+	}
+	i = skipWS(s, i+1)
+	if i < len(s) && s[i] == ']' {
+		return i + 1, true
+	}
+	for {
+		j, ok := elem(i)
+		if !ok {
+			return 0, false
+		}
+		var more bool
+		if i, more, ok = nextMember(s, j, ']'); !ok {
+			return 0, false
+		}
+		if !more {
+			return i, true
+		}
+	}
+}
+
+// str reads the JSON string at s[i] and returns its value and the index after it. A string
+// without escapes is a view of its bytes; one with escapes is unescaped in place (see unescape).
+// It reports false for what encoding/json would not decode to the same bytes: invalid UTF-8, a
+// lone surrogate, and invalid strings.
+func (d *sqsDecoder) str(i int) (string, int, bool) {
+	s := d.s
+	if i >= len(s) || s[i] != '"' {
+		return "", 0, false
+	}
+	start, ascii := i+1, true
+	for j := skipPlain(s, start, true); j < len(s); j = skipPlain(s, j, ascii) {
+		switch c := s[j]; {
+		case c == '"':
+			v := s[start:j]
+			if !ascii && !utf8.ValidString(v) {
+				return "", 0, false
+			}
+			return v, j + 1, true
+		case c == '\\':
+			return d.unescape(start, j, ascii)
+		case c < 0x20:
+			return "", 0, false
+		case c >= utf8.RuneSelf:
+			ascii = false
+			j++
+		default:
+			j++
+		}
+	}
+	return "", 0, false
+}
+
+// unescape finishes reading a string whose value starts at s[start] and whose first escape is at
+// s[j]: it writes the value into buf from start on, over the string's own bytes (a value is never
+// longer than its JSON), and returns it as a view of buf. Runs of plain bytes move with one copy.
+func (d *sqsDecoder) unescape(start, j int, ascii bool) (string, int, bool) {
+	s, buf := d.s, d.buf
+	w := j
+	for j < len(s) {
+		switch c := s[j]; {
+		case c == '"':
+			v := StringOf(buf[start:w])
+			if !ascii && !utf8.ValidString(v) {
+				return "", 0, false
+			}
+			return v, j + 1, true
+		case c == '\\':
+			if j+1 >= len(s) {
+				return "", 0, false
+			}
+			e := s[j+1]
+			j += 2
+			switch e {
+			case '"', '\\', '/':
+			case 'b':
+				e = '\b'
+			case 'f':
+				e = '\f'
+			case 'n':
+				e = '\n'
+			case 'r':
+				e = '\r'
+			case 't':
+				e = '\t'
+			case 'u':
+				r, ok := hex4(s, j)
+				if !ok {
+					return "", 0, false
+				}
+				j += 4
+				if utf16.IsSurrogate(r) {
+					if j+6 > len(s) || s[j] != '\\' || s[j+1] != 'u' {
+						return "", 0, false
+					}
+					r2, ok := hex4(s, j+2)
+					if r = utf16.DecodeRune(r, r2); !ok || r == utf8.RuneError {
+						return "", 0, false
+					}
+					j += 6
+				}
+				w += utf8.EncodeRune(buf[w:], r)
+				continue
+			default:
+				return "", 0, false
+			}
+			buf[w] = e
+			w++
+		case c < 0x20:
+			return "", 0, false
+		default:
+			if c >= utf8.RuneSelf {
+				ascii = false
+			}
+			k := skipPlain(s, j+1, ascii)
+			w += copy(buf[w:], s[j:k])
+			j = k
+		}
+	}
+	return "", 0, false
+}
+
+// hex4 reads the 4 hex digits of a \u escape at s[i].
+func hex4(s string, i int) (rune, bool) {
+	if i+4 > len(s) {
+		return 0, false
+	}
+	var r rune
+	for _, c := range []byte(s[i : i+4]) {
+		switch {
+		case isDigit(c):
+			c -= '0'
+		case c >= 'a' && c <= 'f':
+			c -= 'a' - 10
+		case c >= 'A' && c <= 'F':
+			c -= 'A' - 10
+		default:
+			return 0, false
+		}
+		r = r<<4 | rune(c)
+	}
+	return r, true
+}
+
+// openObject reads '{' at s[i]: it returns the index of the first key, or with empty the index
+// after a '}' that closes the object at once.
+func openObject(s string, i int) (next int, empty, ok bool) {
+	if i >= len(s) || s[i] != '{' {
+		return 0, false, false
+	}
+	i = skipWS(s, i+1)
+	if i < len(s) && s[i] == '}' {
+		return i + 1, true, true
+	}
+	return i, false, true
+}
+
+// memberKey reads `"key" :` at s[i], a key without escapes, and returns the key and the index of
+// its value.
+func memberKey(s string, i int) (string, int, bool) {
+	key, j, ok := plainString(s, i)
+	if !ok {
+		return "", 0, false
+	}
+	if j = skipWS(s, j); j >= len(s) || s[j] != ':' {
+		return "", 0, false
+	}
+	return key, skipWS(s, j+1), true
+}
+
+// nextMember reads what follows a member or element at s[i]: a ',' (more, and the index of the
+// next one) or the closing byte (the index after it).
+func nextMember(s string, i int, closing byte) (next int, more, ok bool) {
+	i = skipWS(s, i)
+	if i >= len(s) {
+		return 0, false, false
+	}
+	switch s[i] {
+	case ',':
+		return skipWS(s, i+1), true, true
+	case closing:
+		return i + 1, false, true
+	}
+	return 0, false, false
+}
+
+// skipUnknown skips the value at s[i] of key, which is none of known; a key encoding/json would
+// match to one of them (it folds case, Unicode included) is left to it.
+func skipUnknown(key, s string, i int, known []string) (int, bool) {
+	for j := 0; j < len(key); j++ {
+		if key[j] >= utf8.RuneSelf {
+			return 0, false
+		}
+	}
+	for _, k := range known {
+		if asciiEqualFold(key, k) {
+			return 0, false
+		}
+	}
+	return skipValue(s, i)
+}
