@@ -61,7 +61,8 @@ rebinding) is refused with 403 before moto sees it.
 Fix 10, empty message attribute values. SQS refuses a message attribute whose value is empty
 ("Name, type, value and the message body must not be empty or null": MessageAttributeValue in the
 API reference); moto stores it, so a runtime that dead-letters with an empty reason attribute
-passed here and failed on AWS. The fix refuses it with InvalidParameterValue, as AWS does.
+passed here and failed on AWS. The fix refuses it with InvalidParameterValue, as AWS does: in
+SendMessageBatch for that entry alone (in Failed), the others sent.
 
 Fix 11, ChangeMessageVisibilityBatch and DeleteMessageBatch of more than 10 entries. SQS refuses
 them with TooManyEntriesInBatchRequest (their API references: at most 10); moto handled them all,
@@ -448,6 +449,39 @@ def validate_message_attributes(message_attributes):
 
 
 sqs_responses.validate_message_attributes = validate_message_attributes
+
+
+def send_message_batch_per_entry(self):
+    """moto's SendMessageBatch with Fix 10 per entry: SQS reports an entry whose attributes it
+    refuses in Failed (SenderFault, InvalidParameterValue) and sends the rest; moto's own check
+    refuses the whole call."""
+    queue_name = self._get_queue_name()
+    queue = self.sqs_backend.get_queue(queue_name)
+    entries, refused = {}, []
+    for idx, entry in enumerate(self._get_param("Entries", [])):
+        entry.setdefault("MessageAttributes", {})
+        try:
+            validate_message_attributes(entry["MessageAttributes"])
+        except sqs_exceptions.SQSException as err:
+            refused.append({"Id": entry.get("Id"), "SenderFault": True, "Code": err.code, "Message": err.message})
+            continue
+        entry.setdefault("DelaySeconds", None)
+        entries[str(idx)] = entry
+    if not entries and not refused:
+        raise sqs_exceptions.EmptyBatchRequest()
+    messages, failed = self.sqs_backend.send_message_batch(queue_name, entries) if entries else ([], [])
+    resp = {"Successful": [], "Failed": refused + list(failed)}
+    for msg in messages:
+        item = {"Id": msg.user_id, "MessageId": msg.id, "MD5OfMessageBody": msg.body_md5}
+        if len(msg.message_attributes) > 0:
+            item["MD5OfMessageAttributes"] = msg.attribute_md5
+        if queue.fifo_queue:
+            item["SequenceNumber"] = msg.sequence_number
+        resp["Successful"].append(item)
+    return sqs_responses.ActionResult(resp)
+
+
+sqs_responses.SQSResponse.send_message_batch = send_message_batch_per_entry
 
 # Fix 11: refuse ChangeMessageVisibilityBatch and DeleteMessageBatch of more than 10 entries.
 _change_message_visibility_batch = sqs_responses.SQSResponse.change_message_visibility_batch
