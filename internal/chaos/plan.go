@@ -26,6 +26,16 @@ type PlanConfig struct {
 	PoisonRate float64
 	// LongJobSeconds is the long job's duration; default 60.
 	LongJobSeconds int
+	// OverrunRate is the share of jobs, drawn among the ledger postings without other faults,
+	// whose first attempt returns OverrunMS past its deadline (instrument.Faults.OverrunMS), so
+	// that the rest of its batch meets the soft deadline; default 0.005, negative for none.
+	OverrunRate float64
+	// OverrunMS is how late an overrunning job returns; default 300.
+	OverrunMS int
+	// DuplicateRate is the share of jobs, drawn among the email jobs that are not poison, whose
+	// envelope is sent twice with the same id, as SQS Standard may deliver a message twice;
+	// default 0.02, negative for none.
+	DuplicateRate float64
 	// Seed makes the plan repeatable; default 1.
 	Seed uint64
 }
@@ -55,6 +65,15 @@ func (c PlanConfig) withDefaults() PlanConfig {
 	if c.Seed == 0 {
 		c.Seed = 1
 	}
+	if c.OverrunRate == 0 {
+		c.OverrunRate = 0.005
+	}
+	if c.OverrunMS == 0 {
+		c.OverrunMS = 300
+	}
+	if c.DuplicateRate == 0 {
+		c.DuplicateRate = 0.02
+	}
 	return c
 }
 
@@ -71,6 +90,9 @@ type PlannedJob struct {
 	FailAttempts int
 	// Long marks the long job.
 	Long bool
+	// OverrunMS repeats the job's overrun fault; Duplicate says its envelope is sent twice.
+	OverrunMS int
+	Duplicate bool
 }
 
 // Plan is the jobs of a run, in enqueue order per queue.
@@ -136,6 +158,7 @@ func NewPlan(cfg PlanConfig) (*Plan, error) {
 			})
 		}
 	}
+	p.drawExtras(rng)
 	p.Long = PlannedJob{ID: "chaos-long-1", Args: samplejobs.TranscodeVideo{VideoID: "chaos-long", Seconds: cfg.LongJobSeconds}, Long: true}
 	for _, list := range [][]PlannedJob{p.Email, p.Ledger} {
 		for i := range list {
@@ -146,10 +169,35 @@ func NewPlan(cfg PlanConfig) (*Plan, error) {
 	return p, nil
 }
 
+// drawExtras picks the overrunning postings (among those without other faults) and the
+// duplicated emails (among those that are not poison), after the other faults, so that a seed
+// draws the same transient and poison jobs as before they existed.
+func (p *Plan) drawExtras(rng *rand.Rand) {
+	pick := func(list []PlannedJob, n int, ok func(*PlannedJob) bool, mark func(*PlannedJob)) {
+		var idx []int
+		for i := range list {
+			if ok(&list[i]) {
+				idx = append(idx, i)
+			}
+		}
+		rng.Shuffle(len(idx), func(a, b int) { idx[a], idx[b] = idx[b], idx[a] })
+		for _, i := range idx[:min(n, len(idx))] {
+			mark(&list[i])
+		}
+	}
+	count := func(rate float64) int { return max(int(math.Round(rate*float64(p.Config.Jobs))), 0) }
+	pick(p.Ledger, count(p.Config.OverrunRate),
+		func(j *PlannedJob) bool { return !j.Poison && j.FailAttempts == 0 },
+		func(j *PlannedJob) { j.OverrunMS = p.Config.OverrunMS })
+	pick(p.Email, count(p.Config.DuplicateRate),
+		func(j *PlannedJob) bool { return !j.Poison },
+		func(j *PlannedJob) { j.Duplicate = true })
+}
+
 // Enqueued returns the args to enqueue for j: its Args with its planned faults added
 // (instrument.WithFaults), which the instrumented functions inject.
 func (j *PlannedJob) Enqueued() jobs.JobArgs {
-	return instrument.WithFaults(j.Args, instrument.Faults{FailAttempts: j.FailAttempts, Poison: j.Poison})
+	return instrument.WithFaults(j.Args, instrument.Faults{FailAttempts: j.FailAttempts, Poison: j.Poison, OverrunMS: j.OverrunMS})
 }
 
 // Len is the number of jobs.
@@ -198,4 +246,17 @@ func (p *Plan) Counts() (poison, transient int) {
 		}
 	}
 	return poison, transient
+}
+
+// ExtraCounts returns the number of overrunning jobs and of jobs sent twice.
+func (p *Plan) ExtraCounts() (overrun, duplicated int) {
+	for _, j := range p.byID {
+		if j.OverrunMS > 0 {
+			overrun++
+		}
+		if j.Duplicate {
+			duplicated++
+		}
+	}
+	return overrun, duplicated
 }
