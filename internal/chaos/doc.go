@@ -11,9 +11,10 @@
 //   - a share of them failing their first attempts with a retryable error (fail_attempts), a
 //     share of poison jobs (cancelled: dead-lettered at once);
 //   - one transcode job running for three times its queue's visibility timeout;
-//   - a share of ledger postings whose first attempt overruns its deadline (instrument.Faults.OverrunMS):
-//     with the ledger function's timeout shortened and its records run one at a time, the
-//     records behind it in the batch meet the soft deadline and must be listed without running;
+//   - a few ledger groups enqueued each in one burst, whose first posting's first attempt
+//     overruns its deadline (instrument.Faults.OverrunMS): with the ledger function's timeout
+//     shortened, the group's postings behind it in the batch meet the soft deadline and must be
+//     listed without running or being charged an attempt;
 //   - a share of email envelopes sent twice with the same id, as SQS Standard may deliver them.
 //
 // Meanwhile the fault proxy answers a share of all AWS calls with throttling errors and holds

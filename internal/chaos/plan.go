@@ -26,9 +26,12 @@ type PlanConfig struct {
 	PoisonRate float64
 	// LongJobSeconds is the long job's duration; default 60.
 	LongJobSeconds int
-	// OverrunRate is the share of jobs, drawn among the ledger postings without other faults,
-	// whose first attempt returns OverrunMS past its deadline (instrument.Faults.OverrunMS), so
-	// that the rest of its batch meets the soft deadline; default 0.005, negative for none.
+	// OverrunRate is the share of jobs whose first attempt returns OverrunMS past its deadline
+	// (instrument.Faults.OverrunMS): each is the first posting of a ledger group of its own
+	// (drawn among the groups whose first posting has no other fault), and those groups are
+	// enqueued one after the other, each in one burst (Plan.LedgerBursts), so that a batch holds
+	// the overrunning posting and the postings behind it, which then meet the soft deadline.
+	// Default 0.001, negative for none.
 	OverrunRate float64
 	// OverrunMS is how late an overrunning job returns; default 300.
 	OverrunMS int
@@ -66,7 +69,7 @@ func (c PlanConfig) withDefaults() PlanConfig {
 		c.Seed = 1
 	}
 	if c.OverrunRate == 0 {
-		c.OverrunRate = 0.005
+		c.OverrunRate = 0.001
 	}
 	if c.OverrunMS == 0 {
 		c.OverrunMS = 300
@@ -169,9 +172,9 @@ func NewPlan(cfg PlanConfig) (*Plan, error) {
 	return p, nil
 }
 
-// drawExtras picks the overrunning postings (among those without other faults) and the
-// duplicated emails (among those that are not poison), after the other faults, so that a seed
-// draws the same transient and poison jobs as before they existed.
+// drawExtras picks the overrunning postings (the first of groups whose first posting has no
+// other fault) and the duplicated emails (among those that are not poison), after the other
+// faults, so that a seed draws the same transient and poison jobs as before they existed.
 func (p *Plan) drawExtras(rng *rand.Rand) {
 	pick := func(list []PlannedJob, n int, ok func(*PlannedJob) bool, mark func(*PlannedJob)) {
 		var idx []int
@@ -187,11 +190,33 @@ func (p *Plan) drawExtras(rng *rand.Rand) {
 	}
 	count := func(rate float64) int { return max(int(math.Round(rate*float64(p.Config.Jobs))), 0) }
 	pick(p.Ledger, count(p.Config.OverrunRate),
-		func(j *PlannedJob) bool { return !j.Poison && j.FailAttempts == 0 },
+		func(j *PlannedJob) bool { return j.Seq == 1 && !j.Poison && j.FailAttempts == 0 },
 		func(j *PlannedJob) { j.OverrunMS = p.Config.OverrunMS })
 	pick(p.Email, count(p.Config.DuplicateRate),
 		func(j *PlannedJob) bool { return !j.Poison },
 		func(j *PlannedJob) { j.Duplicate = true })
+}
+
+// LedgerBursts returns the ledger postings in enqueue order: the groups whose first posting
+// overruns, each group's postings in one burst of its own, then the other groups interleaved as
+// in Plan.Ledger.
+func (p *Plan) LedgerBursts() (bursts [][]*PlannedJob, rest []*PlannedJob) {
+	index := map[string]int{}
+	for i := range p.Ledger {
+		if j := &p.Ledger[i]; j.OverrunMS > 0 {
+			index[j.Group] = len(bursts)
+			bursts = append(bursts, nil)
+		}
+	}
+	for i := range p.Ledger {
+		j := &p.Ledger[i]
+		if b, ok := index[j.Group]; ok {
+			bursts[b] = append(bursts[b], j)
+		} else {
+			rest = append(rest, j)
+		}
+	}
+	return bursts, rest
 }
 
 // Enqueued returns the args to enqueue for j: its Args with its planned faults added

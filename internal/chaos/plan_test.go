@@ -27,7 +27,18 @@ func TestNewPlanDefaults(t *testing.T) {
 	require.Equal(t, 100, poison, "exactly 1%")
 	require.Equal(t, 1000, transient, "exactly 10%")
 	overrun, duplicated := p.ExtraCounts()
-	require.Equal(t, 50, overrun, "exactly 0.5%")
+	require.Equal(t, 10, overrun, "exactly 0.1%")
+	bursts, rest := p.LedgerBursts()
+	require.Len(t, bursts, 10)
+	for _, b := range bursts {
+		require.Len(t, b, 20, "a burst is a whole group")
+		for i, j := range b {
+			require.Equal(t, b[0].Group, j.Group)
+			require.Equal(t, i+1, j.Seq, "in order")
+		}
+		require.Positive(t, b[0].OverrunMS)
+	}
+	require.Len(t, rest, 2000-200)
 	require.Equal(t, 200, duplicated, "exactly 2%")
 	ids := map[string]bool{}
 	for _, j := range p.All() {
@@ -40,7 +51,7 @@ func TestNewPlanDefaults(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, instrument.Faults{FailAttempts: j.FailAttempts, Poison: j.Poison, OverrunMS: j.OverrunMS}, instrument.FaultsOf(raw), "the planned faults are enqueued")
 		if j.OverrunMS > 0 {
-			require.True(t, j.Group != "" && !j.Poison && j.FailAttempts == 0, "overruns are ledger postings without other faults: %s", j.ID)
+			require.True(t, j.Seq == 1 && !j.Poison && j.FailAttempts == 0, "overruns are first postings without other faults: %s", j.ID)
 			require.Equal(t, 300, j.OverrunMS)
 		}
 		if j.Duplicate {

@@ -35,7 +35,7 @@ func goodState(p *chaos.Plan) chaos.State {
 
 func smallPlan(t *testing.T) *chaos.Plan {
 	t.Helper()
-	p, err := chaos.NewPlan(chaos.PlanConfig{Jobs: 400, Groups: 4, GroupJobs: 10, TransientRate: 0.1, PoisonRate: 0.05, Seed: 3})
+	p, err := chaos.NewPlan(chaos.PlanConfig{Jobs: 400, Groups: 4, GroupJobs: 10, TransientRate: 0.1, PoisonRate: 0.05, OverrunRate: 0.005, Seed: 3})
 	require.NoError(t, err)
 	return p
 }

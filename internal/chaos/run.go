@@ -70,10 +70,10 @@ type Config struct {
 	// negative rate for none.
 	LatencyRate float64
 	MaxLatency  time.Duration
-	// LedgerTimeout is the ledger function's timeout during the run (the sample's is 30 s), and
-	// the ledger runs one record of a batch at a time: a posting that overruns its deadline
-	// (PlanConfig.OverrunRate) then leaves the records behind it not started, which the runtime
-	// lists failed without charging them an attempt. Default 8 s.
+	// LedgerTimeout is the ledger function's timeout during the run (the sample's is 30 s), so
+	// that a posting that overruns its deadline (PlanConfig.OverrunRate) holds its batch a few
+	// seconds, not half a minute; the postings of its group behind it in the batch are then not
+	// started, and the runtime lists them failed without charging them an attempt. Default 8 s.
 	LedgerTimeout time.Duration
 	// Timeout bounds the wait for the jobs to settle; default 11 minutes. A run that has not
 	// settled by then is evaluated as it stands (unfinished jobs count as lost).
@@ -193,9 +193,9 @@ type runner struct {
 }
 
 // customize shortens the transcode queue's visibility timeout (and the runtime's view of it) so
-// that a job three times as long fits the run, shortens the ledger function's timeout and runs
-// its records one at a time (Config.LedgerTimeout), and picks the functions whose processes may
-// die.
+// that a job three times as long fits the run, shortens the ledger function's timeout
+// (Config.LedgerTimeout), enqueues the overrun groups (enqueueBursts) and picks the functions
+// whose processes may die.
 func (r *runner) customize(ctx context.Context, s *Stack) error {
 	long := s.Worker(samplejobs.KindTranscodeVideo)
 	if long == nil {
@@ -215,11 +215,13 @@ func (r *runner) customize(ctx context.Context, s *Stack) error {
 		return errors.New("chaos: the deployment has no ledger function")
 	}
 	ledger.Timeout = r.cfg.LedgerTimeout
-	ledger.Env[jobs.EnvConcurrency] = "1"
 	if r.cfg.FunctionLogLevel != "" {
 		for i := range s.Deployment.Functions {
 			s.Deployment.Functions[i].Env[jobs.EnvLogLevel] = r.cfg.FunctionLogLevel
 		}
+	}
+	if err := r.enqueueBursts(ctx, s); err != nil {
+		return err
 	}
 	r.killable = map[string]bool{}
 	for _, kind := range []string{samplejobs.KindSendEmail, samplejobs.KindPostLedger} {
@@ -261,6 +263,28 @@ func (r *runner) onInvoke(function, _ string, pid int) {
 			_ = p.Kill() // SIGKILL
 		}
 	}()
+}
+
+// enqueueBursts enqueues the ledger groups with an overrunning posting (Plan.LedgerBursts), one
+// group after the other, before the functions and their event source mappings start: each
+// group's postings then lie together on the queue, the first receive of a group hands them out
+// in one batch, and the postings behind the overrunning first one meet the soft deadline.
+// (Enqueued while the mappings poll, the group's first posting would be received alone.)
+func (r *runner) enqueueBursts(ctx context.Context, s *Stack) error {
+	bursts, _ := r.plan.LedgerBursts()
+	if len(bursts) == 0 {
+		return nil
+	}
+	producer, err := s.Producer()
+	if err != nil {
+		return err
+	}
+	for _, b := range bursts {
+		if err := r.enqueue(ctx, producer, b, &r.enqueued); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // latency is the proxy's Latency: a share (LatencyRate) of all calls wait up to MaxLatency.
@@ -405,19 +429,17 @@ func (r *runner) deadlineBatches() int {
 }
 
 // enqueueAll enqueues the plan as services would, while the stack runs: the long job, then the
-// ledger postings (in order per account) alongside the emails, 500 at a time; after each 500
-// emails, the envelopes of those planned duplicated are sent again with the same ids.
+// ledger postings (in order per account; the groups with an overrunning posting are on the queue
+// already, see enqueueBursts) alongside the emails, 500 at a time; after each 500 emails, the
+// envelopes of those planned duplicated are sent again with the same ids.
 func (r *runner) enqueueAll(ctx context.Context, producer *jobs.Client) error {
 	if err := r.enqueue(ctx, producer, []*PlannedJob{&r.plan.Long}, &r.enqueued); err != nil {
 		return err
 	}
 	errc := make(chan error, 2)
 	go func() {
-		var ledger []*PlannedJob
-		for i := range r.plan.Ledger {
-			ledger = append(ledger, &r.plan.Ledger[i])
-		}
-		errc <- r.enqueue(ctx, producer, ledger, &r.enqueued)
+		_, rest := r.plan.LedgerBursts() // the bursts are on the queue already (customize)
+		errc <- r.enqueue(ctx, producer, rest, &r.enqueued)
 	}()
 	go func() {
 		var emails []*PlannedJob
@@ -643,8 +665,11 @@ type outputWatch struct {
 	notStarted map[string]int
 }
 
-// notStartedMsg is the runtime's line for a record left alone after its batch's soft deadline.
-const notStartedMsg = "job not started: the batch reached its deadline"
+// notStartedMsg starts the runtime's lines for a record left alone because its batch reached its
+// deadline: "job not started: the batch reached its deadline; ..." (the soft deadline passed
+// before it could start) and "job not started near the Lambda deadline: ..." (still waiting at
+// the hard stop).
+const notStartedMsg = `"msg":"job not started`
 
 var (
 	injectedNeedle   = []byte(instrument.ErrInjected.Error())

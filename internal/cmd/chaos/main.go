@@ -35,7 +35,7 @@ func main() {
 	flag.Float64Var(&cfg.Plan.PoisonRate, "poison", 0.01, "share of poison jobs")
 	flag.Float64Var(&cfg.KillRate, "kill", chaos.DefaultKillRate, "share of email and ledger invocations whose process is killed mid-batch")
 	flag.Float64Var(&cfg.ThrottleRate, "throttle", chaos.DefaultThrottleRate, "share of AWS calls answered with a throttling error")
-	flag.Float64Var(&cfg.Plan.OverrunRate, "overrun", 0.005, "share of jobs (ledger postings) whose first attempt returns past its deadline")
+	flag.Float64Var(&cfg.Plan.OverrunRate, "overrun", 0.001, "share of jobs (first postings of ledger groups enqueued in a burst) whose first attempt returns past its deadline")
 	flag.Float64Var(&cfg.Plan.DuplicateRate, "duplicate", 0.02, "share of jobs (emails) whose envelope is sent twice")
 	flag.Float64Var(&cfg.LatencyRate, "latency", chaos.DefaultLatencyRate, "share of AWS calls held back before they are forwarded")
 	flag.DurationVar(&cfg.MaxLatency, "max-latency", chaos.DefaultMaxLatency, "the longest a held-back AWS call waits")
