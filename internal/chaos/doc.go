@@ -12,9 +12,9 @@
 //     share of poison jobs (cancelled: dead-lettered at once);
 //   - one transcode job running for three times its queue's visibility timeout;
 //   - a few ledger groups enqueued each in one burst, whose first posting's first attempt
-//     overruns its deadline (instrument.Faults.OverrunMS): with the ledger function's timeout
-//     shortened, the group's postings behind it in the batch meet the soft deadline and must be
-//     listed without running or being charged an attempt;
+//     overruns its deadline (instrument.Faults.OverrunMS): the group's postings behind it in the
+//     batch meet the soft deadline and must be listed without running or being charged an
+//     attempt;
 //   - a share of email envelopes sent twice with the same id, as SQS Standard may deliver them.
 //
 // Meanwhile the fault proxy answers a share of all AWS calls with throttling errors and holds

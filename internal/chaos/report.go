@@ -22,7 +22,7 @@ type State struct {
 	// applied them (samplejobs.LedgerAppliedAttr).
 	Applied map[string][]string
 	// Runs counts the real runs of each job id: the instrument.StartLog lines in the functions'
-	// output (a job's handler called with its claim held, faults injected after).
+	// output (the runtime called the job's handler, charging an attempt).
 	Runs map[string]int
 }
 

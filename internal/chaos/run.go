@@ -42,7 +42,6 @@ const (
 	DefaultTimeout           = 11 * time.Minute
 	DefaultLatencyRate       = 0.05
 	DefaultMaxLatency        = 400 * time.Millisecond
-	DefaultLedgerTimeout     = 8 * time.Second
 )
 
 // Config configures Run. The zero value of a field means its default.
@@ -70,10 +69,10 @@ type Config struct {
 	// negative rate for none.
 	LatencyRate float64
 	MaxLatency  time.Duration
-	// LedgerTimeout is the ledger function's timeout during the run (the sample's is 30 s), so
-	// that a posting that overruns its deadline (PlanConfig.OverrunRate) holds its batch a few
-	// seconds, not half a minute; the postings of its group behind it in the batch are then not
-	// started, and the runtime lists them failed without charging them an attempt. Default 8 s.
+	// LedgerTimeout, if set, replaces the ledger function's timeout during the run (the
+	// sample's is 30 s), e.g. so that a posting that overruns its deadline
+	// (PlanConfig.OverrunRate) holds its batch a few seconds, not half a minute. Default: the
+	// sample's.
 	LedgerTimeout time.Duration
 	// Timeout bounds the wait for the jobs to settle; default 11 minutes. A run that has not
 	// settled by then is evaluated as it stands (unfinished jobs count as lost).
@@ -108,9 +107,6 @@ func (c Config) withDefaults() Config {
 	}
 	if c.MaxLatency <= 0 {
 		c.MaxLatency = DefaultMaxLatency
-	}
-	if c.LedgerTimeout <= 0 {
-		c.LedgerTimeout = DefaultLedgerTimeout
 	}
 	if c.Seed == 0 {
 		c.Seed = 1
@@ -193,7 +189,7 @@ type runner struct {
 }
 
 // customize shortens the transcode queue's visibility timeout (and the runtime's view of it) so
-// that a job three times as long fits the run, shortens the ledger function's timeout
+// that a job three times as long fits the run, sets the ledger function's timeout if asked
 // (Config.LedgerTimeout), enqueues the overrun groups (enqueueBursts) and picks the functions
 // whose processes may die.
 func (r *runner) customize(ctx context.Context, s *Stack) error {
@@ -214,7 +210,9 @@ func (r *runner) customize(ctx context.Context, s *Stack) error {
 	if ledger == nil {
 		return errors.New("chaos: the deployment has no ledger function")
 	}
-	ledger.Timeout = r.cfg.LedgerTimeout
+	if r.cfg.LedgerTimeout > 0 {
+		ledger.Timeout = r.cfg.LedgerTimeout
+	}
 	if r.cfg.FunctionLogLevel != "" {
 		for i := range s.Deployment.Functions {
 			s.Deployment.Functions[i].Env[jobs.EnvLogLevel] = r.cfg.FunctionLogLevel

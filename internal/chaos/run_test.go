@@ -27,7 +27,7 @@ func TestRunSmall(t *testing.T) {
 	rep, err := chaos.Run(context.Background(), chaos.Config{
 		AWS: cfg, CDKOut: cdkOut, ModuleDir: filepath.Join("..", ".."), BuildDir: t.TempDir(),
 		Plan:         chaos.PlanConfig{Jobs: 120, Groups: 3, GroupJobs: 5, PoisonRate: 0.05, OverrunRate: 0.02, DuplicateRate: 0.05},
-		ThrottleRate: 0.1, LatencyRate: 0.1, KillRate: -1, LongJobVisibility: 6 * time.Second, Timeout: 3 * time.Minute,
+		ThrottleRate: 0.1, LatencyRate: 0.1, KillRate: -1, LongJobVisibility: 6 * time.Second, LedgerTimeout: 8 * time.Second, Timeout: 3 * time.Minute,
 	})
 	require.NoError(t, err)
 	t.Log(rep.Line())

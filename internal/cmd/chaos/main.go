@@ -39,7 +39,7 @@ func main() {
 	flag.Float64Var(&cfg.Plan.DuplicateRate, "duplicate", 0.02, "share of jobs (emails) whose envelope is sent twice")
 	flag.Float64Var(&cfg.LatencyRate, "latency", chaos.DefaultLatencyRate, "share of AWS calls held back before they are forwarded")
 	flag.DurationVar(&cfg.MaxLatency, "max-latency", chaos.DefaultMaxLatency, "the longest a held-back AWS call waits")
-	flag.DurationVar(&cfg.LedgerTimeout, "ledger-timeout", chaos.DefaultLedgerTimeout, "the ledger function's timeout during the run")
+	flag.DurationVar(&cfg.LedgerTimeout, "ledger-timeout", 0, "the ledger function's timeout during the run (0: the sample's)")
 	flag.DurationVar(&cfg.LongJobVisibility, "long-vt", chaos.DefaultLongJobVisibility, "the transcode queue's visibility timeout; the long job runs 3× as long")
 	flag.DurationVar(&cfg.Timeout, "timeout", chaos.DefaultTimeout, "how long the jobs may take to settle")
 	flag.StringVar(&cfg.FunctionLogLevel, "function-log-level", "", "the functions' log level (DEBUG logs every job)")

@@ -22,10 +22,11 @@ type Start struct {
 }
 
 // StartLog returns the middleware that writes one JSON line (a Start) to w each time a job's
-// handler is called, before it runs. Put it inside idempotency.Middleware and outside
-// FaultMiddleware: a line then means the job had a real run — it held its claim and its faults
-// were injected — which a deadline-skipped or a duplicate delivery never has. Lines from
-// concurrent jobs are written whole.
+// handler is called, before it runs. Put it first (outermost): a line then means the runtime ran
+// the job — a real run, charged as an attempt, whatever the middleware inside then does (an
+// idempotency claim that fails counts, as a failure of the run) — which a delivery not started at
+// the deadline or skipped behind a failed FIFO job never has. Lines from concurrent jobs are
+// written whole.
 func StartLog(w io.Writer) jobs.Middleware {
 	var mu sync.Mutex
 	return func(next jobs.Handler) jobs.Handler {
