@@ -1,6 +1,9 @@
 // Package idempotency makes code safe to run more than once: a job delivered twice by SQS, a
 // Lambda retried, an HTTP request sent again. The first run of a key runs the function and records
-// its result; a duplicate gets the recorded result without running it again.
+// its result; a duplicate gets the recorded result without running it again, as long as the
+// record lasts (Config.Expiry, default DefaultExpiry; Middleware also reads
+// JOBKIT_IDEMPOTENCY_EXPIRY, which the Worker construct sets to the queue's and DLQ's retention).
+// A duplicate arriving after the record expired runs again.
 //
 // The protocol follows Powertools for AWS Lambda, with the same attribute names (id, status,
 // expiration, in_progress_expiration, validation, data), in Go types:
@@ -18,7 +21,7 @@
 //   - [Middleware] applies this to every job of a [jobs.Workers] registry, keyed by the job's kind
 //     and the envelope's idempotency key (the job id unless the producer set one): see [JobKey].
 //   - [TransactWrite] commits business writes and the COMPLETED record in one DynamoDB
-//     transaction: DynamoDB side effects happen exactly once.
+//     transaction: DynamoDB side effects happen exactly once while the record lasts.
 //
 // Stores implement [Store]: [NewDynamoDBStore] for production and [NewMemoryStore] for tests and
 // single-process use. Package storetest holds the conformance suite every Store passes. The

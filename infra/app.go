@@ -27,9 +27,13 @@ type SampleApp struct {
 }
 
 // NewSampleApp defines the sample stacks on app, with the functions built from the Go module at
-// moduleDir, and applies the cdk-nag AwsSolutions checks. The sample needs no suppression: the
-// constructs encrypt, enforce TLS, give every queue a DLQ, enable PITR and grant no wildcard; a
-// suppression added later must carry its reason (cdknag.NagSuppressions_AddResourceSuppressions).
+// moduleDir, and applies the cdk-nag AwsSolutions checks. The constructs encrypt, enforce TLS,
+// give every job queue a DLQ and enable PITR. The sample has one suppression, added by
+// DelayedJobs on the dead-letter queue it creates for EventBridge Scheduler: AwsSolutions-SQS3,
+// scoped to that queue, with its reason (Scheduler sends undeliverable jobs to it directly; it has
+// no DLQ of its own). DelayedJobs.GrantProducer adds a second one, AwsSolutions-IAM5 for the
+// schedule group's per-job names, on each producer it grants; the sample grants none. Any
+// suppression added later must carry its reason too (cdknag.NagSuppressions_AddResourceSuppressions).
 func NewSampleApp(app awscdk.App, moduleDir string) *SampleApp {
 	s := &SampleApp{App: app}
 	s.State = NewStateStack(app, StateStackID, &awscdk.StackProps{

@@ -1,5 +1,6 @@
 // Command email is the sample stack's email worker: it runs SendEmail jobs from the Email queue,
-// each at most once per idempotency key (DynamoDB idempotency store).
+// each at most once per idempotency key while its record lasts (DynamoDB idempotency store;
+// JOBKIT_IDEMPOTENCY_EXPIRY, which the Worker construct sets to the queue's and DLQ's retention).
 package main
 
 import (

@@ -1,6 +1,7 @@
 // Command ledger is the sample stack's ledger worker: it runs PostLedger jobs from the FIFO Ledger
 // queue, in order per account, each posting applied exactly once (in one DynamoDB transaction
-// with its idempotency record).
+// with its idempotency record, which holds its key for JOBKIT_IDEMPOTENCY_EXPIRY: the queue's and
+// DLQ's retention under the Worker construct).
 package main
 
 import (

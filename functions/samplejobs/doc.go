@@ -4,8 +4,8 @@
 //
 //   - SendEmail ("email.send", Standard queue Email): idempotent through idempotency.Middleware.
 //   - PostLedger ("ledger.post", FIFO queue Ledger, one message group per account): applies a
-//     posting to the account's item in a DynamoDB ledger table exactly once, in the same
-//     transaction as its idempotency record.
+//     posting to the account's item in a DynamoDB ledger table exactly once while its
+//     idempotency record lasts, in the same transaction as that record.
 //   - TranscodeVideo ("video.transcode", Standard queue Transcode): a long job that relies on the
 //     runtime's heartbeat and stops when its context ends.
 //

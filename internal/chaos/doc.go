@@ -10,19 +10,28 @@
 //   - Standard email jobs and, on the FIFO ledger queue, groups of postings in order;
 //   - a share of them failing their first attempts with a retryable error (fail_attempts), a
 //     share of poison jobs (cancelled: dead-lettered at once);
-//   - one transcode job running for three times its queue's visibility timeout.
+//   - one transcode job running for three times its queue's visibility timeout;
+//   - a few ledger groups enqueued each in one burst, whose first posting's first attempt
+//     overruns its deadline (instrument.Faults.OverrunMS): the group's postings behind it in the
+//     batch meet the soft deadline and must be listed without running or being charged an
+//     attempt;
+//   - a share of email envelopes sent twice with the same id, as SQS Standard may deliver them.
 //
-// Meanwhile the fault proxy answers a share of all AWS calls with throttling errors, and a share
-// of the function invocations have their process killed (SIGKILL) while it works on the batch.
+// Meanwhile the fault proxy answers a share of all AWS calls with throttling errors and holds
+// another share back before forwarding it (slow answers), and a share of the function
+// invocations have their process killed (SIGKILL) while it works on the batch.
 //
 // The functions run instrumented (internal/sampleapp/instrument: the sample workers wrapped with
 // a fault-injection and an effect-counting middleware) with instrument.EnvEffectsTable set: each
 // job's effect is counted in an effects table in the same DynamoDB transaction as its idempotency
 // record, and the ledger keeps
 // the order it applied each account's postings, so the checks read real state, not expectations.
-// The result is one line:
+// Each real run of a job writes a line to the functions' output (instrument.StartLog), so a
+// dead-lettered job can be told from one that never ran; the runtime's "job not started" lines,
+// matched by message id to the batches that listed them, count the batches that reached their
+// deadline. The result is one line:
 //
-//	CHAOS jobs=<n> lost=<n> duplicate_effects=<n> dead=<n> expected_dead=<n> order_violations=<n> long_job_runs=<n> seconds=<n>
+//	CHAOS jobs=<n> lost=<n> duplicate_effects=<n> dead=<n> expected_dead=<n> order_violations=<n> long_job_runs=<n> never_ran_dead=<n> duplicate_deliveries=<n> deadline_batches=<n> seconds=<n>
 //
 // StartStack, the harness that deploys the stack behind the proxy, serves the cost benchmark too.
 package chaos

@@ -9,15 +9,17 @@ import (
 )
 
 // Evaluate judges a run from the state it left: here, a run in which every job but the poison
-// ones applied its effect once, the poison ones were dead-lettered, each account's postings were
-// applied in order and the long job started once.
+// ones applied its effect once, the poison ones were dead-lettered after one run, each account's
+// postings were applied in order, the long job started once, and the planned duplicates and
+// overruns took place.
 func ExampleEvaluate() {
 	plan, err := chaos.NewPlan(chaos.PlanConfig{Jobs: 200, Groups: 2, GroupJobs: 5, PoisonRate: 0.02})
 	if err != nil {
 		panic(err)
 	}
-	st := chaos.State{Effects: map[string]instrument.EffectCount{}, Dead: map[string]int{}, Applied: map[string][]string{}}
+	st := chaos.State{Effects: map[string]instrument.EffectCount{}, Dead: map[string]int{}, Applied: map[string][]string{}, Runs: map[string]int{}}
 	for _, j := range plan.All() {
+		st.Runs[j.ID] = 1
 		if j.Poison {
 			st.Dead[j.ID]++
 			continue
@@ -28,9 +30,10 @@ func ExampleEvaluate() {
 		}
 	}
 	r := chaos.Evaluate(plan, st, nil)
+	r.DuplicateDeliveries, r.DeadlineBatches = 4, 1 // measured by the run, not in the state
 	fmt.Println(r.Line())
 	fmt.Println(r.Check())
 	// Output:
-	// CHAOS jobs=200 lost=0 duplicate_effects=0 dead=4 expected_dead=4 order_violations=0 long_job_runs=1 seconds=0
+	// CHAOS jobs=200 lost=0 duplicate_effects=0 dead=4 expected_dead=4 order_violations=0 long_job_runs=1 never_ran_dead=0 duplicate_deliveries=4 deadline_batches=1 seconds=0
 	// <nil>
 }

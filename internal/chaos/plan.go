@@ -26,6 +26,19 @@ type PlanConfig struct {
 	PoisonRate float64
 	// LongJobSeconds is the long job's duration; default 60.
 	LongJobSeconds int
+	// OverrunRate is the share of jobs whose first attempt returns OverrunMS past its deadline
+	// (instrument.Faults.OverrunMS): each is the first posting of a ledger group of its own
+	// (drawn among the groups whose first posting has no other fault), and those groups are
+	// enqueued one after the other, each in one burst (Plan.LedgerBursts), so that a batch holds
+	// the overrunning posting and the postings behind it, which then meet the soft deadline.
+	// Default 0.001, negative for none.
+	OverrunRate float64
+	// OverrunMS is how late an overrunning job returns; default 300.
+	OverrunMS int
+	// DuplicateRate is the share of jobs, drawn among the email jobs that are not poison, whose
+	// envelope is sent twice with the same id, as SQS Standard may deliver a message twice;
+	// default 0.02, negative for none.
+	DuplicateRate float64
 	// Seed makes the plan repeatable; default 1.
 	Seed uint64
 }
@@ -55,6 +68,15 @@ func (c PlanConfig) withDefaults() PlanConfig {
 	if c.Seed == 0 {
 		c.Seed = 1
 	}
+	if c.OverrunRate == 0 {
+		c.OverrunRate = 0.001
+	}
+	if c.OverrunMS == 0 {
+		c.OverrunMS = 300
+	}
+	if c.DuplicateRate == 0 {
+		c.DuplicateRate = 0.02
+	}
 	return c
 }
 
@@ -71,6 +93,9 @@ type PlannedJob struct {
 	FailAttempts int
 	// Long marks the long job.
 	Long bool
+	// OverrunMS repeats the job's overrun fault; Duplicate says its envelope is sent twice.
+	OverrunMS int
+	Duplicate bool
 }
 
 // Plan is the jobs of a run, in enqueue order per queue.
@@ -136,6 +161,7 @@ func NewPlan(cfg PlanConfig) (*Plan, error) {
 			})
 		}
 	}
+	p.drawExtras(rng)
 	p.Long = PlannedJob{ID: "chaos-long-1", Args: samplejobs.TranscodeVideo{VideoID: "chaos-long", Seconds: cfg.LongJobSeconds}, Long: true}
 	for _, list := range [][]PlannedJob{p.Email, p.Ledger} {
 		for i := range list {
@@ -146,10 +172,57 @@ func NewPlan(cfg PlanConfig) (*Plan, error) {
 	return p, nil
 }
 
+// drawExtras picks the overrunning postings (the first of groups whose first posting has no
+// other fault) and the duplicated emails (among those that are not poison), after the other
+// faults, so that a seed draws the same transient and poison jobs as before they existed.
+func (p *Plan) drawExtras(rng *rand.Rand) {
+	pick := func(list []PlannedJob, n int, ok func(*PlannedJob) bool, mark func(*PlannedJob)) {
+		var idx []int
+		for i := range list {
+			if ok(&list[i]) {
+				idx = append(idx, i)
+			}
+		}
+		rng.Shuffle(len(idx), func(a, b int) { idx[a], idx[b] = idx[b], idx[a] })
+		for _, i := range idx[:min(n, len(idx))] {
+			mark(&list[i])
+		}
+	}
+	count := func(rate float64) int { return max(int(math.Round(rate*float64(p.Config.Jobs))), 0) }
+	pick(p.Ledger, count(p.Config.OverrunRate),
+		func(j *PlannedJob) bool { return j.Seq == 1 && !j.Poison && j.FailAttempts == 0 },
+		func(j *PlannedJob) { j.OverrunMS = p.Config.OverrunMS })
+	pick(p.Email, count(p.Config.DuplicateRate),
+		func(j *PlannedJob) bool { return !j.Poison },
+		func(j *PlannedJob) { j.Duplicate = true })
+}
+
+// LedgerBursts returns the ledger postings in enqueue order: the groups whose first posting
+// overruns, each group's postings in one burst of its own, then the other groups interleaved as
+// in Plan.Ledger.
+func (p *Plan) LedgerBursts() (bursts [][]*PlannedJob, rest []*PlannedJob) {
+	index := map[string]int{}
+	for i := range p.Ledger {
+		if j := &p.Ledger[i]; j.OverrunMS > 0 {
+			index[j.Group] = len(bursts)
+			bursts = append(bursts, nil)
+		}
+	}
+	for i := range p.Ledger {
+		j := &p.Ledger[i]
+		if b, ok := index[j.Group]; ok {
+			bursts[b] = append(bursts[b], j)
+		} else {
+			rest = append(rest, j)
+		}
+	}
+	return bursts, rest
+}
+
 // Enqueued returns the args to enqueue for j: its Args with its planned faults added
 // (instrument.WithFaults), which the instrumented functions inject.
 func (j *PlannedJob) Enqueued() jobs.JobArgs {
-	return instrument.WithFaults(j.Args, instrument.Faults{FailAttempts: j.FailAttempts, Poison: j.Poison})
+	return instrument.WithFaults(j.Args, instrument.Faults{FailAttempts: j.FailAttempts, Poison: j.Poison, OverrunMS: j.OverrunMS})
 }
 
 // Len is the number of jobs.
@@ -198,4 +271,17 @@ func (p *Plan) Counts() (poison, transient int) {
 		}
 	}
 	return poison, transient
+}
+
+// ExtraCounts returns the number of overrunning jobs and of jobs sent twice.
+func (p *Plan) ExtraCounts() (overrun, duplicated int) {
+	for _, j := range p.byID {
+		if j.OverrunMS > 0 {
+			overrun++
+		}
+		if j.Duplicate {
+			duplicated++
+		}
+	}
+	return overrun, duplicated
 }

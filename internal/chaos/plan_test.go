@@ -26,6 +26,20 @@ func TestNewPlanDefaults(t *testing.T) {
 	poison, transient := p.Counts()
 	require.Equal(t, 100, poison, "exactly 1%")
 	require.Equal(t, 1000, transient, "exactly 10%")
+	overrun, duplicated := p.ExtraCounts()
+	require.Equal(t, 10, overrun, "exactly 0.1%")
+	bursts, rest := p.LedgerBursts()
+	require.Len(t, bursts, 10)
+	for _, b := range bursts {
+		require.Len(t, b, 20, "a burst is a whole group")
+		for i, j := range b {
+			require.Equal(t, b[0].Group, j.Group)
+			require.Equal(t, i+1, j.Seq, "in order")
+		}
+		require.Positive(t, b[0].OverrunMS)
+	}
+	require.Len(t, rest, 2000-200)
+	require.Equal(t, 200, duplicated, "exactly 2%")
 	ids := map[string]bool{}
 	for _, j := range p.All() {
 		require.False(t, ids[j.ID], "ids are unique: %s", j.ID)
@@ -35,7 +49,14 @@ func TestNewPlanDefaults(t *testing.T) {
 		require.LessOrEqual(t, j.FailAttempts, 2)
 		raw, err := json.Marshal(j.Enqueued())
 		require.NoError(t, err)
-		require.Equal(t, instrument.Faults{FailAttempts: j.FailAttempts, Poison: j.Poison}, instrument.FaultsOf(raw), "the planned faults are enqueued")
+		require.Equal(t, instrument.Faults{FailAttempts: j.FailAttempts, Poison: j.Poison, OverrunMS: j.OverrunMS}, instrument.FaultsOf(raw), "the planned faults are enqueued")
+		if j.OverrunMS > 0 {
+			require.True(t, j.Seq == 1 && !j.Poison && j.FailAttempts == 0, "overruns are first postings without other faults: %s", j.ID)
+			require.Equal(t, 300, j.OverrunMS)
+		}
+		if j.Duplicate {
+			require.True(t, j.Group == "" && !j.Long && !j.Poison, "duplicates are emails that are not poison: %s", j.ID)
+		}
 		if a, ok := j.Args.(samplejobs.PostLedger); ok {
 			require.Equal(t, j.Group, a.Account)
 		}
@@ -67,7 +88,7 @@ func TestNewPlanIsRepeatable(t *testing.T) {
 		require.NoError(t, err)
 		var b strings.Builder
 		for _, j := range p.All() {
-			fmt.Fprintf(&b, "%s:%v:%d ", j.ID, j.Poison, j.FailAttempts)
+			fmt.Fprintf(&b, "%s:%v:%d:%d:%v ", j.ID, j.Poison, j.FailAttempts, j.OverrunMS, j.Duplicate)
 		}
 		return b.String()
 	}
@@ -81,4 +102,14 @@ func TestNewPlanRejectsWhatDoesNotFit(t *testing.T) {
 	require.ErrorContains(t, err, "cannot hold")
 	_, err = chaos.NewPlan(chaos.PlanConfig{Jobs: 100, Groups: 1, GroupJobs: 1, TransientRate: 0.9, PoisonRate: 0.2})
 	require.ErrorContains(t, err, "do not fit")
+}
+
+// Negative rates turn the overrun and duplicate faults off.
+func TestNewPlanWithoutExtras(t *testing.T) {
+	t.Parallel()
+	p, err := chaos.NewPlan(chaos.PlanConfig{Jobs: 500, Groups: 5, GroupJobs: 4, OverrunRate: -1, DuplicateRate: -1})
+	require.NoError(t, err)
+	overrun, duplicated := p.ExtraCounts()
+	require.Zero(t, overrun)
+	require.Zero(t, duplicated)
 }

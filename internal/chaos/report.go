@@ -21,16 +21,26 @@ type State struct {
 	// Applied maps each ledger account to the posting ids the ledger applied, in the order it
 	// applied them (samplejobs.LedgerAppliedAttr).
 	Applied map[string][]string
+	// Runs counts the real runs of each job id: the instrument.StartLog lines in the functions'
+	// output (the runtime called the job's handler, charging an attempt).
+	Runs map[string]int
 }
 
 // Report is the outcome of a run.
 type Report struct {
 	// The CHAOS line's figures.
 	Jobs, Lost, DuplicateEffects, Dead, ExpectedDead, OrderViolations, LongJobRuns int
-	Seconds                                                                        int
+	// NeverRanDead counts the dead jobs without one real run (State.Runs).
+	NeverRanDead int
+	// DuplicateDeliveries counts the envelopes sent a second time with the same id.
+	DuplicateDeliveries int
+	// DeadlineBatches counts the batches that reached their soft deadline with records not
+	// started (the runtime's "job not started" lines, matched to the batches that listed them).
+	DeadlineBatches int
+	Seconds         int
 
 	// Examples (a few ids each) of what went wrong, for the log.
-	LostIDs, DuplicateIDs, UnexpectedDeadIDs, OrderViolationGroups []string
+	LostIDs, DuplicateIDs, UnexpectedDeadIDs, OrderViolationGroups, NeverRanDeadIDs []string
 	// DeadMessages counts dead-letter messages (a job dead-lettered twice counts twice).
 	DeadMessages int
 
@@ -41,22 +51,30 @@ type Report struct {
 // FaultCounts measures the faults a run injected.
 type FaultCounts struct {
 	Transient, Poison int // planned
+	// Overrun jobs (planned) return past their deadline on their first attempt; Duplicated jobs
+	// (planned) are sent twice.
+	Overrun, Duplicated int
+	// NotStarted counts the records the runtime did not start because their batch had reached
+	// its deadline.
+	NotStarted int64
 	// TransientFailures counts the injected retryable failures the functions reported.
 	TransientFailures int64
 	// Invocations of the functions; Kills the processes killed with SIGKILL during an invocation
 	// (of the email and ledger functions); Crashes the invocations that ended with their process
 	// gone.
 	Invocations, Kills, Crashes int64
-	// Calls reached the fault proxy; Throttled of them were answered with a throttling error.
-	Calls, Throttled int64
+	// Calls reached the fault proxy; Throttled of them were answered with a throttling error;
+	// Slowed of them were held back before they were forwarded (latency injection).
+	Calls, Throttled, Slowed int64
 	// APIs is the proxy's count per API.
 	APIs faultproxy.Stats
 }
 
 // Line is the CHAOS line.
 func (r *Report) Line() string {
-	return fmt.Sprintf("CHAOS jobs=%d lost=%d duplicate_effects=%d dead=%d expected_dead=%d order_violations=%d long_job_runs=%d seconds=%d",
-		r.Jobs, r.Lost, r.DuplicateEffects, r.Dead, r.ExpectedDead, r.OrderViolations, r.LongJobRuns, r.Seconds)
+	return fmt.Sprintf("CHAOS jobs=%d lost=%d duplicate_effects=%d dead=%d expected_dead=%d order_violations=%d long_job_runs=%d never_ran_dead=%d duplicate_deliveries=%d deadline_batches=%d seconds=%d",
+		r.Jobs, r.Lost, r.DuplicateEffects, r.Dead, r.ExpectedDead, r.OrderViolations, r.LongJobRuns,
+		r.NeverRanDead, r.DuplicateDeliveries, r.DeadlineBatches, r.Seconds)
 }
 
 // FaultLine describes the faults injected, in one line.
@@ -68,9 +86,9 @@ func (r *Report) FaultLine() string {
 		}
 		return 100 * float64(a) / float64(b)
 	}
-	return fmt.Sprintf("faults: transient_jobs=%d transient_failures=%d poison_jobs=%d invocations=%d kills=%d (%.1f%%) crashes=%d aws_calls=%d throttled=%d (%.1f%%) dead_messages=%d",
-		f.Transient, f.TransientFailures, f.Poison, f.Invocations, f.Kills, pct(f.Kills, f.Invocations), f.Crashes,
-		f.Calls, f.Throttled, pct(f.Throttled, f.Calls), r.DeadMessages)
+	return fmt.Sprintf("faults: transient_jobs=%d transient_failures=%d poison_jobs=%d overrun_jobs=%d not_started=%d duplicated_jobs=%d invocations=%d kills=%d (%.1f%%) crashes=%d aws_calls=%d throttled=%d (%.1f%%) slowed=%d (%.1f%%) dead_messages=%d",
+		f.Transient, f.TransientFailures, f.Poison, f.Overrun, f.NotStarted, f.Duplicated, f.Invocations, f.Kills, pct(f.Kills, f.Invocations), f.Crashes,
+		f.Calls, f.Throttled, pct(f.Throttled, f.Calls), f.Slowed, pct(f.Slowed, f.Calls), r.DeadMessages)
 }
 
 // APILines describes the AWS calls per API, one line each: calls, throttled, entries or messages.
@@ -85,7 +103,9 @@ func (r *Report) APILines() []string {
 }
 
 // Check returns nil when the invariants hold: nothing lost, no effect applied twice, exactly
-// the expected jobs dead, no order violation, the long job's body started once.
+// the expected jobs dead and each of them run at least once, no order violation, the long job's
+// body started once; and the planned faults took place: some envelopes delivered twice when
+// jobs were planned duplicated, some batches at their deadline when jobs were planned to overrun.
 func (r *Report) Check() error {
 	var errs []error
 	if r.Lost != 0 {
@@ -102,6 +122,15 @@ func (r *Report) Check() error {
 	}
 	if r.LongJobRuns != 1 {
 		errs = append(errs, fmt.Errorf("the long job's body started %d time(s), want 1", r.LongJobRuns))
+	}
+	if r.NeverRanDead != 0 {
+		errs = append(errs, fmt.Errorf("%d job(s) dead-lettered without one real run (e.g. %s)", r.NeverRanDead, strings.Join(r.NeverRanDeadIDs, ", ")))
+	}
+	if r.Faults.Duplicated > 0 && r.DuplicateDeliveries == 0 {
+		errs = append(errs, fmt.Errorf("%d job(s) planned duplicated, no duplicate delivered", r.Faults.Duplicated))
+	}
+	if r.Faults.Overrun > 0 && r.DeadlineBatches == 0 {
+		errs = append(errs, fmt.Errorf("%d job(s) planned to overrun, no batch reached its deadline", r.Faults.Overrun))
 	}
 	if len(errs) == 0 {
 		return nil
@@ -120,14 +149,22 @@ const examples = 5
 //   - dead: planned jobs with a message in a dead-letter queue;
 //   - order_violations: per ledger account, each posting applied after one with a greater or
 //     equal place in its group (or not planned for it);
-//   - long_job_runs: the times the long job's body started.
+//   - long_job_runs: the times the long job's body started;
+//   - never_ran_dead: dead jobs without a real run in st.Runs.
+//
+// DuplicateDeliveries and DeadlineBatches are the run's to fill in: they are not in the state.
 func Evaluate(p *Plan, st State, maxAttempts map[string]int) Report {
 	r := Report{Jobs: p.Len(), ExpectedDead: p.ExpectedDead(maxAttempts)}
 	r.Faults.Poison, r.Faults.Transient = p.Counts()
-	var lost, dup, unexpected []string
+	r.Faults.Overrun, r.Faults.Duplicated = p.ExtraCounts()
+	var lost, dup, unexpected, neverRan []string
 	for _, j := range p.All() {
 		applied := st.Effects[j.ID].Applied
 		dead := st.Dead[j.ID]
+		if dead > 0 && st.Runs[j.ID] == 0 {
+			r.NeverRanDead++
+			neverRan = append(neverRan, j.ID)
+		}
 		if dead > 0 {
 			r.Dead++
 			if !j.Poison && j.FailAttempts < maxOr(maxAttempts, j.Args.Kind()) {
@@ -185,6 +222,7 @@ func Evaluate(p *Plan, st State, maxAttempts map[string]int) Report {
 		}
 	}
 	r.LostIDs, r.DuplicateIDs, r.UnexpectedDeadIDs, r.OrderViolationGroups = first(lost), first(dup), first(unexpected), first(badGroups)
+	r.NeverRanDeadIDs = first(neverRan)
 	return r
 }
 

@@ -15,8 +15,9 @@ var maxAttempts = map[string]int{samplejobs.KindSendEmail: 5, samplejobs.KindPos
 // goodState is the state of a perfect run of p: every job applied once, the poison jobs dead,
 // the postings applied in order, the long job started once.
 func goodState(p *chaos.Plan) chaos.State {
-	st := chaos.State{Effects: map[string]instrument.EffectCount{}, Dead: map[string]int{}, Applied: map[string][]string{}}
+	st := chaos.State{Effects: map[string]instrument.EffectCount{}, Dead: map[string]int{}, Applied: map[string][]string{}, Runs: map[string]int{}}
 	for _, j := range p.All() {
+		st.Runs[j.ID] = 1
 		if j.Poison {
 			st.Dead[j.ID] = 1
 			continue
@@ -34,7 +35,7 @@ func goodState(p *chaos.Plan) chaos.State {
 
 func smallPlan(t *testing.T) *chaos.Plan {
 	t.Helper()
-	p, err := chaos.NewPlan(chaos.PlanConfig{Jobs: 400, Groups: 4, GroupJobs: 10, TransientRate: 0.1, PoisonRate: 0.05, Seed: 3})
+	p, err := chaos.NewPlan(chaos.PlanConfig{Jobs: 400, Groups: 4, GroupJobs: 10, TransientRate: 0.1, PoisonRate: 0.05, OverrunRate: 0.005, Seed: 3})
 	require.NoError(t, err)
 	return p
 }
@@ -43,9 +44,27 @@ func TestEvaluateGoodRun(t *testing.T) {
 	t.Parallel()
 	p := smallPlan(t)
 	r := chaos.Evaluate(p, goodState(p), maxAttempts)
-	r.Seconds = 42
+	r.Seconds, r.DuplicateDeliveries, r.DeadlineBatches = 42, 8, 2
 	require.NoError(t, r.Check())
-	require.Equal(t, "CHAOS jobs=400 lost=0 duplicate_effects=0 dead=20 expected_dead=20 order_violations=0 long_job_runs=1 seconds=42", r.Line())
+	require.Equal(t, "CHAOS jobs=400 lost=0 duplicate_effects=0 dead=20 expected_dead=20 order_violations=0 long_job_runs=1 never_ran_dead=0 duplicate_deliveries=8 deadline_batches=2 seconds=42", r.Line())
+}
+
+// The planned overruns and duplicates must have happened.
+func TestCheckWantsTheFaultsPlanned(t *testing.T) {
+	t.Parallel()
+	p := smallPlan(t)
+	r := chaos.Evaluate(p, goodState(p), maxAttempts)
+	require.Equal(t, 2, r.Faults.Overrun)
+	require.Equal(t, 8, r.Faults.Duplicated)
+	r.DeadlineBatches = 1
+	require.ErrorContains(t, r.Check(), "no duplicate delivered")
+	r.DuplicateDeliveries, r.DeadlineBatches = 8, 0
+	require.ErrorContains(t, r.Check(), "no batch reached its deadline")
+
+	none, err := chaos.NewPlan(chaos.PlanConfig{Jobs: 400, Groups: 4, GroupJobs: 10, OverrunRate: -1, DuplicateRate: -1, Seed: 3})
+	require.NoError(t, err)
+	r = chaos.Evaluate(none, goodState(none), maxAttempts)
+	require.NoError(t, r.Check(), "none planned, none wanted")
 }
 
 func TestEvaluateFindsEachBreach(t *testing.T) {
@@ -81,6 +100,8 @@ func TestEvaluateFindsEachBreach(t *testing.T) {
 		"a posting applied twice is out of order": {func(st *chaos.State) {
 			st.Applied[group] = append(st.Applied[group], st.Applied[group][0])
 		}, func(r chaos.Report) bool { return r.OrderViolations == 1 }, "order violation"},
+		"dead without a run": {func(st *chaos.State) { delete(st.Runs, poisoned) },
+			func(r chaos.Report) bool { return r.NeverRanDead == 1 && r.NeverRanDeadIDs[0] == poisoned }, "1 job(s) dead-lettered without one real run"},
 		"long job twice": {func(st *chaos.State) { st.Effects[p.Long.ID] = instrument.EffectCount{Applied: 1, Started: 2} },
 			func(r chaos.Report) bool { return r.LongJobRuns == 2 }, "started 2 time(s)"},
 	}
@@ -90,6 +111,7 @@ func TestEvaluateFindsEachBreach(t *testing.T) {
 			st := goodState(p)
 			c.change(&st)
 			r := chaos.Evaluate(p, st, maxAttempts)
+			r.DuplicateDeliveries, r.DeadlineBatches = 8, 2
 			require.True(t, c.want(r), "%+v", r)
 			require.ErrorContains(t, r.Check(), c.msg)
 		})

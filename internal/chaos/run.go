@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -39,6 +40,8 @@ const (
 	DefaultKillRate          = 0.02
 	DefaultLongJobVisibility = 20 * time.Second
 	DefaultTimeout           = 11 * time.Minute
+	DefaultLatencyRate       = 0.05
+	DefaultMaxLatency        = 400 * time.Millisecond
 )
 
 // Config configures Run. The zero value of a field means its default.
@@ -61,6 +64,16 @@ type Config struct {
 	// runtime's heartbeat period base); the long job runs three times as long. Default 20 s: the
 	// sample stack's 10 minutes would make a 30-minute job.
 	LongJobVisibility time.Duration
+	// LatencyRate is the share of AWS calls the proxy holds back before forwarding them, each
+	// for a random time up to MaxLatency, as a slow AWS answer; defaults 0.05 and 400 ms,
+	// negative rate for none.
+	LatencyRate float64
+	MaxLatency  time.Duration
+	// LedgerTimeout, if set, replaces the ledger function's timeout during the run (the
+	// sample's is 30 s), e.g. so that a posting that overruns its deadline
+	// (PlanConfig.OverrunRate) holds its batch a few seconds, not half a minute. Default: the
+	// sample's.
+	LedgerTimeout time.Duration
 	// Timeout bounds the wait for the jobs to settle; default 11 minutes. A run that has not
 	// settled by then is evaluated as it stands (unfinished jobs count as lost).
 	Timeout time.Duration
@@ -89,6 +102,12 @@ func (c Config) withDefaults() Config {
 	if c.Timeout <= 0 {
 		c.Timeout = DefaultTimeout
 	}
+	if c.LatencyRate == 0 {
+		c.LatencyRate = DefaultLatencyRate
+	}
+	if c.MaxLatency <= 0 {
+		c.MaxLatency = DefaultMaxLatency
+	}
 	if c.Seed == 0 {
 		c.Seed = 1
 	}
@@ -112,10 +131,10 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		return nil, err
 	}
 	r := &runner{cfg: cfg, plan: plan, rng: rand.New(rand.NewPCG(cfg.Seed, 0x6b696c6c))}
-	r.out = &lineCounter{w: cfg.FunctionOutput, needle: []byte(instrument.ErrInjected.Error())}
+	r.out = newOutputWatch(cfg.FunctionOutput)
 	stack, err := StartStack(ctx, StackConfig{
 		AWS: cfg.AWS, CDKOut: cfg.CDKOut, ModuleDir: cfg.ModuleDir, BuildDir: cfg.BuildDir,
-		Proxy:        &faultproxy.Options{ThrottleRate: max(cfg.ThrottleRate, 0), Seed: cfg.Seed},
+		Proxy:        &faultproxy.Options{ThrottleRate: max(cfg.ThrottleRate, 0), Seed: cfg.Seed, Latency: r.latency},
 		Instrumented: true, Effects: true, Customize: r.customize,
 		OnBatch: r.onBatch, OnInvoke: r.onInvoke, Output: r.out, Logger: cfg.Logger,
 	})
@@ -148,7 +167,7 @@ type runner struct {
 	cfg   Config
 	plan  *Plan
 	stack *Stack
-	out   *lineCounter
+	out   *outputWatch
 
 	rngMu sync.Mutex
 	rng   *rand.Rand
@@ -156,8 +175,12 @@ type runner struct {
 	devMu sync.Mutex
 	dev   *devstack.Stack
 
-	batchMu     sync.Mutex
-	fifoBatches []esm.BatchReport
+	batchMu       sync.Mutex
+	fifoBatches   []esm.BatchReport
+	failedBatches [][]string // the ids each partly failed batch listed, in the order reported
+
+	slowed     atomic.Int64 // calls the proxy held back
+	duplicates atomic.Int64 // envelopes sent a second time
 
 	killable                    map[string]bool // function names whose processes may be killed
 	killableInvocations         atomic.Int64
@@ -166,7 +189,9 @@ type runner struct {
 }
 
 // customize shortens the transcode queue's visibility timeout (and the runtime's view of it) so
-// that a job three times as long fits the run, and picks the functions whose processes may die.
+// that a job three times as long fits the run, sets the ledger function's timeout if asked
+// (Config.LedgerTimeout), enqueues the overrun groups (enqueueBursts) and picks the functions
+// whose processes may die.
 func (r *runner) customize(ctx context.Context, s *Stack) error {
 	long := s.Worker(samplejobs.KindTranscodeVideo)
 	if long == nil {
@@ -181,10 +206,20 @@ func (r *runner) customize(ctx context.Context, s *Stack) error {
 		return fmt.Errorf("chaos: set the transcode queue's visibility timeout: %w", err)
 	}
 	long.Env[jobs.EnvVisibilityTimeout] = vt
+	ledger := s.Worker(samplejobs.KindPostLedger)
+	if ledger == nil {
+		return errors.New("chaos: the deployment has no ledger function")
+	}
+	if r.cfg.LedgerTimeout > 0 {
+		ledger.Timeout = r.cfg.LedgerTimeout
+	}
 	if r.cfg.FunctionLogLevel != "" {
 		for i := range s.Deployment.Functions {
 			s.Deployment.Functions[i].Env[jobs.EnvLogLevel] = r.cfg.FunctionLogLevel
 		}
+	}
+	if err := r.enqueueBursts(ctx, s); err != nil {
+		return err
 	}
 	r.killable = map[string]bool{}
 	for _, kind := range []string{samplejobs.KindSendEmail, samplejobs.KindPostLedger} {
@@ -228,9 +263,45 @@ func (r *runner) onInvoke(function, _ string, pid int) {
 	}()
 }
 
+// enqueueBursts enqueues the ledger groups with an overrunning posting (Plan.LedgerBursts), one
+// group after the other, before the functions and their event source mappings start: each
+// group's postings then lie together on the queue, the first receive of a group hands them out
+// in one batch, and the postings behind the overrunning first one meet the soft deadline.
+// (Enqueued while the mappings poll, the group's first posting would be received alone.)
+func (r *runner) enqueueBursts(ctx context.Context, s *Stack) error {
+	bursts, _ := r.plan.LedgerBursts()
+	if len(bursts) == 0 {
+		return nil
+	}
+	producer, err := s.Producer()
+	if err != nil {
+		return err
+	}
+	for _, b := range bursts {
+		if err := r.enqueue(ctx, producer, b, &r.enqueued); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// latency is the proxy's Latency: a share (LatencyRate) of all calls wait up to MaxLatency.
+func (r *runner) latency(string) time.Duration {
+	if r.cfg.LatencyRate <= 0 || r.float() >= r.cfg.LatencyRate {
+		return 0
+	}
+	r.slowed.Add(1)
+	return time.Duration(r.float() * float64(r.cfg.MaxLatency))
+}
+
 func (r *runner) onBatch(_ string, rep esm.BatchReport) {
 	if rep.Outcome != 0 {
 		r.invocations.Add(1)
+	}
+	if len(rep.Failed) > 0 {
+		r.batchMu.Lock()
+		r.failedBatches = append(r.failedBatches, rep.Failed)
+		r.batchMu.Unlock()
 	}
 	if rep.Outcome == lambdaruntime.Crash {
 		r.crashes.Add(1)
@@ -286,36 +357,10 @@ func (r *runner) run(ctx context.Context) (*Report, error) {
 		return nil, err
 	}
 	start := time.Now()
-	// Enqueue as services would, while the stack runs: the long job, then the ledger postings (in
-	// order per account) alongside the emails.
-	if err := r.enqueue(ctx, producer, []*PlannedJob{&r.plan.Long}); err != nil {
+	if err := r.enqueueAll(ctx, producer); err != nil {
 		return nil, err
 	}
-	errc := make(chan error, 2)
-	go func() {
-		var ledger []*PlannedJob
-		for i := range r.plan.Ledger {
-			ledger = append(ledger, &r.plan.Ledger[i])
-		}
-		errc <- r.enqueue(ctx, producer, ledger)
-	}()
-	go func() {
-		var emails []*PlannedJob
-		for i := range r.plan.Email {
-			emails = append(emails, &r.plan.Email[i])
-		}
-		for i := 0; i < len(emails); i += 500 {
-			if err := r.enqueue(ctx, producer, emails[i:min(i+500, len(emails))]); err != nil {
-				errc <- err
-				return
-			}
-		}
-		errc <- nil
-	}()
-	if err := errors.Join(<-errc, <-errc); err != nil {
-		return nil, err
-	}
-	fmt.Fprintf(r.cfg.Progress, "chaos: %d jobs enqueued in %.1fs\n", r.enqueued.Load(), time.Since(start).Seconds())
+	fmt.Fprintf(r.cfg.Progress, "chaos: %d jobs enqueued (%d of them twice) in %.1fs\n", r.enqueued.Load(), r.duplicates.Load(), time.Since(start).Seconds())
 
 	settled := r.wait(ctx, start)
 	elapsed := time.Since(start)
@@ -342,17 +387,88 @@ func (r *runner) run(ctx context.Context) (*Report, error) {
 		}
 	}
 	rep.Seconds = int(elapsed.Round(time.Second) / time.Second)
-	rep.Faults.APIs = r.stack.Proxy.Stats()
-	total := rep.Faults.APIs.Total("")
-	rep.Faults.Calls, rep.Faults.Throttled = total.Requests, total.Throttled
-	rep.Faults.Invocations, rep.Faults.Kills, rep.Faults.Crashes = r.invocations.Load(), r.kills.Load(), r.crashes.Load()
-	rep.Faults.TransientFailures = r.out.count.Load()
+	r.measured(&rep)
 	return &rep, nil
 }
 
+// measured fills in what the run measured rather than read from the state.
+func (r *runner) measured(rep *Report) {
+	rep.DuplicateDeliveries = int(r.duplicates.Load())
+	rep.DeadlineBatches = r.deadlineBatches()
+	rep.Faults.APIs = r.stack.Proxy.Stats()
+	total := rep.Faults.APIs.Total("")
+	rep.Faults.Calls, rep.Faults.Throttled, rep.Faults.Slowed = total.Requests, total.Throttled, r.slowed.Load()
+	rep.Faults.Invocations, rep.Faults.Kills, rep.Faults.Crashes = r.invocations.Load(), r.kills.Load(), r.crashes.Load()
+	rep.Faults.TransientFailures = r.out.failures.Load()
+	rep.Faults.NotStarted = r.out.notStartedTotal()
+}
+
+// deadlineBatches counts the batches that listed a record the runtime said it did not start
+// because the batch had reached its deadline: each such line is matched, by message id, to the
+// first partly failed batch not yet matched that listed the message.
+func (r *runner) deadlineBatches() int {
+	left := r.out.notStartedByMessage()
+	r.batchMu.Lock()
+	defer r.batchMu.Unlock()
+	n := 0
+	for _, failed := range r.failedBatches {
+		hit := false
+		for _, id := range failed {
+			if left[id] > 0 {
+				left[id]--
+				hit = true
+			}
+		}
+		if hit {
+			n++
+		}
+	}
+	return n
+}
+
+// enqueueAll enqueues the plan as services would, while the stack runs: the long job, then the
+// ledger postings (in order per account; the groups with an overrunning posting are on the queue
+// already, see enqueueBursts) alongside the emails, 500 at a time; after each 500 emails, the
+// envelopes of those planned duplicated are sent again with the same ids.
+func (r *runner) enqueueAll(ctx context.Context, producer *jobs.Client) error {
+	if err := r.enqueue(ctx, producer, []*PlannedJob{&r.plan.Long}, &r.enqueued); err != nil {
+		return err
+	}
+	errc := make(chan error, 2)
+	go func() {
+		_, rest := r.plan.LedgerBursts() // the bursts are on the queue already (customize)
+		errc <- r.enqueue(ctx, producer, rest, &r.enqueued)
+	}()
+	go func() {
+		var emails []*PlannedJob
+		for i := range r.plan.Email {
+			emails = append(emails, &r.plan.Email[i])
+		}
+		for i := 0; i < len(emails); i += 500 {
+			chunk := emails[i:min(i+500, len(emails))]
+			if err := r.enqueue(ctx, producer, chunk, &r.enqueued); err != nil {
+				errc <- err
+				return
+			}
+			var again []*PlannedJob
+			for _, j := range chunk {
+				if j.Duplicate {
+					again = append(again, j)
+				}
+			}
+			if err := r.enqueue(ctx, producer, again, &r.duplicates); err != nil {
+				errc <- err
+				return
+			}
+		}
+		errc <- nil
+	}()
+	return errors.Join(<-errc, <-errc)
+}
+
 // enqueue sends batch through the producer, re-sending what failed (in order, so a FIFO group's
-// later jobs wait for its earlier ones) until all are on their queues.
-func (r *runner) enqueue(ctx context.Context, producer *jobs.Client, batch []*PlannedJob) error {
+// later jobs wait for its earlier ones) until all are on their queues, counting each job sent.
+func (r *runner) enqueue(ctx context.Context, producer *jobs.Client, batch []*PlannedJob, sent *atomic.Int64) error {
 	pending := batch
 	for attempt := 1; len(pending) > 0; attempt++ {
 		jobsIn := make([]jobs.BatchJob, len(pending))
@@ -365,7 +481,7 @@ func (r *runner) enqueue(ctx context.Context, producer *jobs.Client, batch []*Pl
 			if res.Err != nil {
 				again = append(again, pending[i])
 			} else {
-				r.enqueued.Add(1)
+				sent.Add(1)
 			}
 		}
 		if len(again) > 0 && ctx.Err() != nil {
@@ -448,7 +564,7 @@ func queueDepth(ctx context.Context, client *sqs.Client, queue string) (int, err
 // ledger's applied postings.
 func (r *runner) readState(ctx context.Context) (State, error) {
 	db := dynamodb.NewFromConfig(r.stack.Direct)
-	st := State{Dead: map[string]int{}, Applied: map[string][]string{}}
+	st := State{Dead: map[string]int{}, Applied: map[string][]string{}, Runs: r.out.runsByJob()}
 	var err error
 	st.Effects, err = instrument.ReadEffects(ctx, db, r.stack.EffectsTable)
 	if err != nil {
@@ -535,18 +651,77 @@ func drainDead(ctx context.Context, client *sqs.Client, queue string, dead map[s
 	}
 }
 
-// lineCounter passes output on and counts the lines that contain needle.
-type lineCounter struct {
-	w      io.Writer
-	needle []byte
-	count  atomic.Int64
+// outputWatch passes the functions' output on and reads, from each line: the injected
+// failures, the real runs per job id (instrument.StartLog) and the records not started because
+// their batch had reached its deadline, per message id.
+type outputWatch struct {
+	w        io.Writer
+	failures atomic.Int64
+
+	mu         sync.Mutex
+	runs       map[string]int
+	notStarted map[string]int
 }
 
-func (l *lineCounter) Write(p []byte) (int, error) {
+// notStartedMsg starts the runtime's lines for a record left alone because its batch reached its
+// deadline: "job not started: the batch reached its deadline; ..." (the soft deadline passed
+// before it could start) and "job not started near the Lambda deadline: ..." (still waiting at
+// the hard stop).
+const notStartedMsg = `"msg":"job not started`
+
+var (
+	injectedNeedle   = []byte(instrument.ErrInjected.Error())
+	notStartedNeedle = []byte(notStartedMsg)
+)
+
+func newOutputWatch(w io.Writer) *outputWatch {
+	return &outputWatch{w: w, runs: map[string]int{}, notStarted: map[string]int{}}
+}
+
+func (o *outputWatch) Write(p []byte) (int, error) {
 	for _, line := range bytes.Split(p, []byte("\n")) {
-		if bytes.Contains(line, l.needle) {
-			l.count.Add(1)
+		if bytes.Contains(line, injectedNeedle) {
+			o.failures.Add(1)
+		}
+		if s, ok := instrument.ParseStart(line); ok {
+			o.mu.Lock()
+			o.runs[s.JobID]++
+			o.mu.Unlock()
+		}
+		if bytes.Contains(line, notStartedNeedle) {
+			var rec struct {
+				MessageID string `json:"message_id"`
+			}
+			if i := bytes.IndexByte(line, '{'); i >= 0 && json.Unmarshal(line[i:], &rec) == nil && rec.MessageID != "" {
+				o.mu.Lock()
+				o.notStarted[rec.MessageID]++
+				o.mu.Unlock()
+			}
 		}
 	}
-	return l.w.Write(p)
+	return o.w.Write(p)
+}
+
+// runsByJob returns a copy of the real runs per job id.
+func (o *outputWatch) runsByJob() map[string]int {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return maps.Clone(o.runs)
+}
+
+// notStartedByMessage returns a copy of the not-started lines per message id.
+func (o *outputWatch) notStartedByMessage() map[string]int {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return maps.Clone(o.notStarted)
+}
+
+func (o *outputWatch) notStartedTotal() int64 {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	var n int64
+	for _, c := range o.notStarted {
+		n += int64(c)
+	}
+	return n
 }

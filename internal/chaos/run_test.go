@@ -13,8 +13,9 @@ import (
 	"github.com/jobkit-go/jobkit/localstack/awstest"
 )
 
-// A small run of the real sample stack: throttling on every AWS call, transient and poison jobs,
-// a FIFO part and the long job. (Process kills are left to `make chaos`: a killed batch waits out
+// A small run of the real sample stack: throttling and latency on every AWS call, transient and
+// poison jobs, a FIFO part with postings that overrun their deadline, envelopes sent twice and
+// the long job. (Process kills are left to `make chaos`: a killed batch waits out
 // the queue's one-minute visibility timeout.)
 func TestRunSmall(t *testing.T) {
 	t.Parallel()
@@ -28,8 +29,8 @@ func TestRunSmall(t *testing.T) {
 	}
 	rep, err := chaos.Run(context.Background(), chaos.Config{
 		AWS: cfg, CDKOut: cdkOut, ModuleDir: filepath.Join("..", ".."), BuildDir: t.TempDir(),
-		Plan:         chaos.PlanConfig{Jobs: 120, Groups: 3, GroupJobs: 5, PoisonRate: 0.05},
-		ThrottleRate: 0.1, KillRate: -1, LongJobVisibility: 3 * time.Second, Timeout: 3 * time.Minute,
+		Plan:         chaos.PlanConfig{Jobs: 120, Groups: 3, GroupJobs: 5, PoisonRate: 0.05, OverrunRate: 0.02, DuplicateRate: 0.05},
+		ThrottleRate: 0.1, LatencyRate: 0.1, KillRate: -1, LongJobVisibility: 6 * time.Second, LedgerTimeout: 8 * time.Second, Timeout: 3 * time.Minute,
 	})
 	require.NoError(t, err)
 	t.Log(rep.Line())
@@ -38,6 +39,12 @@ func TestRunSmall(t *testing.T) {
 	require.Equal(t, 120, rep.Jobs)
 	require.Equal(t, 6, rep.ExpectedDead)
 	require.Positive(t, rep.Faults.Throttled)
+	require.Positive(t, rep.Faults.Slowed, "some AWS answers were slow")
+	require.Equal(t, 2, rep.Faults.Overrun)
+	require.Positive(t, rep.DeadlineBatches, "an overrun left records of its batch not started")
+	require.Positive(t, rep.Faults.NotStarted)
+	require.Equal(t, 6, rep.DuplicateDeliveries)
+	require.Zero(t, rep.NeverRanDead)
 	require.Positive(t, rep.Faults.TransientFailures, "injected failures were reported by the functions")
 	require.Zero(t, rep.Faults.Kills)
 }

@@ -1,9 +1,10 @@
 // Command chaos runs jobkit's sample stack offline under faults (package chaos) and prints
 //
-//	CHAOS jobs=<n> lost=<n> duplicate_effects=<n> dead=<n> expected_dead=<n> order_violations=<n> long_job_runs=<n> seconds=<n>
+//	CHAOS jobs=<n> lost=<n> duplicate_effects=<n> dead=<n> expected_dead=<n> order_violations=<n> long_job_runs=<n> never_ran_dead=<n> duplicate_deliveries=<n> deadline_batches=<n> seconds=<n>
 //
-// It exits 1 unless lost=0, duplicate_effects=0, dead=expected_dead, order_violations=0 and
-// long_job_runs=1, and 2 when the run itself failed. It needs the emulator at AWS_ENDPOINT_URL
+// It exits 1 unless lost=0, duplicate_effects=0, dead=expected_dead, order_violations=0,
+// long_job_runs=1 and never_ran_dead=0, with duplicate_deliveries and deadline_batches above 0
+// when duplicates and overruns were planned; and 2 when the run itself failed. It needs the emulator at AWS_ENDPOINT_URL
 // (default http://127.0.0.1:4566) and a synthesized cloud assembly (make synth).
 package main
 
@@ -34,6 +35,11 @@ func main() {
 	flag.Float64Var(&cfg.Plan.PoisonRate, "poison", 0.01, "share of poison jobs")
 	flag.Float64Var(&cfg.KillRate, "kill", chaos.DefaultKillRate, "share of email and ledger invocations whose process is killed mid-batch")
 	flag.Float64Var(&cfg.ThrottleRate, "throttle", chaos.DefaultThrottleRate, "share of AWS calls answered with a throttling error")
+	flag.Float64Var(&cfg.Plan.OverrunRate, "overrun", 0.001, "share of jobs (first postings of ledger groups enqueued in a burst) whose first attempt returns past its deadline")
+	flag.Float64Var(&cfg.Plan.DuplicateRate, "duplicate", 0.02, "share of jobs (emails) whose envelope is sent twice")
+	flag.Float64Var(&cfg.LatencyRate, "latency", chaos.DefaultLatencyRate, "share of AWS calls held back before they are forwarded")
+	flag.DurationVar(&cfg.MaxLatency, "max-latency", chaos.DefaultMaxLatency, "the longest a held-back AWS call waits")
+	flag.DurationVar(&cfg.LedgerTimeout, "ledger-timeout", 0, "the ledger function's timeout during the run (0: the sample's)")
 	flag.DurationVar(&cfg.LongJobVisibility, "long-vt", chaos.DefaultLongJobVisibility, "the transcode queue's visibility timeout; the long job runs 3× as long")
 	flag.DurationVar(&cfg.Timeout, "timeout", chaos.DefaultTimeout, "how long the jobs may take to settle")
 	flag.StringVar(&cfg.FunctionLogLevel, "function-log-level", "", "the functions' log level (DEBUG logs every job)")
@@ -79,9 +85,10 @@ func run(ctx context.Context, cfg chaos.Config, logFile string) int {
 	}
 	cfg.FunctionOutput = out
 	cfg.Logger = slog.New(slog.NewJSONHandler(out, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	fmt.Fprintf(os.Stderr, "chaos: %d jobs (%d FIFO groups × %d), transient %.0f%%, poison %.0f%%, kills %.0f%% of invocations, throttling %.0f%% of AWS calls, long job %s (3× its queue's visibility timeout)\n",
+	fmt.Fprintf(os.Stderr, "chaos: %d jobs (%d FIFO groups × %d), transient %.0f%%, poison %.0f%%, overrun %.1f%%, sent twice %.0f%%, kills %.0f%% of invocations, throttling %.0f%% and latency up to %s on %.0f%% of AWS calls, long job %s (3× its queue's visibility timeout)\n",
 		cfg.Plan.Jobs, cfg.Plan.Groups, cfg.Plan.GroupJobs, 100*cfg.Plan.TransientRate, 100*cfg.Plan.PoisonRate,
-		100*cfg.KillRate, 100*cfg.ThrottleRate, 3*cfg.LongJobVisibility)
+		100*cfg.Plan.OverrunRate, 100*cfg.Plan.DuplicateRate, 100*cfg.KillRate, 100*cfg.ThrottleRate,
+		cfg.MaxLatency, 100*cfg.LatencyRate, 3*cfg.LongJobVisibility)
 	t0 := time.Now()
 	rep, err := chaos.Run(ctx, cfg)
 	if err != nil {

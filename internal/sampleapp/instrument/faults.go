@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"time"
 
 	"github.com/jobkit-go/jobkit/jobs"
 )
@@ -26,6 +27,11 @@ type Faults struct {
 	FailAttempts int `json:"fail_attempts,omitempty"`
 	// Poison cancels the job (jobs.Cancel(ErrPoison)): it is dead-lettered at once, never retried.
 	Poison bool `json:"poison,omitempty"`
+	// OverrunMS makes attempt 1 finish late: once the job's work has succeeded, it returns only
+	// OverrunMS milliseconds after its context's deadline (the jobs' soft deadline, before the
+	// Lambda deadline), as code that does not watch ctx does. Without a deadline it waits
+	// OverrunMS. The records behind it in the batch then meet a passed deadline.
+	OverrunMS int `json:"overrun_ms,omitempty"`
 }
 
 // Inject returns the failure f asks for on this attempt, or nil.
@@ -49,16 +55,35 @@ func FaultsOf(args json.RawMessage) Faults {
 	return f
 }
 
-// FaultMiddleware returns the middleware that injects each job's faults (FaultsOf its raw args)
-// before the job's worker runs: a job asking for a failure on this attempt fails with it, without
-// running. Put it inside idempotency.Middleware, as a fault of the worker's own would be.
+// Overrun returns how long after the job's work attempt must wait before it returns, given the
+// context's deadline and the time now: zero unless OverrunMS is set and attempt is 1.
+func (f Faults) Overrun(ctx context.Context, attempt int, now time.Time) time.Duration {
+	if f.OverrunMS <= 0 || attempt != 1 {
+		return 0
+	}
+	late := time.Duration(f.OverrunMS) * time.Millisecond
+	if deadline, ok := ctx.Deadline(); ok {
+		return max(deadline.Sub(now)+late, 0)
+	}
+	return late
+}
+
+// FaultMiddleware returns the middleware that injects each job's faults (FaultsOf its raw args):
+// a job asking for a failure on this attempt fails with it, without running; a job asking for an
+// overrun (Faults.OverrunMS) runs, then returns late, whatever its context says. Put it inside
+// idempotency.Middleware, as a fault of the worker's own would be.
 func FaultMiddleware() jobs.Middleware {
 	return func(next jobs.Handler) jobs.Handler {
 		return func(ctx context.Context, row *jobs.JobRow) error {
-			if err := FaultsOf(row.EncodedArgs).Inject(row.Attempt); err != nil {
+			f := FaultsOf(row.EncodedArgs)
+			if err := f.Inject(row.Attempt); err != nil {
 				return err
 			}
-			return next(ctx, row)
+			if err := next(ctx, row); err != nil {
+				return err
+			}
+			time.Sleep(f.Overrun(ctx, row.Attempt, time.Now()))
+			return nil
 		}
 	}
 }
@@ -104,6 +129,10 @@ func (a Faulty) MarshalJSON() ([]byte, error) {
 	if a.Faults.Poison {
 		sep()
 		out = append(out, `"poison":true`...)
+	}
+	if a.Faults.OverrunMS != 0 {
+		sep()
+		out = append(append(out, `"overrun_ms":`...), strconv.Itoa(a.Faults.OverrunMS)...)
 	}
 	return append(out, '}'), nil
 }

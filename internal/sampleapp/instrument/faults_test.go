@@ -1,12 +1,14 @@
 package instrument_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -95,4 +97,56 @@ func TestBinaries(t *testing.T) {
 			require.NoError(t, err, dir)
 		}
 	}
+}
+
+// An overrun job does its work, then returns the overrun past its context's deadline, on its
+// first attempt only.
+func TestFaultsOverrun(t *testing.T) {
+	t.Parallel()
+	f := instrument.Faults{OverrunMS: 300}
+	now := time.Now()
+	ctx, cancel := context.WithDeadline(context.Background(), now.Add(time.Second))
+	defer cancel()
+	require.Equal(t, 1300*time.Millisecond, f.Overrun(ctx, 1, now))
+	require.Zero(t, f.Overrun(ctx, 2, now), "only the first attempt")
+	require.Equal(t, 300*time.Millisecond, f.Overrun(context.Background(), 1, now), "no deadline: the overrun itself")
+	require.Zero(t, instrument.Faults{}.Overrun(ctx, 1, now))
+
+	b, err := json.Marshal(instrument.WithFaults(samplejobs.SendEmail{To: "a@example.com"}, f))
+	require.NoError(t, err)
+	require.Equal(t, `{"to":"a@example.com","subject":"","overrun_ms":300}`, string(b))
+	require.Equal(t, f, instrument.FaultsOf(b))
+
+	ran := false
+	workers := jobs.NewWorkers()
+	workers.Use(instrument.FaultMiddleware())
+	jobs.AddWorker(workers, jobs.WorkFunc[samplejobs.SendEmail](func(context.Context, *jobs.Job[samplejobs.SendEmail]) error {
+		ran = true
+		return nil
+	}))
+	short, cancel2 := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	defer cancel2()
+	start := time.Now()
+	require.NoError(t, jobstest.Run(short, workers, instrument.WithFaults(samplejobs.SendEmail{To: "a@example.com"}, instrument.Faults{OverrunMS: 50}), &jobstest.JobOpts{Attempt: 1}))
+	require.True(t, ran, "the work is done before the overrun")
+	require.GreaterOrEqual(t, time.Since(start), 70*time.Millisecond, "returns past the deadline")
+}
+
+// StartLog writes one line per run, which ParseStart reads back, prefixed as devstack prefixes
+// a function's output.
+func TestStartLog(t *testing.T) {
+	t.Parallel()
+	var out bytes.Buffer
+	workers := jobs.NewWorkers()
+	workers.Use(instrument.StartLog(&out), instrument.FaultMiddleware())
+	jobs.AddWorker(workers, jobs.WorkFunc[samplejobs.SendEmail](func(context.Context, *jobs.Job[samplejobs.SendEmail]) error { return nil }))
+	job := instrument.WithFaults(samplejobs.SendEmail{To: "a@example.com"}, instrument.Faults{Poison: true})
+	require.Error(t, jobstest.Run(context.Background(), workers, job, &jobstest.JobOpts{ID: "j1", Attempt: 2}))
+
+	line := append([]byte("[fn] "), bytes.TrimSpace(out.Bytes())...)
+	s, ok := instrument.ParseStart(line)
+	require.True(t, ok, "%s", line)
+	require.Equal(t, instrument.Start{Event: instrument.StartEvent, JobID: "j1", Kind: samplejobs.KindSendEmail, Attempt: 2}, s)
+	_, ok = instrument.ParseStart([]byte(`[fn] {"msg":"job failed","job_id":"j1"}`))
+	require.False(t, ok)
 }

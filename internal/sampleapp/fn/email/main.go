@@ -1,5 +1,5 @@
 // Command email is functions/email instrumented for the dev and chaos programs: the same
-// EmailWorker, wrapped with instrument.FaultMiddleware and, when EFFECTS_TABLE is set, the
+// EmailWorker, wrapped with instrument.StartLog (outermost), instrument.FaultMiddleware and, when EFFECTS_TABLE is set, the
 // effects count (instrument.Effects), both inside the idempotency middleware.
 package main
 
@@ -33,7 +33,7 @@ func main() {
 	workers := jobs.NewWorkers()
 	store := idempotency.NewDynamoDBStore(db, table)
 	cfg.Deliveries = store // as the sample function: attempts count real runs
-	workers.Use(idempotency.Middleware(store, nil),
+	workers.Use(instrument.StartLog(os.Stdout), idempotency.Middleware(store, nil),
 		instrument.FaultMiddleware(), instrument.EffectsFromEnv(db).Middleware())
 	jobs.AddWorker(workers, &samplejobs.EmailWorker{Mailer: samplejobs.LogMailer{Logger: cfg.Logger}})
 	lambda.Start(jobs.NewLambdaHandler(workers, cfg))

@@ -1,5 +1,5 @@
 // Command ledger is functions/ledger instrumented for the dev and chaos programs: the same
-// LedgerWorker, wrapped with instrument.FaultMiddleware and, when EFFECTS_TABLE is set, the
+// LedgerWorker, wrapped with instrument.StartLog (outermost), instrument.FaultMiddleware and, when EFFECTS_TABLE is set, the
 // effects count, which commits in the posting's own transaction (instrument.Effects).
 package main
 
@@ -33,7 +33,7 @@ func main() {
 	workers := jobs.NewWorkers()
 	store := idempotency.NewDynamoDBStore(db, idemTable)
 	cfg.Deliveries = store // as the sample function: attempts count real runs
-	workers.Use(idempotency.Middleware(store, nil),
+	workers.Use(instrument.StartLog(os.Stdout), idempotency.Middleware(store, nil),
 		instrument.FaultMiddleware(), instrument.EffectsFromEnv(db).Middleware())
 	jobs.AddWorker(workers, &samplejobs.LedgerWorker{Table: ledgerTable})
 	lambda.Start(jobs.NewLambdaHandler(workers, cfg))

@@ -1,5 +1,5 @@
 // Command transcode is functions/transcode instrumented for the dev and chaos programs: the same
-// TranscodeWorker, wrapped with instrument.FaultMiddleware and, when EFFECTS_TABLE is set, the
+// TranscodeWorker, wrapped with instrument.StartLog, instrument.FaultMiddleware and, when EFFECTS_TABLE is set, the
 // count of each start and each finish of a transcode (instrument.Effects).
 package main
 
@@ -27,7 +27,7 @@ func main() {
 		effects = instrument.EffectsFromEnv(dynamodb.NewFromConfig(awsCfg))
 	}
 	workers := jobs.NewWorkers()
-	workers.Use(instrument.FaultMiddleware(), effects.Middleware())
+	workers.Use(instrument.StartLog(os.Stdout), instrument.FaultMiddleware(), effects.Middleware())
 	jobs.AddWorker(workers, &samplejobs.TranscodeWorker{Logger: cfg.Logger})
 	lambda.Start(jobs.NewLambdaHandler(workers, cfg))
 }
