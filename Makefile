@@ -58,9 +58,9 @@ lock: ## regenerate localstack/requirements.lock and infra/tools/package-lock.js
 	  --output-file requirements.lock requirements.txt
 	cd infra/tools && npm install --package-lock-only --no-audit --no-fund --loglevel=error
 
-lock-localstack: ## regenerate localstack/requirements-localstack.lock (LocalStack's host-mode venv; Python >= 3.12)
+lock-localstack: ## regenerate localstack/requirements-localstack.lock (LocalStack's host-mode venv; Python >= 3.13)
 	@tmp=$$(mktemp -d); trap 'rm -rf "$$tmp"' EXIT; \
-	py=$$(command -v python3.12 || command -v python3.13) || { echo "lock-localstack: needs python3.12 or python3.13" >&2; exit 1; }; \
+	py=$$(command -v python3.13) || { echo "lock-localstack: needs python3.13" >&2; exit 1; }; \
 	"$$py" -m venv "$$tmp/venv"; \
 	"$$tmp/venv/bin/pip" install --quiet --disable-pip-version-check '$(PIP_TOOLS)'; \
 	cd localstack && "$$tmp/venv/bin/pip-compile" --quiet --generate-hashes --allow-unsafe --strip-extras \

@@ -37,19 +37,18 @@ healthy() { curl -sf --max-time 2 "$URL/_localstack/health" 2>/dev/null | grep -
 
 docker_answers() { command -v docker >/dev/null && docker info >/dev/null 2>&1; }
 
-# find_python prints a Python >= 3.12 (localstack-core uses PEP 695 syntax), or fails naming it.
+# find_python prints a Python >= 3.13 (localstack-core 2026.3 uses PEP 695 syntax and
+# warnings.deprecated, new in 3.13), or fails naming it.
 find_python() {
   local c
-  # 3.12 first: the lock is resolved on it.
-  for c in python3.12 "$(command -v pyenv >/dev/null && echo "$(pyenv root)/versions/3.12"*/bin/python3)" python3.13 \
-    "$(command -v pyenv >/dev/null && echo "$(pyenv root)/versions/3.13"*/bin/python3)" python3; do
+  for c in python3.13 "$(command -v pyenv >/dev/null && echo "$(pyenv root)/versions/3.13"*/bin/python3)" python3.14 python3; do
     [[ -n "$c" ]] && command -v "$c" >/dev/null 2>&1 || continue
-    if "$c" -c 'import sys; sys.exit(0 if sys.version_info >= (3, 12) else 1)' 2>/dev/null; then
+    if "$c" -c 'import sys; sys.exit(0 if sys.version_info >= (3, 13) else 1)' 2>/dev/null; then
       command -v "$c"
       return
     fi
   done
-  echo "localstack: host mode needs Python >= 3.12 (python3.12 or python3.13 on PATH, or under pyenv); none found" >&2
+  echo "localstack: host mode needs Python >= 3.13 (python3.13 on PATH, or under pyenv); none found" >&2
   return 1
 }
 
