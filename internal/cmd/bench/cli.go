@@ -72,7 +72,8 @@ func benchCLI(ctx context.Context, emit func(string, any)) error {
 		return err
 	}
 	start = time.Now()
-	res, err := in.Redrive(ctx, rdlq, &inspect.RedriveOptions{Method: inspect.RedriveManual})
+	// src is the queue the jobs died on: the one destination the redrive trusts for them.
+	res, err := in.Redrive(ctx, rdlq, &inspect.RedriveOptions{Method: inspect.RedriveManual, Source: src})
 	if err != nil {
 		return err
 	}
