@@ -71,6 +71,8 @@ func seedDead(t testing.TB, client *sqs.Client, dlqURL, source, prefix string, n
 func seedDeadFrom(t testing.TB, client *sqs.Client, dlqURL string, sources []string, prefix string, n int, kindOf func(i int) string) []string {
 	t.Helper()
 	ctx := context.Background()
+	v, f := depth(t, client, dlqURL)
+	before := v + f
 	ids := make([]string, n)
 	sem := make(chan struct{}, 4)
 	var wg sync.WaitGroup
@@ -114,7 +116,47 @@ func seedDeadFrom(t testing.TB, client *sqs.Client, dlqURL string, sources []str
 	for err := range errs {
 		require.NoError(t, err)
 	}
+	dropSeedCopies(t, client, dlqURL, before+n)
 	return ids
+}
+
+// dropSeedCopies leaves one message per job in dlqURL, which should hold n. A SendMessageBatch whose answer was lost
+// is sent again by the SDK, and a Standard queue keeps both copies (at-least-once): a seeded
+// DLQ can hold a batch twice, which the tests must not mistake for the redrive's doing.
+func dropSeedCopies(t testing.TB, client *sqs.Client, dlqURL string, n int) {
+	t.Helper()
+	ctx := context.Background()
+	if v, f := depth(t, client, dlqURL); v+f == n {
+		return
+	}
+	seen := map[string]bool{}
+	var keep []sqstypes.ChangeMessageVisibilityBatchRequestEntry
+	for empty := 0; empty < 3; {
+		out, err := client.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: aws.String(dlqURL),
+			MaxNumberOfMessages: 10, VisibilityTimeout: 120, WaitTimeSeconds: 1,
+			MessageAttributeNames: []string{jobs.AttrJobID}})
+		require.NoError(t, err)
+		if len(out.Messages) == 0 {
+			empty++
+			continue
+		}
+		for _, m := range out.Messages {
+			id := aws.ToString(m.MessageAttributes[jobs.AttrJobID].StringValue)
+			if seen[id] {
+				_, err := client.DeleteMessage(ctx, &sqs.DeleteMessageInput{QueueUrl: aws.String(dlqURL), ReceiptHandle: m.ReceiptHandle})
+				require.NoError(t, err)
+				continue
+			}
+			seen[id] = true
+			keep = append(keep, sqstypes.ChangeMessageVisibilityBatchRequestEntry{Id: aws.String(strconv.Itoa(len(keep) % 10)), ReceiptHandle: m.ReceiptHandle})
+		}
+	}
+	for start := 0; start < len(keep); start += 10 {
+		_, err := client.ChangeMessageVisibilityBatch(ctx, &sqs.ChangeMessageVisibilityBatchInput{
+			QueueUrl: aws.String(dlqURL), Entries: keep[start:min(start+10, len(keep))]})
+		require.NoError(t, err)
+	}
+	require.Len(t, seen, n, "every seeded job is in the DLQ once")
 }
 
 // drainVisibility hides what drainIDs has received until it deletes it; drainWait is how long
