@@ -426,7 +426,11 @@ class _NoCORSDispatcher(moto_server.DomainDispatcherApplication):
             return [body]
 
         def start_without_cors(status, headers, exc_info=None):
-            kept = [(k, v) for k, v in headers if not k.lower().startswith("access-control-")]
+            kept = [(k, v) for k, v in headers if not k.lower().startswith(("access-control-", "connection"))]
+            # One request per connection: a client reusing a kept-alive connection the server is
+            # closing loses the response mid-body, and the SDK then retries a call that already
+            # took effect (a batch sent twice, a conditional put failing on its own first write).
+            kept.append(("Connection", "close"))
             return start_response(status, kept, exc_info)
 
         return super().__call__(environ, start_without_cors)
