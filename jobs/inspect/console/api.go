@@ -191,7 +191,7 @@ func (s *Server) apiRedrive(w http.ResponseWriter, r *http.Request) {
 	total := int64(len(req.IDs))
 	if req.All {
 		if d, err := s.in.Depth(r.Context(), q.DLQURL); err == nil {
-			total = d.Visible
+			total = d.Total()
 		}
 	}
 	t := s.tasks.start(q.Name, total)

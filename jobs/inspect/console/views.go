@@ -42,6 +42,10 @@ type countsView struct {
 	Visible  int64  `json:"visible"`
 	InFlight int64  `json:"in_flight"`
 	Delayed  int64  `json:"delayed"`
+	// Total is every message the queue holds: visible, in flight and delayed. A dead-letter
+	// queue's depth is its total: a dead job someone is looking at (in flight for a moment) is
+	// still dead.
+	Total int64 `json:"total"`
 	// OldestAge is the oldest message's age ("4m10s"), "" when unknown.
 	OldestAge        string `json:"oldest_age"`
 	OldestAgeSeconds *int64 `json:"oldest_age_seconds"`
@@ -54,7 +58,7 @@ type queueView struct {
 }
 
 func toCounts(s *inspect.QueueStats) countsView {
-	c := countsView{Name: text(s.Name, fieldWidth), FIFO: s.FIFO, Visible: s.Visible, InFlight: s.InFlight, Delayed: s.Delayed}
+	c := countsView{Name: text(s.Name, fieldWidth), FIFO: s.FIFO, Visible: s.Visible, InFlight: s.InFlight, Delayed: s.Delayed, Total: s.Total()}
 	if s.OldestAgeSource != inspect.AgeUnknown {
 		secs := int64(s.OldestAge / time.Second)
 		c.OldestAgeSeconds = &secs

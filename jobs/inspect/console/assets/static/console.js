@@ -48,9 +48,9 @@
         setText(cell("delayed"), q.delayed);
         setText(cell("oldest_age"), q.oldest_age || "—");
         if (q.dlq) {
-          const d = cell("dlq_visible");
-          setText(d, q.dlq.visible);
-          if (d) d.classList.toggle("alert", q.dlq.visible > 0);
+          const d = cell("dlq_total");
+          setText(d, q.dlq.total);
+          if (d) d.classList.toggle("alert", q.dlq.total > 0);
           setText(cell("dlq_oldest_age"), q.dlq.oldest_age || "—");
         }
       }
