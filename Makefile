@@ -29,7 +29,7 @@ export CDK_DISABLE_CLI_TELEMETRY := true
 export CDK_DISABLE_VERSION_CHECK := 1
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 
-.PHONY: chaos dev cli synth help setup lock lock-localstack emulator-up emulator-down test test-unit lint fuzz bench localstack-up localstack-down test-localstack browser
+.PHONY: producers chaos dev cli synth help setup lock lock-localstack emulator-up emulator-down test test-unit lint fuzz bench localstack-up localstack-down test-localstack browser
 
 help: ## list the targets
 	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-16s %s\n", $$1, $$2}'
@@ -81,7 +81,20 @@ browser: ## install headless Chromium (Debian package chromium) for the console'
 	$$sudo apt-get install -y -qq chromium >/dev/null 2>&1 || { $$sudo apt-get update -qq && $$sudo apt-get install -y -qq chromium; }; \
 	command -v chromium >/dev/null || { echo "browser: chromium did not install" >&2; exit 1; }
 
-test: browser ## unit, emulator integration, browser and infra tests; synthesizes cdk.out, installs what they need, starts and stops the emulator
+# The TypeScript producer (docs/producers/typescript): its pinned packages (npm ci) and its build
+# (tsc), which make test runs against the emulator.
+PRODUCERS_TS := $(ROOT)/docs/producers/typescript
+producers: $(PRODUCERS_TS)/dist/.built ## install and build the TypeScript producer (docs/producers) that make test runs
+
+$(PRODUCERS_TS)/node_modules/.installed: $(PRODUCERS_TS)/package-lock.json
+	cd $(PRODUCERS_TS) && npm ci --no-audit --no-fund --loglevel=error
+	@touch $@
+
+$(PRODUCERS_TS)/dist/.built: $(PRODUCERS_TS)/node_modules/.installed $(PRODUCERS_TS)/tsconfig.json $(wildcard $(PRODUCERS_TS)/src/*.ts)
+	cd $(PRODUCERS_TS) && node_modules/.bin/tsc -p .
+	@touch $@
+
+test: browser producers ## unit, emulator integration, browser and infra tests; synthesizes cdk.out, installs what they need, starts and stops the emulator
 	@start=$$(date +%s); \
 	$(MAKE) --no-print-directory setup; \
 	infra/synth.sh --quiet; \

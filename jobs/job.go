@@ -26,7 +26,7 @@ type JobArgs interface {
 type JobRow struct {
 	ID   string // envelope id
 	Kind string // envelope kind
-	Key  string // idempotency key (the id unless the producer set one)
+	Key  string // idempotency key the producer set; empty means the id is the key
 	// EncodedArgs is the raw args, as enqueued. In the runtime it shares the message body's
 	// memory: read it, or assign another slice, but do not modify its bytes.
 	EncodedArgs json.RawMessage
