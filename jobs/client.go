@@ -28,6 +28,7 @@ var (
 	ErrDelayOnFIFO     = errors.New("jobs: SQS FIFO queues have no per-message delay; delays up to 15 minutes cannot be honoured there")
 	ErrDelayTooLong    = errors.New("jobs: a delay over 15 minutes needs a LongDelayer (ClientOptions.LongDelayer)")
 	ErrEncodeArgs      = errors.New("jobs: the job args do not encode as JSON")
+	ErrInvalidTrace    = errors.New("jobs: EnqueueOpts.Trace is not a W3C traceparent (00-<32 hex>-<16 hex>-<2 hex>)")
 	// ErrInvalidGroupID and ErrInvalidDedupID: SQS takes 1 to 128 characters, each an ASCII
 	// letter, digit or punctuation mark (!"#$%&'()*+,-./:;<=>?@[\]^_`{|}~). On FIFO queues the
 	// deduplication id defaults to the job id, which must then follow the same rule.
@@ -199,7 +200,9 @@ type EnqueueOpts struct {
 	At time.Time
 	// Queue overrides the queue URL the kind is routed to.
 	Queue string
-	// Trace is a W3C traceparent to carry to the worker.
+	// Trace is the W3C traceparent to carry to the worker; empty means the context's trace
+	// (ContextWithTrace, or the job's own when enqueuing from a job), continued with a new parent
+	// id, else a new trace. See ContextWithTrace.
 	Trace string
 }
 
@@ -224,7 +227,7 @@ type BatchJob struct {
 // Enqueue sends one job. Invalid input returns an *InvalidJobError before any AWS call; a failed
 // send returns a *SendError.
 func (c *Client) Enqueue(ctx context.Context, args JobArgs, opts *EnqueueOpts) (EnqueueResult, error) {
-	p, err := c.prepare(args, opts)
+	p, err := c.prepare(ctx, args, opts)
 	if err != nil {
 		return EnqueueResult{ID: p.id, Kind: p.kind}, err
 	}
@@ -273,7 +276,7 @@ func (c *Client) EnqueueBatch(ctx context.Context, batch []BatchJob) ([]EnqueueR
 	preps := make([]prepared, len(batch))
 	invalid := false
 	for i, j := range batch {
-		p, err := c.prepare(j.Args, j.Opts)
+		p, err := c.prepare(ctx, j.Args, j.Opts)
 		preps[i] = p
 		results[i] = p.result()
 		if err != nil {
@@ -346,7 +349,7 @@ func (p *prepared) result() EnqueueResult {
 
 // prepare validates and encodes a job: every check happens here, before any AWS call. The steps:
 // the kind, the route (queue, FIFO group, dedup id), the delay, then the id and the body.
-func (c *Client) prepare(args JobArgs, opts *EnqueueOpts) (prepared, error) {
+func (c *Client) prepare(ctx context.Context, args JobArgs, opts *EnqueueOpts) (prepared, error) {
 	var o EnqueueOpts
 	if opts != nil {
 		o = *opts
@@ -361,6 +364,15 @@ func (c *Client) prepare(args JobArgs, opts *EnqueueOpts) (prepared, error) {
 	}
 	if err := c.route(&p, &o); err != nil {
 		return p, p.invalid(err)
+	}
+	switch {
+	case o.Trace != "" && !ValidTraceparent(o.Trace):
+		return p, p.invalid(fmt.Errorf("%w: %q", ErrInvalidTrace, o.Trace))
+	case o.Trace != "":
+	case ValidTraceparent(TraceFromContext(ctx)):
+		o.Trace = childTraceparent(TraceFromContext(ctx))
+	default:
+		o.Trace = NewTraceparent()
 	}
 	now := c.opts.Now()
 	if err := c.delivery(&p, &o, now); err != nil {

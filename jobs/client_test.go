@@ -92,6 +92,7 @@ func TestClientRefusesBadInputBeforeAnyCall(t *testing.T) {
 		"job id as bad dedup":   {SendEmail{}, &jobs.EnqueueOpts{Queue: jobstest.FIFOQueueURL, GroupID: "g", ID: "order 7"}, jobs.ErrInvalidDedupID},
 		"dedup on long delay":   {SendEmail{}, &jobs.EnqueueOpts{Queue: jobstest.FIFOQueueURL, GroupID: "g", DedupID: "d", Delay: time.Hour}, jobs.ErrDedupScheduled},
 		"over the queue's size": {SendEmail{Body: strings.Repeat("x", 300<<10)}, &jobs.EnqueueOpts{Queue: smallQueue}, jobs.ErrBodyTooLarge},
+		"bad trace":             {SendEmail{}, &jobs.EnqueueOpts{Trace: "00-1-2-01"}, jobs.ErrInvalidTrace},
 	} {
 		_, err := c.Enqueue(ctx, tc.args, tc.opts)
 		require.ErrorIs(t, err, tc.want, name)
@@ -142,7 +143,7 @@ func TestClientEnqueueEnvelopeAndRouting(t *testing.T) {
 		Queues: map[string]string{"email.send": jobstest.FIFOQueueURL},
 		Now:    func() time.Time { return now },
 	})
-	res, err := c.Enqueue(context.Background(), SendEmail{To: "a@b.c"}, &jobs.EnqueueOpts{GroupID: "tenant-1", Key: "k", Trace: "00-1-2-01"})
+	res, err := c.Enqueue(context.Background(), SendEmail{To: "a@b.c"}, &jobs.EnqueueOpts{GroupID: "tenant-1", Key: "k", Trace: "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"})
 	require.NoError(t, err)
 	assert.Len(t, res.ID, 26, "a ULID")
 	assert.Equal(t, jobstest.FIFOQueueURL, res.QueueURL)
@@ -159,7 +160,7 @@ func TestClientEnqueueEnvelopeAndRouting(t *testing.T) {
 	assert.Equal(t, "email.send", env.Kind)
 	assert.JSONEq(t, `{"to":"a@b.c"}`, string(env.Args))
 	assert.Equal(t, "k", env.Key)
-	assert.Equal(t, "00-1-2-01", env.Trace)
+	assert.Equal(t, "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01", env.Trace, "the trace given")
 	assert.True(t, now.Truncate(time.Millisecond).Equal(env.EnqueuedAt))
 
 	// Other kinds go to the default queue; RawArgs arrive as their JSON.
@@ -174,6 +175,18 @@ func TestClientEnqueueEnvelopeAndRouting(t *testing.T) {
 	require.Len(t, std, 1)
 	assert.Equal(t, "fixed", std[0].ID)
 	assert.JSONEq(t, `{"n":4}`, string(std[0].Args))
+	assert.True(t, jobs.ValidTraceparent(std[0].Trace), "no trace given, none in the context: a new one (%q)", std[0].Trace)
+	assert.NotEqual(t, jobs.TraceID(env.Trace), jobs.TraceID(std[0].Trace))
+
+	// The context's trace is continued: same trace id and flags, a new parent id.
+	ctx := jobs.ContextWithTrace(context.Background(), "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01")
+	_, err = c.Enqueue(ctx, jobs.RawArgs{KindName: "test.job", JSON: []byte(`{}`)}, nil)
+	require.NoError(t, err)
+	std = rec.Envelopes(t, jobstest.QueueURL)
+	require.Len(t, std, 2)
+	assert.Equal(t, "4bf92f3577b34da6a3ce929d0e0e4736", jobs.TraceID(std[1].Trace))
+	assert.NotEqual(t, "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01", std[1].Trace, "a new parent id")
+	assert.True(t, strings.HasSuffix(std[1].Trace, "-01"), "the flags kept")
 }
 
 func TestClientLongDelaysGoToTheLongDelayer(t *testing.T) {

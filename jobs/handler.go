@@ -194,7 +194,7 @@ func (h *sqsHandler) handle(ctx context.Context, ev events.SQSEvent) (events.SQS
 }
 
 // runtimeAttributes are the system attributes the runtime reads.
-var runtimeAttributes = [...]string{"ApproximateReceiveCount", "ApproximateFirstReceiveTimestamp", "MessageGroupId"}
+var runtimeAttributes = [...]string{"ApproximateReceiveCount", "ApproximateFirstReceiveTimestamp", "MessageGroupId", "AWSTraceHeader"}
 
 // messagesOf converts aws-lambda-go's records to the runtime's, with the attributes it reads.
 func messagesOf(recs []events.SQSMessage) []wire.SQSMessage {
@@ -318,6 +318,11 @@ func (b *batch) prepare(msgs []wire.SQSMessage) {
 			continue
 		}
 		row.ID, row.Kind, row.Key, row.EnqueuedAt, row.Trace = env.ID, env.Kind, env.Key, env.EnqueuedAt, env.Trace
+		if row.Trace == "" {
+			if xray := m.Attribute("AWSTraceHeader"); xray != "" {
+				row.Trace, _ = traceFromXRay(xray)
+			}
+		}
 		row.argsSrc, row.EncodedArgs = argsSrc, bytesOf(argsSrc)
 		if row.reg = pd.registration(env.Kind); row.reg == nil {
 			r.pre = &UnknownKindError{Kind: env.Kind}
@@ -960,6 +965,9 @@ func (c *recordContext) Deadline() (time.Time, bool) { return c.parent.Deadline(
 // Value returns the parent's value for key (through the cancellable context once made, so
 // context.Cause finds ErrMessageLost).
 func (c *recordContext) Value(key any) any {
+	if _, ok := key.(traceKey); ok && ValidTraceparent(c.r.row.Trace) {
+		return c.r.row.Trace
+	}
 	c.r.lostMu.Lock()
 	inner := c.r.inner
 	c.r.lostMu.Unlock()
@@ -1132,6 +1140,9 @@ func (b *batch) logRecord(level slog.Level, r *record, msg string, err error, ex
 		slog.String("message_id", r.msg.MessageID))
 	if r.row.GroupID != "" {
 		attrs = append(attrs, LogString("group_id", r.row.GroupID))
+	}
+	if id := TraceID(r.row.Trace); id != "" {
+		attrs = append(attrs, slog.String("trace_id", id))
 	}
 	if err != nil {
 		attrs = append(attrs, LogString("error", err.Error()))

@@ -31,7 +31,7 @@ type JobRow struct {
 	// memory: read it, or assign another slice, but do not modify its bytes.
 	EncodedArgs json.RawMessage
 	EnqueuedAt  time.Time
-	Trace       string // W3C traceparent from the producer, if any
+	Trace       string // W3C traceparent from the producer (or SQS's AWSTraceHeader), if any; the job's context carries it
 
 	Attempt         int    // 1 on first run: ApproximateReceiveCount, less deliveries that did not run (Config.Deliveries)
 	MaxAttempts     int    // attempts allowed before the runtime dead-letters the job
@@ -54,8 +54,8 @@ func (r *JobRow) argsIntact() bool {
 		unsafe.StringData(r.argsSrc) == unsafe.SliceData(r.EncodedArgs)
 }
 
-// Logger returns a logger whose lines carry the job's id, kind and attempt (and message id), as
-// the runtime's own lines do. Use it from the job's goroutine.
+// Logger returns a logger whose lines carry the job's id, kind and attempt (and message id and
+// trace id), as the runtime's own lines do. Use it from the job's goroutine.
 func (r *JobRow) Logger() *slog.Logger {
 	if r.logger == nil {
 		base := r.baseLogger
@@ -69,10 +69,14 @@ func (r *JobRow) Logger() *slog.Logger {
 
 // jobAttrs are the attributes on every log line about a job.
 func jobAttrs(r *JobRow) []any {
-	return []any{
+	attrs := []any{
 		LogString("job_id", r.ID), LogString("kind", r.Kind), slog.Int("attempt", r.Attempt),
 		slog.String("message_id", r.MessageID),
 	}
+	if id := TraceID(r.Trace); id != "" {
+		attrs = append(attrs, slog.String("trace_id", id))
+	}
+	return attrs
 }
 
 // Job is a job as a worker receives it: the row and the decoded arguments.

@@ -9,7 +9,8 @@ import (
 )
 
 // Metrics the runtime writes as CloudWatch Embedded Metric Format (EMF) log lines, one line per
-// batch, in namespace MetricNamespace with the single dimension set [[DimensionQueue]]. The infra
+// batch, in namespace MetricNamespace with the single dimension set [[DimensionQueue]]; the line's
+// "trace_ids" property lists the trace ids of its jobs. The infra
 // Dashboard and alarms use these names.
 const (
 	MetricNamespace = "Jobkit"
@@ -71,6 +72,7 @@ func (h *sqsHandler) appendEMF(b []byte, now int64, records []record) []byte {
 		`{"Name":"`+MetricDuration+`","Unit":"Milliseconds"},`+
 		`{"Name":"`+MetricAttempt+`","Unit":"Count"}]}]},"`+DimensionQueue+`":`...)
 	b = appendJSONString(b, h.queueName)
+	b = appendTraceIDs(b, records)
 	b = appendCount(b, MetricSucceeded, succeeded)
 	b = appendCount(b, MetricRetried, retried)
 	b = appendCount(b, MetricSnoozed, snoozed)
@@ -100,6 +102,39 @@ func (h *sqsHandler) appendEMF(b []byte, now int64, records []record) []byte {
 		}
 	}
 	return append(b, "]}\n"...)
+}
+
+// appendTraceIDs appends the line's "trace_ids" property, the distinct trace ids of its records'
+// jobs (CloudWatch Logs Insights finds the line by any of them), when a job has one.
+func appendTraceIDs(b []byte, records []record) []byte {
+	var seen [emfMaxValues]string
+	n := 0
+next:
+	for i := range records {
+		id := TraceID(records[i].row.Trace)
+		if id == "" {
+			continue
+		}
+		for _, s := range seen[:n] {
+			if s == id {
+				continue next
+			}
+		}
+		if n == 0 {
+			b = append(b, `,"trace_ids":[`...)
+		} else {
+			b = append(b, ',')
+		}
+		seen[n] = id
+		n++
+		b = append(b, '"')
+		b = append(b, id...) // lowercase hex: nothing to escape
+		b = append(b, '"')
+	}
+	if n > 0 {
+		b = append(b, ']')
+	}
+	return b
 }
 
 // appendMillis appends d in milliseconds with three decimals (microsecond precision).
