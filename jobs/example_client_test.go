@@ -3,8 +3,10 @@ package jobs_test
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"time"
 
+	"github.com/jobkit-go/jobkit/functions/samplejobs"
 	"github.com/jobkit-go/jobkit/jobs"
 	"github.com/jobkit-go/jobkit/jobs/jobstest"
 )
@@ -49,4 +51,35 @@ func ExampleNewClient() {
 	// welcome-7 -> emails.fifo
 	// jobs: cannot enqueue user.welcome job: a FIFO queue needs a message group id (EnqueueOpts.GroupID)
 	// 12 jobs in 2 calls
+}
+
+// A trace from an incoming request to the job: the request's traceparent goes into the context,
+// the client continues it in the envelope, and the worker's context carries it.
+func ExampleContextWithTrace() {
+	rec := jobstest.NewRecorder()
+	client, err := jobs.NewClient(rec, jobs.ClientOptions{DefaultQueueURL: jobstest.QueueURL})
+	if err != nil {
+		panic(err)
+	}
+	r, _ := http.NewRequest(http.MethodPost, "https://example.com/signup", nil)
+	r.Header.Set("traceparent", "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01")
+	ctx := r.Context()
+
+	ctx = jobs.ContextWithTrace(ctx, r.Header.Get("traceparent")) // an invalid header is ignored
+	res, err := client.Enqueue(ctx, samplejobs.SendEmail{To: "ada@example.com"}, nil)
+	if err != nil {
+		panic(err)
+	}
+
+	w := jobs.NewWorkers()
+	jobs.AddWorker(w, jobs.WorkFunc[samplejobs.SendEmail](func(ctx context.Context, job *jobs.Job[samplejobs.SendEmail]) error {
+		fmt.Println(job.ID == res.ID, "runs in trace", jobs.TraceID(jobs.TraceFromContext(ctx)))
+		return nil
+	}))
+	sent := jobstest.RawMessage(*rec.Sent()[0].MessageBody, nil) // as the worker's function receives it
+	if _, err := jobs.NewSQSHandler(w, jobstest.Config(rec))(context.Background(), jobstest.Event(sent)); err != nil {
+		panic(err)
+	}
+	// Output:
+	// true runs in trace 4bf92f3577b34da6a3ce929d0e0e4736
 }
