@@ -336,6 +336,38 @@ func (c *Client) QueueFor(kind string) string {
 }
 
 // prepared is a validated, encoded job.
+// PreparedJob is a job checked and encoded for sending, as Client.Prepare returns it: what a
+// transactional outbox stores and its forwarder sends (see package outbox).
+type PreparedJob struct {
+	ID       string // the job id
+	Kind     string // the job kind
+	QueueURL string // the queue it is routed to
+	Body     string // the envelope
+	GroupID  string // the message group id (FIFO; on a Standard queue, a fair-queue tenant)
+	DedupID  string // the FIFO deduplication id
+	// DeliverAt is when the job becomes visible (zero: at once); at most MaxSQSDelay after
+	// Prepare: the sender sets DelaySeconds to what is left of it.
+	DeliverAt time.Time
+}
+
+// Prepare checks and encodes a job exactly as Enqueue does, without sending it or making any AWS
+// call; errors are the same *InvalidJobError values. A job delayed beyond MaxSQSDelay is refused
+// (ErrDelayTooLong): only Enqueue hands those to the LongDelayer.
+func (c *Client) Prepare(ctx context.Context, args JobArgs, opts *EnqueueOpts) (PreparedJob, error) {
+	p, err := c.prepare(ctx, args, opts)
+	if err != nil {
+		return PreparedJob{ID: p.id, Kind: p.kind}, err
+	}
+	if p.scheduled {
+		return PreparedJob{ID: p.id, Kind: p.kind}, p.invalid(fmt.Errorf("%w: a prepared job goes to SQS, whose delays end at 15 minutes", ErrDelayTooLong))
+	}
+	j := PreparedJob{ID: p.id, Kind: p.kind, QueueURL: p.queue, Body: p.body, GroupID: p.group, DeliverAt: p.at}
+	if p.fifo {
+		j.DedupID = p.dedup
+	}
+	return j, nil
+}
+
 type prepared struct {
 	id, kind, queue, group, dedup, body string
 	fifo, scheduled                     bool

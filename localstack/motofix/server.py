@@ -77,6 +77,12 @@ Fix 13, DeadLetterQueueSourceArn. A message SQS moved to a dead-letter queue car
 queue's ARN as this system attribute (ReceiveMessage in the API reference); moto has none. The fix
 remembers the source when its receive moves a message and adds the attribute to receives that
 ask for it (or for All).
+
+Fix 14, stream records of a cancelled transaction. A cancelled TransactWriteItems writes nothing,
+so its table's stream gets no record; moto applies the writes, with their stream records, and
+rolls back (Fix 5) with more: an INSERT then a REMOVE for an item that never existed. A
+transactional outbox's forwarder reading that stream sent a job for a write that did not happen.
+The fix drops the records a cancelled transaction added.
 """
 
 import itertools
@@ -229,6 +235,7 @@ _transact_write_items = dynamodb_models.DynamoDBBackend.transact_write_items
 def transact_write_items(self, transact_items, *args, **kwargs):
     with _dynamodb_lock:
         saved = []
+        streams = {}  # table name -> (its stream shard, how many records it held before) (Fix 14)
         for entry in transact_items:
             try:
                 op_type, op = next(iter(entry.items()))
@@ -244,6 +251,9 @@ def transact_write_items(self, transact_items, *args, **kwargs):
             except Exception:  # noqa: BLE001 - a malformed entry: moto rejects the request itself
                 continue
             saved.append((table, hash_key, range_key, _copy.deepcopy(old)))
+            shard = getattr(table, "stream_shard", None)
+            if shard is not None and table.name not in streams:
+                streams[table.name] = (shard, len(shard.items))
         try:
             return _transact_write_items(self, transact_items, *args, **kwargs)
         except Exception:
@@ -254,6 +264,8 @@ def transact_write_items(self, transact_items, *args, **kwargs):
                     table.items[hash_key][range_key] = old
                 else:
                     table.items[hash_key] = old
+            for shard, n in streams.values():
+                del shard.items[n:]  # a cancelled transaction changed nothing: no stream record
             raise
 
 

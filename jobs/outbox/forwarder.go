@@ -1,0 +1,221 @@
+package outbox
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
+
+	"github.com/jobkit-go/jobkit/jobs"
+)
+
+// SQSAPI is the SQS call a Forwarder makes (a *sqs.Client).
+type SQSAPI interface {
+	SendMessageBatch(ctx context.Context, in *sqs.SendMessageBatchInput, optFns ...func(*sqs.Options)) (*sqs.SendMessageBatchOutput, error)
+}
+
+// DynamoDBAPI is the DynamoDB call a Forwarder makes (a *dynamodb.Client).
+type DynamoDBAPI interface {
+	BatchWriteItem(ctx context.Context, in *dynamodb.BatchWriteItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.BatchWriteItemOutput, error)
+}
+
+// ForwarderConfig configures a Forwarder.
+type ForwarderConfig struct {
+	SQS      SQSAPI
+	DynamoDB DynamoDBAPI
+	// Table is the state table whose stream feeds the forwarder (where it deletes sent items).
+	Table string
+	// Logger receives a line per failure; default slog.Default().
+	Logger *slog.Logger
+	// Now is the clock; default time.Now.
+	Now func() time.Time
+}
+
+// Forwarder sends the outbox items of a DynamoDB stream batch as SQS messages and deletes them.
+// Run it as a Lambda function on the state table's stream (new images) with
+// ReportBatchItemFailures: lambda.Start(outbox.NewForwarder(cfg).Handle).
+//
+// Items go in stream order, up to 10 (and 1 MiB) a SendMessageBatch call per run of one queue; the first item SQS
+// refuses (or a call that fails) is reported as the batch item failure and nothing after it is
+// sent, so the event source mapping retries from that record (and may send again what a crash
+// had already sent: at least once). Sent items are deleted; a delete that fails is logged and left
+// to the item's TTL — the job was sent. Records that are not outbox inserts (the business items,
+// the deletes themselves, TTL expiries) are skipped.
+//
+// Order: a stream orders the changes of one item, not of different items, so jobs written in
+// separate transactions may be sent in either order, also jobs of one FIFO group. Jobs written in
+// one transaction are sent in that transaction's order only if their items share a stream shard.
+type Forwarder struct {
+	cfg ForwarderConfig
+}
+
+// NewForwarder returns a Forwarder for cfg.
+func NewForwarder(cfg ForwarderConfig) (*Forwarder, error) {
+	if cfg.SQS == nil || cfg.DynamoDB == nil {
+		return nil, errors.New("outbox: NewForwarder: SQS and DynamoDB clients are required")
+	}
+	if cfg.Table == "" {
+		return nil, errors.New("outbox: NewForwarder: no Table")
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	return &Forwarder{cfg: cfg}, nil
+}
+
+// item is an outbox item read from a stream record.
+type item struct {
+	seq, id, queue, body, group, dedup string
+	deliverAt                          int64 // epoch ms; 0: at once
+}
+
+// Handle forwards one stream batch and reports the first record it could not send.
+func (f *Forwarder) Handle(ctx context.Context, ev events.DynamoDBEvent) (events.DynamoDBEventResponse, error) {
+	resp := events.DynamoDBEventResponse{BatchItemFailures: []events.DynamoDBBatchItemFailure{}}
+	var items []item
+	for _, r := range ev.Records {
+		it, ok, err := outboxInsert(r)
+		if err != nil {
+			// Never sendable: retrying cannot help. The item stays in the table until its TTL.
+			f.cfg.Logger.ErrorContext(ctx, "outbox: item not sent: malformed", "sequence_number", r.Change.SequenceNumber, "error", err.Error())
+			continue
+		}
+		if ok {
+			items = append(items, it)
+		}
+	}
+	sent, failed := f.send(ctx, items)
+	f.delete(ctx, items[:sent])
+	if failed != "" {
+		resp.BatchItemFailures = append(resp.BatchItemFailures, events.DynamoDBBatchItemFailure{ItemIdentifier: failed})
+	}
+	return resp, nil
+}
+
+// outboxInsert reads an outbox item from an INSERT record; ok is false for other records.
+func outboxInsert(r events.DynamoDBEventRecord) (it item, ok bool, err error) {
+	if r.EventName != string(events.DynamoDBOperationTypeInsert) {
+		return it, false, nil
+	}
+	img := r.Change.NewImage
+	id, _ := str(img, AttrID)
+	if !strings.HasPrefix(id, KeyPrefix) {
+		return it, false, nil
+	}
+	it = item{seq: r.Change.SequenceNumber, id: strings.TrimPrefix(id, KeyPrefix)}
+	var have bool
+	if it.queue, have = str(img, AttrQueueURL); !have || it.queue == "" {
+		return it, true, fmt.Errorf("%s: no %s", id, AttrQueueURL)
+	}
+	if it.body, have = str(img, AttrBody); !have || it.body == "" {
+		return it, true, fmt.Errorf("%s: no %s", id, AttrBody)
+	}
+	it.group, _ = str(img, AttrGroupID)
+	it.dedup, _ = str(img, AttrDedupID)
+	if v, ok := img[AttrDeliverAt]; ok && v.DataType() == events.DataTypeNumber {
+		if it.deliverAt, err = strconv.ParseInt(v.Number(), 10, 64); err != nil {
+			return it, true, fmt.Errorf("%s: %s: %w", id, AttrDeliverAt, err)
+		}
+	}
+	return it, true, nil
+}
+
+func str(img map[string]events.DynamoDBAttributeValue, name string) (string, bool) {
+	v, ok := img[name]
+	if !ok || v.DataType() != events.DataTypeString {
+		return "", false
+	}
+	return v.String(), true
+}
+
+// send sends items in order and returns how many were sent and the sequence number of the first
+// that was not ("" when all were).
+func (f *Forwarder) send(ctx context.Context, items []item) (int, string) {
+	now := f.cfg.Now()
+	for start := 0; start < len(items); {
+		end, size := start+1, len(items[start].body)
+		for end < len(items) && end-start < jobs.MaxBatchEntries && items[end].queue == items[start].queue &&
+			size+len(items[end].body) <= jobs.MaxMessageSize {
+			size += len(items[end].body)
+			end++
+		}
+		chunk := items[start:end]
+		entries := make([]sqstypes.SendMessageBatchRequestEntry, len(chunk))
+		for n, it := range chunk {
+			e := sqstypes.SendMessageBatchRequestEntry{Id: aws.String(strconv.Itoa(n)), MessageBody: aws.String(it.body)}
+			if it.group != "" {
+				e.MessageGroupId = aws.String(it.group)
+			}
+			if it.dedup != "" {
+				e.MessageDeduplicationId = aws.String(it.dedup)
+			}
+			if it.deliverAt > 0 && it.dedup == "" {
+				if left := time.UnixMilli(it.deliverAt).Sub(now); left > 0 {
+					e.DelaySeconds = int32(min((left+time.Second-1)/time.Second, jobs.MaxSQSDelay/time.Second))
+				}
+			}
+			entries[n] = e
+		}
+		out, err := f.cfg.SQS.SendMessageBatch(ctx, &sqs.SendMessageBatchInput{QueueUrl: aws.String(chunk[0].queue), Entries: entries})
+		if err != nil {
+			f.cfg.Logger.ErrorContext(ctx, "outbox: send failed; the batch is retried from this job", "job_id", chunk[0].id, "queue_url", chunk[0].queue, "error", err.Error())
+			return start, chunk[0].seq
+		}
+		if len(out.Failed) > 0 {
+			first := len(chunk)
+			for _, e := range out.Failed {
+				if n, err := strconv.Atoi(aws.ToString(e.Id)); err == nil && n < first {
+					first = n
+				}
+			}
+			if first < len(chunk) {
+				f.cfg.Logger.ErrorContext(ctx, "outbox: send refused; the batch is retried from this job", "job_id", chunk[first].id, "queue_url", chunk[first].queue, "code", aws.ToString(out.Failed[0].Code), "error", aws.ToString(out.Failed[0].Message))
+				// The entries after the first failure may have been sent: a retry sends them again
+				// (the same job ids; the workers' idempotency has their effect once).
+				return start + first, chunk[first].seq
+			}
+		}
+		start = end
+	}
+	return len(items), ""
+}
+
+// delete deletes sent items, 25 a call, retrying unprocessed ones a few times; what is left is
+// logged and expires with its TTL.
+func (f *Forwarder) delete(ctx context.Context, items []item) {
+	for start := 0; start < len(items); start += 25 {
+		var reqs []ddbtypes.WriteRequest
+		for _, it := range items[start:min(start+25, len(items))] {
+			reqs = append(reqs, ddbtypes.WriteRequest{DeleteRequest: &ddbtypes.DeleteRequest{
+				Key: map[string]ddbtypes.AttributeValue{AttrID: &ddbtypes.AttributeValueMemberS{Value: KeyPrefix + it.id}},
+			}})
+		}
+		pending := map[string][]ddbtypes.WriteRequest{f.cfg.Table: reqs}
+		for try := 0; len(pending[f.cfg.Table]) > 0 && try < 4; try++ {
+			if try > 0 {
+				time.Sleep(time.Duration(50<<try) * time.Millisecond)
+			}
+			out, err := f.cfg.DynamoDB.BatchWriteItem(ctx, &dynamodb.BatchWriteItemInput{RequestItems: pending})
+			if err != nil {
+				continue
+			}
+			pending = out.UnprocessedItems
+		}
+		if n := len(pending[f.cfg.Table]); n > 0 {
+			f.cfg.Logger.WarnContext(ctx, "outbox: sent items not deleted; they expire with their TTL", "items", n)
+		}
+	}
+}

@@ -1,0 +1,299 @@
+package outbox_test
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
+	streamtypes "github.com/aws/aws-sdk-go-v2/service/dynamodbstreams/types"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/jobkit-go/jobkit/idempotency"
+	"github.com/jobkit-go/jobkit/jobs"
+	"github.com/jobkit-go/jobkit/jobs/jobstest"
+	"github.com/jobkit-go/jobkit/jobs/outbox"
+	"github.com/jobkit-go/jobkit/localstack/awstest"
+	"github.com/jobkit-go/jobkit/localstack/esm"
+)
+
+type SendReceipt struct {
+	Order string `json:"order"`
+}
+
+func (SendReceipt) Kind() string { return "receipt.send" }
+
+// fixture is a state table with a stream (new images), a business table, a queue and the outbox.
+type fixture struct {
+	cfg       aws.Config
+	db        *dynamodb.Client
+	sqs       *sqs.Client
+	streams   *dynamodbstreams.Client
+	state     string
+	streamARN string
+	orders    string
+	queue     awstest.Queue
+	dlq       awstest.Queue
+	outbox    *outbox.Outbox
+}
+
+func newFixture(t *testing.T) *fixture {
+	t.Helper()
+	cfg := awstest.Config(t)
+	f := &fixture{cfg: cfg, db: dynamodb.NewFromConfig(cfg), sqs: sqs.NewFromConfig(cfg), streams: dynamodbstreams.NewFromConfig(cfg)}
+	f.state = awstest.CreateTable(t, cfg, "state", "id", "")
+	out, err := f.db.UpdateTable(context.Background(), &dynamodb.UpdateTableInput{
+		TableName:           aws.String(f.state),
+		StreamSpecification: &ddbtypes.StreamSpecification{StreamEnabled: aws.Bool(true), StreamViewType: ddbtypes.StreamViewTypeNewImage},
+	})
+	require.NoError(t, err)
+	f.streamARN = aws.ToString(out.TableDescription.LatestStreamArn)
+	require.NotEmpty(t, f.streamARN)
+	f.orders = awstest.CreateTable(t, cfg, "orders", "id", "")
+	f.queue = awstest.CreateQueue(t, cfg, "jobs", nil)
+	f.dlq = awstest.CreateQueue(t, cfg, "dlq", nil)
+	client, err := jobs.NewClient(f.sqs, jobs.ClientOptions{DefaultQueueURL: f.queue.URL})
+	require.NoError(t, err)
+	f.outbox, err = outbox.New(outbox.Config{Table: f.state, Client: client})
+	require.NoError(t, err)
+	return f
+}
+
+// order is the business write: a new order, once.
+func (f *fixture) order(id string) ddbtypes.TransactWriteItem {
+	return ddbtypes.TransactWriteItem{Put: &ddbtypes.Put{
+		TableName:           aws.String(f.orders),
+		Item:                map[string]ddbtypes.AttributeValue{"id": &ddbtypes.AttributeValueMemberS{Value: id}},
+		ConditionExpression: aws.String("attribute_not_exists(id)"),
+	}}
+}
+
+// stream reads every record of the state table's stream from its start, as the event source
+// mapping would hand them to the forwarder.
+func (f *fixture) stream(t *testing.T) events.DynamoDBEvent {
+	t.Helper()
+	ctx := context.Background()
+	desc, err := f.streams.DescribeStream(ctx, &dynamodbstreams.DescribeStreamInput{StreamArn: aws.String(f.streamARN)})
+	require.NoError(t, err)
+	var ev events.DynamoDBEvent
+	for _, sh := range desc.StreamDescription.Shards {
+		it, err := f.streams.GetShardIterator(ctx, &dynamodbstreams.GetShardIteratorInput{
+			StreamArn: aws.String(f.streamARN), ShardId: sh.ShardId, ShardIteratorType: streamtypes.ShardIteratorTypeTrimHorizon,
+		})
+		require.NoError(t, err)
+		iter := it.ShardIterator
+		for iter != nil {
+			out, err := f.streams.GetRecords(ctx, &dynamodbstreams.GetRecordsInput{ShardIterator: iter})
+			require.NoError(t, err)
+			for _, r := range out.Records {
+				ev.Records = append(ev.Records, esm.DynamoDBEventRecord(r, f.streamARN))
+			}
+			if len(out.Records) == 0 {
+				break
+			}
+			iter = out.NextShardIterator
+		}
+	}
+	return ev
+}
+
+func (f *fixture) forwarder(t *testing.T, api outbox.SQSAPI) *outbox.Forwarder {
+	t.Helper()
+	fw, err := outbox.NewForwarder(outbox.ForwarderConfig{
+		SQS: api, DynamoDB: f.db, Table: f.state, Logger: slog.New(slog.NewJSONHandler(io.Discard, nil)),
+	})
+	require.NoError(t, err)
+	return fw
+}
+
+func (f *fixture) outboxItem(t *testing.T, jobID string) bool {
+	t.Helper()
+	out, err := f.db.GetItem(context.Background(), &dynamodb.GetItemInput{
+		TableName: aws.String(f.state), ConsistentRead: aws.Bool(true),
+		Key: map[string]ddbtypes.AttributeValue{"id": &ddbtypes.AttributeValueMemberS{Value: outbox.KeyPrefix + jobID}},
+	})
+	require.NoError(t, err)
+	return out.Item != nil
+}
+
+func receive(t *testing.T, client *sqs.Client, url string, n int) []sqstypes.Message {
+	t.Helper()
+	var got []sqstypes.Message
+	for deadline := time.Now().Add(15 * time.Second); len(got) < n && time.Now().Before(deadline); {
+		out, err := client.ReceiveMessage(context.Background(), &sqs.ReceiveMessageInput{
+			QueueUrl: aws.String(url), MaxNumberOfMessages: 10, WaitTimeSeconds: 1,
+			MessageSystemAttributeNames: []sqstypes.MessageSystemAttributeName{sqstypes.MessageSystemAttributeNameAll},
+		})
+		require.NoError(t, err)
+		got = append(got, out.Messages...)
+	}
+	require.Len(t, got, n)
+	out, err := client.ReceiveMessage(context.Background(), &sqs.ReceiveMessageInput{QueueUrl: aws.String(url), MaxNumberOfMessages: 10, WaitTimeSeconds: 1})
+	require.NoError(t, err)
+	require.Empty(t, out.Messages, "no message beyond the %d expected", n)
+	return got
+}
+
+// The business write and the job go together or not at all; the forwarder sends the job from
+// the stream and deletes its outbox item; the business item and the stream's other records are
+// left alone.
+func TestOutboxWritesBothOrNeitherAndForwards(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	ctx := context.Background()
+	ids, err := f.outbox.Write(ctx, f.db, []ddbtypes.TransactWriteItem{f.order("order-1")}, outbox.Job{Args: SendReceipt{Order: "order-1"}})
+	require.NoError(t, err)
+	require.Len(t, ids, 1)
+	assert.True(t, f.outboxItem(t, ids[0]))
+
+	// The same order again: the transaction is cancelled and its job is not written.
+	_, err = f.outbox.Write(ctx, f.db, []ddbtypes.TransactWriteItem{f.order("order-1")}, outbox.Job{Args: SendReceipt{Order: "order-1"}, Opts: &jobs.EnqueueOpts{ID: "second"}})
+	var cancelled *ddbtypes.TransactionCanceledException
+	require.ErrorAs(t, err, &cancelled)
+	assert.False(t, f.outboxItem(t, "second"), "no job for a write that did not happen")
+
+	// Invalid jobs fail before any call.
+	_, err = f.outbox.Write(ctx, f.db, []ddbtypes.TransactWriteItem{f.order("order-2")}, outbox.Job{Args: SendReceipt{}, Opts: &jobs.EnqueueOpts{Delay: time.Hour}})
+	var invalid *jobs.InvalidJobError
+	require.ErrorAs(t, err, &invalid)
+	require.ErrorIs(t, err, jobs.ErrDelayTooLong)
+
+	ev := f.stream(t)
+	require.Len(t, ev.Records, 1, "one outbox item: the cancelled transaction left no stream record")
+	resp, err := f.forwarder(t, f.sqs).Handle(ctx, ev)
+	require.NoError(t, err)
+	assert.Empty(t, resp.BatchItemFailures)
+	msgs := receive(t, f.sqs, f.queue.URL, 1)
+	env, err := jobs.DecodeEnvelope(aws.ToString(msgs[0].Body))
+	require.NoError(t, err)
+	assert.Equal(t, ids[0], env.ID)
+	assert.Equal(t, "receipt.send", env.Kind)
+	assert.JSONEq(t, `{"order":"order-1"}`, string(env.Args))
+	assert.False(t, f.outboxItem(t, ids[0]), "the sent item is deleted")
+}
+
+// refusing is SQS that refuses one entry of every batch it is given (as SQS does for an entry it
+// cannot take), sending the others.
+type refusing struct {
+	*sqs.Client
+	refuse string // the entry id to refuse
+}
+
+func (r refusing) SendMessageBatch(ctx context.Context, in *sqs.SendMessageBatchInput, optFns ...func(*sqs.Options)) (*sqs.SendMessageBatchOutput, error) {
+	var keep []sqstypes.SendMessageBatchRequestEntry
+	for _, e := range in.Entries {
+		if aws.ToString(e.Id) != r.refuse {
+			keep = append(keep, e)
+		}
+	}
+	cp := *in
+	cp.Entries = keep
+	out, err := r.Client.SendMessageBatch(ctx, &cp, optFns...)
+	if err != nil {
+		return nil, err
+	}
+	out.Failed = append(out.Failed, sqstypes.BatchResultErrorEntry{Id: aws.String(r.refuse), Code: aws.String("InternalError"), SenderFault: false})
+	return out, nil
+}
+
+// A forwarder that dies after sending and before its batch is checkpointed is retried with the
+// same records and sends again; a send SQS refuses is reported, so the batch is retried from it.
+// Either way every job reaches the queue, and the workers, behind idempotency, have each job's
+// effect exactly once.
+func TestOutboxRetriedForwarderHasEachEffectOnce(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	ctx := context.Background()
+	var ids []string
+	for i := range 4 {
+		order := "order-" + strconv.Itoa(i)
+		got, err := f.outbox.Write(ctx, f.db, []ddbtypes.TransactWriteItem{f.order(order)}, outbox.Job{Args: SendReceipt{Order: order}})
+		require.NoError(t, err)
+		ids = append(ids, got...)
+	}
+	ev := f.stream(t)
+	require.Len(t, ev.Records, 4, "the outbox items (the orders are in their own table)")
+
+	// A refused send: reported, nothing after it sent.
+	resp, err := f.forwarder(t, refusing{Client: f.sqs, refuse: "1"}).Handle(ctx, ev)
+	require.NoError(t, err)
+	require.Len(t, resp.BatchItemFailures, 1)
+	// The event source mapping retries from the failed record: the batch again, from there.
+	from := 0
+	for i, r := range ev.Records {
+		if r.Change.SequenceNumber == resp.BatchItemFailures[0].ItemIdentifier {
+			from = i
+		}
+	}
+	retry := events.DynamoDBEvent{Records: ev.Records[from:]}
+	resp, err = f.forwarder(t, f.sqs).Handle(ctx, retry)
+	require.NoError(t, err)
+	require.Empty(t, resp.BatchItemFailures)
+	// A crash after sending, before the checkpoint: the same records once more.
+	resp, err = f.forwarder(t, f.sqs).Handle(ctx, retry)
+	require.NoError(t, err)
+	require.Empty(t, resp.BatchItemFailures)
+	for _, id := range ids {
+		assert.False(t, f.outboxItem(t, id), "sent and deleted: %s", id)
+	}
+
+	msgs := drain(t, f.sqs, f.queue.URL)
+	sent := map[string]int{}
+	for _, m := range msgs {
+		env, err := jobs.DecodeEnvelope(aws.ToString(m.Body))
+		require.NoError(t, err)
+		sent[env.ID]++
+	}
+	require.Len(t, sent, 4, "every job reached the queue")
+	require.Greater(t, len(msgs), 4, "some were sent more than once")
+
+	var mu sync.Mutex
+	effects := map[string]int{}
+	w := jobs.NewWorkers()
+	w.Use(idempotency.Middleware(idempotency.NewDynamoDBStore(f.db, f.state), &idempotency.Config{Expiry: time.Hour}))
+	jobs.AddWorker(w, jobs.WorkFunc[SendReceipt](func(_ context.Context, job *jobs.Job[SendReceipt]) error {
+		mu.Lock()
+		defer mu.Unlock()
+		effects[job.Args.Order]++
+		return nil
+	}))
+	rc := jobs.Config{
+		QueueURL: f.queue.URL, DLQURL: f.dlq.URL, SQS: f.sqs, FunctionName: "outbox-test", VisibilityTimeout: 30 * time.Second,
+		Metrics: io.Discard, Logger: slog.New(slog.NewJSONHandler(io.Discard, nil)),
+	}
+	for _, m := range msgs { // one by one: duplicates in separate invocations, as on SQS
+		resp, err := jobs.NewSQSHandler(w, rc)(ctx, jobstest.EventFromMessages(f.queue.ARN, []sqstypes.Message{m}))
+		require.NoError(t, err)
+		require.Empty(t, resp.BatchItemFailures)
+	}
+	require.Len(t, effects, 4)
+	for order, n := range effects {
+		assert.Equal(t, 1, n, "%s: one effect", order)
+	}
+}
+
+// drain receives until the queue stays empty for 2 s.
+func drain(t *testing.T, client *sqs.Client, url string) []sqstypes.Message {
+	t.Helper()
+	var got []sqstypes.Message
+	for empty := 0; empty < 2; {
+		out, err := client.ReceiveMessage(context.Background(), &sqs.ReceiveMessageInput{QueueUrl: aws.String(url), MaxNumberOfMessages: 10, WaitTimeSeconds: 1})
+		require.NoError(t, err)
+		if len(out.Messages) == 0 {
+			empty++
+		}
+		got = append(got, out.Messages...)
+	}
+	return got
+}
