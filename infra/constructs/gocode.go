@@ -20,8 +20,8 @@ import (
 // -trimpath -buildvcs=false -ldflags="-s -w") into the asset's bootstrap: nobody builds it by hand.
 type GoSource struct {
 	// ModuleDir is the directory holding the go.mod of the package: absolute, or relative to the
-	// working directory of the CDK app (with cdk.json's "app": "cd infra && go run .", that is
-	// infra/, so a service whose go.mod is at the root passes ".."). The Worker records it in its
+	// working directory of the CDK app (under NewApp, the directory of cdk.json, so a service whose
+	// go.mod sits beside cdk.json passes "."). The Worker records it in its
 	// function's metadata relative to the cloud assembly, so the offline stack
 	// (localstack/deploy) builds the package from this module wherever the app ran.
 	ModuleDir string
