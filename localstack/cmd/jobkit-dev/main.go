@@ -215,6 +215,9 @@ func synth(ctx context.Context, o *options, appDir, cdkOut string, stderr io.Wri
 		return fmt.Errorf("no cloud assembly at %s and no cdk.json to synthesize it from (pass --cdk-out, or run it in the app's directory)", cdkOut)
 	}
 	cli := cmp.Or(o.cdk, os.Getenv("CDK"), "cdk")
+	if _, err := exec.LookPath(cli); err != nil {
+		return fmt.Errorf("no cloud assembly at %s, and no CDK CLI to synthesize it (%v): install it (npm install -g aws-cdk@2) or pass --cdk PATH, or synthesize it yourself and pass --cdk-out", cdkOut, err)
+	}
 	fmt.Fprintf(stderr, "dev: synthesizing %s with %s (cdk.json in %s)\n", cdkOut, cli, appDir)
 	cmd := exec.CommandContext(ctx, cli, "synth", "--quiet", "--no-notices", "--output", cdkOut)
 	cmd.Dir, cmd.Stdout, cmd.Stderr = appDir, stderr, stderr
