@@ -231,3 +231,28 @@ func (s *syncBuffer) String() string {
 	defer s.mu.Unlock()
 	return s.b.String()
 }
+
+// dev runs the sample in the jobkit repository, and a service's own app where its cdk.json is, or
+// in the repository when --cdk-out or --module says so.
+func TestDevTarget(t *testing.T) {
+	root, err := filepath.Abs("../..")
+	require.NoError(t, err)
+	dir, sample, err := devTarget(nil)
+	require.NoError(t, err)
+	require.Equal(t, root, dir)
+	require.True(t, sample)
+	dir, sample, err = devTarget([]string{"--cdk-out", "x"})
+	require.NoError(t, err)
+	require.Equal(t, root, dir)
+	require.False(t, sample)
+
+	svc := filepath.Join(t.TempDir(), "svc")
+	require.NoError(t, os.MkdirAll(filepath.Join(svc, "infra"), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(svc, "go.mod"), []byte("module example.com/svc\n"), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(svc, "cdk.json"), []byte(`{"app": "cd infra && go run ."}`), 0o644))
+	t.Chdir(filepath.Join(svc, "infra"))
+	dir, sample, err = devTarget([]string{"--once"})
+	require.NoError(t, err)
+	require.Equal(t, svc, dir)
+	require.False(t, sample)
+}

@@ -97,7 +97,7 @@ func (c *Census) Table() string {
 type Counter struct {
 	sqs    QueueAPI
 	queues []JobQueue
-	byFunc map[string]int // function name to queue index
+	byURL  map[string]int // queue URL to index
 
 	mu      sync.Mutex
 	seen    []map[string]bool // per queue: message ids received
@@ -108,21 +108,13 @@ type Counter struct {
 
 // NewCounter returns a Counter for the job queues of d.
 func NewCounter(client QueueAPI, d *deploy.Deployment) *Counter {
-	c := &Counter{sqs: client, byFunc: map[string]int{}, dead: map[string]bool{}}
+	c := &Counter{sqs: client, byURL: map[string]int{}, dead: map[string]bool{}}
 	c.queues = JobQueues(d)
-	index := map[string]int{}
 	for i, q := range c.queues {
-		index[q.URL] = i
+		c.byURL[q.URL] = i
 		c.seen = append(c.seen, map[string]bool{})
 		c.deleted = append(c.deleted, map[string]bool{})
 		c.retried = append(c.retried, map[string]bool{})
-	}
-	for _, m := range d.Mappings {
-		if i, ok := index[m.QueueURL]; ok && m.Enabled {
-			if fn := d.FunctionByName(m.Function); fn != nil {
-				c.byFunc[fn.Name] = i
-			}
-		}
 	}
 	return c
 }
@@ -171,8 +163,8 @@ func JobQueues(d *deploy.Deployment) []JobQueue {
 func (c *Counter) Queues() []JobQueue { return append([]JobQueue(nil), c.queues...) }
 
 // OnBatch reads an event source mapping's report (devstack.Config.OnBatch).
-func (c *Counter) OnBatch(function string, rep esm.BatchReport) {
-	i, ok := c.byFunc[function]
+func (c *Counter) OnBatch(_ string, rep esm.BatchReport) {
+	i, ok := c.byURL[rep.QueueURL]
 	if !ok {
 		return
 	}
