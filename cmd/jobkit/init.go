@@ -63,9 +63,9 @@ with its worker and tests (jobstest), the Lambda main (functions/welcome), a pro
 checked by cdk-nag), cdk.json, a Makefile (dev, produce, test, synth, deploy) and a README. It then
 runs 'go mod tidy' in both modules (--no-tidy skips it).
 
-Before a tagged release of jobkit, pass --jobkit <checkout>: both go.mod files get replace
-directives to it. After one, the version this CLI was built from is required (--version picks
-another).`,
+Before a tagged release of jobkit, pass --jobkit <checkout> (default: the checkout the working
+directory is in, when this CLI was built from one): both go.mod files get replace directives to
+it. After one, the version this CLI was built from is required (--version picks another).`,
 		Example: `  jobkit init ./greeter --module example.com/greeter
   jobkit init ./orders --fifo --jobkit ~/src/jobkit   # before a release: jobkit from a checkout`,
 		Args: func(_ *cobra.Command, args []string) error {
@@ -133,11 +133,34 @@ func (o *initOptions) data(dir string) (scaffoldData, error) {
 		}
 		d.Version = o.version
 	default:
-		if d.Version = ownVersion(); d.Version == "" {
-			return d, usageError{errors.New("this jobkit CLI was built from a checkout, not a release: pass --jobkit <checkout> (replace directives) or --version vX.Y.Z")}
+		if d.Version = ownVersion(); d.Version != "" {
+			break
 		}
+		// A CLI built from a checkout (go run ./cmd/jobkit init ...): that checkout, when the
+		// working directory is in it.
+		if root := checkoutRoot(); root != "" {
+			d.Replace, d.Version = root, "v0.0.0"
+			break
+		}
+		return d, usageError{errors.New("this jobkit CLI was built from a checkout, not a release: pass --jobkit <checkout> (replace directives) or --version vX.Y.Z")}
 	}
 	return d, nil
+}
+
+// checkoutRoot returns the jobkit checkout the working directory is in, or "".
+func checkoutRoot() string {
+	wd, err := os.Getwd()
+	if err != nil {
+		return ""
+	}
+	for dir := wd; ; dir = filepath.Dir(dir) {
+		if declaresModule(filepath.Join(dir, "go.mod"), libraryModule) {
+			return dir
+		}
+		if filepath.Dir(dir) == dir {
+			return ""
+		}
+	}
 }
 
 // ownVersion returns the jobkit release this CLI was built from, or "" (a checkout).
