@@ -138,7 +138,16 @@ func TestInitServiceRunsOffline(t *testing.T) {
 	}
 	require.Contains(t, stdout.String(), "export JobkitQueueWelcome=")
 	require.Contains(t, stdout.String(), "DEV summary: succeeded=50 retried=10 dead=0 lost=0")
-	t.Logf("%s", lastLine(stdout.String()))
+	t.Logf("jobkit dev, SIGTERM: %s", lastLine(stdout.String()))
+
+	// make offline, what the service's CI runs: go tool jobkit dev --once, the producer, the end.
+	start = time.Now()
+	offline := exec.Command("make", "offline", "CDK="+cdk, "SYNTH=never")
+	offline.Dir, offline.Env = dir, env
+	oout, err := offline.CombinedOutput()
+	require.NoError(t, err, "make offline:\n%s", oout)
+	require.Contains(t, string(oout), "DEV summary: succeeded=50 retried=10 dead=0 lost=0")
+	t.Logf("make offline: %s, %s", time.Since(start).Round(100*time.Millisecond), lastLine(string(oout)))
 }
 
 // cdkCLI returns the pinned CDK CLI under <root>/.tools, installing it with infra/synth.sh
