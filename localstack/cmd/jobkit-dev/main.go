@@ -27,12 +27,14 @@ import (
 	"os/signal"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/credentials"
+	"golang.org/x/term"
 
 	"github.com/jobkit-go/jobkit/localstack/devrun"
 	"github.com/jobkit-go/jobkit/localstack/emulator"
@@ -52,7 +54,8 @@ type options struct {
 }
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	// SIGHUP too: a closed terminal stops the stack and removes its deployment like Ctrl-C.
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()
 	os.Exit(code)
@@ -92,7 +95,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 }
 
 func dev(ctx context.Context, o *options, stdout, stderr io.Writer) error {
-	note := func(s string) { fmt.Fprintln(stderr, s) }
+	screen := &screen{w: stderr, tty: isTerminal(stderr)}
+	note := screen.note
 	appDir, cdkOut, err := locate(o)
 	if err != nil {
 		return err
@@ -141,12 +145,12 @@ func dev(ctx context.Context, o *options, stdout, stderr io.Writer) error {
 				note("dev: the stack runs; producers: . " + envFile + " (Ctrl-C or SIGTERM stops it)")
 			}
 		},
-		Progress: func(c *devrun.Census) { note(c.Line()) },
+		Progress: screen.progress,
 	})
 	if res == nil || res.Census == nil {
 		return runErr
 	}
-	fmt.Fprint(stderr, res.Census.Table())
+	screen.final(res.Census)
 	fmt.Fprintf(stderr, "dev: the stack ran %s; the functions' output is in %s\n", res.Elapsed.Round(100*time.Millisecond), o.logsShown(module))
 	fmt.Fprintln(stdout, res.Census.Summary())
 	if runErr != nil {
@@ -156,6 +160,53 @@ func dev(ctx context.Context, o *options, stdout, stderr io.Writer) error {
 		return fmt.Errorf("%d jobs lost", res.Census.Lost)
 	}
 	return nil
+}
+
+// screen shows the run on stderr: on a terminal, the table redrawn in place under the notes;
+// otherwise a line per update.
+type screen struct {
+	w     io.Writer
+	tty   bool
+	mu    sync.Mutex
+	shown int // lines of the table drawn last, 0 after a note
+}
+
+func (s *screen) note(line string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	fmt.Fprintln(s.w, line)
+	s.shown = 0
+}
+
+func (s *screen) progress(c *devrun.Census) {
+	if !s.tty {
+		s.note(c.Line())
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.shown > 0 {
+		fmt.Fprintf(s.w, "\x1b[%dA\x1b[J", s.shown) // up over the last table, clear to the end
+	}
+	table := c.Table()
+	fmt.Fprint(s.w, table)
+	s.shown = strings.Count(table, "\n")
+}
+
+// final shows the last count: the table, in place of the live one on a terminal.
+func (s *screen) final(c *devrun.Census) {
+	if s.tty {
+		s.progress(c)
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	fmt.Fprint(s.w, c.Table())
+}
+
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
 }
 
 func (o *options) logsShown(module string) string {
