@@ -19,4 +19,10 @@ const (
 	// that names its Go main package relative to the module root (e.g. "functions/email"), so a
 	// tool that reads the template (the local stack) can build the same source.
 	SourceMetadataKey = "jobkit:source"
+
+	// ModuleMetadataKey is the CloudFormation metadata key on a worker's AWS::Lambda::Function
+	// that names the directory of the Go module its SourceMetadataKey package belongs to,
+	// slash-separated and relative to the directory of the template (the cloud assembly, cdk.out),
+	// so a tool that reads the assembly finds the sources wherever the CDK app ran.
+	ModuleMetadataKey = "jobkit:module"
 )

@@ -11,19 +11,21 @@ import (
 	"github.com/jobkit-go/jobkit/jobs"
 )
 
-// A job queue and its worker, the stateful part in its own stack. The worker's function is built
-// from functions/email (relative to the module at ModuleDir) for linux/arm64 during synth.
+// A job queue, its worker and their idempotency table in one stack. The queue's id names its
+// stack outputs (JobkitQueueEmail, JobkitDlqEmail); the worker needs an id of its own beside it.
+// The worker's function is built from functions/email (relative to the module at ModuleDir, itself
+// relative to the working directory of the CDK app) for linux/arm64 during synth. A service's own
+// CDK app passes constructs.Outdir() as the app's Outdir (see Outdir).
 func Example() {
 	app := awscdk.NewApp(nil)
-	state := awscdk.NewStack(app, jsii.String("State"), nil)
-	workers := awscdk.NewStack(app, jsii.String("Workers"), nil)
+	stack := awscdk.NewStack(app, jsii.String("Emails"), nil)
 
-	table := constructs.NewIdempotencyTable(state, "Idempotency", nil)
-	queue := constructs.NewJobQueue(state, "Email", &constructs.JobQueueProps{
+	table := constructs.NewIdempotencyTable(stack, "Idempotency", nil)
+	queue := constructs.NewJobQueue(stack, "Email", &constructs.JobQueueProps{
 		MaxAttempts:       5,
 		VisibilityTimeout: time.Minute, // at least the function timeout
 	})
-	worker := constructs.NewWorker(workers, "Email", &constructs.WorkerProps{
+	worker := constructs.NewWorker(stack, "EmailWorker", &constructs.WorkerProps{
 		Source:            constructs.GoSource{ModuleDir: "../..", Package: "functions/email"},
 		Queue:             queue,
 		IdempotencyTable:  table,
@@ -33,7 +35,7 @@ func Example() {
 		MaxBatchingWindow: 2 * time.Second,
 		MaxConcurrency:    10,
 	})
-	constructs.NewDashboard(workers, "Dashboard", &constructs.DashboardProps{
+	constructs.NewDashboard(stack, "Dashboard", &constructs.DashboardProps{
 		Queues: []*constructs.JobQueue{queue}, Workers: []*constructs.Worker{worker},
 	})
 	app.Synth(nil)

@@ -11,6 +11,7 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslambda"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awss3assets"
+	"github.com/aws/constructs-go/constructs/v10"
 	"github.com/aws/jsii-runtime-go"
 )
 
@@ -19,7 +20,10 @@ import (
 // -trimpath -buildvcs=false -ldflags="-s -w") into the asset's bootstrap: nobody builds it by hand.
 type GoSource struct {
 	// ModuleDir is the directory holding the go.mod of the package: absolute, or relative to the
-	// working directory of the CDK app.
+	// working directory of the CDK app (under NewApp, the directory of cdk.json, so a service whose
+	// go.mod sits beside cdk.json passes "."). The Worker records it in its
+	// function's metadata relative to the cloud assembly, so the offline stack
+	// (localstack/deploy) builds the package from this module wherever the app ran.
 	ModuleDir string
 	// Package is the main package, slash-separated and relative to ModuleDir, e.g.
 	// "functions/email".
@@ -44,6 +48,31 @@ func (s GoSource) validate() error {
 		return fmt.Errorf("GoSource.ModuleDir %q has no go.mod: %w", s.ModuleDir, err)
 	}
 	return nil
+}
+
+// assemblyRelDir returns ModuleDir relative to the cloud assembly directory of scope's stage,
+// slash-separated, or "" when ModuleDir is unset or cannot be made relative.
+func (s GoSource) assemblyRelDir(scope constructs.IConstruct) string {
+	if s.ModuleDir == "" {
+		return ""
+	}
+	moduleDir, err := filepath.Abs(s.ModuleDir)
+	if err != nil {
+		return ""
+	}
+	stage := awscdk.Stage_Of(scope)
+	if stage == nil || stage.Outdir() == nil {
+		return ""
+	}
+	outdir, err := filepath.Abs(*stage.Outdir())
+	if err != nil {
+		return ""
+	}
+	rel, err := filepath.Rel(outdir, moduleDir)
+	if err != nil {
+		return ""
+	}
+	return filepath.ToSlash(rel)
 }
 
 // pkgArg is the package as the go command takes it: "./functions/email".

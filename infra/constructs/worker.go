@@ -48,6 +48,11 @@ func IdempotencyKeyPrefix(kind string) string { return kind + "#" }
 // read the template (the offline stack) can build the same source for another architecture.
 const SourceMetadataKey = jobs.SourceMetadataKey
 
+// ModuleMetadataKey is the CloudFormation metadata key on a Worker's AWS::Lambda::Function that
+// names the directory of its Go module relative to the cloud assembly (cdk.out), so the offline
+// stack builds the source from the right module wherever the CDK app ran.
+const ModuleMetadataKey = jobs.ModuleMetadataKey
+
 // WorkerProps configures a Worker. Queue and one of Source or Code are required.
 type WorkerProps struct {
 	// Source is the Go main package the function runs, built at synth (see GoSource).
@@ -246,6 +251,9 @@ func (w *Worker) newFunction(p WorkerProps) awslambda.Function {
 	if p.Source.Package != "" {
 		cfn := fn.Node().DefaultChild().(awslambda.CfnFunction)
 		cfn.AddMetadata(jsii.String(SourceMetadataKey), jsii.String(path.Clean(p.Source.Package)))
+		if mod := p.Source.assemblyRelDir(fn); mod != "" {
+			cfn.AddMetadata(jsii.String(ModuleMetadataKey), jsii.String(mod))
+		}
 	}
 	return fn
 }

@@ -84,6 +84,11 @@ func TestWorkerStandard(t *testing.T) {
 	require.Equal(t, "JSON", get(fn, "LoggingConfig.LogFormat"))
 	require.Equal(t, ref(logID), get(fn, "LoggingConfig.LogGroup"))
 	require.Equal(t, "constructs/testdata/hello", get(fnBody, "Metadata."+SourceMetadataKey))
+	// The module's directory, relative to the cloud assembly: the offline stack never guesses it.
+	mod, _ := get(fnBody, "Metadata."+ModuleMetadataKey).(string)
+	wantModule, err := filepath.Abs(helloSource.ModuleDir)
+	require.NoError(t, err)
+	require.Equal(t, wantModule, filepath.Join(*awscdk.Stage_Of(stack).Outdir(), filepath.FromSlash(mod)))
 
 	// The environment is exactly what jobs.ConfigFromEnv reads, plus the caller's.
 	require.Equal(t, map[string]any{

@@ -33,7 +33,10 @@ func (dp *deployer) build(ctx context.Context, cdkOut string) error {
 			continue
 		}
 		start := time.Now()
-		if err := buildBootstrap(ctx, filepath.Join(dp.o.ModuleDir, filepath.FromSlash(dp.o.sourceDir(fn.Source))), out); err != nil {
+		if fn.ModuleDir == "" {
+			fn.ModuleDir = dp.o.ModuleDir
+		}
+		if err := buildBootstrap(ctx, filepath.Join(fn.ModuleDir, filepath.FromSlash(dp.o.sourceDir(fn.Source))), out); err != nil {
 			return &ConfigError{Stack: fn.Stack, LogicalID: fn.LogicalID, Reason: err.Error()}
 		}
 		fn.Bootstrap = out

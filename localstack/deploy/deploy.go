@@ -91,7 +91,9 @@ type Options struct {
 	// template sets (a schedule group's Name, a FunctionName), so several deployments of one
 	// assembly can share an emulator (tests). Default none.
 	Prefix string
-	// ModuleDir is where "jobkit:source" paths are relative to; default the parent of CDKOut.
+	// ModuleDir is where "jobkit:source" paths are relative to for a function whose template
+	// has no "jobkit:module" metadata (the constructs write it: the module directory relative to
+	// cdk.out); default the parent of CDKOut.
 	ModuleDir string
 	// BuildDir receives the functions' bootstraps (<BuildDir>/<stack>/<logical id>/bootstrap);
 	// default <ModuleDir>/.run/functions.
@@ -99,7 +101,7 @@ type Options struct {
 	// SkipBuild leaves Function.Bootstrap empty: resources only.
 	SkipBuild bool
 	// Sources substitutes the Go package built for a function: it maps a function's
-	// SourceMetadataKey path to the package to build instead, both relative to ModuleDir (e.g. to
+	// SourceMetadataKey path to the package to build instead, both relative to its module (e.g. to
 	// run an instrumented build of a function). Function.Source keeps the assembly's path.
 	// Default none.
 	Sources map[string]string

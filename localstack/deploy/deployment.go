@@ -69,6 +69,9 @@ type Function struct {
 	ARN       string `json:"arn"`
 	// Source is the "jobkit:source" package the bootstrap is built from ("" if none).
 	Source string `json:"source,omitempty"`
+	// ModuleDir is the directory of Source's Go module: the "jobkit:module" metadata resolved
+	// against the template's directory, else Options.ModuleDir.
+	ModuleDir string `json:"module_dir,omitempty"`
 	// AssetPath is the synthesized asset directory (for functions without Source).
 	AssetPath string `json:"asset_path,omitempty"`
 	// Bootstrap is the executable built for this machine.

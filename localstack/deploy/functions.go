@@ -3,6 +3,7 @@ package deploy
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -100,6 +101,12 @@ func (dp *deployer) function(run *stackRun, id string) error {
 	// "aws:asset:path" is the directory CDK bundled, used when there is no source.
 	meta, _ := run.resources[id]["Metadata"].(map[string]any)
 	fn.Source, _ = meta[SourceMetadataKey].(string)
+	if mod, _ := meta[ModuleMetadataKey].(string); mod != "" && fn.Source != "" {
+		fn.ModuleDir = filepath.Join(filepath.Dir(run.art.TemplateFile), filepath.FromSlash(mod))
+		if abs, err := filepath.Abs(fn.ModuleDir); err == nil {
+			fn.ModuleDir = abs
+		}
+	}
 	fn.AssetPath, _ = meta["aws:asset:path"].(string)
 	dp.d.Functions = append(dp.d.Functions, fn)
 	return nil

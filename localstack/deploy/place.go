@@ -40,6 +40,10 @@ const (
 // module (infra/constructs writes it).
 const SourceMetadataKey = jobs.SourceMetadataKey
 
+// ModuleMetadataKey is the metadata key naming the directory of a function's Go module, relative
+// to the template's directory (infra/constructs writes it).
+const ModuleMetadataKey = jobs.ModuleMetadataKey
+
 // placeOf says where a resource of type typ goes. Functions and their event source mappings are
 // run by lambdaruntime and esm (the emulator runs no Lambda code without Docker); schedule groups
 // and schedules are created with the Scheduler API (moto's CloudFormation skips them).

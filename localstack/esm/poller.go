@@ -119,6 +119,7 @@ type Options struct {
 // BatchReport describes one settled batch.
 type BatchReport struct {
 	Worker     int
+	QueueURL   string    // the mapping's queue
 	ReceivedAt time.Time // when the batch's first message was received
 	MessageIDs []string  // in batch order
 	Bodies     []string  // in batch order
@@ -334,7 +335,7 @@ func (p *Poller) process(ctx context.Context, worker int, batch []types.Message,
 	start := time.Now()
 	records := make([]Record, len(batch))
 	inBatch := make(map[string]bool, len(batch))
-	rep := BatchReport{Worker: worker, ReceivedAt: receivedAt, MessageIDs: make([]string, len(batch)), Bodies: make([]string, len(batch))}
+	rep := BatchReport{Worker: worker, QueueURL: p.m.QueueURL, ReceivedAt: receivedAt, MessageIDs: make([]string, len(batch)), Bodies: make([]string, len(batch))}
 	var groups []string
 	for i, m := range batch {
 		records[i] = NewRecord(m, p.m.QueueARN, p.opts.Region)

@@ -92,7 +92,7 @@ queues). lost counts jobs that are neither succeeded nor dead-lettered; it exits
 		},
 	}
 	f := cmd.Flags()
-	f.BoolVar(&o.once, "once", false, "end when the workload has drained (default when stderr is not a terminal)")
+	f.BoolVar(&o.once, "once", false, "end when the workload has drained (default when stderr is not a terminal, unless --no-workload)")
 	f.DurationVar(&o.timeout, "timeout", 5*time.Minute, "with --once, fail if the workload has not drained by then")
 	f.StringVar(&o.synth, "synth", devapp.SynthAuto, "synthesize cdk.out: auto (when missing or stale), always or never")
 	f.StringVar(&o.prefix, "prefix", "", "prefix of the stack names (to share an emulator with another deployment)")
@@ -123,7 +123,8 @@ func runDev(ctx context.Context, a *app, o *devOptions, stdout, stderr io.Writer
 		}
 	}
 	once := o.once
-	if !once && !tty {
+	if !once && !tty && !o.noDemo {
+		// Without a workload there is nothing to drain: the stack then runs until a signal.
 		once = true
 		note("dev: stderr is not a terminal: ending when the workload has drained (as --once)")
 	}

@@ -1,0 +1,267 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"go/format"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/jobkit-go/jobkit/localstack/awstest"
+)
+
+// The templates render to gofmt'd Go for both queue kinds, and init refuses a directory in use.
+func TestInitWritesFormattedCode(t *testing.T) {
+	t.Parallel()
+	root, err := filepath.Abs("../..")
+	require.NoError(t, err)
+	for _, fifo := range []bool{false, true} {
+		dir := filepath.Join(t.TempDir(), "order-mailer")
+		args := []string{"init", dir, "--no-tidy", "--jobkit", root}
+		if fifo {
+			args = append(args, "--fifo")
+		}
+		var out, errOut bytes.Buffer
+		require.Equal(t, exitOK, run(context.Background(), args, nil, &out, &errOut), errOut.String())
+		var files []string
+		require.NoError(t, filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+			if err == nil && !d.IsDir() {
+				files = append(files, p)
+			}
+			return err
+		}))
+		require.Len(t, files, 11, "%v", files)
+		for _, f := range files {
+			if strings.HasSuffix(f, ".go") {
+				src, err := os.ReadFile(f)
+				require.NoError(t, err)
+				formatted, err := format.Source(src)
+				require.NoError(t, err, f)
+				require.Equal(t, string(formatted), string(src), "%s is not gofmt'd", f)
+			}
+		}
+		infra, err := os.ReadFile(filepath.Join(dir, "infra", "main.go"))
+		require.NoError(t, err)
+		require.Contains(t, string(infra), `NewServiceStack(app, "OrderMailer", nil)`)
+		if fifo {
+			require.Contains(t, string(infra), "FIFO:              true,")
+		}
+		gomod, err := os.ReadFile(filepath.Join(dir, "infra", "go.mod"))
+		require.NoError(t, err)
+		require.Contains(t, string(gomod), "github.com/jobkit-go/jobkit => "+root+"\n")
+		require.Contains(t, string(gomod), "github.com/jobkit-go/jobkit/infra => "+root+"/infra\n")
+
+		errOut.Reset()
+		require.Equal(t, exitError, run(context.Background(), args, nil, &out, &errOut))
+		require.Contains(t, errOut.String(), "exists and is not empty")
+	}
+	var errOut bytes.Buffer
+	require.Equal(t, exitUsage, run(context.Background(), []string{"init", t.TempDir() + "/x", "--version", "latest"}, nil, &bytes.Buffer{}, &errOut))
+	require.Contains(t, errOut.String(), "not a semantic version")
+}
+
+// A service made by `jobkit init`, outside this repository, as a new user runs it: its make test,
+// its own synth (cdk.json from its root: cdk.out beside it, cdk-nag clean), then `jobkit dev`
+// without a terminal and without --once, the producer sending 50 jobs of which 10 fail their
+// first attempt, and SIGTERM: the summary counts the service's jobs. jobkit resolves from this
+// working tree through the replace directives `init --jobkit` writes.
+func TestInitServiceRunsOffline(t *testing.T) {
+	awstest.Config(t) // the emulator make test starts
+	endpoint := awstest.Endpoint()
+	root, err := filepath.Abs("../..")
+	require.NoError(t, err)
+	cdk := cdkCLI(t, root)
+	dir := filepath.Join(t.TempDir(), "greeter")
+	env := serviceEnv(root, endpoint)
+
+	var out, errOut bytes.Buffer
+	require.Equal(t, exitOK, run(context.Background(), []string{"init", dir, "--module", "example.com/greeter", "--jobkit", root}, nil, &out, &errOut), errOut.String())
+
+	start := time.Now()
+	runIn(t, dir, env, "make", "test")
+	t.Logf("make test of the generated service: %s", time.Since(start).Round(100*time.Millisecond))
+
+	start = time.Now()
+	runIn(t, dir, env, "make", "synth", "CDK="+cdk)
+	t.Logf("make synth of the generated service: %s", time.Since(start).Round(100*time.Millisecond))
+	require.FileExists(t, filepath.Join(dir, "cdk.out", "manifest.json"), "cdk.out beside cdk.json")
+	require.NoDirExists(t, filepath.Join(dir, "infra", "cdk.out"))
+	nag, err := os.ReadFile(filepath.Join(dir, "cdk.out", "AwsSolutions-Greeter-NagReport.csv"))
+	require.NoError(t, err)
+	require.NotContains(t, string(nag), "Non-Compliant", "cdk-nag AwsSolutions findings")
+	tpl, err := os.ReadFile(filepath.Join(dir, "cdk.out", "Greeter.template.json"))
+	require.NoError(t, err)
+	require.Contains(t, string(tpl), `"jobkit:module": ".."`)
+
+	// jobkit dev with stdin, stdout and stderr not a terminal, no --once: it runs until SIGTERM.
+	dev := exec.Command(buildCLI(t), "dev", "--synth", "never", "--prefix", awstest.Name(t, "")+"-")
+	dev.Dir, dev.Env = dir, env
+	stdout, stderr := &syncBuffer{}, &syncBuffer{}
+	dev.Stdout, dev.Stderr = stdout, stderr
+	require.NoError(t, dev.Start())
+	exited := make(chan error, 1)
+	go func() { exited <- dev.Wait() }()
+	t.Cleanup(func() {
+		if dev.ProcessState == nil {
+			_ = dev.Process.Signal(syscall.SIGTERM)
+			<-exited
+		}
+	})
+	envFile := filepath.Join(dir, ".run", "dev.env")
+	waitFor(t, exited, stderr, "the stack to run", func() bool { return fileHasLine(envFile, "export JobkitQueueWelcome=") })
+
+	producer := exec.Command("sh", "-c", ". .run/dev.env && go run ./cmd/producer -n 50 -flaky 10")
+	producer.Dir, producer.Env = dir, env
+	pout, err := producer.CombinedOutput()
+	require.NoError(t, err, string(pout))
+	require.Contains(t, string(pout), "enqueued 50 jobs (10 failing their first attempt)")
+
+	waitFor(t, exited, stderr, "the jobs to run", func() bool {
+		return strings.Contains(stderr.String(), "queued=0 running=0 succeeded=50 retried=10 dead=0")
+	})
+	require.NoError(t, dev.Process.Signal(syscall.SIGTERM))
+	select {
+	case err := <-exited:
+		require.NoError(t, err, "stderr:\n%s", stderr.String())
+	case <-time.After(2 * time.Minute):
+		t.Fatalf("jobkit dev did not stop after SIGTERM; stderr:\n%s", stderr.String())
+	}
+	require.Contains(t, stdout.String(), "export JobkitQueueWelcome=")
+	require.Contains(t, stdout.String(), "DEV summary: succeeded=50 retried=10 dead=0 lost=0")
+	t.Logf("jobkit dev, SIGTERM: %s", lastLine(stdout.String()))
+
+	// make offline, what the service's CI runs: go tool jobkit dev --once, the producer, the end.
+	start = time.Now()
+	offline := exec.Command("make", "offline", "CDK="+cdk, "SYNTH=never")
+	offline.Dir, offline.Env = dir, env
+	oout, err := offline.CombinedOutput()
+	require.NoError(t, err, "make offline:\n%s", oout)
+	require.Contains(t, string(oout), "DEV summary: succeeded=50 retried=10 dead=0 lost=0")
+	t.Logf("make offline: %s, %s", time.Since(start).Round(100*time.Millisecond), lastLine(string(oout)))
+}
+
+// cdkCLI returns the pinned CDK CLI under <root>/.tools, installing it with infra/synth.sh
+// (which installs it on first use) when it is missing.
+func cdkCLI(t *testing.T, root string) string {
+	t.Helper()
+	cdk := filepath.Join(root, ".tools", "node_modules", ".bin", "cdk")
+	if _, err := os.Stat(cdk); err != nil {
+		out, err := exec.Command(filepath.Join(root, "infra", "synth.sh"), "--help").CombinedOutput()
+		require.NoError(t, err, "install the CDK CLI: %s", out)
+	}
+	return cdk
+}
+
+// serviceEnv is the environment the generated service's commands run with: the emulator, the
+// shared module cache with jobkit replaced by this working tree (-mod=mod records what tidy would),
+// and the CDK caches of this repository.
+func serviceEnv(root, endpoint string) []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "AWS_CA_BUNDLE=") && !strings.HasPrefix(kv, "GOFLAGS=") {
+			env = append(env, kv)
+		}
+	}
+	return append(env, "GOFLAGS=-mod=mod", "AWS_ENDPOINT_URL="+endpoint, "AWS_REGION=us-east-1",
+		"AWS_ACCESS_KEY_ID=test", "AWS_SECRET_ACCESS_KEY=test",
+		"JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION=20", "CDK_DISABLE_CLI_TELEMETRY=true", "CDK_DISABLE_VERSION_CHECK=1",
+		"CDK_HOME="+filepath.Join(root, ".tools", "cdk-home"), "JSII_RUNTIME_PACKAGE_CACHE_ROOT="+filepath.Join(root, ".tools", "jsii-cache"))
+}
+
+func runIn(t *testing.T, dir string, env []string, name string, args ...string) {
+	t.Helper()
+	cmd := exec.Command(name, args...)
+	cmd.Dir, cmd.Env = dir, env
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, "%s %s:\n%s", name, strings.Join(args, " "), out)
+}
+
+// waitFor polls cond until it holds; it fails when the process exits first, or after 4 minutes.
+func waitFor(t *testing.T, exited chan error, stderr *syncBuffer, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(4 * time.Minute)
+	for !cond() {
+		select {
+		case err := <-exited:
+			exited <- err
+			t.Fatalf("jobkit dev exited (%v) while waiting for %s; stderr:\n%s", err, what, stderr.String())
+		case <-time.After(200 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("gave up waiting for %s; stderr:\n%s", what, stderr.String())
+		}
+	}
+}
+
+func fileHasLine(path, prefix string) bool {
+	f, err := os.Open(path)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if strings.HasPrefix(sc.Text(), prefix) {
+			return true
+		}
+	}
+	return false
+}
+
+func lastLine(s string) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	return lines[len(lines)-1]
+}
+
+// syncBuffer is a bytes.Buffer safe for a process writing while the test reads.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// dev runs the sample in the jobkit repository, and a service's own app where its cdk.json is, or
+// in the repository when --cdk-out or --module says so.
+func TestDevTarget(t *testing.T) {
+	root, err := filepath.Abs("../..")
+	require.NoError(t, err)
+	dir, sample, err := devTarget(nil)
+	require.NoError(t, err)
+	require.Equal(t, root, dir)
+	require.True(t, sample)
+	dir, sample, err = devTarget([]string{"--cdk-out", "x"})
+	require.NoError(t, err)
+	require.Equal(t, root, dir)
+	require.False(t, sample)
+
+	svc := filepath.Join(t.TempDir(), "svc")
+	require.NoError(t, os.MkdirAll(filepath.Join(svc, "infra"), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(svc, "go.mod"), []byte("module example.com/svc\n"), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(svc, "cdk.json"), []byte(`{"app": "cd infra && go run ."}`), 0o644))
+	t.Chdir(filepath.Join(svc, "infra"))
+	dir, sample, err = devTarget([]string{"--once"})
+	require.NoError(t, err)
+	require.Equal(t, svc, dir)
+	require.False(t, sample)
+}

@@ -1,0 +1,49 @@
+package devrun_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/stretchr/testify/require"
+
+	"github.com/jobkit-go/jobkit/localstack/awstest"
+	"github.com/jobkit-go/jobkit/localstack/deploy"
+	"github.com/jobkit-go/jobkit/localstack/devrun"
+	"github.com/jobkit-go/jobkit/localstack/esm"
+)
+
+// The Counter reads the mappings' reports and the runtime's dead-letter lines, and the queues'
+// depths from the emulator: a job deleted after its dead-letter line is dead, not succeeded; a job
+// that failed an attempt is retried once however often it failed.
+func TestCounterCountsFromTheStacksRecords(t *testing.T) {
+	t.Parallel()
+	cfg := awstest.Config(t)
+	ctx := context.Background()
+	dlq := awstest.CreateQueue(t, cfg, "dlq", nil)
+	main := awstest.CreateQueue(t, cfg, "main", nil)
+	d := &deploy.Deployment{
+		Stacks: []deploy.Stack{{Name: "Svc", Outputs: map[string]string{"JobkitQueueMail": main.URL, "JobkitDlqMail": dlq.URL}}},
+		Queues: []deploy.Queue{{LogicalID: "MailQueue", URL: main.URL}, {LogicalID: "MailDLQ", URL: dlq.URL}},
+	}
+	c := devrun.NewCounter(sqs.NewFromConfig(cfg), d)
+	require.Equal(t, []devrun.JobQueue{{Name: "Mail", URL: main.URL, DLQURL: dlq.URL}}, c.Queues())
+
+	c.OnBatch("fn", esm.BatchReport{QueueURL: main.URL, MessageIDs: []string{"m1", "m2", "m3", "m4"},
+		Verdict: esm.Partial, Deleted: []string{"m1", "m2", "m3"}, Failed: []string{"m4"}})
+	c.OnBatch("fn", esm.BatchReport{QueueURL: main.URL, MessageIDs: []string{"m4"}, Verdict: esm.BatchFailed})
+	c.OnBatch("fn", esm.BatchReport{QueueURL: main.URL, MessageIDs: []string{"m4"}, Deleted: []string{"m4"}})
+	c.OnBatch("fn", esm.BatchReport{QueueURL: "elsewhere", MessageIDs: []string{"x"}, Deleted: []string{"x"}})
+	c.ReadLine([]byte(`[fn] {"level":"ERROR","msg":"job dead-lettered","job_id":"j3","message_id":"m3","reason":"cancelled"}`))
+	c.ReadLine([]byte(`[fn] {"level":"INFO","msg":"job dead-lettered? no","message_id":"m1"}`))
+	_, err := sqs.NewFromConfig(cfg).SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(dlq.URL), MessageBody: aws.String("m3")})
+	require.NoError(t, err)
+
+	census, err := c.Census(ctx)
+	require.NoError(t, err)
+	require.Equal(t, devrun.Counts{Succeeded: 3, Retried: 1, Dead: 1}, census.Total)
+	require.Equal(t, 4, census.Seen)
+	require.Zero(t, census.Lost)
+	require.Equal(t, "DEV summary: succeeded=3 retried=1 dead=1 lost=0", census.Summary())
+}
