@@ -160,11 +160,11 @@ func (c *Consumer) Stats() ConsumerStats {
 // unit is what the consumer runs as one runtime batch: one message (Standard) or the messages of
 // one FIFO group from one receive.
 type unit struct {
-	msgs        []wire.SQSMessage
-	cancel      context.CancelCauseFunc // ends the jobs' context (ErrDraining)
-	postCancel  context.CancelFunc      // ends the runtime's AWS calls: the unit is given up
-	mu          sync.Mutex
-	settled     bool // deleted/left as the runtime decided, or released by the drain
+	msgs       []wire.SQSMessage
+	cancel     context.CancelCauseFunc // ends the jobs' context (ErrDraining)
+	postCancel context.CancelFunc      // ends the runtime's AWS calls: the unit is given up
+	mu         sync.Mutex
+	settled    bool // deleted/left as the runtime decided, or released by the drain
 }
 
 type deleteEntry struct{ receipt string }
