@@ -33,6 +33,11 @@ const (
 	// DefaultWaitTime is the long poll of each receive: SQS's longest, so an idle consumer makes
 	// 180 receives an hour per poller.
 	DefaultWaitTime = 20 * time.Second
+	// MinConsumerVisibilityTimeout is the shortest Config.VisibilityTimeout a Consumer takes: its
+	// heartbeat runs every third of it, and each beat must land before the visibility lapses.
+	MinConsumerVisibilityTimeout = 3 * time.Second
+	// MaxStopTimeout is the longest stop timeout ECS gives a Fargate task (SIGTERM to SIGKILL).
+	MaxStopTimeout = 120 * time.Second
 )
 
 // ErrDraining is the cause (context.Cause) of a job's context ended by the Consumer's drain: the
@@ -205,7 +210,7 @@ func NewConsumer(workers *Workers, cfg Config, opts *ConsumerOptions) (*Consumer
 	if o.DrainTimeout <= 0 {
 		o.DrainTimeout = DefaultDrainTimeout
 	}
-	if vt := h.cfg.VisibilityTimeout; vt < 3*time.Second {
+	if vt := h.cfg.VisibilityTimeout; vt < MinConsumerVisibilityTimeout {
 		return nil, fmt.Errorf("jobs: NewConsumer: VisibilityTimeout %v: want at least 3s (heartbeats every third)", vt)
 	}
 	return &Consumer{
