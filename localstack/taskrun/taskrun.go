@@ -27,7 +27,7 @@ type Options struct {
 	Env map[string]string
 	// Region, Endpoint and the credentials are what ECS would give the task through its role; the
 	// container's own variables do not override them.
-	Region, Endpoint                            string
+	Region, Endpoint                           string
 	AccessKeyID, SecretAccessKey, SessionToken string
 	// StopTimeout is the time between SIGTERM and SIGKILL when the task is stopped. Default 30 s.
 	StopTimeout time.Duration
