@@ -341,3 +341,35 @@ func (p ContainerWorkerProps) check() string {
 	}
 	return ""
 }
+
+// TaskCountMetric returns the service's running (or desired, with "DesiredTaskCount") task count
+// from Container Insights, which the construct turns on for its cluster.
+func (w *ContainerWorker) TaskCountMetric(name string) awscloudwatch.Metric {
+	return awscloudwatch.NewMetric(&awscloudwatch.MetricProps{
+		Namespace:  jsii.String("ECS/ContainerInsights"),
+		MetricName: jsii.String(name),
+		DimensionsMap: &map[string]*string{
+			"ClusterName": w.Cluster.ClusterName(), "ServiceName": w.Service.ServiceName(),
+		},
+		Statistic: jsii.String("Maximum"),
+		Period:    awscdk.Duration_Minutes(jsii.Number(1)),
+		Label:     jsii.String(w.Name + " " + strings.TrimSuffix(name, "TaskCount")),
+	})
+}
+
+// containerWidgets is the dashboard row of container workers: tasks running and desired, CPU and
+// memory utilisation.
+func containerWidgets(ws []*ContainerWorker) []awscloudwatch.IWidget {
+	var tasks, usage []awscloudwatch.IMetric
+	minutes5 := awscdk.Duration_Minutes(jsii.Number(5))
+	for _, w := range ws {
+		tasks = append(tasks, w.TaskCountMetric("RunningTaskCount"), w.TaskCountMetric("DesiredTaskCount"))
+		usage = append(usage,
+			w.Service.MetricCpuUtilization(&awscloudwatch.MetricOptions{Label: jsii.String(w.Name + " CPU %"), Period: minutes5}),
+			w.Service.MetricMemoryUtilization(&awscloudwatch.MetricOptions{Label: jsii.String(w.Name + " memory %"), Period: minutes5}))
+	}
+	return []awscloudwatch.IWidget{
+		awscloudwatch.NewGraphWidget(&awscloudwatch.GraphWidgetProps{Title: jsii.String("containers: tasks"), Width: jsii.Number(12), Left: &tasks}),
+		awscloudwatch.NewGraphWidget(&awscloudwatch.GraphWidgetProps{Title: jsii.String("containers: CPU and memory"), Width: jsii.Number(12), Left: &usage}),
+	}
+}

@@ -56,6 +56,9 @@ type Task struct {
 	done chan struct{}
 
 	starts int
+
+	stopOnce sync.Once
+	stopped  bool // Stop's answer
 }
 
 // Start starts the task's first process and the loop that restarts it.
@@ -203,8 +206,13 @@ func (t *Task) Starts() int {
 
 // Stop stops the task as ECS does: no more restarts, SIGTERM to the process, SIGKILL to its
 // process group after StopTimeout. It returns once the process has exited; true if it exited
-// before the SIGKILL.
+// before the SIGKILL. Later calls return the first's answer.
 func (t *Task) Stop() bool {
+	t.stopOnce.Do(func() { t.stopped = t.stopNow() })
+	return t.stopped
+}
+
+func (t *Task) stopNow() bool {
 	close(t.stop)
 	<-t.done
 	t.mu.Lock()
