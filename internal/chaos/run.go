@@ -193,19 +193,19 @@ type runner struct {
 // (Config.LedgerTimeout), enqueues the overrun groups (enqueueBursts) and picks the functions
 // whose processes may die.
 func (r *runner) customize(ctx context.Context, s *Stack) error {
-	long := s.Worker(samplejobs.KindTranscodeVideo)
+	long := s.WorkerEnv(samplejobs.KindTranscodeVideo)
 	if long == nil {
-		return errors.New("chaos: the deployment has no transcode function")
+		return errors.New("chaos: the deployment has no transcode function or container")
 	}
 	vt := strconv.Itoa(int(r.cfg.LongJobVisibility / time.Second))
 	_, err := sqs.NewFromConfig(s.Direct).SetQueueAttributes(ctx, &sqs.SetQueueAttributesInput{
-		QueueUrl:   aws.String(long.Env[jobs.EnvQueueURL]),
+		QueueUrl:   aws.String(long[jobs.EnvQueueURL]),
 		Attributes: map[string]string{string(sqstypes.QueueAttributeNameVisibilityTimeout): vt},
 	})
 	if err != nil {
 		return fmt.Errorf("chaos: set the transcode queue's visibility timeout: %w", err)
 	}
-	long.Env[jobs.EnvVisibilityTimeout] = vt
+	long[jobs.EnvVisibilityTimeout] = vt
 	ledger := s.Worker(samplejobs.KindPostLedger)
 	if ledger == nil {
 		return errors.New("chaos: the deployment has no ledger function")
