@@ -123,8 +123,8 @@ func StartStack(ctx context.Context, cfg StackConfig) (s *Stack, err error) {
 	return s, nil
 }
 
-// prepare creates the effects table when cfg asks for it and runs cfg.Customize, before the
-// functions start.
+// prepare creates the effects table when cfg asks for it (naming it to every function and
+// container) and runs cfg.Customize, before the functions and containers start.
 func (s *Stack) prepare(ctx context.Context, cfg StackConfig) error {
 	if cfg.Effects {
 		s.EffectsTable = cfg.Prefix + "effects"
@@ -138,6 +138,9 @@ func (s *Stack) prepare(ctx context.Context, cfg StackConfig) error {
 				f.Env = map[string]string{}
 			}
 			f.Env[instrument.EnvEffectsTable] = s.EffectsTable
+		}
+		for i := range s.Deployment.Containers {
+			s.Deployment.Containers[i].Env[instrument.EnvEffectsTable] = s.EffectsTable
 		}
 	}
 	if cfg.Customize != nil {
