@@ -312,22 +312,42 @@ func (c *Consumer) poll(ctx, base context.Context) {
 	}
 }
 
-// acquire waits for one free slot and takes up to 10 of those free; 0 when ctx ends first.
+// batchLinger is how long the consumer waits to fill a receive or a delete call once it has
+// something for it: slots and finished jobs come in bursts, and a call of 10 costs SQS (and the
+// bill) what a call of 1 does.
+const batchLinger = 2 * time.Millisecond
+
+// acquire waits for one free slot, then takes more, up to 10 (or its share of Concurrency), as
+// they come within batchLinger; 0 when ctx ends first.
 func (c *Consumer) acquire(ctx context.Context) int {
 	select {
 	case c.slots <- struct{}{}:
 	case <-ctx.Done():
 		return 0
 	}
+	want := min(MaxBatchEntries, max(1, c.concurrency/c.pollers))
 	n := 1
-	for n < MaxBatchEntries {
+	var linger <-chan time.Time
+	for n < want {
 		select {
 		case c.slots <- struct{}{}:
 			n++
 			continue
 		default:
 		}
-		break
+		if linger == nil {
+			t := time.NewTimer(batchLinger)
+			defer t.Stop()
+			linger = t.C
+		}
+		select {
+		case c.slots <- struct{}{}:
+			n++
+		case <-linger:
+			return n
+		case <-ctx.Done():
+			return n
+		}
 	}
 	return n
 }
@@ -523,11 +543,15 @@ func (c *Consumer) release(ctx context.Context, msgs []*wire.SQSMessage) {
 	}
 }
 
-// deleteLoop deletes finished messages, up to 10 per call: it takes what is waiting, at once.
+// deleteLoop deletes finished messages, up to 10 per call: what is waiting and what comes within
+// batchLinger of the first.
 func (c *Consumer) deleteLoop(ctx context.Context) {
 	batch := make([]deleteEntry, 0, MaxBatchEntries)
+	timer := time.NewTimer(batchLinger)
+	defer timer.Stop()
 	for first := range c.deletes {
 		batch = append(batch[:0], first)
+		timer.Reset(batchLinger)
 	more:
 		for len(batch) < MaxBatchEntries {
 			select {
@@ -536,7 +560,7 @@ func (c *Consumer) deleteLoop(ctx context.Context) {
 					break more
 				}
 				batch = append(batch, e)
-			default:
+			case <-timer.C:
 				break more
 			}
 		}
