@@ -207,13 +207,13 @@ func TestSampleApp(t *testing.T) {
 
 	t.Run("workers", func(t *testing.T) {
 		fns := workers.Resources("AWS::Lambda::Function")
-		require.Len(t, fns, 3)
+		require.Len(t, fns, 2)
 		bySource := map[string]map[string]any{}
 		for _, body := range fns {
 			src, _ := cfntest.Get(body, "Metadata."+jk.SourceMetadataKey).(string)
 			bySource[src] = body
 		}
-		require.ElementsMatch(t, []string{"functions/email", "functions/ledger", "functions/transcode"}, keys(bySource))
+		require.ElementsMatch(t, []string{"functions/email", "functions/ledger"}, keys(bySource))
 
 		for src, body := range bySource {
 			p := cfntest.Props(body)
@@ -225,13 +225,7 @@ func TestSampleApp(t *testing.T) {
 				jobs.EnvConcurrency, jobs.EnvBackoffBase, jobs.EnvBackoffCap} {
 				require.Contains(t, env, k, "%s env", src)
 			}
-			if src == "functions/transcode" {
-				require.NotContains(t, env, jobs.EnvIdempotencyTable)
-				require.Equal(t, float64(600), p["Timeout"])
-				require.Equal(t, "600", env[jobs.EnvVisibilityTimeout])
-			} else {
-				require.Contains(t, env, jobs.EnvIdempotencyTable)
-			}
+			require.Contains(t, env, jobs.EnvIdempotencyTable)
 			if src == "functions/ledger" {
 				require.Contains(t, env, samplejobs.EnvLedgerTable)
 			}
@@ -250,7 +244,7 @@ func TestSampleApp(t *testing.T) {
 		}
 
 		esms := workers.Resources("AWS::Lambda::EventSourceMapping")
-		require.Len(t, esms, 3)
+		require.Len(t, esms, 2)
 		byBatch := map[float64]map[string]any{}
 		for _, body := range esms {
 			p := cfntest.Props(body)
@@ -261,7 +255,24 @@ func TestSampleApp(t *testing.T) {
 		require.Equal(t, float64(10), cfntest.Get(byBatch[25], "ScalingConfig.MaximumConcurrency"), "email")
 		require.Nil(t, cfntest.Get(byBatch[10], "MaximumBatchingWindowInSeconds"), "ledger is FIFO")
 		require.Equal(t, float64(5), cfntest.Get(byBatch[10], "ScalingConfig.MaximumConcurrency"), "ledger")
-		require.Equal(t, float64(2), cfntest.Get(byBatch[1], "ScalingConfig.MaximumConcurrency"), "transcode")
+
+		// Transcode runs in containers: an arm64 task of functions/transcode with the consumer's
+		// environment and a stop timeout above its drain budget.
+		_, td := workers.Only(t, "AWS::ECS::TaskDefinition")
+		require.Equal(t, "functions/transcode", cfntest.Get(td, "Metadata."+jk.SourceMetadataKey))
+		require.Equal(t, "ARM64", cfntest.Get(cfntest.Props(td), "RuntimePlatform.CpuArchitecture"))
+		container := cfntest.Get(cfntest.Props(td), "ContainerDefinitions.0").(map[string]any)
+		cenv := map[string]any{}
+		for _, e := range container["Environment"].([]any) {
+			cenv[e.(map[string]any)["Name"].(string)] = e.(map[string]any)["Value"]
+		}
+		require.Equal(t, "600", cenv[jobs.EnvVisibilityTimeout])
+		require.Equal(t, "1m0s", cenv[jobs.EnvDrainTimeout])
+		require.NotContains(t, cenv, jobs.EnvIdempotencyTable)
+		require.Equal(t, float64(65), container["StopTimeout"])
+		workers.Only(t, "AWS::ECS::Service")
+		_, target := workers.Only(t, "AWS::ApplicationAutoScaling::ScalableTarget")
+		require.Equal(t, float64(0), cfntest.Get(cfntest.Props(target), "MinCapacity"), "no task while the queue is empty")
 
 		// Each worker may make the idempotency store's item calls on its own kinds' records only.
 		var tableStmts []map[string]any
@@ -285,7 +296,7 @@ func TestSampleApp(t *testing.T) {
 		require.ElementsMatch(t, []any{samplejobs.KindSendEmail + "#*", samplejobs.KindPostLedger + "#*"}, prefixes)
 
 		require.Len(t, workers.Resources("AWS::CloudWatch::Dashboard"), 1)
-		require.Len(t, workers.Resources("AWS::Logs::LogGroup"), 3)
+		require.Len(t, workers.Resources("AWS::Logs::LogGroup"), 4, "two functions, the containers, the VPC's flow log")
 		for _, body := range workers.Resources("AWS::IAM::Role") {
 			require.NotContains(t, cfntest.Props(body), "ManagedPolicyArns")
 		}

@@ -117,11 +117,13 @@ func NewStateStack(scope constructs.Construct, id string, props *awscdk.StackPro
 	return s
 }
 
-// WorkersStack holds the sample's functions and the dashboard.
+// WorkersStack holds the sample's workers and the dashboard: Email and Ledger are functions;
+// Transcode, the long job, runs in containers.
 type WorkersStack struct {
 	awscdk.Stack
-	Email, Ledger, Transcode *jk.Worker
-	Dashboard                *jk.Dashboard
+	Email, Ledger *jk.Worker
+	Transcode     *jk.ContainerWorker
+	Dashboard     *jk.Dashboard
 }
 
 // NewWorkersStack defines the functions consuming state's queues, built from the Go module at
@@ -156,15 +158,18 @@ func NewWorkersStack(scope constructs.Construct, id string, state *StateStack, m
 		Environment: map[string]string{samplejobs.EnvLedgerTable: *state.LedgerTable.TableName()},
 	})
 	state.LedgerTable.GrantReadWriteData(s.Ledger.Role)
-	// Transcode: long jobs, one per invocation; the heartbeat keeps each invisible while it runs.
-	s.Transcode = jk.NewWorker(stack, "Transcode", &jk.WorkerProps{
+	// Transcode: long jobs, past Lambda's 15 minutes, in Fargate tasks (arm64) of two jobs each,
+	// from zero tasks when the queue is empty up to 4; the heartbeat keeps each job's message
+	// invisible while it runs, and a task stopped mid-job releases it for another at once.
+	s.Transcode = jk.NewContainerWorker(stack, "Transcode", &jk.ContainerWorkerProps{
 		Source: src("transcode"), Queue: state.Transcode, Kinds: kinds(samplejobs.QueueTranscode),
-		Timeout: 10 * time.Minute, MemorySize: 1024, BatchSize: 1, MaxConcurrency: 2, Concurrency: 1,
+		CPU: 1024, MemoryMiB: 2048, Concurrency: 2, MaxTasks: 4, DrainTimeout: 60 * time.Second,
 		BackoffBase: 30 * time.Second, BackoffCap: 30 * time.Minute,
 	})
 	s.Dashboard = jk.NewDashboard(stack, "Dashboard", &jk.DashboardProps{
-		Queues:  []*jk.JobQueue{state.Email, state.Ledger, state.Transcode},
-		Workers: []*jk.Worker{s.Email, s.Ledger, s.Transcode},
+		Queues:           []*jk.JobQueue{state.Email, state.Ledger, state.Transcode},
+		Workers:          []*jk.Worker{s.Email, s.Ledger},
+		ContainerWorkers: []*jk.ContainerWorker{s.Transcode},
 	})
 	return s
 }

@@ -101,6 +101,12 @@ type sqsHandler struct {
 	vtSeconds int32
 	watchdog  watchdog
 	queueURLs sync.Map // eventSourceARN → queue URL, for functions fed by several queues
+	// container: the Consumer runs the batches; its drain (ErrDraining) releases what it stops.
+	container bool
+	// firstBeat, when set, replaces firstBeatDelay: the container Consumer receives each message
+	// with the full visibility timeout just before its batch starts, so its first heartbeat is
+	// due a third of the timeout later, like every other.
+	firstBeat time.Duration
 }
 
 // outcome is what happened to a record.
@@ -221,6 +227,12 @@ func messagesOf(recs []events.SQSMessage) []wire.SQSMessage {
 
 // run runs a batch of records and returns the records to report failed.
 func (h *sqsHandler) run(ctx context.Context, msgs []wire.SQSMessage) events.SQSEventResponse {
+	return h.runBatch(ctx, ctx, msgs)
+}
+
+// runBatch is run with the parent of the AWS calls after the jobs (and of heartbeats) apart from
+// the jobs' context: the container Consumer's drain ends the jobs' context, not those calls.
+func (h *sqsHandler) runBatch(ctx, post context.Context, msgs []wire.SQSMessage) events.SQSEventResponse {
 	n := len(msgs)
 	if n == 0 {
 		return events.SQSEventResponse{BatchItemFailures: []events.SQSBatchItemFailure{}}
@@ -240,8 +252,11 @@ func (h *sqsHandler) run(ctx context.Context, msgs []wire.SQSMessage) events.SQS
 	// runs almost at once (firstBeatDelay): the batching window has already used some of the
 	// messages' visibility.
 	now := time.Now()
-	b.start, b.jobCtx, b.postCtx = now, ctx, ctx
+	b.start, b.jobCtx, b.postCtx = now, ctx, post
 	b.times.beatAt = now.Add(firstBeatDelay)
+	if h.firstBeat > 0 {
+		b.times.beatAt = now.Add(h.firstBeat)
+	}
 	if deadline, ok := ctx.Deadline(); ok {
 		margin := h.cfg.SafetyMargin
 		if left := deadline.Sub(now); margin > left/2 {
@@ -254,7 +269,7 @@ func (h *sqsHandler) run(ctx context.Context, msgs []wire.SQSMessage) events.SQS
 		b.times.softAt, b.times.hardAt = b.deadline.deadline, deadline.Add(-margin/2)
 		defer b.deadline.end()
 		var cancel context.CancelFunc
-		b.postCtx, cancel = context.WithDeadline(ctx, deadline.Add(-margin/4))
+		b.postCtx, cancel = context.WithDeadline(post, deadline.Add(-margin/4))
 		defer cancel()
 	}
 	b.hbCtx, b.hbCancel = context.WithCancel(b.postCtx)
@@ -507,7 +522,7 @@ func (b *batch) runRecord(r *record, clock *time.Duration) outcome {
 	if !r.state.CompareAndSwap(statePending, stateRunning) {
 		return outAbandoned
 	}
-	if b.softPassed(*clock) {
+	if b.softPassed(*clock) || b.draining() {
 		// Starting now would run the job on an ended context and charge it an attempt it never
 		// had (on its last, a dead-letter): list it untouched; it comes back at once.
 		r.out, r.visible, r.delay = outNotStarted, true, 0
@@ -575,6 +590,11 @@ func (b *batch) settle(r *record, err error) {
 		return
 	}
 	reason := permanentReason(err)
+	if reason == "" && b.draining() {
+		r.out, r.visible, r.delay = outRetry, true, 0
+		b.logRecord(slog.LevelWarn, r, "job interrupted by the consumer's drain: released for another consumer", err)
+		return
+	}
 	lastAttempt := r.row.Attempt >= r.row.MaxAttempts
 	var unknown *UnknownKindError
 	if reason == ReasonUnknownKind && !lastAttempt && errors.As(err, &unknown) {

@@ -1,13 +1,12 @@
 // Command transcode is the sample stack's long-job worker: it runs TranscodeVideo jobs from the
-// Transcode queue. While a job works, the runtime's heartbeat keeps its message invisible; when
-// the job's context ends, the job stops and is retried.
+// Transcode queue, on Lambda or in a container (jobs.Start picks from the environment). While a
+// job works, the runtime's heartbeat keeps its message invisible; when the job's context ends
+// (the Lambda deadline, or the container's drain on SIGTERM), the job stops and is retried.
 package main
 
 import (
 	"log/slog"
 	"os"
-
-	"github.com/aws/aws-lambda-go/lambda"
 
 	"github.com/jobkit-go/jobkit/functions/samplejobs"
 	"github.com/jobkit-go/jobkit/jobs"
@@ -21,5 +20,5 @@ func main() {
 	}
 	workers := jobs.NewWorkers()
 	jobs.AddWorker(workers, &samplejobs.TranscodeWorker{Logger: cfg.Logger})
-	lambda.Start(jobs.NewLambdaHandler(workers, cfg))
+	jobs.Start(workers, cfg)
 }

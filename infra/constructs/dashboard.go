@@ -29,6 +29,8 @@ type DashboardProps struct {
 	Queues []*JobQueue
 	// Workers add a row of function invocations, errors and throttles. Optional.
 	Workers []*Worker
+	// ContainerWorkers add a row of running and desired tasks, and CPU and memory. Optional.
+	ContainerWorkers []*ContainerWorker
 }
 
 // Dashboard is a CloudWatch dashboard over JobQueues and their Workers: queue and dead-letter
@@ -111,6 +113,9 @@ func NewDashboard(scope constructs.Construct, id string, props *DashboardProps) 
 			awscloudwatch.NewGraphWidget(&awscloudwatch.GraphWidgetProps{Title: jsii.String("functions: invocations"), Width: jsii.Number(12), Left: &invocations}),
 			awscloudwatch.NewGraphWidget(&awscloudwatch.GraphWidgetProps{Title: jsii.String("functions: errors and throttles"), Width: jsii.Number(12), Left: &errs}),
 		)
+	}
+	if len(props.ContainerWorkers) > 0 {
+		d.AddWidgets(containerWidgets(props.ContainerWorkers)...)
 	}
 	return &Dashboard{Construct: c, Dashboard: d}
 }

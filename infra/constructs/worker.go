@@ -194,7 +194,7 @@ func NewWorker(scope constructs.Construct, id string, props *WorkerProps) *Worke
 	w.Function = w.newFunction(p)
 	w.consume(p)
 	if p.IdempotencyTable != nil {
-		w.grantIdempotency(p.IdempotencyTable, p.Kinds)
+		grantIdempotency(w.Construct, w.Role, p.IdempotencyTable, p.Kinds)
 	}
 	return w
 }
@@ -280,15 +280,15 @@ func (w *Worker) consume(p WorkerProps) {
 	p.Queue.DLQ.GrantSendMessages(w.Role)
 }
 
-// grantIdempotency lets the role make the IdempotencyActions on the table's records of kinds
-// (all records when kinds is empty, with a warning annotation).
-func (w *Worker) grantIdempotency(t *IdempotencyTable, kinds []string) {
+// grantIdempotency lets role make the IdempotencyActions on the table's records of kinds (all
+// records when kinds is empty, with a warning annotation on scope).
+func grantIdempotency(scope constructs.Construct, role awsiam.Role, t *IdempotencyTable, kinds []string) {
 	st := &awsiam.PolicyStatementProps{
 		Actions:   jsii.Strings(IdempotencyActions...),
 		Resources: jsii.Strings(*t.Table.TableArn()),
 	}
 	if len(kinds) == 0 {
-		awscdk.Annotations_Of(w.Construct).AddWarningV2(jsii.String("jobkit:UnscopedIdempotency"), jsii.String(
+		awscdk.Annotations_Of(scope).AddWarningV2(jsii.String("jobkit:UnscopedIdempotency"), jsii.String(
 			"WorkerProps.Kinds is empty: the function may write every record of the idempotency table, "+
 				"other workers' included; set Kinds to limit it to its own kinds' keys (dynamodb:LeadingKeys)"))
 	} else {
@@ -302,7 +302,7 @@ func (w *Worker) grantIdempotency(t *IdempotencyTable, kinds []string) {
 			"ForAllValues:StringLike": map[string]any{"dynamodb:LeadingKeys": prefixes},
 		}
 	}
-	w.Role.AddToPrincipalPolicy(awsiam.NewPolicyStatement(st))
+	role.AddToPrincipalPolicy(awsiam.NewPolicyStatement(st))
 }
 
 func (p WorkerProps) withDefaults() WorkerProps {

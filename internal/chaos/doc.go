@@ -10,7 +10,11 @@
 //   - Standard email jobs and, on the FIFO ledger queue, groups of postings in order;
 //   - a share of them failing their first attempts with a retryable error (fail_attempts), a
 //     share of poison jobs (cancelled: dead-lettered at once);
-//   - one transcode job running for three times its queue's visibility timeout;
+//   - one transcode job running for three times its queue's visibility timeout, in the transcode
+//     worker's container (a local process, package taskrun);
+//   - once it is done, short transcodes (PlanConfig.Transcodes) in the same container, during a
+//     share of which (Config.ContainerKillRate) the container's process is killed (SIGKILL): it is
+//     restarted and the job's message comes back after the queue's visibility timeout;
 //   - a few ledger groups enqueued each in one burst, whose first posting's first attempt
 //     overruns its deadline (instrument.Faults.OverrunMS): the group's postings behind it in the
 //     batch meet the soft deadline and must be listed without running or being charged an

@@ -26,6 +26,11 @@ type PlanConfig struct {
 	PoisonRate float64
 	// LongJobSeconds is the long job's duration; default 60.
 	LongJobSeconds int
+	// Transcodes is the number of short transcodes (TranscodeSeconds each, taken from the email
+	// share), enqueued once the long job is done: the transcode container's process is killed
+	// during some of them (Config.ContainerKillRate). Default 0.
+	Transcodes       int
+	TranscodeSeconds int
 	// OverrunRate is the share of jobs whose first attempt returns OverrunMS past its deadline
 	// (instrument.Faults.OverrunMS): each is the first posting of a ledger group of its own
 	// (drawn among the groups whose first posting has no other fault), and those groups are
@@ -68,6 +73,9 @@ func (c PlanConfig) withDefaults() PlanConfig {
 	if c.Seed == 0 {
 		c.Seed = 1
 	}
+	if c.TranscodeSeconds == 0 {
+		c.TranscodeSeconds = 2
+	}
 	if c.OverrunRate == 0 {
 		c.OverrunRate = 0.001
 	}
@@ -104,7 +112,9 @@ type Plan struct {
 	Email  []PlannedJob
 	Ledger []PlannedJob // group by group interleaved: every group's Seq 1, then every Seq 2, ...
 	Long   PlannedJob
-	byID   map[string]*PlannedJob
+	// Transcode are the short transcodes (PlanConfig.Transcodes).
+	Transcode []PlannedJob
+	byID      map[string]*PlannedJob
 }
 
 // NewPlan builds the plan cfg describes. The transient and poison jobs are drawn at random
@@ -112,8 +122,8 @@ type Plan struct {
 func NewPlan(cfg PlanConfig) (*Plan, error) {
 	cfg = cfg.withDefaults()
 	fifo := cfg.Groups * cfg.GroupJobs
-	emails := cfg.Jobs - fifo - 1
-	if cfg.Jobs < 2 || emails < 0 || cfg.Groups < 0 || cfg.GroupJobs < 0 {
+	emails := cfg.Jobs - fifo - 1 - cfg.Transcodes
+	if cfg.Jobs < 2 || emails < 0 || cfg.Transcodes < 0 || cfg.Groups < 0 || cfg.GroupJobs < 0 {
 		return nil, fmt.Errorf("chaos: %d jobs cannot hold %d×%d FIFO jobs and the long job", cfg.Jobs, cfg.Groups, cfg.GroupJobs)
 	}
 	transient := int(math.Round(cfg.TransientRate * float64(cfg.Jobs)))
@@ -169,8 +179,18 @@ func NewPlan(cfg PlanConfig) (*Plan, error) {
 		}
 	}
 	p.byID[p.Long.ID] = &p.Long
+	for i := range cfg.Transcodes {
+		id := fmt.Sprintf("%s%03d", TranscodeIDPrefix, i+1)
+		p.Transcode = append(p.Transcode, PlannedJob{ID: id, Args: samplejobs.TranscodeVideo{VideoID: id, Seconds: cfg.TranscodeSeconds}})
+	}
+	for i := range p.Transcode {
+		p.byID[p.Transcode[i].ID] = &p.Transcode[i]
+	}
 	return p, nil
 }
+
+// TranscodeIDPrefix begins the ids of the short transcodes.
+const TranscodeIDPrefix = "chaos-transcode-"
 
 // drawExtras picks the overrunning postings (the first of groups whose first posting has no
 // other fault) and the duplicated emails (among those that are not poison), after the other
@@ -231,9 +251,12 @@ func (p *Plan) Len() int { return len(p.byID) }
 // Job returns the planned job with this id, or nil.
 func (p *Plan) Job(id string) *PlannedJob { return p.byID[id] }
 
-// All returns every job: the long job, then the ledger and email jobs.
+// All returns every job: the long job, the short transcodes, then the ledger and email jobs.
 func (p *Plan) All() []*PlannedJob {
 	out := []*PlannedJob{&p.Long}
+	for i := range p.Transcode {
+		out = append(out, &p.Transcode[i])
+	}
 	for i := range p.Ledger {
 		out = append(out, &p.Ledger[i])
 	}

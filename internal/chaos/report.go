@@ -63,6 +63,9 @@ type FaultCounts struct {
 	// (of the email and ledger functions); Crashes the invocations that ended with their process
 	// gone.
 	Invocations, Kills, Crashes int64
+	// TranscodeStarts counts the short transcodes' starts in the transcode container;
+	// ContainerKills the times its process was killed (SIGKILL) a few milliseconds into one.
+	TranscodeStarts, ContainerKills int64
 	// Calls reached the fault proxy; Throttled of them were answered with a throttling error;
 	// Slowed of them were held back before they were forwarded (latency injection).
 	Calls, Throttled, Slowed int64
@@ -86,8 +89,9 @@ func (r *Report) FaultLine() string {
 		}
 		return 100 * float64(a) / float64(b)
 	}
-	return fmt.Sprintf("faults: transient_jobs=%d transient_failures=%d poison_jobs=%d overrun_jobs=%d not_started=%d duplicated_jobs=%d invocations=%d kills=%d (%.1f%%) crashes=%d aws_calls=%d throttled=%d (%.1f%%) slowed=%d (%.1f%%) dead_messages=%d",
+	return fmt.Sprintf("faults: transient_jobs=%d transient_failures=%d poison_jobs=%d overrun_jobs=%d not_started=%d duplicated_jobs=%d invocations=%d kills=%d (%.1f%%) crashes=%d container_kills=%d (of %d transcode starts) aws_calls=%d throttled=%d (%.1f%%) slowed=%d (%.1f%%) dead_messages=%d",
 		f.Transient, f.TransientFailures, f.Poison, f.Overrun, f.NotStarted, f.Duplicated, f.Invocations, f.Kills, pct(f.Kills, f.Invocations), f.Crashes,
+		f.ContainerKills, f.TranscodeStarts,
 		f.Calls, f.Throttled, pct(f.Throttled, f.Calls), f.Slowed, pct(f.Slowed, f.Calls), r.DeadMessages)
 }
 

@@ -60,6 +60,11 @@ type Config struct {
 	// while it works on the batch — every round(1/KillRate)-th invocation; default 0.02,
 	// negative for none.
 	KillRate float64
+	// ContainerKillRate is the share of the short transcodes' starts (Plan.Transcodes) whose
+	// container process is killed (SIGKILL) a few milliseconds in — every
+	// round(1/ContainerKillRate)-th start; the process is restarted, the job's message comes back
+	// after the queue's visibility timeout. Default DefaultContainerKillRate, negative for none.
+	ContainerKillRate float64
 	// LongJobVisibility is the transcode queue's visibility timeout during the run (and so the
 	// runtime's heartbeat period base); the long job runs three times as long. Default 20 s: the
 	// sample stack's 10 minutes would make a 30-minute job.
@@ -105,6 +110,9 @@ func (c Config) withDefaults() Config {
 	if c.LatencyRate == 0 {
 		c.LatencyRate = DefaultLatencyRate
 	}
+	if c.ContainerKillRate == 0 {
+		c.ContainerKillRate = DefaultContainerKillRate
+	}
 	if c.MaxLatency <= 0 {
 		c.MaxLatency = DefaultMaxLatency
 	}
@@ -130,8 +138,9 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := &runner{cfg: cfg, plan: plan, rng: rand.New(rand.NewPCG(cfg.Seed, 0x6b696c6c))}
+	r := &runner{cfg: cfg, plan: plan, rng: rand.New(rand.NewPCG(cfg.Seed, 0x6b696c6c)), longDone: make(chan struct{})}
 	r.out = newOutputWatch(cfg.FunctionOutput)
+	r.out.onStart, r.out.onDone = r.onJobStart, r.onJobDone
 	stack, err := StartStack(ctx, StackConfig{
 		AWS: cfg.AWS, CDKOut: cfg.CDKOut, ModuleDir: cfg.ModuleDir, BuildDir: cfg.BuildDir,
 		Proxy:        &faultproxy.Options{ThrottleRate: max(cfg.ThrottleRate, 0), Seed: cfg.Seed, Latency: r.latency},
@@ -182,6 +191,13 @@ type runner struct {
 	slowed     atomic.Int64 // calls the proxy held back
 	duplicates atomic.Int64 // envelopes sent a second time
 
+	// The transcode container (ContainerName), the long job's end, the short transcodes' starts
+	// and the kills of the container's process (container.go).
+	container                       string
+	longDone                        chan struct{}
+	longDoneOnce                    sync.Once
+	transcodeStarts, containerKills atomic.Int64
+
 	killable                    map[string]bool // function names whose processes may be killed
 	killableInvocations         atomic.Int64
 	invocations, kills, crashes atomic.Int64
@@ -193,19 +209,19 @@ type runner struct {
 // (Config.LedgerTimeout), enqueues the overrun groups (enqueueBursts) and picks the functions
 // whose processes may die.
 func (r *runner) customize(ctx context.Context, s *Stack) error {
-	long := s.Worker(samplejobs.KindTranscodeVideo)
+	long := s.WorkerEnv(samplejobs.KindTranscodeVideo)
 	if long == nil {
-		return errors.New("chaos: the deployment has no transcode function")
+		return errors.New("chaos: the deployment has no transcode function or container")
 	}
 	vt := strconv.Itoa(int(r.cfg.LongJobVisibility / time.Second))
 	_, err := sqs.NewFromConfig(s.Direct).SetQueueAttributes(ctx, &sqs.SetQueueAttributesInput{
-		QueueUrl:   aws.String(long.Env[jobs.EnvQueueURL]),
+		QueueUrl:   aws.String(long[jobs.EnvQueueURL]),
 		Attributes: map[string]string{string(sqstypes.QueueAttributeNameVisibilityTimeout): vt},
 	})
 	if err != nil {
 		return fmt.Errorf("chaos: set the transcode queue's visibility timeout: %w", err)
 	}
-	long.Env[jobs.EnvVisibilityTimeout] = vt
+	long[jobs.EnvVisibilityTimeout] = vt
 	ledger := s.Worker(samplejobs.KindPostLedger)
 	if ledger == nil {
 		return errors.New("chaos: the deployment has no ledger function")
@@ -221,6 +237,7 @@ func (r *runner) customize(ctx context.Context, s *Stack) error {
 	if err := r.enqueueBursts(ctx, s); err != nil {
 		return err
 	}
+	r.findContainer(s)
 	r.killable = map[string]bool{}
 	for _, kind := range []string{samplejobs.KindSendEmail, samplejobs.KindPostLedger} {
 		f := s.Worker(kind)
@@ -399,6 +416,7 @@ func (r *runner) measured(rep *Report) {
 	total := rep.Faults.APIs.Total("")
 	rep.Faults.Calls, rep.Faults.Throttled, rep.Faults.Slowed = total.Requests, total.Throttled, r.slowed.Load()
 	rep.Faults.Invocations, rep.Faults.Kills, rep.Faults.Crashes = r.invocations.Load(), r.kills.Load(), r.crashes.Load()
+	rep.Faults.TranscodeStarts, rep.Faults.ContainerKills = r.transcodeStarts.Load(), r.containerKills.Load()
 	rep.Faults.TransientFailures = r.out.failures.Load()
 	rep.Faults.NotStarted = r.out.notStartedTotal()
 }
@@ -434,7 +452,10 @@ func (r *runner) enqueueAll(ctx context.Context, producer *jobs.Client) error {
 	if err := r.enqueue(ctx, producer, []*PlannedJob{&r.plan.Long}, &r.enqueued); err != nil {
 		return err
 	}
-	errc := make(chan error, 2)
+	errc := make(chan error, 3)
+	go func() {
+		errc <- r.enqueueTranscodes(ctx, func(batch []*PlannedJob) error { return r.enqueue(ctx, producer, batch, &r.enqueued) })
+	}()
 	go func() {
 		_, rest := r.plan.LedgerBursts() // the bursts are on the queue already (customize)
 		errc <- r.enqueue(ctx, producer, rest, &r.enqueued)
@@ -463,7 +484,7 @@ func (r *runner) enqueueAll(ctx context.Context, producer *jobs.Client) error {
 		}
 		errc <- nil
 	}()
-	return errors.Join(<-errc, <-errc)
+	return errors.Join(<-errc, <-errc, <-errc)
 }
 
 // enqueue sends batch through the producer, re-sending what failed (in order, so a FIFO group's
@@ -661,6 +682,9 @@ type outputWatch struct {
 	mu         sync.Mutex
 	runs       map[string]int
 	notStarted map[string]int
+
+	// onStart and onDone, if set, see each job body's start and each transcode's done line.
+	onStart, onDone func(jobID string)
 }
 
 // notStartedMsg starts the runtime's lines for a record left alone because its batch reached its
@@ -687,6 +711,12 @@ func (o *outputWatch) Write(p []byte) (int, error) {
 			o.mu.Lock()
 			o.runs[s.JobID]++
 			o.mu.Unlock()
+			if o.onStart != nil {
+				o.onStart(s.JobID)
+			}
+		}
+		if id, ok := transcodeDone(line); ok && o.onDone != nil {
+			o.onDone(id)
 		}
 		if bytes.Contains(line, notStartedNeedle) {
 			var rec struct {

@@ -48,3 +48,32 @@ func TestRunSmall(t *testing.T) {
 	require.Positive(t, rep.Faults.TransientFailures, "injected failures were reported by the functions")
 	require.Zero(t, rep.Faults.Kills)
 }
+
+// The transcode container under kills: short transcodes run once the long job is done, and the
+// container's process is killed (SIGKILL) during some of them; it is restarted, the jobs come
+// back after the queue's visibility timeout, and the invariants hold — nothing lost or applied
+// twice, the long job run once.
+func TestRunContainerKills(t *testing.T) {
+	t.Parallel()
+	cfg := awstest.Config(t)
+	cdkOut := filepath.Join("..", "..", "cdk.out")
+	if _, err := os.Stat(filepath.Join(cdkOut, "manifest.json")); err != nil {
+		if os.Getenv("JOBKIT_REQUIRE_EMULATOR") == "1" {
+			t.Fatal("no cloud assembly in cdk.out: run make synth")
+		}
+		t.Skip("no cloud assembly in cdk.out: run make synth")
+	}
+	rep, err := chaos.Run(context.Background(), chaos.Config{
+		AWS: cfg, CDKOut: cdkOut, ModuleDir: filepath.Join("..", ".."), BuildDir: t.TempDir(),
+		Plan:         chaos.PlanConfig{Jobs: 30, Groups: 1, GroupJobs: 2, TransientRate: 0.001, PoisonRate: 0.001, OverrunRate: -1, DuplicateRate: -1, Transcodes: 8},
+		ThrottleRate: -1, LatencyRate: -1, KillRate: -1, ContainerKillRate: 0.25, LongJobVisibility: 4 * time.Second, Timeout: 3 * time.Minute,
+	})
+	require.NoError(t, err)
+	t.Log(rep.Line())
+	t.Log(rep.FaultLine())
+	require.NoError(t, rep.Check())
+	require.Equal(t, 30, rep.Jobs)
+	require.Positive(t, rep.Faults.ContainerKills, "the container's process was killed mid-job")
+	require.GreaterOrEqual(t, rep.Faults.TranscodeStarts, int64(8+rep.Faults.ContainerKills))
+	require.Equal(t, 1, rep.LongJobRuns)
+}

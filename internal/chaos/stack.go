@@ -123,8 +123,8 @@ func StartStack(ctx context.Context, cfg StackConfig) (s *Stack, err error) {
 	return s, nil
 }
 
-// prepare creates the effects table when cfg asks for it and runs cfg.Customize, before the
-// functions start.
+// prepare creates the effects table when cfg asks for it (naming it to every function and
+// container) and runs cfg.Customize, before the functions and containers start.
 func (s *Stack) prepare(ctx context.Context, cfg StackConfig) error {
 	if cfg.Effects {
 		s.EffectsTable = cfg.Prefix + "effects"
@@ -138,6 +138,9 @@ func (s *Stack) prepare(ctx context.Context, cfg StackConfig) error {
 				f.Env = map[string]string{}
 			}
 			f.Env[instrument.EnvEffectsTable] = s.EffectsTable
+		}
+		for i := range s.Deployment.Containers {
+			s.Deployment.Containers[i].Env[instrument.EnvEffectsTable] = s.EffectsTable
 		}
 	}
 	if cfg.Customize != nil {
@@ -170,18 +173,40 @@ func (s *Stack) Worker(kind string) *deploy.Function {
 	return nil
 }
 
+// Container returns the container (run as a local process) whose source is the kind's
+// functions/<queue> package, or nil: the sample runs its transcodes in containers.
+func (s *Stack) Container(kind string) *deploy.Container {
+	q, ok := samplejobs.Queues[kind]
+	if !ok {
+		return nil
+	}
+	for i := range s.Deployment.Containers {
+		c := &s.Deployment.Containers[i]
+		if strings.TrimSuffix(c.Source, "/") == "functions/"+strings.ToLower(q) {
+			return c
+		}
+	}
+	return nil
+}
+
+// WorkerEnv returns the environment of the kind's function or container, or nil.
+func (s *Stack) WorkerEnv(kind string) map[string]string {
+	if f := s.Worker(kind); f != nil {
+		return f.Env
+	}
+	if c := s.Container(kind); c != nil {
+		return c.Env
+	}
+	return nil
+}
+
 // QueueURL returns the queue the kind's worker consumes, and DLQURL its dead-letter queue.
 func (s *Stack) QueueURL(kind string) string { return s.env(kind, jobs.EnvQueueURL) }
 
 // DLQURL returns the dead-letter queue of the kind's queue.
 func (s *Stack) DLQURL(kind string) string { return s.env(kind, jobs.EnvDLQURL) }
 
-func (s *Stack) env(kind, name string) string {
-	if f := s.Worker(kind); f != nil {
-		return f.Env[name]
-	}
-	return ""
-}
+func (s *Stack) env(kind, name string) string { return s.WorkerEnv(kind)[name] }
 
 // MaxAttempts maps each sample kind to its worker's JOBKIT_MAX_ATTEMPTS.
 func (s *Stack) MaxAttempts() map[string]int {

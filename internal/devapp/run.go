@@ -143,6 +143,9 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	}
 	defer stop()
 	cfg.note("started %s", strings.Join(running.Stack.Functions(), ", "))
+	if cs := running.Stack.Containers(); len(cs) > 0 {
+		cfg.note("started containers %s (local processes, restarted if they exit)", strings.Join(cs, ", "))
+	}
 
 	if err := enqueueWorkload(ctx, cfg, res.Tracker, workload); err != nil {
 		return res, err

@@ -173,6 +173,22 @@ func newTracker(sq SQSAPI, ddb DynamoDBAPI, d *deploy.Deployment) (*Tracker, err
 		}
 		t.byFunc[fn.Name] = q
 	}
+	for _, c := range d.Containers { // workers run as local processes (ContainerWorker)
+		q := t.byURL[c.Env[jobs.EnvQueueURL]]
+		if q == nil {
+			continue
+		}
+		name := devstack.ContainerName(c)
+		q.Function = name
+		if n, err := strconv.Atoi(c.Env[jobs.EnvMaxAttempts]); err == nil && n > 0 {
+			q.MaxAttempts = n
+		}
+		q.IdempotencyTable = c.Env[jobs.EnvIdempotencyTable]
+		if q.DLQURL == "" {
+			q.DLQURL = c.Env[jobs.EnvDLQURL]
+		}
+		t.byFunc[name] = q
+	}
 	return t, nil
 }
 

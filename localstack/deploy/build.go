@@ -42,6 +42,16 @@ func (dp *deployer) build(ctx context.Context, cdkOut string) error {
 		fn.Bootstrap = out
 		dp.log.Info("function built", "function", fn.Name, "source", fn.Source, "bootstrap", out, "duration_ms", time.Since(start).Milliseconds())
 	}
+	for i := range dp.d.Containers {
+		c := &dp.d.Containers[i]
+		out := filepath.Join(dp.o.BuildDir, c.Stack, c.LogicalID, c.Name)
+		start := time.Now()
+		if err := buildBootstrap(ctx, filepath.Join(dp.o.ModuleDir, filepath.FromSlash(dp.o.sourceDir(c.Source))), out); err != nil {
+			return &ConfigError{Stack: c.Stack, LogicalID: c.LogicalID, Reason: err.Error()}
+		}
+		c.Binary = out
+		dp.log.Info("container built", "container", c.LogicalID+"/"+c.Name, "source", c.Source, "binary", out, "duration_ms", time.Since(start).Milliseconds())
+	}
 	return nil
 }
 

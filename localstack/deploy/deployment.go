@@ -20,6 +20,7 @@ type Deployment struct {
 	Queues         []Queue              `json:"queues"`
 	Tables         []Table              `json:"tables"`
 	Functions      []Function           `json:"functions"`
+	Containers     []Container          `json:"containers"`
 	Mappings       []EventSourceMapping `json:"event_source_mappings"`
 	ScheduleGroups []ScheduleGroup      `json:"schedule_groups"`
 	Schedules      []Schedule           `json:"schedules"`

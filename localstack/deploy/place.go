@@ -45,13 +45,13 @@ const SourceMetadataKey = jobs.SourceMetadataKey
 const ModuleMetadataKey = jobs.ModuleMetadataKey
 
 // placeOf says where a resource of type typ goes. Functions and their event source mappings are
-// run by lambdaruntime and esm (the emulator runs no Lambda code without Docker); schedule groups
+// run by lambdaruntime and esm, ECS task definitions' containers as local processes (the emulator runs no Lambda code without Docker); schedule groups
 // and schedules are created with the Scheduler API (moto's CloudFormation skips them).
 func placeOf(typ string) int {
 	switch {
 	case emulatorTypes[typ]:
 		return placeEmulator
-	case typ == typeFunction || typ == typeESM || typ == typeScheduleGroup || typ == typeSchedule:
+	case typ == typeFunction || typ == typeESM || typ == typeScheduleGroup || typ == typeSchedule || typ == typeTaskDefinition:
 		return placeLocal
 	}
 	return placeSkipped
@@ -69,6 +69,12 @@ func skipReason(typ string) string {
 		return "functions log to the terminal offline"
 	case strings.HasPrefix(typ, "AWS::KMS::"):
 		return "queues and tables are not encrypted offline"
+	case strings.HasPrefix(typ, "AWS::ECS::"):
+		return "task definitions' containers run as local processes offline; clusters and services are not needed"
+	case strings.HasPrefix(typ, "AWS::EC2::"):
+		return "networking is the machine's offline"
+	case strings.HasPrefix(typ, "AWS::ApplicationAutoScaling::"):
+		return "offline runs one process per container, not scaled"
 	case typ == "AWS::Lambda::Permission":
 		return "invoke permissions are not enforced offline"
 	case strings.HasPrefix(typ, "Custom::") || typ == "AWS::CloudFormation::CustomResource":

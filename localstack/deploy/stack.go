@@ -46,7 +46,7 @@ func (dp *deployer) stack(ctx context.Context, art StackArtifact) error {
 	if err := dp.emulatorPart(ctx, run); err != nil {
 		return err
 	}
-	if err := dp.localPart(ctx, run, typeScheduleGroup, typeFunction); err != nil {
+	if err := dp.localPart(ctx, run, typeScheduleGroup, typeFunction, typeTaskDefinition); err != nil {
 		return err
 	}
 	if err := dp.localPart(ctx, run, typeSchedule, typeESM); err != nil {
@@ -164,6 +164,8 @@ func (dp *deployer) localPart(ctx context.Context, run *stackRun, types ...strin
 			err = dp.scheduleGroup(ctx, run, id)
 		case typeFunction:
 			err = dp.function(run, id)
+		case typeTaskDefinition:
+			err = dp.containers(run, id)
 		case typeSchedule:
 			err = dp.schedule(ctx, run, id)
 		case typeESM:

@@ -1,5 +1,6 @@
 // Package devstack runs a deployed stack (a deploy.Deployment, of any CDK app) on this machine: a
-// lambdaruntime per function, an esm poller per SQS event source mapping, and a schedfire runner
+// lambdaruntime per function, an esm poller per SQS event source mapping, a taskrun.Task (a local
+// process, restarted when it exits) per ECS container, and a schedfire runner
 // for the deployment's schedule groups. Stop ends all of it and leaves no process behind. Up is
 // the one path from a cloud assembly to a running stack: it deploys (package deploy) and starts.
 package devstack
@@ -24,6 +25,7 @@ import (
 	"github.com/jobkit-go/jobkit/localstack/esm"
 	"github.com/jobkit-go/jobkit/localstack/lambdaruntime"
 	"github.com/jobkit-go/jobkit/localstack/schedfire"
+	"github.com/jobkit-go/jobkit/localstack/taskrun"
 )
 
 // Config configures Start.
@@ -43,6 +45,9 @@ type Config struct {
 	// OnInvoke, if set, is called each time a function's process takes an invocation (see
 	// lambdaruntime.Options.OnStart); it must not block.
 	OnInvoke func(function, requestID string, pid int)
+	// OnTaskStart, if set, is called each time a container's process starts (see ContainerName);
+	// it must not block.
+	OnTaskStart func(container string, pid int)
 	// OnFire, if set, is called after every tick the scheduler loop sends.
 	OnFire func(schedfire.Firing)
 	// NoScheduler leaves the schedules alone (the loop runs when the deployment has schedule groups).
@@ -58,6 +63,7 @@ type Stack struct {
 	log      *slog.Logger
 	grace    time.Duration
 	runtimes map[string]*lambdaruntime.Runtime
+	tasks    map[string]*taskrun.Task // containers, by ContainerName
 	pollers  []*poller
 	cancel   context.CancelFunc
 	wg       sync.WaitGroup // pollers and the scheduler loop
@@ -94,12 +100,14 @@ func Start(ctx context.Context, cfg Config) (*Stack, error) {
 		return nil, fmt.Errorf("devstack: credentials: %w", err)
 	}
 	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	s := &Stack{log: cfg.Logger, grace: cfg.StopGrace, runtimes: map[string]*lambdaruntime.Runtime{}, cancel: cancel, done: make(chan struct{})}
+	s := &Stack{log: cfg.Logger, grace: cfg.StopGrace, runtimes: map[string]*lambdaruntime.Runtime{},
+		tasks: map[string]*taskrun.Task{}, cancel: cancel, done: make(chan struct{})}
 	fail := func(err error) (*Stack, error) {
 		cancel()
 		for _, rt := range s.runtimes {
 			_ = rt.Close()
 		}
+		s.stopContainers()
 		return nil, err
 	}
 
@@ -123,6 +131,9 @@ func Start(ctx context.Context, cfg Config) (*Stack, error) {
 			}
 			s.pollers = append(s.pollers, p)
 		}
+	}
+	if err := s.startContainers(&cfg, creds, &outMu); err != nil {
+		return fail(err)
 	}
 	runner, err := newScheduler(&cfg, client)
 	if err != nil {
@@ -283,6 +294,10 @@ func (s *Stack) launch(runCtx context.Context, runner *schedfire.Runner) {
 func (s *Stack) Stop() error {
 	s.stopOnce.Do(func() {
 		s.cancel()
+		// Containers drain on SIGTERM while the invocations in flight finish.
+		containersStopped := make(chan struct{})
+		go func() { s.stopContainers(); close(containersStopped) }()
+		defer func() { <-containersStopped }()
 		t := time.NewTimer(s.grace)
 		defer t.Stop()
 		select {
@@ -324,11 +339,16 @@ func (s *Stack) Functions() []string {
 	return names
 }
 
-// PIDs returns the process ids of every function environment running now.
+// PIDs returns the process ids of every function environment and container running now.
 func (s *Stack) PIDs() []int {
 	var pids []int
 	for _, rt := range s.runtimes {
 		pids = append(pids, rt.PIDs()...)
+	}
+	for _, t := range s.tasks {
+		if pid := t.PID(); pid > 0 {
+			pids = append(pids, pid)
+		}
 	}
 	sort.Ints(pids)
 	return pids

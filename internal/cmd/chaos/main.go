@@ -34,6 +34,8 @@ func main() {
 	flag.Float64Var(&cfg.Plan.TransientRate, "transient", 0.10, "share of jobs that fail their first attempt(s)")
 	flag.Float64Var(&cfg.Plan.PoisonRate, "poison", 0.01, "share of poison jobs")
 	flag.Float64Var(&cfg.KillRate, "kill", chaos.DefaultKillRate, "share of email and ledger invocations whose process is killed mid-batch")
+	flag.IntVar(&cfg.Plan.Transcodes, "transcodes", 40, "short transcodes, run in the transcode container once the long job is done")
+	flag.Float64Var(&cfg.ContainerKillRate, "container-kill", chaos.DefaultContainerKillRate, "share of short transcode starts whose container process is killed mid-job")
 	flag.Float64Var(&cfg.ThrottleRate, "throttle", chaos.DefaultThrottleRate, "share of AWS calls answered with a throttling error")
 	flag.Float64Var(&cfg.Plan.OverrunRate, "overrun", 0.001, "share of jobs (first postings of ledger groups enqueued in a burst) whose first attempt returns past its deadline")
 	flag.Float64Var(&cfg.Plan.DuplicateRate, "duplicate", 0.02, "share of jobs (emails) whose envelope is sent twice")
@@ -85,9 +87,9 @@ func run(ctx context.Context, cfg chaos.Config, logFile string) int {
 	}
 	cfg.FunctionOutput = out
 	cfg.Logger = slog.New(slog.NewJSONHandler(out, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	fmt.Fprintf(os.Stderr, "chaos: %d jobs (%d FIFO groups × %d), transient %.0f%%, poison %.0f%%, overrun %.1f%%, sent twice %.0f%%, kills %.0f%% of invocations, throttling %.0f%% and latency up to %s on %.0f%% of AWS calls, long job %s (3× its queue's visibility timeout)\n",
+	fmt.Fprintf(os.Stderr, "chaos: %d jobs (%d FIFO groups × %d), transient %.0f%%, poison %.0f%%, overrun %.1f%%, sent twice %.0f%%, kills %.0f%% of invocations, %d short transcodes with the container killed in %.0f%% of their starts, throttling %.0f%% and latency up to %s on %.0f%% of AWS calls, long job %s (3× its queue's visibility timeout)\n",
 		cfg.Plan.Jobs, cfg.Plan.Groups, cfg.Plan.GroupJobs, 100*cfg.Plan.TransientRate, 100*cfg.Plan.PoisonRate,
-		100*cfg.Plan.OverrunRate, 100*cfg.Plan.DuplicateRate, 100*cfg.KillRate, 100*cfg.ThrottleRate,
+		100*cfg.Plan.OverrunRate, 100*cfg.Plan.DuplicateRate, 100*cfg.KillRate, cfg.Plan.Transcodes, 100*cfg.ContainerKillRate, 100*cfg.ThrottleRate,
 		cfg.MaxLatency, 100*cfg.LatencyRate, 3*cfg.LongJobVisibility)
 	t0 := time.Now()
 	rep, err := chaos.Run(ctx, cfg)

@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"os"
 
-	"github.com/aws/aws-lambda-go/lambda"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
@@ -29,7 +28,7 @@ func main() {
 	workers := jobs.NewWorkers()
 	workers.Use(instrument.StartLog(os.Stdout), instrument.FaultMiddleware(), effects.Middleware())
 	jobs.AddWorker(workers, &samplejobs.TranscodeWorker{Logger: cfg.Logger})
-	lambda.Start(jobs.NewLambdaHandler(workers, cfg))
+	jobs.Start(workers, cfg)
 }
 
 func exitOn(err error) {

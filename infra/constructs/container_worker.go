@@ -1,0 +1,375 @@
+package constructs
+
+import (
+	"fmt"
+	"maps"
+	"path"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-cdk-go/awscdk/v2"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsapplicationautoscaling"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awscloudwatch"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsec2"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsecs"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsiam"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awslogs"
+	"github.com/aws/constructs-go/constructs/v10"
+	"github.com/aws/jsii-runtime-go"
+	"github.com/cdklabs/cdk-nag-go/cdknag/v2"
+
+	"github.com/jobkit-go/jobkit/jobs"
+)
+
+// Defaults of ContainerWorkerProps.
+const (
+	DefaultContainerCPU       = 1024 // CPU units (1 vCPU)
+	DefaultContainerMemoryMiB = 2048
+	DefaultMaxTasks           = 4
+	DefaultDrainTimeout       = jobs.DefaultDrainTimeout
+	// StopTimeoutMargin is how much longer than the drain budget ECS waits before SIGKILL: the
+	// time for the process to exit after the consumer has returned.
+	StopTimeoutMargin = 5 * time.Second
+)
+
+// ContainerWorkerProps configures a ContainerWorker. Source and Queue are required.
+type ContainerWorkerProps struct {
+	// Source is the Go main package the container runs (it calls jobs.Start, or runs a
+	// jobs.Consumer); it is built for linux/arm64 at synth.
+	Source GoSource
+	// Queue is the JobQueue the tasks consume. Its visibility timeout is the heartbeat's period
+	// (a beat every third of it): at least jobs.MinConsumerVisibilityTimeout.
+	Queue *JobQueue
+	// IdempotencyTable and Kinds: as WorkerProps (the same grant, on the task role).
+	IdempotencyTable *IdempotencyTable
+	Kinds            []string
+
+	// CPU units and memory of a task (a Fargate combination). Defaults DefaultContainerCPU and
+	// DefaultContainerMemoryMiB.
+	CPU       int
+	MemoryMiB int
+	// Concurrency is how many jobs a task runs at once (JOBKIT_CONCURRENCY). Default
+	// DefaultConcurrency.
+	Concurrency int
+	// DrainTimeout is the consumer's drain budget after SIGTERM (JOBKIT_DRAIN_TIMEOUT); the
+	// container's stop timeout is this plus StopTimeoutMargin, at most ECS's 120 s. Default
+	// DefaultDrainTimeout.
+	DrainTimeout time.Duration
+	// BackoffBase and BackoffCap: as WorkerProps.
+	BackoffBase time.Duration
+	BackoffCap  time.Duration
+
+	// MinTasks and MaxTasks bound the service's scaling. MinTasks 0 (the default) lets an idle
+	// queue cost no task. Default MaxTasks DefaultMaxTasks.
+	MinTasks int
+	MaxTasks int
+	// BacklogPerTask is how many jobs (visible and in flight) one task is meant to hold: the
+	// service runs ceil(backlog / BacklogPerTask) tasks, within the bounds. Default Concurrency.
+	BacklogPerTask int
+
+	// Vpc to run the tasks in; default a new VPC with public subnets only (no NAT gateway: the
+	// tasks get public IPs to reach SQS, ECR and CloudWatch) and flow logs.
+	Vpc awsec2.IVpc
+	// LogRetention of the tasks' log group. Default DefaultLogRetention.
+	LogRetention awslogs.RetentionDays
+	// Environment adds variables; a JOBKIT_ name set by the construct cannot be overridden.
+	Environment map[string]string
+}
+
+// ContainerWorker runs the jobs of a JobQueue in containers: an ECS Fargate service (arm64) of
+// the Source's binary running a jobs.Consumer, with the environment jobs.ConfigFromEnv and
+// jobs.ConsumerOptionsFromEnv read, a task role scoped as a Worker's (consume and change
+// visibility on its queue, send to its dead-letter queue, its kinds' idempotency records), a log
+// group, a stop timeout above the drain budget, and step scaling on the queue's backlog per task
+// (visible plus in-flight messages), down to MinTasks (zero by default) and back.
+type ContainerWorker struct {
+	constructs.Construct
+
+	Name           string
+	Cluster        awsecs.Cluster
+	TaskDefinition awsecs.FargateTaskDefinition
+	Container      awsecs.ContainerDefinition
+	Service        awsecs.FargateService
+	TaskRole       awsiam.Role
+	LogGroup       awslogs.LogGroup
+	// Environment is the container's environment (JOBKIT_ names and Props.Environment).
+	Environment map[string]string
+	// StopTimeout is the container's stop timeout; DrainTimeout the consumer's budget.
+	StopTimeout, DrainTimeout time.Duration
+	MinTasks, MaxTasks        int
+	BacklogPerTask            int
+}
+
+// NewContainerWorker defines a ContainerWorker. It panics with a *ConfigError when the props
+// cannot deploy or would not keep the consumer's promises (a drain budget ECS would cut short, a
+// visibility timeout too short for the heartbeat).
+func NewContainerWorker(scope constructs.Construct, id string, props *ContainerWorkerProps) *ContainerWorker {
+	if props == nil {
+		props = &ContainerWorkerProps{}
+	}
+	p := props.withDefaults()
+	where := id
+	if scope != nil {
+		where = path.Join(*scope.Node().Path(), id)
+	}
+	if reason := p.check(); reason != "" {
+		panic(&ConfigError{Construct: where, Reason: reason})
+	}
+	c := constructs.NewConstruct(scope, jsii.String(id))
+	w := &ContainerWorker{
+		Construct: c, Name: id, DrainTimeout: p.DrainTimeout, StopTimeout: p.DrainTimeout + StopTimeoutMargin,
+		MinTasks: p.MinTasks, MaxTasks: p.MaxTasks, BacklogPerTask: p.BacklogPerTask,
+	}
+	w.Environment = p.environment(id)
+
+	w.LogGroup = awslogs.NewLogGroup(c, jsii.String("Logs"), &awslogs.LogGroupProps{Retention: p.LogRetention})
+	w.TaskRole = awsiam.NewRole(c, jsii.String("TaskRole"), &awsiam.RoleProps{
+		AssumedBy:   awsiam.NewServicePrincipal(jsii.String("ecs-tasks.amazonaws.com"), nil),
+		Description: jsii.String(fmt.Sprintf("jobkit container worker %s", where)),
+	})
+	p.Queue.Queue.GrantConsumeMessages(w.TaskRole)
+	p.Queue.DLQ.GrantSendMessages(w.TaskRole)
+	if p.IdempotencyTable != nil {
+		grantIdempotency(c, w.TaskRole, p.IdempotencyTable, p.Kinds)
+	}
+	w.defineTask(p)
+	w.defineService(p)
+	w.scale(p)
+	return w
+}
+
+// defineTask defines the arm64 task definition and its one container, and names the Go source
+// in the task definition's metadata (the offline stack builds and runs it as a local process).
+func (w *ContainerWorker) defineTask(p ContainerWorkerProps) {
+	w.TaskDefinition = awsecs.NewFargateTaskDefinition(w.Construct, jsii.String("Task"), &awsecs.FargateTaskDefinitionProps{
+		Cpu:            jsii.Number(p.CPU),
+		MemoryLimitMiB: jsii.Number(p.MemoryMiB),
+		RuntimePlatform: &awsecs.RuntimePlatform{
+			CpuArchitecture:       awsecs.CpuArchitecture_ARM64(),
+			OperatingSystemFamily: awsecs.OperatingSystemFamily_LINUX(),
+		},
+		TaskRole: w.TaskRole,
+	})
+	env := map[string]*string{}
+	for _, k := range slices.Sorted(maps.Keys(w.Environment)) {
+		env[k] = jsii.String(w.Environment[k])
+	}
+	w.Container = w.TaskDefinition.AddContainer(jsii.String("Worker"), &awsecs.ContainerDefinitionOptions{
+		Image:       p.Source.containerImage(),
+		Environment: &env,
+		StopTimeout: awscdk.Duration_Seconds(jsii.Number(w.StopTimeout.Seconds())),
+		Logging: awsecs.LogDrivers_AwsLogs(&awsecs.AwsLogDriverProps{
+			StreamPrefix: jsii.String("worker"), LogGroup: w.LogGroup,
+		}),
+	})
+	cfn := w.TaskDefinition.Node().DefaultChild().(awsecs.CfnTaskDefinition)
+	cfn.AddMetadata(jsii.String(SourceMetadataKey), jsii.String(path.Clean(p.Source.Package)))
+	cdknag.NagSuppressions_AddResourceSuppressions(w.TaskDefinition, &[]*cdknag.NagPackSuppression{{
+		Id: jsii.String("AwsSolutions-ECS2"),
+		Reason: jsii.String("the environment holds queue URLs, a table name and tuning that jobs.ConfigFromEnv reads, " +
+			"the same values a Worker function's environment holds; no secret"),
+	}}, jsii.Bool(true))
+	// The execution role pulls the image: ecr:GetAuthorizationToken has no resource to scope to.
+	cdknag.NagSuppressions_AddResourceSuppressions(w.TaskDefinition, &[]*cdknag.NagPackSuppression{{
+		Id:        jsii.String("AwsSolutions-IAM5"),
+		Reason:    jsii.String("ecr:GetAuthorizationToken applies to no resource (IAM requires \"*\"); the pull actions are scoped to the asset repository"),
+		AppliesTo: &[]any{jsii.String("Resource::*")},
+	}}, jsii.Bool(true))
+}
+
+// defineService defines the cluster (Container Insights on: the dashboard's task counts), and the
+// Fargate service, in p.Vpc or a public-subnet VPC of its own with flow logs.
+func (w *ContainerWorker) defineService(p ContainerWorkerProps) {
+	vpc := p.Vpc
+	if vpc == nil {
+		own := awsec2.NewVpc(w.Construct, jsii.String("Vpc"), &awsec2.VpcProps{
+			MaxAzs:      jsii.Number(2),
+			NatGateways: jsii.Number(0),
+			SubnetConfiguration: &[]*awsec2.SubnetConfiguration{{
+				Name: jsii.String("Public"), SubnetType: awsec2.SubnetType_PUBLIC, CidrMask: jsii.Number(24),
+			}},
+		})
+		own.AddFlowLog(jsii.String("FlowLog"), nil)
+		vpc = own
+	}
+	w.Cluster = awsecs.NewCluster(w.Construct, jsii.String("Cluster"), &awsecs.ClusterProps{
+		Vpc: vpc, ContainerInsightsV2: awsecs.ContainerInsights_ENABLED,
+	})
+	public := p.Vpc == nil
+	w.Service = awsecs.NewFargateService(w.Construct, jsii.String("Service"), &awsecs.FargateServiceProps{
+		Cluster:        w.Cluster,
+		TaskDefinition: w.TaskDefinition,
+		DesiredCount:   jsii.Number(p.MinTasks),
+		AssignPublicIp: jsii.Bool(public),
+		// A deploy may stop every old task at once: each drains, releasing its jobs.
+		MinHealthyPercent: jsii.Number(0),
+		MaxHealthyPercent: jsii.Number(200),
+		CircuitBreaker:    &awsecs.DeploymentCircuitBreaker{Rollback: jsii.Bool(true)},
+	})
+}
+
+// scale adds step scaling on the queue's backlog (visible plus in-flight messages): exactly
+// ceil(backlog / BacklogPerTask) tasks within MinTasks..MaxTasks, one-minute periods.
+func (w *ContainerWorker) scale(p ContainerWorkerProps) {
+	q := p.Queue.Queue
+	minute := awscdk.Duration_Minutes(jsii.Number(1))
+	backlog := awscloudwatch.NewMathExpression(&awscloudwatch.MathExpressionProps{
+		Expression: jsii.String("visible + inflight"),
+		UsingMetrics: &map[string]awscloudwatch.IMetric{
+			"visible":  q.MetricApproximateNumberOfMessagesVisible(&awscloudwatch.MetricOptions{Period: minute, Statistic: jsii.String("Maximum")}),
+			"inflight": q.MetricApproximateNumberOfMessagesNotVisible(&awscloudwatch.MetricOptions{Period: minute, Statistic: jsii.String("Maximum")}),
+		},
+		Label:  jsii.String("backlog"),
+		Period: minute,
+	})
+	scalable := w.Service.AutoScaleTaskCount(&awsapplicationautoscaling.EnableScalingProps{
+		MinCapacity: jsii.Number(p.MinTasks), MaxCapacity: jsii.Number(p.MaxTasks),
+	})
+	scalable.ScaleOnMetric(jsii.String("Backlog"), &awsapplicationautoscaling.BasicStepScalingPolicyProps{
+		Metric:         backlog,
+		ScalingSteps:   backlogSteps(p.MinTasks, p.MaxTasks, p.BacklogPerTask),
+		AdjustmentType: awsapplicationautoscaling.AdjustmentType_EXACT_CAPACITY,
+		Cooldown:       minute,
+	})
+}
+
+// backlogSteps are the exact task counts for a backlog: 0 jobs → minTasks; then one task per
+// perTask jobs (rounded up), up to maxTasks.
+func backlogSteps(minTasks, maxTasks, perTask int) *[]*awsapplicationautoscaling.ScalingInterval {
+	steps := []*awsapplicationautoscaling.ScalingInterval{{Upper: jsii.Number(1), Change: jsii.Number(minTasks)}}
+	for n := 1; n <= maxTasks; n++ {
+		iv := &awsapplicationautoscaling.ScalingInterval{
+			Lower: jsii.Number((n-1)*perTask + 1), Change: jsii.Number(max(n, minTasks)),
+		}
+		if n < maxTasks {
+			iv.Upper = jsii.Number(n*perTask + 1)
+		}
+		steps = append(steps, iv)
+	}
+	return &steps
+}
+
+// environment returns the container's environment: what jobs.ConfigFromEnv and
+// jobs.ConsumerOptionsFromEnv read, the worker's name, and Props.Environment.
+func (p ContainerWorkerProps) environment(name string) map[string]string {
+	env := maps.Clone(p.Environment)
+	if env == nil {
+		env = map[string]string{}
+	}
+	q := p.Queue
+	env[jobs.EnvQueueURL] = *q.Queue.QueueUrl()
+	env[jobs.EnvDLQURL] = *q.DLQ.QueueUrl()
+	env[jobs.EnvMaxAttempts] = strconv.Itoa(q.MaxAttempts)
+	env[jobs.EnvVisibilityTimeout] = strconv.Itoa(int(q.VisibilityTimeout / time.Second))
+	env[jobs.EnvConcurrency] = strconv.Itoa(p.Concurrency)
+	env[jobs.EnvBackoffBase] = p.BackoffBase.String()
+	env[jobs.EnvBackoffCap] = p.BackoffCap.String()
+	env[jobs.EnvDrainTimeout] = p.DrainTimeout.String()
+	env[jobs.EnvWorkerName] = name
+	if p.IdempotencyTable != nil {
+		env[jobs.EnvIdempotencyTable] = *p.IdempotencyTable.Table.TableName()
+		env[jobs.EnvIdempotencyExpiry] = (q.RetentionPeriod + DLQRetentionPeriod).String()
+	}
+	return env
+}
+
+func (p ContainerWorkerProps) withDefaults() ContainerWorkerProps {
+	if p.CPU == 0 {
+		p.CPU = DefaultContainerCPU
+	}
+	if p.MemoryMiB == 0 {
+		p.MemoryMiB = DefaultContainerMemoryMiB
+	}
+	if p.Concurrency == 0 {
+		p.Concurrency = DefaultConcurrency
+	}
+	if p.DrainTimeout == 0 {
+		p.DrainTimeout = DefaultDrainTimeout
+	}
+	if p.BackoffBase == 0 {
+		p.BackoffBase = DefaultBackoffBase
+	}
+	if p.BackoffCap == 0 {
+		p.BackoffCap = DefaultBackoffCap
+	}
+	if p.MaxTasks == 0 {
+		p.MaxTasks = max(DefaultMaxTasks, p.MinTasks)
+	}
+	if p.BacklogPerTask == 0 {
+		p.BacklogPerTask = p.Concurrency
+	}
+	if p.LogRetention == "" {
+		p.LogRetention = DefaultLogRetention
+	}
+	return p
+}
+
+// check returns why the props (with defaults applied) cannot deploy, or "".
+func (p ContainerWorkerProps) check() string {
+	q := p.Queue
+	switch {
+	case q == nil:
+		return "ContainerWorkerProps.Queue is required"
+	case p.Source.validate() != nil:
+		return p.Source.validate().Error()
+	case q.VisibilityTimeout < jobs.MinConsumerVisibilityTimeout:
+		return fmt.Sprintf("the visibility timeout of queue %s (%s) is shorter than %s: the heartbeat extends it every third, "+
+			"and a beat must land before it lapses", q.Name, q.VisibilityTimeout, jobs.MinConsumerVisibilityTimeout)
+	case p.DrainTimeout < time.Second || p.DrainTimeout+StopTimeoutMargin > jobs.MaxStopTimeout || p.DrainTimeout%time.Second != 0:
+		return fmt.Sprintf("DrainTimeout %s must be whole seconds from 1s to %s: the stop timeout (%s more) is at most %s on Fargate",
+			p.DrainTimeout, jobs.MaxStopTimeout-StopTimeoutMargin, StopTimeoutMargin, jobs.MaxStopTimeout)
+	case p.Concurrency < 1:
+		return fmt.Sprintf("Concurrency %d must be at least 1", p.Concurrency)
+	case p.MinTasks < 0 || p.MaxTasks < 1 || p.MaxTasks < p.MinTasks:
+		return fmt.Sprintf("tasks %d..%d: want 0 <= MinTasks <= MaxTasks, MaxTasks >= 1", p.MinTasks, p.MaxTasks)
+	case p.BacklogPerTask < 1:
+		return fmt.Sprintf("BacklogPerTask %d must be at least 1", p.BacklogPerTask)
+	case p.BackoffBase < 0 || p.BackoffCap < p.BackoffBase || p.BackoffCap > jobs.MaxVisibility:
+		return fmt.Sprintf("backoff base %s and cap %s must satisfy 0 <= base <= cap <= %s", p.BackoffBase, p.BackoffCap, jobs.MaxVisibility)
+	}
+	for k := range p.Environment {
+		if strings.HasPrefix(k, jobs.EnvPrefix) {
+			return fmt.Sprintf("Environment sets %s: %s names are set by the construct", k, jobs.EnvPrefix)
+		}
+	}
+	for _, k := range p.Kinds {
+		if k == "" || strings.ContainsAny(k, "*?$") {
+			return fmt.Sprintf("Kinds: %q is not a kind the idempotency grant can name (empty, or holds *, ? or $)", k)
+		}
+	}
+	return ""
+}
+
+// TaskCountMetric returns the service's running (or desired, with "DesiredTaskCount") task count
+// from Container Insights, which the construct turns on for its cluster.
+func (w *ContainerWorker) TaskCountMetric(name string) awscloudwatch.Metric {
+	return awscloudwatch.NewMetric(&awscloudwatch.MetricProps{
+		Namespace:  jsii.String("ECS/ContainerInsights"),
+		MetricName: jsii.String(name),
+		DimensionsMap: &map[string]*string{
+			"ClusterName": w.Cluster.ClusterName(), "ServiceName": w.Service.ServiceName(),
+		},
+		Statistic: jsii.String("Maximum"),
+		Period:    awscdk.Duration_Minutes(jsii.Number(1)),
+		Label:     jsii.String(w.Name + " " + strings.TrimSuffix(name, "TaskCount")),
+	})
+}
+
+// containerWidgets is the dashboard row of container workers: tasks running and desired, CPU and
+// memory utilisation.
+func containerWidgets(ws []*ContainerWorker) []awscloudwatch.IWidget {
+	var tasks, usage []awscloudwatch.IMetric
+	minutes5 := awscdk.Duration_Minutes(jsii.Number(5))
+	for _, w := range ws {
+		tasks = append(tasks, w.TaskCountMetric("RunningTaskCount"), w.TaskCountMetric("DesiredTaskCount"))
+		usage = append(usage,
+			w.Service.MetricCpuUtilization(&awscloudwatch.MetricOptions{Label: jsii.String(w.Name + " CPU %"), Period: minutes5}),
+			w.Service.MetricMemoryUtilization(&awscloudwatch.MetricOptions{Label: jsii.String(w.Name + " memory %"), Period: minutes5}))
+	}
+	return []awscloudwatch.IWidget{
+		awscloudwatch.NewGraphWidget(&awscloudwatch.GraphWidgetProps{Title: jsii.String("containers: tasks"), Width: jsii.Number(12), Left: &tasks}),
+		awscloudwatch.NewGraphWidget(&awscloudwatch.GraphWidgetProps{Title: jsii.String("containers: CPU and memory"), Width: jsii.Number(12), Left: &usage}),
+	}
+}

@@ -1,0 +1,100 @@
+package constructs
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/jobkit-go/jobkit/jobs"
+)
+
+// A ContainerWorker: an arm64 Fargate service of the source's binary, with the consumer's
+// environment, a stop timeout above the drain budget, a task role scoped like a Worker's, backlog
+// scaling from zero, and no cdk-nag AwsSolutions error.
+func TestContainerWorker(t *testing.T) {
+	app, stack := newStack(t)
+	q := NewJobQueue(stack, "Long", &JobQueueProps{MaxAttempts: 3, VisibilityTimeout: 5 * time.Minute})
+	table := NewIdempotencyTable(stack, "Idempotency", nil)
+	w := NewContainerWorker(stack, "Encoder", &ContainerWorkerProps{
+		Source: helloSource, Queue: q, IdempotencyTable: table, Kinds: []string{"video.encode"},
+		Concurrency: 4, DrainTimeout: 60 * time.Second, MaxTasks: 3,
+	})
+	requireNoNagErrors(t, app, stack)
+	tpl := synth(t, stack)
+
+	_, td := tpl.Only(t, "AWS::ECS::TaskDefinition")
+	assert.Equal(t, "ARM64", get(props(td), "RuntimePlatform.CpuArchitecture"))
+	assert.Equal(t, "constructs/testdata/hello", td["Metadata"].(map[string]any)[SourceMetadataKey])
+	c := get(props(td), "ContainerDefinitions.0").(map[string]any)
+	assert.Equal(t, float64(65), c["StopTimeout"], "stop timeout = drain budget + margin")
+	assert.Equal(t, "awslogs", get(c, "LogConfiguration.LogDriver"))
+	env := map[string]any{}
+	for _, e := range c["Environment"].([]any) {
+		m := e.(map[string]any)
+		env[m["Name"].(string)] = m["Value"]
+	}
+	assert.Equal(t, "1m0s", env[jobs.EnvDrainTimeout])
+	assert.Equal(t, "4", env[jobs.EnvConcurrency])
+	assert.Equal(t, "300", env[jobs.EnvVisibilityTimeout])
+	assert.Equal(t, "3", env[jobs.EnvMaxAttempts])
+	assert.Equal(t, "Encoder", env[jobs.EnvWorkerName])
+	assert.NotNil(t, env[jobs.EnvQueueURL])
+	assert.NotNil(t, env[jobs.EnvIdempotencyTable])
+	assert.Equal(t, 65*time.Second, w.StopTimeout)
+
+	_, svc := tpl.Only(t, "AWS::ECS::Service")
+	assert.Equal(t, "FARGATE", get(props(svc), "LaunchType"))
+	assert.Equal(t, float64(0), get(props(svc), "DesiredCount"))
+	_, target := tpl.Only(t, "AWS::ApplicationAutoScaling::ScalableTarget")
+	assert.Equal(t, float64(0), get(props(target), "MinCapacity"))
+	assert.Equal(t, float64(3), get(props(target), "MaxCapacity"))
+	policies := tpl.Resources("AWS::ApplicationAutoScaling::ScalingPolicy")
+	require.NotEmpty(t, policies)
+	for _, p := range policies {
+		assert.Equal(t, "ExactCapacity", get(props(p), "StepScalingPolicyConfiguration.AdjustmentType"))
+	}
+	requireNoWildcardGrant(t, tpl)
+	// The task role consumes its queue and sends to its DLQ, as a Worker's role does.
+	mainID, dlqID := queueIDs(t, tpl)
+	assert.True(t, tpl.AllowedActions(getAtt(mainID, "Arn"))["sqs:ReceiveMessage"])
+	assert.True(t, tpl.AllowedActions(getAtt(mainID, "Arn"))["sqs:ChangeMessageVisibility"])
+	assert.True(t, tpl.AllowedActions(getAtt(dlqID, "Arn"))["sqs:SendMessage"])
+}
+
+// The construct refuses what would break the consumer's promises.
+func TestContainerWorkerRefuses(t *testing.T) {
+	_, stack := newStack(t)
+	q := NewJobQueue(stack, "Long", &JobQueueProps{VisibilityTimeout: 2 * time.Second})
+	text := toString(mustPanic(t, func() { NewContainerWorker(stack, "A", &ContainerWorkerProps{Source: helloSource, Queue: q}) }))
+	assert.Contains(t, text, "heartbeat")
+	q2 := NewJobQueue(stack, "Long2", nil)
+	text = toString(mustPanic(t, func() {
+		NewContainerWorker(stack, "B", &ContainerWorkerProps{Source: helloSource, Queue: q2, DrainTimeout: 116 * time.Second})
+	}))
+	assert.Contains(t, text, "DrainTimeout")
+	text = toString(mustPanic(t, func() {
+		NewContainerWorker(stack, "C", &ContainerWorkerProps{Source: helloSource, Queue: q2, Environment: map[string]string{"JOBKIT_X": "1"}})
+	}))
+	assert.Contains(t, text, "JOBKIT_X")
+}
+
+// backlogSteps gives one task per BacklogPerTask jobs, none for an empty queue.
+func TestBacklogSteps(t *testing.T) {
+	steps := *backlogSteps(0, 3, 10)
+	require.Len(t, steps, 4)
+	type iv struct{ lower, upper, change float64 }
+	var got []iv
+	for _, s := range steps {
+		x := iv{lower: -1, upper: -1, change: *s.Change}
+		if s.Lower != nil {
+			x.lower = *s.Lower
+		}
+		if s.Upper != nil {
+			x.upper = *s.Upper
+		}
+		got = append(got, x)
+	}
+	assert.Equal(t, []iv{{-1, 1, 0}, {1, 11, 1}, {11, 21, 2}, {21, -1, 3}}, got)
+}

@@ -1,0 +1,594 @@
+package jobs
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
+
+	"github.com/jobkit-go/jobkit/jobs/internal/wire"
+)
+
+// Environment variables of the container mode (set by the infra ContainerWorker construct),
+// read by ConsumerOptionsFromEnv and Start besides those of ConfigFromEnv.
+const (
+	EnvDrainTimeout = "JOBKIT_DRAIN_TIMEOUT" // time from SIGTERM until the consumer has stopped; Go duration or seconds; default 25s
+	EnvPollers      = "JOBKIT_POLLERS"       // receive calls in flight at once; default one per 10 of JOBKIT_CONCURRENCY
+	EnvWorkerName   = "JOBKIT_WORKER_NAME"   // written on dead-lettered messages (AttrFunction) when not on Lambda
+)
+
+// Defaults of ConsumerOptions.
+const (
+	// DefaultDrainTimeout leaves 5 s of ECS's default 30 s stop timeout for the process to exit.
+	DefaultDrainTimeout = 25 * time.Second
+	// DefaultWaitTime is the long poll of each receive: SQS's longest, so an idle consumer makes
+	// 180 receives an hour per poller.
+	DefaultWaitTime = 20 * time.Second
+	// MinConsumerVisibilityTimeout is the shortest Config.VisibilityTimeout a Consumer takes: its
+	// heartbeat runs every third of it, and each beat must land before the visibility lapses.
+	MinConsumerVisibilityTimeout = 3 * time.Second
+	// MaxStopTimeout is the longest stop timeout ECS gives a Fargate task (SIGTERM to SIGKILL).
+	MaxStopTimeout = 120 * time.Second
+)
+
+// ErrDraining is the cause (context.Cause) of a job's context ended by the Consumer's drain: the
+// process is stopping. A job that returns a retryable error after it is released at once, with
+// visibility 0, for another consumer; its attempt is not judged (no dead-letter for attempts).
+var ErrDraining = errors.New("jobs: the consumer is draining (the process is stopping)")
+
+// ConsumerSQSAPI is the part of the SQS API the Consumer calls: the runtime's calls and receives
+// and batch deletes. *sqs.Client implements it.
+type ConsumerSQSAPI interface {
+	SQSAPI
+	ReceiveMessage(ctx context.Context, in *sqs.ReceiveMessageInput, optFns ...func(*sqs.Options)) (*sqs.ReceiveMessageOutput, error)
+	DeleteMessageBatch(ctx context.Context, in *sqs.DeleteMessageBatchInput, optFns ...func(*sqs.Options)) (*sqs.DeleteMessageBatchOutput, error)
+}
+
+var _ ConsumerSQSAPI = (*sqs.Client)(nil)
+
+// ConsumerOptions tune a Consumer; nil or zero fields mean defaults.
+type ConsumerOptions struct {
+	// Concurrency is the most messages the consumer holds at once: it never receives more than
+	// it has room to run. Default Config.Concurrency.
+	Concurrency int
+	// Pollers is how many receive calls are in flight at once. Default one per 10 of
+	// Concurrency (a receive returns at most 10 messages).
+	Pollers int
+	// WaitTime is each receive's long poll, 1 to 20 s. Default 20 s.
+	WaitTime time.Duration
+	// DrainTimeout bounds the drain that begins when Run's context ends: receiving stops at
+	// once; running jobs have three quarters of it to finish; then their contexts end
+	// (ErrDraining); at seven eighths the jobs still running are given up and their messages
+	// released with visibility 0; Run returns within DrainTimeout, pending deletes done. Set the
+	// container's stop timeout (the time between SIGTERM and SIGKILL) above it. Default 25 s.
+	DrainTimeout time.Duration
+}
+
+// ConsumerOptionsFromEnv reads ConsumerOptions from JOBKIT_CONCURRENCY, JOBKIT_POLLERS and
+// JOBKIT_DRAIN_TIMEOUT (a Go duration or seconds).
+func ConsumerOptionsFromEnv(lookup func(string) (string, bool)) (ConsumerOptions, error) {
+	var o ConsumerOptions
+	var errs []error
+	get := func(name string) string { v, _ := lookup(name); return v }
+	for name, dst := range map[string]*int{EnvConcurrency: &o.Concurrency, EnvPollers: &o.Pollers} {
+		if v := get(name); v != "" {
+			n, err := strconv.Atoi(v)
+			if err != nil || n <= 0 {
+				errs = append(errs, fmt.Errorf("%s=%q: want a positive integer", name, v))
+			}
+			*dst = n
+		}
+	}
+	if v := get(EnvDrainTimeout); v != "" {
+		d, err := parseDurationOrSeconds(v)
+		if err != nil || d <= 0 {
+			errs = append(errs, fmt.Errorf("%s=%q: want a positive Go duration or seconds", EnvDrainTimeout, v))
+		}
+		o.DrainTimeout = d
+	}
+	return o, errors.Join(errs...)
+}
+
+// parseDurationOrSeconds reads "25s" or "25".
+func parseDurationOrSeconds(v string) (time.Duration, error) {
+	if n, err := strconv.Atoi(v); err == nil {
+		return time.Duration(n) * time.Second, nil
+	}
+	return time.ParseDuration(v)
+}
+
+// Consumer runs Workers in a long-running process (a container): it long-polls the queue and
+// runs what it receives through the same runtime as NewSQSHandler — middleware, outcomes,
+// backoff, snoozes, FIFO skip-group-on-error, dead letters with reasons — and deletes what
+// succeeded or was dead-lettered, in batch calls.
+//
+//   - Backpressure: it receives at most as many messages as it has free room for (Concurrency).
+//   - Heartbeat: each message is received with Config.VisibilityTimeout and extended to it every
+//     third of it while its job runs, until 12 h after its receipt (SQS's limit) less 6 minutes
+//     and Config.SafetyMargin, when the job's context ends.
+//   - Standard queue: each message runs as soon as it is received and is deleted when it is done.
+//     FIFO queue: the messages of one group in a receive run in order, the first failure
+//     returning the rest of the group with it.
+//   - Drain: see ConsumerOptions.DrainTimeout. Nothing is lost: a job either finishes (and is
+//     deleted, retried or dead-lettered as usual) or its message is made visible at once.
+//
+// A Consumer's Run is called once.
+type Consumer struct {
+	h           *sqsHandler
+	sqs         ConsumerSQSAPI
+	queue       *string
+	concurrency int
+	pollers     int
+	wait        int32
+	drain       time.Duration
+	fifo        bool
+	log         *slog.Logger
+
+	slots   chan struct{}
+	deletes chan deleteEntry
+	started atomic.Bool
+
+	mu    sync.Mutex
+	units map[*unit]struct{}
+	wg    sync.WaitGroup // running units
+
+	stats consumerCounters
+}
+
+// ConsumerStats counts what a Consumer did.
+type ConsumerStats struct {
+	Receives int64 // receive calls made (empty ones included)
+	Received int64 // messages received
+	Deleted  int64 // messages deleted after their job
+	Released int64 // messages given up by the drain and made visible at once
+}
+
+type consumerCounters struct{ receives, received, deleted, released atomic.Int64 }
+
+// Stats returns the consumer's counts so far.
+func (c *Consumer) Stats() ConsumerStats {
+	return ConsumerStats{
+		Receives: c.stats.receives.Load(), Received: c.stats.received.Load(),
+		Deleted: c.stats.deleted.Load(), Released: c.stats.released.Load(),
+	}
+}
+
+// unit is what the consumer runs as one runtime batch: one message (Standard) or the messages of
+// one FIFO group from one receive.
+type unit struct {
+	msgs       []wire.SQSMessage
+	cancel     context.CancelCauseFunc // ends the jobs' context (ErrDraining)
+	postCancel context.CancelFunc      // ends the runtime's AWS calls: the unit is given up
+	mu         sync.Mutex
+	settled    bool // deleted/left as the runtime decided, or released by the drain
+}
+
+type deleteEntry struct{ receipt string }
+
+// NewConsumer returns a Consumer of cfg.QueueURL running workers. cfg.SQS must implement
+// ConsumerSQSAPI (an *sqs.Client does). It returns an error for an invalid Config or options.
+func NewConsumer(workers *Workers, cfg Config, opts *ConsumerOptions) (*Consumer, error) {
+	if workers == nil {
+		return nil, errors.New("jobs: NewConsumer: nil Workers")
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	client, ok := cfg.SQS.(ConsumerSQSAPI)
+	if !ok {
+		return nil, errors.New("jobs: NewConsumer: Config.SQS must also receive and delete messages (ConsumerSQSAPI)")
+	}
+	var o ConsumerOptions
+	if opts != nil {
+		o = *opts
+	}
+	h := newSQSHandler(workers, cfg)
+	h.container = true
+	h.firstBeat = h.cfg.VisibilityTimeout / 3
+	if o.Concurrency <= 0 {
+		o.Concurrency = h.cfg.Concurrency
+	}
+	if o.Pollers <= 0 {
+		o.Pollers = (o.Concurrency + MaxBatchEntries - 1) / MaxBatchEntries
+	}
+	o.Pollers = min(o.Pollers, o.Concurrency)
+	if o.WaitTime <= 0 {
+		o.WaitTime = DefaultWaitTime
+	}
+	if o.WaitTime < time.Second || o.WaitTime > 20*time.Second {
+		return nil, fmt.Errorf("jobs: NewConsumer: WaitTime %v: want 1s to 20s", o.WaitTime)
+	}
+	if o.DrainTimeout <= 0 {
+		o.DrainTimeout = DefaultDrainTimeout
+	}
+	if vt := h.cfg.VisibilityTimeout; vt < MinConsumerVisibilityTimeout {
+		return nil, fmt.Errorf("jobs: NewConsumer: VisibilityTimeout %v: want at least 3s (heartbeats every third)", vt)
+	}
+	return &Consumer{
+		h: h, sqs: client, queue: aws.String(h.cfg.QueueURL),
+		concurrency: o.Concurrency, pollers: o.Pollers, wait: int32(o.WaitTime / time.Second),
+		drain: o.DrainTimeout, fifo: h.fifo, log: h.log,
+		slots:   make(chan struct{}, o.Concurrency),
+		deletes: make(chan deleteEntry, o.Concurrency),
+		units:   map[*unit]struct{}{},
+	}, nil
+}
+
+// Run consumes until ctx ends, then drains (see ConsumerOptions.DrainTimeout) and returns nil.
+// It returns an error only when called a second time.
+func (c *Consumer) Run(ctx context.Context) error {
+	if !c.started.CompareAndSwap(false, true) {
+		return errors.New("jobs: Consumer.Run called twice")
+	}
+	base := context.WithoutCancel(ctx)
+	delCtx, delCancel := context.WithCancel(base)
+	defer delCancel()
+	var deleters sync.WaitGroup
+	for range 2 * c.pollers {
+		deleters.Add(1)
+		go func() { defer deleters.Done(); c.deleteLoop(delCtx) }()
+	}
+	var polls sync.WaitGroup
+	for range c.pollers {
+		polls.Add(1)
+		go func() { defer polls.Done(); c.poll(ctx, base) }()
+	}
+	<-ctx.Done()
+	t0 := time.Now()
+	c.log.LogAttrs(base, slog.LevelInfo, "consumer draining", slog.String("queue", c.h.queueName),
+		slog.Float64("drain_timeout_s", c.drain.Seconds()))
+	polls.Wait()
+	c.drainUnits(base, t0)
+	close(c.deletes) // no unit sends any more: each finished or was settled by the drain
+	flushed := make(chan struct{})
+	go func() { deleters.Wait(); close(flushed) }()
+	timer := time.NewTimer(time.Until(t0.Add(c.drain)))
+	defer timer.Stop()
+	select {
+	case <-flushed:
+	case <-timer.C:
+		delCancel() // undeleted messages come back after their visibility and are skipped then
+		<-flushed
+	}
+	st := c.Stats()
+	c.log.LogAttrs(base, slog.LevelInfo, "consumer stopped", slog.String("queue", c.h.queueName),
+		slog.Int64("received", st.Received), slog.Int64("deleted", st.Deleted), slog.Int64("released", st.Released),
+		slog.Float64("drain_s", time.Since(t0).Seconds()))
+	return nil
+}
+
+// poll receives while ctx lasts, never more messages than there are free slots.
+func (c *Consumer) poll(ctx, base context.Context) {
+	failures := 0
+	for {
+		n := c.acquire(ctx)
+		if n == 0 {
+			return
+		}
+		out, err := c.sqs.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{
+			QueueUrl:            c.queue,
+			MaxNumberOfMessages: int32(n),
+			WaitTimeSeconds:     c.wait,
+			VisibilityTimeout:   c.h.vtSeconds,
+			MessageSystemAttributeNames: []sqstypes.MessageSystemAttributeName{
+				sqstypes.MessageSystemAttributeNameApproximateReceiveCount,
+				sqstypes.MessageSystemAttributeNameApproximateFirstReceiveTimestamp,
+				sqstypes.MessageSystemAttributeNameMessageGroupId,
+			},
+		})
+		received := time.Now()
+		c.stats.receives.Add(1)
+		var msgs []sqstypes.Message
+		if err == nil {
+			msgs = out.Messages
+		}
+		c.releaseSlots(n - len(msgs))
+		if err != nil {
+			if ctx.Err() != nil {
+				return
+			}
+			failures++
+			c.log.LogAttrs(base, slog.LevelWarn, "consumer: receive failed", slog.String("queue", c.h.queueName),
+				LogString("error", err.Error()))
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(min(time.Duration(failures)*time.Second, 20*time.Second)):
+			}
+			continue
+		}
+		failures = 0
+		c.stats.received.Add(int64(len(msgs)))
+		c.dispatch(base, msgs, received)
+	}
+}
+
+// batchLinger is how long the consumer waits to fill a receive or a delete call once it has
+// something for it: slots and finished jobs come in bursts, and a call of 10 costs SQS (and the
+// bill) what a call of 1 does.
+const batchLinger = 2 * time.Millisecond
+
+// acquire waits for one free slot, then takes more, up to 10 (or its share of Concurrency), as
+// they come within batchLinger; 0 when ctx ends first.
+func (c *Consumer) acquire(ctx context.Context) int {
+	select {
+	case c.slots <- struct{}{}:
+	case <-ctx.Done():
+		return 0
+	}
+	want := min(MaxBatchEntries, max(1, c.concurrency/c.pollers))
+	n := 1
+	var linger <-chan time.Time
+	for n < want {
+		select {
+		case c.slots <- struct{}{}:
+			n++
+			continue
+		default:
+		}
+		if linger == nil {
+			t := time.NewTimer(batchLinger)
+			defer t.Stop()
+			linger = t.C
+		}
+		select {
+		case c.slots <- struct{}{}:
+			n++
+		case <-linger:
+			return n
+		case <-ctx.Done():
+			return n
+		}
+	}
+	return n
+}
+
+func (c *Consumer) releaseSlots(n int) {
+	for range n {
+		<-c.slots
+	}
+}
+
+// dispatch starts the units of a receive: each message (Standard) or each group in order (FIFO).
+func (c *Consumer) dispatch(base context.Context, msgs []sqstypes.Message, received time.Time) {
+	if len(msgs) == 0 {
+		return
+	}
+	converted := make([]wire.SQSMessage, len(msgs))
+	for i := range msgs {
+		converted[i] = wireMessage(&msgs[i])
+	}
+	if !c.fifo {
+		for i := range converted {
+			c.start(base, converted[i:i+1:i+1], received)
+		}
+		return
+	}
+	var groups []string
+	byGroup := map[string][]wire.SQSMessage{}
+	for _, m := range converted {
+		g := m.Attribute("MessageGroupId")
+		if _, ok := byGroup[g]; !ok {
+			groups = append(groups, g)
+		}
+		byGroup[g] = append(byGroup[g], m)
+	}
+	for _, g := range groups {
+		c.start(base, byGroup[g], received)
+	}
+}
+
+// wireMessage converts a received message to the runtime's record.
+func wireMessage(m *sqstypes.Message) wire.SQSMessage {
+	attrs := make([]wire.SQSAttribute, 0, len(runtimeAttributes))
+	for _, name := range runtimeAttributes {
+		if v, ok := m.Attributes[name]; ok {
+			attrs = append(attrs, wire.SQSAttribute{Name: name, Value: v})
+		}
+	}
+	return wire.SQSMessage{
+		MessageID: aws.ToString(m.MessageId), ReceiptHandle: aws.ToString(m.ReceiptHandle),
+		Body: aws.ToString(m.Body), MD5OfBody: aws.ToString(m.MD5OfBody), Attributes: attrs,
+	}
+}
+
+// start runs a unit on its own goroutine. Its jobs' context ends 12 h after the receipt less
+// receiptSlack (the runtime then applies its SafetyMargin), or with the drain.
+func (c *Consumer) start(base context.Context, msgs []wire.SQSMessage, received time.Time) {
+	deadline := received.Add(MaxVisibility - receiptSlack)
+	drainable, cancel := context.WithCancelCause(base)
+	jobsCtx, cancelDeadline := context.WithDeadline(drainable, deadline)
+	postCtx, postCancel := context.WithDeadline(base, deadline)
+	u := &unit{msgs: msgs, cancel: cancel, postCancel: postCancel}
+	c.mu.Lock()
+	c.units[u] = struct{}{}
+	c.mu.Unlock()
+	c.wg.Add(1)
+	go func() {
+		defer c.wg.Done()
+		defer cancel(nil)
+		defer cancelDeadline()
+		defer postCancel()
+		resp := c.h.runBatch(jobsCtx, postCtx, msgs)
+		c.finish(u, resp.BatchItemFailures)
+	}()
+}
+
+// finish deletes the unit's messages the runtime did not list (succeeded or dead-lettered) and
+// leaves the listed ones as the runtime set them (retry or snooze delay; 0 when drained); a unit
+// the drain gave up is left alone.
+func (c *Consumer) finish(u *unit, listed []events.SQSBatchItemFailure) {
+	// Settled before it leaves c.units: the drain, which settles every unit it finds there,
+	// then knows no unit sends a delete after it.
+	u.mu.Lock()
+	if !u.settled {
+		u.settled = true
+		for i := range u.msgs {
+			m := &u.msgs[i]
+			if !isListed(listed, m.MessageID) {
+				c.deletes <- deleteEntry{receipt: m.ReceiptHandle}
+			}
+		}
+		c.releaseSlots(len(u.msgs))
+	}
+	u.mu.Unlock()
+	c.mu.Lock()
+	delete(c.units, u)
+	c.mu.Unlock()
+}
+
+func isListed(listed []events.SQSBatchItemFailure, id string) bool {
+	for _, f := range listed {
+		if f.ItemIdentifier == id {
+			return true
+		}
+	}
+	return false
+}
+
+// draining reports whether the Consumer's drain has ended the batch's jobs' context.
+func (b *batch) draining() bool {
+	return b.h.container && errors.Is(context.Cause(b.jobCtx), ErrDraining)
+}
+
+// drainUnits lets running units finish until 3/4 of the drain budget, ends their jobs' contexts
+// (ErrDraining), and at 7/8 gives up the units still running, releasing their messages.
+func (c *Consumer) drainUnits(base context.Context, t0 time.Time) {
+	done := make(chan struct{})
+	go func() { c.wg.Wait(); close(done) }()
+	wait := func(at time.Time) bool {
+		timer := time.NewTimer(time.Until(at))
+		defer timer.Stop()
+		select {
+		case <-done:
+			return true
+		case <-timer.C:
+			return false
+		}
+	}
+	if wait(t0.Add(c.drain * 3 / 4)) {
+		return
+	}
+	running := c.running()
+	c.log.LogAttrs(base, slog.LevelWarn, "consumer drain: ending the contexts of running jobs", slog.Int("units", len(running)))
+	for _, u := range running {
+		u.cancel(ErrDraining)
+	}
+	if wait(t0.Add(c.drain * 7 / 8)) {
+		return
+	}
+	var give []*wire.SQSMessage
+	for _, u := range c.running() {
+		u.mu.Lock()
+		if !u.settled {
+			u.settled = true
+			u.postCancel()
+			for i := range u.msgs {
+				give = append(give, &u.msgs[i])
+			}
+		}
+		u.mu.Unlock()
+	}
+	ctx, cancel := context.WithDeadline(base, t0.Add(c.drain))
+	defer cancel()
+	c.release(ctx, give)
+}
+
+func (c *Consumer) running() []*unit {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := make([]*unit, 0, len(c.units))
+	for u := range c.units {
+		out = append(out, u)
+	}
+	return out
+}
+
+// release makes msgs visible at once, 10 per call.
+func (c *Consumer) release(ctx context.Context, msgs []*wire.SQSMessage) {
+	for len(msgs) > 0 {
+		chunk := msgs[:min(len(msgs), MaxBatchEntries)]
+		msgs = msgs[len(chunk):]
+		entries := make([]sqstypes.ChangeMessageVisibilityBatchRequestEntry, len(chunk))
+		for i, m := range chunk {
+			entries[i] = sqstypes.ChangeMessageVisibilityBatchRequestEntry{
+				Id: aws.String(strconv.Itoa(i)), ReceiptHandle: aws.String(m.ReceiptHandle), VisibilityTimeout: 0,
+			}
+		}
+		out, err := c.sqs.ChangeMessageVisibilityBatch(ctx, &sqs.ChangeMessageVisibilityBatchInput{QueueUrl: c.queue, Entries: entries})
+		failed := len(chunk)
+		if err == nil {
+			failed = len(out.Failed)
+		}
+		c.stats.released.Add(int64(len(chunk) - failed))
+		if failed > 0 {
+			msg := ""
+			if err != nil {
+				msg = err.Error()
+			} else {
+				msg = aws.ToString(out.Failed[0].Code) + ": " + aws.ToString(out.Failed[0].Message)
+			}
+			c.log.LogAttrs(ctx, slog.LevelWarn, "consumer drain: could not release messages; they return after their visibility timeout",
+				slog.Int("messages", failed), LogString("error", msg))
+		}
+	}
+}
+
+// deleteLoop deletes finished messages, up to 10 per call: what is waiting and what comes within
+// batchLinger of the first.
+func (c *Consumer) deleteLoop(ctx context.Context) {
+	batch := make([]deleteEntry, 0, MaxBatchEntries)
+	timer := time.NewTimer(batchLinger)
+	defer timer.Stop()
+	for first := range c.deletes {
+		batch = append(batch[:0], first)
+		timer.Reset(batchLinger)
+	more:
+		for len(batch) < MaxBatchEntries {
+			select {
+			case e, ok := <-c.deletes:
+				if !ok {
+					break more
+				}
+				batch = append(batch, e)
+			case <-timer.C:
+				break more
+			}
+		}
+		c.deleteBatch(ctx, batch)
+	}
+}
+
+func (c *Consumer) deleteBatch(ctx context.Context, batch []deleteEntry) {
+	entries := make([]sqstypes.DeleteMessageBatchRequestEntry, len(batch))
+	for i, e := range batch {
+		entries[i] = sqstypes.DeleteMessageBatchRequestEntry{Id: aws.String(strconv.Itoa(i)), ReceiptHandle: aws.String(e.receipt)}
+	}
+	out, err := c.sqs.DeleteMessageBatch(ctx, &sqs.DeleteMessageBatchInput{QueueUrl: c.queue, Entries: entries})
+	failed := len(batch)
+	if err == nil {
+		failed = len(out.Failed)
+	}
+	c.stats.deleted.Add(int64(len(batch) - failed))
+	if failed > 0 {
+		msg := ""
+		if err != nil {
+			msg = err.Error()
+		} else {
+			msg = aws.ToString(out.Failed[0].Code) + ": " + aws.ToString(out.Failed[0].Message)
+		}
+		// The message comes back after its visibility timeout; the idempotency middleware, if
+		// used, skips the job then.
+		c.log.LogAttrs(ctx, slog.LevelWarn, "consumer: could not delete finished messages", slog.String("queue", c.h.queueName),
+			slog.Int("messages", failed), LogString("error", msg))
+	}
+}

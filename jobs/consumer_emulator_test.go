@@ -1,0 +1,307 @@
+package jobs_test
+
+// The container Consumer against SQS itself: long jobs kept by heartbeats, the same outcomes as
+// the Lambda runtime, and the drain.
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/jobkit-go/jobkit/jobs"
+	"github.com/jobkit-go/jobkit/localstack/awstest"
+)
+
+// runConsumer runs c until stop returns true (checked every 100 ms), then cancels it and waits
+// for Run to return.
+func runConsumer(t *testing.T, c *jobs.Consumer, stop func() bool) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- c.Run(ctx) }()
+	for !stop() {
+		select {
+		case err := <-done:
+			t.Fatalf("Run returned before it was stopped: %v", err)
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+	cancel()
+	require.NoError(t, <-done)
+}
+
+// queueDepth returns the queue's visible and in-flight message counts.
+func queueDepth(t *testing.T, client *sqs.Client, url string) (visible, inFlight string) {
+	t.Helper()
+	out, err := client.GetQueueAttributes(context.Background(), &sqs.GetQueueAttributesInput{
+		QueueUrl: aws.String(url),
+		AttributeNames: []sqstypes.QueueAttributeName{
+			sqstypes.QueueAttributeNameApproximateNumberOfMessages, sqstypes.QueueAttributeNameApproximateNumberOfMessagesNotVisible,
+		},
+	})
+	require.NoError(t, err)
+	return out.Attributes[string(sqstypes.QueueAttributeNameApproximateNumberOfMessages)],
+		out.Attributes[string(sqstypes.QueueAttributeNameApproximateNumberOfMessagesNotVisible)]
+}
+
+// A job four times as long as the queue's visibility timeout keeps its message through many
+// heartbeats: a second consumer polling all the while never gets it, the job runs once, and its
+// message is deleted when it is done.
+func TestConsumerLongJobOnSQS(t *testing.T) {
+	t.Parallel()
+	cfg := awstest.Config(t)
+	var calls countCalls
+	client := sqs.NewFromConfig(cfg, calls.option)
+	dlq := awstest.CreateQueue(t, cfg, "dlq", nil)
+	q := awstest.CreateQueue(t, cfg, "q", &awstest.QueueOptions{VisibilityTimeout: 3})
+	enqueue(t, client, q.URL, TestJob{N: 1, Mode: "sleep", Seconds: 12})
+
+	var runs atomic.Int32
+	w := jobs.NewWorkers()
+	jobs.AddWorker(w, jobs.WorkFunc[TestJob](func(ctx context.Context, job *jobs.Job[TestJob]) error {
+		runs.Add(1)
+		time.Sleep(time.Duration(job.Args.Seconds * float64(time.Second)))
+		return nil
+	}))
+	rc := runtimeConfig(client, q.URL, dlq.URL)
+	rc.VisibilityTimeout = 3 * time.Second
+	c, err := jobs.NewConsumer(w, rc, &jobs.ConsumerOptions{Concurrency: 2, WaitTime: time.Second})
+	require.NoError(t, err)
+
+	other := sqs.NewFromConfig(cfg)
+	done := make(chan struct{})
+	var stolen []string
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() { // once the consumer has the job, a second consumer polls all the while
+		for runs.Load() == 0 {
+			time.Sleep(50 * time.Millisecond)
+		}
+		defer wg.Done()
+		for {
+			select {
+			case <-done:
+				return
+			default:
+			}
+			res, err := other.ReceiveMessage(context.Background(), &sqs.ReceiveMessageInput{QueueUrl: aws.String(q.URL), WaitTimeSeconds: 1})
+			if err == nil {
+				for _, m := range res.Messages {
+					stolen = append(stolen, aws.ToString(m.MessageId))
+				}
+			}
+		}
+	}()
+	runConsumer(t, c, func() bool { return c.Stats().Deleted == 1 })
+	close(done)
+	wg.Wait()
+
+	assert.Empty(t, stolen, "the running job's message was never handed to another consumer")
+	assert.Equal(t, int32(1), runs.Load(), "the job ran once")
+	assert.GreaterOrEqual(t, calls.n(&sqs.ChangeMessageVisibilityInput{})+calls.n(&sqs.ChangeMessageVisibilityBatchInput{}), 3,
+		"heartbeats kept the message through a job four visibility timeouts long")
+	visible, inFlight := queueDepth(t, client, q.URL)
+	assert.Equal(t, "0", visible)
+	assert.Equal(t, "0", inFlight)
+	st := c.Stats()
+	assert.Equal(t, int64(1), st.Received)
+	assert.Zero(t, st.Released)
+}
+
+// The consumer runs the same runtime as the Lambda handler: a success is deleted, Cancel and a
+// retryable failure on the last attempt are dead-lettered with their reasons, a FIFO group stops
+// at its first failure and keeps its order.
+func TestConsumerOutcomesOnSQS(t *testing.T) {
+	t.Parallel()
+	cfg := awstest.Config(t)
+	client := sqs.NewFromConfig(cfg)
+	dlq := awstest.CreateQueue(t, cfg, "dlq", nil)
+	q := awstest.CreateQueue(t, cfg, "q", nil)
+	enqueue(t, client, q.URL, TestJob{N: 1}, TestJob{N: 2, Mode: "cancel"}, TestJob{N: 3, Mode: "fail"}, TestJob{N: 4})
+
+	var got ran
+	w := jobs.NewWorkers()
+	jobs.AddWorker(w, jobs.WorkFunc[TestJob](func(ctx context.Context, job *jobs.Job[TestJob]) error {
+		got.add(job.Args.N)
+		switch job.Args.Mode {
+		case "cancel":
+			return jobs.Cancel(errors.New("not wanted"))
+		case "fail":
+			return errors.New("boom")
+		}
+		return nil
+	}))
+	rc := runtimeConfig(client, q.URL, dlq.URL)
+	rc.MaxAttempts = 1
+	c, err := jobs.NewConsumer(w, rc, &jobs.ConsumerOptions{WaitTime: time.Second})
+	require.NoError(t, err)
+	runConsumer(t, c, func() bool { return c.Stats().Deleted == 4 })
+
+	assert.ElementsMatch(t, []int{1, 2, 3, 4}, got.list(), "each job ran once")
+	dead := receive(t, client, dlq.URL, 2, 10*time.Second)
+	require.Len(t, dead, 2)
+	reasons := map[int]string{}
+	for _, m := range dead {
+		reasons[jobN(t, m)] = aws.ToString(m.MessageAttributes[jobs.AttrReason].StringValue)
+		assert.Equal(t, "emulator-test", aws.ToString(m.MessageAttributes[jobs.AttrFunction].StringValue))
+	}
+	assert.Equal(t, map[int]string{2: jobs.ReasonCancelled, 3: jobs.ReasonAttemptsUsed}, reasons)
+	visible, inFlight := queueDepth(t, client, q.URL)
+	assert.Equal(t, "0", visible)
+	assert.Equal(t, "0", inFlight)
+}
+
+// On a FIFO queue the consumer runs each group in order and the first failure returns the rest
+// of its group with it, as the Lambda runtime does.
+func TestConsumerFIFOSkipGroupOnSQS(t *testing.T) {
+	t.Parallel()
+	cfg := awstest.Config(t)
+	client := sqs.NewFromConfig(cfg)
+	dlq := awstest.CreateQueue(t, cfg, "dlq", &awstest.QueueOptions{FIFO: true})
+	q := awstest.CreateQueue(t, cfg, "q", &awstest.QueueOptions{FIFO: true})
+	enqueue(t, client, q.URL,
+		TestJob{N: 1, Group: "a"}, TestJob{N: 2, Group: "a", Mode: "fail"}, TestJob{N: 3, Group: "a"},
+		TestJob{N: 10, Group: "b"}, TestJob{N: 11, Group: "b"})
+
+	var got ran
+	var failed atomic.Bool
+	w := jobs.NewWorkers()
+	jobs.AddWorker(w, jobs.WorkFunc[TestJob](func(ctx context.Context, job *jobs.Job[TestJob]) error {
+		got.add(job.Args.N)
+		if job.Args.Mode == "fail" && failed.CompareAndSwap(false, true) {
+			return errors.New("first time fails")
+		}
+		return nil
+	}))
+	rc := runtimeConfig(client, q.URL, dlq.URL)
+	rc.Backoff = func(int) time.Duration { return 0 }
+	c, err := jobs.NewConsumer(w, rc, &jobs.ConsumerOptions{WaitTime: time.Second})
+	require.NoError(t, err)
+	runConsumer(t, c, func() bool { return c.Stats().Deleted == 5 })
+
+	var a, b []int
+	for _, n := range got.list() {
+		if n < 10 {
+			a = append(a, n)
+		} else {
+			b = append(b, n)
+		}
+	}
+	assert.Equal(t, []int{1, 2, 2, 3}, a, "group a: 3 did not run before 2 succeeded")
+	assert.Equal(t, []int{10, 11}, b)
+}
+
+// Draining: receiving stops; a job that finishes within the budget is deleted; a job that
+// returns when its context ends (ErrDraining) and a job that ignores its context are released
+// with visibility 0 — another consumer receives them at once, long before the queue's 60 s
+// visibility timeout — and nothing is dead-lettered, lost or run twice.
+func TestConsumerDrainOnSQS(t *testing.T) {
+	t.Parallel()
+	cfg := awstest.Config(t)
+	client := sqs.NewFromConfig(cfg)
+	dlq := awstest.CreateQueue(t, cfg, "dlq", nil)
+	q := awstest.CreateQueue(t, cfg, "q", &awstest.QueueOptions{VisibilityTimeout: 60})
+	enqueue(t, client, q.URL, TestJob{N: 1, Mode: "quick"}, TestJob{N: 2, Mode: "polite"}, TestJob{N: 3, Mode: "stubborn"})
+
+	var got ran
+	var started sync.WaitGroup
+	started.Add(3)
+	finishQuick := make(chan struct{})
+	stubborn := make(chan struct{})
+	defer close(stubborn)
+	var causes sync.Map
+	w := jobs.NewWorkers()
+	jobs.AddWorker(w, jobs.WorkFunc[TestJob](func(ctx context.Context, job *jobs.Job[TestJob]) error {
+		got.add(job.Args.N)
+		started.Done()
+		switch job.Args.Mode {
+		case "quick":
+			<-finishQuick
+			return nil
+		case "polite":
+			<-ctx.Done()
+			causes.Store(job.Args.N, context.Cause(ctx))
+			return ctx.Err()
+		default:
+			<-stubborn // ignores its context
+			return nil
+		}
+	}))
+	rc := runtimeConfig(client, q.URL, dlq.URL)
+	rc.VisibilityTimeout = 60 * time.Second
+	rc.MaxAttempts = 1 // a failure would be dead-lettered: the drain must not judge the attempt
+	c, err := jobs.NewConsumer(w, rc, &jobs.ConsumerOptions{Concurrency: 3, WaitTime: time.Second, DrainTimeout: 4 * time.Second})
+	require.NoError(t, err)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- c.Run(ctx) }()
+	started.Wait()
+	cancel()
+	close(finishQuick)
+	require.NoError(t, <-done)
+
+	st := c.Stats()
+	assert.Equal(t, int64(3), st.Received)
+	assert.Equal(t, int64(1), st.Deleted, "the job that finished is deleted")
+	assert.Equal(t, int64(1), st.Released, "the job still running at the end is released by the consumer")
+	cause, _ := causes.Load(2)
+	assert.ErrorIs(t, cause.(error), jobs.ErrDraining)
+
+	back := receive(t, client, q.URL, 2, 10*time.Second)
+	var ns []int
+	for _, m := range back {
+		ns = append(ns, jobN(t, m))
+	}
+	assert.ElementsMatch(t, []int{2, 3}, ns, "the interrupted jobs are visible again at once")
+	assert.ElementsMatch(t, []int{1, 2, 3}, got.list(), "each job ran once")
+	assert.Empty(t, receive(t, client, dlq.URL, 1, time.Second), "nothing dead-lettered")
+}
+
+// NewConsumer refuses what it cannot run.
+func TestNewConsumerRefuses(t *testing.T) {
+	t.Parallel()
+	w := jobs.NewWorkers()
+	rc := jobs.Config{QueueURL: "http://sqs.local/000000000000/q", DLQURL: "http://sqs.local/000000000000/d", SQS: sendOnly{}}
+	_, err := jobs.NewConsumer(w, rc, nil)
+	require.ErrorContains(t, err, "ConsumerSQSAPI")
+	rc.SQS = sqs.New(sqs.Options{Region: "us-east-1"})
+	_, err = jobs.NewConsumer(w, rc, &jobs.ConsumerOptions{WaitTime: 30 * time.Second})
+	require.ErrorContains(t, err, "WaitTime")
+	rc.VisibilityTimeout = time.Second
+	_, err = jobs.NewConsumer(w, rc, nil)
+	require.ErrorContains(t, err, "VisibilityTimeout")
+	_, err = jobs.NewConsumer(nil, rc, nil)
+	require.Error(t, err)
+}
+
+// sendOnly is an SQSAPI that cannot receive.
+type sendOnly struct{ jobs.SQSAPI }
+
+// ConsumerOptionsFromEnv reads the container's variables and refuses bad ones.
+func TestConsumerOptionsFromEnv(t *testing.T) {
+	t.Parallel()
+	env := map[string]string{jobs.EnvConcurrency: "32", jobs.EnvPollers: "4", jobs.EnvDrainTimeout: "40"}
+	lookup := func(k string) (string, bool) { v, ok := env[k]; return v, ok }
+	o, err := jobs.ConsumerOptionsFromEnv(lookup)
+	require.NoError(t, err)
+	assert.Equal(t, jobs.ConsumerOptions{Concurrency: 32, Pollers: 4, DrainTimeout: 40 * time.Second}, o)
+	env[jobs.EnvDrainTimeout] = "1m30s"
+	o, err = jobs.ConsumerOptionsFromEnv(lookup)
+	require.NoError(t, err)
+	assert.Equal(t, 90*time.Second, o.DrainTimeout)
+	env[jobs.EnvPollers] = "-1"
+	env[jobs.EnvDrainTimeout] = "soon"
+	_, err = jobs.ConsumerOptionsFromEnv(lookup)
+	require.ErrorContains(t, err, jobs.EnvPollers)
+	require.ErrorContains(t, err, jobs.EnvDrainTimeout)
+}
