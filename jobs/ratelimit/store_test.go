@@ -1,0 +1,149 @@
+package ratelimit
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/jobkit-go/jobkit/localstack/awstest"
+)
+
+// clock is a settable clock for a Store: the bucket's arithmetic is checked at chosen instants,
+// its conditions by the emulator's DynamoDB.
+type clock struct{ t atomic.Int64 }
+
+func (c *clock) now() time.Time          { return time.UnixMicro(c.t.Load()) }
+func (c *clock) advance(d time.Duration) { c.t.Add(d.Microseconds()) }
+func newClock(t0 time.Time) *clock       { c := &clock{}; c.t.Store(t0.UnixMicro()); return c }
+func storeAt(s *Store, c *clock) *Store  { s.now = c.now; return s }
+func testStore(t *testing.T) (*Store, string) {
+	t.Helper()
+	cfg := awstest.Config(t)
+	table := awstest.CreateTable(t, cfg, "state", AttrID, "")
+	return NewStore(dynamodb.NewFromConfig(cfg), table), table
+}
+
+func TestTakeSpacesTokensByTheInterval(t *testing.T) {
+	t.Parallel()
+	s, _ := testStore(t)
+	c := newClock(time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC))
+	storeAt(s, c)
+	ctx := context.Background()
+	l := PerSecond(4) // a token every 250 ms
+
+	d, err := s.Take(ctx, "api", "", l)
+	require.NoError(t, err)
+	require.True(t, d.OK, "an unknown bucket is full")
+
+	d, err = s.Take(ctx, "api", "", l)
+	require.NoError(t, err)
+	require.False(t, d.OK, "the next token is 250 ms away")
+	assert.Equal(t, 250*time.Millisecond, d.Wait)
+
+	c.advance(100 * time.Millisecond)
+	d, err = s.Take(ctx, "api", "", l)
+	require.NoError(t, err)
+	require.False(t, d.OK)
+	assert.Equal(t, 150*time.Millisecond, d.Wait)
+
+	c.advance(150 * time.Millisecond)
+	d, err = s.Take(ctx, "api", "", l)
+	require.NoError(t, err)
+	assert.True(t, d.OK, "refilled after the interval")
+
+	// Another key of the same limiter has its own bucket.
+	d, err = s.Take(ctx, "api", "tenant-b", l)
+	require.NoError(t, err)
+	assert.True(t, d.OK)
+}
+
+func TestTakeAllowsABurstFromAnIdleBucket(t *testing.T) {
+	t.Parallel()
+	s, _ := testStore(t)
+	c := newClock(time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC))
+	storeAt(s, c)
+	ctx := context.Background()
+	l := Limit{N: 10, Per: time.Second, Burst: 3}
+	var granted int
+	for range 5 {
+		d, err := s.Take(ctx, "burst", "", l)
+		require.NoError(t, err)
+		if d.OK {
+			granted++
+		}
+	}
+	assert.Equal(t, 3, granted, "Burst tokens at one instant, then none")
+	c.advance(100 * time.Millisecond)
+	d, err := s.Take(ctx, "burst", "", l)
+	require.NoError(t, err)
+	assert.True(t, d.OK, "one more after one interval")
+}
+
+// Many takers at one instant, as concurrent environments would be: the bucket's conditions let
+// exactly one token through per shard, however the calls interleave.
+func TestConcurrentTakersGetOnlyTheTokensThere(t *testing.T) {
+	t.Parallel()
+	s, _ := testStore(t)
+	c := newClock(time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC))
+	storeAt(s, c)
+	for _, l := range []Limit{PerSecond(5), PerSecond(1000)} {
+		name := "crowd" + map[bool]string{true: "sharded", false: "single"}[l.Shards() > 1]
+		var granted atomic.Int32
+		var wg sync.WaitGroup
+		for range 24 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				d, err := s.Take(context.Background(), name, "", l)
+				assert.NoError(t, err)
+				if d.OK {
+					granted.Add(1)
+				}
+			}()
+		}
+		wg.Wait()
+		assert.GreaterOrEqual(t, int(granted.Load()), 1, "%s: a full bucket gives a token", name)
+		assert.LessOrEqual(t, int(granted.Load()), l.Shards(), "%s: at most one token per shard at one instant", name)
+	}
+}
+
+func TestInvalidLimitsAndNamesFailBeforeAnyCall(t *testing.T) {
+	t.Parallel()
+	s := NewStore(nil, "unused") // a call would panic on the nil client
+	for _, tc := range []struct {
+		name string
+		l    Limit
+	}{{"api", Limit{}}, {"api", Limit{N: 1}}, {"api", Limit{N: 1, Per: time.Second, Burst: -1}}, {"", PerSecond(1)}, {"a#b", PerSecond(1)}} {
+		_, err := s.Take(context.Background(), tc.name, "", tc.l)
+		assert.Error(t, err, "%q %+v", tc.name, tc.l)
+	}
+}
+
+func TestShards(t *testing.T) {
+	t.Parallel()
+	assert.Equal(t, 1, PerSecond(400).Shards())
+	assert.Equal(t, 2, PerSecond(401).Shards())
+	assert.Equal(t, 3, PerSecond(1000).Shards())
+	assert.Equal(t, 1, PerMinute(20000).Shards(), "333/s")
+	g := newGCRA(PerSecond(1000), 3)
+	assert.Equal(t, 3*time.Millisecond, g.interval, "each shard holds a third of the rate")
+}
+
+func TestSnoozeSpreadGrowsWithTheJobsWait(t *testing.T) {
+	t.Parallel()
+	for range 100 {
+		d := snoozeFor(200*time.Millisecond, 0, false, time.Minute)
+		assert.Equal(t, 200*time.Millisecond, d, "a fresh job waits for the refill")
+		d = snoozeFor(200*time.Millisecond, 10*time.Second, false, time.Minute)
+		assert.GreaterOrEqual(t, d, 5200*time.Millisecond)
+		assert.LessOrEqual(t, d, 15200*time.Millisecond)
+		assert.Equal(t, time.Minute, snoozeFor(time.Second, time.Hour, false, time.Minute), "capped")
+		assert.Equal(t, time.Second, snoozeFor(time.Second, time.Hour, true, time.Minute), "unknown age")
+	}
+}
