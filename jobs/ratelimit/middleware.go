@@ -27,15 +27,24 @@ type Rules map[string]Rule
 
 // Options configures Middleware. Nil means the defaults.
 type Options struct {
+	// MaxWait is how long a job may wait in its worker for a token due soon (Store.Reserve), so
+	// the jobs of a batch, which arrive together, run at the tokens' pace rather than all but
+	// one being snoozed. Default DefaultMaxWait; negative: never wait (Store.Take). It is cut to
+	// leave at least half the job's time before its context's deadline.
+	MaxWait time.Duration
 	// MaxSnooze caps the snooze of a job that found no token. Default DefaultMaxSnooze.
 	MaxSnooze time.Duration
 }
 
-// DefaultMaxSnooze is Options.MaxSnooze's default.
-const DefaultMaxSnooze = 5 * time.Minute
+// Defaults of Options.
+const (
+	DefaultMaxWait   = time.Second
+	DefaultMaxSnooze = 5 * time.Minute
+)
 
 // Middleware takes a token for each job of a kind in rules before it runs, from the bucket of the
-// rule's limiter and key in store. With no token left the job is snoozed with jobs.SnoozeNotRun:
+// rule's limiter and key in store: a token due within MaxWait is reserved and the job starts when
+// it is due. With no such token the job is snoozed with jobs.SnoozeNotRun:
 // not run, not a failure and, with jobs.Config.Deliveries set, not an attempt. The snooze is the
 // time until the bucket refills plus a random spread between half and one and a half times how
 // long the job has waited since its first receive (capped at MaxSnooze), so a backlog comes back
@@ -57,6 +66,12 @@ func Middleware(store *Store, rules Rules, opts *Options) jobs.Middleware {
 	}
 	if o.MaxSnooze <= 0 {
 		o.MaxSnooze = DefaultMaxSnooze
+	}
+	switch {
+	case o.MaxWait == 0:
+		o.MaxWait = DefaultMaxWait
+	case o.MaxWait < 0:
+		o.MaxWait = 0
 	}
 	checked := make(Rules, len(rules))
 	for kind, r := range rules {
@@ -84,11 +99,18 @@ func Middleware(store *Store, rules Rules, opts *Options) jobs.Middleware {
 					return fmt.Errorf("ratelimit: key of job %s: %w", row.ID, err)
 				}
 			}
-			d, err := store.Take(ctx, r.Name, key, r.Limit)
+			wait := o.MaxWait
+			if deadline, ok := ctx.Deadline(); ok {
+				wait = min(wait, time.Until(deadline)/2)
+			}
+			d, err := store.Reserve(ctx, r.Name, key, r.Limit, wait)
 			if err != nil {
 				return err
 			}
 			if d.OK {
+				if err := sleepUntil(ctx, d.At, store.now); err != nil {
+					return err // the deadline came first: retried as usual
+				}
 				return next(ctx, row)
 			}
 			snooze := snoozeFor(d.Wait, store.now().Sub(row.FirstReceivedAt), row.FirstReceivedAt.IsZero(), o.MaxSnooze)
@@ -120,5 +142,21 @@ func KeyFromArgs[T jobs.JobArgs](key func(args T) string) func(row *jobs.JobRow)
 			return "", err
 		}
 		return key(args), nil
+	}
+}
+
+// sleepUntil returns at t (by now's clock), or with ctx's error if it ends first.
+func sleepUntil(ctx context.Context, t time.Time, now func() time.Time) error {
+	d := t.Sub(now())
+	if d <= 0 {
+		return nil
+	}
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	select {
+	case <-timer.C:
+		return nil
+	case <-ctx.Done():
+		return context.Cause(ctx)
 	}
 }

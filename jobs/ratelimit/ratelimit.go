@@ -28,6 +28,7 @@ import (
 	"math/rand/v2"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -93,30 +94,59 @@ var _ DynamoDBAPI = (*dynamodb.Client)(nil)
 type Store struct {
 	client DynamoDBAPI
 	table  string
+	opts   StoreOptions
 	now    func() time.Time
+	seen   sync.Map // bucket id → its tat as last seen here (int64): the first guess of a take
 }
+
+// StoreOptions configures a Store.
+type StoreOptions struct {
+	// Lead is how far ahead of now a reservation is made: a token is never due sooner than Lead
+	// from the call's start, so a job that starts at its token's time (Reservation.At) does not
+	// start later than it because the call was slow — which would bunch starts together. Set it
+	// above the take's usual latency. Default DefaultLead; negative: none.
+	Lead time.Duration
+}
+
+// DefaultLead is StoreOptions.Lead's default.
+const DefaultLead = 50 * time.Millisecond
 
 // NewStore returns a store of buckets in table, called through client.
-func NewStore(client DynamoDBAPI, table string) *Store {
-	return &Store{client: client, table: table, now: time.Now}
+func NewStore(client DynamoDBAPI, table string, optFns ...func(*StoreOptions)) *Store {
+	opts := StoreOptions{Lead: DefaultLead}
+	for _, fn := range optFns {
+		fn(&opts)
+	}
+	opts.Lead = max(opts.Lead, 0)
+	return &Store{client: client, table: table, opts: opts, now: time.Now}
 }
 
-// Decision is the result of Take.
-type Decision struct {
-	OK bool // a token was taken
-	// Wait is, when !OK, how long until the bucket has a token again (at least one tick).
+// Reservation is the result of Take and Reserve.
+type Reservation struct {
+	OK bool // a token was taken: the job may start at At
+	// At is when the token taken is due (now, or up to Reserve's maxWait later).
+	At time.Time
+	// Wait is, when !OK, how long until Reserve with the same maxWait would take a token.
 	Wait time.Duration
 }
 
-// Take takes a token from the bucket of limiter name and key (key may be empty: one bucket for
-// the limiter). Cost: one UpdateItem, whether it takes a token or not; rarely a second, when
-// the bucket's state changed between the guess of the first and its write.
-func (s *Store) Take(ctx context.Context, name, key string, l Limit) (Decision, error) {
+// Take takes a token from the bucket of limiter name and key if one is there now (key may be
+// empty: one bucket for the limiter). See Reserve for the cost.
+func (s *Store) Take(ctx context.Context, name, key string, l Limit) (Reservation, error) {
+	return s.Reserve(ctx, name, key, l, 0)
+}
+
+// Reserve takes a token due within maxWait from now: the caller starts its work at At, not
+// before, so the work's rate keeps the limit whatever the callers' timing (a batch of jobs
+// arriving at one instant is spread over the tokens' times rather than refused all but one).
+// Cost: one UpdateItem whether it takes a token or not; rarely a second, when the bucket's state
+// changed between the guess of the first and its write. No read.
+func (s *Store) Reserve(ctx context.Context, name, key string, l Limit, maxWait time.Duration) (Reservation, error) {
 	if err := checkName(name); err != nil {
-		return Decision{}, err
+		return Reservation{}, err
 	}
 	if err := l.Validate(); err != nil {
-		return Decision{}, err
+		return Reservation{}, err
 	}
 	id := BucketID(name, key)
 	shards := l.Shards()
@@ -124,41 +154,53 @@ func (s *Store) Take(ctx context.Context, name, key string, l Limit) (Decision, 
 		id += "#" + strconv.Itoa(rand.IntN(shards))
 	}
 	g := newGCRA(l, shards)
-	now := s.now()
-	// First guess: the bucket is idle or nearly (tat <= now). When it is busy the answer says so,
-	// and the second call uses the state it returned.
+	ahead := g.tolerance + max(maxWait, 0) // how far ahead of now the next token may be
+	now := s.now().Add(s.opts.Lead)
+	// First guess: the bucket is as it was last seen here, else idle (tat <= now). When the guess
+	// is wrong the refusal says so, with the bucket's state, and the second call takes the other
+	// branch.
 	busy := false
+	if v, ok := s.seen.Load(id); ok {
+		busy = v.(int64) > now.UnixMicro()
+	}
 	for range 3 {
 		nowUS := now.UnixMicro()
-		in := s.takeInput(id, g, nowUS, busy)
-		_, err := s.client.UpdateItem(ctx, in)
+		out, err := s.client.UpdateItem(ctx, s.takeInput(id, g, nowUS, ahead, busy))
 		if err == nil {
-			return Decision{OK: true}, nil
+			at, tat := now, nowUS+g.interval.Microseconds()
+			if next, ok := tatOf(out.Attributes); ok && busy {
+				old := next - g.interval.Microseconds()
+				at, tat = time.UnixMicro(max(nowUS, old-g.tolerance.Microseconds())), next
+			}
+			s.seen.Store(id, tat)
+			return Reservation{OK: true, At: at}, nil
 		}
 		var ccf *types.ConditionalCheckFailedException
 		if !errors.As(err, &ccf) {
-			return Decision{}, &StoreError{ID: id, Err: err}
+			return Reservation{}, &StoreError{ID: id, Err: err}
 		}
 		tat, ok := tatOf(ccf.Item)
 		if !ok {
 			busy = false // the item is gone (TTL) or malformed: try the idle branch again
 			continue
 		}
-		if wait := g.wait(tat, nowUS); wait > 0 {
-			return Decision{Wait: wait}, nil
+		s.seen.Store(id, tat)
+		if wait := time.Duration(tat-nowUS)*time.Microsecond - ahead; wait > 0 {
+			return Reservation{Wait: wait}, nil
 		}
 		busy = tat > nowUS
-		now = s.now()
+		now = s.now().Add(s.opts.Lead)
 	}
 	// The bucket moved under each try: a crowd is taking its tokens. Say it is empty for a tick.
-	return Decision{Wait: g.interval}, nil
+	return Reservation{Wait: g.interval}, nil
 }
 
-// takeInput is the conditional UpdateItem that takes one token. idle: tat <= now (or no item),
-// the new tat is now + interval. busy: now < tat <= now + tolerance, the new tat is tat + interval.
-func (s *Store) takeInput(id string, g gcra, nowUS int64, busy bool) *dynamodb.UpdateItemInput {
+// takeInput is the conditional UpdateItem that takes one token. Idle: tat <= now (or no item),
+// the new tat is now + interval. Busy: now < tat <= now + ahead, the new tat is tat + interval,
+// and the new one comes back (UPDATED_NEW) to tell when the token is due: one interval before.
+func (s *Store) takeInput(id string, g gcra, nowUS int64, ahead time.Duration, busy bool) *dynamodb.UpdateItemInput {
 	interval := g.interval.Microseconds()
-	exp := strconv.FormatInt((nowUS+g.tolerance.Microseconds()+interval)/1e6+bucketTTL, 10)
+	exp := strconv.FormatInt((nowUS+ahead.Microseconds()+interval)/1e6+bucketTTL, 10)
 	in := &dynamodb.UpdateItemInput{
 		TableName:                           aws.String(s.table),
 		Key:                                 map[string]types.AttributeValue{AttrID: &types.AttributeValueMemberS{Value: id}},
@@ -178,8 +220,9 @@ func (s *Store) takeInput(id string, g gcra, nowUS int64, busy bool) *dynamodb.U
 	}
 	in.ConditionExpression = aws.String("#t > :now AND #t <= :limit")
 	in.UpdateExpression = aws.String("SET #t = #t + :i, #e = :exp")
+	in.ReturnValues = types.ReturnValueUpdatedNew
 	in.ExpressionAttributeValues = map[string]types.AttributeValue{
-		":now": num(nowUS), ":limit": num(nowUS + g.tolerance.Microseconds()), ":i": num(interval),
+		":now": num(nowUS), ":limit": num(nowUS + ahead.Microseconds()), ":i": num(interval),
 		":exp": &types.AttributeValueMemberN{Value: exp},
 	}
 	return in
@@ -238,10 +281,4 @@ func newGCRA(l Limit, shards int) gcra {
 	interval = max(interval, time.Microsecond)
 	burst := max(l.Burst, 1)
 	return gcra{interval: interval, tolerance: time.Duration(burst-1) * interval}
-}
-
-// wait is how long after nowUS a bucket whose next token is at tat has one: 0 if it has one now.
-func (g gcra) wait(tat, nowUS int64) time.Duration {
-	w := time.Duration(tat-nowUS-g.tolerance.Microseconds()) * time.Microsecond
-	return max(w, 0)
 }

@@ -2,6 +2,7 @@ package ratelimit
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -26,7 +27,7 @@ func testStore(t *testing.T) (*Store, string) {
 	t.Helper()
 	cfg := awstest.Config(t)
 	table := awstest.CreateTable(t, cfg, "state", AttrID, "")
-	return NewStore(dynamodb.NewFromConfig(cfg), table), table
+	return NewStore(dynamodb.NewFromConfig(cfg), table, func(o *StoreOptions) { o.Lead = -1 }), table
 }
 
 func TestTakeSpacesTokensByTheInterval(t *testing.T) {
@@ -111,6 +112,52 @@ func TestConcurrentTakersGetOnlyTheTokensThere(t *testing.T) {
 		assert.GreaterOrEqual(t, int(granted.Load()), 1, "%s: a full bucket gives a token", name)
 		assert.LessOrEqual(t, int(granted.Load()), l.Shards(), "%s: at most one token per shard at one instant", name)
 	}
+}
+
+// Reservations hand out the tokens due within maxWait, each at its own time, spaced by the
+// interval, also when many take at one instant; past maxWait the answer is a refusal saying how
+// long until one more would be handed out.
+func TestReserveSpacesConcurrentTakersByTheInterval(t *testing.T) {
+	t.Parallel()
+	s, _ := testStore(t)
+	t0 := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
+	storeAt(s, newClock(t0))
+	l := PerSecond(5) // a token every 200 ms: 6 due within a second (at 0, 200, ..., 1000 ms)
+	var mu sync.Mutex
+	var at []time.Time
+	var wg sync.WaitGroup
+	for range 16 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r, err := s.Reserve(context.Background(), "reserve", "", l, time.Second)
+			assert.NoError(t, err)
+			if r.OK {
+				mu.Lock()
+				at = append(at, r.At)
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	require.LessOrEqual(t, len(at), 6)
+	require.GreaterOrEqual(t, len(at), 1)
+	slices.SortFunc(at, func(a, b time.Time) int { return a.Compare(b) })
+	assert.True(t, t0.Equal(at[0]), "the first is due now: %s", at[0])
+	for i := 1; i < len(at); i++ {
+		assert.Equal(t, 200*time.Millisecond, at[i].Sub(at[i-1]), "tokens %d and %d", i-1, i)
+	}
+	for len(at) < 6 { // what the crowd's races left, taken one by one
+		r, err := s.Reserve(context.Background(), "reserve", "", l, time.Second)
+		require.NoError(t, err)
+		require.True(t, r.OK)
+		at = append(at, r.At)
+	}
+	assert.True(t, t0.Add(time.Second).Equal(at[5]), "the sixth: %s", at[5])
+	r, err := s.Reserve(context.Background(), "reserve", "", l, time.Second)
+	require.NoError(t, err)
+	require.False(t, r.OK, "the seventh token is due after maxWait")
+	assert.Equal(t, 200*time.Millisecond, r.Wait)
 }
 
 func TestInvalidLimitsAndNamesFailBeforeAnyCall(t *testing.T) {

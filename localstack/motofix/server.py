@@ -77,6 +77,12 @@ Fix 13, DeadLetterQueueSourceArn. A message SQS moved to a dead-letter queue car
 queue's ARN as this system attribute (ReceiveMessage in the API reference); moto has none. The fix
 remembers the source when its receive moves a message and adds the attribute to receives that
 ask for it (or for All).
+
+Fix 14, UpdateItem's ReturnValues. moto reads the item for UPDATED_OLD/ALL_OLD before the update
+and renders the updated item after it, both outside Fix 4's lock, so two updates of one item at
+once could both answer the same old (or new) value although each applied its own change: two
+rate-limit reservations with one due time. DynamoDB answers each update with its own values. The
+fix runs UpdateItem's whole handler under the DynamoDB lock.
 """
 
 import itertools
@@ -90,6 +96,7 @@ from moto import server as moto_server
 from moto.moto_server import werkzeug_app
 from moto.server import main
 from moto.dynamodb import models as dynamodb_models
+from moto.dynamodb import responses as dynamodb_responses
 from moto.sqs import exceptions as sqs_exceptions
 from moto.sqs import models
 from moto.sqs import responses as sqs_responses
@@ -545,6 +552,18 @@ def receive_message_with_source(self):
 
 
 sqs_responses.SQSResponse.receive_message = receive_message_with_source
+
+
+# Fix 14: UpdateItem answers with the values of its own update.
+_update_item_response = dynamodb_responses.DynamoHandler.update_item
+
+
+def update_item_locked(self):
+    with _dynamodb_lock:
+        return _update_item_response(self)
+
+
+dynamodb_responses.DynamoHandler.update_item = update_item_locked
 
 
 if __name__ == "__main__":
