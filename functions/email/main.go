@@ -16,6 +16,7 @@ import (
 	"github.com/jobkit-go/jobkit/functions/samplejobs"
 	"github.com/jobkit-go/jobkit/idempotency"
 	"github.com/jobkit-go/jobkit/jobs"
+	"github.com/jobkit-go/jobkit/jobs/ratelimit"
 )
 
 func main() {
@@ -31,7 +32,9 @@ func main() {
 	db := dynamodb.NewFromConfig(awsCfg)
 	store := idempotency.NewDynamoDBStore(db, table)
 	workers := jobs.NewWorkers()
-	workers.Use(idempotency.Middleware(store, nil))
+	// The provider's rate limit first, so a job waiting for a token holds no idempotency claim.
+	workers.Use(ratelimit.Middleware(ratelimit.NewStore(db, table), samplejobs.EmailRateLimits(), nil),
+		idempotency.Middleware(store, nil))
 	cfg.Deliveries = store // attempts count real runs, not skipped deliveries
 	jobs.AddWorker(workers, &samplejobs.EmailWorker{Mailer: samplejobs.LogMailer{Logger: cfg.Logger}})
 	lambda.Start(jobs.NewLambdaHandler(workers, cfg))

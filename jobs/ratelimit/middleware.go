@@ -57,6 +57,8 @@ const (
 //
 //	workers.Use(ratelimit.Middleware(store, rules, nil), idempotency.Middleware(idem, nil))
 //
+// A DynamoDB error is not the job's failure: the job is snoozed (not run, not charged) for 5-10 s.
+//
 // Cost per job: one UpdateItem when a token is there; one more per refusal, plus, with a
 // delivery ledger, its UpdateItem for the refused delivery and a GetItem on the next one.
 func Middleware(store *Store, rules Rules, opts *Options) jobs.Middleware {
@@ -105,7 +107,12 @@ func Middleware(store *Store, rules Rules, opts *Options) jobs.Middleware {
 			}
 			d, err := store.Reserve(ctx, r.Name, key, r.Limit, wait)
 			if err != nil {
-				return err
+				// The bucket cannot be read: the job must not run unmetered, and must not be
+				// charged an attempt for DynamoDB's trouble either. It comes back shortly.
+				snooze := storeErrorSnooze + time.Duration(rand.Int64N(int64(storeErrorSnooze)))
+				row.Logger().LogAttrs(ctx, slog.LevelWarn, "rate limit: bucket unavailable; snoozed",
+					jobs.LogString("limiter", r.Name), jobs.LogString("error", err.Error()), slog.Float64("snooze_s", snooze.Seconds()))
+				return jobs.SnoozeNotRun(snooze)
 			}
 			if d.OK {
 				if err := sleepUntil(ctx, d.At, store.now); err != nil {
@@ -121,6 +128,9 @@ func Middleware(store *Store, rules Rules, opts *Options) jobs.Middleware {
 		}
 	}
 }
+
+// storeErrorSnooze is the least snooze of a job whose bucket could not be read (up to twice it).
+const storeErrorSnooze = 5 * time.Second
 
 // snoozeFor is the time until the bucket refills plus a random spread of 0.5-1.5 times the job's
 // age (0 when unknown), at most ceiling.

@@ -2,6 +2,7 @@ package ratelimit
 
 import (
 	"context"
+	"errors"
 	"io"
 	"log/slog"
 	"sync"
@@ -128,4 +129,30 @@ func TestMiddlewarePanicsOnAnInvalidRule(t *testing.T) {
 	t.Parallel()
 	assert.Panics(t, func() { Middleware(NewStore(nil, "t"), Rules{"k": {Limit: Limit{N: 0, Per: time.Second}}}, nil) })
 	assert.Panics(t, func() { Middleware(NewStore(nil, "t"), Rules{"k": {Name: "a#b", Limit: PerSecond(1)}}, nil) })
+}
+
+type failingDB func() error
+
+func (f failingDB) UpdateItem(context.Context, *dynamodb.UpdateItemInput, ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
+	return nil, f()
+}
+
+// A bucket that cannot be read neither lets the job run unmetered nor charges it an attempt: it
+// is snoozed as not run, for 5-10 s. Kinds without a rule run without a call.
+func TestMiddlewareSnoozesWhenTheBucketIsUnavailable(t *testing.T) {
+	t.Parallel()
+	calls := 0
+	store := NewStore(failingDB(func() error { calls++; return errors.New("throttled") }), "state")
+	ran := 0
+	h := Middleware(store, Rules{"partner.call": {Limit: PerSecond(1)}}, nil)(func(context.Context, *jobs.JobRow) error { ran++; return nil })
+	err := h(context.Background(), &jobs.JobRow{ID: "a", Kind: "partner.call"})
+	var snooze *jobs.SnoozeError
+	require.ErrorAs(t, err, &snooze)
+	assert.True(t, snooze.NotRun)
+	assert.GreaterOrEqual(t, snooze.Duration, 5*time.Second)
+	assert.Less(t, snooze.Duration, 10*time.Second)
+	assert.Equal(t, 0, ran)
+	require.NoError(t, h(context.Background(), &jobs.JobRow{ID: "b", Kind: "free"}))
+	assert.Equal(t, 1, ran)
+	assert.Equal(t, 1, calls)
 }
