@@ -33,8 +33,8 @@ func main() {
 	store := idempotency.NewDynamoDBStore(db, table)
 	workers := jobs.NewWorkers()
 	// The provider's rate limit first, so a job waiting for a token holds no idempotency claim.
-	workers.Use(ratelimit.Middleware(ratelimit.NewStore(db, table), samplejobs.EmailRateLimits(), nil),
-		idempotency.Middleware(store, nil))
+	workers.Use(ratelimit.Middleware(ratelimit.NewStore(db, table), samplejobs.EmailRateLimits(), nil))
+	workers.Use(idempotency.Middleware(store, nil))
 	cfg.Deliveries = store // attempts count real runs, not skipped deliveries
 	jobs.AddWorker(workers, &samplejobs.EmailWorker{Mailer: samplejobs.LogMailer{Logger: cfg.Logger}})
 	lambda.Start(jobs.NewLambdaHandler(workers, cfg))
