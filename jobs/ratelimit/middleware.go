@@ -44,7 +44,8 @@ const (
 
 // Middleware takes a token for each job of a kind in rules before it runs, from the bucket of the
 // rule's limiter and key in store: a token due within MaxWait is reserved and the job starts when
-// it is due. With no such token the job is snoozed with jobs.SnoozeNotRun:
+// it is due (a job that wakes over half an interval late takes another token, up to 3 times, so
+// starts keep the tokens' spacing: at most N+1 start in any window of length Per). With no such token the job is snoozed with jobs.SnoozeNotRun:
 // not run, not a failure and, with jobs.Config.Deliveries set, not an attempt. The snooze is the
 // time until the bucket refills plus a random spread between half and one and a half times how
 // long the job has waited since its first receive (capped at MaxSnooze), so a backlog comes back
@@ -105,20 +106,34 @@ func Middleware(store *Store, rules Rules, opts *Options) jobs.Middleware {
 			if deadline, ok := ctx.Deadline(); ok {
 				wait = min(wait, time.Until(deadline)/2)
 			}
-			d, err := store.Reserve(ctx, r.Name, key, r.Limit, wait)
-			if err != nil {
-				// The bucket cannot be read: the job must not run unmetered, and must not be
-				// charged an attempt for DynamoDB's trouble either. It comes back shortly.
-				snooze := storeErrorSnooze + time.Duration(rand.Int64N(int64(storeErrorSnooze)))
-				row.Logger().LogAttrs(ctx, slog.LevelWarn, "rate limit: bucket unavailable; snoozed",
-					jobs.LogString("limiter", r.Name), jobs.LogString("error", err.Error()), slog.Float64("snooze_s", snooze.Seconds()))
-				return jobs.SnoozeNotRun(snooze)
-			}
-			if d.OK {
+			var d Reservation
+			for try := 1; ; try++ {
+				var err error
+				d, err = store.Reserve(ctx, r.Name, key, r.Limit, wait)
+				if err != nil {
+					// The bucket cannot be read: the job must not run unmetered, and must not be
+					// charged an attempt for DynamoDB's trouble either. It comes back shortly.
+					snooze := storeErrorSnooze + time.Duration(rand.Int64N(int64(storeErrorSnooze)))
+					row.Logger().LogAttrs(ctx, slog.LevelWarn, "rate limit: bucket unavailable; snoozed",
+						jobs.LogString("limiter", r.Name), jobs.LogString("error", err.Error()), slog.Float64("snooze_s", snooze.Seconds()))
+					return jobs.SnoozeNotRun(snooze)
+				}
+				if !d.OK {
+					break
+				}
 				if err := sleepUntil(ctx, d.At, store.now); err != nil {
 					return err // the deadline came first: retried as usual
 				}
-				return next(ctx, row)
+				// A job that wakes more than half an interval after its token was due (a starved
+				// CPU) would start among the next tokens' jobs: it lets its token go and takes
+				// another, so job starts keep the tokens' spacing.
+				if late := store.now().Sub(d.At); late <= r.Limit.interval()/2 {
+					return next(ctx, row)
+				}
+				if try == maxLateTries {
+					d = Reservation{Wait: time.Second}
+					break
+				}
 			}
 			snooze := snoozeFor(d.Wait, store.now().Sub(row.FirstReceivedAt), row.FirstReceivedAt.IsZero(), o.MaxSnooze)
 			row.Logger().LogAttrs(ctx, slog.LevelInfo, "rate limited: snoozed",
@@ -128,6 +143,9 @@ func Middleware(store *Store, rules Rules, opts *Options) jobs.Middleware {
 		}
 	}
 }
+
+// maxLateTries is how many tokens a job lets go for waking late before it is snoozed.
+const maxLateTries = 3
 
 // storeErrorSnooze is the least snooze of a job whose bucket could not be read (up to twice it).
 const storeErrorSnooze = 5 * time.Second

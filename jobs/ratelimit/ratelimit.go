@@ -82,6 +82,9 @@ func (l Limit) Shards() int {
 	return max(1, int(math.Ceil(rate/ShardRate)))
 }
 
+// interval is the time between the tokens of one bucket item.
+func (l Limit) interval() time.Duration { return newGCRA(l, l.Shards()).interval }
+
 // DynamoDBAPI is the part of the DynamoDB client a Store calls.
 type DynamoDBAPI interface {
 	UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error)
@@ -156,12 +159,12 @@ func (s *Store) Reserve(ctx context.Context, name, key string, l Limit, maxWait 
 	g := newGCRA(l, shards)
 	ahead := g.tolerance + max(maxWait, 0) // how far ahead of now the next token may be
 	now := s.now().Add(s.opts.Lead)
-	// First guess: the bucket is as it was last seen here, else idle (tat <= now). When the guess
-	// is wrong the refusal says so, with the bucket's state, and the second call takes the other
-	// branch.
+	// First guess: busy if the bucket was busy here within the last busyMemory (others have
+	// likely kept it so), else idle (tat <= now). When the guess is wrong the refusal says so,
+	// with the bucket's state, and the second call takes the other branch.
 	busy := false
 	if v, ok := s.seen.Load(id); ok {
-		busy = v.(int64) > now.UnixMicro()
+		busy = v.(int64) > now.Add(-max(busyMemory, g.interval)).UnixMicro()
 	}
 	for range 3 {
 		nowUS := now.UnixMicro()
@@ -227,6 +230,9 @@ func (s *Store) takeInput(id string, g gcra, nowUS int64, ahead time.Duration, b
 	}
 	return in
 }
+
+// busyMemory is how long after its next token was due a bucket seen busy is still guessed busy.
+const busyMemory = time.Second
 
 // bucketTTL is how long, in seconds, a bucket item outlives the moment it is full again.
 const bucketTTL = 3600
