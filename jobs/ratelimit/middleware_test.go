@@ -156,3 +156,43 @@ func TestMiddlewareSnoozesWhenTheBucketIsUnavailable(t *testing.T) {
 	assert.Equal(t, 1, ran)
 	assert.Equal(t, 1, calls)
 }
+
+// advancingDB passes calls to the emulator's DynamoDB and moves the clock on after each, as a
+// starved process would find when it wakes.
+type advancingDB struct {
+	db    *dynamodb.Client
+	clock *clock
+	step  time.Duration
+	calls int
+}
+
+func (a *advancingDB) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
+	out, err := a.db.UpdateItem(ctx, in, optFns...)
+	a.calls++
+	a.clock.advance(a.step)
+	return out, err
+}
+
+// A job that wakes long after its token was due does not start among the next tokens' jobs: it
+// lets the token go and takes another, and after three late wakes it is snoozed, not run, not
+// charged.
+func TestMiddlewareLetsALateTokenGo(t *testing.T) {
+	t.Parallel()
+	cfg := awstest.Config(t)
+	table := awstest.CreateTable(t, cfg, "state", AttrID, "")
+	c := newClock(time.Now())
+	db := &advancingDB{db: dynamodb.NewFromConfig(cfg), clock: c, step: time.Second}
+	store := storeAt(NewStore(db, table), c)
+	ran := 0
+	h := Middleware(store, Rules{"partner.call": {Limit: PerSecond(10)}}, nil)(func(context.Context, *jobs.JobRow) error { ran++; return nil })
+	err := h(context.Background(), &jobs.JobRow{ID: "a", Kind: "partner.call"})
+	var snooze *jobs.SnoozeError
+	require.ErrorAs(t, err, &snooze)
+	assert.True(t, snooze.NotRun)
+	assert.Equal(t, 0, ran)
+	assert.GreaterOrEqual(t, db.calls, maxLateTries, "a token per wake, each let go")
+
+	db.step = 0 // on time: the job runs with the next token
+	require.NoError(t, h(context.Background(), &jobs.JobRow{ID: "b", Kind: "partner.call"}))
+	assert.Equal(t, 1, ran)
+}
