@@ -148,7 +148,8 @@ func NewWorkersStack(scope constructs.Construct, id string, state *StateStack, m
 	// Email: many short jobs; gather up to 25 per invocation for at most 2 s.
 	s.Email = jk.NewWorker(stack, "Email", &jk.WorkerProps{
 		Source: src("email"), Queue: state.Email, IdempotencyTable: state.Idempotency, Kinds: kinds(samplejobs.QueueEmail),
-		Timeout: 30 * time.Second, BatchSize: 25, MaxBatchingWindow: 2 * time.Second,
+		RateLimiters: []string{samplejobs.LimiterMailProvider},
+		Timeout:      30 * time.Second, BatchSize: 25, MaxBatchingWindow: 2 * time.Second,
 		MaxConcurrency: 10, Concurrency: 10,
 	})
 	// Ledger: FIFO, so no batching window; accounts (message groups) run 10 at a time.

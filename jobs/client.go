@@ -52,6 +52,9 @@ var (
 	ErrGroupFailed = errors.New("jobs: not sent: an earlier job of the same FIFO group was not enqueued")
 	// ErrNoLongDelayer is returned by CancelDelayed on a Client without a LongDelayer.
 	ErrNoLongDelayer = errors.New("jobs: the client has no LongDelayer")
+	// ErrUnknownPriority is an EnqueueOpts.Priority that is not a lane of the job's queue
+	// (ClientOptions.Lanes).
+	ErrUnknownPriority = errors.New("jobs: no such priority lane for this queue")
 )
 
 // InvalidJobError reports a job the Client refused before any AWS call. Err is one of the
@@ -138,12 +141,20 @@ type ClientOptions struct {
 	// MaxMessageSizes holds, by queue URL, a queue's own MaximumMessageSize attribute when it is
 	// below SQS's 1 MiB: a larger job is refused with ErrBodyTooLarge before any AWS call.
 	MaxMessageSizes map[string]int
+	// Lanes holds the priority lanes of queues: by the URL a kind is routed to (its default
+	// lane), lane name → the lane's queue URL. EnqueueOpts.Priority picks one. The PriorityQueue
+	// construct exports them.
+	Lanes map[string]map[string]string
+	// Backpressure, when set, refuses or slows enqueues onto queues whose backlog passed a
+	// threshold (see Backpressure).
+	Backpressure *Backpressure
 }
 
 // Client enqueues jobs onto SQS. It is safe for concurrent use.
 type Client struct {
-	api  SQSAPI
-	opts ClientOptions
+	api      SQSAPI
+	opts     ClientOptions
+	backlogs *backlogs // nil without Backpressure
 }
 
 // NewClient returns a Client that sends through api (an *sqs.Client, usually). It returns an
@@ -177,7 +188,14 @@ func NewClient(api SQSAPI, opts ClientOptions) (*Client, error) {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	return &Client{api: api, opts: opts}, nil
+	c := &Client{api: api, opts: opts}
+	if opts.Backpressure != nil {
+		if err := opts.Backpressure.validate(); err != nil {
+			return nil, err
+		}
+		c.backlogs = newBacklogs(*opts.Backpressure, opts.Now)
+	}
+	return c, nil
 }
 
 // EnqueueOpts shape one job. Nil means all defaults.
@@ -204,6 +222,9 @@ type EnqueueOpts struct {
 	// (ContextWithTrace, or the job's own when enqueuing from a job), continued with a new parent
 	// id, else a new trace. See ContextWithTrace.
 	Trace string
+	// Priority names a lane of the job's queue (ClientOptions.Lanes), e.g. "critical" or
+	// "bulk"; empty means the queue itself (the default lane).
+	Priority string
 }
 
 // EnqueueResult is what happened to one job.
@@ -237,6 +258,9 @@ func (c *Client) Enqueue(ctx context.Context, args JobArgs, opts *EnqueueOpts) (
 			return res, err
 		}
 		return res, nil
+	}
+	if err := c.admit(ctx, p.queue); err != nil {
+		return res, err
 	}
 	in := &sqs.SendMessageInput{
 		QueueUrl:    aws.String(p.queue),
@@ -310,9 +334,23 @@ func (c *Client) EnqueueBatch(ctx context.Context, batch []BatchJob) ([]EnqueueR
 		byQueue[p.queue] = append(byQueue[p.queue], i)
 	}
 	for _, q := range order {
+		if err := c.admit(ctx, q); err != nil {
+			for _, i := range byQueue[q] {
+				results[i].Err = err
+			}
+			continue
+		}
 		c.sendQueue(ctx, q, byQueue[q], preps, results)
 	}
 	return results, batchError(results)
+}
+
+// admit applies Backpressure to an enqueue onto queue: nil without it.
+func (c *Client) admit(ctx context.Context, queue string) error {
+	if c.backlogs == nil {
+		return nil
+	}
+	return c.backlogs.admit(ctx, queue)
 }
 
 // CancelDelayed cancels a job handed to the LongDelayer (a delay over 15 minutes) by its id.
@@ -429,6 +467,13 @@ func (c *Client) route(p *prepared, o *EnqueueOpts) error {
 	}
 	if p.queue == "" {
 		return ErrNoQueue
+	}
+	if o.Priority != "" {
+		lane, ok := c.opts.Lanes[p.queue][o.Priority]
+		if !ok {
+			return fmt.Errorf("%w: %q", ErrUnknownPriority, o.Priority)
+		}
+		p.queue = lane
 	}
 	p.fifo = IsFIFOQueue(p.queue)
 	p.group = o.GroupID

@@ -23,9 +23,14 @@ func Cancel(err error) error {
 	return &CancelError{Err: err}
 }
 
-// SnoozeError is returned by Snooze: the job is retried after Duration without counting as a
-// failure in metrics.
-type SnoozeError struct{ Duration time.Duration }
+// SnoozeError is returned by Snooze and SnoozeNotRun: the job is retried after Duration without
+// counting as a failure in metrics.
+type SnoozeError struct {
+	Duration time.Duration
+	// NotRun says the job's work did not start (a rate limit, a lease held elsewhere): the
+	// runtime records the delivery in Config.Deliveries, so it is not charged as an attempt.
+	NotRun bool
+}
 
 // Error describes the failure.
 func (e *SnoozeError) Error() string { return fmt.Sprintf("jobs: snoozed for %s", e.Duration) }
@@ -33,6 +38,11 @@ func (e *SnoozeError) Error() string { return fmt.Sprintf("jobs: snoozed for %s"
 // Snooze asks for the job to run again after d: at most 12 h after the message's receipt, SQS's
 // visibility limit (in practice 12 h less the time since the invocation began and 6 minutes).
 func Snooze(d time.Duration) error { return &SnoozeError{Duration: d} }
+
+// SnoozeNotRun is Snooze for a job that did not start its work, e.g. a middleware that found no
+// rate-limit token: with Config.Deliveries set, the delivery is recorded as one that did not run,
+// so JobRow.Attempt (and the dead-lettering after MaxAttempts) counts only real runs.
+func SnoozeNotRun(d time.Duration) error { return &SnoozeError{Duration: d, NotRun: true} }
 
 // ArgsError reports args that do not decode into the worker's type; the job is dead-lettered.
 type ArgsError struct {

@@ -152,7 +152,7 @@ type record struct {
 	out     outcome
 	visible bool          // set the visibility to delay at the end of the batch
 	ran     bool          // the job ran (dur is meaningful)
-	notRun  bool          // abandoned before it started: the delivery did not run the job
+	notRun  bool          // abandoned before it started, or SnoozeNotRun: the delivery did not run the job
 	delay   time.Duration // retry, snooze or skip delay
 	dur     time.Duration // time spent in the job
 }
@@ -586,6 +586,7 @@ func (b *batch) settle(r *record, err error) {
 	var snooze *SnoozeError
 	if errors.As(err, &snooze) {
 		r.out, r.visible, r.delay = outSnoozed, true, b.clampVisibility(snooze.Duration)
+		r.notRun = snooze.NotRun
 		b.logRecord(slog.LevelInfo, r, "job snoozed", nil, slog.Float64("snooze_s", r.delay.Seconds()))
 		return
 	}
@@ -806,7 +807,8 @@ func (b *batch) recordNotRun() {
 	for i := range b.records {
 		r := &b.records[i]
 		st := r.state.Load()
-		if !(st == stateDone && (r.out == outSkipped || r.out == outNotStarted)) && !(st == stateAbandoned && r.notRun) {
+		notRun := st == stateDone && (r.out == outSkipped || r.out == outNotStarted || (r.out == outSnoozed && r.notRun))
+		if !notRun && !(st == stateAbandoned && r.notRun) {
 			continue
 		}
 		sem <- struct{}{}

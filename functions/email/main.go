@@ -16,6 +16,7 @@ import (
 	"github.com/jobkit-go/jobkit/functions/samplejobs"
 	"github.com/jobkit-go/jobkit/idempotency"
 	"github.com/jobkit-go/jobkit/jobs"
+	"github.com/jobkit-go/jobkit/jobs/ratelimit"
 )
 
 func main() {
@@ -31,6 +32,8 @@ func main() {
 	db := dynamodb.NewFromConfig(awsCfg)
 	store := idempotency.NewDynamoDBStore(db, table)
 	workers := jobs.NewWorkers()
+	// The provider's rate limit first, so a job waiting for a token holds no idempotency claim.
+	workers.Use(ratelimit.Middleware(ratelimit.NewStore(db, table), samplejobs.EmailRateLimits(), nil))
 	workers.Use(idempotency.Middleware(store, nil))
 	cfg.Deliveries = store // attempts count real runs, not skipped deliveries
 	jobs.AddWorker(workers, &samplejobs.EmailWorker{Mailer: samplejobs.LogMailer{Logger: cfg.Logger}})

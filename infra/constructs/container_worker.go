@@ -132,7 +132,7 @@ func NewContainerWorker(scope constructs.Construct, id string, props *ContainerW
 	p.Queue.Queue.GrantConsumeMessages(w.TaskRole)
 	p.Queue.DLQ.GrantSendMessages(w.TaskRole)
 	if p.IdempotencyTable != nil {
-		grantIdempotency(c, w.TaskRole, p.IdempotencyTable, p.Kinds)
+		grantIdempotency(c, w.TaskRole, p.IdempotencyTable, p.Kinds, nil)
 	}
 	w.defineTask(p)
 	w.defineService(p)

@@ -19,6 +19,7 @@ import (
 
 	"github.com/jobkit-go/jobkit/idempotency"
 	"github.com/jobkit-go/jobkit/jobs"
+	"github.com/jobkit-go/jobkit/jobs/ratelimit"
 )
 
 // Defaults of WorkerProps. The runtime's defaults are package jobs' (one owner): a worker the
@@ -74,6 +75,10 @@ type WorkerProps struct {
 	// of these prefixes too. Without Kinds, the grant covers every record of the table, and the
 	// construct says so with a warning annotation (jobkit:UnscopedIdempotency) at synth.
 	Kinds []string
+	// RateLimiters names the ratelimit limiters the function takes tokens from: with Kinds, the
+	// grant on the IdempotencyTable (jobkit's state table) also covers their buckets
+	// ("rate#<limiter>*").
+	RateLimiters []string
 
 	// Timeout is the function timeout, at most 15 minutes. Default DefaultWorkerTimeout.
 	Timeout time.Duration
@@ -194,7 +199,7 @@ func NewWorker(scope constructs.Construct, id string, props *WorkerProps) *Worke
 	w.Function = w.newFunction(p)
 	w.consume(p)
 	if p.IdempotencyTable != nil {
-		grantIdempotency(w.Construct, w.Role, p.IdempotencyTable, p.Kinds)
+		grantIdempotency(w.Construct, w.Role, p.IdempotencyTable, p.Kinds, p.RateLimiters)
 	}
 	return w
 }
@@ -280,9 +285,9 @@ func (w *Worker) consume(p WorkerProps) {
 	p.Queue.DLQ.GrantSendMessages(w.Role)
 }
 
-// grantIdempotency lets role make the IdempotencyActions on the table's records of kinds (all
-// records when kinds is empty, with a warning annotation on scope).
-func grantIdempotency(scope constructs.Construct, role awsiam.Role, t *IdempotencyTable, kinds []string) {
+// grantIdempotency lets role make the IdempotencyActions on the table's records of kinds and the
+// buckets of limiters (all records when kinds is empty, with a warning annotation on scope).
+func grantIdempotency(scope constructs.Construct, role awsiam.Role, t *IdempotencyTable, kinds, limiters []string) {
 	st := &awsiam.PolicyStatementProps{
 		Actions:   jsii.Strings(IdempotencyActions...),
 		Resources: jsii.Strings(*t.Table.TableArn()),
@@ -297,6 +302,9 @@ func grantIdempotency(scope constructs.Construct, role awsiam.Role, t *Idempoten
 		prefixes := []any{idempotency.NotRunKeyPrefix + "*"}
 		for _, k := range kinds {
 			prefixes = append(prefixes, IdempotencyKeyPrefix(k)+"*")
+		}
+		for _, l := range limiters {
+			prefixes = append(prefixes, ratelimit.BucketID(l, ""), ratelimit.BucketID(l, "")+"#*")
 		}
 		st.Conditions = &map[string]any{
 			"ForAllValues:StringLike": map[string]any{"dynamodb:LeadingKeys": prefixes},
@@ -374,6 +382,11 @@ func (p WorkerProps) check() string {
 		// The prefixes are IAM StringLike patterns: a wildcard in a kind would widen them.
 		if k == "" || strings.ContainsAny(k, "*?$") {
 			return fmt.Sprintf("Kinds: %q is not a kind the idempotency grant can name (empty, or holds *, ? or $)", k)
+		}
+	}
+	for _, l := range p.RateLimiters {
+		if l == "" || strings.ContainsAny(l, "*?$#") {
+			return fmt.Sprintf("RateLimiters: %q is not a limiter name (empty, or holds *, ?, $ or #)", l)
 		}
 	}
 	return ""

@@ -53,8 +53,9 @@ func TestWorkerStandard(t *testing.T) {
 	_, stack, _, _, w := workerFixture(t, &JobQueueProps{MaxAttempts: 7, VisibilityTimeout: 90 * time.Second}, WorkerProps{
 		Timeout: time.Minute, MemorySize: 512, BatchSize: 50, MaxBatchingWindow: 5 * time.Second,
 		MaxConcurrency: 4, Concurrency: 8, BackoffBase: 2 * time.Second, BackoffCap: 10 * time.Minute,
-		Environment: map[string]string{"SENDER": "jobs@example.com"},
-		Kinds:       []string{"email.send", "email.digest"},
+		Environment:  map[string]string{"SENDER": "jobs@example.com"},
+		Kinds:        []string{"email.send", "email.digest"},
+		RateLimiters: []string{"partner-api"},
 	})
 	tpl := synth(t, stack)
 	mainID, dlqID := queueIDs(t, tpl)
@@ -126,7 +127,7 @@ func TestWorkerStandard(t *testing.T) {
 	}, tpl.AllowedActions(getAtt(tableID, "Arn")))
 	tableStmt := tableStatement(t, tpl, getAtt(tableID, "Arn"))
 	require.Equal(t, map[string]any{"ForAllValues:StringLike": map[string]any{
-		"dynamodb:LeadingKeys": []any{idempotency.NotRunKeyPrefix + "*", "email.send#*", "email.digest#*"},
+		"dynamodb:LeadingKeys": []any{idempotency.NotRunKeyPrefix + "*", "email.send#*", "email.digest#*", "rate#partner-api", "rate#partner-api#*"},
 	}}, tableStmt["Condition"])
 	require.Equal(t, getAtt(tableID, "Arn"), tableStmt["Resource"], "the table only: no index, no stream")
 	logActions := tpl.AllowedActions(getAtt(logID, "Arn"))
@@ -216,6 +217,7 @@ func TestWorkerRejectsBadProps(t *testing.T) {
 		"env":             {WorkerProps{Queue: std, Source: helloSource, Environment: map[string]string{jobs.EnvMaxAttempts: "9"}}, "JOBKIT_ names"},
 		"empty kind":      {WorkerProps{Queue: std, Source: helloSource, Kinds: []string{""}}, "Kinds"},
 		"wildcard kind":   {WorkerProps{Queue: std, Source: helloSource, Kinds: []string{"email.*"}}, "Kinds"},
+		"limiter":         {WorkerProps{Queue: std, Source: helloSource, RateLimiters: []string{"api#1"}}, "RateLimiters"},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {

@@ -78,7 +78,13 @@ queue's ARN as this system attribute (ReceiveMessage in the API reference); moto
 remembers the source when its receive moves a message and adds the attribute to receives that
 ask for it (or for All).
 
-Fix 14, stream records of a cancelled transaction. A cancelled TransactWriteItems writes nothing,
+Fix 14, UpdateItem's ReturnValues. moto reads the item for UPDATED_OLD/ALL_OLD before the update
+and renders the updated item after it, both outside Fix 4's lock, so two updates of one item at
+once could both answer the same old (or new) value although each applied its own change: two
+rate-limit reservations with one due time. DynamoDB answers each update with its own values. The
+fix runs UpdateItem's whole handler under the DynamoDB lock.
+
+Fix 15, stream records of a cancelled transaction. A cancelled TransactWriteItems writes nothing,
 so its table's stream gets no record; moto applies the writes, with their stream records, and
 rolls back (Fix 5) with more: an INSERT then a REMOVE for an item that never existed. A
 transactional outbox's forwarder reading that stream sent a job for a write that did not happen.
@@ -96,6 +102,7 @@ from moto import server as moto_server
 from moto.moto_server import werkzeug_app
 from moto.server import main
 from moto.dynamodb import models as dynamodb_models
+from moto.dynamodb import responses as dynamodb_responses
 from moto.sqs import exceptions as sqs_exceptions
 from moto.sqs import models
 from moto.sqs import responses as sqs_responses
@@ -235,7 +242,7 @@ _transact_write_items = dynamodb_models.DynamoDBBackend.transact_write_items
 def transact_write_items(self, transact_items, *args, **kwargs):
     with _dynamodb_lock:
         saved = []
-        streams = {}  # table name -> (its stream shard, how many records it held before) (Fix 14)
+        streams = {}  # table name -> (its stream shard, how many records it held before) (Fix 15)
         for entry in transact_items:
             try:
                 op_type, op = next(iter(entry.items()))
@@ -557,6 +564,18 @@ def receive_message_with_source(self):
 
 
 sqs_responses.SQSResponse.receive_message = receive_message_with_source
+
+
+# Fix 14: UpdateItem answers with the values of its own update.
+_update_item_response = dynamodb_responses.DynamoHandler.update_item
+
+
+def update_item_locked(self):
+    with _dynamodb_lock:
+        return _update_item_response(self)
+
+
+dynamodb_responses.DynamoHandler.update_item = update_item_locked
 
 
 if __name__ == "__main__":

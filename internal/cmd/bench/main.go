@@ -25,6 +25,15 @@ func register(name string, order int, run func(ctx context.Context, emit func(ke
 }
 
 func main() {
+	if fn := os.Getenv(benchFunctionEnv); fn != "" {
+		run, ok := benchFunctions[fn]
+		if !ok {
+			fmt.Fprintf(os.Stderr, "bench: no function %q\n", fn)
+			os.Exit(1)
+		}
+		run()
+		return
+	}
 	only := flag.String("only", "", "comma-separated benchmark names to run (default all)")
 	flag.Parse()
 	want := map[string]bool{}

@@ -17,6 +17,7 @@ import (
 	"github.com/jobkit-go/jobkit/idempotency"
 	"github.com/jobkit-go/jobkit/internal/sampleapp/instrument"
 	"github.com/jobkit-go/jobkit/jobs"
+	"github.com/jobkit-go/jobkit/jobs/ratelimit"
 )
 
 func main() {
@@ -33,7 +34,8 @@ func main() {
 	workers := jobs.NewWorkers()
 	store := idempotency.NewDynamoDBStore(db, table)
 	cfg.Deliveries = store // as the sample function: attempts count real runs
-	workers.Use(instrument.StartLog(os.Stdout), idempotency.Middleware(store, nil),
+	workers.Use(ratelimit.Middleware(ratelimit.NewStore(db, table), samplejobs.EmailRateLimits(), nil),
+		instrument.StartLog(os.Stdout), idempotency.Middleware(store, nil),
 		instrument.FaultMiddleware(), instrument.EffectsFromEnv(db).Middleware())
 	jobs.AddWorker(workers, &samplejobs.EmailWorker{Mailer: samplejobs.LogMailer{Logger: cfg.Logger}})
 	lambda.Start(jobs.NewLambdaHandler(workers, cfg))

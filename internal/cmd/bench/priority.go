@@ -1,0 +1,231 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-lambda-go/lambda"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+
+	"github.com/jobkit-go/jobkit/jobs"
+	"github.com/jobkit-go/jobkit/localstack/awstest"
+	"github.com/jobkit-go/jobkit/localstack/esm"
+	"github.com/jobkit-go/jobkit/localstack/lambdaruntime"
+)
+
+// The priority benchmark runs one logical queue with two lanes on the offline stack, each lane a
+// queue of its own with its own DLQ, its own event source mapping (MaximumConcurrency
+// priorityLaneConcurrency) and its own pool of execution environments of this very program as the
+// function (benchFunctionEnv "priority"), as the PriorityQueue construct deploys them. A client
+// routes by EnqueueOpts.Priority. A job's wait is from its enqueued_at to the start of its run.
+// First, with no flood, priorityCritical critical jobs are enqueued at priorityRate per second.
+// Then priorityBulk bulk jobs are enqueued (EnqueueBatch) and, once they are all on the bulk lane
+// and its workers are taking them, the same critical stream again. The bulk lane drains for at
+// most priorityDrain after that.
+//
+//	priority_critical_p95_wait_noflood_s  critical p95 wait with no flood
+//	priority_critical_p95_wait_s          critical p95 wait with the bulk lane flooded
+//	priority_critical_slowdown            the ratio of the two (the goal: at most 2)
+//	priority_bulk_p95_wait_s              bulk p95 wait, of the bulk jobs run by the end
+//	priority_bulk_jobs_run                bulk jobs run by the end (of priorityBulk)
+func init() {
+	register("priority", 61, benchPriority)
+	benchFunctions["priority"] = runPriorityFunction
+}
+
+const (
+	priorityCritical        = 100
+	priorityRate            = 10
+	priorityBulk            = 10000
+	priorityLaneConcurrency = 2
+	priorityDrain           = 3 * time.Minute
+)
+
+type laneJob struct {
+	Lane string `json:"lane"`
+	N    int    `json:"n"`
+}
+
+func (laneJob) Kind() string { return "bench.lane_job" }
+
+// runPriorityFunction is the function's main: each run prints its lane, number and wait.
+func runPriorityFunction() {
+	cfg, err := jobs.ConfigFromEnv()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	cfg.Metrics = io.Discard
+	cfg.Logger = slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	workers := jobs.NewWorkers()
+	jobs.AddWorker(workers, jobs.WorkFunc[laneJob](func(_ context.Context, j *jobs.Job[laneJob]) error {
+		fmt.Printf("PRRUN %s %d %d\n", j.Args.Lane, j.Args.N, time.Since(j.EnqueuedAt).Microseconds())
+		return nil
+	}))
+	lambda.Start(jobs.NewLambdaHandler(workers, cfg))
+}
+
+// laneOutput collects the runs' waits by lane.
+type laneOutput struct {
+	mu    sync.Mutex
+	buf   []byte
+	waits map[string]map[int]time.Duration // lane → job → wait (first run)
+}
+
+func (o *laneOutput) Write(p []byte) (int, error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.buf = append(o.buf, p...)
+	for {
+		i := strings.IndexByte(string(o.buf), '\n')
+		if i < 0 {
+			break
+		}
+		f := strings.Fields(string(o.buf[:i]))
+		o.buf = o.buf[i+1:]
+		if len(f) == 4 && f[0] == "PRRUN" {
+			n, _ := strconv.Atoi(f[2])
+			us, _ := strconv.ParseInt(f[3], 10, 64)
+			if _, ok := o.waits[f[1]][n]; !ok {
+				o.waits[f[1]][n] = time.Duration(us) * time.Microsecond
+			}
+		} else if len(f) > 0 && strings.Contains(f[0], "ERROR") {
+			fmt.Fprintln(os.Stderr, strings.Join(f, " "))
+		}
+	}
+	return len(p), nil
+}
+
+func (o *laneOutput) count(lane string, from, to int) int {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	n := 0
+	for k := range o.waits[lane] {
+		if k >= from && k < to {
+			n++
+		}
+	}
+	return n
+}
+
+func (o *laneOutput) p95(lane string, from, to int) (time.Duration, int) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	var w []time.Duration
+	for k, d := range o.waits[lane] {
+		if k >= from && k < to {
+			w = append(w, d)
+		}
+	}
+	if len(w) == 0 {
+		return 0, 0
+	}
+	sort.Slice(w, func(i, j int) bool { return w[i] < w[j] })
+	return w[(len(w)*95+99)/100-1], len(w)
+}
+
+func benchPriority(ctx context.Context, emit func(string, any)) error {
+	awsCfg, err := awstest.LoadConfig(ctx)
+	if err != nil {
+		return err
+	}
+	client := sqs.NewFromConfig(awsCfg)
+	self, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	out := &laneOutput{waits: map[string]map[int]time.Duration{"critical": {}, "bulk": {}}}
+	lanes := map[string]string{}
+	runCtx, stop := context.WithCancel(ctx)
+	defer stop()
+	var wg sync.WaitGroup
+	for _, lane := range []string{"critical", "bulk"} {
+		q, err := newBenchQueue(ctx, client, "bench-lane-"+lane, 5)
+		if err != nil {
+			return err
+		}
+		defer q.drop()
+		lanes[lane] = q.url
+		rt, err := lambdaruntime.New(lambdaruntime.Function{
+			Name: "bench-lane-" + lane, Bootstrap: self, Timeout: 30 * time.Second, MaxInstances: priorityLaneConcurrency,
+			Env: map[string]string{benchFunctionEnv: "priority", jobs.EnvQueueURL: q.url, jobs.EnvDLQURL: q.dlqURL},
+		}, &lambdaruntime.Options{Output: out, Endpoint: awstest.Endpoint()})
+		if err != nil {
+			return err
+		}
+		defer rt.Close()
+		p, err := esm.New(client, rt, esm.Mapping{
+			QueueURL: q.url, QueueARN: q.arn, BatchSize: 10, MaximumConcurrency: priorityLaneConcurrency, ReportBatchItemFailures: true,
+		}, nil)
+		if err != nil {
+			return err
+		}
+		wg.Add(1)
+		go func() { defer wg.Done(); _ = p.Run(runCtx) }()
+	}
+	defer func() { stop(); wg.Wait() }()
+	producer, err := jobs.NewClient(client, jobs.ClientOptions{
+		DefaultQueueURL: lanes["critical"], Lanes: map[string]map[string]string{lanes["critical"]: lanes},
+	})
+	if err != nil {
+		return err
+	}
+	critical := func(from int) error {
+		tick := time.NewTicker(time.Second / priorityRate)
+		defer tick.Stop()
+		for i := from; i < from+priorityCritical; i++ {
+			if _, err := producer.Enqueue(ctx, laneJob{Lane: "critical", N: i}, &jobs.EnqueueOpts{Priority: "critical"}); err != nil {
+				return err
+			}
+			<-tick.C
+		}
+		return waitFor(func() bool { return out.count("critical", from, from+priorityCritical) == priorityCritical }, time.Minute)
+	}
+	if err := critical(0); err != nil {
+		return fmt.Errorf("critical, no flood: %w", err)
+	}
+	quiet, _ := out.p95("critical", 0, priorityCritical)
+
+	flood := make([]jobs.BatchJob, priorityBulk)
+	for i := range flood {
+		flood[i] = jobs.BatchJob{Args: laneJob{Lane: "bulk", N: i}, Opts: &jobs.EnqueueOpts{Priority: "bulk"}}
+	}
+	if _, err := producer.EnqueueBatch(ctx, flood); err != nil {
+		return fmt.Errorf("flood: %w", err)
+	}
+	if err := critical(priorityCritical); err != nil {
+		return fmt.Errorf("critical, flood: %w", err)
+	}
+	flooded, _ := out.p95("critical", priorityCritical, 2*priorityCritical)
+	emit("priority_bulk_jobs_run_during_critical", out.count("bulk", 0, priorityBulk))
+	_ = waitFor(func() bool { return out.count("bulk", 0, priorityBulk) == priorityBulk }, priorityDrain)
+	bulk, bulkRun := out.p95("bulk", 0, priorityBulk)
+
+	emit("priority_lane_concurrency", priorityLaneConcurrency)
+	emit("priority_critical_p95_wait_noflood_s", quiet.Seconds())
+	emit("priority_critical_p95_wait_s", flooded.Seconds())
+	emit("priority_critical_slowdown", flooded.Seconds()/quiet.Seconds())
+	emit("priority_bulk_p95_wait_s", bulk.Seconds())
+	emit("priority_bulk_jobs_run", bulkRun)
+	return nil
+}
+
+// waitFor polls done until it holds or limit passes.
+func waitFor(done func() bool, limit time.Duration) error {
+	deadline := time.Now().Add(limit)
+	for !done() {
+		if time.Now().After(deadline) {
+			return fmt.Errorf("not done in %s", limit)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	return nil
+}

@@ -1,0 +1,198 @@
+package ratelimit
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/jobkit-go/jobkit/idempotency"
+	"github.com/jobkit-go/jobkit/jobs"
+	"github.com/jobkit-go/jobkit/jobs/jobstest"
+	"github.com/jobkit-go/jobkit/localstack/awstest"
+)
+
+type callAPI struct {
+	Tenant string `json:"tenant"`
+	N      int    `json:"n"`
+}
+
+func (callAPI) Kind() string { return "partner.call" }
+
+type unlimited struct{}
+
+func (unlimited) Kind() string { return "free" }
+
+// On SQS and DynamoDB: of two jobs against a limit of one a minute, one runs and the other is
+// snoozed past the refill, listed but not run; its next delivery (ApproximateReceiveCount 2)
+// runs as attempt 1 of MaxAttempts 1, because the snooze was recorded in the delivery ledger —
+// kept in the same state table as the bucket.
+func TestRateLimitedJobIsSnoozedNotChargedOnSQS(t *testing.T) {
+	t.Parallel()
+	cfg := awstest.Config(t)
+	client := sqs.NewFromConfig(cfg)
+	table := awstest.CreateTable(t, cfg, "state", AttrID, "")
+	ddb := dynamodb.NewFromConfig(cfg)
+	c := newClock(time.Now())
+	store := storeAt(NewStore(ddb, table), c)
+	ledger := idempotency.NewDynamoDBStore(ddb, table)
+	dlq := awstest.CreateQueue(t, cfg, "dlq", nil)
+	q := awstest.CreateQueue(t, cfg, "q", &awstest.QueueOptions{VisibilityTimeout: 30})
+
+	var mu sync.Mutex
+	attempts := map[int]int{}
+	workers := jobs.NewWorkers()
+	jobs.AddWorker(workers, jobs.WorkFunc[callAPI](func(_ context.Context, j *jobs.Job[callAPI]) error {
+		mu.Lock()
+		defer mu.Unlock()
+		attempts[j.Args.N] = j.Attempt
+		return nil
+	}))
+	jobs.AddWorker(workers, jobs.WorkFunc[unlimited](func(context.Context, *jobs.Job[unlimited]) error { return nil }))
+	workers.Use(Middleware(store, Rules{"partner.call": {
+		Limit: PerMinute(1),
+		Key:   KeyFromArgs(func(a callAPI) string { return a.Tenant }),
+	}}, nil))
+	handler := jobs.NewSQSHandler(workers, jobs.Config{
+		QueueURL: q.URL, DLQURL: dlq.URL, SQS: client, MaxAttempts: 1, Deliveries: ledger,
+		Metrics: io.Discard, Logger: slog.New(slog.NewJSONHandler(io.Discard, nil)),
+	})
+
+	producer, err := jobs.NewClient(client, jobs.ClientOptions{DefaultQueueURL: q.URL})
+	require.NoError(t, err)
+	_, err = producer.EnqueueBatch(context.Background(), []jobs.BatchJob{
+		{Args: callAPI{Tenant: "t1", N: 1}}, {Args: callAPI{Tenant: "t1", N: 2}}, {Args: unlimited{}},
+	})
+	require.NoError(t, err)
+
+	msgs := receiveN(t, client, q.URL, 3)
+	resp, err := handler(context.Background(), jobstest.EventFromMessages(q.ARN, msgs))
+	require.NoError(t, err)
+	require.Len(t, resp.BatchItemFailures, 1, "the second call of t1 is snoozed")
+	mu.Lock()
+	require.Len(t, attempts, 1)
+	mu.Unlock()
+	snoozed := resp.BatchItemFailures[0].ItemIdentifier
+	for _, m := range msgs {
+		if aws.ToString(m.MessageId) != snoozed {
+			_, err := client.DeleteMessage(context.Background(), &sqs.DeleteMessageInput{QueueUrl: aws.String(q.URL), ReceiptHandle: m.ReceiptHandle})
+			require.NoError(t, err)
+			continue
+		}
+		// The minute passes: the bucket's clock moves on and the message is made visible now
+		// rather than after its snooze.
+		_, err := client.ChangeMessageVisibility(context.Background(), &sqs.ChangeMessageVisibilityInput{
+			QueueUrl: aws.String(q.URL), ReceiptHandle: m.ReceiptHandle, VisibilityTimeout: 0})
+		require.NoError(t, err)
+	}
+	c.advance(time.Minute)
+
+	again := receiveN(t, client, q.URL, 1)
+	require.Equal(t, "2", again[0].Attributes["ApproximateReceiveCount"])
+	resp, err = handler(context.Background(), jobstest.EventFromMessages(q.ARN, again))
+	require.NoError(t, err)
+	assert.Empty(t, resp.BatchItemFailures, "it runs: its first receive was not an attempt")
+	mu.Lock()
+	assert.Equal(t, map[int]int{1: 1, 2: 1}, attempts, "each job ran once, as attempt 1")
+	mu.Unlock()
+	n, err := ledger.NotRun(context.Background(), snoozed)
+	require.NoError(t, err)
+	assert.Equal(t, 1, n)
+}
+
+func receiveN(t *testing.T, client *sqs.Client, url string, n int) []sqstypes.Message {
+	t.Helper()
+	var out []sqstypes.Message
+	for deadline := time.Now().Add(20 * time.Second); len(out) < n && time.Now().Before(deadline); {
+		res, err := client.ReceiveMessage(context.Background(), &sqs.ReceiveMessageInput{
+			QueueUrl: aws.String(url), MaxNumberOfMessages: int32(min(10, n-len(out))), WaitTimeSeconds: 1,
+			MessageSystemAttributeNames: []sqstypes.MessageSystemAttributeName{sqstypes.MessageSystemAttributeNameAll},
+		})
+		require.NoError(t, err)
+		out = append(out, res.Messages...)
+	}
+	require.Len(t, out, n)
+	return out
+}
+
+func TestMiddlewarePanicsOnAnInvalidRule(t *testing.T) {
+	t.Parallel()
+	assert.Panics(t, func() { Middleware(NewStore(nil, "t"), Rules{"k": {Limit: Limit{N: 0, Per: time.Second}}}, nil) })
+	assert.Panics(t, func() { Middleware(NewStore(nil, "t"), Rules{"k": {Name: "a#b", Limit: PerSecond(1)}}, nil) })
+}
+
+type failingDB func() error
+
+func (f failingDB) UpdateItem(context.Context, *dynamodb.UpdateItemInput, ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
+	return nil, f()
+}
+
+// A bucket that cannot be read neither lets the job run unmetered nor charges it an attempt: it
+// is snoozed as not run, for 5-10 s. Kinds without a rule run without a call.
+func TestMiddlewareSnoozesWhenTheBucketIsUnavailable(t *testing.T) {
+	t.Parallel()
+	calls := 0
+	store := NewStore(failingDB(func() error { calls++; return errors.New("throttled") }), "state")
+	ran := 0
+	h := Middleware(store, Rules{"partner.call": {Limit: PerSecond(1)}}, nil)(func(context.Context, *jobs.JobRow) error { ran++; return nil })
+	err := h(context.Background(), &jobs.JobRow{ID: "a", Kind: "partner.call"})
+	var snooze *jobs.SnoozeError
+	require.ErrorAs(t, err, &snooze)
+	assert.True(t, snooze.NotRun)
+	assert.GreaterOrEqual(t, snooze.Duration, 5*time.Second)
+	assert.Less(t, snooze.Duration, 10*time.Second)
+	assert.Equal(t, 0, ran)
+	require.NoError(t, h(context.Background(), &jobs.JobRow{ID: "b", Kind: "free"}))
+	assert.Equal(t, 1, ran)
+	assert.Equal(t, 1, calls)
+}
+
+// advancingDB passes calls to the emulator's DynamoDB and moves the clock on after each, as a
+// starved process would find when it wakes.
+type advancingDB struct {
+	db    *dynamodb.Client
+	clock *clock
+	step  time.Duration
+	calls int
+}
+
+func (a *advancingDB) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
+	out, err := a.db.UpdateItem(ctx, in, optFns...)
+	a.calls++
+	a.clock.advance(a.step)
+	return out, err
+}
+
+// A job that wakes long after its token was due does not start among the next tokens' jobs: it
+// lets the token go and takes another, and after three late wakes it is snoozed, not run, not
+// charged.
+func TestMiddlewareLetsALateTokenGo(t *testing.T) {
+	t.Parallel()
+	cfg := awstest.Config(t)
+	table := awstest.CreateTable(t, cfg, "state", AttrID, "")
+	c := newClock(time.Now())
+	db := &advancingDB{db: dynamodb.NewFromConfig(cfg), clock: c, step: time.Second}
+	store := storeAt(NewStore(db, table), c)
+	ran := 0
+	h := Middleware(store, Rules{"partner.call": {Limit: PerSecond(10)}}, nil)(func(context.Context, *jobs.JobRow) error { ran++; return nil })
+	err := h(context.Background(), &jobs.JobRow{ID: "a", Kind: "partner.call"})
+	var snooze *jobs.SnoozeError
+	require.ErrorAs(t, err, &snooze)
+	assert.True(t, snooze.NotRun)
+	assert.Equal(t, 0, ran)
+	assert.GreaterOrEqual(t, db.calls, maxLateTries, "a token per wake, each let go")
+
+	db.step = 0 // on time: the job runs with the next token
+	require.NoError(t, h(context.Background(), &jobs.JobRow{ID: "b", Kind: "partner.call"}))
+	assert.Equal(t, 1, ran)
+}

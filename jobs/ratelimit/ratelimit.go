@@ -1,0 +1,290 @@
+// Package ratelimit holds jobs to a rate — N per period, optionally per key such as a tenant or
+// an API account — across every Lambda environment and container worker that shares jobkit's
+// state table in DynamoDB (the table the IdempotencyTable construct deploys).
+//
+// Each limit is a GCRA bucket (the generic cell rate algorithm, a token bucket kept as one
+// timestamp): an item "rate#<limiter>#<key>" whose attribute "tat" is the theoretical arrival
+// time of the next token. Taking a token is one conditional UpdateItem and no read: it succeeds
+// when the bucket has a token and returns the bucket's state (ALL_OLD) when it has not, so a
+// refusal also costs one call and says how long until the next token. Over any window of length
+// Per, no more than N + Burst - 1 tokens are handed out (N with the default Burst of 1).
+//
+// Middleware takes a token before a job runs and, when none is left, returns jobs.SnoozeNotRun:
+// the message comes back once the bucket has refilled (plus a spread that grows with the job's
+// wait, so a backlog does not poll the bucket in step), not as a failure, and — with
+// jobs.Config.Deliveries set — not as an attempt.
+//
+// One item takes about 1,000 writes per second (DynamoDB's partition limit), and every take and
+// every refusal is a write: a limit above Limit.ShardRate (400 per second) is split over
+// ceil(rate/ShardRate) items "rate#<limiter>#<key>#<shard>", each holding an equal share, and a
+// take tries a random shard.
+package ratelimit
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+)
+
+// Item attributes and key prefix, in jobkit's state table (partition key "id", TTL "expiration").
+const (
+	KeyPrefix      = "rate#"      // every bucket's id begins with it
+	AttrID         = "id"         // the table's partition key
+	AttrTAT        = "tat"        // theoretical arrival time of the next token, Unix microseconds
+	AttrExpiration = "expiration" // TTL, Unix seconds: an idle bucket is full again, so it may go
+)
+
+// ShardRate is the most tokens per second one bucket item hands out before a limit is sharded:
+// well under the ~1,000 writes per second of a DynamoDB partition, since refusals are writes too.
+const ShardRate = 400
+
+// Limit is N tokens per Per. The zero Burst means 1: tokens are spaced Per/N apart, so no window
+// of length Per sees more than N. A larger Burst lets an idle bucket hand out Burst tokens at
+// once (then any window of length Per may see N + Burst - 1).
+type Limit struct {
+	N     int
+	Per   time.Duration
+	Burst int
+}
+
+// PerSecond returns a limit of n per second.
+func PerSecond(n int) Limit { return Limit{N: n, Per: time.Second} }
+
+// PerMinute returns a limit of n per minute.
+func PerMinute(n int) Limit { return Limit{N: n, Per: time.Minute} }
+
+// Validate reports a limit that cannot be kept.
+func (l Limit) Validate() error {
+	switch {
+	case l.N <= 0:
+		return fmt.Errorf("ratelimit: N is %d, want at least 1", l.N)
+	case l.Per <= 0:
+		return fmt.Errorf("ratelimit: Per is %s, want more than 0", l.Per)
+	case l.Burst < 0:
+		return fmt.Errorf("ratelimit: Burst is %d, want 0 or more", l.Burst)
+	}
+	return nil
+}
+
+// Shards is how many bucket items the limit is split over: ceil(rate/ShardRate), at least 1.
+func (l Limit) Shards() int {
+	rate := float64(l.N) / l.Per.Seconds()
+	return max(1, int(math.Ceil(rate/ShardRate)))
+}
+
+// interval is the time between the tokens of one bucket item.
+func (l Limit) interval() time.Duration { return newGCRA(l, l.Shards()).interval }
+
+// DynamoDBAPI is the part of the DynamoDB client a Store calls.
+type DynamoDBAPI interface {
+	UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error)
+}
+
+var _ DynamoDBAPI = (*dynamodb.Client)(nil)
+
+// Store keeps buckets in a DynamoDB table with the string partition key "id" and TTL on
+// "expiration": jobkit's state table (jobs.EnvIdempotencyTable names it in a worker).
+type Store struct {
+	client DynamoDBAPI
+	table  string
+	opts   StoreOptions
+	now    func() time.Time
+	seen   sync.Map // bucket id → its tat as last seen here (int64): the first guess of a take
+}
+
+// StoreOptions configures a Store.
+type StoreOptions struct {
+	// Lead is how far ahead of now a reservation is made: a token is never due sooner than Lead
+	// from the call's start, so a job that starts at its token's time (Reservation.At) does not
+	// start later than it because the call was slow — which would bunch starts together. Set it
+	// above the take's usual latency. Default DefaultLead; negative: none.
+	Lead time.Duration
+}
+
+// DefaultLead is StoreOptions.Lead's default.
+const DefaultLead = 50 * time.Millisecond
+
+// NewStore returns a store of buckets in table, called through client.
+func NewStore(client DynamoDBAPI, table string, optFns ...func(*StoreOptions)) *Store {
+	opts := StoreOptions{Lead: DefaultLead}
+	for _, fn := range optFns {
+		fn(&opts)
+	}
+	opts.Lead = max(opts.Lead, 0)
+	return &Store{client: client, table: table, opts: opts, now: time.Now}
+}
+
+// Reservation is the result of Take and Reserve.
+type Reservation struct {
+	OK bool // a token was taken: the job may start at At
+	// At is when the token taken is due (now, or up to Reserve's maxWait later).
+	At time.Time
+	// Wait is, when !OK, how long until Reserve with the same maxWait would take a token.
+	Wait time.Duration
+}
+
+// Take takes a token from the bucket of limiter name and key if one is there now (key may be
+// empty: one bucket for the limiter). See Reserve for the cost.
+func (s *Store) Take(ctx context.Context, name, key string, l Limit) (Reservation, error) {
+	return s.Reserve(ctx, name, key, l, 0)
+}
+
+// Reserve takes a token due within maxWait from now: the caller starts its work at At, not
+// before, so the work's rate keeps the limit whatever the callers' timing (a batch of jobs
+// arriving at one instant is spread over the tokens' times rather than refused all but one).
+// Cost: one UpdateItem whether it takes a token or not; rarely a second, when the bucket's state
+// changed between the guess of the first and its write. No read.
+func (s *Store) Reserve(ctx context.Context, name, key string, l Limit, maxWait time.Duration) (Reservation, error) {
+	if err := checkName(name); err != nil {
+		return Reservation{}, err
+	}
+	if err := l.Validate(); err != nil {
+		return Reservation{}, err
+	}
+	id := BucketID(name, key)
+	shards := l.Shards()
+	if shards > 1 {
+		id += "#" + strconv.Itoa(rand.IntN(shards))
+	}
+	g := newGCRA(l, shards)
+	ahead := g.tolerance + max(maxWait, 0) // how far ahead of now the next token may be
+	now := s.now().Add(s.opts.Lead)
+	// First guess: busy if the bucket was busy here within the last busyMemory (others have
+	// likely kept it so), else idle (tat <= now). When the guess is wrong the refusal says so,
+	// with the bucket's state, and the second call takes the other branch.
+	busy := false
+	if v, ok := s.seen.Load(id); ok {
+		busy = v.(int64) > now.Add(-max(busyMemory, g.interval)).UnixMicro()
+	}
+	for range 3 {
+		nowUS := now.UnixMicro()
+		out, err := s.client.UpdateItem(ctx, s.takeInput(id, g, nowUS, ahead, busy))
+		if err == nil {
+			at, tat := now, nowUS+g.interval.Microseconds()
+			if next, ok := tatOf(out.Attributes); ok && busy {
+				old := next - g.interval.Microseconds()
+				at, tat = time.UnixMicro(max(nowUS, old-g.tolerance.Microseconds())), next
+			}
+			s.seen.Store(id, tat)
+			return Reservation{OK: true, At: at}, nil
+		}
+		var ccf *types.ConditionalCheckFailedException
+		if !errors.As(err, &ccf) {
+			return Reservation{}, &StoreError{ID: id, Err: err}
+		}
+		tat, ok := tatOf(ccf.Item)
+		if !ok {
+			busy = false // the item is gone (TTL) or malformed: try the idle branch again
+			continue
+		}
+		s.seen.Store(id, tat)
+		if wait := time.Duration(tat-nowUS)*time.Microsecond - ahead; wait > 0 {
+			return Reservation{Wait: wait}, nil
+		}
+		busy = tat > nowUS
+		now = s.now().Add(s.opts.Lead)
+	}
+	// The bucket moved under each try: a crowd is taking its tokens. Say it is empty for a tick.
+	return Reservation{Wait: g.interval}, nil
+}
+
+// takeInput is the conditional UpdateItem that takes one token. Idle: tat <= now (or no item),
+// the new tat is now + interval. Busy: now < tat <= now + ahead, the new tat is tat + interval,
+// and the new one comes back (UPDATED_NEW) to tell when the token is due: one interval before.
+func (s *Store) takeInput(id string, g gcra, nowUS int64, ahead time.Duration, busy bool) *dynamodb.UpdateItemInput {
+	interval := g.interval.Microseconds()
+	exp := strconv.FormatInt((nowUS+ahead.Microseconds()+interval)/1e6+bucketTTL, 10)
+	in := &dynamodb.UpdateItemInput{
+		TableName:                           aws.String(s.table),
+		Key:                                 map[string]types.AttributeValue{AttrID: &types.AttributeValueMemberS{Value: id}},
+		ExpressionAttributeNames:            map[string]string{"#t": AttrTAT, "#e": AttrExpiration},
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+	}
+	num := func(v int64) types.AttributeValue {
+		return &types.AttributeValueMemberN{Value: strconv.FormatInt(v, 10)}
+	}
+	if !busy {
+		in.ConditionExpression = aws.String("attribute_not_exists(#t) OR #t <= :now")
+		in.UpdateExpression = aws.String("SET #t = :next, #e = :exp")
+		in.ExpressionAttributeValues = map[string]types.AttributeValue{
+			":now": num(nowUS), ":next": num(nowUS + interval), ":exp": &types.AttributeValueMemberN{Value: exp},
+		}
+		return in
+	}
+	in.ConditionExpression = aws.String("#t > :now AND #t <= :limit")
+	in.UpdateExpression = aws.String("SET #t = #t + :i, #e = :exp")
+	in.ReturnValues = types.ReturnValueUpdatedNew
+	in.ExpressionAttributeValues = map[string]types.AttributeValue{
+		":now": num(nowUS), ":limit": num(nowUS + ahead.Microseconds()), ":i": num(interval),
+		":exp": &types.AttributeValueMemberN{Value: exp},
+	}
+	return in
+}
+
+// busyMemory is how long after its next token was due a bucket seen busy is still guessed busy.
+const busyMemory = time.Second
+
+// bucketTTL is how long, in seconds, a bucket item outlives the moment it is full again.
+const bucketTTL = 3600
+
+// BucketID returns the item id of the bucket of limiter name and key: "rate#<name>#<key>"
+// ("rate#<name>" for an empty key); a sharded limit appends "#<shard>".
+func BucketID(name, key string) string {
+	if key == "" {
+		return KeyPrefix + name
+	}
+	return KeyPrefix + name + "#" + key
+}
+
+// checkName refuses a limiter name that would make bucket ids ambiguous.
+func checkName(name string) error {
+	if name == "" || strings.Contains(name, "#") {
+		return fmt.Errorf("ratelimit: limiter name %q: want a non-empty name without '#'", name)
+	}
+	return nil
+}
+
+func tatOf(item map[string]types.AttributeValue) (int64, bool) {
+	n, ok := item[AttrTAT].(*types.AttributeValueMemberN)
+	if !ok {
+		return 0, false
+	}
+	v, err := strconv.ParseInt(n.Value, 10, 64)
+	return v, err == nil
+}
+
+// StoreError is a DynamoDB call that failed (not a bucket that was empty).
+type StoreError struct {
+	ID  string
+	Err error
+}
+
+// Error describes the failure.
+func (e *StoreError) Error() string { return "ratelimit: bucket " + e.ID + ": " + e.Err.Error() }
+
+// Unwrap returns the DynamoDB error.
+func (e *StoreError) Unwrap() error { return e.Err }
+
+// gcra is a limit as the algorithm uses it: the interval between tokens (of one shard) and how
+// far ahead of now the next token's time may be while a token is still handed out.
+type gcra struct {
+	interval  time.Duration
+	tolerance time.Duration
+}
+
+func newGCRA(l Limit, shards int) gcra {
+	interval := time.Duration(float64(l.Per) * float64(shards) / float64(l.N))
+	interval = max(interval, time.Microsecond)
+	burst := max(l.Burst, 1)
+	return gcra{interval: interval, tolerance: time.Duration(burst-1) * interval}
+}

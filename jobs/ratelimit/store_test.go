@@ -1,0 +1,196 @@
+package ratelimit
+
+import (
+	"context"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/jobkit-go/jobkit/localstack/awstest"
+)
+
+// clock is a settable clock for a Store: the bucket's arithmetic is checked at chosen instants,
+// its conditions by the emulator's DynamoDB.
+type clock struct{ t atomic.Int64 }
+
+func (c *clock) now() time.Time          { return time.UnixMicro(c.t.Load()) }
+func (c *clock) advance(d time.Duration) { c.t.Add(d.Microseconds()) }
+func newClock(t0 time.Time) *clock       { c := &clock{}; c.t.Store(t0.UnixMicro()); return c }
+func storeAt(s *Store, c *clock) *Store  { s.now = c.now; return s }
+func testStore(t *testing.T) (*Store, string) {
+	t.Helper()
+	cfg := awstest.Config(t)
+	table := awstest.CreateTable(t, cfg, "state", AttrID, "")
+	return NewStore(dynamodb.NewFromConfig(cfg), table, func(o *StoreOptions) { o.Lead = -1 }), table
+}
+
+func TestTakeSpacesTokensByTheInterval(t *testing.T) {
+	t.Parallel()
+	s, _ := testStore(t)
+	c := newClock(time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC))
+	storeAt(s, c)
+	ctx := context.Background()
+	l := PerSecond(4) // a token every 250 ms
+
+	d, err := s.Take(ctx, "api", "", l)
+	require.NoError(t, err)
+	require.True(t, d.OK, "an unknown bucket is full")
+
+	d, err = s.Take(ctx, "api", "", l)
+	require.NoError(t, err)
+	require.False(t, d.OK, "the next token is 250 ms away")
+	assert.Equal(t, 250*time.Millisecond, d.Wait)
+
+	c.advance(100 * time.Millisecond)
+	d, err = s.Take(ctx, "api", "", l)
+	require.NoError(t, err)
+	require.False(t, d.OK)
+	assert.Equal(t, 150*time.Millisecond, d.Wait)
+
+	c.advance(150 * time.Millisecond)
+	d, err = s.Take(ctx, "api", "", l)
+	require.NoError(t, err)
+	assert.True(t, d.OK, "refilled after the interval")
+
+	// Another key of the same limiter has its own bucket.
+	d, err = s.Take(ctx, "api", "tenant-b", l)
+	require.NoError(t, err)
+	assert.True(t, d.OK)
+}
+
+func TestTakeAllowsABurstFromAnIdleBucket(t *testing.T) {
+	t.Parallel()
+	s, _ := testStore(t)
+	c := newClock(time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC))
+	storeAt(s, c)
+	ctx := context.Background()
+	l := Limit{N: 10, Per: time.Second, Burst: 3}
+	var granted int
+	for range 5 {
+		d, err := s.Take(ctx, "burst", "", l)
+		require.NoError(t, err)
+		if d.OK {
+			granted++
+		}
+	}
+	assert.Equal(t, 3, granted, "Burst tokens at one instant, then none")
+	c.advance(100 * time.Millisecond)
+	d, err := s.Take(ctx, "burst", "", l)
+	require.NoError(t, err)
+	assert.True(t, d.OK, "one more after one interval")
+}
+
+// Many takers at one instant, as concurrent environments would be: the bucket's conditions let
+// exactly one token through per shard, however the calls interleave.
+func TestConcurrentTakersGetOnlyTheTokensThere(t *testing.T) {
+	t.Parallel()
+	s, _ := testStore(t)
+	c := newClock(time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC))
+	storeAt(s, c)
+	for _, l := range []Limit{PerSecond(5), PerSecond(1000)} {
+		name := "crowd" + map[bool]string{true: "sharded", false: "single"}[l.Shards() > 1]
+		var granted atomic.Int32
+		var wg sync.WaitGroup
+		for range 24 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				d, err := s.Take(context.Background(), name, "", l)
+				assert.NoError(t, err)
+				if d.OK {
+					granted.Add(1)
+				}
+			}()
+		}
+		wg.Wait()
+		assert.GreaterOrEqual(t, int(granted.Load()), 1, "%s: a full bucket gives a token", name)
+		assert.LessOrEqual(t, int(granted.Load()), l.Shards(), "%s: at most one token per shard at one instant", name)
+	}
+}
+
+// Reservations hand out the tokens due within maxWait, each at its own time, spaced by the
+// interval, also when many take at one instant; past maxWait the answer is a refusal saying how
+// long until one more would be handed out.
+func TestReserveSpacesConcurrentTakersByTheInterval(t *testing.T) {
+	t.Parallel()
+	s, _ := testStore(t)
+	t0 := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
+	storeAt(s, newClock(t0))
+	l := PerSecond(5) // a token every 200 ms: 6 due within a second (at 0, 200, ..., 1000 ms)
+	var mu sync.Mutex
+	var at []time.Time
+	var wg sync.WaitGroup
+	for range 16 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r, err := s.Reserve(context.Background(), "reserve", "", l, time.Second)
+			assert.NoError(t, err)
+			if r.OK {
+				mu.Lock()
+				at = append(at, r.At)
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	require.LessOrEqual(t, len(at), 6)
+	require.GreaterOrEqual(t, len(at), 1)
+	slices.SortFunc(at, func(a, b time.Time) int { return a.Compare(b) })
+	assert.True(t, t0.Equal(at[0]), "the first is due now: %s", at[0])
+	for i := 1; i < len(at); i++ {
+		assert.Equal(t, 200*time.Millisecond, at[i].Sub(at[i-1]), "tokens %d and %d", i-1, i)
+	}
+	for len(at) < 6 { // what the crowd's races left, taken one by one
+		r, err := s.Reserve(context.Background(), "reserve", "", l, time.Second)
+		require.NoError(t, err)
+		require.True(t, r.OK)
+		at = append(at, r.At)
+	}
+	assert.True(t, t0.Add(time.Second).Equal(at[5]), "the sixth: %s", at[5])
+	r, err := s.Reserve(context.Background(), "reserve", "", l, time.Second)
+	require.NoError(t, err)
+	require.False(t, r.OK, "the seventh token is due after maxWait")
+	assert.Equal(t, 200*time.Millisecond, r.Wait)
+}
+
+func TestInvalidLimitsAndNamesFailBeforeAnyCall(t *testing.T) {
+	t.Parallel()
+	s := NewStore(nil, "unused") // a call would panic on the nil client
+	for _, tc := range []struct {
+		name string
+		l    Limit
+	}{{"api", Limit{}}, {"api", Limit{N: 1}}, {"api", Limit{N: 1, Per: time.Second, Burst: -1}}, {"", PerSecond(1)}, {"a#b", PerSecond(1)}} {
+		_, err := s.Take(context.Background(), tc.name, "", tc.l)
+		assert.Error(t, err, "%q %+v", tc.name, tc.l)
+	}
+}
+
+func TestShards(t *testing.T) {
+	t.Parallel()
+	assert.Equal(t, 1, PerSecond(400).Shards())
+	assert.Equal(t, 2, PerSecond(401).Shards())
+	assert.Equal(t, 3, PerSecond(1000).Shards())
+	assert.Equal(t, 1, PerMinute(20000).Shards(), "333/s")
+	g := newGCRA(PerSecond(1000), 3)
+	assert.Equal(t, 3*time.Millisecond, g.interval, "each shard holds a third of the rate")
+}
+
+func TestSnoozeSpreadGrowsWithTheJobsWait(t *testing.T) {
+	t.Parallel()
+	for range 100 {
+		d := snoozeFor(200*time.Millisecond, 0, false, time.Minute)
+		assert.Equal(t, 200*time.Millisecond, d, "a fresh job waits for the refill")
+		d = snoozeFor(200*time.Millisecond, 10*time.Second, false, time.Minute)
+		assert.GreaterOrEqual(t, d, 5200*time.Millisecond)
+		assert.LessOrEqual(t, d, 15200*time.Millisecond)
+		assert.Equal(t, time.Minute, snoozeFor(time.Second, time.Hour, false, time.Minute), "capped")
+		assert.Equal(t, time.Second, snoozeFor(time.Second, time.Hour, true, time.Minute), "unknown age")
+	}
+}
