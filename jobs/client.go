@@ -137,6 +137,9 @@ type ClientOptions struct {
 	// MaxMessageSizes holds, by queue URL, a queue's own MaximumMessageSize attribute when it is
 	// below SQS's 1 MiB: a larger job is refused with ErrBodyTooLarge before any AWS call.
 	MaxMessageSizes map[string]int
+	// State, when set, records every job sent as enqueued in the job state table (one write per
+	// job), reserves EnqueueOpts.Unique keys and answers Status. jobs/state.Table implements it.
+	State StateStore
 }
 
 // Client enqueues jobs onto SQS. It is safe for concurrent use.
@@ -201,6 +204,11 @@ type EnqueueOpts struct {
 	Queue string
 	// Trace is a W3C traceparent to carry to the worker.
 	Trace string
+	// Unique, when set, makes the job unique by kind and key over a window (see UniqueOpts); it
+	// needs ClientOptions.State.
+	Unique *UniqueOpts
+	// Batch is the fan-out batch the job is a member of; jobs/state's Batch.Add sets it.
+	Batch string
 }
 
 // EnqueueResult is what happened to one job.
@@ -213,6 +221,9 @@ type EnqueueResult struct {
 	Scheduled      bool      // handed to the LongDelayer, delivered at DeliverAt
 	DeliverAt      time.Time // when it becomes visible to workers (zero: now)
 	Err            error     // why it was not enqueued (EnqueueBatch only); nil on success
+	// Duplicate: EnqueueOpts.Unique found the key held; nothing was sent and ID is the id of the
+	// job that holds it.
+	Duplicate bool
 }
 
 // BatchJob is one job of an EnqueueBatch.
@@ -229,11 +240,23 @@ func (c *Client) Enqueue(ctx context.Context, args JobArgs, opts *EnqueueOpts) (
 		return EnqueueResult{ID: p.id, Kind: p.kind}, err
 	}
 	res := p.result()
-	if p.scheduled {
-		if err := c.schedule(ctx, &p); err != nil {
+	if c.opts.State != nil {
+		dup, err := c.reserve(ctx, &p, &res)
+		if err != nil || dup {
 			return res, err
 		}
-		return res, nil
+	}
+	if err := c.send(ctx, &p, &res); err != nil {
+		c.notSent(ctx, []*prepared{&p})
+		return res, err
+	}
+	return res, nil
+}
+
+// send sends one prepared job, or hands it to the LongDelayer.
+func (c *Client) send(ctx context.Context, p *prepared, res *EnqueueResult) error {
+	if p.scheduled {
+		return c.schedule(ctx, p)
 	}
 	in := &sqs.SendMessageInput{
 		QueueUrl:    aws.String(p.queue),
@@ -250,11 +273,11 @@ func (c *Client) Enqueue(ctx context.Context, args JobArgs, opts *EnqueueOpts) (
 	}
 	out, err := c.api.SendMessage(ctx, in)
 	if err != nil {
-		return res, &SendError{Kind: p.kind, ID: p.id, QueueURL: p.queue, Err: err}
+		return &SendError{Kind: p.kind, ID: p.id, QueueURL: p.queue, Err: err}
 	}
 	res.MessageID = aws.ToString(out.MessageId)
 	res.SequenceNumber = aws.ToString(out.SequenceNumber)
-	return res, nil
+	return nil
 }
 
 // EnqueueBatch sends jobs with as few calls as SQS allows: per queue, SendMessageBatch calls of at
@@ -274,6 +297,9 @@ func (c *Client) EnqueueBatch(ctx context.Context, batch []BatchJob) ([]EnqueueR
 	invalid := false
 	for i, j := range batch {
 		p, err := c.prepare(j.Args, j.Opts)
+		if err == nil && p.unique != nil {
+			err = p.invalid(ErrUniqueInBatch)
+		}
 		preps[i] = p
 		results[i] = p.result()
 		if err != nil {
@@ -288,6 +314,11 @@ func (c *Client) EnqueueBatch(ctx context.Context, batch []BatchJob) ([]EnqueueR
 			}
 		}
 		return results, batchError(results)
+	}
+	if c.opts.State != nil {
+		if err := c.recordBatch(ctx, preps, results); err != nil {
+			return results, batchError(results)
+		}
 	}
 
 	// Per queue, in input order.
@@ -308,6 +339,15 @@ func (c *Client) EnqueueBatch(ctx context.Context, batch []BatchJob) ([]EnqueueR
 	}
 	for _, q := range order {
 		c.sendQueue(ctx, q, byQueue[q], preps, results)
+	}
+	if c.opts.State != nil {
+		var failed []*prepared
+		for i := range results {
+			if results[i].Err != nil {
+				failed = append(failed, &preps[i])
+			}
+		}
+		c.notSent(ctx, failed)
 	}
 	return results, batchError(results)
 }
@@ -335,9 +375,13 @@ func (c *Client) QueueFor(kind string) string {
 // prepared is a validated, encoded job.
 type prepared struct {
 	id, kind, queue, group, dedup, body string
+	key, batch                          string
 	fifo, scheduled                     bool
 	delaySeconds                        int32
 	at                                  time.Time // delivery time when delayed
+	now                                 time.Time // when it was prepared: its enqueued_at
+	unique                              *UniqueOpts
+	reserved                            bool // the unique key was reserved for this job
 }
 
 func (p *prepared) result() EnqueueResult {
@@ -362,7 +406,19 @@ func (c *Client) prepare(args JobArgs, opts *EnqueueOpts) (prepared, error) {
 	if err := c.route(&p, &o); err != nil {
 		return p, p.invalid(err)
 	}
+	if o.Unique != nil {
+		if c.opts.State == nil {
+			return p, p.invalid(ErrNoStateStore)
+		}
+		if err := o.Unique.check(); err != nil {
+			return p, p.invalid(err)
+		}
+		u := *o.Unique
+		p.unique = &u
+	}
+	p.key, p.batch = o.Key, o.Batch
 	now := c.opts.Now()
+	p.now = now
 	if err := c.delivery(&p, &o, now); err != nil {
 		return p, p.invalid(err)
 	}
@@ -472,6 +528,7 @@ func (p *prepared) encode(args JobArgs, o *EnqueueOpts, now time.Time, limit int
 		EnqueuedAt: now.UTC().Truncate(time.Millisecond),
 		Key:        o.Key,
 		Trace:      o.Trace,
+		Batch:      o.Batch,
 	})
 	if err != nil {
 		return fmt.Errorf("%w: %w", ErrEncodeArgs, err)

@@ -317,7 +317,7 @@ func (b *batch) prepare(msgs []wire.SQSMessage) {
 			row.ID, row.Kind = env.ID, env.Kind
 			continue
 		}
-		row.ID, row.Kind, row.Key, row.EnqueuedAt, row.Trace = env.ID, env.Kind, env.Key, env.EnqueuedAt, env.Trace
+		row.ID, row.Kind, row.Key, row.EnqueuedAt, row.Trace, row.Batch = env.ID, env.Kind, env.Key, env.EnqueuedAt, env.Trace, env.Batch
 		row.argsSrc, row.EncodedArgs = argsSrc, bytesOf(argsSrc)
 		if row.reg = pd.registration(env.Kind); row.reg == nil {
 			r.pre = &UnknownKindError{Kind: env.Kind}
@@ -567,6 +567,7 @@ func (b *batch) settle(r *record, err error) {
 	if errors.As(err, &snooze) {
 		r.out, r.visible, r.delay = outSnoozed, true, b.clampVisibility(snooze.Duration)
 		b.logRecord(slog.LevelInfo, r, "job snoozed", nil, slog.Float64("snooze_s", r.delay.Seconds()))
+		b.recordState(r, StateRetrying, "", err)
 		return
 	}
 	reason := permanentReason(err)
@@ -591,6 +592,17 @@ func (b *batch) settle(r *record, err error) {
 	if reason == "" {
 		r.out, r.visible, r.delay = outRetry, true, b.clampVisibility(h.cfg.Backoff(r.row.Attempt))
 		b.logRecord(slog.LevelWarn, r, "job failed: will retry", err, slog.Float64("retry_in_s", r.delay.Seconds()))
+		b.recordState(r, StateRetrying, "", err)
+		return
+	}
+	state := StateDead
+	if reason == ReasonCancelled {
+		state = StateCancelled
+	}
+	if stErr := b.recordState(r, state, reason, err); stErr != nil {
+		r.out = outDeadFailed
+		b.logRecord(slog.LevelError, r, "job state not recorded: dead job reported failed, to be dead-lettered on its next delivery", err,
+			slog.String("reason", reason), LogString("state_error", stErr.Error()))
 		return
 	}
 	if dlqErr := b.deadLetter(r, reason, err); dlqErr != nil {

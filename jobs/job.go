@@ -32,6 +32,7 @@ type JobRow struct {
 	EncodedArgs json.RawMessage
 	EnqueuedAt  time.Time
 	Trace       string // W3C traceparent from the producer, if any
+	Batch       string // the fan-out batch the job is a member of (jobs/state), if any
 
 	Attempt         int    // 1 on first run: ApproximateReceiveCount, less deliveries that did not run (Config.Deliveries)
 	MaxAttempts     int    // attempts allowed before the runtime dead-letters the job
