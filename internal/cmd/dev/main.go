@@ -158,9 +158,9 @@ func runDev(ctx context.Context, a *app, o *devOptions, stdout, stderr io.Writer
 	}
 	stopConsole := serveConsole(ctx, o.console, awsCfg, o.prefix+jobs.DefaultStack, note)
 	defer stopConsole()
-	workload := devapp.DevWorkload()
+	workload, stateDemo := devapp.DevWorkload(), devapp.DevStateDemo()
 	if o.noDemo {
-		workload = devapp.Workload{}
+		workload, stateDemo = devapp.Workload{}, devapp.StateDemo{}
 	}
 	if o.keep && emu.Started {
 		note("dev: --keep: the deployment goes with the emulator this run started and stops")
@@ -168,7 +168,7 @@ func runDev(ctx context.Context, a *app, o *devOptions, stdout, stderr io.Writer
 	start := time.Now()
 	res, runErr := devapp.Run(ctx, devapp.Config{
 		AWS: awsCfg, Root: root, Synth: o.synth, Prefix: o.prefix, Workload: workload,
-		Once: once, Timeout: o.timeout, Display: display, FunctionOutput: logs, Keep: o.keep,
+		Once: once, Timeout: o.timeout, Display: display, FunctionOutput: logs, Keep: o.keep, StateDemo: stateDemo,
 	})
 	if res == nil || res.Census == nil {
 		return runErr
@@ -288,6 +288,10 @@ func report(res *devapp.Result, table bool, total time.Duration, stdout, stderr 
 			total.Round(100*time.Millisecond))
 	}
 	fmt.Fprintln(stdout, res.Summary.String())
+	if s := res.State; s != nil && (s.Opened > 0 || s.UniqueSent > 0) {
+		fmt.Fprintln(stdout, s.BatchLine())
+		fmt.Fprintln(stdout, s.UniqueLine())
+	}
 }
 
 // Progress modes of --progress.
