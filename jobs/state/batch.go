@@ -319,7 +319,7 @@ func (b *Batch) Close(ctx context.Context) error {
 			return err
 		}
 	}
-	return b.t.maybeCallback(ctx, b.ID, b.shards)
+	return b.t.maybeCallback(ctx, b.ID, b.shards, b.client)
 }
 
 // cancelled reports whether err is a cancelled transaction whose item i failed its condition.
@@ -389,7 +389,7 @@ func (t *Table) memberDone(ctx context.Context, row *jobs.JobRow, up expression.
 	if err := t.closeShard(ctx, row.Batch, k); err != nil {
 		return err
 	}
-	return t.maybeCallback(ctx, row.Batch, shards)
+	return t.maybeCallback(ctx, row.Batch, shards, nil)
 }
 
 // closeShard closes shard k of batch once it has no pending member and the batch is sealed,
@@ -432,8 +432,9 @@ func (t *Table) closeShard(ctx context.Context, batch string, k int) error {
 }
 
 // maybeCallback sends the batch's callback once no shard is open: it takes the callback lease
-// (a conditional write), sends the callback job and marks it sent.
-func (t *Table) maybeCallback(ctx context.Context, batch string, shards int) error {
+// (a conditional write), sends the callback job (through client when set, else Options.SQS) and
+// marks it sent.
+func (t *Table) maybeCallback(ctx context.Context, batch string, shards int, client *jobs.Client) error {
 	meta, err := t.get(ctx, metaKey(batch))
 	if err != nil {
 		return err
@@ -473,7 +474,7 @@ func (t *Table) maybeCallback(ctx context.Context, batch string, shards int) err
 	if err != nil {
 		return err
 	}
-	if err := t.sendCallback(ctx, batch, meta, info, now); err != nil {
+	if err := t.sendCallback(ctx, batch, meta, info, now, client); err != nil {
 		return err
 	}
 	mark, _ := expression.NewBuilder().WithUpdate(expression.Set(expression.Name(attrCbSent), expression.Value(t.o.Now().UnixMilli()))).Build()
@@ -488,8 +489,8 @@ func (t *Table) maybeCallback(ctx context.Context, batch string, shards int) err
 }
 
 // sendCallback sends the batch's callback job, its args given the batch's counts.
-func (t *Table) sendCallback(ctx context.Context, batch string, meta map[string]types.AttributeValue, info BatchInfo, now time.Time) error {
-	if t.o.SQS == nil {
+func (t *Table) sendCallback(ctx context.Context, batch string, meta map[string]types.AttributeValue, info BatchInfo, now time.Time, client *jobs.Client) error {
+	if t.o.SQS == nil && client == nil {
 		return fmt.Errorf("state: batch %q is done but the table has no SQS client to send its callback (Options.SQS)", batch)
 	}
 	var args map[string]json.RawMessage
@@ -507,6 +508,13 @@ func (t *Table) sendCallback(ctx context.Context, batch string, meta map[string]
 		return err
 	}
 	id, kind, queue := CallbackID(batch), str(meta, attrCbKind), str(meta, attrCbQueue)
+	if client != nil {
+		_, err := client.Enqueue(ctx, rawJob{kind: kind, args: raw}, &jobs.EnqueueOpts{ID: id, Queue: queue, GroupID: str(meta, attrCbGroup)})
+		if err != nil {
+			return fmt.Errorf("state: send the callback of batch %q: %w", batch, err)
+		}
+		return nil
+	}
 	body, err := json.Marshal(&jobs.Envelope{V: jobs.EnvelopeVersion, ID: id, Kind: kind, Args: raw, EnqueuedAt: now.UTC().Truncate(time.Millisecond)})
 	if err != nil {
 		return err
@@ -526,6 +534,15 @@ func (t *Table) sendCallback(ctx context.Context, batch string, meta map[string]
 	}
 	return nil
 }
+
+// rawJob is a job whose args are JSON already (a batch's callback).
+type rawJob struct {
+	kind string
+	args json.RawMessage
+}
+
+func (j rawJob) Kind() string                 { return j.kind }
+func (j rawJob) MarshalJSON() ([]byte, error) { return j.args, nil }
 
 // sum adds up a batch's shards.
 func (t *Table) sum(ctx context.Context, batch string, shards int) (BatchInfo, error) {

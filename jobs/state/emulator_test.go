@@ -400,3 +400,28 @@ func TestEmptyBatch(t *testing.T) {
 	_, err = e.table.BatchStatus(ctx, "bad#id")
 	assert.ErrorIs(t, err, state.ErrInvalidBatch)
 }
+
+// A batch whose members all ended before Close: the producer's Close sends the callback, through
+// its client (the producer's table has no SQS client of its own).
+func TestBatchDoneAtClose(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, true)
+	ctx := context.Background()
+	producerTable, err := state.New(dynamodb.NewFromConfig(e.cfg), e.table.Name(), &state.Options{Shards: 4})
+	require.NoError(t, err)
+	client, err := jobs.NewClient(e.sqs, jobs.ClientOptions{DefaultQueueURL: e.q.URL, State: producerTable})
+	require.NoError(t, err)
+	b, err := producerTable.OpenBatch(ctx, client, state.BatchOpts{Callback: albumReady{Album: "late"}})
+	require.NoError(t, err)
+	_, err = b.Add(ctx, []jobs.BatchJob{{Args: resize{Image: "1"}}, {Args: resize{Image: "2", Fail: "cancel"}}})
+	require.NoError(t, err)
+	e.drain(false)
+	require.NoError(t, b.Close(ctx))
+	e.drain(false)
+	require.Len(t, e.callbacks[b.ID], 1)
+	assert.Equal(t, 1, e.callbacks[b.ID][0].Succeeded)
+	assert.Equal(t, 1, e.callbacks[b.ID][0].Dead)
+	st, err := client.Status(ctx, state.CallbackID(b.ID))
+	require.NoError(t, err)
+	assert.Equal(t, jobs.StateSucceeded, st.State)
+}

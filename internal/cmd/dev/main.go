@@ -14,12 +14,14 @@ import (
 	"os/signal"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
@@ -27,6 +29,7 @@ import (
 	"github.com/jobkit-go/jobkit/jobs"
 	"github.com/jobkit-go/jobkit/jobs/inspect"
 	"github.com/jobkit-go/jobkit/jobs/inspect/console"
+	"github.com/jobkit-go/jobkit/jobs/state"
 	"github.com/jobkit-go/jobkit/localstack/emulator"
 )
 
@@ -193,7 +196,9 @@ func serveConsole(ctx context.Context, addr string, cfg aws.Config, stack string
 	if addr == "" || addr == "off" {
 		return func() {}
 	}
-	srv, err := console.New(ctx, inspect.New(cfg), console.Options{Target: inspect.Target{Stack: stack}})
+	in := inspect.New(cfg)
+	states := &stackStates{in: in, cfg: cfg, stack: stack}
+	srv, err := console.New(ctx, in, console.Options{Target: inspect.Target{Stack: stack}, States: states})
 	if err != nil {
 		note("dev: console: %v", err)
 		return func() {}
@@ -205,8 +210,42 @@ func serveConsole(ctx context.Context, addr string, cfg aws.Config, stack string
 	}
 	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = hs.Serve(ln) }()
-	note("dev: console at http://%s/ (queues, dead jobs, redrive, schedules)", ln.Addr())
+	note("dev: console at http://%s/ (queues, dead jobs, redrive, schedules, job status)", ln.Addr())
 	return func() { _ = hs.Close() }
+}
+
+// stackStates reads job states from the state table the stack names in its JobkitStateTable
+// output, found on first use: the console starts before the stack is deployed.
+type stackStates struct {
+	in    *inspect.Inspector
+	cfg   aws.Config
+	stack string
+
+	mu    sync.Mutex
+	table *state.Table
+}
+
+// JobStatus implements console.StatusReader.
+func (s *stackStates) JobStatus(ctx context.Context, id string) (jobs.JobStatus, error) {
+	s.mu.Lock()
+	t := s.table
+	s.mu.Unlock()
+	if t == nil {
+		name, err := s.in.StackOutput(ctx, s.stack, jobs.OutputStateTable)
+		if err != nil {
+			return jobs.JobStatus{}, err
+		}
+		if name == "" {
+			return jobs.JobStatus{}, fmt.Errorf("the stack %s has no state table (yet)", s.stack)
+		}
+		if t, err = state.New(dynamodb.NewFromConfig(s.cfg), name, nil); err != nil {
+			return jobs.JobStatus{}, err
+		}
+		s.mu.Lock()
+		s.table = t
+		s.mu.Unlock()
+	}
+	return t.JobStatus(ctx, id)
 }
 
 // repoRoot returns root, or when it is empty the repository the working directory is in.
