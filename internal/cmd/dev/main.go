@@ -77,6 +77,8 @@ enqueue'). Either way it then stops what it started — functions, pollers, the 
 the emulator if it started it — and prints
 
   DEV summary: succeeded=<n> retried=<n> dead=<n> lost=<n>
+  DEV batches: opened=<n> callbacks=<n> duplicate_callbacks=<n>
+  DEV unique: sent=<n> deduplicated=<n>
 
 counted from the stack's records (idempotency records, the functions' output, the dead-letter
 queues). lost counts jobs that are neither succeeded nor dead-lettered; it exits 1 when lost > 0.`,
@@ -182,6 +184,9 @@ func runDev(ctx context.Context, a *app, o *devOptions, stdout, stderr io.Writer
 	}
 	if res.Lost > 0 {
 		return fmt.Errorf("dev: %d jobs lost", res.Lost)
+	}
+	if st := res.State; st != nil && (st.DuplicateCallbacks > 0 || st.Callbacks < st.Opened) {
+		return fmt.Errorf("dev: batch callbacks: %d of %d batches called back, %d duplicate runs", st.Callbacks, st.Opened, st.DuplicateCallbacks)
 	}
 	return nil
 }
