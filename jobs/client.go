@@ -361,6 +361,13 @@ func (c *Client) CancelDelayed(ctx context.Context, id string) error {
 	if err := c.opts.LongDelayer.CancelJob(ctx, id); err != nil {
 		return fmt.Errorf("jobs: cancel delayed job %q: %w", id, err)
 	}
+	if c.opts.State != nil {
+		now := c.opts.Now().UTC()
+		st := JobStatus{ID: id, State: StateCancelled, Since: now, FinishedAt: now, Reason: ReasonCancelled, LastError: "cancelled before delivery (CancelDelayed)"}
+		if err := c.opts.State.JobSettled(ctx, &JobRow{ID: id}, st); err != nil {
+			return fmt.Errorf("jobs: delayed job %q cancelled, but its state was not recorded: %w", id, err)
+		}
+	}
 	return nil
 }
 

@@ -280,9 +280,11 @@ func (t *Table) JobSettled(ctx context.Context, row *jobs.JobRow, st jobs.JobSta
 func (t *Table) stateUpdate(row *jobs.JobRow, state jobs.JobState, now time.Time) expression.UpdateBuilder {
 	up := expression.Set(expression.Name(attrState), expression.Value(string(state))).
 		Set(expression.Name(attrSince), expression.Value(now.UnixMilli())).
-		Set(expression.Name(idempotency.AttrExpiration), expression.Value(now.Add(t.o.Expiry).Unix())).
-		Set(expression.Name(attrKind), expression.Value(row.Kind)).
-		Set(expression.Name(attrIdemKey), expression.IfNotExists(expression.Name(attrIdemKey), expression.Value(idempotency.JobKey(row))))
+		Set(expression.Name(idempotency.AttrExpiration), expression.Value(now.Add(t.o.Expiry).Unix()))
+	if row.Kind != "" {
+		up = up.Set(expression.Name(attrKind), expression.Value(row.Kind)).
+			Set(expression.Name(attrIdemKey), expression.IfNotExists(expression.Name(attrIdemKey), expression.Value(idempotency.JobKey(row))))
+	}
 	if row.QueueURL != "" {
 		up = up.Set(expression.Name(attrQueue), expression.Value(row.QueueURL))
 	}
