@@ -14,6 +14,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	dbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/stretchr/testify/assert"
@@ -424,4 +425,27 @@ func TestBatchDoneAtClose(t *testing.T) {
 	st, err := client.Status(ctx, state.CallbackID(b.ID))
 	require.NoError(t, err)
 	assert.Equal(t, jobs.StateSucceeded, st.State)
+}
+
+// A job that commits its writes with idempotency.TransactWrite: its completion, in that
+// transaction, is its succeeded state too.
+func TestStatusWithTransactWrite(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, true)
+	ctx := context.Background()
+	res, err := e.client.Enqueue(ctx, resize{Image: "t.png"}, nil)
+	require.NoError(t, err)
+	db := dynamodb.NewFromConfig(e.cfg)
+	mw := idempotency.Middleware(idempotency.NewDynamoDBStore(db, e.table.Name()), &idempotency.Config{RecordJobs: true})
+	row := &jobs.JobRow{ID: res.ID, Kind: "image.resize", Attempt: 1, EncodedArgs: []byte(`{"image":"t.png"}`)}
+	require.NoError(t, mw(func(ctx context.Context, _ *jobs.JobRow) error {
+		return idempotency.TransactWrite(ctx, []dbtypes.TransactWriteItem{{Put: &dbtypes.Put{
+			TableName: aws.String(e.table.Name()),
+			Item:      map[string]dbtypes.AttributeValue{"id": &dbtypes.AttributeValueMemberS{Value: "side-effect#" + res.ID}},
+		}}}, nil)
+	})(ctx, row))
+	st, err := e.client.Status(ctx, res.ID)
+	require.NoError(t, err)
+	assert.Equal(t, jobs.StateSucceeded, st.State)
+	assert.False(t, st.FinishedAt.IsZero())
 }
