@@ -57,6 +57,27 @@ type Config struct {
 	// Logger logs what the store could not do (a claim not released, a result not recorded).
 	// Default slog.Default().
 	Logger *slog.Logger
+	// RecordJobs (Middleware) records the job's id, attempt and start in its claim, and its end
+	// and the result it set with jobs.SetResult in its completion: the record is then the job's
+	// running and succeeded state for jobs/state, at no extra write. Use it with the jobkit state
+	// table (jobs/state) as the store's table.
+	RecordJobs bool
+
+	job *jobMark // the job Middleware runs, with RecordJobs
+}
+
+// jobMark is the job run a claim records (Config.RecordJobs).
+type jobMark struct {
+	id      string
+	attempt int
+	result  *jobs.ResultSlot
+}
+
+func (c *Config) jobMark() *jobMark {
+	if c == nil {
+		return nil
+	}
+	return c.job
 }
 
 func (c *Config) expiry() time.Duration {
@@ -200,6 +221,9 @@ func run[T any](ctx context.Context, store Store, key, hash string, fn func(ctx 
 		ExpiresAt:  now.Add(cfg.expiry()),
 		Validation: hash,
 	}
+	if j := cfg.jobMark(); j != nil {
+		claim.JobID, claim.Attempt, claim.StartedAt = j.id, j.attempt, now
+	}
 	// A claim never expires before its lease ends (nor would TTL delete it).
 	if end := claim.LeaseEnd.Truncate(time.Second).Add(time.Second); claim.ExpiresAt.Before(end) {
 		claim.ExpiresAt = end
@@ -256,6 +280,15 @@ func complete[T any](ctx context.Context, st *claimState, res T, cfg *Config) er
 		ExpiresAt:  cfg.now().Add(cfg.expiry()),
 		LeaseEnd:   st.claim.LeaseEnd,
 		Validation: st.claim.Validation,
+		JobID:      st.claim.JobID,
+		Attempt:    st.claim.Attempt,
+		StartedAt:  st.claim.StartedAt,
+	}
+	if j := cfg.jobMark(); j != nil {
+		done.FinishedAt = cfg.now()
+		if j.result != nil {
+			done.Data = j.result.Get()
+		}
 	}
 	if cfg == nil || !cfg.NoResult {
 		data, err := json.Marshal(res)

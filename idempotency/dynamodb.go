@@ -194,6 +194,9 @@ func (s *DynamoDBStore) completeUpdate(rec *Record, leaseEnd time.Time) (*types.
 	} else {
 		update = update.Remove(expression.Name(AttrData))
 	}
+	if !rec.FinishedAt.IsZero() {
+		update = update.Set(expression.Name(AttrFinishedAt), expression.Value(rec.FinishedAt.UnixMilli()))
+	}
 	expr, err := expression.NewBuilder().WithUpdate(update).WithCondition(claimCondition(leaseEnd)).Build()
 	if err != nil {
 		return nil, fmt.Errorf("idempotency: build complete update: %w", err)
@@ -283,7 +286,18 @@ func marshalRecord(rec *Record) map[string]types.AttributeValue {
 	if rec.Data != nil {
 		item[AttrData] = dataValue(rec.Data)
 	}
+	if rec.JobID != "" {
+		item[AttrJobID] = &types.AttributeValueMemberS{Value: rec.JobID}
+		item[AttrAttempt] = &types.AttributeValueMemberN{Value: strconv.Itoa(rec.Attempt)}
+		item[AttrStartedAt] = &types.AttributeValueMemberN{Value: strconv.FormatInt(rec.StartedAt.UnixMilli(), 10)}
+	}
 	return item
+}
+
+// RecordFromItem reads a record from a DynamoDB item of the idempotency table (for tools that
+// read the table, such as jobs/state's job status).
+func RecordFromItem(item map[string]types.AttributeValue) (*Record, error) {
+	return unmarshalRecord(item)
 }
 
 func unmarshalRecord(item map[string]types.AttributeValue) (*Record, error) {
@@ -352,6 +366,26 @@ func unmarshalRecord(item map[string]types.AttributeValue) (*Record, error) {
 		rec.Data = v.Value
 	default:
 		return nil, fmt.Errorf("idempotency: attribute %q has type %T, want a string or binary", AttrData, v)
+	}
+	if rec.JobID, err = str(AttrJobID); err != nil {
+		return nil, err
+	}
+	var attempt, started, finished int64
+	if attempt, err = num(AttrAttempt); err != nil {
+		return nil, err
+	}
+	rec.Attempt = int(attempt)
+	if started, err = num(AttrStartedAt); err != nil {
+		return nil, err
+	}
+	if finished, err = num(AttrFinishedAt); err != nil {
+		return nil, err
+	}
+	if started > 0 {
+		rec.StartedAt = time.UnixMilli(started).UTC()
+	}
+	if finished > 0 {
+		rec.FinishedAt = time.UnixMilli(finished).UTC()
 	}
 	return rec, nil
 }

@@ -68,6 +68,11 @@ func Middleware(store Store, cfg *Config) jobs.Middleware {
 			if jc.Logger == nil {
 				jc.Logger = row.Logger()
 			}
+			if c.RecordJobs {
+				var slot *jobs.ResultSlot
+				ctx, slot = jobs.WithResultSlot(ctx)
+				jc.job = &jobMark{id: row.ID, attempt: row.Attempt, result: slot}
+			}
 			log := jc.Logger.With(jobs.LogString("idempotency_key", key))
 			var handlerErr error
 			_, ran, err := run(ctx, store, key, hash, func(ctx context.Context) (json.RawMessage, error) {

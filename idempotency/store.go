@@ -26,6 +26,12 @@ const (
 	AttrInProgressExpiration = "in_progress_expiration" // end of the claim's lease, epoch milliseconds
 	AttrValidation           = "validation"             // hash of the payload, if validated
 	AttrData                 = "data"                   // the recorded result, if any
+	// The job run that holds or completed the key, recorded by Middleware with
+	// Config.RecordJobs: the record then doubles as the job's running and succeeded state.
+	AttrJobID      = "job_id"      // the job's id
+	AttrAttempt    = "attempt"     // its attempt
+	AttrStartedAt  = "started_at"  // when the run began, epoch milliseconds
+	AttrFinishedAt = "finished_at" // when it succeeded, epoch milliseconds
 )
 
 // Record is one idempotency record. Stores keep ExpiresAt to the second (expiration is epoch
@@ -38,6 +44,12 @@ type Record struct {
 	LeaseEnd   time.Time // in_progress_expiration: from then on an INPROGRESS claim counts as absent
 	Validation string    // validation: the payload hash, empty when the payload is not validated
 	Data       []byte    // data: the recorded result, nil when none
+
+	// The job run, when Middleware records jobs (Config.RecordJobs); empty otherwise.
+	JobID      string    // job_id
+	Attempt    int       // attempt
+	StartedAt  time.Time // started_at
+	FinishedAt time.Time // finished_at: set by the completion
 }
 
 // Expired reports whether the record is past its expiration at now.

@@ -72,6 +72,10 @@ func TransactWrite(ctx context.Context, items []types.TransactWriteItem, opts *T
 		LeaseEnd:   st.claim.LeaseEnd,
 		Validation: st.claim.Validation,
 	}
+	if st.claim.JobID != "" {
+		// Middleware with RecordJobs: the completion is also the job's succeeded state.
+		rec.JobID, rec.Attempt, rec.StartedAt, rec.FinishedAt = st.claim.JobID, st.claim.Attempt, st.claim.StartedAt, st.now()
+	}
 	if opts != nil && opts.Result != nil {
 		data, err := json.Marshal(opts.Result)
 		if err != nil {

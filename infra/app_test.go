@@ -275,12 +275,17 @@ func TestSampleApp(t *testing.T) {
 		_, target := workers.Only(t, "AWS::ApplicationAutoScaling::ScalableTarget")
 		require.Equal(t, float64(0), cfntest.Get(cfntest.Props(target), "MinCapacity"), "no task while the queue is empty")
 
-		// Each worker may make the idempotency store's item calls on its own kinds' records only.
-		var tableStmts []map[string]any
+		// Each worker may make the idempotency store's item calls on its own kinds' records only;
+		// the email worker also keeps job states and batch counts on the job# and batch# items.
+		var tableStmts, stateStmts []map[string]any
 		for _, st := range workers.Statements() {
 			for _, a := range cfntest.Actions(st) {
 				if strings.HasPrefix(a, "dynamodb:") && strings.Contains(fmt.Sprint(st["Resource"]), "Idempotency") {
-					tableStmts = append(tableStmts, st)
+					if slices.Contains(cfntest.Actions(st), "dynamodb:ConditionCheckItem") {
+						stateStmts = append(stateStmts, st)
+					} else {
+						tableStmts = append(tableStmts, st)
+					}
 					break
 				}
 			}
@@ -296,7 +301,10 @@ func TestSampleApp(t *testing.T) {
 		}
 		// The email function's rate-limit buckets are the mail provider limiter's only.
 		limiter := ratelimit.BucketID(samplejobs.LimiterMailProvider, "")
-		require.ElementsMatch(t, []any{samplejobs.KindSendEmail + "#*", samplejobs.KindPostLedger + "#*", limiter, limiter + "#*"}, prefixes)
+		require.ElementsMatch(t, []any{samplejobs.KindEmailBatchDone + "#*", samplejobs.KindSendEmail + "#*", samplejobs.KindPostLedger + "#*", limiter, limiter + "#*"}, prefixes)
+		require.Len(t, stateStmts, 1, "the email worker keeps job states")
+		require.ElementsMatch(t, jk.JobStateActions, cfntest.Actions(stateStmts[0]))
+		require.Equal(t, []any{"job#*", "batch#*"}, cfntest.Get(stateStmts[0], "Condition.ForAllValues:StringLike.dynamodb:LeadingKeys"))
 
 		require.Len(t, workers.Resources("AWS::CloudWatch::Dashboard"), 1)
 		require.Len(t, workers.Resources("AWS::Logs::LogGroup"), 4, "two functions, the containers, the VPC's flow log")

@@ -150,8 +150,10 @@ func NewWorkersStack(scope constructs.Construct, id string, state *StateStack, m
 		Source: src("email"), Queue: state.Email, IdempotencyTable: state.Idempotency, Kinds: kinds(samplejobs.QueueEmail),
 		RateLimiters: []string{samplejobs.LimiterMailProvider},
 		Timeout:      30 * time.Second, BatchSize: 25, MaxBatchingWindow: 2 * time.Second,
-		MaxConcurrency: 10, Concurrency: 10,
+		MaxConcurrency: 10, Concurrency: 10, JobStates: true,
 	})
+	// Email batches' callbacks (EmailBatchDone) go to the Email queue.
+	state.Email.Queue.GrantSendMessages(s.Email.Role)
 	// Ledger: FIFO, so no batching window; accounts (message groups) run 10 at a time.
 	s.Ledger = jk.NewWorker(stack, "Ledger", &jk.WorkerProps{
 		Source: src("ledger"), Queue: state.Ledger, IdempotencyTable: state.Idempotency, Kinds: kinds(samplejobs.QueueLedger),

@@ -148,6 +148,9 @@ type ClientOptions struct {
 	// Backpressure, when set, refuses or slows enqueues onto queues whose backlog passed a
 	// threshold (see Backpressure).
 	Backpressure *Backpressure
+	// State, when set, records every job sent as enqueued in the job state table (one write per
+	// job), reserves EnqueueOpts.Unique keys and answers Status. jobs/state.Table implements it.
+	State StateStore
 }
 
 // Client enqueues jobs onto SQS. It is safe for concurrent use.
@@ -225,6 +228,11 @@ type EnqueueOpts struct {
 	// Priority names a lane of the job's queue (ClientOptions.Lanes), e.g. "critical" or
 	// "bulk"; empty means the queue itself (the default lane).
 	Priority string
+	// Unique, when set, makes the job unique by kind and key over a window (see UniqueOpts); it
+	// needs ClientOptions.State.
+	Unique *UniqueOpts
+	// Batch is the fan-out batch the job is a member of; jobs/state's Batch.Add sets it.
+	Batch string
 }
 
 // EnqueueResult is what happened to one job.
@@ -237,6 +245,9 @@ type EnqueueResult struct {
 	Scheduled      bool      // handed to the LongDelayer, delivered at DeliverAt
 	DeliverAt      time.Time // when it becomes visible to workers (zero: now)
 	Err            error     // why it was not enqueued (EnqueueBatch only); nil on success
+	// Duplicate: EnqueueOpts.Unique found the key held; nothing was sent and ID is the id of the
+	// job that holds it.
+	Duplicate bool
 }
 
 // BatchJob is one job of an EnqueueBatch.
@@ -253,14 +264,26 @@ func (c *Client) Enqueue(ctx context.Context, args JobArgs, opts *EnqueueOpts) (
 		return EnqueueResult{ID: p.id, Kind: p.kind}, err
 	}
 	res := p.result()
-	if p.scheduled {
-		if err := c.schedule(ctx, &p); err != nil {
+	if c.opts.State != nil {
+		dup, err := c.reserve(ctx, &p, &res)
+		if err != nil || dup {
 			return res, err
 		}
-		return res, nil
+	}
+	if err := c.send(ctx, &p, &res); err != nil {
+		c.notSent(ctx, []*prepared{&p})
+		return res, err
+	}
+	return res, nil
+}
+
+// send sends one prepared job, or hands it to the LongDelayer.
+func (c *Client) send(ctx context.Context, p *prepared, res *EnqueueResult) error {
+	if p.scheduled {
+		return c.schedule(ctx, p)
 	}
 	if err := c.admit(ctx, p.queue); err != nil {
-		return res, err
+		return err
 	}
 	in := &sqs.SendMessageInput{
 		QueueUrl:    aws.String(p.queue),
@@ -277,11 +300,11 @@ func (c *Client) Enqueue(ctx context.Context, args JobArgs, opts *EnqueueOpts) (
 	}
 	out, err := c.api.SendMessage(ctx, in)
 	if err != nil {
-		return res, &SendError{Kind: p.kind, ID: p.id, QueueURL: p.queue, Err: err}
+		return &SendError{Kind: p.kind, ID: p.id, QueueURL: p.queue, Err: err}
 	}
 	res.MessageID = aws.ToString(out.MessageId)
 	res.SequenceNumber = aws.ToString(out.SequenceNumber)
-	return res, nil
+	return nil
 }
 
 // EnqueueBatch sends jobs with as few calls as SQS allows: per queue, SendMessageBatch calls of at
@@ -301,6 +324,9 @@ func (c *Client) EnqueueBatch(ctx context.Context, batch []BatchJob) ([]EnqueueR
 	invalid := false
 	for i, j := range batch {
 		p, err := c.prepare(ctx, j.Args, j.Opts)
+		if err == nil && p.unique != nil {
+			err = p.invalid(ErrUniqueInBatch)
+		}
 		preps[i] = p
 		results[i] = p.result()
 		if err != nil {
@@ -315,6 +341,11 @@ func (c *Client) EnqueueBatch(ctx context.Context, batch []BatchJob) ([]EnqueueR
 			}
 		}
 		return results, batchError(results)
+	}
+	if c.opts.State != nil {
+		if err := c.recordBatch(ctx, preps, results); err != nil {
+			return results, batchError(results)
+		}
 	}
 
 	// Per queue, in input order.
@@ -342,6 +373,15 @@ func (c *Client) EnqueueBatch(ctx context.Context, batch []BatchJob) ([]EnqueueR
 		}
 		c.sendQueue(ctx, q, byQueue[q], preps, results)
 	}
+	if c.opts.State != nil {
+		var failed []*prepared
+		for i := range results {
+			if results[i].Err != nil {
+				failed = append(failed, &preps[i])
+			}
+		}
+		c.notSent(ctx, failed)
+	}
 	return results, batchError(results)
 }
 
@@ -362,6 +402,13 @@ func (c *Client) CancelDelayed(ctx context.Context, id string) error {
 	if err := c.opts.LongDelayer.CancelJob(ctx, id); err != nil {
 		return fmt.Errorf("jobs: cancel delayed job %q: %w", id, err)
 	}
+	if c.opts.State != nil {
+		now := c.opts.Now().UTC()
+		st := JobStatus{ID: id, State: StateCancelled, Since: now, FinishedAt: now, Reason: ReasonCancelled, LastError: "cancelled before delivery (CancelDelayed)"}
+		if err := c.opts.State.JobSettled(ctx, &JobRow{ID: id}, st); err != nil {
+			return fmt.Errorf("jobs: delayed job %q cancelled, but its state was not recorded: %w", id, err)
+		}
+	}
 	return nil
 }
 
@@ -373,7 +420,6 @@ func (c *Client) QueueFor(kind string) string {
 	return c.opts.DefaultQueueURL
 }
 
-// prepared is a validated, encoded job.
 // PreparedJob is a job checked and encoded for sending, as Client.Prepare returns it: what a
 // transactional outbox stores and its forwarder sends (see package outbox).
 type PreparedJob struct {
@@ -399,6 +445,9 @@ func (c *Client) Prepare(ctx context.Context, args JobArgs, opts *EnqueueOpts) (
 	if p.scheduled {
 		return PreparedJob{ID: p.id, Kind: p.kind}, p.invalid(fmt.Errorf("%w: a prepared job goes to SQS, whose delays end at 15 minutes", ErrDelayTooLong))
 	}
+	if p.unique != nil {
+		return PreparedJob{ID: p.id, Kind: p.kind}, p.invalid(fmt.Errorf("%w: a prepared job is sent by someone else, without the reservation", ErrUniqueInBatch))
+	}
 	j := PreparedJob{ID: p.id, Kind: p.kind, QueueURL: p.queue, Body: p.body, GroupID: p.group, DeliverAt: p.at}
 	if p.fifo {
 		j.DedupID = p.dedup
@@ -406,11 +455,16 @@ func (c *Client) Prepare(ctx context.Context, args JobArgs, opts *EnqueueOpts) (
 	return j, nil
 }
 
+// prepared is a validated, encoded job.
 type prepared struct {
 	id, kind, queue, group, dedup, body string
+	key, batch                          string
 	fifo, scheduled                     bool
 	delaySeconds                        int32
 	at                                  time.Time // delivery time when delayed
+	now                                 time.Time // when it was prepared: its enqueued_at
+	unique                              *UniqueOpts
+	reserved                            bool // the unique key was reserved for this job
 }
 
 func (p *prepared) result() EnqueueResult {
@@ -444,7 +498,19 @@ func (c *Client) prepare(ctx context.Context, args JobArgs, opts *EnqueueOpts) (
 	default:
 		o.Trace = NewTraceparent()
 	}
+	if o.Unique != nil {
+		if c.opts.State == nil {
+			return p, p.invalid(ErrNoStateStore)
+		}
+		if err := o.Unique.check(); err != nil {
+			return p, p.invalid(err)
+		}
+		u := *o.Unique
+		p.unique = &u
+	}
+	p.key, p.batch = o.Key, o.Batch
 	now := c.opts.Now()
+	p.now = now
 	if err := c.delivery(&p, &o, now); err != nil {
 		return p, p.invalid(err)
 	}
@@ -561,6 +627,7 @@ func (p *prepared) encode(args JobArgs, o *EnqueueOpts, now time.Time, limit int
 		EnqueuedAt: now.UTC().Truncate(time.Millisecond),
 		Key:        o.Key,
 		Trace:      o.Trace,
+		Batch:      o.Batch,
 	})
 	if err != nil {
 		return fmt.Errorf("%w: %w", ErrEncodeArgs, err)

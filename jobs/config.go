@@ -88,6 +88,12 @@ type Config struct {
 	// ApproximateReceiveCount: deliveries that did not run count too, so a job can get fewer
 	// than MaxAttempts runs — but it is never dead-lettered for its attempts without running.
 	Deliveries DeliveryLedger
+	// States, when set, records the outcome of failed attempts in the job state table: retrying
+	// (with the next attempt's time and the error), dead or cancelled. A dead job is recorded (and
+	// counted in its fan-out batch) before its dead-letter send; if that fails the record is
+	// reported failed, as when the send fails. Running and succeeded are recorded by middleware
+	// (jobs/state.Middleware, folded into idempotency records where it can). nil records nothing.
+	States StateStore
 }
 
 // DeliveryLedger counts, per SQS message id, the deliveries that did not run the job. The

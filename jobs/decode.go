@@ -69,7 +69,7 @@ func decodeEnvelope(body string, env *Envelope, pd *preDecoder) (args string, er
 
 // envelopeOf is the Envelope of h, without args.
 func envelopeOf(h *wire.Header) Envelope {
-	return Envelope{V: h.V, ID: h.ID, Kind: h.Kind, EnqueuedAt: h.EnqueuedAt, Key: h.Key, Trace: h.Trace}
+	return Envelope{V: h.V, ID: h.ID, Kind: h.Kind, EnqueuedAt: h.EnqueuedAt, Key: h.Key, Trace: h.Trace, Batch: h.Batch}
 }
 
 // decodeEnvelopeSlow is decodeEnvelope through encoding/json (kept apart so the fast path's

@@ -14,6 +14,9 @@ const (
 	EnvBackoffBase       = "JOBKIT_BACKOFF_BASE"       // first retry delay, Go duration; default 1s
 	EnvBackoffCap        = "JOBKIT_BACKOFF_CAP"        // longest retry delay, Go duration; default 15m
 	EnvIdempotencyTable  = "JOBKIT_IDEMPOTENCY_TABLE"  // DynamoDB table of the idempotency store, if any
+	// EnvStateTable names the jobkit state table when the Worker construct grants job states
+	// (WorkerProps.JobStates): wire jobs/state.New on it as Config.States and middleware.
+	EnvStateTable = "JOBKIT_STATE_TABLE"
 	// EnvIdempotencyExpiry is how long idempotency.Middleware's records hold their keys, a Go
 	// duration; the Worker construct sets it to cover the queue's and its DLQ's retention, so a
 	// job that succeeded and is redriven from the DLQ is still skipped. Default 1h.

@@ -22,6 +22,8 @@ type Envelope struct {
 	Key string `json:"key,omitempty"`
 	// Trace is a W3C traceparent carried from the producer.
 	Trace string `json:"trace,omitempty"`
+	// Batch is the fan-out batch the job is a member of (jobs/state), if any.
+	Batch string `json:"batch,omitempty"`
 }
 
 // IdempotencyKey returns Key, or ID when no key was set.

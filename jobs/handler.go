@@ -332,7 +332,7 @@ func (b *batch) prepare(msgs []wire.SQSMessage) {
 			row.ID, row.Kind = env.ID, env.Kind
 			continue
 		}
-		row.ID, row.Kind, row.Key, row.EnqueuedAt, row.Trace = env.ID, env.Kind, env.Key, env.EnqueuedAt, env.Trace
+		row.ID, row.Kind, row.Key, row.EnqueuedAt, row.Trace, row.Batch = env.ID, env.Kind, env.Key, env.EnqueuedAt, env.Trace, env.Batch
 		if row.Trace == "" {
 			if xray := m.Attribute("AWSTraceHeader"); xray != "" {
 				row.Trace, _ = traceFromXRay(xray)
@@ -588,6 +588,7 @@ func (b *batch) settle(r *record, err error) {
 		r.out, r.visible, r.delay = outSnoozed, true, b.clampVisibility(snooze.Duration)
 		r.notRun = snooze.NotRun
 		b.logRecord(slog.LevelInfo, r, "job snoozed", nil, slog.Float64("snooze_s", r.delay.Seconds()))
+		b.recordState(r, StateRetrying, "", err)
 		return
 	}
 	reason := permanentReason(err)
@@ -617,6 +618,17 @@ func (b *batch) settle(r *record, err error) {
 	if reason == "" {
 		r.out, r.visible, r.delay = outRetry, true, b.clampVisibility(h.cfg.Backoff(r.row.Attempt))
 		b.logRecord(slog.LevelWarn, r, "job failed: will retry", err, slog.Float64("retry_in_s", r.delay.Seconds()))
+		b.recordState(r, StateRetrying, "", err)
+		return
+	}
+	state := StateDead
+	if reason == ReasonCancelled {
+		state = StateCancelled
+	}
+	if stErr := b.recordState(r, state, reason, err); stErr != nil {
+		r.out = outDeadFailed
+		b.logRecord(slog.LevelError, r, "job state not recorded: dead job reported failed, to be dead-lettered on its next delivery", err,
+			slog.String("reason", reason), LogString("state_error", stErr.Error()))
 		return
 	}
 	if dlqErr := b.deadLetter(r, reason, err); dlqErr != nil {

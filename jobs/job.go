@@ -32,6 +32,7 @@ type JobRow struct {
 	EncodedArgs json.RawMessage
 	EnqueuedAt  time.Time
 	Trace       string // W3C traceparent from the producer (or SQS's AWSTraceHeader), if any; the job's context carries it
+	Batch       string // the fan-out batch the job is a member of (jobs/state), if any
 
 	Attempt         int    // 1 on first run: ApproximateReceiveCount, less deliveries that did not run (Config.Deliveries)
 	MaxAttempts     int    // attempts allowed before the runtime dead-letters the job

@@ -15,6 +15,11 @@ const (
 	OutputQueuePrefix = "JobkitQueue"
 	OutputDLQPrefix   = "JobkitDlq"
 
+	// OutputStateTable is the stack output that holds the name of the jobkit state table (the
+	// table the IdempotencyTable construct deploys: idempotency records, job states, unique keys,
+	// batches), read by the CLI's job and batch verbs and the console.
+	OutputStateTable = "JobkitStateTable"
+
 	// SourceMetadataKey is the CloudFormation metadata key on a worker's AWS::Lambda::Function
 	// that names its Go main package relative to the module root (e.g. "functions/email"), so a
 	// tool that reads the template (the local stack) can build the same source.

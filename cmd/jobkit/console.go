@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/jobkit-go/jobkit/jobs"
 	"github.com/jobkit-go/jobkit/jobs/inspect/console"
 )
 
@@ -55,7 +56,7 @@ needs a token made for this process (the page carries it) and a same-origin requ
 	f := cmd.Flags()
 	f.StringVar(&c.addr, "addr", defaultConsoleAddr, "address to listen on (host:port; port 0 picks a free one)")
 	f.BoolVar(&c.readOnly, "read-only", false, "show no action and refuse them all (HTTP 403)")
-	f.StringVar(&c.stateTable, "state-table", "", "the job state table, for job status by id (not deployed by this version)")
+	f.StringVar(&c.stateTable, "state-table", "", "the jobkit state table, for job status by id (default: the stack's "+jobs.OutputStateTable+" output, if any)")
 	f.StringVar(&c.group, "schedule-group", "", "show the schedules of this group only (default: every group)")
 	f.StringArrayVar(&c.hosts, "host", nil, "another host name the console answers to (repeatable; loopback names always)")
 	f.DurationVar(&c.refresh, "refresh", 3*time.Second, "how often the page refreshes queue statistics")
@@ -63,8 +64,14 @@ needs a token made for this process (the page carries it) and a same-origin requ
 }
 
 func (c *consoleCmd) run(s *session, _ []string) error {
+	o := console.Options{}
+	if t, err := s.stateTable(c.stateTable); err == nil {
+		o.States, o.StateTable = t, t.Name()
+	} else if c.stateTable != "" {
+		return err
+	}
 	srv, err := console.New(s.ctx, s.in, console.Options{
-		Target: s.a.target(), ReadOnly: c.readOnly, StateTable: c.stateTable,
+		States: o.States, Target: s.a.target(), ReadOnly: c.readOnly, StateTable: o.StateTable,
 		ScheduleGroup: c.group, Hosts: c.hosts, Refresh: c.refresh,
 	})
 	if err != nil {

@@ -127,7 +127,7 @@ jobkit uses the emulator's test credentials.`,
 	pf.StringArrayVarP(&a.queues, "queue", "q", nil, "queue URL or name (repeatable for 'queues'); default: the stack's queues")
 	pf.StringVar(&a.dlq, "dlq", "", "dead-letter queue URL or name; default: the queue's (stack output or RedrivePolicy)")
 
-	root.AddCommand(newQueuesCmd(a), newDLQCmd(a), newEnqueueCmd(a), newConsoleCmd(a), newDevCmd(a), newInitCmd())
+	root.AddCommand(newQueuesCmd(a), newDLQCmd(a), newEnqueueCmd(a), newJobCmd(a), newBatchCmd(a), newConsoleCmd(a), newDevCmd(a), newInitCmd())
 	return root
 }
 

@@ -12,11 +12,13 @@ import (
 	"github.com/aws/aws-lambda-go/lambda"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/jobkit-go/jobkit/functions/samplejobs"
 	"github.com/jobkit-go/jobkit/idempotency"
 	"github.com/jobkit-go/jobkit/jobs"
 	"github.com/jobkit-go/jobkit/jobs/ratelimit"
+	"github.com/jobkit-go/jobkit/jobs/state"
 )
 
 func main() {
@@ -34,9 +36,18 @@ func main() {
 	workers := jobs.NewWorkers()
 	// The provider's rate limit first, so a job waiting for a token holds no idempotency claim.
 	workers.Use(ratelimit.Middleware(ratelimit.NewStore(db, table), samplejobs.EmailRateLimits(), nil))
-	workers.Use(idempotency.Middleware(store, nil))
+	idem := &idempotency.Config{}
+	if name := os.Getenv(jobs.EnvStateTable); name != "" {
+		// Job states: running and succeeded in the idempotency records, batch members counted.
+		st, err := state.New(db, name, &state.Options{SQS: sqs.NewFromConfig(awsCfg)})
+		exitOn(err)
+		workers.Use(st.Middleware(&state.MiddlewareOptions{Folded: true}))
+		idem.RecordJobs, cfg.States = true, st
+	}
+	workers.Use(idempotency.Middleware(store, idem))
 	cfg.Deliveries = store // attempts count real runs, not skipped deliveries
 	jobs.AddWorker(workers, &samplejobs.EmailWorker{Mailer: samplejobs.LogMailer{Logger: cfg.Logger}})
+	jobs.AddWorker(workers, &samplejobs.BatchDoneWorker{Logger: cfg.Logger})
 	lambda.Start(jobs.NewLambdaHandler(workers, cfg))
 }
 

@@ -24,6 +24,7 @@ const (
 // Queues maps each sample kind to the name of its queue.
 var Queues = map[string]string{
 	KindSendEmail:      QueueEmail,
+	KindEmailBatchDone: QueueEmail,
 	KindPostLedger:     QueueLedger,
 	KindTranscodeVideo: QueueTranscode,
 }

@@ -37,7 +37,27 @@ func TestArgsJSON(t *testing.T) {
 		require.NotEmpty(t, kind)
 		require.Contains(t, []string{samplejobs.QueueEmail, samplejobs.QueueLedger, samplejobs.QueueTranscode}, queue)
 	}
-	require.Len(t, samplejobs.Queues, 3)
+	require.Len(t, samplejobs.Queues, 4)
+
+	// A batch callback's args: the counts jobs/state sets, and the campaign.
+	b, err = json.Marshal(samplejobs.EmailBatchDone{Campaign: "c1"})
+	require.NoError(t, err)
+	require.JSONEq(t, `{"batch_id":"","total":0,"succeeded":0,"dead":0,"campaign":"c1"}`, string(b))
+}
+
+func TestBatchDoneWorker(t *testing.T) {
+	t.Parallel()
+	var buf bytes.Buffer
+	w := &samplejobs.BatchDoneWorker{Logger: slog.New(slog.NewJSONHandler(&buf, nil))}
+	args := samplejobs.EmailBatchDone{Campaign: "c1"}
+	args.BatchID, args.Total, args.Succeeded, args.Dead = "b1", 3, 2, 1
+	require.NoError(t, jobstest.Work(context.Background(), w, args, nil))
+	var line map[string]any
+	require.NoError(t, json.Unmarshal(buf.Bytes(), &line))
+	require.Equal(t, samplejobs.BatchDoneMessage, line["msg"])
+	require.Equal(t, "b1", line["batch_id"])
+	require.Equal(t, float64(2), line["succeeded"])
+	require.Equal(t, float64(1), line["dead"])
 }
 
 type mailerFunc func(ctx context.Context, msg samplejobs.Email) error

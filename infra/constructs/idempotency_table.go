@@ -3,10 +3,12 @@ package constructs
 import (
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsdynamodb"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awskms"
 	"github.com/aws/constructs-go/constructs/v10"
 	"github.com/aws/jsii-runtime-go"
 
 	"github.com/jobkit-go/jobkit/idempotency"
+	"github.com/jobkit-go/jobkit/jobs"
 )
 
 // Attribute names of the idempotency table: the idempotency package's DynamoDB store owns them.
@@ -15,21 +17,38 @@ const (
 	IdempotencyTTLAttribute = idempotency.AttrExpiration // epoch seconds; DynamoDB TTL deletes expired records
 )
 
-// IdempotencyTableProps configures an IdempotencyTable. There is nothing to set yet; it exists so
-// that options can be added without breaking callers.
-type IdempotencyTableProps struct{}
+// IdempotencyTableProps configures an IdempotencyTable.
+type IdempotencyTableProps struct {
+	// EncryptionKey encrypts the table with this customer-managed KMS key; nil means the
+	// AWS-managed key (aws/dynamodb), stated in the template (SSESpecification).
+	EncryptionKey awskms.IKey
+	// NoOutput leaves out the stack output JobkitStateTable (jobs.OutputStateTable) that names
+	// the table to the CLI and the console: set it on a second table in the same stack.
+	NoOutput bool
+}
 
-// IdempotencyTable is the DynamoDB table of the idempotency store: partition key "id" (string),
-// TTL on "expiration", on-demand capacity, point-in-time recovery, and kept when the stack is
-// deleted (RemovalPolicy RETAIN: it guards against running a job twice).
+// IdempotencyTable is the jobkit state table: the idempotency store's records and, with package
+// jobs/state, job states by id (job#<id>), unique keys (uniq#...) and fan-out batches (batch#...),
+// each under its own key prefix. Partition key "id" (string), TTL on "expiration", on-demand
+// capacity, point-in-time recovery, encrypted at rest with a KMS key, kept when the stack is
+// deleted (RemovalPolicy RETAIN: it guards against running a job twice), and named in the stack
+// output JobkitStateTable.
 type IdempotencyTable struct {
 	constructs.Construct
 	Table awsdynamodb.Table
 }
 
 // NewIdempotencyTable defines an IdempotencyTable.
-func NewIdempotencyTable(scope constructs.Construct, id string, _ *IdempotencyTableProps) *IdempotencyTable {
+func NewIdempotencyTable(scope constructs.Construct, id string, props *IdempotencyTableProps) *IdempotencyTable {
+	var p IdempotencyTableProps
+	if props != nil {
+		p = *props
+	}
 	c := constructs.NewConstruct(scope, jsii.String(id))
+	enc := awsdynamodb.TableEncryption_AWS_MANAGED
+	if p.EncryptionKey != nil {
+		enc = awsdynamodb.TableEncryption_CUSTOMER_MANAGED
+	}
 	t := awsdynamodb.NewTable(c, jsii.String("Table"), &awsdynamodb.TableProps{
 		PartitionKey: &awsdynamodb.Attribute{
 			Name: jsii.String(IdempotencyKeyAttribute),
@@ -40,7 +59,16 @@ func NewIdempotencyTable(scope constructs.Construct, id string, _ *IdempotencyTa
 		PointInTimeRecoverySpecification: &awsdynamodb.PointInTimeRecoverySpecification{
 			PointInTimeRecoveryEnabled: jsii.Bool(true),
 		},
+		Encryption:    enc,
+		EncryptionKey: p.EncryptionKey,
 		RemovalPolicy: awscdk.RemovalPolicy_RETAIN,
 	})
+	if !p.NoOutput {
+		out := awscdk.NewCfnOutput(c, jsii.String("StateTable"), &awscdk.CfnOutputProps{
+			Value:       t.TableName(),
+			Description: jsii.String("jobkit state table (idempotency records, job states, unique keys, batches)"),
+		})
+		out.OverrideLogicalId(jsii.String(jobs.OutputStateTable))
+	}
 	return &IdempotencyTable{Construct: c, Table: t}
 }

@@ -4,6 +4,9 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/jobkit-go/jobkit/jobs"
+	"github.com/jobkit-go/jobkit/jobs/state"
 )
 
 func TestIdempotencyTable(t *testing.T) {
@@ -20,4 +23,11 @@ func TestIdempotencyTable(t *testing.T) {
 	require.NotContains(t, p, "TableName", "no fixed resource names")
 	require.Equal(t, "Retain", body["DeletionPolicy"])
 	require.Equal(t, "Retain", body["UpdateReplacePolicy"])
+	require.Equal(t, true, get(p, "SSESpecification.SSEEnabled"), "encrypted with a KMS key (AWS-managed unless EncryptionKey is set; SSEEnabled without SSEType means KMS)")
+	require.Contains(t, tpl["Outputs"], jobs.OutputStateTable, "the CLI and the console find the table by this output")
+}
+
+func TestJobStateGrant(t *testing.T) {
+	require.Equal(t, state.PrefixJob+"*", jobStatePrefix("job#"))
+	require.Equal(t, state.PrefixBatch+"*", jobStatePrefix("batch#"))
 }

@@ -40,6 +40,11 @@ const (
 // Query, batch or stream action.
 var IdempotencyActions = []string{"dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem"}
 
+// JobStateActions are the DynamoDB item actions a Worker with WorkerProps.JobStates may call on
+// the state table's job and batch items (jobs/state: states, batch counts in transactions, the
+// callback's state written with BatchWriteItem).
+var JobStateActions = []string{"dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:BatchWriteItem", "dynamodb:ConditionCheckItem"}
+
 // IdempotencyKeyPrefix is how the record keys of a kind begin: idempotency.JobKey is
 // "<kind>#<idempotency key>" (a test pins the two together).
 func IdempotencyKeyPrefix(kind string) string { return kind + "#" }
@@ -68,6 +73,11 @@ type WorkerProps struct {
 	// IdempotencyTable, when set, is named in JOBKIT_IDEMPOTENCY_TABLE and the function may make
 	// the IdempotencyActions on it — only on the records of Kinds.
 	IdempotencyTable *IdempotencyTable
+	// JobStates (with IdempotencyTable) names the table in JOBKIT_STATE_TABLE as the jobkit state
+	// table too, and lets the function keep job states and batch counts there (package
+	// jobs/state): the JobStateActions on the items under "job#" and "batch#" only. Sending a
+	// batch's callback job needs the callback queue's send grant besides (the caller's).
+	JobStates bool
 	// Kinds are the job kinds the function runs. With an IdempotencyTable, they limit the
 	// function to the records of its own kinds (keys "<kind>#...", see idempotency.JobKey):
 	// the grant carries a dynamodb:LeadingKeys condition, so a compromised function cannot mark
@@ -181,6 +191,9 @@ func NewWorker(scope constructs.Construct, id string, props *WorkerProps) *Worke
 		w.Environment[jobs.EnvIdempotencyTable] = *p.IdempotencyTable.Table.TableName()
 		// Records outlive any message of the queue or its DLQ: a redriven job is still skipped.
 		w.Environment[jobs.EnvIdempotencyExpiry] = (q.RetentionPeriod + DLQRetentionPeriod).String()
+		if p.JobStates {
+			w.Environment[jobs.EnvStateTable] = *p.IdempotencyTable.Table.TableName()
+		}
 	}
 	env := map[string]*string{}
 	for _, k := range slices.Sorted(maps.Keys(w.Environment)) {
@@ -200,6 +213,15 @@ func NewWorker(scope constructs.Construct, id string, props *WorkerProps) *Worke
 	w.consume(p)
 	if p.IdempotencyTable != nil {
 		grantIdempotency(w.Construct, w.Role, p.IdempotencyTable, p.Kinds, p.RateLimiters)
+		if p.JobStates {
+			w.Role.AddToPrincipalPolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+				Actions:   jsii.Strings(JobStateActions...),
+				Resources: jsii.Strings(*p.IdempotencyTable.Table.TableArn()),
+				Conditions: &map[string]any{"ForAllValues:StringLike": map[string]any{
+					"dynamodb:LeadingKeys": []any{jobStatePrefix("job#"), jobStatePrefix("batch#")},
+				}},
+			}))
+		}
 	}
 	return w
 }
@@ -221,6 +243,9 @@ func (p WorkerProps) environment() map[string]string {
 	env[jobs.EnvBackoffCap] = p.BackoffCap.String()
 	if p.IdempotencyTable != nil {
 		env[jobs.EnvIdempotencyTable] = *p.IdempotencyTable.Table.TableName()
+		if p.JobStates {
+			env[jobs.EnvStateTable] = *p.IdempotencyTable.Table.TableName()
+		}
 	}
 	return env
 }
@@ -312,6 +337,10 @@ func grantIdempotency(scope constructs.Construct, role awsiam.Role, t *Idempoten
 	}
 	role.AddToPrincipalPolicy(awsiam.NewPolicyStatement(st))
 }
+
+// jobStatePrefix is a LeadingKeys pattern for the state items under prefix (jobs/state's
+// PrefixJob, PrefixBatch; a test pins them equal).
+func jobStatePrefix(prefix string) string { return prefix + "*" }
 
 func (p WorkerProps) withDefaults() WorkerProps {
 	if p.Timeout == 0 {

@@ -314,3 +314,38 @@ func TestWorkerAssetHashIsStable(t *testing.T) {
 	}
 	require.Equal(t, hash(), hash())
 }
+
+// JobStates: the state table is named in the environment, and the function may keep job states
+// and batch counts on the "job#" and "batch#" items only.
+func TestWorkerJobStates(t *testing.T) {
+	_, stack, _, _, _ := workerFixture(t, nil, WorkerProps{Kinds: []string{"image.resize"}, JobStates: true})
+	tpl := synth(t, stack)
+	tableID, _ := tpl.Only(t, "AWS::DynamoDB::Table")
+	var stateStmt map[string]any
+	n := 0
+	for _, st := range tpl.Statements() {
+		if st["Effect"] == "Allow" && fmt.Sprint(st["Resource"]) == fmt.Sprint(getAtt(tableID, "Arn")) {
+			n++
+			if fmt.Sprint(st["Action"]) == fmt.Sprint(anySlice(JobStateActions)) {
+				stateStmt = st
+			}
+		}
+	}
+	require.Equal(t, 2, n, "the idempotency grant and the job state grant")
+	require.NotNil(t, stateStmt, "a statement with exactly the JobStateActions")
+	require.Equal(t, map[string]any{"ForAllValues:StringLike": map[string]any{
+		"dynamodb:LeadingKeys": []any{"job#*", "batch#*"},
+	}}, stateStmt["Condition"])
+	_, fnBody := tpl.Only(t, "AWS::Lambda::Function")
+	env := get(fnBody, "Properties.Environment.Variables").(map[string]any)
+	require.Equal(t, env[jobs.EnvIdempotencyTable], env[jobs.EnvStateTable])
+	requireNoWildcardGrant(t, tpl)
+}
+
+func anySlice(s []string) []any {
+	out := make([]any, len(s))
+	for i, v := range s {
+		out[i] = v
+	}
+	return out
+}

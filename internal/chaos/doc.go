@@ -35,7 +35,7 @@
 // matched by message id to the batches that listed them, count the batches that reached their
 // deadline. The result is one line:
 //
-//	CHAOS jobs=<n> lost=<n> duplicate_effects=<n> dead=<n> expected_dead=<n> order_violations=<n> long_job_runs=<n> never_ran_dead=<n> duplicate_deliveries=<n> deadline_batches=<n> seconds=<n>
+//	CHAOS jobs=<n> lost=<n> duplicate_effects=<n> dead=<n> expected_dead=<n> order_violations=<n> long_job_runs=<n> never_ran_dead=<n> duplicate_deliveries=<n> deadline_batches=<n> seconds=<n> batches=<n> callbacks=<n> duplicate_callbacks=<n> missing_callbacks=<n>
 //
 // StartStack, the harness that deploys the stack behind the proxy, serves the cost benchmark too.
 package chaos

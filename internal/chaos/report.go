@@ -38,6 +38,9 @@ type Report struct {
 	// started (the runtime's "job not started" lines, matched to the batches that listed them).
 	DeadlineBatches int
 	Seconds         int
+	// Fan-out batches opened (Config.Batches), those whose callback ran, the callback runs beyond
+	// one per batch, and the batches whose callback never ran.
+	Batches, Callbacks, DuplicateCallbacks, MissingCallbacks int
 
 	// Examples (a few ids each) of what went wrong, for the log.
 	LostIDs, DuplicateIDs, UnexpectedDeadIDs, OrderViolationGroups, NeverRanDeadIDs []string
@@ -75,9 +78,9 @@ type FaultCounts struct {
 
 // Line is the CHAOS line.
 func (r *Report) Line() string {
-	return fmt.Sprintf("CHAOS jobs=%d lost=%d duplicate_effects=%d dead=%d expected_dead=%d order_violations=%d long_job_runs=%d never_ran_dead=%d duplicate_deliveries=%d deadline_batches=%d seconds=%d",
+	return fmt.Sprintf("CHAOS jobs=%d lost=%d duplicate_effects=%d dead=%d expected_dead=%d order_violations=%d long_job_runs=%d never_ran_dead=%d duplicate_deliveries=%d deadline_batches=%d seconds=%d batches=%d callbacks=%d duplicate_callbacks=%d missing_callbacks=%d",
 		r.Jobs, r.Lost, r.DuplicateEffects, r.Dead, r.ExpectedDead, r.OrderViolations, r.LongJobRuns,
-		r.NeverRanDead, r.DuplicateDeliveries, r.DeadlineBatches, r.Seconds)
+		r.NeverRanDead, r.DuplicateDeliveries, r.DeadlineBatches, r.Seconds, r.Batches, r.Callbacks, r.DuplicateCallbacks, r.MissingCallbacks)
 }
 
 // FaultLine describes the faults injected, in one line.
@@ -132,6 +135,9 @@ func (r *Report) Check() error {
 	}
 	if r.Faults.Duplicated > 0 && r.DuplicateDeliveries == 0 {
 		errs = append(errs, fmt.Errorf("%d job(s) planned duplicated, no duplicate delivered", r.Faults.Duplicated))
+	}
+	if r.DuplicateCallbacks != 0 || r.MissingCallbacks != 0 {
+		errs = append(errs, fmt.Errorf("batch callbacks: %d duplicate, %d missing of %d batches", r.DuplicateCallbacks, r.MissingCallbacks, r.Batches))
 	}
 	if r.Faults.Overrun > 0 && r.DeadlineBatches == 0 {
 		errs = append(errs, fmt.Errorf("%d job(s) planned to overrun, no batch reached its deadline", r.Faults.Overrun))

@@ -46,7 +46,7 @@ func TestEvaluateGoodRun(t *testing.T) {
 	r := chaos.Evaluate(p, goodState(p), maxAttempts)
 	r.Seconds, r.DuplicateDeliveries, r.DeadlineBatches = 42, 8, 2
 	require.NoError(t, r.Check())
-	require.Equal(t, "CHAOS jobs=400 lost=0 duplicate_effects=0 dead=20 expected_dead=20 order_violations=0 long_job_runs=1 never_ran_dead=0 duplicate_deliveries=8 deadline_batches=2 seconds=42", r.Line())
+	require.Equal(t, "CHAOS jobs=400 lost=0 duplicate_effects=0 dead=20 expected_dead=20 order_violations=0 long_job_runs=1 never_ran_dead=0 duplicate_deliveries=8 deadline_batches=2 seconds=42 batches=0 callbacks=0 duplicate_callbacks=0 missing_callbacks=0", r.Line())
 }
 
 // The planned overruns and duplicates must have happened.

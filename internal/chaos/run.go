@@ -92,6 +92,10 @@ type Config struct {
 	Logger *slog.Logger
 	// FunctionLogLevel, if set, is the functions' AWS_LAMBDA_LOG_LEVEL (DEBUG logs every job).
 	FunctionLogLevel string
+	// Batches fan-out batches of BatchMembers emails each run besides the plan, their members
+	// under the same faults; each must call back exactly once. Defaults DefaultBatches and
+	// DefaultBatchMembers; negative Batches for none.
+	Batches, BatchMembers int
 }
 
 func (c Config) withDefaults() Config {
@@ -118,6 +122,12 @@ func (c Config) withDefaults() Config {
 	}
 	if c.Seed == 0 {
 		c.Seed = 1
+	}
+	if c.Batches == 0 {
+		c.Batches = DefaultBatches
+	}
+	if c.BatchMembers <= 0 {
+		c.BatchMembers = DefaultBatchMembers
 	}
 	if c.FunctionOutput == nil {
 		c.FunctionOutput = io.Discard
@@ -202,6 +212,8 @@ type runner struct {
 	killableInvocations         atomic.Int64
 	invocations, kills, crashes atomic.Int64
 	enqueued                    atomic.Int64
+
+	batchIDs []string // the fan-out batches opened
 }
 
 // customize shortens the transcode queue's visibility timeout (and the runtime's view of it) so
@@ -377,9 +389,13 @@ func (r *runner) run(ctx context.Context) (*Report, error) {
 	if err := r.enqueueAll(ctx, producer); err != nil {
 		return nil, err
 	}
+	if err := r.enqueueBatches(ctx); err != nil {
+		return nil, err
+	}
 	fmt.Fprintf(r.cfg.Progress, "chaos: %d jobs enqueued (%d of them twice) in %.1fs\n", r.enqueued.Load(), r.duplicates.Load(), time.Since(start).Seconds())
 
 	settled := r.wait(ctx, start)
+	r.waitCallbacks(ctx)
 	elapsed := time.Since(start)
 	if !settled {
 		fmt.Fprintf(r.cfg.Progress, "chaos: jobs still pending after %s; evaluating as it stands\n", r.cfg.Timeout)
@@ -405,6 +421,7 @@ func (r *runner) run(ctx context.Context) (*Report, error) {
 	}
 	rep.Seconds = int(elapsed.Round(time.Second) / time.Second)
 	r.measured(&rep)
+	r.countBatches(&rep)
 	return &rep, nil
 }
 
@@ -685,6 +702,7 @@ type outputWatch struct {
 
 	// onStart and onDone, if set, see each job body's start and each transcode's done line.
 	onStart, onDone func(jobID string)
+	callbacks  map[string]int // batch callback lines per batch id
 }
 
 // notStartedMsg starts the runtime's lines for a record left alone because its batch reached its
@@ -699,7 +717,7 @@ var (
 )
 
 func newOutputWatch(w io.Writer) *outputWatch {
-	return &outputWatch{w: w, runs: map[string]int{}, notStarted: map[string]int{}}
+	return &outputWatch{w: w, runs: map[string]int{}, notStarted: map[string]int{}, callbacks: map[string]int{}}
 }
 
 func (o *outputWatch) Write(p []byte) (int, error) {
@@ -707,6 +725,7 @@ func (o *outputWatch) Write(p []byte) (int, error) {
 		if bytes.Contains(line, injectedNeedle) {
 			o.failures.Add(1)
 		}
+		o.readCallback(line)
 		if s, ok := instrument.ParseStart(line); ok {
 			o.mu.Lock()
 			o.runs[s.JobID]++

@@ -11,4 +11,10 @@
 // when the queues have drained is lost. The summary line is
 //
 //	DEV summary: succeeded=<n> retried=<n> dead=<n> lost=<n>
+//
+// and, with Config.StateDemo (fan-out batches with a callback, unique jobs; the email function
+// keeps job states in the stack's state table),
+//
+//	DEV batches: opened=<n> callbacks=<n> duplicate_callbacks=<n>
+//	DEV unique: sent=<n> deduplicated=<n>
 package devapp

@@ -56,6 +56,8 @@ type Config struct {
 	FunctionOutput io.Writer
 	// Keep leaves the deployment on the emulator; by default Run destroys it before returning.
 	Keep bool
+	// StateDemo adds fan-out batches and unique jobs to the workload (the zero value: none).
+	StateDemo StateDemo
 	// BuildDir receives the functions' bootstraps; default <Root>/.run/functions.
 	BuildDir string
 }
@@ -77,6 +79,8 @@ type Result struct {
 	LeftBehind []int
 	// Elapsed is the time from the start of the stack to its stop.
 	Elapsed time.Duration
+	// State is what the job state demo did (Config.StateDemo).
+	State *StateResult
 }
 
 // NotDrainedError reports a Once run whose workload did not drain within the timeout.
@@ -150,11 +154,15 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if err := enqueueWorkload(ctx, cfg, res.Tracker, workload); err != nil {
 		return res, err
 	}
+	if res.State, err = runStateDemo(ctx, cfg, res.Tracker, res.Deployment); err != nil {
+		return res, err
+	}
 	runErr := watchUntilDone(ctx, cfg, res.Tracker, started, res)
 	stop()
 	if err := finalCount(bg, cfg, res); err != nil {
 		return res, errors.Join(runErr, err)
 	}
+	res.State.countCallbacks(res.Tracker)
 	if len(res.LeftBehind) > 0 {
 		runErr = errors.Join(runErr, fmt.Errorf("demo: function processes left behind: %v", res.LeftBehind))
 	}

@@ -106,6 +106,7 @@ type Tracker struct {
 	emails   map[string]int // EmailSentMessage lines per idempotency key
 	done     map[string]int // TranscodeDoneMessage lines per job id
 	deadLogs map[string]string
+	cbRuns   map[string]int // BatchDoneMessage lines per batch id
 	stack    *devstack.Stack
 }
 
@@ -324,6 +325,7 @@ type logLine struct {
 	JobID          string `json:"job_id"`
 	IdempotencyKey string `json:"idempotency_key"`
 	Reason         string `json:"reason"`
+	BatchID        string `json:"batch_id"`
 }
 
 func (t *Tracker) readLine(line []byte) {
@@ -348,7 +350,23 @@ func (t *Tracker) readLine(line []byte) {
 		t.emails[l.IdempotencyKey]++
 	case samplejobs.TranscodeDoneMessage:
 		t.done[l.JobID]++
+	case samplejobs.BatchDoneMessage:
+		if t.cbRuns == nil {
+			t.cbRuns = map[string]int{}
+		}
+		t.cbRuns[l.BatchID]++
 	}
+}
+
+// BatchCallbacks returns the runs of batch callbacks the functions' output reports, by batch id.
+func (t *Tracker) BatchCallbacks() map[string]int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	out := make(map[string]int, len(t.cbRuns))
+	for k, v := range t.cbRuns {
+		out[k] = v
+	}
+	return out
 }
 
 // Jobs returns the tracked jobs in the order they were enqueued or sent.

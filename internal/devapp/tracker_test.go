@@ -57,8 +57,8 @@ func TestTrackerQueuesAndRoutes(t *testing.T) {
 	require.Equal(t, 3, qs[2].MaxAttempts)
 	require.Empty(t, qs[2].IdempotencyTable)
 	require.Equal(t, map[string]string{
-		samplejobs.KindSendEmail: base + "EmailQueue", samplejobs.KindPostLedger: base + "LedgerQueue.fifo",
-		samplejobs.KindTranscodeVideo: base + "TranscodeQueue",
+		samplejobs.KindSendEmail: base + "EmailQueue", samplejobs.KindEmailBatchDone: base + "EmailQueue",
+		samplejobs.KindPostLedger: base + "LedgerQueue.fifo", samplejobs.KindTranscodeVideo: base + "TranscodeQueue",
 	}, tr.Routes())
 
 	_, err = devapp.NewTracker(aws.Config{}, &deploy.Deployment{})

@@ -165,6 +165,28 @@ func isURL(s string) bool {
 	return strings.HasPrefix(s, "https://") || strings.HasPrefix(s, "http://")
 }
 
+// StackOutput returns the value of a deployed stack's output key, "" when the stack has none
+// such. It returns an error wrapping ErrStackNotFound if the stack does not exist.
+func (i *Inspector) StackOutput(ctx context.Context, stack, key string) (string, error) {
+	out, err := i.cfn.DescribeStacks(ctx, &cloudformation.DescribeStacksInput{StackName: aws.String(stack)})
+	if err != nil {
+		var ae smithy.APIError
+		if errors.As(err, &ae) && ae.ErrorCode() == "ValidationError" && strings.Contains(ae.ErrorMessage(), "does not exist") {
+			return "", fmt.Errorf("%w: %s", ErrStackNotFound, stack)
+		}
+		return "", fmt.Errorf("inspect: describe stack %s: %w", stack, err)
+	}
+	if len(out.Stacks) == 0 {
+		return "", fmt.Errorf("%w: %s", ErrStackNotFound, stack)
+	}
+	for _, o := range out.Stacks[0].Outputs {
+		if aws.ToString(o.OutputKey) == key {
+			return aws.ToString(o.OutputValue), nil
+		}
+	}
+	return "", nil
+}
+
 // StackQueues reads the queues a deployed stack names in its outputs (JobkitQueue<Name> and
 // JobkitDlq<Name>), sorted by name. A queue without a DLQ output gets the DLQ of its
 // RedrivePolicy, if any. It returns an error wrapping ErrStackNotFound if the stack does not exist.

@@ -1,6 +1,6 @@
 // Command chaos runs jobkit's sample stack offline under faults (package chaos) and prints
 //
-//	CHAOS jobs=<n> lost=<n> duplicate_effects=<n> dead=<n> expected_dead=<n> order_violations=<n> long_job_runs=<n> never_ran_dead=<n> duplicate_deliveries=<n> deadline_batches=<n> seconds=<n>
+//	CHAOS jobs=<n> lost=<n> duplicate_effects=<n> dead=<n> expected_dead=<n> order_violations=<n> long_job_runs=<n> never_ran_dead=<n> duplicate_deliveries=<n> deadline_batches=<n> seconds=<n> batches=<n> callbacks=<n> duplicate_callbacks=<n> missing_callbacks=<n>
 //
 // It exits 1 unless lost=0, duplicate_effects=0, dead=expected_dead, order_violations=0,
 // long_job_runs=1 and never_ran_dead=0, with duplicate_deliveries and deadline_batches above 0

@@ -14,12 +14,14 @@ import (
 	"os/signal"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
@@ -27,6 +29,7 @@ import (
 	"github.com/jobkit-go/jobkit/jobs"
 	"github.com/jobkit-go/jobkit/jobs/inspect"
 	"github.com/jobkit-go/jobkit/jobs/inspect/console"
+	"github.com/jobkit-go/jobkit/jobs/state"
 	"github.com/jobkit-go/jobkit/localstack/emulator"
 )
 
@@ -74,6 +77,8 @@ enqueue'). Either way it then stops what it started — functions, pollers, the 
 the emulator if it started it — and prints
 
   DEV summary: succeeded=<n> retried=<n> dead=<n> lost=<n>
+  DEV batches: opened=<n> callbacks=<n> duplicate_callbacks=<n>
+  DEV unique: sent=<n> deduplicated=<n>
 
 counted from the stack's records (idempotency records, the functions' output, the dead-letter
 queues). lost counts jobs that are neither succeeded nor dead-lettered; it exits 1 when lost > 0.`,
@@ -159,9 +164,9 @@ func runDev(ctx context.Context, a *app, o *devOptions, stdout, stderr io.Writer
 	}
 	stopConsole := serveConsole(ctx, o.console, awsCfg, o.prefix+jobs.DefaultStack, note)
 	defer stopConsole()
-	workload := devapp.DevWorkload()
+	workload, stateDemo := devapp.DevWorkload(), devapp.DevStateDemo()
 	if o.noDemo {
-		workload = devapp.Workload{}
+		workload, stateDemo = devapp.Workload{}, devapp.StateDemo{}
 	}
 	if o.keep && emu.Started {
 		note("dev: --keep: the deployment goes with the emulator this run started and stops")
@@ -169,7 +174,7 @@ func runDev(ctx context.Context, a *app, o *devOptions, stdout, stderr io.Writer
 	start := time.Now()
 	res, runErr := devapp.Run(ctx, devapp.Config{
 		AWS: awsCfg, Root: root, Synth: o.synth, Prefix: o.prefix, Workload: workload,
-		Once: once, Timeout: o.timeout, Display: display, FunctionOutput: logs, Keep: o.keep,
+		Once: once, Timeout: o.timeout, Display: display, FunctionOutput: logs, Keep: o.keep, StateDemo: stateDemo,
 	})
 	if res == nil || res.Census == nil {
 		return runErr
@@ -180,6 +185,9 @@ func runDev(ctx context.Context, a *app, o *devOptions, stdout, stderr io.Writer
 	}
 	if res.Lost > 0 {
 		return fmt.Errorf("dev: %d jobs lost", res.Lost)
+	}
+	if st := res.State; st != nil && (st.DuplicateCallbacks > 0 || st.Callbacks < st.Opened) {
+		return fmt.Errorf("dev: batch callbacks: %d of %d batches called back, %d duplicate runs", st.Callbacks, st.Opened, st.DuplicateCallbacks)
 	}
 	return nil
 }
@@ -194,7 +202,9 @@ func serveConsole(ctx context.Context, addr string, cfg aws.Config, stack string
 	if addr == "" || addr == "off" {
 		return func() {}
 	}
-	srv, err := console.New(ctx, inspect.New(cfg), console.Options{Target: inspect.Target{Stack: stack}})
+	in := inspect.New(cfg)
+	states := &stackStates{in: in, cfg: cfg, stack: stack}
+	srv, err := console.New(ctx, in, console.Options{Target: inspect.Target{Stack: stack}, States: states})
 	if err != nil {
 		note("dev: console: %v", err)
 		return func() {}
@@ -206,8 +216,42 @@ func serveConsole(ctx context.Context, addr string, cfg aws.Config, stack string
 	}
 	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = hs.Serve(ln) }()
-	note("dev: console at http://%s/ (queues, dead jobs, redrive, schedules)", ln.Addr())
+	note("dev: console at http://%s/ (queues, dead jobs, redrive, schedules, job status)", ln.Addr())
 	return func() { _ = hs.Close() }
+}
+
+// stackStates reads job states from the state table the stack names in its JobkitStateTable
+// output, found on first use: the console starts before the stack is deployed.
+type stackStates struct {
+	in    *inspect.Inspector
+	cfg   aws.Config
+	stack string
+
+	mu    sync.Mutex
+	table *state.Table
+}
+
+// JobStatus implements console.StatusReader.
+func (s *stackStates) JobStatus(ctx context.Context, id string) (jobs.JobStatus, error) {
+	s.mu.Lock()
+	t := s.table
+	s.mu.Unlock()
+	if t == nil {
+		name, err := s.in.StackOutput(ctx, s.stack, jobs.OutputStateTable)
+		if err != nil {
+			return jobs.JobStatus{}, err
+		}
+		if name == "" {
+			return jobs.JobStatus{}, fmt.Errorf("the stack %s has no state table (yet)", s.stack)
+		}
+		if t, err = state.New(dynamodb.NewFromConfig(s.cfg), name, nil); err != nil {
+			return jobs.JobStatus{}, err
+		}
+		s.mu.Lock()
+		s.table = t
+		s.mu.Unlock()
+	}
+	return t.JobStatus(ctx, id)
 }
 
 // repoRoot returns root, or when it is empty the repository the working directory is in.
@@ -289,6 +333,10 @@ func report(res *devapp.Result, table bool, total time.Duration, stdout, stderr 
 			total.Round(100*time.Millisecond))
 	}
 	fmt.Fprintln(stdout, res.Summary.String())
+	if s := res.State; s != nil && (s.Opened > 0 || s.UniqueSent > 0) {
+		fmt.Fprintln(stdout, s.BatchLine())
+		fmt.Fprintln(stdout, s.UniqueLine())
+	}
 }
 
 // Progress modes of --progress.

@@ -143,15 +143,32 @@ func (s *Server) apiSchedules(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]any{"schedules": v})
 }
 
-// apiStatus answers a job's status by id. Job states live in the job state table, which jobkit
-// does not deploy yet: without Options.StateTable the answer says it is not deployed.
+// apiStatus answers a job's status by id from the job state table (Options.States): 404 when the
+// table is not deployed or holds no state for the job.
 func (s *Server) apiStatus(w http.ResponseWriter, r *http.Request) {
-	if s.o.StateTable == "" {
+	if s.o.States == nil {
 		writeError(w, http.StatusNotFound, "job status: the job state table is not deployed")
 		return
 	}
-	writeError(w, http.StatusNotImplemented, "job status: reading table %s is not supported by this version", s.o.StateTable)
+	id := r.URL.Query().Get("id")
+	if id == "" || len(id) > maxJobRef {
+		writeError(w, http.StatusBadRequest, "job status: give a job id (1-%d bytes)", maxJobRef)
+		return
+	}
+	st, err := s.o.States.JobStatus(r.Context(), id)
+	if errors.Is(err, jobs.ErrJobNotFound) {
+		writeError(w, http.StatusNotFound, "job status: no state recorded for job %s", text(id, fieldWidth))
+		return
+	}
+	if err != nil {
+		fail(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"job": safeStatus(st)})
 }
+
+// maxJobRef is the longest job id the status lookup takes.
+const maxJobRef = 512
 
 func (s *Server) apiTask(w http.ResponseWriter, r *http.Request) {
 	t, ok := s.tasks.get(r.PathValue("id"))

@@ -11,12 +11,16 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	awsscheduler "github.com/aws/aws-sdk-go-v2/service/scheduler"
 	schedtypes "github.com/aws/aws-sdk-go-v2/service/scheduler/types"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/chromedp/chromedp"
 	"github.com/stretchr/testify/require"
 
+	"github.com/jobkit-go/jobkit/idempotency"
+	"github.com/jobkit-go/jobkit/jobs"
+	"github.com/jobkit-go/jobkit/jobs/state"
 	"github.com/jobkit-go/jobkit/localstack/awstest"
 )
 
@@ -201,3 +205,84 @@ func newHTTPTest(t *testing.T, s *Server) string {
 	t.Cleanup(hs.Close)
 	return hs.URL
 }
+
+// The job status panel in a real browser: a job that succeeded with a result, and one waiting
+// for its retry, looked up by id through the form, from the job state table on the emulator.
+func TestJobStatusInABrowser(t *testing.T) {
+	cfg := awstest.Config(t)
+	name := awstest.CreateTable(t, cfg, "state", idempotency.AttrID, "")
+	db := dynamodb.NewFromConfig(cfg)
+	table, err := state.New(db, name, nil)
+	require.NoError(t, err)
+	f := newFixture(t, Options{States: table, StateTable: name})
+	client, err := jobs.NewClient(f.sqs, jobs.ClientOptions{DefaultQueueURL: f.queue.URL, State: table})
+	require.NoError(t, err)
+	bg := context.Background()
+	done, err := client.Enqueue(bg, statusJob{Image: "cat.png"}, nil)
+	require.NoError(t, err)
+	flaky, err := client.Enqueue(bg, statusJob{Image: "dog.png"}, nil)
+	require.NoError(t, err)
+
+	// The first runs and succeeds through the middleware a worker uses; the second fails once.
+	run := table.Middleware(&state.MiddlewareOptions{Folded: true})(
+		idempotency.Middleware(idempotency.NewDynamoDBStore(db, name), &idempotency.Config{RecordJobs: true})(
+			func(ctx context.Context, row *jobs.JobRow) error {
+				return jobs.SetResult(ctx, map[string]any{"thumbnail": "cat.small.png", "bytes": 18234})
+			}))
+	require.NoError(t, run(bg, &jobs.JobRow{ID: done.ID, Kind: "image.resize", Attempt: 1, QueueURL: f.queue.URL, EncodedArgs: []byte(`{"image":"cat.png"}`)}))
+	require.NoError(t, table.JobSettled(bg, &jobs.JobRow{ID: flaky.ID, Kind: "image.resize", QueueURL: f.queue.URL}, jobs.JobStatus{
+		State: jobs.StateRetrying, Attempt: 1, NextAttemptAt: time.Now().Add(40 * time.Second), LastError: "s3: SlowDown: <script>alert(1)</script>",
+	}))
+
+	ctx := browser(t)
+	dir := os.Getenv(EnvScreenshots)
+	if dir == "" {
+		dir = t.TempDir()
+	}
+	fields := func() map[string]string {
+		var m map[string]string
+		require.NoError(t, chromedp.Run(ctx, chromedp.Evaluate(
+			`Object.fromEntries(Array.from(document.querySelectorAll("#job-status td")).map(c => [c.dataset.field, c.textContent.trim()]))`, &m)))
+		return m
+	}
+	require.NoError(t, chromedp.Run(ctx,
+		chromedp.Navigate(f.http.URL+"/"),
+		chromedp.WaitVisible("#status-form"),
+		chromedp.SendKeys("#status-id", done.ID, chromedp.ByQuery),
+		chromedp.Click("#status-lookup", chromedp.ByQuery),
+		chromedp.WaitVisible("#job-status"),
+	))
+	got := fields()
+	require.Equal(t, "succeeded", got["state"])
+	require.Equal(t, done.ID, got["id"])
+	require.Equal(t, "1", got["attempt"])
+	require.JSONEq(t, `{"thumbnail":"cat.small.png","bytes":18234}`, got["result"])
+	screenshot(t, ctx, dir, "console-job-status")
+
+	require.NoError(t, chromedp.Run(ctx,
+		chromedp.Navigate(f.http.URL+"/?status="+flaky.ID),
+		chromedp.WaitVisible("#job-status"),
+	))
+	got = fields()
+	require.Equal(t, "retrying", got["state"])
+	require.Equal(t, "s3: SlowDown: <script>alert(1)</script>", got["last_error"], "job data shows as text")
+	require.NotEmpty(t, got["next_attempt_at"])
+	var scripts int
+	require.NoError(t, chromedp.Run(ctx, chromedp.Evaluate(`document.querySelectorAll("#job-status script").length`, &scripts)))
+	require.Zero(t, scripts)
+	screenshot(t, ctx, dir, "console-job-status-retrying")
+
+	require.NoError(t, chromedp.Run(ctx,
+		chromedp.Navigate(f.http.URL+"/?status=no-such-job"),
+		chromedp.WaitVisible("#status"),
+	))
+	var msg string
+	require.NoError(t, chromedp.Run(ctx, chromedp.Text("#status", &msg)))
+	require.Contains(t, msg, "no state recorded")
+}
+
+type statusJob struct {
+	Image string `json:"image"`
+}
+
+func (statusJob) Kind() string { return "image.resize" }

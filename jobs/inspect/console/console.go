@@ -27,6 +27,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/jobkit-go/jobkit/jobs"
 	"github.com/jobkit-go/jobkit/jobs/inspect"
 )
 
@@ -49,9 +50,11 @@ type Options struct {
 	// Hosts are the host names (without port) the console answers to besides the loopback names
 	// (localhost, 127.0.0.1, ::1): set it when it listens on another address.
 	Hosts []string
-	// StateTable is the DynamoDB table that holds job states. "" means it is not deployed: the
-	// page says so instead of showing the status form.
+	// StateTable names the DynamoDB table that holds job states (shown on the page).
 	StateTable string
+	// States reads job states by id (a *jobs/state.Table). nil means the job state table is not
+	// deployed: the page says so instead of showing the status form.
+	States StatusReader
 	// ScheduleGroup limits the schedules shown to one group; "" shows every group's.
 	ScheduleGroup string
 	// Refresh is how often the page refreshes queue statistics; 0 means 3 s.
@@ -60,6 +63,11 @@ type Options struct {
 	ListLimit int
 	// Now returns the current time (tests); nil means time.Now.
 	Now func() time.Time
+}
+
+// StatusReader reads a job's state by id; jobs/state.Table implements it.
+type StatusReader interface {
+	JobStatus(ctx context.Context, id string) (jobs.JobStatus, error)
 }
 
 // Server is the console's http.Handler. It is safe for concurrent use.

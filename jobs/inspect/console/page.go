@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"embed"
+	"errors"
 	"html/template"
 	"io/fs"
 	"net/http"
@@ -58,8 +59,10 @@ type pageData struct {
 	SchedulesError string
 
 	StateTable string
+	HasStates  bool // the job state table is deployed: the status form is shown
 	StatusID   string
-	Status     string
+	Status     string      // a message instead of a status (not found, an error)
+	StatusRows []statusRow // the status of StatusID
 }
 
 // page renders the console: queues, the selected queue's dead jobs, a selected job's envelope,
@@ -82,12 +85,7 @@ func (s *Server) page(w http.ResponseWriter, r *http.Request) {
 		wg.Go(func() { s.pageDead(ctx, d) })
 	}
 	wg.Wait()
-	if d.StatusID != "" {
-		d.Status = "job status lookups arrive with the job state table"
-		if d.StateTable == "" {
-			d.Status = "the job state table is not deployed"
-		}
-	}
+	s.pageStatus(ctx, d)
 	var buf bytes.Buffer
 	if err := pageTemplate.Execute(&buf, d); err != nil {
 		writeError(w, http.StatusInternalServerError, "render: %v", err)
@@ -95,6 +93,27 @@ func (s *Server) page(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	_, _ = w.Write(buf.Bytes())
+}
+
+// pageStatus looks up the job status the page asks for, if any.
+func (s *Server) pageStatus(ctx context.Context, d *pageData) {
+	d.HasStates = s.o.States != nil
+	if d.StatusID == "" || !d.HasStates {
+		return
+	}
+	if len(d.StatusID) > maxJobRef {
+		d.Status = "a job id is at most 512 bytes"
+		return
+	}
+	st, err := s.o.States.JobStatus(ctx, d.StatusID)
+	switch {
+	case errors.Is(err, jobs.ErrJobNotFound):
+		d.Status = "no state recorded for this job (never sent with a state table, or expired)"
+	case err != nil:
+		d.Status = text(err.Error(), 2000)
+	default:
+		d.StatusRows = statusRows(st)
+	}
 }
 
 func (s *Server) stack() string {

@@ -3,9 +3,11 @@ package console
 import (
 	"bytes"
 	"encoding/json"
+	"strconv"
 	"strings"
 	"time"
 
+	"github.com/jobkit-go/jobkit/jobs"
 	"github.com/jobkit-go/jobkit/jobs/inspect"
 )
 
@@ -192,4 +194,66 @@ func toScheduleViews(in []inspect.ScheduleInfo) []scheduleView {
 func itoa(n int) string {
 	b, _ := json.Marshal(n)
 	return string(b)
+}
+
+// statusRow is one line of the job status panel.
+type statusRow struct {
+	Name  string
+	Value string
+	Field string // data-field of the value cell
+}
+
+// safeStatus is st with every string made safe like job data (ids, kinds, errors and results
+// come from whoever enqueued or ran the job).
+func safeStatus(st jobs.JobStatus) jobs.JobStatus {
+	st.ID, st.Kind, st.Queue, st.Batch = text(st.ID, fieldWidth), text(st.Kind, fieldWidth), text(st.Queue, fieldWidth), text(st.Batch, fieldWidth)
+	st.LastError, st.Reason, st.DuplicateOf = multiline(st.LastError, bodyWidth), text(st.Reason, fieldWidth), text(st.DuplicateOf, fieldWidth)
+	if len(st.Result) > 0 {
+		if r := multiline(string(st.Result), bodyWidth); json.Valid([]byte(r)) {
+			st.Result = json.RawMessage(r)
+		} else {
+			st.Result = nil
+		}
+	}
+	return st
+}
+
+// statusRows lays out a job's status for the page: the fields it has, in a fixed order.
+func statusRows(st jobs.JobStatus) []statusRow {
+	st = safeStatus(st)
+	ts := func(t time.Time) string {
+		if t.IsZero() {
+			return ""
+		}
+		return t.UTC().Format("2006-01-02 15:04:05.000")
+	}
+	all := []statusRow{
+		{"job id", st.ID, "id"},
+		{"kind", st.Kind, "kind"},
+		{"state", string(st.State), "state"},
+		{"since (UTC)", ts(st.Since), "since"},
+		{"attempt", func() string {
+			if st.Attempt == 0 {
+				return ""
+			}
+			return strconv.Itoa(st.Attempt)
+		}(), "attempt"},
+		{"queue", st.Queue, "queue"},
+		{"batch", st.Batch, "batch"},
+		{"enqueued at (UTC)", ts(st.EnqueuedAt), "enqueued_at"},
+		{"deliver at (UTC)", ts(st.DeliverAt), "deliver_at"},
+		{"next attempt at (UTC)", ts(st.NextAttemptAt), "next_attempt_at"},
+		{"finished at (UTC)", ts(st.FinishedAt), "finished_at"},
+		{"reason", st.Reason, "reason"},
+		{"last error", st.LastError, "last_error"},
+		{"duplicate of", st.DuplicateOf, "duplicate_of"},
+		{"result", string(st.Result), "result"},
+	}
+	rows := all[:0]
+	for _, r := range all {
+		if r.Value != "" {
+			rows = append(rows, r)
+		}
+	}
+	return rows
 }

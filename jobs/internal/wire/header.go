@@ -14,6 +14,7 @@ type Header struct {
 	EnqueuedAt time.Time
 	Key        string
 	Trace      string
+	Batch      string
 }
 
 // ArgsFunc decodes an envelope's args in the same pass as its header. DecodeHeader calls it for
@@ -71,7 +72,7 @@ func DecodeHeader(s string, h *Header, dates *DateCache, onArgs ArgsFunc) (args 
 				}
 			}
 			args, i = s[i:end], end
-		case "id", "kind", "key", "trace":
+		case "id", "kind", "key", "trace", "batch":
 			// The strings, in line: most of an envelope's members.
 			v, next, ok := plainString(s, i)
 			if !ok {
@@ -84,6 +85,8 @@ func DecodeHeader(s string, h *Header, dates *DateCache, onArgs ArgsFunc) (args 
 				h.Kind = v
 			case "key":
 				h.Key = v
+			case "batch":
+				h.Batch = v
 			default:
 				h.Trace = v
 			}
@@ -137,4 +140,4 @@ func unknownMember(key, s string, i int) (int, bool) {
 	return skipValue(s, i)
 }
 
-var envelopeKeys = [...]string{"v", "id", "kind", "args", "enqueued_at", "key", "trace"}
+var envelopeKeys = [...]string{"v", "id", "kind", "args", "enqueued_at", "key", "trace", "batch"}

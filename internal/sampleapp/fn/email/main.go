@@ -12,12 +12,14 @@ import (
 	"github.com/aws/aws-lambda-go/lambda"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/jobkit-go/jobkit/functions/samplejobs"
 	"github.com/jobkit-go/jobkit/idempotency"
 	"github.com/jobkit-go/jobkit/internal/sampleapp/instrument"
 	"github.com/jobkit-go/jobkit/jobs"
 	"github.com/jobkit-go/jobkit/jobs/ratelimit"
+	"github.com/jobkit-go/jobkit/jobs/state"
 )
 
 func main() {
@@ -34,10 +36,20 @@ func main() {
 	workers := jobs.NewWorkers()
 	store := idempotency.NewDynamoDBStore(db, table)
 	cfg.Deliveries = store // as the sample function: attempts count real runs
-	workers.Use(ratelimit.Middleware(ratelimit.NewStore(db, table), samplejobs.EmailRateLimits(), nil),
-		instrument.StartLog(os.Stdout), idempotency.Middleware(store, nil),
+	workers.Use(ratelimit.Middleware(ratelimit.NewStore(db, table), samplejobs.EmailRateLimits(), nil))
+	workers.Use(instrument.StartLog(os.Stdout))
+	idem := &idempotency.Config{}
+	if name := os.Getenv(jobs.EnvStateTable); name != "" {
+		// As the sample function: job states, batch members counted.
+		st, err := state.New(db, name, &state.Options{SQS: sqs.NewFromConfig(awsCfg)})
+		exitOn(err)
+		workers.Use(st.Middleware(&state.MiddlewareOptions{Folded: true}))
+		idem.RecordJobs, cfg.States = true, st
+	}
+	workers.Use(idempotency.Middleware(store, idem),
 		instrument.FaultMiddleware(), instrument.EffectsFromEnv(db).Middleware())
 	jobs.AddWorker(workers, &samplejobs.EmailWorker{Mailer: samplejobs.LogMailer{Logger: cfg.Logger}})
+	jobs.AddWorker(workers, &samplejobs.BatchDoneWorker{Logger: cfg.Logger})
 	lambda.Start(jobs.NewLambdaHandler(workers, cfg))
 }
 

@@ -1,0 +1,169 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"text/tabwriter"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/spf13/cobra"
+
+	"github.com/jobkit-go/jobkit/jobs"
+	"github.com/jobkit-go/jobkit/jobs/state"
+)
+
+// stateTable returns the jobkit state table: --state-table, else the stack's JobkitStateTable
+// output.
+func (s *session) stateTable(flag string) (*state.Table, error) {
+	name := flag
+	if name == "" {
+		out, err := s.in.StackOutput(s.ctx, s.a.stack, jobs.OutputStateTable)
+		if err != nil {
+			return nil, err
+		}
+		if out == "" {
+			return nil, fmt.Errorf("no job state table: stack %s has no %s output; give --state-table", s.a.stack, jobs.OutputStateTable)
+		}
+		name = out
+	}
+	return state.New(dynamodb.NewFromConfig(s.cfg), name, &state.Options{SQS: sqs.NewFromConfig(s.cfg)})
+}
+
+// jobJSON is the document `jobkit job show --json` prints (docs/cli.md).
+type jobJSON struct {
+	Version int            `json:"version"`
+	Job     jobs.JobStatus `json:"job"`
+}
+
+// batchJSON is the document `jobkit batch show --json` prints (docs/cli.md).
+type batchJSON struct {
+	Version int             `json:"version"`
+	Batch   state.BatchInfo `json:"batch"`
+}
+
+func newJobCmd(a *app) *cobra.Command {
+	cmd := &cobra.Command{Use: "job", Short: "Jobs by id: their state in the job state table"}
+	var (
+		asJSON bool
+		table  string
+	)
+	show := &cobra.Command{
+		Use:   "show ID",
+		Short: "Show a job's state: enqueued, running, retrying, succeeded, dead or cancelled",
+		Long: `show prints what the job state table knows of a job: its state and since when, its attempt,
+the next attempt's time and the last error of a retrying job, the reason of a dead one, and the
+result a succeeded job set. Jobs are recorded when a client with a state table sends them.`,
+		Example: `  jobkit job show 01JD3X0Q6S7V9M2D1YB4KQ7E5N
+  jobkit --endpoint http://127.0.0.1:4566 job show 01JD3X0Q6S7V9M2D1YB4KQ7E5N --json`,
+		Args: cobra.ExactArgs(1),
+		RunE: a.verb(func(s *session, args []string) error {
+			t, err := s.stateTable(table)
+			if err != nil {
+				return err
+			}
+			st, err := t.JobStatus(s.ctx, args[0])
+			if errors.Is(err, jobs.ErrJobNotFound) {
+				return fmt.Errorf("job %s: no state recorded (never sent with a state table, or expired)", safe(args[0], idWidth))
+			}
+			if err != nil {
+				return err
+			}
+			return s.print(asJSON, func() any { return jobJSON{Version: jsonVersion, Job: st} }, func(w io.Writer) { printJob(w, st) })
+		}),
+	}
+	show.Flags().BoolVar(&asJSON, "json", false, "print JSON (schema in docs/cli.md)")
+	show.Flags().StringVar(&table, "state-table", "", "the jobkit state table (default: the stack's "+jobs.OutputStateTable+" output)")
+	cmd.AddCommand(show)
+	return cmd
+}
+
+func printJob(w io.Writer, st jobs.JobStatus) {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	row := func(k, v string) {
+		if v != "" {
+			fmt.Fprintf(tw, "%s\t%s\n", k, v)
+		}
+	}
+	row("id", safe(st.ID, valueWidth))
+	row("kind", safe(st.Kind, kindWidth))
+	row("state", string(st.State))
+	row("since", when(st.Since))
+	if st.Attempt > 0 {
+		row("attempt", fmt.Sprint(st.Attempt))
+	}
+	row("queue", safe(st.Queue, valueWidth))
+	row("batch", safe(st.Batch, valueWidth))
+	row("enqueued at", when(st.EnqueuedAt))
+	row("deliver at", when(st.DeliverAt))
+	row("next attempt at", when(st.NextAttemptAt))
+	row("finished at", when(st.FinishedAt))
+	row("reason", safe(st.Reason, reasonWidth))
+	row("last error", safe(st.LastError, textWidth))
+	row("duplicate of", safe(st.DuplicateOf, valueWidth))
+	row("result", safe(string(st.Result), textWidth))
+	tw.Flush()
+}
+
+func when(t time.Time) string {
+	if t.IsZero() {
+		return ""
+	}
+	return t.UTC().Format(time.RFC3339Nano)
+}
+
+func newBatchCmd(a *app) *cobra.Command {
+	cmd := &cobra.Command{Use: "batch", Short: "Fan-out batches: members, counts and callback"}
+	var (
+		asJSON bool
+		table  string
+	)
+	show := &cobra.Command{
+		Use:   "show ID",
+		Short: "Show a batch: members added, pending, succeeded, dead, and its callback",
+		Example: `  jobkit batch show 01JD3X0Q6S7V9M2D1YB4KQ7E5N
+  jobkit --endpoint http://127.0.0.1:4566 batch show 01JD3X0Q6S7V9M2D1YB4KQ7E5N --json`,
+		Args: cobra.ExactArgs(1),
+		RunE: a.verb(func(s *session, args []string) error {
+			t, err := s.stateTable(table)
+			if err != nil {
+				return err
+			}
+			info, err := t.BatchStatus(s.ctx, args[0])
+			if err != nil {
+				return err
+			}
+			return s.print(asJSON, func() any { return batchJSON{Version: jsonVersion, Batch: info} }, func(w io.Writer) { printBatch(w, info) })
+		}),
+	}
+	show.Flags().BoolVar(&asJSON, "json", false, "print JSON (schema in docs/cli.md)")
+	show.Flags().StringVar(&table, "state-table", "", "the jobkit state table (default: the stack's "+jobs.OutputStateTable+" output)")
+	cmd.AddCommand(show)
+	return cmd
+}
+
+func printBatch(w io.Writer, b state.BatchInfo) {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	status := "open"
+	switch {
+	case b.Done():
+		status = "done (callback sent)"
+	case b.Sealed:
+		status = "closed (waiting for members)"
+	}
+	fmt.Fprintf(tw, "id\t%s\n", safe(b.ID, valueWidth))
+	fmt.Fprintf(tw, "status\t%s\n", status)
+	fmt.Fprintf(tw, "members\t%d\n", b.Total)
+	fmt.Fprintf(tw, "pending\t%d\n", b.Pending)
+	fmt.Fprintf(tw, "succeeded\t%d\n", b.Succeeded)
+	fmt.Fprintf(tw, "dead\t%d\n", b.Dead)
+	fmt.Fprintf(tw, "shards\t%d\n", b.Shards)
+	fmt.Fprintf(tw, "callback\t%s (%s)\n", safe(b.CallbackKind, kindWidth), safe(b.CallbackID, valueWidth))
+	if b.Done() {
+		fmt.Fprintf(tw, "callback sent at\t%s\n", when(b.CallbackSentAt))
+	}
+	fmt.Fprintf(tw, "created at\t%s\n", when(b.CreatedAt))
+	tw.Flush()
+}

@@ -1,0 +1,263 @@
+package jobs
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+)
+
+// JobState is where a job is in its life, as the job state table records it.
+type JobState string
+
+// Job states.
+const (
+	StateEnqueued  JobState = "enqueued"  // sent (or scheduled), not yet run
+	StateRunning   JobState = "running"   // an attempt is running (Attempt, Since)
+	StateRetrying  JobState = "retrying"  // an attempt failed; the next is due at NextAttemptAt (LastError)
+	StateSucceeded JobState = "succeeded" // done (FinishedAt, Result)
+	StateDead      JobState = "dead"      // dead-lettered (Reason, LastError)
+	StateCancelled JobState = "cancelled" // the worker returned Cancel, or the delayed job was cancelled
+)
+
+// JobStatus is what the job state table knows about one job.
+type JobStatus struct {
+	ID            string          `json:"id"`
+	Kind          string          `json:"kind,omitempty"`
+	State         JobState        `json:"state"`
+	Queue         string          `json:"queue,omitempty"`
+	Batch         string          `json:"batch,omitempty"`          // the fan-out batch the job belongs to
+	Attempt       int             `json:"attempt,omitempty"`        // the attempt running, or the last one
+	EnqueuedAt    time.Time       `json:"enqueued_at,omitzero"`     // when the producer sent it
+	DeliverAt     time.Time       `json:"deliver_at,omitzero"`      // delayed jobs: when it becomes visible
+	Since         time.Time       `json:"since,omitzero"`           // when the current state began
+	NextAttemptAt time.Time       `json:"next_attempt_at,omitzero"` // retrying: when the next attempt is due
+	FinishedAt    time.Time       `json:"finished_at,omitzero"`     // succeeded, dead, cancelled
+	LastError     string          `json:"last_error,omitempty"`     // retrying, dead, cancelled
+	Reason        string          `json:"reason,omitempty"`         // dead, cancelled: the dead-letter reason
+	Result        json.RawMessage `json:"result,omitempty"`         // succeeded: what the worker set with SetResult
+	DuplicateOf   string          `json:"duplicate_of,omitempty"`   // succeeded as a duplicate of this job (same idempotency key)
+}
+
+// EnqueuedJob is a job a Client records as enqueued, before it sends it.
+type EnqueuedJob struct {
+	ID, Kind, Key, Queue, Batch string
+	EnqueuedAt                  time.Time
+	DeliverAt                   time.Time // zero: at once
+}
+
+// StateStore keeps job states, unique keys and batch membership: package jobs/state implements
+// it on the jobkit state table (DynamoDB). A Client with ClientOptions.State records each job it
+// sends, honours EnqueueOpts.Unique and answers Status; the runtime with Config.States records
+// retries and dead letters.
+type StateStore interface {
+	// JobsEnqueued records jobs as enqueued; the Client calls it before sending them.
+	JobsEnqueued(ctx context.Context, jobs []EnqueuedJob) error
+	// JobsNotSent forgets jobs JobsEnqueued recorded that the Client then failed to send.
+	JobsNotSent(ctx context.Context, ids []string) error
+	// ReserveUnique reserves the unique key of kind for job id until until. It returns the id of
+	// the job that holds the key: id itself when the reservation is new.
+	ReserveUnique(ctx context.Context, kind, key, id string, until, now time.Time) (holder string, err error)
+	// ReleaseUnique gives up id's reservation of the key (its job was not sent).
+	ReleaseUnique(ctx context.Context, kind, key, id string) error
+	// JobStatus returns the status of job id, or an error wrapping ErrJobNotFound.
+	JobStatus(ctx context.Context, id string) (JobStatus, error)
+	// JobSettled records a failed attempt's outcome: StateRetrying, StateDead or StateCancelled
+	// (the runtime calls it; a dead job's batch is told before the dead-letter send).
+	JobSettled(ctx context.Context, row *JobRow, st JobStatus) error
+}
+
+// ErrJobNotFound: the job state table holds no state for the job (never enqueued through a Client
+// with a StateStore, or expired).
+var ErrJobNotFound = errors.New("jobs: no state recorded for the job")
+
+// ErrNoStateStore is returned by Status, and for EnqueueOpts.Unique, on a Client without
+// ClientOptions.State.
+var ErrNoStateStore = errors.New("jobs: the client has no StateStore (ClientOptions.State)")
+
+// Errors about unique jobs, returned (in an *InvalidJobError) before any AWS call.
+var (
+	ErrInvalidUnique = errors.New("jobs: invalid unique options (a key of 1-512 bytes and a positive window)")
+	ErrUniqueInBatch = errors.New("jobs: unique jobs are enqueued one at a time (Enqueue), not in EnqueueBatch")
+)
+
+// UniqueOpts make a job unique by key over a window, like river's UniqueOpts: a second enqueue of
+// the same kind and key inside the window sends nothing and returns the first job's id, with
+// EnqueueResult.Duplicate set. The key is reserved with a conditional write in the state table,
+// so it holds across producers, on Standard and FIFO queues, and for delayed jobs alike.
+type UniqueOpts struct {
+	Key    string        // the uniqueness key (with the kind); 1-512 bytes
+	Window time.Duration // how long the key holds from the first enqueue; > 0
+}
+
+// MaxUniqueKey is the longest UniqueOpts.Key.
+const MaxUniqueKey = 512
+
+func (u *UniqueOpts) check() error {
+	if u.Key == "" || len(u.Key) > MaxUniqueKey || u.Window <= 0 {
+		return fmt.Errorf("%w: key %d bytes, window %s", ErrInvalidUnique, len(u.Key), u.Window)
+	}
+	return nil
+}
+
+// Status returns the state of job id from the job state table.
+func (c *Client) Status(ctx context.Context, id string) (JobStatus, error) {
+	if c.opts.State == nil {
+		return JobStatus{}, ErrNoStateStore
+	}
+	if id == "" {
+		return JobStatus{}, errors.New("jobs: Status: empty job id")
+	}
+	return c.opts.State.JobStatus(ctx, id)
+}
+
+// MaxResultSize is the largest result SetResult keeps (its JSON): results share the job's state
+// item, which DynamoDB bills per KiB.
+const MaxResultSize = 1024
+
+// ErrResultTooLarge is returned by SetResult for a result whose JSON exceeds MaxResultSize.
+var ErrResultTooLarge = fmt.Errorf("jobs: a job result is at most %d bytes of JSON", MaxResultSize)
+
+// ErrNoResultSlot is returned by SetResult outside a job run by a middleware that records results
+// (idempotency.Middleware with RecordJobs, or jobs/state's middleware).
+var ErrNoResultSlot = errors.New("jobs: no job result is recorded here (SetResult outside a job with job states)")
+
+type resultKey struct{}
+
+// ResultSlot holds the result a job sets with SetResult. Middleware that records job states makes
+// one with WithResultSlot.
+type ResultSlot struct {
+	mu  sync.Mutex
+	raw json.RawMessage
+}
+
+// Get returns the result set, or nil.
+func (s *ResultSlot) Get() json.RawMessage {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.raw
+}
+
+// WithResultSlot returns ctx carrying a new ResultSlot for SetResult, and the slot.
+func WithResultSlot(ctx context.Context) (context.Context, *ResultSlot) {
+	s := &ResultSlot{}
+	return context.WithValue(ctx, resultKey{}, s), s
+}
+
+// SetResult records v (encoded as JSON, at most MaxResultSize bytes) as the running job's result:
+// Client.Status shows it once the job has succeeded. The last call wins.
+func SetResult(ctx context.Context, v any) error {
+	s, _ := ctx.Value(resultKey{}).(*ResultSlot)
+	if s == nil {
+		return ErrNoResultSlot
+	}
+	raw, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Errorf("jobs: SetResult: %w", err)
+	}
+	if len(raw) > MaxResultSize {
+		return fmt.Errorf("%w: %d bytes", ErrResultTooLarge, len(raw))
+	}
+	s.mu.Lock()
+	s.raw = raw
+	s.mu.Unlock()
+	return nil
+}
+
+// enqueued is p as the state table records it.
+func (p *prepared) enqueued() EnqueuedJob {
+	return EnqueuedJob{ID: p.id, Kind: p.kind, Key: p.key, Queue: p.queue, Batch: p.batch, EnqueuedAt: p.now, DeliverAt: p.at}
+}
+
+// reserve reserves p's unique key, if any, and records p as enqueued. dup reports a unique key
+// held by another job: res then names that job and nothing is to be sent.
+func (c *Client) reserve(ctx context.Context, p *prepared, res *EnqueueResult) (dup bool, err error) {
+	st := c.opts.State
+	if p.unique != nil {
+		holder, err := st.ReserveUnique(ctx, p.kind, p.unique.Key, p.id, p.now.Add(p.unique.Window), p.now)
+		if err != nil {
+			return false, &SendError{Kind: p.kind, ID: p.id, QueueURL: p.queue, Err: fmt.Errorf("reserve unique key: %w", err)}
+		}
+		if holder != p.id {
+			res.ID, res.Duplicate, res.Scheduled, res.DeliverAt = holder, true, false, time.Time{}
+			return true, nil
+		}
+		p.reserved = true
+	}
+	if err := st.JobsEnqueued(ctx, []EnqueuedJob{p.enqueued()}); err != nil {
+		c.releaseUnique(ctx, p)
+		return false, &SendError{Kind: p.kind, ID: p.id, QueueURL: p.queue, Err: fmt.Errorf("record job state: %w", err)}
+	}
+	return false, nil
+}
+
+// recordBatch records the jobs of an EnqueueBatch as enqueued; on failure every result carries
+// the error and nothing is sent.
+func (c *Client) recordBatch(ctx context.Context, preps []prepared, results []EnqueueResult) error {
+	list := make([]EnqueuedJob, len(preps))
+	for i := range preps {
+		list[i] = preps[i].enqueued()
+	}
+	err := c.opts.State.JobsEnqueued(ctx, list)
+	if err != nil {
+		for i := range results {
+			results[i].Err = &SendError{Kind: preps[i].kind, ID: preps[i].id, QueueURL: preps[i].queue, Err: fmt.Errorf("record job state: %w", err)}
+		}
+	}
+	return err
+}
+
+// notSent forgets the states and unique keys of jobs that were not sent. It is best effort: a job
+// left "enqueued" that was never sent is the one inaccuracy a failure here leaves.
+func (c *Client) notSent(ctx context.Context, ps []*prepared) {
+	if c.opts.State == nil || len(ps) == 0 {
+		return
+	}
+	ids := make([]string, len(ps))
+	for i, p := range ps {
+		ids[i] = p.id
+		c.releaseUnique(ctx, p)
+	}
+	_ = c.opts.State.JobsNotSent(context.WithoutCancel(ctx), ids)
+}
+
+func (c *Client) releaseUnique(ctx context.Context, p *prepared) {
+	if p.reserved {
+		_ = c.opts.State.ReleaseUnique(context.WithoutCancel(ctx), p.kind, p.unique.Key, p.id)
+		p.reserved = false
+	}
+}
+
+// recordState records a failed attempt's outcome in Config.States, if set. A retry's failure to
+// record is logged and ignored (the state catches up on the next attempt); the caller decides
+// what a dead job's failure means.
+func (b *batch) recordState(r *record, state JobState, reason string, jobErr error) error {
+	st := b.h.cfg.States
+	if st == nil || r.row.ID == "" {
+		return nil
+	}
+	now := time.Now().UTC()
+	js := JobStatus{
+		ID: r.row.ID, Kind: r.row.Kind, State: state, Queue: r.row.QueueURL, Batch: r.row.Batch,
+		Attempt: r.row.Attempt, Since: now, Reason: reason,
+	}
+	if jobErr != nil {
+		js.LastError = truncateUTF8(errString(jobErr), maxStateError)
+	}
+	if state == StateRetrying {
+		js.NextAttemptAt = now.Add(r.delay)
+	} else {
+		js.FinishedAt = now
+	}
+	err := st.JobSettled(b.postCtx, &r.row, js)
+	if err != nil && state == StateRetrying {
+		b.logRecord(slog.LevelWarn, r, "job state not recorded", err)
+	}
+	return err
+}
+
+// maxStateError is the most of an error's text a job state keeps.
+const maxStateError = 1024

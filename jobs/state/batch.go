@@ -1,0 +1,583 @@
+package state
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+
+	"github.com/jobkit-go/jobkit/idempotency"
+	"github.com/jobkit-go/jobkit/jobs"
+)
+
+// Shard counts of a batch.
+const (
+	DefaultShards = 32
+	MaxShards     = 1000
+)
+
+// CallbackLease is how long a run that takes a batch's callback has to send it before another
+// may.
+const CallbackLease = 30 * time.Second
+
+// Batch attributes.
+const (
+	attrShards     = "shards"
+	attrShardsLeft = "shards_left"
+	attrSealed     = "sealed"
+	attrCbKind     = "callback_kind"
+	attrCbArgs     = "callback_args"
+	attrCbQueue    = "callback_queue"
+	attrCbGroup    = "callback_group"
+	attrCbLease    = "callback_lease"
+	attrCbSent     = "callback_sent"
+	attrCreatedAt  = "created_at"
+	attrPending    = "pending"
+	attrAdded      = "added"
+	attrSucceeded  = "succeeded"
+	attrDead       = "dead"
+	attrClosed     = "closed"
+)
+
+// Errors about batches.
+var (
+	ErrBatchSealed   = errors.New("state: the batch is closed: no member can be added")
+	ErrBatchNotFound = errors.New("state: no such batch")
+	ErrBatchExists   = errors.New("state: a batch with this id exists")
+	ErrNoCallback    = errors.New("state: a batch needs a callback job (BatchOpts.Callback) with a kind")
+	ErrInvalidBatch  = errors.New("state: invalid batch id (1-200 ASCII letters, digits or punctuation, no '#')")
+)
+
+// CallbackPendingError: another run holds the batch's callback lease until Until.
+type CallbackPendingError struct {
+	Batch string
+	Until time.Time
+}
+
+func (e *CallbackPendingError) Error() string {
+	return fmt.Sprintf("state: batch %q: another run is sending the callback (lease until %s)", e.Batch, e.Until.UTC().Format(time.RFC3339))
+}
+
+// BatchResult is what a batch's callback job learns: embed it in the callback's args type.
+//
+//	type ReportReady struct {
+//		state.BatchResult
+//		Report string `json:"report"`
+//	}
+type BatchResult struct {
+	BatchID   string `json:"batch_id"`
+	Total     int    `json:"total"`
+	Succeeded int    `json:"succeeded"`
+	Dead      int    `json:"dead"`
+}
+
+// BatchOpts shape a new batch.
+type BatchOpts struct {
+	// ID is the batch id; empty means a new ULID.
+	ID string
+	// Callback is the job enqueued once every member has succeeded or died: its JSON object
+	// gets the BatchResult members (batch_id, total, succeeded, dead) set.
+	Callback jobs.JobArgs
+	// Queue overrides the queue the callback's kind is routed to; GroupID is its FIFO group.
+	Queue, GroupID string
+}
+
+// BatchInfo is a batch's state (BatchStatus).
+type BatchInfo struct {
+	ID             string    `json:"id"`
+	Shards         int       `json:"shards"`
+	Sealed         bool      `json:"sealed"` // closed: no member can be added
+	Total          int       `json:"total"`
+	Pending        int       `json:"pending"`
+	Succeeded      int       `json:"succeeded"`
+	Dead           int       `json:"dead"`
+	CallbackKind   string    `json:"callback_kind"`
+	CallbackID     string    `json:"callback_id"`
+	CallbackSentAt time.Time `json:"callback_sent_at,omitzero"`
+	CreatedAt      time.Time `json:"created_at,omitzero"`
+}
+
+// Done reports whether the batch's callback has been sent.
+func (b *BatchInfo) Done() bool { return !b.CallbackSentAt.IsZero() }
+
+// Batch is an open fan-out batch: Add members, then Close it.
+type Batch struct {
+	ID     string
+	t      *Table
+	client *jobs.Client
+	shards int
+}
+
+// CallbackID returns the id of a batch's callback job.
+func CallbackID(batch string) string { return batch + ".callback" }
+
+func metaKey(batch string) string         { return PrefixBatch + batch }
+func shardKey(batch string, k int) string { return PrefixBatch + batch + "#" + strconv.Itoa(k) }
+func shardOf(member string, shards int) int {
+	h := fnv.New32a()
+	_, _ = h.Write([]byte(member))
+	return int(h.Sum32() % uint32(shards))
+}
+
+func validBatchID(id string) bool {
+	if len(id) == 0 || len(id) > 200 {
+		return false
+	}
+	for i := 0; i < len(id); i++ {
+		if c := id[i]; c < '!' || c > '~' || c == '#' {
+			return false
+		}
+	}
+	return true
+}
+
+// OpenBatch creates a batch whose members and callback client sends: one PutItem. The callback
+// is routed as client routes its kind, unless opts.Queue says otherwise.
+func (t *Table) OpenBatch(ctx context.Context, client *jobs.Client, opts BatchOpts) (*Batch, error) {
+	if client == nil {
+		return nil, errors.New("state: OpenBatch: nil client")
+	}
+	if opts.Callback == nil || opts.Callback.Kind() == "" {
+		return nil, ErrNoCallback
+	}
+	id := opts.ID
+	if id == "" {
+		id = jobs.NewID()
+	}
+	if !validBatchID(id) {
+		return nil, fmt.Errorf("%w: %q", ErrInvalidBatch, id)
+	}
+	queue := opts.Queue
+	if queue == "" {
+		queue = client.QueueFor(opts.Callback.Kind())
+	}
+	if queue == "" {
+		return nil, fmt.Errorf("state: OpenBatch: %w", jobs.ErrNoQueue)
+	}
+	if jobs.IsFIFOQueue(queue) && opts.GroupID == "" {
+		return nil, fmt.Errorf("state: OpenBatch: %w", jobs.ErrGroupRequired)
+	}
+	args, err := json.Marshal(opts.Callback)
+	if err != nil {
+		return nil, fmt.Errorf("state: OpenBatch: %w: %w", jobs.ErrEncodeArgs, err)
+	}
+	var obj map[string]json.RawMessage
+	if err := json.Unmarshal(args, &obj); err != nil || obj == nil {
+		return nil, fmt.Errorf("state: OpenBatch: the callback's args must encode as a JSON object: %s", args)
+	}
+	now := t.o.Now()
+	item := map[string]types.AttributeValue{
+		idempotency.AttrID:         s(metaKey(id)),
+		idempotency.AttrExpiration: n(now.Add(t.o.Expiry).Unix()),
+		attrShards:                 n(int64(t.o.Shards)),
+		attrShardsLeft:             n(int64(t.o.Shards)),
+		attrSealed:                 &types.AttributeValueMemberBOOL{Value: false},
+		attrCbKind:                 s(opts.Callback.Kind()),
+		attrCbArgs:                 s(string(args)),
+		attrCbQueue:                s(queue),
+		attrCreatedAt:              ms(now),
+	}
+	if opts.GroupID != "" {
+		item[attrCbGroup] = s(opts.GroupID)
+	}
+	cond := expression.AttributeNotExists(expression.Name(idempotency.AttrID))
+	expr, _ := expression.NewBuilder().WithCondition(cond).Build()
+	_, err = t.db.PutItem(ctx, &dynamodb.PutItemInput{
+		TableName: aws.String(t.name), Item: item,
+		ConditionExpression: expr.Condition(), ExpressionAttributeNames: expr.Names(),
+	})
+	var ccf *types.ConditionalCheckFailedException
+	if errors.As(err, &ccf) {
+		return nil, fmt.Errorf("%w: %q", ErrBatchExists, id)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("state: open batch %q: %w", id, err)
+	}
+	return &Batch{ID: id, t: t, client: client, shards: t.o.Shards}, nil
+}
+
+// Batch returns the open batch id, to add members to or close (from another process than the
+// one that opened it).
+func (t *Table) Batch(ctx context.Context, client *jobs.Client, id string) (*Batch, error) {
+	shards, err := t.batchShards(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	return &Batch{ID: id, t: t, client: client, shards: shards}, nil
+}
+
+// Add enqueues members of the batch (with the client's EnqueueBatch, so the client needs
+// ClientOptions.State). Each member's shard counter is raised before it is sent, on the condition
+// that the batch is not yet closed (ErrBatchSealed), and lowered again for members not sent.
+func (b *Batch) Add(ctx context.Context, members []jobs.BatchJob) ([]jobs.EnqueueResult, error) {
+	if b.client == nil {
+		return nil, errors.New("state: Batch.Add: no client")
+	}
+	list := make([]jobs.BatchJob, len(members))
+	perShard := map[int]int64{}
+	for i, m := range members {
+		var o jobs.EnqueueOpts
+		if m.Opts != nil {
+			o = *m.Opts
+		}
+		if o.ID == "" {
+			o.ID = jobs.NewID()
+		}
+		o.Batch = b.ID
+		list[i] = jobs.BatchJob{Args: m.Args, Opts: &o}
+		perShard[shardOf(o.ID, b.shards)]++
+	}
+	var raised []int
+	for k, c := range perShard {
+		if err := b.raise(ctx, k, c, true); err != nil {
+			for _, r := range raised {
+				_ = b.raise(context.WithoutCancel(ctx), r, -perShard[r], false)
+			}
+			return nil, err
+		}
+		raised = append(raised, k)
+	}
+	results, err := b.client.EnqueueBatch(ctx, list)
+	unsent := map[int]int64{}
+	for i := range results {
+		if results[i].Err != nil {
+			unsent[shardOf(list[i].Opts.ID, b.shards)]++
+		}
+	}
+	for k, c := range unsent {
+		_ = b.raise(context.WithoutCancel(ctx), k, -c, false)
+	}
+	return results, err
+}
+
+// raise adds c members to shard k (open: on the condition that the batch is not sealed).
+func (b *Batch) raise(ctx context.Context, k int, c int64, open bool) error {
+	up := expression.Add(expression.Name(attrPending), expression.Value(c)).
+		Add(expression.Name(attrAdded), expression.Value(c)).
+		Set(expression.Name(idempotency.AttrExpiration), expression.Value(b.t.o.Now().Add(b.t.o.Expiry).Unix()))
+	expr, err := expression.NewBuilder().WithUpdate(up).Build()
+	if err != nil {
+		return err
+	}
+	update := &types.Update{
+		TableName: aws.String(b.t.name), Key: key(shardKey(b.ID, k)), UpdateExpression: expr.Update(),
+		ExpressionAttributeNames: expr.Names(), ExpressionAttributeValues: expr.Values(),
+	}
+	if !open {
+		_, err := b.t.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+			TableName: update.TableName, Key: update.Key, UpdateExpression: update.UpdateExpression,
+			ExpressionAttributeNames: update.ExpressionAttributeNames, ExpressionAttributeValues: update.ExpressionAttributeValues,
+		})
+		return err
+	}
+	cond, _ := expression.NewBuilder().WithCondition(expression.Name(attrSealed).Equal(expression.Value(false))).Build()
+	_, err = b.t.db.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: []types.TransactWriteItem{
+		{ConditionCheck: &types.ConditionCheck{
+			TableName: aws.String(b.t.name), Key: key(metaKey(b.ID)), ConditionExpression: cond.Condition(),
+			ExpressionAttributeNames: cond.Names(), ExpressionAttributeValues: cond.Values(),
+		}},
+		{Update: update},
+	}})
+	if cancelled(err, 0) {
+		return fmt.Errorf("%w: %q", ErrBatchSealed, b.ID)
+	}
+	if err != nil {
+		return fmt.Errorf("state: add to batch %q: %w", b.ID, err)
+	}
+	return nil
+}
+
+// Close seals the batch (no more members) and, if every member has already ended, sends the
+// callback. Call it once every Add has returned; it is safe to repeat.
+func (b *Batch) Close(ctx context.Context) error {
+	up := expression.Set(expression.Name(attrSealed), expression.Value(true))
+	expr, _ := expression.NewBuilder().WithUpdate(up).
+		WithCondition(expression.AttributeExists(expression.Name(idempotency.AttrID))).Build()
+	_, err := b.t.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName: aws.String(b.t.name), Key: key(metaKey(b.ID)), UpdateExpression: expr.Update(),
+		ConditionExpression: expr.Condition(), ExpressionAttributeNames: expr.Names(), ExpressionAttributeValues: expr.Values(),
+	})
+	var ccf *types.ConditionalCheckFailedException
+	if errors.As(err, &ccf) {
+		return fmt.Errorf("%w: %q", ErrBatchNotFound, b.ID)
+	}
+	if err != nil {
+		return fmt.Errorf("state: close batch %q: %w", b.ID, err)
+	}
+	for k := 0; k < b.shards; k++ {
+		if err := b.t.closeShard(ctx, b.ID, k); err != nil {
+			return err
+		}
+	}
+	return b.t.maybeCallback(ctx, b.ID, b.shards, b.client)
+}
+
+// cancelled reports whether err is a cancelled transaction whose item i failed its condition.
+func cancelled(err error, i int) bool {
+	var tce *types.TransactionCanceledException
+	if !errors.As(err, &tce) || i >= len(tce.CancellationReasons) {
+		return false
+	}
+	return aws.ToString(tce.CancellationReasons[i].Code) == "ConditionalCheckFailed"
+}
+
+var shardCache sync.Map // batch id → its shard count (never changes)
+
+// batchShards returns a batch's shard count, read once per process.
+func (t *Table) batchShards(ctx context.Context, batch string) (int, error) {
+	if v, ok := shardCache.Load(t.name + "\x00" + batch); ok {
+		return v.(int), nil
+	}
+	item, err := t.get(ctx, metaKey(batch))
+	if err != nil {
+		return 0, err
+	}
+	shards := int(num(item, attrShards))
+	if item == nil || shards < 1 {
+		return 0, fmt.Errorf("%w: %q", ErrBatchNotFound, batch)
+	}
+	shardCache.Store(t.name+"\x00"+batch, shards)
+	return shards, nil
+}
+
+// memberDone counts a member's end in its batch once (succeeded or dead), with up applied to its
+// job item in the same transaction, then advances the batch.
+func (t *Table) memberDone(ctx context.Context, row *jobs.JobRow, up expression.UpdateBuilder, succeeded bool) error {
+	shards, err := t.batchShards(ctx, row.Batch)
+	if err != nil {
+		return err
+	}
+	k := shardOf(row.ID, shards)
+	outcome, counter := "dead", attrDead
+	if succeeded {
+		outcome, counter = "succeeded", attrSucceeded
+	}
+	jexpr, err := expression.NewBuilder().
+		WithUpdate(up.Set(expression.Name(attrBatchCounted), expression.Value(outcome))).
+		WithCondition(expression.AttributeNotExists(expression.Name(attrBatchCounted))).Build()
+	if err != nil {
+		return err
+	}
+	sexpr, err := expression.NewBuilder().WithUpdate(
+		expression.Add(expression.Name(attrPending), expression.Value(-1)).Add(expression.Name(counter), expression.Value(1))).Build()
+	if err != nil {
+		return err
+	}
+	_, err = t.db.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: []types.TransactWriteItem{
+		{Update: &types.Update{
+			TableName: aws.String(t.name), Key: jobKey(row.ID), UpdateExpression: jexpr.Update(),
+			ConditionExpression: jexpr.Condition(), ExpressionAttributeNames: jexpr.Names(), ExpressionAttributeValues: jexpr.Values(),
+		}},
+		{Update: &types.Update{
+			TableName: aws.String(t.name), Key: key(shardKey(row.Batch, k)), UpdateExpression: sexpr.Update(),
+			ExpressionAttributeNames: sexpr.Names(), ExpressionAttributeValues: sexpr.Values(),
+		}},
+	}})
+	if err != nil && !cancelled(err, 0) { // cancelled on item 0: counted before (a duplicate delivery)
+		return fmt.Errorf("state: count job %q in batch %q: %w", row.ID, row.Batch, err)
+	}
+	if err := t.closeShard(ctx, row.Batch, k); err != nil {
+		return err
+	}
+	return t.maybeCallback(ctx, row.Batch, shards, nil)
+}
+
+// closeShard closes shard k of batch once it has no pending member and the batch is sealed,
+// lowering the batch's count of open shards in the same transaction.
+func (t *Table) closeShard(ctx context.Context, batch string, k int) error {
+	sh, err := t.get(ctx, shardKey(batch, k))
+	if err != nil {
+		return err
+	}
+	if num(sh, attrPending) > 0 || boolean(sh, attrClosed) {
+		return nil
+	}
+	sexpr, err := expression.NewBuilder().
+		WithUpdate(expression.Set(expression.Name(attrClosed), expression.Value(true))).
+		WithCondition(expression.AttributeNotExists(expression.Name(attrClosed)).And(
+			expression.AttributeNotExists(expression.Name(attrPending)).Or(expression.Name(attrPending).Equal(expression.Value(0))))).Build()
+	if err != nil {
+		return err
+	}
+	mexpr, err := expression.NewBuilder().
+		WithUpdate(expression.Add(expression.Name(attrShardsLeft), expression.Value(-1))).
+		WithCondition(expression.Name(attrSealed).Equal(expression.Value(true))).Build()
+	if err != nil {
+		return err
+	}
+	_, err = t.db.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: []types.TransactWriteItem{
+		{Update: &types.Update{
+			TableName: aws.String(t.name), Key: key(shardKey(batch, k)), UpdateExpression: sexpr.Update(),
+			ConditionExpression: sexpr.Condition(), ExpressionAttributeNames: sexpr.Names(), ExpressionAttributeValues: sexpr.Values(),
+		}},
+		{Update: &types.Update{
+			TableName: aws.String(t.name), Key: key(metaKey(batch)), UpdateExpression: mexpr.Update(),
+			ConditionExpression: mexpr.Condition(), ExpressionAttributeNames: mexpr.Names(), ExpressionAttributeValues: mexpr.Values(),
+		}},
+	}})
+	if err != nil && !cancelled(err, 0) && !cancelled(err, 1) { // closed by another run, or not sealed yet
+		return fmt.Errorf("state: close shard %d of batch %q: %w", k, batch, err)
+	}
+	return nil
+}
+
+// maybeCallback sends the batch's callback once no shard is open: it takes the callback lease
+// (a conditional write), sends the callback job (through client when set, else Options.SQS) and
+// marks it sent.
+func (t *Table) maybeCallback(ctx context.Context, batch string, shards int, client *jobs.Client) error {
+	meta, err := t.get(ctx, metaKey(batch))
+	if err != nil {
+		return err
+	}
+	if meta == nil {
+		return fmt.Errorf("%w: %q", ErrBatchNotFound, batch)
+	}
+	if num(meta, attrShardsLeft) > 0 || num(meta, attrCbSent) > 0 {
+		return nil
+	}
+	now := t.o.Now()
+	until := now.Add(CallbackLease)
+	cond := expression.Name(attrShardsLeft).Equal(expression.Value(0)).
+		And(expression.AttributeNotExists(expression.Name(attrCbSent))).
+		And(expression.AttributeNotExists(expression.Name(attrCbLease)).Or(expression.Name(attrCbLease).LessThanEqual(expression.Value(now.UnixMilli()))))
+	expr, err := expression.NewBuilder().WithCondition(cond).
+		WithUpdate(expression.Set(expression.Name(attrCbLease), expression.Value(until.UnixMilli()))).Build()
+	if err != nil {
+		return err
+	}
+	_, err = t.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName: aws.String(t.name), Key: key(metaKey(batch)), UpdateExpression: expr.Update(),
+		ConditionExpression: expr.Condition(), ExpressionAttributeNames: expr.Names(), ExpressionAttributeValues: expr.Values(),
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+	})
+	var ccf *types.ConditionalCheckFailedException
+	if errors.As(err, &ccf) {
+		if num(ccf.Item, attrCbSent) > 0 {
+			return nil
+		}
+		return &CallbackPendingError{Batch: batch, Until: msTime(ccf.Item, attrCbLease)}
+	}
+	if err != nil {
+		return fmt.Errorf("state: take the callback lease of batch %q: %w", batch, err)
+	}
+	info, err := t.sum(ctx, batch, shards)
+	if err != nil {
+		return err
+	}
+	if err := t.sendCallback(ctx, batch, meta, info, now, client); err != nil {
+		return err
+	}
+	mark, _ := expression.NewBuilder().WithUpdate(expression.Set(expression.Name(attrCbSent), expression.Value(t.o.Now().UnixMilli()))).Build()
+	_, err = t.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName: aws.String(t.name), Key: key(metaKey(batch)), UpdateExpression: mark.Update(),
+		ExpressionAttributeNames: mark.Names(), ExpressionAttributeValues: mark.Values(),
+	})
+	if err != nil {
+		return fmt.Errorf("state: mark the callback of batch %q sent: %w", batch, err)
+	}
+	return nil
+}
+
+// sendCallback sends the batch's callback job, its args given the batch's counts.
+func (t *Table) sendCallback(ctx context.Context, batch string, meta map[string]types.AttributeValue, info BatchInfo, now time.Time, client *jobs.Client) error {
+	if t.o.SQS == nil && client == nil {
+		return fmt.Errorf("state: batch %q is done but the table has no SQS client to send its callback (Options.SQS)", batch)
+	}
+	var args map[string]json.RawMessage
+	if err := json.Unmarshal([]byte(str(meta, attrCbArgs)), &args); err != nil || args == nil {
+		args = map[string]json.RawMessage{}
+	}
+	res, _ := json.Marshal(BatchResult{BatchID: batch, Total: info.Total, Succeeded: info.Succeeded, Dead: info.Dead})
+	var fields map[string]json.RawMessage
+	_ = json.Unmarshal(res, &fields)
+	for k, v := range fields {
+		args[k] = v
+	}
+	raw, err := json.Marshal(args)
+	if err != nil {
+		return err
+	}
+	id, kind, queue := CallbackID(batch), str(meta, attrCbKind), str(meta, attrCbQueue)
+	if client != nil {
+		_, err := client.Enqueue(ctx, rawJob{kind: kind, args: raw}, &jobs.EnqueueOpts{ID: id, Queue: queue, GroupID: str(meta, attrCbGroup)})
+		if err != nil {
+			return fmt.Errorf("state: send the callback of batch %q: %w", batch, err)
+		}
+		return nil
+	}
+	body, err := json.Marshal(&jobs.Envelope{V: jobs.EnvelopeVersion, ID: id, Kind: kind, Args: raw, EnqueuedAt: now.UTC().Truncate(time.Millisecond)})
+	if err != nil {
+		return err
+	}
+	if err := t.JobsEnqueued(ctx, []jobs.EnqueuedJob{{ID: id, Kind: kind, Queue: queue, EnqueuedAt: now}}); err != nil {
+		return err
+	}
+	in := &sqs.SendMessageInput{QueueUrl: aws.String(queue), MessageBody: aws.String(string(body))}
+	if g := str(meta, attrCbGroup); g != "" {
+		in.MessageGroupId = aws.String(g)
+		if jobs.IsFIFOQueue(queue) {
+			in.MessageDeduplicationId = aws.String(id)
+		}
+	}
+	if _, err := t.o.SQS.SendMessage(ctx, in); err != nil {
+		return fmt.Errorf("state: send the callback of batch %q: %w", batch, err)
+	}
+	return nil
+}
+
+// rawJob is a job whose args are JSON already (a batch's callback).
+type rawJob struct {
+	kind string
+	args json.RawMessage
+}
+
+func (j rawJob) Kind() string                 { return j.kind }
+func (j rawJob) MarshalJSON() ([]byte, error) { return j.args, nil }
+
+// sum adds up a batch's shards.
+func (t *Table) sum(ctx context.Context, batch string, shards int) (BatchInfo, error) {
+	info := BatchInfo{ID: batch, Shards: shards}
+	for k := 0; k < shards; k++ {
+		sh, err := t.get(ctx, shardKey(batch, k))
+		if err != nil {
+			return info, err
+		}
+		info.Total += int(num(sh, attrAdded))
+		info.Pending += int(num(sh, attrPending))
+		info.Succeeded += int(num(sh, attrSucceeded))
+		info.Dead += int(num(sh, attrDead))
+	}
+	return info, nil
+}
+
+// BatchStatus returns a batch's state: 1 + Shards reads.
+func (t *Table) BatchStatus(ctx context.Context, id string) (BatchInfo, error) {
+	if !validBatchID(id) {
+		return BatchInfo{}, fmt.Errorf("%w: %q", ErrInvalidBatch, id)
+	}
+	meta, err := t.get(ctx, metaKey(id))
+	if err != nil {
+		return BatchInfo{}, err
+	}
+	if meta == nil {
+		return BatchInfo{}, fmt.Errorf("%w: %q", ErrBatchNotFound, id)
+	}
+	info, err := t.sum(ctx, id, int(num(meta, attrShards)))
+	if err != nil {
+		return info, err
+	}
+	info.Sealed = boolean(meta, attrSealed)
+	info.CallbackKind, info.CallbackID = str(meta, attrCbKind), CallbackID(id)
+	info.CallbackSentAt, info.CreatedAt = msTime(meta, attrCbSent), msTime(meta, attrCreatedAt)
+	return info, nil
+}

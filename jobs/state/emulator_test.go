@@ -1,0 +1,451 @@
+package state_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	dbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/jobkit-go/jobkit/idempotency"
+	"github.com/jobkit-go/jobkit/jobs"
+	"github.com/jobkit-go/jobkit/jobs/jobstest"
+	"github.com/jobkit-go/jobkit/jobs/state"
+	"github.com/jobkit-go/jobkit/localstack/awstest"
+)
+
+type resize struct {
+	Image string `json:"image"`
+	Fail  string `json:"fail,omitempty"` // "retry" fails once, "cancel" cancels
+}
+
+func (resize) Kind() string { return "image.resize" }
+
+type albumReady struct {
+	state.BatchResult
+	Album string `json:"album"`
+}
+
+func (albumReady) Kind() string { return "album.ready" }
+
+// env is a queue, its DLQ and a state table on the emulator, with a client and a worker runtime
+// wired as a function wires them.
+type env struct {
+	t      *testing.T
+	cfg    aws.Config
+	sqs    *sqs.Client
+	q, dlq awstest.Queue
+	table  *state.Table
+	client *jobs.Client
+	handle func(context.Context, events.SQSEvent) (events.SQSEventResponse, error)
+	runs   atomic.Int32
+	// callbacks counts the callback runs by batch id.
+	mu        sync.Mutex
+	callbacks map[string][]albumReady
+}
+
+func newEnv(t *testing.T, folded bool) *env {
+	t.Helper()
+	cfg := awstest.Config(t)
+	e := &env{t: t, cfg: cfg, sqs: sqs.NewFromConfig(cfg), callbacks: map[string][]albumReady{}}
+	e.dlq = awstest.CreateQueue(t, cfg, "dlq", nil)
+	e.q = awstest.CreateQueue(t, cfg, "q", nil)
+	name := awstest.CreateTable(t, cfg, "state", idempotency.AttrID, "")
+	db := dynamodb.NewFromConfig(cfg)
+	var err error
+	e.table, err = state.New(db, name, &state.Options{SQS: e.sqs, Shards: 4})
+	require.NoError(t, err)
+	e.client, err = jobs.NewClient(e.sqs, jobs.ClientOptions{DefaultQueueURL: e.q.URL, State: e.table})
+	require.NoError(t, err)
+
+	workers := jobs.NewWorkers()
+	if folded {
+		workers.Use(e.table.Middleware(&state.MiddlewareOptions{Folded: true}),
+			idempotency.Middleware(idempotency.NewDynamoDBStore(db, name), &idempotency.Config{RecordJobs: true}))
+	} else {
+		workers.Use(e.table.Middleware(nil))
+	}
+	failed := sync.Map{}
+	jobs.AddWorker(workers, jobs.WorkFunc[resize](func(ctx context.Context, job *jobs.Job[resize]) error {
+		e.runs.Add(1)
+		switch job.Args.Fail {
+		case "retry":
+			if _, again := failed.LoadOrStore(job.ID, true); !again {
+				return errors.New("disk full")
+			}
+		case "cancel":
+			return jobs.Cancel(errors.New("image gone"))
+		}
+		return jobs.SetResult(ctx, map[string]string{"thumb": job.Args.Image + ".small"})
+	}))
+	jobs.AddWorker(workers, jobs.WorkFunc[albumReady](func(ctx context.Context, job *jobs.Job[albumReady]) error {
+		e.mu.Lock()
+		e.callbacks[job.Args.BatchID] = append(e.callbacks[job.Args.BatchID], job.Args)
+		e.mu.Unlock()
+		return nil
+	}))
+	e.handle = jobs.NewSQSHandler(workers, jobs.Config{
+		QueueURL: e.q.URL, DLQURL: e.dlq.URL, SQS: e.sqs, MaxAttempts: 3, States: e.table,
+		Backoff: func(int) time.Duration { return 0 },
+		Metrics: io.Discard, Logger: slog.New(slog.NewJSONHandler(io.Discard, nil)),
+	})
+	return e
+}
+
+// drain delivers the queue's messages in batches (each received messages delivered twice when
+// twice is set, as a duplicate delivery would) until it is empty.
+func (e *env) drain(twice bool) {
+	e.t.Helper()
+	ctx := context.Background()
+	for empty := 0; empty < 2; {
+		out, err := e.sqs.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{
+			QueueUrl: aws.String(e.q.URL), MaxNumberOfMessages: 10, WaitTimeSeconds: 1,
+			MessageSystemAttributeNames: []sqstypes.MessageSystemAttributeName{sqstypes.MessageSystemAttributeNameAll},
+		})
+		require.NoError(e.t, err)
+		if len(out.Messages) == 0 {
+			empty++
+			continue
+		}
+		empty = 0
+		deliveries := 1
+		if twice {
+			deliveries = 2
+		}
+		var resp events.SQSEventResponse
+		for d := 0; d < deliveries; d++ {
+			lctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+			resp, err = e.handle(lctx, jobstest.EventFromMessages(e.q.ARN, out.Messages))
+			cancel()
+			require.NoError(e.t, err)
+		}
+		listed := map[string]bool{}
+		for _, f := range resp.BatchItemFailures {
+			listed[f.ItemIdentifier] = true
+		}
+		for _, m := range out.Messages {
+			if !listed[aws.ToString(m.MessageId)] {
+				_, err := e.sqs.DeleteMessage(ctx, &sqs.DeleteMessageInput{QueueUrl: aws.String(e.q.URL), ReceiptHandle: m.ReceiptHandle})
+				require.NoError(e.t, err)
+			}
+		}
+	}
+}
+
+func TestStatusByID(t *testing.T) {
+	for _, folded := range []bool{true, false} {
+		t.Run(fmt.Sprintf("folded=%t", folded), func(t *testing.T) {
+			t.Parallel()
+			e := newEnv(t, folded)
+			ctx := context.Background()
+			ok, err := e.client.Enqueue(ctx, resize{Image: "a.png"}, nil)
+			require.NoError(t, err)
+			flaky, err := e.client.Enqueue(ctx, resize{Image: "b.png", Fail: "retry"}, nil)
+			require.NoError(t, err)
+			gone, err := e.client.Enqueue(ctx, resize{Image: "c.png", Fail: "cancel"}, nil)
+			require.NoError(t, err)
+
+			st, err := e.client.Status(ctx, ok.ID)
+			require.NoError(t, err)
+			assert.Equal(t, jobs.StateEnqueued, st.State)
+			assert.Equal(t, "image.resize", st.Kind)
+			assert.Equal(t, e.q.URL, st.Queue)
+
+			e.drain(false)
+
+			st, err = e.client.Status(ctx, ok.ID)
+			require.NoError(t, err)
+			assert.Equal(t, jobs.StateSucceeded, st.State)
+			assert.JSONEq(t, `{"thumb":"a.png.small"}`, string(st.Result))
+			assert.False(t, st.FinishedAt.IsZero())
+			assert.Equal(t, 1, st.Attempt)
+
+			st, err = e.client.Status(ctx, flaky.ID)
+			require.NoError(t, err)
+			assert.Equal(t, jobs.StateSucceeded, st.State)
+			assert.Equal(t, 2, st.Attempt)
+
+			st, err = e.client.Status(ctx, gone.ID)
+			require.NoError(t, err)
+			assert.Equal(t, jobs.StateCancelled, st.State)
+			assert.Equal(t, jobs.ReasonCancelled, st.Reason)
+			assert.Contains(t, st.LastError, "image gone")
+
+			_, err = e.client.Status(ctx, "no-such-job")
+			assert.ErrorIs(t, err, jobs.ErrJobNotFound)
+		})
+	}
+}
+
+func TestStatusRetryingAndRunning(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, true)
+	ctx := context.Background()
+	res, err := e.client.Enqueue(ctx, resize{Image: "r.png", Fail: "retry"}, nil)
+	require.NoError(t, err)
+	// One delivery: the first attempt fails and is recorded as retrying.
+	out, err := e.sqs.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{
+		QueueUrl: aws.String(e.q.URL), MaxNumberOfMessages: 1, WaitTimeSeconds: 2,
+		MessageSystemAttributeNames: []sqstypes.MessageSystemAttributeName{sqstypes.MessageSystemAttributeNameAll},
+	})
+	require.NoError(t, err)
+	require.Len(t, out.Messages, 1)
+	resp, err := e.handle(ctx, jobstest.EventFromMessages(e.q.ARN, out.Messages))
+	require.NoError(t, err)
+	require.Len(t, resp.BatchItemFailures, 1)
+	st, err := e.client.Status(ctx, res.ID)
+	require.NoError(t, err)
+	assert.Equal(t, jobs.StateRetrying, st.State)
+	assert.Contains(t, st.LastError, "disk full")
+	assert.False(t, st.NextAttemptAt.IsZero())
+	assert.Equal(t, 1, st.Attempt)
+
+	// While an attempt holds the idempotency claim, the job is running.
+	db := dynamodb.NewFromConfig(e.cfg)
+	store := idempotency.NewDynamoDBStore(db, e.table.Name())
+	mw := idempotency.Middleware(store, &idempotency.Config{RecordJobs: true})
+	row := &jobs.JobRow{ID: res.ID, Kind: "image.resize", Attempt: 2, EncodedArgs: []byte(`{"image":"r.png","fail":"retry"}`)}
+	err = mw(func(ctx context.Context, _ *jobs.JobRow) error {
+		st, err := e.client.Status(ctx, res.ID)
+		require.NoError(t, err)
+		assert.Equal(t, jobs.StateRunning, st.State)
+		assert.Equal(t, 2, st.Attempt)
+		return errors.New("stop here")
+	})(ctx, row)
+	require.Error(t, err)
+}
+
+func TestUniqueJobs(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, true)
+	ctx := context.Background()
+	u := &jobs.UniqueOpts{Key: "user-42", Window: time.Hour}
+
+	// Producers racing on the same key: one sends, the others get its id.
+	const producers = 8
+	results := make([]jobs.EnqueueResult, producers)
+	var wg sync.WaitGroup
+	for i := range producers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			client, err := jobs.NewClient(e.sqs, jobs.ClientOptions{DefaultQueueURL: e.q.URL, State: e.table})
+			require.NoError(t, err)
+			results[i], err = client.Enqueue(ctx, resize{Image: "u.png"}, &jobs.EnqueueOpts{Unique: u})
+			require.NoError(t, err)
+		}()
+	}
+	wg.Wait()
+	first := ""
+	sent := 0
+	for _, r := range results {
+		if !r.Duplicate {
+			sent++
+			first = r.ID
+		}
+	}
+	require.Equal(t, 1, sent, "one producer sends")
+	for _, r := range results {
+		assert.Equal(t, first, r.ID, "every producer gets the first job's id")
+	}
+	e.drain(false)
+	assert.Equal(t, int32(1), e.runs.Load(), "one job ran")
+
+	// Another key, and the same key under another kind, are not duplicates; a delay beyond
+	// SQS's 15 minutes is refused without a LongDelayer, before the key is reserved.
+	other, err := e.client.Enqueue(ctx, resize{Image: "v.png"}, &jobs.EnqueueOpts{Unique: &jobs.UniqueOpts{Key: "user-43", Window: time.Hour}})
+	require.NoError(t, err)
+	assert.False(t, other.Duplicate)
+	_, err = e.client.Enqueue(ctx, resize{}, &jobs.EnqueueOpts{Unique: u, Delay: 2 * time.Hour})
+	assert.ErrorIs(t, err, jobs.ErrDelayTooLong)
+	dup, err := e.client.Enqueue(ctx, resize{}, &jobs.EnqueueOpts{Unique: u})
+	require.NoError(t, err)
+	assert.True(t, dup.Duplicate)
+}
+
+func TestUniqueWindowEnds(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, true)
+	ctx := context.Background()
+	now := time.Now()
+	client, err := jobs.NewClient(e.sqs, jobs.ClientOptions{DefaultQueueURL: e.q.URL, State: e.table, Now: func() time.Time { return now }})
+	require.NoError(t, err)
+	u := &jobs.UniqueOpts{Key: "nightly", Window: time.Minute}
+	a, err := client.Enqueue(ctx, resize{Image: "1"}, &jobs.EnqueueOpts{Unique: u})
+	require.NoError(t, err)
+	now = now.Add(59 * time.Second)
+	b, err := client.Enqueue(ctx, resize{Image: "2"}, &jobs.EnqueueOpts{Unique: u})
+	require.NoError(t, err)
+	assert.True(t, b.Duplicate)
+	assert.Equal(t, a.ID, b.ID)
+	now = now.Add(2 * time.Second)
+	c, err := client.Enqueue(ctx, resize{Image: "3"}, &jobs.EnqueueOpts{Unique: u})
+	require.NoError(t, err)
+	assert.False(t, c.Duplicate, "the window has ended")
+	assert.NotEqual(t, a.ID, c.ID)
+}
+
+func TestUniqueBadInput(t *testing.T) {
+	t.Parallel()
+	rec := jobstest.NewRecorder()
+	client, err := jobs.NewClient(rec, jobs.ClientOptions{DefaultQueueURL: "https://sqs.us-east-1.amazonaws.com/1/q"})
+	require.NoError(t, err)
+	_, err = client.Enqueue(context.Background(), resize{}, &jobs.EnqueueOpts{Unique: &jobs.UniqueOpts{Key: "k", Window: time.Hour}})
+	assert.ErrorIs(t, err, jobs.ErrNoStateStore)
+	var inv *jobs.InvalidJobError
+	assert.ErrorAs(t, err, &inv)
+	assert.Empty(t, rec.Sent())
+}
+
+func TestFanOutBatch(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, true)
+	ctx := context.Background()
+	b, err := e.table.OpenBatch(ctx, e.client, state.BatchOpts{Callback: albumReady{Album: "summer"}})
+	require.NoError(t, err)
+	var members []jobs.BatchJob
+	for i := range 25 {
+		args := resize{Image: fmt.Sprintf("%d.png", i)}
+		switch i % 10 {
+		case 3:
+			args.Fail = "retry"
+		case 7:
+			args.Fail = "cancel"
+		}
+		members = append(members, jobs.BatchJob{Args: args})
+	}
+	// Members can be added while the batch is open, also after some have finished.
+	_, err = b.Add(ctx, members[:10])
+	require.NoError(t, err)
+	e.drain(true) // every delivery twice: duplicates are counted once
+	_, err = b.Add(ctx, members[10:])
+	require.NoError(t, err)
+	info, err := e.table.BatchStatus(ctx, b.ID)
+	require.NoError(t, err)
+	assert.Equal(t, 25, info.Total)
+	assert.False(t, info.Sealed)
+	e.drain(true)
+	assert.Empty(t, e.callbacks[b.ID], "no callback before the batch is closed")
+
+	require.NoError(t, b.Close(ctx))
+	require.NoError(t, b.Close(ctx), "Close is safe to repeat")
+	_, err = b.Add(ctx, members[:1])
+	assert.ErrorIs(t, err, state.ErrBatchSealed)
+	e.drain(true)
+
+	require.Len(t, e.callbacks[b.ID], 1, "one callback")
+	got := e.callbacks[b.ID][0]
+	assert.Equal(t, "summer", got.Album)
+	assert.Equal(t, 25, got.Total)
+	assert.Equal(t, 2, got.Dead)
+	assert.Equal(t, 23, got.Succeeded)
+	info, err = e.table.BatchStatus(ctx, b.ID)
+	require.NoError(t, err)
+	assert.True(t, info.Done())
+	assert.Equal(t, 0, info.Pending)
+	assert.True(t, info.Sealed)
+}
+
+func TestFanOutBatchClosedFirst(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, false)
+	ctx := context.Background()
+	b, err := e.table.OpenBatch(ctx, e.client, state.BatchOpts{Callback: albumReady{Album: "x"}})
+	require.NoError(t, err)
+	var members []jobs.BatchJob
+	for i := range 12 {
+		members = append(members, jobs.BatchJob{Args: resize{Image: fmt.Sprint(i)}})
+	}
+	_, err = b.Add(ctx, members)
+	require.NoError(t, err)
+	require.NoError(t, b.Close(ctx))
+	// Two consumers run the same messages at the same moment: members finish concurrently.
+	var wg sync.WaitGroup
+	for range 2 {
+		wg.Add(1)
+		go func() { defer wg.Done(); e.drain(false) }()
+	}
+	wg.Wait()
+	e.drain(false)
+	require.Len(t, e.callbacks[b.ID], 1)
+	assert.Equal(t, 12, e.callbacks[b.ID][0].Succeeded)
+}
+
+func TestEmptyBatch(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, true)
+	ctx := context.Background()
+	b, err := e.table.OpenBatch(ctx, e.client, state.BatchOpts{ID: "empty-" + jobs.NewID(), Callback: albumReady{}})
+	require.NoError(t, err)
+	require.NoError(t, b.Close(ctx))
+	e.drain(false)
+	require.Len(t, e.callbacks[b.ID], 1)
+	assert.Equal(t, 0, e.callbacks[b.ID][0].Total)
+	_, err = e.table.OpenBatch(ctx, e.client, state.BatchOpts{ID: b.ID, Callback: albumReady{}})
+	assert.ErrorIs(t, err, state.ErrBatchExists)
+	_, err = e.table.OpenBatch(ctx, e.client, state.BatchOpts{})
+	assert.ErrorIs(t, err, state.ErrNoCallback)
+	_, err = e.table.BatchStatus(ctx, "bad#id")
+	assert.ErrorIs(t, err, state.ErrInvalidBatch)
+}
+
+// A batch whose members all ended before Close: the producer's Close sends the callback, through
+// its client (the producer's table has no SQS client of its own).
+func TestBatchDoneAtClose(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, true)
+	ctx := context.Background()
+	producerTable, err := state.New(dynamodb.NewFromConfig(e.cfg), e.table.Name(), &state.Options{Shards: 4})
+	require.NoError(t, err)
+	client, err := jobs.NewClient(e.sqs, jobs.ClientOptions{DefaultQueueURL: e.q.URL, State: producerTable})
+	require.NoError(t, err)
+	b, err := producerTable.OpenBatch(ctx, client, state.BatchOpts{Callback: albumReady{Album: "late"}})
+	require.NoError(t, err)
+	_, err = b.Add(ctx, []jobs.BatchJob{{Args: resize{Image: "1"}}, {Args: resize{Image: "2", Fail: "cancel"}}})
+	require.NoError(t, err)
+	e.drain(false)
+	require.NoError(t, b.Close(ctx))
+	e.drain(false)
+	require.Len(t, e.callbacks[b.ID], 1)
+	assert.Equal(t, 1, e.callbacks[b.ID][0].Succeeded)
+	assert.Equal(t, 1, e.callbacks[b.ID][0].Dead)
+	st, err := client.Status(ctx, state.CallbackID(b.ID))
+	require.NoError(t, err)
+	assert.Equal(t, jobs.StateSucceeded, st.State)
+}
+
+// A job that commits its writes with idempotency.TransactWrite: its completion, in that
+// transaction, is its succeeded state too.
+func TestStatusWithTransactWrite(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, true)
+	ctx := context.Background()
+	res, err := e.client.Enqueue(ctx, resize{Image: "t.png"}, nil)
+	require.NoError(t, err)
+	db := dynamodb.NewFromConfig(e.cfg)
+	mw := idempotency.Middleware(idempotency.NewDynamoDBStore(db, e.table.Name()), &idempotency.Config{RecordJobs: true})
+	row := &jobs.JobRow{ID: res.ID, Kind: "image.resize", Attempt: 1, EncodedArgs: []byte(`{"image":"t.png"}`)}
+	require.NoError(t, mw(func(ctx context.Context, _ *jobs.JobRow) error {
+		return idempotency.TransactWrite(ctx, []dbtypes.TransactWriteItem{{Put: &dbtypes.Put{
+			TableName: aws.String(e.table.Name()),
+			Item:      map[string]dbtypes.AttributeValue{"id": &dbtypes.AttributeValueMemberS{Value: "side-effect#" + res.ID}},
+		}}}, nil)
+	})(ctx, row))
+	st, err := e.client.Status(ctx, res.ID)
+	require.NoError(t, err)
+	assert.Equal(t, jobs.StateSucceeded, st.State)
+	assert.False(t, st.FinishedAt.IsZero())
+}

@@ -1,0 +1,407 @@
+package state
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+
+	"github.com/jobkit-go/jobkit/idempotency"
+	"github.com/jobkit-go/jobkit/jobs"
+)
+
+// DynamoDBAPI is the part of the DynamoDB client a Table calls.
+type DynamoDBAPI interface {
+	PutItem(ctx context.Context, in *dynamodb.PutItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error)
+	GetItem(ctx context.Context, in *dynamodb.GetItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error)
+	UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error)
+	DeleteItem(ctx context.Context, in *dynamodb.DeleteItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.DeleteItemOutput, error)
+	BatchWriteItem(ctx context.Context, in *dynamodb.BatchWriteItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.BatchWriteItemOutput, error)
+	TransactWriteItems(ctx context.Context, in *dynamodb.TransactWriteItemsInput, optFns ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error)
+}
+
+// SQSAPI is the SQS call a Table makes: sending a batch's callback job.
+type SQSAPI interface {
+	SendMessage(ctx context.Context, in *sqs.SendMessageInput, optFns ...func(*sqs.Options)) (*sqs.SendMessageOutput, error)
+}
+
+var (
+	_ DynamoDBAPI     = (*dynamodb.Client)(nil)
+	_ SQSAPI          = (*sqs.Client)(nil)
+	_ jobs.StateStore = (*Table)(nil)
+)
+
+// Key prefixes of the items this package writes in the jobkit state table.
+const (
+	PrefixJob    = "job#"
+	PrefixUnique = "uniq#"
+	PrefixBatch  = "batch#"
+)
+
+// Attribute names of job items (besides idempotency.AttrID and idempotency.AttrExpiration).
+const (
+	attrState        = "state"
+	attrKind         = "kind"
+	attrQueue        = "queue"
+	attrBatch        = "batch"
+	attrIdemKey      = "idem_key" // the job's idempotency record key (idempotency.JobKey)
+	attrEnqueuedAt   = "enqueued_at"
+	attrDeliverAt    = "deliver_at"
+	attrSince        = "since"
+	attrAttempt      = idempotency.AttrAttempt
+	attrNextAttempt  = "next_attempt_at"
+	attrFinishedAt   = idempotency.AttrFinishedAt
+	attrLastError    = "last_error"
+	attrReason       = "reason"
+	attrResult       = "result"
+	attrBatchCounted = "batch_counted" // the member's end counted in its batch: succeeded or dead
+	attrJobID        = idempotency.AttrJobID
+)
+
+// DefaultExpiry is how long job items, batches and their shards stay in the table (DynamoDB TTL).
+const DefaultExpiry = 14 * 24 * time.Hour
+
+// Options configure a Table.
+type Options struct {
+	// Expiry is how long a job's state is kept after its last change; default DefaultExpiry.
+	// Succeeded states folded into idempotency records last as long as those records
+	// (idempotency.Config.Expiry).
+	Expiry time.Duration
+	// SQS sends batch callbacks: required in the workers of batch members.
+	SQS SQSAPI
+	// Shards is the number of counter shards of a new batch; default DefaultShards.
+	Shards int
+	// Now returns the current time (tests); nil means time.Now.
+	Now func() time.Time
+}
+
+// Table is the jobkit state table. It implements jobs.StateStore, and is safe for concurrent use.
+type Table struct {
+	db   DynamoDBAPI
+	name string
+	o    Options
+}
+
+// New returns the state table name, called through db (usually a *dynamodb.Client).
+func New(db DynamoDBAPI, name string, opts *Options) (*Table, error) {
+	if db == nil {
+		return nil, errors.New("state: nil DynamoDB client")
+	}
+	if name == "" {
+		return nil, errors.New("state: empty table name")
+	}
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	if o.Expiry <= 0 {
+		o.Expiry = DefaultExpiry
+	}
+	if o.Shards == 0 {
+		o.Shards = DefaultShards
+	}
+	if o.Shards < 1 || o.Shards > MaxShards {
+		return nil, fmt.Errorf("state: Shards %d: want 1-%d", o.Shards, MaxShards)
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	return &Table{db: db, name: name, o: o}, nil
+}
+
+// Name returns the table's name.
+func (t *Table) Name() string { return t.name }
+
+func jobKey(id string) map[string]types.AttributeValue { return key(PrefixJob + id) }
+
+func key(k string) map[string]types.AttributeValue {
+	return map[string]types.AttributeValue{idempotency.AttrID: &types.AttributeValueMemberS{Value: k}}
+}
+
+func s(v string) types.AttributeValue { return &types.AttributeValueMemberS{Value: v} }
+func n(v int64) types.AttributeValue {
+	return &types.AttributeValueMemberN{Value: strconv.FormatInt(v, 10)}
+}
+func ms(t time.Time) types.AttributeValue {
+	return n(t.UnixMilli())
+}
+
+// idemKey is the idempotency record key of a job (idempotency.JobKey).
+func idemKey(kind, key, id string) string {
+	return idempotency.JobKey(&jobs.JobRow{Kind: kind, Key: key, ID: id})
+}
+
+// JobsEnqueued implements jobs.StateStore: one write per job (BatchWriteItem, 25 a call).
+func (t *Table) JobsEnqueued(ctx context.Context, list []jobs.EnqueuedJob) error {
+	exp := n(t.o.Now().Add(t.o.Expiry).Unix())
+	reqs := make([]types.WriteRequest, 0, len(list))
+	for _, j := range list {
+		item := map[string]types.AttributeValue{
+			idempotency.AttrID:         s(PrefixJob + j.ID),
+			idempotency.AttrExpiration: exp,
+			attrState:                  s(string(jobs.StateEnqueued)),
+			attrKind:                   s(j.Kind),
+			attrIdemKey:                s(idemKey(j.Kind, j.Key, j.ID)),
+			attrEnqueuedAt:             ms(j.EnqueuedAt),
+			attrSince:                  ms(j.EnqueuedAt),
+		}
+		if j.Queue != "" {
+			item[attrQueue] = s(j.Queue)
+		}
+		if j.Batch != "" {
+			item[attrBatch] = s(j.Batch)
+		}
+		if !j.DeliverAt.IsZero() {
+			item[attrDeliverAt] = ms(j.DeliverAt)
+		}
+		reqs = append(reqs, types.WriteRequest{PutRequest: &types.PutRequest{Item: item}})
+	}
+	return t.batchWrite(ctx, reqs)
+}
+
+// JobsNotSent implements jobs.StateStore.
+func (t *Table) JobsNotSent(ctx context.Context, ids []string) error {
+	reqs := make([]types.WriteRequest, len(ids))
+	for i, id := range ids {
+		reqs[i] = types.WriteRequest{DeleteRequest: &types.DeleteRequest{Key: jobKey(id)}}
+	}
+	return t.batchWrite(ctx, reqs)
+}
+
+// batchWrite writes reqs 25 at a time, retrying unprocessed items a few times.
+func (t *Table) batchWrite(ctx context.Context, reqs []types.WriteRequest) error {
+	for len(reqs) > 0 {
+		chunk := reqs[:min(25, len(reqs))]
+		reqs = reqs[len(chunk):]
+		for try := 0; len(chunk) > 0; try++ {
+			if try == 8 {
+				return fmt.Errorf("state: %d job states not written: DynamoDB left them unprocessed", len(chunk))
+			}
+			out, err := t.db.BatchWriteItem(ctx, &dynamodb.BatchWriteItemInput{RequestItems: map[string][]types.WriteRequest{t.name: chunk}})
+			if err != nil {
+				return fmt.Errorf("state: write job states: %w", err)
+			}
+			chunk = out.UnprocessedItems[t.name]
+			if len(chunk) > 0 {
+				time.Sleep(time.Duration(10<<try) * time.Millisecond)
+			}
+		}
+	}
+	return nil
+}
+
+// ReserveUnique implements jobs.StateStore: one conditional PutItem on uniq#<kind>#<key>, which
+// returns the holder in the same call when the key is held.
+func (t *Table) ReserveUnique(ctx context.Context, kind, k, id string, until, now time.Time) (string, error) {
+	free := expression.AttributeNotExists(expression.Name(idempotency.AttrID)).
+		Or(expression.Name(idempotency.AttrExpiration).LessThanEqual(expression.Value(now.Unix())))
+	expr, err := expression.NewBuilder().WithCondition(free).Build()
+	if err != nil {
+		return "", err
+	}
+	_, err = t.db.PutItem(ctx, &dynamodb.PutItemInput{
+		TableName: aws.String(t.name),
+		Item: map[string]types.AttributeValue{
+			idempotency.AttrID:         s(uniqueKey(kind, k)),
+			idempotency.AttrExpiration: n(until.Unix()),
+			attrJobID:                  s(id),
+		},
+		ConditionExpression:                 expr.Condition(),
+		ExpressionAttributeNames:            expr.Names(),
+		ExpressionAttributeValues:           expr.Values(),
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+	})
+	var ccf *types.ConditionalCheckFailedException
+	switch {
+	case err == nil:
+		return id, nil
+	case errors.As(err, &ccf):
+		if holder := str(ccf.Item, attrJobID); holder != "" {
+			return holder, nil // may be id itself: an earlier attempt of this call wrote it
+		}
+		return "", fmt.Errorf("state: unique key %q is held, but its holder was not returned", k)
+	default:
+		return "", fmt.Errorf("state: reserve unique key %q: %w", k, err)
+	}
+}
+
+// ReleaseUnique implements jobs.StateStore: deletes the key if id holds it.
+func (t *Table) ReleaseUnique(ctx context.Context, kind, k, id string) error {
+	cond := expression.Name(attrJobID).Equal(expression.Value(id))
+	expr, err := expression.NewBuilder().WithCondition(cond).Build()
+	if err != nil {
+		return err
+	}
+	_, err = t.db.DeleteItem(ctx, &dynamodb.DeleteItemInput{
+		TableName: aws.String(t.name), Key: key(uniqueKey(kind, k)),
+		ConditionExpression: expr.Condition(), ExpressionAttributeNames: expr.Names(), ExpressionAttributeValues: expr.Values(),
+	})
+	var ccf *types.ConditionalCheckFailedException
+	if errors.As(err, &ccf) {
+		return nil
+	}
+	return err
+}
+
+func uniqueKey(kind, k string) string { return PrefixUnique + kind + "#" + k }
+
+// JobSettled implements jobs.StateStore: one UpdateItem of the job's item; for a dead or
+// cancelled batch member, the transaction that counts it in its batch instead, then the batch's
+// advance (see the package doc).
+func (t *Table) JobSettled(ctx context.Context, row *jobs.JobRow, st jobs.JobStatus) error {
+	now := t.o.Now()
+	up := t.stateUpdate(row, st.State, now).Set(expression.Name(attrAttempt), expression.Value(st.Attempt))
+	if st.LastError != "" {
+		up = up.Set(expression.Name(attrLastError), expression.Value(st.LastError))
+	}
+	if st.Reason != "" {
+		up = up.Set(expression.Name(attrReason), expression.Value(st.Reason))
+	}
+	if !st.NextAttemptAt.IsZero() {
+		up = up.Set(expression.Name(attrNextAttempt), expression.Value(st.NextAttemptAt.UnixMilli()))
+	}
+	if !st.FinishedAt.IsZero() {
+		up = up.Set(expression.Name(attrFinishedAt), expression.Value(st.FinishedAt.UnixMilli()))
+	}
+	if row.Batch != "" && st.State != jobs.StateRetrying {
+		return t.memberDone(ctx, row, up, false)
+	}
+	return t.updateJob(ctx, row.ID, up)
+}
+
+// stateUpdate is the update that moves a job's item to state at now, creating it if need be.
+func (t *Table) stateUpdate(row *jobs.JobRow, state jobs.JobState, now time.Time) expression.UpdateBuilder {
+	up := expression.Set(expression.Name(attrState), expression.Value(string(state))).
+		Set(expression.Name(attrSince), expression.Value(now.UnixMilli())).
+		Set(expression.Name(idempotency.AttrExpiration), expression.Value(now.Add(t.o.Expiry).Unix()))
+	if row.Kind != "" {
+		up = up.Set(expression.Name(attrKind), expression.Value(row.Kind)).
+			Set(expression.Name(attrIdemKey), expression.IfNotExists(expression.Name(attrIdemKey), expression.Value(idempotency.JobKey(row))))
+	}
+	if row.QueueURL != "" {
+		up = up.Set(expression.Name(attrQueue), expression.Value(row.QueueURL))
+	}
+	if row.Batch != "" {
+		up = up.Set(expression.Name(attrBatch), expression.Value(row.Batch))
+	}
+	return up
+}
+
+func (t *Table) updateJob(ctx context.Context, id string, up expression.UpdateBuilder) error {
+	expr, err := expression.NewBuilder().WithUpdate(up).Build()
+	if err != nil {
+		return err
+	}
+	_, err = t.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName: aws.String(t.name), Key: jobKey(id), UpdateExpression: expr.Update(),
+		ExpressionAttributeNames: expr.Names(), ExpressionAttributeValues: expr.Values(),
+	})
+	if err != nil {
+		return fmt.Errorf("state: record job %q: %w", id, err)
+	}
+	return nil
+}
+
+func (t *Table) get(ctx context.Context, k string) (map[string]types.AttributeValue, error) {
+	out, err := t.db.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(t.name), Key: key(k), ConsistentRead: aws.Bool(true)})
+	if err != nil {
+		return nil, fmt.Errorf("state: read %q: %w", k, err)
+	}
+	return out.Item, nil
+}
+
+// JobStatus implements jobs.StateStore: it reads the job's item and, when it names one, its
+// idempotency record, and returns the later state (a completed record is final).
+func (t *Table) JobStatus(ctx context.Context, id string) (jobs.JobStatus, error) {
+	item, err := t.get(ctx, PrefixJob+id)
+	if err != nil {
+		return jobs.JobStatus{}, err
+	}
+	if item == nil {
+		return jobs.JobStatus{}, fmt.Errorf("%w: %q", jobs.ErrJobNotFound, id)
+	}
+	st := statusOf(id, item)
+	ik := str(item, attrIdemKey)
+	if ik == "" || st.State == jobs.StateDead || st.State == jobs.StateCancelled {
+		return st, nil
+	}
+	recItem, err := t.get(ctx, ik)
+	if err != nil || recItem == nil {
+		return st, err
+	}
+	rec, err := idempotency.RecordFromItem(recItem)
+	if err != nil || rec.JobID == "" {
+		return st, err
+	}
+	merge(&st, rec, t.o.Now())
+	return st, nil
+}
+
+// merge folds the job's idempotency record into its state from the job item.
+func merge(st *jobs.JobStatus, rec *idempotency.Record, now time.Time) {
+	switch {
+	case rec.Status == idempotency.StatusCompleted && rec.JobID == st.ID:
+		st.State, st.Attempt = jobs.StateSucceeded, rec.Attempt
+		st.Since, st.FinishedAt = rec.FinishedAt, rec.FinishedAt
+		st.Result, st.NextAttemptAt, st.LastError = rec.Data, time.Time{}, ""
+	case rec.Status == idempotency.StatusCompleted && (st.State == jobs.StateEnqueued || st.State == jobs.StateRetrying):
+		// Another job with the same idempotency key succeeded: this one is skipped as its duplicate.
+		st.State, st.DuplicateOf, st.FinishedAt, st.NextAttemptAt = jobs.StateSucceeded, rec.JobID, rec.FinishedAt, time.Time{}
+		st.Since = rec.FinishedAt
+	case rec.Status == idempotency.StatusInProgress && rec.JobID == st.ID && rec.Live(now) &&
+		!rec.StartedAt.Before(st.Since) && st.State != jobs.StateSucceeded:
+		st.State, st.Attempt, st.Since, st.NextAttemptAt = jobs.StateRunning, rec.Attempt, rec.StartedAt, time.Time{}
+	}
+}
+
+func statusOf(id string, item map[string]types.AttributeValue) jobs.JobStatus {
+	st := jobs.JobStatus{
+		ID: id, Kind: str(item, attrKind), State: jobs.JobState(str(item, attrState)), Queue: str(item, attrQueue),
+		Batch: str(item, attrBatch), Attempt: int(num(item, attrAttempt)),
+		EnqueuedAt: msTime(item, attrEnqueuedAt), DeliverAt: msTime(item, attrDeliverAt), Since: msTime(item, attrSince),
+		NextAttemptAt: msTime(item, attrNextAttempt), FinishedAt: msTime(item, attrFinishedAt),
+		LastError: str(item, attrLastError), Reason: str(item, attrReason),
+	}
+	if r := str(item, attrResult); r != "" {
+		st.Result = []byte(r)
+	}
+	return st
+}
+
+func str(item map[string]types.AttributeValue, name string) string {
+	if v, ok := item[name].(*types.AttributeValueMemberS); ok {
+		return v.Value
+	}
+	return ""
+}
+
+func num(item map[string]types.AttributeValue, name string) int64 {
+	if v, ok := item[name].(*types.AttributeValueMemberN); ok {
+		if i, err := strconv.ParseInt(v.Value, 10, 64); err == nil {
+			return i
+		}
+		if f, err := strconv.ParseFloat(v.Value, 64); err == nil {
+			return int64(f)
+		}
+	}
+	return 0
+}
+
+func boolean(item map[string]types.AttributeValue, name string) bool {
+	v, ok := item[name].(*types.AttributeValueMemberBOOL)
+	return ok && v.Value
+}
+
+func msTime(item map[string]types.AttributeValue, name string) time.Time {
+	if v := num(item, name); v > 0 {
+		return time.UnixMilli(v).UTC()
+	}
+	return time.Time{}
+}
