@@ -702,7 +702,7 @@ type outputWatch struct {
 
 	// onStart and onDone, if set, see each job body's start and each transcode's done line.
 	onStart, onDone func(jobID string)
-	callbacks  map[string]int // batch callback lines per batch id
+	callbacks       map[string]int // batch callback lines per batch id
 }
 
 // notStartedMsg starts the runtime's lines for a record left alone because its batch reached its
