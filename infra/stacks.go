@@ -148,8 +148,7 @@ func NewWorkersStack(scope constructs.Construct, id string, state *StateStack, m
 	// Email: many short jobs; gather up to 25 per invocation for at most 2 s.
 	s.Email = jk.NewWorker(stack, "Email", &jk.WorkerProps{
 		Source: src("email"), Queue: state.Email, IdempotencyTable: state.Idempotency, Kinds: kinds(samplejobs.QueueEmail),
-		RateLimiters: []string{samplejobs.LimiterMailProvider},
-		Timeout:      30 * time.Second, BatchSize: 25, MaxBatchingWindow: 2 * time.Second,
+		Timeout: 30 * time.Second, BatchSize: 25, MaxBatchingWindow: 2 * time.Second,
 		MaxConcurrency: 10, Concurrency: 10, JobStates: true,
 	})
 	// Email batches' callbacks (EmailBatchDone) go to the Email queue.

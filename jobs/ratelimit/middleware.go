@@ -44,8 +44,9 @@ const (
 
 // Middleware takes a token for each job of a kind in rules before it runs, from the bucket of the
 // rule's limiter and key in store: a token due within MaxWait is reserved and the job starts when
-// it is due (a job that wakes over half an interval late takes another token, up to 3 times, so
-// starts keep the tokens' spacing: at most N+1 start in any window of length Per). With no such token the job is snoozed with jobs.SnoozeNotRun:
+// it is due (a job that wakes later than lateTolerance takes another token, up to 3 times, so
+// starts keep the tokens' spacing: at most N + N/20, or N + 1 below 20, start in any window of
+// length Per). With no such token the job is snoozed with jobs.SnoozeNotRun:
 // not run, not a failure and, with jobs.Config.Deliveries set, not an attempt. The snooze is the
 // time until the bucket refills plus a random spread between half and one and a half times how
 // long the job has waited since its first receive (capped at MaxSnooze), so a backlog comes back
@@ -124,10 +125,10 @@ func Middleware(store *Store, rules Rules, opts *Options) jobs.Middleware {
 				if err := sleepUntil(ctx, d.At, store.now); err != nil {
 					return err // the deadline came first: retried as usual
 				}
-				// A job that wakes more than half an interval after its token was due (a starved
-				// CPU) would start among the next tokens' jobs: it lets its token go and takes
-				// another, so job starts keep the tokens' spacing.
-				if late := store.now().Sub(d.At); late <= r.Limit.interval()/2 {
+				// A job that wakes late (a starved CPU, a slow answer) starts among the next
+				// tokens' jobs. Up to lateTolerance that costs at most 5% more starts in a window
+				// of length Per; later than that it lets its token go and takes another.
+				if late := store.now().Sub(d.At); late <= lateTolerance(r.Limit) {
 					return next(ctx, row)
 				}
 				if try == maxLateTries {
@@ -142,6 +143,15 @@ func Middleware(store *Store, rules Rules, opts *Options) jobs.Middleware {
 			return jobs.SnoozeNotRun(snooze)
 		}
 	}
+}
+
+// lateTolerance is how late a job may start after its token was due: half an interval, or 5% of
+// the limit's period if that is more. A window of length Per then sees at most N + N/20 starts
+// (N + 1 for N < 20): tokens due up to lateTolerance before the window may start in it. A tighter
+// rule wasted tokens on a busy machine: every job that woke a few milliseconds late let its token
+// go, and a limit of 100/s delivered a few jobs a second.
+func lateTolerance(l Limit) time.Duration {
+	return max(l.interval()/2, l.Per/20)
 }
 
 // maxLateTries is how many tokens a job lets go for waking late before it is snoozed.
