@@ -549,7 +549,9 @@ func TestClientDelayOnSQS(t *testing.T) {
 func TestClientFIFORetryKeepsGroupOrderOnSQS(t *testing.T) {
 	t.Parallel()
 	cfg := awstest.Config(t)
-	q := awstest.CreateQueue(t, cfg, "q", &awstest.QueueOptions{FIFO: true})
+	// A short visibility timeout: a receive the SDK retries after a lost answer hides the group
+	// for seconds, not the default 30 s.
+	q := awstest.CreateQueue(t, cfg, "q", &awstest.QueueOptions{FIFO: true, VisibilityTimeout: 3})
 	var failedOnce atomic.Bool
 	client := sqs.NewFromConfig(cfg, func(o *sqs.Options) {
 		o.APIOptions = append(o.APIOptions, func(stack *middleware.Stack) error {
