@@ -14,6 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
+	streamtypes "github.com/aws/aws-sdk-go-v2/service/dynamodbstreams/types"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -74,7 +75,43 @@ func streamTable(t *testing.T, n int) string {
 		}})
 		require.NoError(t, err)
 	}
-	return aws.ToString(out.TableDescription.LatestStreamArn)
+	arn := aws.ToString(out.TableDescription.LatestStreamArn)
+	waitForRecords(t, dynamodbstreams.NewFromConfig(cfg), arn, n)
+	return arn
+}
+
+// waitForRecords waits up to 15 s until the stream holds n records (LocalStack makes a write's
+// record readable a moment after the write), so the poller starts on a full stream.
+func waitForRecords(t *testing.T, api *dynamodbstreams.Client, arn string, n int) {
+	t.Helper()
+	ctx := context.Background()
+	for deadline := time.Now().Add(15 * time.Second); ; time.Sleep(200 * time.Millisecond) {
+		desc, err := api.DescribeStream(ctx, &dynamodbstreams.DescribeStreamInput{StreamArn: aws.String(arn)})
+		require.NoError(t, err)
+		got := 0
+		for _, sh := range desc.StreamDescription.Shards {
+			it, err := api.GetShardIterator(ctx, &dynamodbstreams.GetShardIteratorInput{
+				StreamArn: aws.String(arn), ShardId: sh.ShardId, ShardIteratorType: streamtypes.ShardIteratorTypeTrimHorizon,
+			})
+			require.NoError(t, err)
+			iter := it.ShardIterator
+			for empty := 0; iter != nil && empty < 3; { // pages may be empty before records
+				out, err := api.GetRecords(ctx, &dynamodbstreams.GetRecordsInput{ShardIterator: iter})
+				require.NoError(t, err)
+				got += len(out.Records)
+				if len(out.Records) == 0 {
+					empty++
+				} else {
+					empty = 0
+				}
+				iter = out.NextShardIterator
+			}
+		}
+		if got >= n {
+			return
+		}
+		require.True(t, time.Now().Before(deadline), "the stream holds %d of %d records", got, n)
+	}
 }
 
 // runUntil runs the poller until it has checkpointed done records (or 20 s pass).
