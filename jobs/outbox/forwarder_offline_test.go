@@ -37,6 +37,7 @@ import (
 // in the end, and the workers, behind idempotency, have each job's effect once.
 func TestOutboxForwarderKilledMidBatchLosesNothingOnEmulator(t *testing.T) {
 	t.Parallel()
+	needsPromptStreams(t)
 	f := newFixture(t)
 	ctx := context.Background()
 	const n = 20
