@@ -57,6 +57,16 @@ func ok(payload string) lambdaruntime.Result {
 	return lambdaruntime.Result{Outcome: lambdaruntime.Success, Payload: []byte(payload)}
 }
 
+// needsPromptStreams skips a test that reads a table's DynamoDB stream on LocalStack, whose
+// stream records came late or not at all while other tests read other streams (each test alone
+// passed; docs/emulators.md). The tests run on moto under make test.
+func needsPromptStreams(t *testing.T) {
+	t.Helper()
+	if awstest.Emulator() == awstest.EmulatorLocalStack {
+		t.Skip("LocalStack: stream records late or missing alongside other stream readers (docs/emulators.md)")
+	}
+}
+
 // streamTable creates a table with a stream (new images), writes items i0..i{n-1} in order and
 // returns the stream's ARN.
 func streamTable(t *testing.T, n int) string {
@@ -133,6 +143,7 @@ func runUntil(t *testing.T, p *esm.StreamPoller, done int64) esm.StreamStats {
 // there, in order; an invalid response and a function error retry the whole batch.
 func TestStreamPollerPartialBatchResponses(t *testing.T) {
 	t.Parallel()
+	needsPromptStreams(t)
 	arn := streamTable(t, 6)
 	fn := &scripted{answer: func(n int, ev events.DynamoDBEvent) (lambdaruntime.Result, error) {
 		seq := func(i int) string { return ev.Records[i].Change.SequenceNumber }
@@ -169,6 +180,7 @@ func TestStreamPollerPartialBatchResponses(t *testing.T) {
 // shard goes on.
 func TestStreamPollerSkipsAfterMaximumRetryAttempts(t *testing.T) {
 	t.Parallel()
+	needsPromptStreams(t)
 	arn := streamTable(t, 3)
 	fn := &scripted{answer: func(n int, ev events.DynamoDBEvent) (lambdaruntime.Result, error) {
 		if ev.Records[0].Change.NewImage["id"].String() == "i0" {
