@@ -252,6 +252,20 @@ func (i *Inspector) ShowDead(ctx context.Context, dlqURL, id string, opts *ListO
 	}
 	o.ID, o.Limit = id, 1
 	list, err := i.ListDead(ctx, dlqURL, &o)
+	// Nothing scanned while the DLQ holds messages: another reader (a listing, a page) has them
+	// in flight for a moment. Look again, a few times, before saying the job is not there.
+	for try := 0; err == nil && len(list.Jobs) == 0 && list.Scanned == 0 && try < 4; try++ {
+		d, derr := i.Depth(ctx, dlqURL)
+		if derr != nil || d.InFlight == 0 {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(500 * time.Millisecond):
+		}
+		list, err = i.ListDead(ctx, dlqURL, &o)
+	}
 	if err != nil {
 		return nil, err
 	}
