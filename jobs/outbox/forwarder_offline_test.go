@@ -16,13 +16,10 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
-	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/jobkit-go/jobkit/idempotency"
 	"github.com/jobkit-go/jobkit/jobs"
-	"github.com/jobkit-go/jobkit/jobs/jobstest"
 	"github.com/jobkit-go/jobkit/jobs/outbox"
 	"github.com/jobkit-go/jobkit/localstack/awstest"
 	"github.com/jobkit-go/jobkit/localstack/esm"
@@ -127,25 +124,7 @@ func TestOutboxForwarderKilledMidBatchLosesNothingOnEmulator(t *testing.T) {
 	require.Len(t, sent, n, "no job lost")
 	t.Logf("%d messages for %d jobs (%d invocations, %d killed)", len(msgs), n, invocations.Load(), killed.Load())
 
-	var mu sync.Mutex
-	effects := map[string]int{}
-	w := jobs.NewWorkers()
-	w.Use(idempotency.Middleware(idempotency.NewDynamoDBStore(f.db, f.state), &idempotency.Config{Expiry: time.Hour}))
-	jobs.AddWorker(w, jobs.WorkFunc[SendReceipt](func(_ context.Context, job *jobs.Job[SendReceipt]) error {
-		mu.Lock()
-		defer mu.Unlock()
-		effects[job.Args.Order]++
-		return nil
-	}))
-	rc := jobs.Config{
-		QueueURL: f.queue.URL, DLQURL: f.dlq.URL, SQS: f.sqs, FunctionName: "outbox-test", VisibilityTimeout: 30 * time.Second,
-		Metrics: io.Discard, Logger: slog.New(slog.NewJSONHandler(io.Discard, nil)),
-	}
-	for _, m := range msgs {
-		resp, err := jobs.NewSQSHandler(w, rc)(ctx, jobstest.EventFromMessages(f.queue.ARN, []sqstypes.Message{m}))
-		require.NoError(t, err)
-		require.Empty(t, resp.BatchItemFailures)
-	}
+	effects := f.runBehindIdempotency(t, msgs)
 	require.Len(t, effects, n)
 	for order, k := range effects {
 		assert.Equal(t, 1, k, "%s: one effect", order)

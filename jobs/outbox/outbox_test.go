@@ -290,25 +290,7 @@ func TestOutboxRetriedForwarderHasEachEffectOnce(t *testing.T) {
 	require.Len(t, sent, 4, "every job reached the queue")
 	require.Greater(t, len(msgs), 4, "some were sent more than once")
 
-	var mu sync.Mutex
-	effects := map[string]int{}
-	w := jobs.NewWorkers()
-	w.Use(idempotency.Middleware(idempotency.NewDynamoDBStore(f.db, f.state), &idempotency.Config{Expiry: time.Hour}))
-	jobs.AddWorker(w, jobs.WorkFunc[SendReceipt](func(_ context.Context, job *jobs.Job[SendReceipt]) error {
-		mu.Lock()
-		defer mu.Unlock()
-		effects[job.Args.Order]++
-		return nil
-	}))
-	rc := jobs.Config{
-		QueueURL: f.queue.URL, DLQURL: f.dlq.URL, SQS: f.sqs, FunctionName: "outbox-test", VisibilityTimeout: 30 * time.Second,
-		Metrics: io.Discard, Logger: slog.New(slog.NewJSONHandler(io.Discard, nil)),
-	}
-	for _, m := range msgs { // one by one: duplicates in separate invocations, as on SQS
-		resp, err := jobs.NewSQSHandler(w, rc)(ctx, jobstest.EventFromMessages(f.queue.ARN, []sqstypes.Message{m}))
-		require.NoError(t, err)
-		require.Empty(t, resp.BatchItemFailures)
-	}
+	effects := f.runBehindIdempotency(t, msgs)
 	require.Len(t, effects, 4)
 	for order, n := range effects {
 		assert.Equal(t, 1, n, "%s: one effect", order)
@@ -328,4 +310,31 @@ func drain(t *testing.T, client *sqs.Client, url string) []sqstypes.Message {
 		got = append(got, out.Messages...)
 	}
 	return got
+}
+
+// runBehindIdempotency runs each message, one invocation apiece (duplicates in separate
+// invocations, as on SQS), through a worker behind the idempotency middleware on the state table,
+// and returns how many times each order's effect happened.
+func (f *fixture) runBehindIdempotency(t *testing.T, msgs []sqstypes.Message) map[string]int {
+	t.Helper()
+	var mu sync.Mutex
+	effects := map[string]int{}
+	w := jobs.NewWorkers()
+	w.Use(idempotency.Middleware(idempotency.NewDynamoDBStore(f.db, f.state), &idempotency.Config{Expiry: time.Hour}))
+	jobs.AddWorker(w, jobs.WorkFunc[SendReceipt](func(_ context.Context, job *jobs.Job[SendReceipt]) error {
+		mu.Lock()
+		defer mu.Unlock()
+		effects[job.Args.Order]++
+		return nil
+	}))
+	rc := jobs.Config{
+		QueueURL: f.queue.URL, DLQURL: f.dlq.URL, SQS: f.sqs, FunctionName: "outbox-test", VisibilityTimeout: 30 * time.Second,
+		Metrics: io.Discard, Logger: slog.New(slog.NewJSONHandler(io.Discard, nil)),
+	}
+	for _, m := range msgs {
+		resp, err := jobs.NewSQSHandler(w, rc)(context.Background(), jobstest.EventFromMessages(f.queue.ARN, []sqstypes.Message{m}))
+		require.NoError(t, err)
+		require.Empty(t, resp.BatchItemFailures)
+	}
+	return effects
 }
