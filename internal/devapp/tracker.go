@@ -487,7 +487,8 @@ type censusState struct {
 	lists     []*inspect.DeadList // each dead-letter queue's listing (full census only)
 }
 
-type queueDepth struct{ main, dlq int }
+// queueDepth is a queue's messages (main), those of them in flight, and its dead-letter queue's.
+type queueDepth struct{ main, inFlight, dlq int }
 
 // gather runs calls concurrently and collects their errors.
 type gather struct {
@@ -520,10 +521,10 @@ func (t *Tracker) readState(ctx context.Context, full bool) (*censusState, error
 	var g gather
 	for i, q := range t.queues {
 		g.do(func() (err error) {
-			if st.depths[i].main, err = t.depth(ctx, q.URL); err != nil || q.DLQURL == "" {
+			if st.depths[i].main, st.depths[i].inFlight, err = t.depth(ctx, q.URL); err != nil || q.DLQURL == "" {
 				return err
 			}
-			st.depths[i].dlq, err = t.depth(ctx, q.DLQURL)
+			st.depths[i].dlq, _, err = t.depth(ctx, q.DLQURL)
 			return err
 		})
 	}
@@ -595,9 +596,15 @@ func (t *Tracker) queueCounts(st *censusState, full bool) map[*Queue]*Counts {
 	}
 	per := map[*Queue]*Counts{}
 	for i, q := range t.queues {
+		r, polled := running[q.URL]
+		if !polled {
+			// No event source mapping reads this queue: a container consumer does, and what it
+			// holds is what is in flight.
+			r = st.depths[i].inFlight
+		}
 		// A message retried with a short backoff can be received again before the batch that
 		// failed it is settled: never show more running than the queue holds.
-		per[q] = &Counts{Pending: st.depths[i].main, Running: min(running[q.URL], st.depths[i].main)}
+		per[q] = &Counts{Pending: st.depths[i].main, Running: min(r, st.depths[i].main)}
 		if !full {
 			per[q].Dead = st.depths[i].dlq
 		}
@@ -664,8 +671,8 @@ func (t *Tracker) lookup(id string) *Tracked {
 	return t.jobs[id]
 }
 
-// depth returns a queue's visible + in-flight + delayed messages.
-func (t *Tracker) depth(ctx context.Context, url string) (int, error) {
+// depth returns a queue's visible + in-flight + delayed messages, and the in-flight ones.
+func (t *Tracker) depth(ctx context.Context, url string) (total, inFlight int, err error) {
 	out, err := t.sqs.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{
 		QueueUrl: aws.String(url),
 		AttributeNames: []sqstypes.QueueAttributeName{
@@ -675,14 +682,16 @@ func (t *Tracker) depth(ctx context.Context, url string) (int, error) {
 		},
 	})
 	if err != nil {
-		return 0, fmt.Errorf("attributes of %s: %w", jobs.QueueName(url), err)
+		return 0, 0, fmt.Errorf("attributes of %s: %w", jobs.QueueName(url), err)
 	}
-	n := 0
-	for _, v := range out.Attributes {
+	for k, v := range out.Attributes {
 		i, _ := strconv.Atoi(v)
-		n += i
+		total += i
+		if k == string(sqstypes.QueueAttributeNameApproximateNumberOfMessagesNotVisible) {
+			inFlight = i
+		}
 	}
-	return n, nil
+	return total, inFlight, nil
 }
 
 // CompletedKeys returns the keys of the COMPLETED records of an idempotency table.
