@@ -111,6 +111,10 @@ func StartStack(ctx context.Context, cfg StackConfig) (s *Stack, err error) {
 		Config: devstack.Config{
 			AWS: s.Proxied, Endpoint: s.Proxy.URL(), Output: out, Logger: log,
 			OnBatch: cfg.OnBatch, OnInvoke: cfg.OnInvoke, NoScheduler: true,
+			// The fault plan kills the container's process every few jobs: restart it within
+			// 2 s, as a service replaces a stopped task, rather than backing off to 30 s as for
+			// a process that keeps failing on its own.
+			TaskMaxRestartDelay: 2 * time.Second,
 		},
 		Prepare: func(ctx context.Context, d *deploy.Deployment, _ *devstack.Config) error {
 			s.Deployment = d

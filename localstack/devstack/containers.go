@@ -36,6 +36,7 @@ func (s *Stack) startContainers(cfg *Config, creds aws.Credentials, outMu *sync.
 		}
 		t, err := taskrun.Start(taskrun.Options{
 			Name: name, Binary: c.Binary, Env: c.Env, StopTimeout: c.StopTimeout,
+			RestartDelay: cfg.TaskRestartDelay, MaxRestartDelay: cfg.TaskMaxRestartDelay,
 			Region: d.Region, Endpoint: cfg.Endpoint,
 			AccessKeyID: creds.AccessKeyID, SecretAccessKey: creds.SecretAccessKey, SessionToken: creds.SessionToken,
 			Output: cfg.Output, OutputMu: outMu, Logger: cfg.Logger, OnStart: onStart,

@@ -48,6 +48,9 @@ type Config struct {
 	// OnTaskStart, if set, is called each time a container's process starts (see ContainerName);
 	// it must not block.
 	OnTaskStart func(container string, pid int)
+	// TaskRestartDelay and TaskMaxRestartDelay are the containers' restart delays (see
+	// taskrun.Options); default 1 s doubling up to 30 s.
+	TaskRestartDelay, TaskMaxRestartDelay time.Duration
 	// OnFire, if set, is called after every tick the scheduler loop sends.
 	OnFire func(schedfire.Firing)
 	// NoScheduler leaves the schedules alone (the loop runs when the deployment has schedule groups).

@@ -32,8 +32,10 @@ type Options struct {
 	// StopTimeout is the time between SIGTERM and SIGKILL when the task is stopped. Default 30 s.
 	StopTimeout time.Duration
 	// RestartDelay is the wait before a process that exited is started again; it doubles after
-	// each exit within a minute of its start, up to 30 s. Default 1 s.
+	// each exit within a minute of its start, up to MaxRestartDelay. Default 1 s.
 	RestartDelay time.Duration
+	// MaxRestartDelay bounds the doubled RestartDelay. Default 30 s.
+	MaxRestartDelay time.Duration
 	// Output receives the process's stdout and stderr, whole lines prefixed; default os.Stderr.
 	Output io.Writer
 	// OutputMu, if set, serialises writes to Output with other writers.
@@ -72,6 +74,10 @@ func Start(o Options) (*Task, error) {
 	if o.RestartDelay <= 0 {
 		o.RestartDelay = time.Second
 	}
+	if o.MaxRestartDelay <= 0 {
+		o.MaxRestartDelay = 30 * time.Second
+	}
+	o.MaxRestartDelay = max(o.MaxRestartDelay, o.RestartDelay)
 	if o.Output == nil {
 		o.Output = os.Stderr
 	}
@@ -169,7 +175,7 @@ func (t *Task) supervise() {
 			return
 		case <-time.After(delay):
 		}
-		delay = min(2*delay, 30*time.Second)
+		delay = min(2*delay, t.o.MaxRestartDelay)
 		if err := t.spawn(); err != nil {
 			t.log.Error("task process could not restart", "task", t.o.Name, "err", err)
 			return

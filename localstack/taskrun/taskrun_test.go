@@ -199,3 +199,17 @@ func TestTaskSIGTERMMidJobOnSQS(t *testing.T) {
 	requireEmpty(t, client, q.URL)
 	requireEmpty(t, client, dlq.URL)
 }
+
+// A process that exits is started again after RestartDelay, doubled after each quick exit but
+// never past MaxRestartDelay.
+func TestTaskRestartDelayIsBounded(t *testing.T) {
+	t.Parallel()
+	task, err := taskrun.Start(taskrun.Options{
+		Name: "Exits", Binary: "/bin/true", RestartDelay: 20 * time.Millisecond, MaxRestartDelay: 20 * time.Millisecond,
+		Output: &output{},
+	})
+	require.NoError(t, err)
+	defer task.Stop()
+	// Doubling from 20 ms without the bound, the 12th start would come after 41 s.
+	waitFor(t, 10*time.Second, "12 starts", func() bool { return task.Starts() >= 12 })
+}
