@@ -40,6 +40,12 @@ type Config struct {
 	// may claim the key. The function's context ends with the lease. Default: the time left
 	// before ctx's deadline (in Lambda, the invocation deadline; in a job, the job's deadline),
 	// or DefaultLease (15 min) when ctx has none. At least MinLease.
+	//
+	// A job in a container (jobs.KeepAlive: up to 12 h under heartbeats) instead holds its claim
+	// for the keep-alive window (the queue's visibility timeout), renewed every third of it while
+	// the job runs, when the store is a Renewer: a task that dies releases the key about when its
+	// message comes back. The job's context then ends with its own deadline, or with
+	// ErrLeaseLost if a renewal finds the claim taken. One UpdateItem per renewal.
 	Lease time.Duration
 	// Payload, when not nil, is hashed (see PayloadHash) and recorded as the validation hash: the
 	// same key with a different payload fails with *PayloadMismatchError. Used by Do; Middleware
@@ -211,7 +217,14 @@ func run[T any](ctx context.Context, store Store, key, hash string, fn func(ctx 
 		return res, false, err
 	}
 
-	lease := cfg.lease(ctx)
+	lease, renew := cfg.lease(ctx), false
+	if w, ok := jobs.KeepAlive(ctx); ok && (cfg == nil || cfg.Lease <= 0) && w < lease {
+		// A job in a container: hold the key for the window its message would take to come back
+		// if the process died, and renew the lease while the job runs.
+		if _, ok := store.(Renewer); ok {
+			lease, renew = max(w, MinLease), true
+		}
+	}
 	claim := Record{
 		Key:    key,
 		Status: StatusInProgress,
@@ -241,22 +254,39 @@ func run[T any](ctx context.Context, store Store, key, hash string, fn func(ctx 
 	case err != nil:
 		return zero, false, &StoreError{Op: "claim", Key: key, Err: err}
 	}
-	res, err = runClaimed(ctx, &claimState{store: store, claim: claim, expiry: cfg.expiry(), now: cfg.now}, lease, fn, cfg)
+	st := &claimState{store: store, claim: claim, expiry: cfg.expiry(), now: cfg.now}
+	if renew {
+		st.renewEvery = lease
+	}
+	res, err = runClaimed(ctx, st, lease, fn, cfg)
 	return res, true, err
 }
 
 // runClaimed runs fn under the claim st holds, then completes the claim (unless a transaction
 // of fn's did) or, when fn fails or panics, releases it.
 func runClaimed[T any](ctx context.Context, st *claimState, lease time.Duration, fn func(ctx context.Context) (T, error), cfg *Config) (res T, err error) {
-	runCtx, cancel := context.WithTimeout(withClaim(ctx, st), lease)
+	var runCtx context.Context
+	var cancel context.CancelFunc
+	stopRenewing := func() {}
+	if st.renewEvery > 0 {
+		// The run ends with ctx, its lease renewed until then.
+		var cancelCause context.CancelCauseFunc
+		runCtx, cancelCause = context.WithCancelCause(withClaim(ctx, st))
+		cancel = func() { cancelCause(nil) }
+		stopRenewing = st.keepRenewing(runCtx, cancelCause, cfg.logger())
+	} else {
+		runCtx, cancel = context.WithTimeout(withClaim(ctx, st), lease)
+	}
 	defer cancel()
 	defer func() {
 		if p := recover(); p != nil {
+			stopRenewing()
 			st.release(ctx, cfg.logger())
 			panic(p)
 		}
 	}()
 	res, err = fn(runCtx)
+	stopRenewing()
 	if err != nil {
 		st.release(ctx, cfg.logger())
 		return res, err
@@ -341,6 +371,10 @@ type claimState struct {
 	expiry time.Duration
 	now    func() time.Time
 
+	// renewEvery, when set, is the lease a claim in a container holds: renewed every third of it
+	// while the run goes on (keepRenewing).
+	renewEvery time.Duration
+
 	mu      sync.Mutex
 	done    *Record                   // set when a transaction completed the claim
 	pending []types.TransactWriteItem // items OnComplete registered, written with the completion
@@ -359,6 +393,66 @@ func (s *claimState) takePending() []types.TransactWriteItem {
 	p := s.pending
 	s.pending = nil
 	return p
+}
+
+// keepRenewing renews the claim's lease to renewEvery from now, every third of renewEvery, until
+// ctx ends or the returned stop is called (which waits for a renewal under way). A claim found
+// lost ends the run's context with ErrLeaseLost: another run holds the key now.
+func (s *claimState) keepRenewing(ctx context.Context, cancel context.CancelCauseFunc, log *slog.Logger) (stop func()) {
+	quit, done := make(chan struct{}), make(chan struct{})
+	renewer := s.store.(Renewer)
+	go func() {
+		defer close(done)
+		t := time.NewTicker(s.renewEvery / 3)
+		defer t.Stop()
+		for {
+			select {
+			case <-quit:
+				return
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+			err := s.renew(ctx, renewer)
+			switch {
+			case errors.Is(err, ErrLeaseLost):
+				log.LogAttrs(ctx, slog.LevelWarn, "idempotency: claim lost while the job ran; its run is cancelled",
+					jobs.LogString("idempotency_key", s.claim.Key))
+				cancel(ErrLeaseLost)
+				return
+			case err != nil && ctx.Err() == nil:
+				log.LogAttrs(ctx, slog.LevelWarn, "idempotency: claim not renewed; trying again",
+					jobs.LogString("idempotency_key", s.claim.Key), jobs.LogString("error", err.Error()))
+			}
+		}
+	}()
+	var once sync.Once
+	return func() {
+		once.Do(func() { close(quit) })
+		<-done
+	}
+}
+
+// renew moves the claim's lease end to renewEvery from now (under s.mu, so that TransactWrite
+// sees one lease end), unless a transaction completed it.
+func (s *claimState) renew(ctx context.Context, r Renewer) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.done != nil {
+		return nil
+	}
+	end := s.now().Add(s.renewEvery - time.Duration(rand.Int64N(int64(time.Millisecond))))
+	expires := s.claim.ExpiresAt
+	if min := end.Truncate(time.Second).Add(time.Second); expires.Before(min) {
+		expires = min
+	}
+	rctx, cancel := context.WithTimeout(ctx, releaseTimeout)
+	defer cancel()
+	if err := r.Renew(rctx, s.claim.Key, s.claim.LeaseEnd, end, expires); err != nil {
+		return err
+	}
+	s.claim.LeaseEnd, s.claim.ExpiresAt = end, expires
+	return nil
 }
 
 // release deletes the claim, unless a transaction completed it, so that a retry can run.

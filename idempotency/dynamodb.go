@@ -245,6 +245,44 @@ func (s *DynamoDBStore) Delete(ctx context.Context, key string, leaseEnd time.Ti
 	}
 }
 
+// Renew implements Renewer: one UpdateItem conditioned on the claim.
+func (s *DynamoDBStore) Renew(ctx context.Context, key string, leaseEnd, newEnd, expiresAt time.Time) error {
+	if err := s.check(); err != nil {
+		return err
+	}
+	if err := checkKey(key); err != nil {
+		return err
+	}
+	update := expression.Set(expression.Name(AttrInProgressExpiration), expression.Value(epochMillis(newEnd))).
+		Set(expression.Name(AttrExpiration), expression.Value(expiresAt.Unix()))
+	expr, err := expression.NewBuilder().WithUpdate(update).WithCondition(claimCondition(leaseEnd)).Build()
+	if err != nil {
+		return fmt.Errorf("idempotency: build renew update: %w", err)
+	}
+	_, err = s.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:                           aws.String(s.table),
+		Key:                                 keyOf(key),
+		UpdateExpression:                    expr.Update(),
+		ConditionExpression:                 expr.Condition(),
+		ExpressionAttributeNames:            expr.Names(),
+		ExpressionAttributeValues:           expr.Values(),
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+	})
+	var ccf *types.ConditionalCheckFailedException
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &ccf):
+		if old, uerr := unmarshalRecord(ccf.Item); len(ccf.Item) > 0 && uerr == nil &&
+			old.Status == StatusInProgress && old.LeaseEnd.Equal(newEnd) {
+			return nil // an earlier attempt of this request renewed it
+		}
+		return ErrLeaseLost
+	default:
+		return fmt.Errorf("idempotency: renew %q: %w", key, err)
+	}
+}
+
 func (s *DynamoDBStore) check() error {
 	if s.client == nil {
 		return errors.New("idempotency: DynamoDB store has no client")

@@ -96,6 +96,22 @@ func (s *MemoryStore) Delete(ctx context.Context, key string, leaseEnd time.Time
 	return nil
 }
 
+// Renew implements Renewer.
+func (s *MemoryStore) Renew(ctx context.Context, key string, leaseEnd, newEnd, expiresAt time.Time) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	old, ok := s.records[key]
+	switch {
+	case ok && heldBy(&old, newEnd):
+		return nil
+	case !ok || !heldBy(&old, leaseEnd):
+		return ErrLeaseLost
+	}
+	old.LeaseEnd, old.ExpiresAt = newEnd, expiresAt
+	s.records[key] = old
+	return nil
+}
+
 // heldBy reports whether rec is the INPROGRESS claim whose lease ends at leaseEnd.
 func heldBy(rec *Record, leaseEnd time.Time) bool {
 	return rec.Status == StatusInProgress && rec.LeaseEnd.Equal(leaseEnd)

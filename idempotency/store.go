@@ -94,6 +94,16 @@ type Store interface {
 	Delete(ctx context.Context, key string, leaseEnd time.Time) error
 }
 
+// Renewer is a Store that can extend a claim's lease while its run goes on. DynamoDBStore and
+// MemoryStore are Renewers; with another store, a run in a container holds its claim until its
+// context's deadline (see jobs.KeepAlive).
+type Renewer interface {
+	// Renew moves the lease end of the claim on key whose lease ends at leaseEnd to newEnd, and
+	// its expiration to expiresAt (at least newEnd). It returns nil if the claim already ends at
+	// newEnd (an earlier attempt renewed it), and ErrLeaseLost if that claim no longer holds the key.
+	Renew(ctx context.Context, key string, leaseEnd, newEnd, expiresAt time.Time) error
+}
+
 var (
 	// ErrNotFound is returned by Store.Get when no record exists for the key.
 	ErrNotFound = errors.New("idempotency: record not found")

@@ -268,7 +268,7 @@ func TestSampleApp(t *testing.T) {
 		}
 		require.Equal(t, "600", cenv[jobs.EnvVisibilityTimeout])
 		require.Equal(t, "1m0s", cenv[jobs.EnvDrainTimeout])
-		require.NotContains(t, cenv, jobs.EnvIdempotencyTable)
+		require.Contains(t, cenv, jobs.EnvIdempotencyTable, "transcodes run behind idempotency")
 		require.Equal(t, float64(65), container["StopTimeout"])
 		workers.Only(t, "AWS::ECS::Service")
 		_, target := workers.Only(t, "AWS::ApplicationAutoScaling::ScalableTarget")
@@ -289,7 +289,7 @@ func TestSampleApp(t *testing.T) {
 				}
 			}
 		}
-		require.Len(t, tableStmts, 2, "email and ledger use the idempotency table; transcode does not")
+		require.Len(t, tableStmts, 3, "email, ledger and transcode use the idempotency table")
 		var prefixes []any
 		for _, st := range tableStmts {
 			require.ElementsMatch(t, jk.IdempotencyActions, cfntest.Actions(st))
@@ -298,7 +298,7 @@ func TestSampleApp(t *testing.T) {
 			require.Equal(t, idempotency.NotRunKeyPrefix+"*", keys[0], "the ledger of deliveries that ran no job")
 			prefixes = append(prefixes, keys[1:]...)
 		}
-		require.ElementsMatch(t, []any{samplejobs.KindEmailBatchDone + "#*", samplejobs.KindSendEmail + "#*", samplejobs.KindPostLedger + "#*"}, prefixes)
+		require.ElementsMatch(t, []any{samplejobs.KindEmailBatchDone + "#*", samplejobs.KindSendEmail + "#*", samplejobs.KindPostLedger + "#*", samplejobs.KindTranscodeVideo + "#*"}, prefixes)
 		require.Len(t, stateStmts, 1, "the email worker keeps job states")
 		require.ElementsMatch(t, jk.JobStateActions, cfntest.Actions(stateStmts[0]))
 		require.Equal(t, []any{"job#*", "batch#*"}, cfntest.Get(stateStmts[0], "Condition.ForAllValues:StringLike.dynamodb:LeadingKeys"))

@@ -162,9 +162,10 @@ func NewWorkersStack(scope constructs.Construct, id string, state *StateStack, m
 	state.LedgerTable.GrantReadWriteData(s.Ledger.Role)
 	// Transcode: long jobs, past Lambda's 15 minutes, in Fargate tasks (arm64) of two jobs each,
 	// from zero tasks when the queue is empty up to 4; the heartbeat keeps each job's message
-	// invisible while it runs, and a task stopped mid-job releases it for another at once.
+	// invisible while it runs, and a task stopped mid-job releases it for another at once. Behind
+	// idempotency, a task killed between a finished transcode and its delete does not redo it.
 	s.Transcode = jk.NewContainerWorker(stack, "Transcode", &jk.ContainerWorkerProps{
-		Source: src("transcode"), Queue: state.Transcode, Kinds: kinds(samplejobs.QueueTranscode),
+		Source: src("transcode"), Queue: state.Transcode, IdempotencyTable: state.Idempotency, Kinds: kinds(samplejobs.QueueTranscode),
 		CPU: 1024, MemoryMiB: 2048, Concurrency: 2, MaxTasks: 4, DrainTimeout: 60 * time.Second,
 		BackoffBase: 30 * time.Second, BackoffCap: 30 * time.Minute,
 	})

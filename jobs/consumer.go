@@ -406,7 +406,7 @@ func wireMessage(m *sqstypes.Message) wire.SQSMessage {
 func (c *Consumer) start(base context.Context, msgs []wire.SQSMessage, received time.Time) {
 	deadline := received.Add(MaxVisibility - receiptSlack)
 	drainable, cancel := context.WithCancelCause(base)
-	jobsCtx, cancelDeadline := context.WithDeadline(drainable, deadline)
+	jobsCtx, cancelDeadline := context.WithDeadline(ContextWithKeepAlive(drainable, c.h.cfg.VisibilityTimeout), deadline)
 	postCtx, postCancel := context.WithDeadline(base, deadline)
 	u := &unit{msgs: msgs, cancel: cancel, postCancel: postCancel}
 	c.mu.Lock()

@@ -66,9 +66,13 @@ func TestConsumerLongJobOnSQS(t *testing.T) {
 	enqueue(t, client, q.URL, TestJob{N: 1, Mode: "sleep", Seconds: 12})
 
 	var runs atomic.Int32
+	var keepAlive atomic.Int64
 	w := jobs.NewWorkers()
 	jobs.AddWorker(w, jobs.WorkFunc[TestJob](func(ctx context.Context, job *jobs.Job[TestJob]) error {
 		runs.Add(1)
+		if window, ok := jobs.KeepAlive(ctx); ok {
+			keepAlive.Store(int64(window))
+		}
 		time.Sleep(time.Duration(job.Args.Seconds * float64(time.Second)))
 		return nil
 	}))
@@ -107,6 +111,7 @@ func TestConsumerLongJobOnSQS(t *testing.T) {
 
 	assert.Empty(t, stolen, "the running job's message was never handed to another consumer")
 	assert.Equal(t, int32(1), runs.Load(), "the job ran once")
+	assert.Equal(t, 3*time.Second, time.Duration(keepAlive.Load()), "the job's context says it is kept alive, for the visibility timeout")
 	assert.GreaterOrEqual(t, calls.n(&sqs.ChangeMessageVisibilityInput{})+calls.n(&sqs.ChangeMessageVisibilityBatchInput{}), 3,
 		"heartbeats kept the message through a job four visibility timeouts long")
 	visible, inFlight := queueDepth(t, client, q.URL)

@@ -6,8 +6,9 @@
 //   - PostLedger ("ledger.post", FIFO queue Ledger, one message group per account): applies a
 //     posting to the account's item in a DynamoDB ledger table exactly once while its
 //     idempotency record lasts, in the same transaction as that record.
-//   - TranscodeVideo ("video.transcode", Standard queue Transcode): a long job that relies on the
-//     runtime's heartbeat and stops when its context ends.
+//   - TranscodeVideo ("video.transcode", Standard queue Transcode): a long job, run in a
+//     container, that relies on the runtime's heartbeat, stops when its context ends and runs
+//     behind idempotency.Middleware (its claim renewed while it runs: jobs.KeepAlive).
 //
 // Schedules declares the sample's recurring jobs once, for the CDK app and the offline runner: a
 // daily digest email (cron, Europe/Berlin) and an hourly interest posting on the FIFO Ledger queue.

@@ -337,6 +337,55 @@ var cases = []testCase{
 			t.Fatalf("%d claims won and %d were refused; want 1 and %d", won, held, n-1)
 		}
 	}},
+	{"RenewMovesTheLease", func(t *testing.T, s idempotency.Store) {
+		r, ok := s.(idempotency.Renewer)
+		if !ok {
+			return // the store does not renew: nothing to check
+		}
+		first := claimRec(key(t), base, time.Minute, time.Hour)
+		mustClaim(t, s, first, base)
+		newEnd, expires := base.Add(3*time.Minute+time.Microsecond), base.Add(2*time.Hour)
+		if err := r.Renew(ctx, first.Key, first.LeaseEnd, newEnd, expires); err != nil {
+			t.Fatalf("Renew: %v", err)
+		}
+		if err := r.Renew(ctx, first.Key, first.LeaseEnd, newEnd, expires); err != nil {
+			t.Fatalf("Renew repeated: %v, want nil", err)
+		}
+		renewed := *first
+		renewed.LeaseEnd, renewed.ExpiresAt = newEnd, expires
+		sameRecord(t, mustGet(t, s, first.Key), &renewed)
+		// Past the old lease end the renewed claim still holds the key; past the new one it does not.
+		at := first.LeaseEnd.Add(time.Minute)
+		mustHeld(t, s, claimRec(first.Key, at, time.Minute, time.Hour), at)
+		// The old lease end names no claim now; the new one completes it.
+		if err := s.Complete(ctx, doneRec(first, at, time.Hour, nil), first.LeaseEnd); !errors.Is(err, idempotency.ErrLeaseLost) {
+			t.Fatalf("Complete by the old lease end: %v, want ErrLeaseLost", err)
+		}
+		if err := s.Complete(ctx, doneRec(&renewed, at, time.Hour, nil), newEnd); err != nil {
+			t.Fatalf("Complete by the renewed lease end: %v", err)
+		}
+		if err := r.Renew(ctx, first.Key, newEnd, newEnd.Add(time.Minute), expires); !errors.Is(err, idempotency.ErrLeaseLost) {
+			t.Fatalf("Renew of a completed claim: %v, want ErrLeaseLost", err)
+		}
+	}},
+	{"RenewLostClaim", func(t *testing.T, s idempotency.Store) {
+		r, ok := s.(idempotency.Renewer)
+		if !ok {
+			return
+		}
+		first := claimRec(key(t), base, time.Minute, time.Hour)
+		mustClaim(t, s, first, base)
+		later := base.Add(2 * time.Minute)
+		second := claimRec(first.Key, later, time.Minute, time.Hour)
+		mustClaim(t, s, second, later)
+		if err := r.Renew(ctx, first.Key, first.LeaseEnd, later.Add(90*time.Second), later.Add(time.Hour)); !errors.Is(err, idempotency.ErrLeaseLost) {
+			t.Fatalf("Renew by a lost claim: %v, want ErrLeaseLost", err)
+		}
+		if err := r.Renew(ctx, key(t), first.LeaseEnd, later, later); !errors.Is(err, idempotency.ErrLeaseLost) {
+			t.Fatalf("Renew of a missing key: %v, want ErrLeaseLost", err)
+		}
+		sameRecord(t, mustGet(t, s, first.Key), second)
+	}},
 	{"RejectsBadRecords", func(t *testing.T, s idempotency.Store) {
 		rec := claimRec("", base, time.Minute, time.Hour)
 		var ke *idempotency.KeyError

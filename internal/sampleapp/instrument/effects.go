@@ -51,6 +51,9 @@ type Effects struct {
 	// DB makes the calls Effects makes itself (Started, Finished). Applied writes go through
 	// the job's idempotency transaction.
 	DB EffectsAPI
+	// CountStarts counts each start of a body run behind idempotency too (Started, a write of its
+	// own): the transcode sample's, whose long job must start exactly once.
+	CountStarts bool
 }
 
 // EffectsFromEnv returns the Effects EnvEffectsTable asks for, calling db, or nil when it is unset.
@@ -81,8 +84,8 @@ func (e *Effects) Started(ctx context.Context, jobID string) error {
 //     (idempotency.OnComplete) — with the worker's own business writes when the worker calls
 //     idempotency.TransactWrite — so the count is exactly the number of times the job's effect
 //     took place: 1 for a job that ran, however often it was delivered;
-//   - a job without an idempotency claim (the transcode sample) counts "started += 1" before its
-//     worker runs and "applied += 1" after the worker succeeds, each a write of its own (see
+//   - with CountStarts, such a job also counts "started += 1" before its worker runs;
+//   - a job without an idempotency claim counts "started += 1" before its worker runs and "applied += 1" after the worker succeeds, each a write of its own (see
 //     Started and Finished).
 //
 // A nil *Effects returns a middleware that counts nothing.
@@ -94,6 +97,11 @@ func (e *Effects) Middleware() jobs.Middleware {
 		return func(ctx context.Context, row *jobs.JobRow) error {
 			err := idempotency.OnComplete(ctx, e.Applied(row.ID))
 			switch {
+			case err == nil && e.CountStarts:
+				if err := e.Started(ctx, row.ID); err != nil {
+					return err
+				}
+				return next(ctx, row)
 			case err == nil:
 				return next(ctx, row)
 			case !errors.Is(err, idempotency.ErrNoClaim):
