@@ -51,6 +51,12 @@ type StreamMapping struct {
 	// PollInterval is how long an idle shard waits between GetRecords calls; default 250 ms
 	// (Lambda polls each shard four times a second).
 	PollInterval time.Duration
+	// Filters are FilterCriteria patterns (see EventFilter): records matching none are
+	// checkpointed past without invoking the function. None: every record is handed over.
+	Filters []string
+	// OnSkip, if set, is called with the records given up after MaximumRetryAttempts (Lambda's
+	// on-failure destination gets their stream coordinates).
+	OnSkip func(ctx context.Context, skipped []events.DynamoDBEventRecord)
 }
 
 // StreamStats are a stream poller's counters.
@@ -60,6 +66,7 @@ type StreamStats struct {
 	Done        int64 // records checkpointed past (succeeded, or skipped after the retries)
 	Retries     int64 // batches retried (whole, or from a reported failure)
 	Skipped     int64 // records given up after MaximumRetryAttempts
+	Filtered    int64 // records no filter pattern matched: checkpointed without an invocation
 }
 
 // StreamPoller is Lambda's DynamoDB Streams event source mapping, run locally: one reader per
@@ -69,11 +76,12 @@ type StreamStats struct {
 // records before it are done), and an invalid response retries the whole batch, as "Configuring
 // partial batch response with DynamoDB Streams" documents.
 type StreamPoller struct {
-	api   StreamsAPI
-	fn    Invoker
-	m     StreamMapping
-	log   *slog.Logger
-	stats struct{ invocations, records, done, retries, skipped atomic.Int64 }
+	api    StreamsAPI
+	fn     Invoker
+	m      StreamMapping
+	filter *EventFilter
+	log    *slog.Logger
+	stats  struct{ invocations, records, done, retries, skipped, filtered atomic.Int64 }
 }
 
 // NewStreamPoller returns a poller for m that invokes fn. logger may be nil.
@@ -96,14 +104,18 @@ func NewStreamPoller(api StreamsAPI, fn Invoker, m StreamMapping, logger *slog.L
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	return &StreamPoller{api: api, fn: fn, m: m, log: logger}, nil
+	filter, err := NewEventFilter(m.Filters)
+	if err != nil {
+		return nil, err
+	}
+	return &StreamPoller{api: api, fn: fn, m: m, filter: filter, log: logger}, nil
 }
 
 // Stats returns the poller's counters.
 func (p *StreamPoller) Stats() StreamStats {
 	return StreamStats{
 		Invocations: p.stats.invocations.Load(), Records: p.stats.records.Load(), Done: p.stats.done.Load(),
-		Retries: p.stats.retries.Load(), Skipped: p.stats.skipped.Load(),
+		Retries: p.stats.retries.Load(), Skipped: p.stats.skipped.Load(), Filtered: p.stats.filtered.Load(),
 	}
 }
 
@@ -168,7 +180,7 @@ func (p *StreamPoller) readShard(ctx context.Context, shard string) {
 				}
 				continue
 			}
-			pending = append(pending, out.Records...)
+			pending = append(pending, p.matching(out.Records)...)
 			iter = out.NextShardIterator // nil: the shard is closed
 		}
 		if len(pending) == 0 {
@@ -190,6 +202,13 @@ func (p *StreamPoller) readShard(ctx context.Context, shard string) {
 				skipped := len(batch) - done
 				p.log.Warn("esm: stream records skipped after the retries", "shard", shard, "records", skipped)
 				p.stats.skipped.Add(int64(skipped))
+				if p.m.OnSkip != nil {
+					recs := make([]events.DynamoDBEventRecord, 0, skipped)
+					for _, r := range batch[done:] {
+						recs = append(recs, DynamoDBEventRecord(r, p.m.StreamARN))
+					}
+					p.m.OnSkip(ctx, recs)
+				}
 				done, attempts = len(batch), 0
 			}
 		} else {
@@ -201,6 +220,24 @@ func (p *StreamPoller) readShard(ctx context.Context, shard string) {
 			sleep(ctx, p.m.PollInterval) // a failing batch is retried, not spun on
 		}
 	}
+}
+
+// matching returns the records the mapping's filter lets through; the others are done.
+func (p *StreamPoller) matching(records []streamtypes.Record) []streamtypes.Record {
+	if p.filter.Empty() {
+		return records
+	}
+	out := records[:0:0]
+	for _, r := range records {
+		b, err := json.Marshal(DynamoDBEventRecord(r, p.m.StreamARN))
+		if err == nil && p.filter.Match(b) {
+			out = append(out, r)
+			continue
+		}
+		p.stats.filtered.Add(1)
+		p.stats.done.Add(1)
+	}
+	return out
 }
 
 // invoke runs the function on batch and returns how many of its records are done.
