@@ -16,17 +16,18 @@ type Deployment struct {
 	// Prefix is Options.Prefix: on every stack, export and explicit physical name.
 	Prefix string `json:"prefix,omitempty"`
 
-	Stacks     []Stack              `json:"stacks"`
-	Queues     []Queue              `json:"queues"`
-	Tables     []Table              `json:"tables"`
-	Functions  []Function           `json:"functions"`
-	Containers []Container          `json:"containers"`
-	Mappings   []EventSourceMapping `json:"event_source_mappings"`
+	Stacks         []Stack              `json:"stacks"`
+	Queues         []Queue              `json:"queues"`
+	Tables         []Table              `json:"tables"`
+	Functions      []Function           `json:"functions"`
+	Containers     []Container          `json:"containers"`
+	Mappings       []EventSourceMapping `json:"event_source_mappings"`
+	ScheduleGroups []ScheduleGroup      `json:"schedule_groups"`
+	Schedules      []Schedule           `json:"schedules"`
+	Skipped        []Skipped            `json:"skipped"`
+
 	// StreamMappings are the DynamoDB Streams event source mappings.
 	StreamMappings []StreamEventSourceMapping `json:"stream_event_source_mappings,omitempty"`
-	ScheduleGroups []ScheduleGroup            `json:"schedule_groups"`
-	Schedules      []Schedule                 `json:"schedules"`
-	Skipped        []Skipped                  `json:"skipped"`
 
 	clients Clients // for Destroy
 }
