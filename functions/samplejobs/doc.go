@@ -9,6 +9,9 @@
 //   - TranscodeVideo ("video.transcode", Standard queue Transcode): a long job that relies on the
 //     runtime's heartbeat and stops when its context ends.
 //
+// OpenAccount is the sample's transactional outbox (package jobs/outbox): it opens a ledger
+// account and writes its welcome email job in one DynamoDB transaction; functions/outbox sends it.
+//
 // Schedules declares the sample's recurring jobs once, for the CDK app and the offline runner: a
 // daily digest email (cron, Europe/Berlin) and an hourly interest posting on the FIFO Ledger queue.
 package samplejobs
