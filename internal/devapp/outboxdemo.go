@@ -13,6 +13,7 @@ import (
 	"github.com/jobkit-go/jobkit/jobs"
 	"github.com/jobkit-go/jobkit/jobs/outbox"
 	"github.com/jobkit-go/jobkit/localstack/deploy"
+	"github.com/jobkit-go/jobkit/localstack/devstack"
 )
 
 // OutboxDemo is the transactional outbox part of a demo workload: accounts opened with
@@ -34,6 +35,9 @@ type OutboxResult struct {
 	// Left is how many of their outbox items were still in the state table at the end: the
 	// forwarder deletes each item it sent.
 	Left int
+	// Invocations of the forwarder by the stream's event source mapping, and the stream records
+	// its filter kept from it (the state table's other writes).
+	Invocations, Filtered int64
 }
 
 // Line is "DEV outbox: written=<n> forwarded=<n> left=<n>"; whether the jobs ran is in the
@@ -83,6 +87,17 @@ func runOutboxDemo(ctx context.Context, cfg Config, tr *Tracker, d *deploy.Deplo
 	}
 	cfg.note("outbox: %d accounts opened, each with its welcome email in the same transaction (sent by the outbox forwarder)", len(res.JobIDs))
 	return res, nil
+}
+
+// readStreams records the stream mappings' counters.
+func (r *OutboxResult) readStreams(stack *devstack.Stack) {
+	if r == nil {
+		return
+	}
+	for _, st := range stack.StreamStats() {
+		r.Invocations += st.Invocations
+		r.Filtered += st.Filtered
+	}
 }
 
 // countLeft counts the demo's outbox items still in the state table.

@@ -170,8 +170,12 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if err := finalCount(bg, cfg, res); err != nil {
 		return res, errors.Join(runErr, err)
 	}
+	res.Outbox.readStreams(running.Stack)
 	if err := res.Outbox.countLeft(bg, cfg, res.Deployment); err != nil {
 		return res, errors.Join(runErr, err)
+	}
+	if o := res.Outbox; o != nil && len(o.JobIDs) > 0 {
+		cfg.note("outbox forwarder: %d invocations; %d other writes to the state table filtered out by its event source mapping", o.Invocations, o.Filtered)
 	}
 	res.State.countCallbacks(res.Tracker)
 	if len(res.LeftBehind) > 0 {
