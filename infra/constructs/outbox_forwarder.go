@@ -39,7 +39,9 @@ const OutboxStreamViewType = "NEW_IMAGE"
 var OutboxStreamActions = []string{"dynamodb:DescribeStream", "dynamodb:GetRecords", "dynamodb:GetShardIterator", "dynamodb:ListStreams"}
 
 // OutboxDeleteActions are what the forwarder calls on the state table: BatchWriteItem deletes of
-// the items it sent, on the "outbox#" items only.
+// the items it sent, on the "outbox#" items only. (IAM cannot tell a batch's deletes from its
+// puts; a put of an outbox item would let the role send a job to the queues it may send to
+// anyway, so the batch call grants nothing more.)
 var OutboxDeleteActions = []string{"dynamodb:BatchWriteItem"}
 
 // OutboxForwarderProps configures an OutboxForwarder. Table, Queues and one of Source or Code

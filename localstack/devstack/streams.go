@@ -44,7 +44,8 @@ func enabledStreamMappings(d *deploy.Deployment, fn string) []deploy.StreamEvent
 
 // newStreamPoller makes the stream poller of mapping m, invoking rt (function fn's runtime).
 // Records given up after the mapping's retries are described on its on-failure queue, as
-// Lambda does, when that queue is in the deployment.
+// Lambda does, when that queue is in the deployment. MaximumRecordAge is not applied offline
+// (records here are minutes old); MaximumRetryAttempts is.
 func newStreamPoller(cfg *Config, rt *lambdaruntime.Runtime, fn deploy.Function, m deploy.StreamEventSourceMapping) (*streamPoller, error) {
 	sm := esm.StreamMapping{
 		StreamARN: m.StreamARN, BatchSize: m.BatchSize, TrimHorizon: m.StartingPosition == "TRIM_HORIZON",
