@@ -179,6 +179,7 @@ func NewWorkersStack(scope constructs.Construct, id string, state *StateStack, m
 		Queues:           []*jk.JobQueue{state.Email, state.Ledger, state.Transcode},
 		Workers:          []*jk.Worker{s.Email, s.Ledger},
 		ContainerWorkers: []*jk.ContainerWorker{s.Transcode},
+		OutboxForwarders: []*jk.OutboxForwarder{s.Outbox},
 	})
 	return s
 }

@@ -270,6 +270,24 @@ func (f *OutboxForwarder) addAlarms(p OutboxForwarderProps) {
 		f.DLQ.MetricApproximateNumberOfMessagesVisible(&awscloudwatch.MetricOptions{Period: minute, Statistic: jsii.String("Maximum")}), 0)
 }
 
+// outboxWidgets is the dashboard row of the forwarders: invocations and errors, iterator age.
+func outboxWidgets(fs []*OutboxForwarder) []awscloudwatch.IWidget {
+	var calls, age []awscloudwatch.IMetric
+	minutes5 := awscdk.Duration_Minutes(jsii.Number(5))
+	for _, f := range fs {
+		name := *f.Node().Id()
+		calls = append(calls,
+			f.Function.MetricInvocations(&awscloudwatch.MetricOptions{Label: jsii.String(name), Period: minutes5}),
+			f.Function.MetricErrors(&awscloudwatch.MetricOptions{Label: jsii.String(name + " errors"), Period: minutes5}))
+		age = append(age, f.Function.Metric(jsii.String("IteratorAge"), &awscloudwatch.MetricOptions{
+			Label: jsii.String(name), Statistic: jsii.String("Maximum"), Period: minutes5}))
+	}
+	return []awscloudwatch.IWidget{
+		awscloudwatch.NewGraphWidget(&awscloudwatch.GraphWidgetProps{Title: jsii.String("outbox: forwarder invocations and errors"), Width: jsii.Number(12), Left: &calls}),
+		awscloudwatch.NewGraphWidget(&awscloudwatch.GraphWidgetProps{Title: jsii.String("outbox: oldest unsent job (iterator age, ms)"), Width: jsii.Number(12), Left: &age}),
+	}
+}
+
 func optionalDuration(d time.Duration) awscdk.Duration {
 	if d == 0 {
 		return nil

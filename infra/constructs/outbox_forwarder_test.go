@@ -95,6 +95,24 @@ func TestOutboxForwarder(t *testing.T) {
 	require.NotNil(t, f.DLQDepthAlarm)
 }
 
+// The dashboard's outbox row: the forwarder's invocations, errors and iterator age.
+func TestDashboardOutboxRow(t *testing.T) {
+	_, stack := newStack(t)
+	table := NewIdempotencyTable(stack, "State", nil)
+	q := NewJobQueue(stack, "Q", nil)
+	f := NewOutboxForwarder(stack, "Outbox", &OutboxForwarderProps{Source: helloSource, Table: table, Queues: []awssqs.IQueue{q.Queue}})
+	NewDashboard(stack, "Dashboard", &DashboardProps{Queues: []*JobQueue{q}, OutboxForwarders: []*OutboxForwarder{f}})
+	tpl := synth(t, stack)
+	_, body := tpl.Only(t, "AWS::CloudWatch::Dashboard")
+	raw, err := json.Marshal(get(body, "Properties.DashboardBody"))
+	require.NoError(t, err)
+	flat := string(raw)
+	require.Contains(t, flat, "outbox: oldest unsent job")
+	for _, m := range []string{`\"IteratorAge\"`, `\"Invocations\"`, `\"Errors\"`} {
+		require.Contains(t, flat, m)
+	}
+}
+
 // A table whose stream is already on keeps it.
 func TestOutboxForwarderKeepsAStream(t *testing.T) {
 	_, stack := newStack(t)
