@@ -130,7 +130,7 @@ func (dp *deployer) mapping(run *stackRun, id string) error {
 		return dp.streamMapping(run, id, props)
 	}
 	if parts := strings.Split(m.QueueARN, ":"); len(parts) != 6 || parts[2] != "sqs" {
-		dp.d.Skipped = append(dp.d.Skipped, Skipped{Stack: run.name, LogicalID: id, Type: typeESM, Reason: "only SQS event sources run offline (source " + m.QueueARN + ")"})
+		dp.d.Skipped = append(dp.d.Skipped, Skipped{Stack: run.name, LogicalID: id, Type: typeESM, Reason: "only SQS and DynamoDB Streams event sources run offline (source " + m.QueueARN + ")"})
 		return nil
 	}
 	m.Function, _ = props["FunctionName"].(string)

@@ -44,18 +44,17 @@ func enabledStreamMappings(d *deploy.Deployment, fn string) []deploy.StreamEvent
 
 // newStreamPoller makes the stream poller of mapping m, invoking rt (function fn's runtime).
 // Records given up after the mapping's retries are described on its on-failure queue, as
-// Lambda does, when that queue is in the deployment. MaximumRecordAge is not applied offline
-// (records here are minutes old); MaximumRetryAttempts is.
+// Lambda does, when that queue is in the deployment.
 func newStreamPoller(cfg *Config, rt *lambdaruntime.Runtime, fn deploy.Function, m deploy.StreamEventSourceMapping) (*streamPoller, error) {
 	sm := esm.StreamMapping{
 		StreamARN: m.StreamARN, BatchSize: m.BatchSize, TrimHorizon: m.StartingPosition == "TRIM_HORIZON",
 		ReportBatchItemFailures: m.ReportBatchItemFailures, MaximumRetryAttempts: m.MaximumRetryAttempts,
-		Filters: m.Filters,
+		MaximumRecordAge: m.MaximumRecordAge, Filters: m.Filters,
 	}
 	if m.OnFailureURL != "" {
 		client, log := sqs.NewFromConfig(cfg.AWS), cfg.Logger
-		sm.OnSkip = func(ctx context.Context, recs []events.DynamoDBEventRecord) {
-			body, err := onFailureRecord(m, fn.ARN, recs)
+		sm.OnSkip = func(ctx context.Context, reason string, recs []events.DynamoDBEventRecord) {
+			body, err := onFailureRecord(m, fn.ARN, reason, recs)
 			if err == nil {
 				_, err = client.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(m.OnFailureURL), MessageBody: aws.String(body)})
 			}
@@ -73,11 +72,11 @@ func newStreamPoller(cfg *Config, rt *lambdaruntime.Runtime, fn deploy.Function,
 
 // onFailureRecord is what Lambda sends to a stream mapping's on-failure destination: where the
 // records given up are in the stream, not the records.
-func onFailureRecord(m deploy.StreamEventSourceMapping, functionARN string, recs []events.DynamoDBEventRecord) (string, error) {
+func onFailureRecord(m deploy.StreamEventSourceMapping, functionARN, reason string, recs []events.DynamoDBEventRecord) (string, error) {
 	first, last := recs[0], recs[len(recs)-1]
 	b, err := json.Marshal(map[string]any{
 		"requestContext": map[string]any{
-			"functionArn": functionARN, "condition": "RetryAttemptsExhausted", "approximateInvokeCount": m.MaximumRetryAttempts + 1,
+			"functionArn": functionARN, "condition": reason, "approximateInvokeCount": m.MaximumRetryAttempts + 1,
 		},
 		"version":   "1.0",
 		"timestamp": time.Now().UTC().Format(time.RFC3339Nano),

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/jobkit-go/jobkit/localstack/deploy"
+	"github.com/jobkit-go/jobkit/localstack/esm"
 )
 
 // The on-failure record names where the given-up records are in the stream, as Lambda's does
@@ -23,7 +24,7 @@ func TestOnFailureRecord(t *testing.T) {
 		}}
 	}
 	m := deploy.StreamEventSourceMapping{StreamARN: "arn:aws:dynamodb:us-east-1:1:table/t/stream/x", MaximumRetryAttempts: 2}
-	body, err := onFailureRecord(m, "arn:aws:lambda:us-east-1:1:function:f", []events.DynamoDBEventRecord{rec("100", 0), rec("105", time.Second)})
+	body, err := onFailureRecord(m, "arn:aws:lambda:us-east-1:1:function:f", esm.SkipRetriesExhausted, []events.DynamoDBEventRecord{rec("100", 0), rec("105", time.Second)})
 	require.NoError(t, err)
 	require.NotContains(t, body, "not in the record")
 	var got struct {

@@ -54,10 +54,21 @@ type StreamMapping struct {
 	// Filters are FilterCriteria patterns (see EventFilter): records matching none are
 	// checkpointed past without invoking the function. None: every record is handed over.
 	Filters []string
-	// OnSkip, if set, is called with the records given up after MaximumRetryAttempts (Lambda's
-	// on-failure destination gets their stream coordinates).
-	OnSkip func(ctx context.Context, skipped []events.DynamoDBEventRecord)
+	// MaximumRecordAge: a failing batch whose first unfinished record is older than this is given
+	// up (Lambda's MaximumRecordAgeInSeconds); zero keeps records until they succeed or the
+	// retries run out.
+	MaximumRecordAge time.Duration
+	// OnSkip, if set, is called with the records given up and why, as Lambda's on-failure record
+	// says it: SkipRetriesExhausted or SkipRecordAge (Lambda's on-failure destination gets their
+	// stream coordinates).
+	OnSkip func(ctx context.Context, reason string, skipped []events.DynamoDBEventRecord)
 }
+
+// Why a stream poller gave records up (OnSkip), as Lambda's on-failure records name it.
+const (
+	SkipRetriesExhausted = "RetryAttemptsExhausted"
+	SkipRecordAge        = "RecordAgeExceeded"
+)
 
 // StreamStats are a stream poller's counters.
 type StreamStats struct {
@@ -198,16 +209,16 @@ func (p *StreamPoller) readShard(ctx context.Context, shard string) {
 		if done < len(batch) {
 			attempts++
 			p.stats.retries.Add(1)
-			if p.m.MaximumRetryAttempts >= 0 && attempts > p.m.MaximumRetryAttempts {
+			if reason := p.giveUp(attempts, batch[done]); reason != "" {
 				skipped := len(batch) - done
-				p.log.Warn("esm: stream records skipped after the retries", "shard", shard, "records", skipped)
+				p.log.Warn("esm: stream records skipped", "shard", shard, "records", skipped, "reason", reason)
 				p.stats.skipped.Add(int64(skipped))
 				if p.m.OnSkip != nil {
 					recs := make([]events.DynamoDBEventRecord, 0, skipped)
 					for _, r := range batch[done:] {
 						recs = append(recs, DynamoDBEventRecord(r, p.m.StreamARN))
 					}
-					p.m.OnSkip(ctx, recs)
+					p.m.OnSkip(ctx, reason, recs)
 				}
 				done, attempts = len(batch), 0
 			}
@@ -220,6 +231,19 @@ func (p *StreamPoller) readShard(ctx context.Context, shard string) {
 			sleep(ctx, p.m.PollInterval) // a failing batch is retried, not spun on
 		}
 	}
+}
+
+// giveUp says why a failing batch whose first unfinished record is first, after attempts
+// failures, is given up, or "" to retry it.
+func (p *StreamPoller) giveUp(attempts int, first streamtypes.Record) string {
+	if p.m.MaximumRetryAttempts >= 0 && attempts > p.m.MaximumRetryAttempts {
+		return SkipRetriesExhausted
+	}
+	if p.m.MaximumRecordAge > 0 && first.Dynamodb != nil && first.Dynamodb.ApproximateCreationDateTime != nil &&
+		time.Since(*first.Dynamodb.ApproximateCreationDateTime) > p.m.MaximumRecordAge {
+		return SkipRecordAge
+	}
+	return ""
 }
 
 // matching returns the records the mapping's filter lets through; the others are done.
