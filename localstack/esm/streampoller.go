@@ -183,7 +183,13 @@ func (p *StreamPoller) readShard(ctx context.Context, shard string) {
 	attempts := 0
 	for ctx.Err() == nil {
 		if len(pending) < p.m.BatchSize && iter != nil {
-			out, err := p.api.GetRecords(ctx, &dynamodbstreams.GetRecordsInput{ShardIterator: iter, Limit: aws.Int32(int32(min(p.m.BatchSize, 1000)))})
+			// With a filter, most records of a busy table may be dropped: read the most a call
+			// returns, so the shard keeps up (the batches stay BatchSize).
+			limit := min(p.m.BatchSize, 1000)
+			if !p.filter.Empty() {
+				limit = 1000
+			}
+			out, err := p.api.GetRecords(ctx, &dynamodbstreams.GetRecordsInput{ShardIterator: iter, Limit: aws.Int32(int32(limit))})
 			if err != nil {
 				if ctx.Err() == nil {
 					p.log.Warn("esm: get records failed", "shard", shard, "error", err)
