@@ -207,15 +207,18 @@ func TestSampleApp(t *testing.T) {
 
 	t.Run("workers", func(t *testing.T) {
 		fns := workers.Resources("AWS::Lambda::Function")
-		require.Len(t, fns, 2)
+		require.Len(t, fns, 3)
 		bySource := map[string]map[string]any{}
 		for _, body := range fns {
 			src, _ := cfntest.Get(body, "Metadata."+jk.SourceMetadataKey).(string)
 			bySource[src] = body
 		}
-		require.ElementsMatch(t, []string{"functions/email", "functions/ledger"}, keys(bySource))
+		require.ElementsMatch(t, []string{"functions/email", "functions/ledger", "functions/outbox"}, keys(bySource))
 
 		for src, body := range bySource {
+			if src == "functions/outbox" {
+				continue // the forwarder, below
+			}
 			p := cfntest.Props(body)
 			require.Equal(t, "provided.al2023", p["Runtime"], src)
 			require.Equal(t, []any{"arm64"}, p["Architectures"], src)
@@ -244,7 +247,7 @@ func TestSampleApp(t *testing.T) {
 		}
 
 		esms := workers.Resources("AWS::Lambda::EventSourceMapping")
-		require.Len(t, esms, 2)
+		require.Len(t, esms, 3)
 		byBatch := map[float64]map[string]any{}
 		for _, body := range esms {
 			p := cfntest.Props(body)
@@ -255,6 +258,13 @@ func TestSampleApp(t *testing.T) {
 		require.Equal(t, float64(10), cfntest.Get(byBatch[25], "ScalingConfig.MaximumConcurrency"), "email")
 		require.Nil(t, cfntest.Get(byBatch[10], "MaximumBatchingWindowInSeconds"), "ledger is FIFO")
 		require.Equal(t, float64(5), cfntest.Get(byBatch[10], "ScalingConfig.MaximumConcurrency"), "ledger")
+		// The outbox forwarder: on the state table's stream (imported), outbox# INSERTs only.
+		outbox := byBatch[jk.DefaultOutboxBatchSize]
+		require.Equal(t, "TRIM_HORIZON", outbox["StartingPosition"])
+		require.Contains(t, fmt.Sprint(outbox["EventSourceArn"]), "StreamArn")
+		require.Equal(t, (*jk.OutboxStreamFilter())["pattern"], cfntest.Get(outbox, "FilterCriteria.Filters.0.Pattern"))
+		outboxFn := cfntest.Props(bySource["functions/outbox"])
+		require.Contains(t, cfntest.Get(outboxFn, "Environment.Variables"), jobs.EnvIdempotencyTable)
 
 		// Transcode runs in containers: an arm64 task of functions/transcode with the consumer's
 		// environment and a stop timeout above its drain budget.
@@ -276,8 +286,12 @@ func TestSampleApp(t *testing.T) {
 
 		// Each worker may make the idempotency store's item calls on its own kinds' records only;
 		// the email worker also keeps job states and batch counts on the job# and batch# items.
-		var tableStmts, stateStmts []map[string]any
+		var tableStmts, stateStmts, outboxStmts []map[string]any
 		for _, st := range workers.Statements() {
+			if acts := cfntest.Actions(st); slices.Equal(acts, jk.OutboxStreamActions) || slices.Equal(acts, jk.OutboxDeleteActions) {
+				outboxStmts = append(outboxStmts, st)
+				continue
+			}
 			for _, a := range cfntest.Actions(st) {
 				if strings.HasPrefix(a, "dynamodb:") && strings.Contains(fmt.Sprint(st["Resource"]), "Idempotency") {
 					if slices.Contains(cfntest.Actions(st), "dynamodb:ConditionCheckItem") {
@@ -299,12 +313,16 @@ func TestSampleApp(t *testing.T) {
 			prefixes = append(prefixes, keys[1:]...)
 		}
 		require.ElementsMatch(t, []any{samplejobs.KindEmailBatchDone + "#*", samplejobs.KindSendEmail + "#*", samplejobs.KindPostLedger + "#*", samplejobs.KindTranscodeVideo + "#*"}, prefixes)
+		require.Len(t, outboxStmts, 2, "the forwarder reads the stream and deletes outbox items")
+		for _, st := range outboxStmts {
+			require.Contains(t, fmt.Sprint(st["Resource"]), "Idempotency")
+		}
 		require.Len(t, stateStmts, 1, "the email worker keeps job states")
 		require.ElementsMatch(t, jk.JobStateActions, cfntest.Actions(stateStmts[0]))
 		require.Equal(t, []any{"job#*", "batch#*"}, cfntest.Get(stateStmts[0], "Condition.ForAllValues:StringLike.dynamodb:LeadingKeys"))
 
 		require.Len(t, workers.Resources("AWS::CloudWatch::Dashboard"), 1)
-		require.Len(t, workers.Resources("AWS::Logs::LogGroup"), 4, "two functions, the containers, the VPC's flow log")
+		require.Len(t, workers.Resources("AWS::Logs::LogGroup"), 5, "three functions, the containers, the VPC's flow log")
 		for _, body := range workers.Resources("AWS::IAM::Role") {
 			require.NotContains(t, cfntest.Props(body), "ManagedPolicyArns")
 		}

@@ -118,12 +118,14 @@ func NewStateStack(scope constructs.Construct, id string, props *awscdk.StackPro
 }
 
 // WorkersStack holds the sample's workers and the dashboard: Email and Ledger are functions;
-// Transcode, the long job, runs in containers.
+// Transcode, the long job, runs in containers. Outbox sends the jobs services write in their own
+// DynamoDB transactions (package jobs/outbox) from the state table's stream.
 type WorkersStack struct {
 	awscdk.Stack
 	Email, Ledger *jk.Worker
 	Transcode     *jk.ContainerWorker
 	Dashboard     *jk.Dashboard
+	Outbox        *jk.OutboxForwarder
 }
 
 // NewWorkersStack defines the functions consuming state's queues, built from the Go module at
@@ -169,10 +171,16 @@ func NewWorkersStack(scope constructs.Construct, id string, state *StateStack, m
 		CPU: 1024, MemoryMiB: 2048, Concurrency: 2, MaxTasks: 4, DrainTimeout: 60 * time.Second,
 		BackoffBase: 30 * time.Second, BackoffCap: 30 * time.Minute,
 	})
+	// Outbox: the sample's outbox jobs are welcome emails, written with the account they welcome
+	// (samplejobs.OpenAccount); the forwarder may send to the Email queue only.
+	s.Outbox = jk.NewOutboxForwarder(stack, "Outbox", &jk.OutboxForwarderProps{
+		Source: src("outbox"), Table: state.Idempotency, Queues: []awssqs.IQueue{state.Email.Queue},
+	})
 	s.Dashboard = jk.NewDashboard(stack, "Dashboard", &jk.DashboardProps{
 		Queues:           []*jk.JobQueue{state.Email, state.Ledger, state.Transcode},
 		Workers:          []*jk.Worker{s.Email, s.Ledger},
 		ContainerWorkers: []*jk.ContainerWorker{s.Transcode},
+		OutboxForwarders: []*jk.OutboxForwarder{s.Outbox},
 	})
 	return s
 }

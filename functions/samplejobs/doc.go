@@ -10,6 +10,9 @@
 //     container, that relies on the runtime's heartbeat, stops when its context ends and runs
 //     behind idempotency.Middleware (its claim renewed while it runs: jobs.KeepAlive).
 //
+// OpenAccount is the sample's transactional outbox (package jobs/outbox): it opens a ledger
+// account and writes its welcome email job in one DynamoDB transaction; functions/outbox sends it.
+//
 // Schedules declares the sample's recurring jobs once, for the CDK app and the offline runner: a
 // daily digest email (cron, Europe/Berlin) and an hourly interest posting on the FIFO Ledger queue.
 package samplejobs

@@ -31,6 +31,9 @@ type DashboardProps struct {
 	Workers []*Worker
 	// ContainerWorkers add a row of running and desired tasks, and CPU and memory. Optional.
 	ContainerWorkers []*ContainerWorker
+	// OutboxForwarders add a row of the forwarders' invocations and errors, and their iterator
+	// age (how long written jobs wait to be sent). Optional.
+	OutboxForwarders []*OutboxForwarder
 }
 
 // Dashboard is a CloudWatch dashboard over JobQueues and their Workers: queue and dead-letter
@@ -116,6 +119,9 @@ func NewDashboard(scope constructs.Construct, id string, props *DashboardProps) 
 	}
 	if len(props.ContainerWorkers) > 0 {
 		d.AddWidgets(containerWidgets(props.ContainerWorkers)...)
+	}
+	if len(props.OutboxForwarders) > 0 {
+		d.AddWidgets(outboxWidgets(props.OutboxForwarders)...)
 	}
 	return &Dashboard{Construct: c, Dashboard: d}
 }

@@ -17,4 +17,9 @@
 //
 //	DEV batches: opened=<n> callbacks=<n> duplicate_callbacks=<n>
 //	DEV unique: sent=<n> deduplicated=<n>
+//
+// and, with Config.OutboxDemo (accounts opened with their welcome email in the transactional
+// outbox, which the stack's outbox forwarder sends from the state table's stream),
+//
+//	DEV outbox: written=<n> forwarded=<n> left=<n>
 package devapp

@@ -182,11 +182,19 @@ func TestEndToEnd(t *testing.T) {
 			t.Logf("the functions' output is in %s", f.Name())
 		}
 	})
+	// The outbox's jobs go through the state table's stream: on LocalStack, whose stream records
+	// came late or not at all alongside other stream readers (docs/emulators.md), the run leaves
+	// them out and says so; on moto they are part of it.
+	outboxDemo := devapp.OutboxDemo{Accounts: 3}
+	if awstest.Emulator() == awstest.EmulatorLocalStack {
+		outboxDemo = devapp.OutboxDemo{}
+		t.Log("LocalStack: no outbox jobs in this run (stream records late or missing, docs/emulators.md)")
+	}
 	start := time.Now()
 	res, err := devapp.Run(ctx, devapp.Config{
 		AWS: cfg, Root: root, Prefix: prefix, Workload: e2eWorkload,
 		Once: true, Timeout: 4 * time.Minute, Display: &testDisplay{t: t},
-		FunctionOutput: out, Keep: true, BuildDir: t.TempDir(),
+		FunctionOutput: out, Keep: true, BuildDir: t.TempDir(), OutboxDemo: outboxDemo,
 	})
 	if res != nil && res.Deployment != nil {
 		t.Cleanup(func() { _ = res.Deployment.Destroy(context.Background()) })
@@ -197,6 +205,16 @@ func TestEndToEnd(t *testing.T) {
 	require.Empty(t, res.LeftBehind, "function processes outlived the run")
 	require.True(t, res.Drained, "every job succeeded or was dead-lettered")
 	require.Zero(t, res.Lost)
+	// The outbox: each account's welcome email forwarded from the state table's stream (its item
+	// deleted) and run.
+	require.Len(t, res.Outbox.JobIDs, outboxDemo.Accounts)
+	require.Zero(t, res.Outbox.Left, "outbox items the forwarder did not send")
+	if outboxDemo.Accounts > 0 {
+		require.Positive(t, res.Outbox.Filtered, "the state table's other writes never invoked the forwarder")
+	}
+	for _, id := range res.Outbox.JobIDs {
+		require.True(t, res.Census.Succeeded[id], "outbox job %s ran", id)
+	}
 
 	d, tr := res.Deployment, res.Tracker
 	queues := map[string]devapp.Queue{}
@@ -322,8 +340,8 @@ func TestEndToEnd(t *testing.T) {
 			require.Equal(t, 1, lines.deadLettered[j.ID], id)
 		}
 	}
-	require.Equal(t, e2eWorkload.Size(), enqueued)
-	require.Equal(t, 300, enqueued)
+	require.Equal(t, e2eWorkload.Size()+outboxDemo.Accounts, enqueued, "the workload's jobs and the outbox's")
+	require.Equal(t, 300, e2eWorkload.Size())
 	require.Equal(t, wantDead, ndead, "the dead-letter queues hold the dead jobs and nothing else")
 	for key, status := range records {
 		if strings.HasPrefix(key, idempotency.NotRunKeyPrefix) {

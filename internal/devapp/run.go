@@ -58,6 +58,9 @@ type Config struct {
 	Keep bool
 	// StateDemo adds fan-out batches and unique jobs to the workload (the zero value: none).
 	StateDemo StateDemo
+	// OutboxDemo adds accounts opened with their welcome email in the transactional outbox (the
+	// zero value: none).
+	OutboxDemo OutboxDemo
 	// BuildDir receives the functions' bootstraps; default <Root>/.run/functions.
 	BuildDir string
 }
@@ -81,6 +84,8 @@ type Result struct {
 	Elapsed time.Duration
 	// State is what the job state demo did (Config.StateDemo).
 	State *StateResult
+	// Outbox is what the outbox demo did (Config.OutboxDemo).
+	Outbox *OutboxResult
 }
 
 // NotDrainedError reports a Once run whose workload did not drain within the timeout.
@@ -157,10 +162,20 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if res.State, err = runStateDemo(ctx, cfg, res.Tracker, res.Deployment); err != nil {
 		return res, err
 	}
+	if res.Outbox, err = runOutboxDemo(ctx, cfg, res.Tracker, res.Deployment); err != nil {
+		return res, err
+	}
 	runErr := watchUntilDone(ctx, cfg, res.Tracker, started, res)
 	stop()
 	if err := finalCount(bg, cfg, res); err != nil {
 		return res, errors.Join(runErr, err)
+	}
+	res.Outbox.readStreams(running.Stack)
+	if err := res.Outbox.countLeft(bg, cfg, res.Deployment); err != nil {
+		return res, errors.Join(runErr, err)
+	}
+	if o := res.Outbox; o != nil && len(o.JobIDs) > 0 {
+		cfg.note("outbox forwarder: %d invocations; %d other writes to the state table filtered out by its event source mapping", o.Invocations, o.Filtered)
 	}
 	res.State.countCallbacks(res.Tracker)
 	if len(res.LeftBehind) > 0 {

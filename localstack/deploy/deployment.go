@@ -26,6 +26,9 @@ type Deployment struct {
 	Schedules      []Schedule           `json:"schedules"`
 	Skipped        []Skipped            `json:"skipped"`
 
+	// StreamMappings are the DynamoDB Streams event source mappings.
+	StreamMappings []StreamEventSourceMapping `json:"stream_event_source_mappings,omitempty"`
+
 	clients Clients // for Destroy
 }
 
@@ -112,6 +115,36 @@ type EventSourceMapping struct {
 	Enabled                 bool          `json:"enabled"`
 }
 
+// StreamEventSourceMapping is a DynamoDB Streams event source mapping, resolved for
+// esm.StreamPoller: Lambda's defaults applied, its function's name and its table looked up.
+type StreamEventSourceMapping struct {
+	Stack     string `json:"stack"`
+	LogicalID string `json:"logical_id"`
+	UUID      string `json:"uuid"`
+	Function  string `json:"function"` // the function's name
+	StreamARN string `json:"stream_arn"`
+	// Table is the name of the table whose stream it is.
+	Table     string `json:"table"`
+	BatchSize int    `json:"batch_size"` // default 100
+	// StartingPosition is TRIM_HORIZON or LATEST.
+	StartingPosition        string        `json:"starting_position"`
+	MaximumBatchingWindow   time.Duration `json:"maximum_batching_window"`
+	ReportBatchItemFailures bool          `json:"report_batch_item_failures"`
+	// MaximumRetryAttempts: -1 (the default) retries until the record expires.
+	MaximumRetryAttempts int `json:"maximum_retry_attempts"`
+	// MaximumRecordAge: 0 (the default, -1 in the template) keeps a record until it expires.
+	MaximumRecordAge      time.Duration `json:"maximum_record_age,omitempty"`
+	BisectBatchOnError    bool          `json:"bisect_batch_on_error,omitempty"`
+	ParallelizationFactor int           `json:"parallelization_factor"`
+	// Filters are FilterCriteria.Filters[].Pattern, as JSON.
+	Filters []string `json:"filters,omitempty"`
+	// OnFailureARN is DestinationConfig.OnFailure.Destination (an SQS queue or SNS topic), if any.
+	OnFailureARN string `json:"on_failure_arn,omitempty"`
+	// OnFailureURL is the queue URL of OnFailureARN when it is a queue of the deployment.
+	OnFailureURL string `json:"on_failure_url,omitempty"`
+	Enabled      bool   `json:"enabled"`
+}
+
 // ScheduleGroup is an EventBridge Scheduler schedule group created with the Scheduler API.
 type ScheduleGroup struct {
 	Stack     string `json:"stack"`
@@ -167,6 +200,17 @@ func (d *Deployment) Queue(logicalID string) *Queue {
 		}
 	}
 	return nil
+}
+
+// StreamMappingsOf returns the DynamoDB Streams event source mappings that invoke the function.
+func (d *Deployment) StreamMappingsOf(function string) []StreamEventSourceMapping {
+	var out []StreamEventSourceMapping
+	for _, m := range d.StreamMappings {
+		if m.Function == function {
+			out = append(out, m)
+		}
+	}
+	return out
 }
 
 // MappingsOf returns the event source mappings that invoke the function.

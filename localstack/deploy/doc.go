@@ -6,8 +6,8 @@
 // tables, topics, rules), one stack per assembly stack, with outputs and exports, so cross-stack
 // Fn::ImportValue resolves as on AWS. What it ignores or cannot run is done here: time to live
 // (UpdateTimeToLive), schedule groups and schedules (the Scheduler API), and the functions and
-// their SQS event source mappings, which are resolved — environment, queue URLs and ARNs, batch
-// settings — for lambdaruntime and esm, with each function's bootstrap built for this machine from
+// their SQS and DynamoDB Streams event source mappings, which are resolved — environment, queue
+// URLs and ARNs, stream ARNs, batch settings, filters — for lambdaruntime and esm, with each function's bootstrap built for this machine from
 // the Go package its "jobkit:source" metadata names. IAM, logs, alarms and dashboards are skipped
 // (Deployment.Skipped says so).
 //

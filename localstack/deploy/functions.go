@@ -113,9 +113,9 @@ func (dp *deployer) function(run *stackRun, id string) error {
 }
 
 // mapping resolves an AWS::Lambda::EventSourceMapping for esm, with Lambda's defaults for SQS
-// (batch size 10, no batching window, enabled). Only SQS sources run offline; a mapping of another
-// source (a stream, Kafka) is listed in Skipped. Its function and queue are linked later, by
-// linkMappings, once every stack is deployed.
+// (batch size 10, no batching window, enabled). SQS sources and DynamoDB streams (streamMapping)
+// run offline; a mapping of another source (Kinesis, Kafka) is listed in Skipped. Its function and
+// queue are linked later, by linkMappings, once every stack is deployed.
 func (dp *deployer) mapping(run *stackRun, id string) error {
 	props, err := dp.evalProps(run, id)
 	if err != nil {
@@ -126,8 +126,11 @@ func (dp *deployer) mapping(run *stackRun, id string) error {
 	}
 	m := EventSourceMapping{Stack: run.name, LogicalID: id, UUID: run.physical[id], Enabled: true}
 	m.QueueARN, _ = props["EventSourceArn"].(string)
+	if isStreamARN(m.QueueARN) {
+		return dp.streamMapping(run, id, props)
+	}
 	if parts := strings.Split(m.QueueARN, ":"); len(parts) != 6 || parts[2] != "sqs" {
-		dp.d.Skipped = append(dp.d.Skipped, Skipped{Stack: run.name, LogicalID: id, Type: typeESM, Reason: "only SQS event sources run offline (source " + m.QueueARN + ")"})
+		dp.d.Skipped = append(dp.d.Skipped, Skipped{Stack: run.name, LogicalID: id, Type: typeESM, Reason: "only SQS and DynamoDB Streams event sources run offline (source " + m.QueueARN + ")"})
 		return nil
 	}
 	m.Function, _ = props["FunctionName"].(string)
@@ -166,6 +169,9 @@ func (dp *deployer) mapping(run *stackRun, id string) error {
 // that is not in this deployment (another deployment's, on the same emulator) is looked up by the
 // name and account its ARN carries.
 func (dp *deployer) linkMappings(ctx context.Context) error {
+	if err := dp.linkStreamMappings(); err != nil {
+		return err
+	}
 	for i := range dp.d.Mappings {
 		m := &dp.d.Mappings[i]
 		fn := dp.d.FunctionByName(m.Function)

@@ -1,5 +1,6 @@
 // Package devstack runs a deployed stack (a deploy.Deployment, of any CDK app) on this machine: a
-// lambdaruntime per function, an esm poller per SQS event source mapping, a taskrun.Task (a local
+// lambdaruntime per function, an esm poller per SQS event source mapping, an esm.StreamPoller per
+// DynamoDB Streams event source mapping, a taskrun.Task (a local
 // process, restarted when it exits) per ECS container, and a schedfire runner
 // for the deployment's schedule groups. Stop ends all of it and leaves no process behind. Up is
 // the one path from a cloud assembly to a running stack: it deploys (package deploy) and starts.
@@ -74,6 +75,9 @@ type Stack struct {
 	stopOnce sync.Once
 	stopErr  error
 	schedErr error
+
+	// streamPollers are the DynamoDB Streams event source mappings (streams.go).
+	streamPollers []*streamPoller
 }
 
 type poller struct {
@@ -117,16 +121,23 @@ func Start(ctx context.Context, cfg Config) (*Stack, error) {
 	client := sqs.NewFromConfig(cfg.AWS)
 	var outMu sync.Mutex
 	for _, fn := range d.Functions {
-		mappings := enabledMappings(d, fn.Name)
-		if len(mappings) == 0 {
-			cfg.Logger.Info("function has no enabled SQS event source; not started", "function", fn.Name)
+		mappings, streams := enabledMappings(d, fn.Name), enabledStreamMappings(d, fn.Name)
+		if len(mappings)+len(streams) == 0 {
+			cfg.Logger.Info("function has no enabled SQS or stream event source; not started", "function", fn.Name)
 			continue
 		}
-		rt, err := startRuntime(&cfg, fn, mappings, creds, &outMu)
+		rt, err := startRuntime(&cfg, fn, mappings, len(streams), creds, &outMu)
 		if err != nil {
 			return fail(err)
 		}
 		s.runtimes[fn.Name] = rt
+		for _, m := range streams {
+			p, err := newStreamPoller(&cfg, rt, fn, m)
+			if err != nil {
+				return fail(err)
+			}
+			s.streamPollers = append(s.streamPollers, p)
+		}
 		for _, m := range mappings {
 			p, err := newPoller(&cfg, client, rt, fn, m)
 			if err != nil {
@@ -175,12 +186,12 @@ func enabledMappings(d *deploy.Deployment, fn string) []deploy.EventSourceMappin
 }
 
 // startRuntime starts fn's runtime with as many environments as its mappings may invoke at
-// once, within its reserved concurrency.
-func startRuntime(cfg *Config, fn deploy.Function, mappings []deploy.EventSourceMapping, creds aws.Credentials, outMu *sync.Mutex) (*lambdaruntime.Runtime, error) {
+// once (streams: one each, a shard's batches go one at a time), within its reserved concurrency.
+func startRuntime(cfg *Config, fn deploy.Function, mappings []deploy.EventSourceMapping, streams int, creds aws.Credentials, outMu *sync.Mutex) (*lambdaruntime.Runtime, error) {
 	if fn.Bootstrap == "" {
 		return nil, fmt.Errorf("devstack: function %s has no bootstrap (deployed with SkipBuild?)", fn.Name)
 	}
-	instances := 0
+	instances := streams
 	for _, m := range mappings {
 		c := m.MaximumConcurrency
 		if c == 0 {
@@ -266,6 +277,7 @@ func newScheduler(cfg *Config, client *sqs.Client) (*schedfire.Runner, error) {
 // launch runs the pollers and the scheduler loop (if any) until runCtx ends; Done is closed
 // when all have returned.
 func (s *Stack) launch(runCtx context.Context, runner *schedfire.Runner) {
+	s.launchStreams(runCtx)
 	for _, p := range s.pollers {
 		s.wg.Add(1)
 		go func() {

@@ -15,4 +15,7 @@
 //
 // On a FIFO queue, SQS's message group lock keeps each group in order; the poller also never
 // invokes two batches holding the same group at once.
+//
+// StreamPoller is the DynamoDB Streams event source mapping: a reader per shard, batches in
+// order, partial batch responses, retries, and the mapping's filter criteria (EventFilter).
 package esm

@@ -51,7 +51,24 @@ type StreamMapping struct {
 	// PollInterval is how long an idle shard waits between GetRecords calls; default 250 ms
 	// (Lambda polls each shard four times a second).
 	PollInterval time.Duration
+	// Filters are FilterCriteria patterns (see EventFilter): records matching none are
+	// checkpointed past without invoking the function. None: every record is handed over.
+	Filters []string
+	// MaximumRecordAge: a failing batch whose first unfinished record is older than this is given
+	// up (Lambda's MaximumRecordAgeInSeconds); zero keeps records until they succeed or the
+	// retries run out.
+	MaximumRecordAge time.Duration
+	// OnSkip, if set, is called with the records given up and why, as Lambda's on-failure record
+	// says it: SkipRetriesExhausted or SkipRecordAge (Lambda's on-failure destination gets their
+	// stream coordinates).
+	OnSkip func(ctx context.Context, reason string, skipped []events.DynamoDBEventRecord)
 }
+
+// Why a stream poller gave records up (OnSkip), as Lambda's on-failure records name it.
+const (
+	SkipRetriesExhausted = "RetryAttemptsExhausted"
+	SkipRecordAge        = "RecordAgeExceeded"
+)
 
 // StreamStats are a stream poller's counters.
 type StreamStats struct {
@@ -60,6 +77,7 @@ type StreamStats struct {
 	Done        int64 // records checkpointed past (succeeded, or skipped after the retries)
 	Retries     int64 // batches retried (whole, or from a reported failure)
 	Skipped     int64 // records given up after MaximumRetryAttempts
+	Filtered    int64 // records no filter pattern matched: checkpointed without an invocation
 }
 
 // StreamPoller is Lambda's DynamoDB Streams event source mapping, run locally: one reader per
@@ -69,11 +87,12 @@ type StreamStats struct {
 // records before it are done), and an invalid response retries the whole batch, as "Configuring
 // partial batch response with DynamoDB Streams" documents.
 type StreamPoller struct {
-	api   StreamsAPI
-	fn    Invoker
-	m     StreamMapping
-	log   *slog.Logger
-	stats struct{ invocations, records, done, retries, skipped atomic.Int64 }
+	api    StreamsAPI
+	fn     Invoker
+	m      StreamMapping
+	filter *EventFilter
+	log    *slog.Logger
+	stats  struct{ invocations, records, done, retries, skipped, filtered atomic.Int64 }
 }
 
 // NewStreamPoller returns a poller for m that invokes fn. logger may be nil.
@@ -96,14 +115,18 @@ func NewStreamPoller(api StreamsAPI, fn Invoker, m StreamMapping, logger *slog.L
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	return &StreamPoller{api: api, fn: fn, m: m, log: logger}, nil
+	filter, err := NewEventFilter(m.Filters)
+	if err != nil {
+		return nil, err
+	}
+	return &StreamPoller{api: api, fn: fn, m: m, filter: filter, log: logger}, nil
 }
 
 // Stats returns the poller's counters.
 func (p *StreamPoller) Stats() StreamStats {
 	return StreamStats{
 		Invocations: p.stats.invocations.Load(), Records: p.stats.records.Load(), Done: p.stats.done.Load(),
-		Retries: p.stats.retries.Load(), Skipped: p.stats.skipped.Load(),
+		Retries: p.stats.retries.Load(), Skipped: p.stats.skipped.Load(), Filtered: p.stats.filtered.Load(),
 	}
 }
 
@@ -160,7 +183,13 @@ func (p *StreamPoller) readShard(ctx context.Context, shard string) {
 	attempts := 0
 	for ctx.Err() == nil {
 		if len(pending) < p.m.BatchSize && iter != nil {
-			out, err := p.api.GetRecords(ctx, &dynamodbstreams.GetRecordsInput{ShardIterator: iter, Limit: aws.Int32(int32(min(p.m.BatchSize, 1000)))})
+			// With a filter, most records of a busy table may be dropped: read the most a call
+			// returns, so the shard keeps up (the batches stay BatchSize).
+			limit := min(p.m.BatchSize, 1000)
+			if !p.filter.Empty() {
+				limit = 1000
+			}
+			out, err := p.api.GetRecords(ctx, &dynamodbstreams.GetRecordsInput{ShardIterator: iter, Limit: aws.Int32(int32(limit))})
 			if err != nil {
 				if ctx.Err() == nil {
 					p.log.Warn("esm: get records failed", "shard", shard, "error", err)
@@ -168,7 +197,7 @@ func (p *StreamPoller) readShard(ctx context.Context, shard string) {
 				}
 				continue
 			}
-			pending = append(pending, out.Records...)
+			pending = append(pending, p.matching(out.Records)...)
 			iter = out.NextShardIterator // nil: the shard is closed
 		}
 		if len(pending) == 0 {
@@ -186,10 +215,17 @@ func (p *StreamPoller) readShard(ctx context.Context, shard string) {
 		if done < len(batch) {
 			attempts++
 			p.stats.retries.Add(1)
-			if p.m.MaximumRetryAttempts >= 0 && attempts > p.m.MaximumRetryAttempts {
+			if reason := p.giveUp(attempts, batch[done]); reason != "" {
 				skipped := len(batch) - done
-				p.log.Warn("esm: stream records skipped after the retries", "shard", shard, "records", skipped)
+				p.log.Warn("esm: stream records skipped", "shard", shard, "records", skipped, "reason", reason)
 				p.stats.skipped.Add(int64(skipped))
+				if p.m.OnSkip != nil {
+					recs := make([]events.DynamoDBEventRecord, 0, skipped)
+					for _, r := range batch[done:] {
+						recs = append(recs, DynamoDBEventRecord(r, p.m.StreamARN))
+					}
+					p.m.OnSkip(ctx, reason, recs)
+				}
 				done, attempts = len(batch), 0
 			}
 		} else {
@@ -201,6 +237,37 @@ func (p *StreamPoller) readShard(ctx context.Context, shard string) {
 			sleep(ctx, p.m.PollInterval) // a failing batch is retried, not spun on
 		}
 	}
+}
+
+// giveUp says why a failing batch whose first unfinished record is first, after attempts
+// failures, is given up, or "" to retry it.
+func (p *StreamPoller) giveUp(attempts int, first streamtypes.Record) string {
+	if p.m.MaximumRetryAttempts >= 0 && attempts > p.m.MaximumRetryAttempts {
+		return SkipRetriesExhausted
+	}
+	if p.m.MaximumRecordAge > 0 && first.Dynamodb != nil && first.Dynamodb.ApproximateCreationDateTime != nil &&
+		time.Since(*first.Dynamodb.ApproximateCreationDateTime) > p.m.MaximumRecordAge {
+		return SkipRecordAge
+	}
+	return ""
+}
+
+// matching returns the records the mapping's filter lets through; the others are done.
+func (p *StreamPoller) matching(records []streamtypes.Record) []streamtypes.Record {
+	if p.filter.Empty() {
+		return records
+	}
+	out := records[:0:0]
+	for _, r := range records {
+		b, err := json.Marshal(DynamoDBEventRecord(r, p.m.StreamARN))
+		if err == nil && p.filter.Match(b) {
+			out = append(out, r)
+			continue
+		}
+		p.stats.filtered.Add(1)
+		p.stats.done.Add(1)
+	}
+	return out
 }
 
 // invoke runs the function on batch and returns how many of its records are done.

@@ -188,18 +188,86 @@ func TestStreamPollerSkipsAfterMaximumRetryAttempts(t *testing.T) {
 		}
 		return ok(`null`), nil
 	}}
+	var mu sync.Mutex
+	var skipped []string
 	p, err := esm.NewStreamPoller(dynamodbstreams.NewFromConfig(awstest.Config(t)), fn, esm.StreamMapping{
 		StreamARN: arn, TrimHorizon: true, ReportBatchItemFailures: true, BatchSize: 2, MaximumRetryAttempts: 2, PollInterval: 10 * time.Millisecond,
+		OnSkip: func(_ context.Context, reason string, recs []events.DynamoDBEventRecord) {
+			mu.Lock()
+			defer mu.Unlock()
+			assert.Equal(t, esm.SkipRetriesExhausted, reason)
+			for _, r := range recs {
+				skipped = append(skipped, r.Change.NewImage["id"].String())
+			}
+		},
 	}, nil)
 	require.NoError(t, err)
 	st := runUntil(t, p, 3)
 	assert.Equal(t, [][]string{{"i0", "i1"}, {"i0", "i1"}, {"i0", "i1"}, {"i2"}}, fn.seen(), "the first try and 2 retries, then on")
 	assert.Equal(t, int64(2), st.Skipped)
+	mu.Lock()
+	assert.Equal(t, []string{"i0", "i1"}, skipped, "the on-failure hook gets the records given up")
+	mu.Unlock()
 	assert.Equal(t, int64(3), st.Done)
 }
 
+// With MaximumRecordAge, a failing batch whose records are older is given up, whatever the
+// retries left.
+func TestStreamPollerSkipsRecordsPastMaximumAge(t *testing.T) {
+	t.Parallel()
+	needsPromptStreams(t)
+	arn := streamTable(t, 2)
+	time.Sleep(1100 * time.Millisecond) // the stream's times are whole seconds
+	fn := &scripted{answer: func(int, events.DynamoDBEvent) (lambdaruntime.Result, error) {
+		return lambdaruntime.Result{Outcome: lambdaruntime.FunctionError}, nil
+	}}
+	var reasons []string
+	var mu sync.Mutex
+	p, err := esm.NewStreamPoller(dynamodbstreams.NewFromConfig(awstest.Config(t)), fn, esm.StreamMapping{
+		StreamARN: arn, TrimHorizon: true, ReportBatchItemFailures: true, BatchSize: 10, PollInterval: 10 * time.Millisecond,
+		MaximumRecordAge: time.Millisecond,
+		OnSkip: func(_ context.Context, reason string, recs []events.DynamoDBEventRecord) {
+			mu.Lock()
+			defer mu.Unlock()
+			reasons = append(reasons, reason)
+		},
+	}, nil)
+	require.NoError(t, err)
+	st := runUntil(t, p, 2)
+	assert.Equal(t, [][]string{{"i0", "i1"}}, fn.seen(), "tried once, then given up: too old")
+	assert.Equal(t, int64(2), st.Skipped)
+	mu.Lock()
+	assert.Equal(t, []string{esm.SkipRecordAge}, reasons)
+	mu.Unlock()
+}
+
+// Records no filter pattern matches are checkpointed without an invocation; the rest go in order.
+func TestStreamPollerFilters(t *testing.T) {
+	t.Parallel()
+	needsPromptStreams(t)
+	arn := streamTable(t, 6)
+	fn := &scripted{answer: func(int, events.DynamoDBEvent) (lambdaruntime.Result, error) { return ok(`{}`), nil }}
+	p, err := esm.NewStreamPoller(dynamodbstreams.NewFromConfig(awstest.Config(t)), fn, esm.StreamMapping{
+		StreamARN: arn, TrimHorizon: true, ReportBatchItemFailures: true, BatchSize: 10, PollInterval: 10 * time.Millisecond,
+		Filters: []string{
+			`{"eventName":["INSERT"],"dynamodb":{"Keys":{"id":{"S":["i1",{"prefix":"i4"}]}}}}`,
+			`{"dynamodb":{"NewImage":{"id":{"S":[{"suffix":"2"}]}}}}`,
+		},
+	}, nil)
+	require.NoError(t, err)
+	st := runUntil(t, p, 6)
+	var got []string
+	for _, b := range fn.seen() {
+		got = append(got, b...)
+	}
+	assert.Equal(t, []string{"i1", "i2", "i4"}, got)
+	assert.Equal(t, int64(3), st.Filtered)
+	assert.Equal(t, int64(6), st.Done)
+}
+
 func TestStreamPollerRefusesBadMappings(t *testing.T) {
-	for _, m := range []esm.StreamMapping{{}, {StreamARN: "arn", BatchSize: 10001}} {
+	for _, m := range []esm.StreamMapping{{}, {StreamARN: "arn", BatchSize: 10001},
+		{StreamARN: "arn", Filters: []string{`{"a":[{"numeric":[">",1]}]}`}}, {StreamARN: "arn", Filters: []string{`[1]`}}} {
 		_, err := esm.NewStreamPoller(nil, nil, m, nil)
 		var ce *esm.ConfigError
 		assert.ErrorAs(t, err, &ce)

@@ -61,11 +61,12 @@ func newDevCmd(a *app) *cobra.Command {
   2. finds the emulator at --endpoint (default $AWS_ENDPOINT_URL, else ` + defaultDevEndpoint + `),
      or starts moto there with localstack/emulator.sh;
   3. deploys cdk.out onto it: queues, tables and schedules as the templates define them;
-  4. runs each function's real binary behind a local Lambda Runtime API, fed by the SQS event
-     source mappings of the templates, and fires the schedules;
+  4. runs each function's real binary behind a local Lambda Runtime API, fed by the SQS and
+     DynamoDB Streams event source mappings of the templates, and fires the schedules;
   5. enqueues a demo workload on the three sample functions (about 100 emails, 60 ledger
      postings over 6 accounts, 8 transcodes), some failing a few attempts, some exhausting
-     their attempts, some poison;
+     their attempts, some poison; and opens 5 accounts, each with its welcome email written
+     in the same transaction to the outbox, which the outbox forwarder sends;
   6. shows per queue: enqueued / running / succeeded / retried / dead — a table redrawn in
      place on a terminal, a line every few seconds otherwise.
   7. serves the ops console (jobkit console) on --console, default http://` + defaultConsoleAddr + `/,
@@ -79,9 +80,11 @@ the emulator if it started it — and prints
   DEV summary: succeeded=<n> retried=<n> dead=<n> lost=<n>
   DEV batches: opened=<n> callbacks=<n> duplicate_callbacks=<n>
   DEV unique: sent=<n> deduplicated=<n>
+  DEV outbox: written=<n> forwarded=<n> left=<n>
 
 counted from the stack's records (idempotency records, the functions' output, the dead-letter
-queues). lost counts jobs that are neither succeeded nor dead-lettered; it exits 1 when lost > 0.`,
+queues, the state table's outbox items). lost counts jobs that are neither succeeded nor
+dead-lettered; it exits 1 when lost > 0, or when an outbox item was left unforwarded.`,
 		Example: `  # What make dev runs
   jobkit dev
 
@@ -164,9 +167,9 @@ func runDev(ctx context.Context, a *app, o *devOptions, stdout, stderr io.Writer
 	}
 	stopConsole := serveConsole(ctx, o.console, awsCfg, o.prefix+jobs.DefaultStack, note)
 	defer stopConsole()
-	workload, stateDemo := devapp.DevWorkload(), devapp.DevStateDemo()
+	workload, stateDemo, outboxDemo := devapp.DevWorkload(), devapp.DevStateDemo(), devapp.DevOutboxDemo()
 	if o.noDemo {
-		workload, stateDemo = devapp.Workload{}, devapp.StateDemo{}
+		workload, stateDemo, outboxDemo = devapp.Workload{}, devapp.StateDemo{}, devapp.OutboxDemo{}
 	}
 	if o.keep && emu.Started {
 		note("dev: --keep: the deployment goes with the emulator this run started and stops")
@@ -175,6 +178,7 @@ func runDev(ctx context.Context, a *app, o *devOptions, stdout, stderr io.Writer
 	res, runErr := devapp.Run(ctx, devapp.Config{
 		AWS: awsCfg, Root: root, Synth: o.synth, Prefix: o.prefix, Workload: workload,
 		Once: once, Timeout: o.timeout, Display: display, FunctionOutput: logs, Keep: o.keep, StateDemo: stateDemo,
+		OutboxDemo: outboxDemo,
 	})
 	if res == nil || res.Census == nil {
 		return runErr
@@ -188,6 +192,9 @@ func runDev(ctx context.Context, a *app, o *devOptions, stdout, stderr io.Writer
 	}
 	if st := res.State; st != nil && (st.DuplicateCallbacks > 0 || st.Callbacks < st.Opened) {
 		return fmt.Errorf("dev: batch callbacks: %d of %d batches called back, %d duplicate runs", st.Callbacks, st.Opened, st.DuplicateCallbacks)
+	}
+	if ob := res.Outbox; ob != nil && ob.Left > 0 {
+		return fmt.Errorf("dev: %d of %d outbox jobs were never forwarded", ob.Left, len(ob.JobIDs))
 	}
 	return nil
 }
@@ -336,6 +343,9 @@ func report(res *devapp.Result, table bool, total time.Duration, stdout, stderr 
 	if s := res.State; s != nil && (s.Opened > 0 || s.UniqueSent > 0) {
 		fmt.Fprintln(stdout, s.BatchLine())
 		fmt.Fprintln(stdout, s.UniqueLine())
+	}
+	if o := res.Outbox; o != nil && len(o.JobIDs) > 0 {
+		fmt.Fprintln(stdout, o.Line())
 	}
 }
 
