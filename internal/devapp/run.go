@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/smithy-go/logging"
 
@@ -165,7 +166,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		return res, errors.Join(runErr, err)
 	}
 	res.State.countCallbacks(res.Tracker)
-	noteLarge(cfg, res)
+	noteLarge(bg, cfg, res)
 	if len(res.LeftBehind) > 0 {
 		runErr = errors.Join(runErr, fmt.Errorf("demo: function processes left behind: %v", res.LeftBehind))
 	}
@@ -275,7 +276,7 @@ func enqueueWorkload(ctx context.Context, cfg Config, res *Result, workload []Jo
 	tr := res.Tracker
 	opts := jobs.ClientOptions{Queues: tr.Routes()}
 	if bucket := payloadBucket(res.Deployment); bucket != "" {
-		opts.Payloads = &jobs.Payloads{S3: jobs.NewPayloadS3Client(cfg.AWS), Bucket: bucket, KeyPrefix: "jobs/"}
+		opts.Payloads = &jobs.Payloads{S3: jobs.NewPayloadS3Client(cfg.AWS), Bucket: bucket, KeyPrefix: largeJobPrefix}
 	}
 	client, err := jobs.NewClient(sqs.NewFromConfig(cfg.AWS), opts)
 	if err != nil {
@@ -316,16 +317,33 @@ func payloadBucket(d *deploy.Deployment) string {
 	return ""
 }
 
-// noteLarge shows what became of the workload's large jobs.
-func noteLarge(cfg Config, res *Result) {
+// noteLarge shows what became of the workload's large jobs, and what is left of them in the
+// payload bucket (a job's object is deleted once it succeeded).
+func noteLarge(ctx context.Context, cfg Config, res *Result) {
+	if len(res.LargeJobs) == 0 {
+		return
+	}
 	for _, id := range res.LargeJobs {
-		outcome := "did not finish"
+		outcome := "did not succeed"
 		if res.Census != nil && res.Census.Succeeded[id] {
-			outcome = "ran: its worker read it from S3 and deleted the object"
+			outcome = "ran: its worker read it from S3"
 		}
 		cfg.note("large job %s %s", id, outcome)
 	}
+	bucket := payloadBucket(res.Deployment)
+	if bucket == "" {
+		return
+	}
+	out, err := jobs.NewPayloadS3Client(cfg.AWS).ListObjectsV2(ctx, &s3.ListObjectsV2Input{Bucket: aws.String(bucket), Prefix: aws.String(largeJobPrefix)})
+	if err != nil {
+		cfg.note("payload bucket %s: %v", bucket, err)
+		return
+	}
+	cfg.note("payload bucket %s: %d object(s) left under %s", bucket, aws.ToInt32(out.KeyCount), largeJobPrefix)
 }
+
+// largeJobPrefix begins the keys of the workload's large jobs in the payload bucket.
+const largeJobPrefix = "jobs/"
 
 // watchUntilDone watches the run (watch) and, when ctx ends first, waits up to DrainGrace for
 // the jobs in flight.
