@@ -204,6 +204,11 @@ func TestLargeJobDeadLetterAndRedriveOnSQS(t *testing.T) {
 	assert.Equal(t, aws.ToString(msgs[0].MessageAttributes[jobs.AttrPayloadSize].StringValue),
 		aws.ToString(dead[0].MessageAttributes[jobs.AttrPayloadSize].StringValue))
 	assert.True(t, ps.objectExists(t, ptr.Key), "the object outlives the dead letter")
+	dj := inspect.ParseDeadJob(dead[0])
+	require.NotNil(t, dj.Payload, "the Inspector sees the pointer")
+	assert.Equal(t, ptr, *dj.Payload)
+	assert.Equal(t, res.ID, dj.JobID)
+	assert.Contains(t, dj.Attributes, jobs.AttrPayloadSize, "kept for the redrive")
 	// Hand the copy back for the Inspector's redrive.
 	_, err = ps.sqs.ChangeMessageVisibility(context.Background(), &sqs.ChangeMessageVisibilityInput{
 		QueueUrl: aws.String(ps.dlq.URL), ReceiptHandle: dead[0].ReceiptHandle})
