@@ -24,7 +24,9 @@ func TestPayloadBucket(t *testing.T) {
 	require.Equal(t, *b.Bucket.BucketName(), w.Environment[jobs.EnvPayloadBucket])
 
 	other := NewJobQueue(stack, "Other", &JobQueueProps{RetentionPeriod: 14 * 24 * time.Hour})
-	v := mustPanic(t, func() { NewWorker(stack, "Uncovered", &WorkerProps{Source: helloSource, Queue: other, PayloadBucket: b}) })
+	v := mustPanic(t, func() {
+		NewWorker(stack, "Uncovered", &WorkerProps{Source: helloSource, Queue: other, PayloadBucket: b})
+	})
 	require.Contains(t, toString(v), "list the queue in PayloadBucketProps.Queues")
 	mustPanic(t, func() { NewPayloadBucket(stack, "Empty", &PayloadBucketProps{}) })
 
