@@ -83,7 +83,7 @@ type payloadSetup struct {
 	client *jobs.Client
 }
 
-func newPayloadSetup(t *testing.T) payloadSetup {
+func newPayloadSetup(t testing.TB) payloadSetup {
 	t.Helper()
 	cfg := awstest.Config(t)
 	ps := payloadSetup{sqs: sqs.NewFromConfig(cfg), s3: jobs.NewPayloadS3Client(cfg)}
@@ -299,4 +299,47 @@ func TestLargeJobInBatchRunsInConsumerOnSQS(t *testing.T) {
 	list, err := ps.s3.ListObjectsV2(context.Background(), &s3.ListObjectsV2Input{Bucket: aws.String(ps.bucket)})
 	require.NoError(t, err)
 	assert.Empty(t, list.Contents, "both objects deleted after success")
+}
+
+// BenchmarkClaimCheckOnSQS sends jobs of 2 MiB through the claim check on the emulator (or AWS):
+// Enqueue (S3 put, SQS send), receive, and the runtime's run (S3 get, decode, S3 delete). It
+// prints ms per job and the payload rate; compare BenchmarkSmallJobOnSQS for the same path
+// without S3.
+func BenchmarkClaimCheckOnSQS(b *testing.B) { benchmarkRoundTrip(b, 2<<20) }
+
+// BenchmarkSmallJobOnSQS is BenchmarkClaimCheckOnSQS with a 1 KiB job: no S3.
+func BenchmarkSmallJobOnSQS(b *testing.B) { benchmarkRoundTrip(b, 1<<10) }
+
+func benchmarkRoundTrip(b *testing.B, size int) {
+	ps := newPayloadSetup(b)
+	job := newBigJob(size)
+	var seen bigSeen
+	handler := jobs.NewSQSHandler(bigWorkers(&seen, false), runtimeConfigS3(ps))
+	ctx := context.Background()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if _, err := ps.client.Enqueue(ctx, job, nil); err != nil {
+			b.Fatal(err)
+		}
+		out, err := ps.sqs.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: aws.String(ps.q.URL), WaitTimeSeconds: 5,
+			MessageSystemAttributeNames: []sqstypes.MessageSystemAttributeName{sqstypes.MessageSystemAttributeNameAll}})
+		if err != nil || len(out.Messages) != 1 {
+			b.Fatalf("receive: %v (%d messages)", err, len(out.Messages))
+		}
+		resp, err := handler(ctx, jobstest.EventFromMessages(ps.q.ARN, out.Messages))
+		if err != nil || len(resp.BatchItemFailures) != 0 {
+			b.Fatalf("run: %v %v", err, resp.BatchItemFailures)
+		}
+		if _, err := ps.sqs.DeleteMessage(ctx, &sqs.DeleteMessageInput{QueueUrl: aws.String(ps.q.URL), ReceiptHandle: out.Messages[0].ReceiptHandle}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.StopTimer()
+	for i, ok := range seen.intact {
+		if !ok || seen.sizes[i] != size {
+			b.Fatalf("job %d: the worker got %d bytes (intact %t), want %d", i, seen.sizes[i], ok, size)
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Milliseconds())/float64(b.N), "ms/job")
+	b.ReportMetric(float64(size)*float64(b.N)/b.Elapsed().Seconds()/(1<<20), "MiB/s")
 }
