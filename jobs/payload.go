@@ -51,12 +51,6 @@ const (
 // Config.PayloadBucket.
 const EnvPayloadBucket = "JOBKIT_PAYLOAD_BUCKET"
 
-// ReasonPayloadUnavailable is the dead-letter reason of a job whose body is a pointer to an S3
-// object the runtime cannot read: missing (expired, or deleted after an earlier delivery
-// succeeded), in another bucket than Config.PayloadBucket, refused (access denied), or no S3
-// client configured. Transient S3 errors are retried like any job error instead.
-const ReasonPayloadUnavailable = "payload_unavailable"
-
 // Errors about large payloads.
 var (
 	// ErrPayloadDelayed: a job stored in S3 cannot be delayed beyond MaxSQSDelay, since its object
