@@ -37,7 +37,7 @@ import (
 // attempts before succeeding, that exhaust their attempts, and poison ones; transcodes of 1 s,
 // one of 12 s, one failing its first attempt and two poison.
 var e2eWorkload = devapp.Workload{
-	Emails: 170, EmailRetries: 20, EmailExhausted: 3, EmailPoison: 5, LargeEmails: 2, LargeEmailBytes: 2 << 20,
+	Emails: 168, EmailRetries: 20, EmailExhausted: 3, EmailPoison: 5, LargeEmails: 2, LargeEmailBytes: 2 << 20,
 	Accounts: 10, Postings: 110, PostingRetries: 10, PostingExhausted: 3, PostingPoison: 4,
 	Transcodes: 19, TranscodeSeconds: 1, LongTranscodes: 1, LongTranscodeSeconds: 12,
 	TranscodeRetries: 1, TranscodePoison: 2,
