@@ -343,3 +343,35 @@ func benchmarkRoundTrip(b *testing.B, size int) {
 	b.ReportMetric(float64(b.Elapsed().Milliseconds())/float64(b.N), "ms/job")
 	b.ReportMetric(float64(size)*float64(b.N)/b.Elapsed().Seconds()/(1<<20), "MiB/s")
 }
+
+// FIFO: a claim check keeps its place in its group. A large job between two small ones of the
+// same group is sent, received and run in order, the large one from S3.
+func TestLargeJobKeepsFIFOOrderOnSQS(t *testing.T) {
+	t.Parallel()
+	cfg := awstest.Config(t)
+	ps := payloadSetup{sqs: sqs.NewFromConfig(cfg), s3: jobs.NewPayloadS3Client(cfg)}
+	ps.dlq = awstest.CreateQueue(t, cfg, "dlq", &awstest.QueueOptions{FIFO: true})
+	ps.q = awstest.CreateQueue(t, cfg, "q", &awstest.QueueOptions{FIFO: true, VisibilityTimeout: 5})
+	ps.bucket = awstest.CreateBucket(t, cfg, "payloads")
+	c, err := jobs.NewClient(ps.sqs, jobs.ClientOptions{DefaultQueueURL: ps.q.URL, Payloads: &jobs.Payloads{S3: ps.s3, Bucket: ps.bucket}})
+	require.NoError(t, err)
+	g := &jobs.EnqueueOpts{GroupID: "g"}
+	res, err := c.EnqueueBatch(context.Background(), []jobs.BatchJob{
+		{Args: BigJob{Blob: "first"}, Opts: g}, {Args: newBigJob(2 << 20), Opts: g}, {Args: BigJob{Blob: "third"}, Opts: g},
+	})
+	require.NoError(t, err)
+
+	msgs := receive(t, ps.sqs, ps.q.URL, 3, 10*time.Second)
+	require.Len(t, msgs, 3)
+	_, ok := jobs.ParsePayloadPointer(aws.ToString(msgs[1].Body))
+	require.True(t, ok, "the second message is the claim check")
+	var seen bigSeen
+	resp, err := jobs.NewSQSHandler(bigWorkers(&seen, false), runtimeConfigS3(ps))(context.Background(), jobstest.EventFromMessages(ps.q.ARN, msgs))
+	require.NoError(t, err)
+	assert.Empty(t, resp.BatchItemFailures)
+	assert.Equal(t, []string{res[0].ID, res[1].ID, res[2].ID}, seen.ids, "run in the group's order")
+	assert.Equal(t, []int{5, 2 << 20, 5}, seen.sizes)
+	list, err := ps.s3.ListObjectsV2(context.Background(), &s3.ListObjectsV2Input{Bucket: aws.String(ps.bucket)})
+	require.NoError(t, err)
+	assert.Empty(t, list.Contents)
+}
