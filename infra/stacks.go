@@ -48,6 +48,8 @@ type StateStack struct {
 	Delayed *jk.DelayedJobs
 	// Schedules are samplejobs.Schedules, in order.
 	Schedules []*jk.Schedule
+	// Payloads holds the claim-checked jobs of the three queues (jobs over SQS's 1 MiB).
+	Payloads *jk.PayloadBucket
 }
 
 // Queue returns the job queue of a samplejobs queue name, or nil.
@@ -87,6 +89,10 @@ func NewStateStack(scope constructs.Construct, id string, props *awscdk.StackPro
 	})
 	s.Transcode = jk.NewJobQueue(stack, samplejobs.QueueTranscode, &jk.JobQueueProps{
 		MaxAttempts: 3, VisibilityTimeout: 10 * time.Minute, AgeAlarmThreshold: 2 * time.Hour,
+	})
+
+	s.Payloads = jk.NewPayloadBucket(stack, "Jobs", &jk.PayloadBucketProps{
+		Queues: []*jk.JobQueue{s.Email, s.Ledger, s.Transcode},
 	})
 
 	// Delays beyond SQS's 15 minutes, to any of the three queues. Its dead-letter queue is a
@@ -151,14 +157,14 @@ func NewWorkersStack(scope constructs.Construct, id string, state *StateStack, m
 	s.Email = jk.NewWorker(stack, "Email", &jk.WorkerProps{
 		Source: src("email"), Queue: state.Email, IdempotencyTable: state.Idempotency, Kinds: kinds(samplejobs.QueueEmail),
 		Timeout: 30 * time.Second, BatchSize: 25, MaxBatchingWindow: 2 * time.Second,
-		MaxConcurrency: 10, Concurrency: 10, JobStates: true,
+		MaxConcurrency: 10, Concurrency: 10, JobStates: true, PayloadBucket: state.Payloads,
 	})
 	// Email batches' callbacks (EmailBatchDone) go to the Email queue.
 	state.Email.Queue.GrantSendMessages(s.Email.Role)
 	// Ledger: FIFO, so no batching window; accounts (message groups) run 10 at a time.
 	s.Ledger = jk.NewWorker(stack, "Ledger", &jk.WorkerProps{
 		Source: src("ledger"), Queue: state.Ledger, IdempotencyTable: state.Idempotency, Kinds: kinds(samplejobs.QueueLedger),
-		Timeout: 30 * time.Second, BatchSize: 10, MaxConcurrency: 5, Concurrency: 10,
+		Timeout: 30 * time.Second, BatchSize: 10, MaxConcurrency: 5, Concurrency: 10, PayloadBucket: state.Payloads,
 		Environment: map[string]string{samplejobs.EnvLedgerTable: *state.LedgerTable.TableName()},
 	})
 	state.LedgerTable.GrantReadWriteData(s.Ledger.Role)
@@ -169,7 +175,7 @@ func NewWorkersStack(scope constructs.Construct, id string, state *StateStack, m
 	s.Transcode = jk.NewContainerWorker(stack, "Transcode", &jk.ContainerWorkerProps{
 		Source: src("transcode"), Queue: state.Transcode, IdempotencyTable: state.Idempotency, Kinds: kinds(samplejobs.QueueTranscode),
 		CPU: 1024, MemoryMiB: 2048, Concurrency: 2, MaxTasks: 4, DrainTimeout: 60 * time.Second,
-		BackoffBase: 30 * time.Second, BackoffCap: 30 * time.Minute,
+		BackoffBase: 30 * time.Second, BackoffCap: 30 * time.Minute, PayloadBucket: state.Payloads,
 	})
 	// Outbox: the sample's outbox jobs are welcome emails, written with the account they welcome
 	// (samplejobs.OpenAccount); the forwarder may send to the Email queue only.

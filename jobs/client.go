@@ -19,8 +19,10 @@ import (
 // Errors a Client returns, before any AWS call, for a job it cannot send as asked. They arrive
 // wrapped in an *InvalidJobError; test for them with errors.Is.
 var (
-	ErrEmptyKind       = errors.New("jobs: the job kind is empty")
-	ErrNoQueue         = errors.New("jobs: no queue for this kind and no default queue")
+	ErrEmptyKind = errors.New("jobs: the job kind is empty")
+	ErrNoQueue   = errors.New("jobs: no queue for this kind and no default queue")
+	// ErrBodyTooLarge: the encoded job does not fit in the queue's messages (1 MiB, or the
+	// queue's own MaximumMessageSize) and the Client has no Payloads to store it in S3.
 	ErrBodyTooLarge    = errors.New("jobs: the encoded job is larger than the 1 MiB SQS message limit")
 	ErrGroupRequired   = errors.New("jobs: a FIFO queue needs a message group id (EnqueueOpts.GroupID)")
 	ErrDedupOnStandard = errors.New("jobs: a deduplication id applies only to FIFO queues")
@@ -151,6 +153,10 @@ type ClientOptions struct {
 	// State, when set, records every job sent as enqueued in the job state table (one write per
 	// job), reserves EnqueueOpts.Unique keys and answers Status. jobs/state.Table implements it.
 	State StateStore
+	// Payloads, when set, stores jobs whose envelope is over its Threshold (default: what does
+	// not fit in the queue's messages) in S3 and sends a pointer in the extended clients' format
+	// (the claim check; see Payloads). Without it such jobs are refused with ErrBodyTooLarge.
+	Payloads *Payloads
 }
 
 // Client enqueues jobs onto SQS. It is safe for concurrent use.
@@ -190,6 +196,11 @@ func NewClient(api SQSAPI, opts ClientOptions) (*Client, error) {
 	}
 	if opts.Now == nil {
 		opts.Now = time.Now
+	}
+	if opts.Payloads != nil {
+		if err := opts.Payloads.validate(); err != nil {
+			return nil, err
+		}
 	}
 	c := &Client{api: api, opts: opts}
 	if opts.Backpressure != nil {
@@ -285,9 +296,13 @@ func (c *Client) send(ctx context.Context, p *prepared, res *EnqueueResult) erro
 	if err := c.admit(ctx, p.queue); err != nil {
 		return err
 	}
+	if err := c.store(ctx, p); err != nil {
+		return err
+	}
 	in := &sqs.SendMessageInput{
-		QueueUrl:    aws.String(p.queue),
-		MessageBody: aws.String(p.body),
+		QueueUrl:          aws.String(p.queue),
+		MessageBody:       aws.String(p.body),
+		MessageAttributes: p.attributes(),
 	}
 	if p.delaySeconds > 0 {
 		in.DelaySeconds = p.delaySeconds
@@ -432,11 +447,27 @@ type PreparedJob struct {
 	// DeliverAt is when the job becomes visible (zero: at once); at most MaxSQSDelay after
 	// Prepare: the sender sets DelaySeconds to what is left of it.
 	DeliverAt time.Time
+	// PayloadSize, when not 0, says Body is a claim-check pointer to the envelope Prepare
+	// stored in S3 (PayloadSize bytes): send it with MessageAttributes.
+	PayloadSize int
 }
 
-// Prepare checks and encodes a job exactly as Enqueue does, without sending it or making any AWS
-// call; errors are the same *InvalidJobError values. A job delayed beyond MaxSQSDelay is refused
-// (ErrDelayTooLong): only Enqueue hands those to the LongDelayer.
+// MessageAttributes returns the message attributes to send the job with: ExtendedPayloadSize
+// for a claim check (what the extended clients look for), else nil. jobkit's runtime recognises
+// a pointer by its body alone.
+func (j PreparedJob) MessageAttributes() map[string]sqstypes.MessageAttributeValue {
+	if j.PayloadSize == 0 {
+		return nil
+	}
+	return payloadAttributes(j.PayloadSize)
+}
+
+// Prepare checks and encodes a job exactly as Enqueue does, without sending it; errors are the
+// same *InvalidJobError values. A job delayed beyond MaxSQSDelay is refused (ErrDelayTooLong):
+// only Enqueue hands those to the LongDelayer. It makes no AWS call, except for a job over the
+// Payloads threshold: its envelope is stored in S3 here (a failure is a *SendError wrapping a
+// *PayloadError) and Body is the pointer, with PayloadSize set. If the job is then never sent,
+// the bucket's lifecycle rule removes the object.
 func (c *Client) Prepare(ctx context.Context, args JobArgs, opts *EnqueueOpts) (PreparedJob, error) {
 	p, err := c.prepare(ctx, args, opts)
 	if err != nil {
@@ -448,7 +479,10 @@ func (c *Client) Prepare(ctx context.Context, args JobArgs, opts *EnqueueOpts) (
 	if p.unique != nil {
 		return PreparedJob{ID: p.id, Kind: p.kind}, p.invalid(fmt.Errorf("%w: a prepared job is sent by someone else, without the reservation", ErrUniqueInBatch))
 	}
-	j := PreparedJob{ID: p.id, Kind: p.kind, QueueURL: p.queue, Body: p.body, GroupID: p.group, DeliverAt: p.at}
+	if err := c.store(ctx, &p); err != nil {
+		return PreparedJob{ID: p.id, Kind: p.kind}, err
+	}
+	j := PreparedJob{ID: p.id, Kind: p.kind, QueueURL: p.queue, Body: p.body, GroupID: p.group, DeliverAt: p.at, PayloadSize: len(p.payload)}
 	if p.fifo {
 		j.DedupID = p.dedup
 	}
@@ -465,6 +499,11 @@ type prepared struct {
 	now                                 time.Time // when it was prepared: its enqueued_at
 	unique                              *UniqueOpts
 	reserved                            bool // the unique key was reserved for this job
+
+	// A claim check (see offload): the envelope, stored at pointer before the pointer body is sent.
+	payload string
+	pointer PayloadPointer
+	stored  bool
 }
 
 func (p *prepared) result() EnqueueResult {
@@ -514,7 +553,10 @@ func (c *Client) prepare(ctx context.Context, args JobArgs, opts *EnqueueOpts) (
 	if err := c.delivery(&p, &o, now); err != nil {
 		return p, p.invalid(err)
 	}
-	if err := p.encode(args, &o, now, c.maxMessageSize(p.queue)); err != nil {
+	if err := p.encode(args, &o, now); err != nil {
+		return p, p.invalid(err)
+	}
+	if err := p.offload(c.opts.Payloads, c.maxMessageSize(p.queue)); err != nil {
 		return p, p.invalid(err)
 	}
 	return p, nil
@@ -601,9 +643,9 @@ func (c *Client) maxMessageSize(queue string) int {
 	return MaxMessageSize
 }
 
-// encode gives p its id (a new one unless set) and FIFO dedup id, and its body (at most limit
-// bytes): the envelope of args, enqueued now.
-func (p *prepared) encode(args JobArgs, o *EnqueueOpts, now time.Time, limit int) error {
+// encode gives p its id (a new one unless set) and FIFO dedup id, and its body: the envelope of
+// args, enqueued now (offload then checks its size).
+func (p *prepared) encode(args JobArgs, o *EnqueueOpts, now time.Time) error {
 	if p.id == "" {
 		p.id = NewID() // only for a job that passed the checks before
 	}
@@ -631,9 +673,6 @@ func (p *prepared) encode(args JobArgs, o *EnqueueOpts, now time.Time, limit int
 	})
 	if err != nil {
 		return fmt.Errorf("%w: %w", ErrEncodeArgs, err)
-	}
-	if len(body) > limit {
-		return fmt.Errorf("%w: %d bytes, the queue takes %d", ErrBodyTooLarge, len(body), limit)
 	}
 	p.body = string(body)
 	return nil
@@ -692,8 +731,8 @@ func (c *Client) sendQueue(ctx context.Context, queue string, idx []int, prepare
 	var chunks [][]int
 	for start := 0; start < len(idx); {
 		end, size := start, 0
-		for end < len(idx) && end-start < MaxBatchEntries && size+len(prepared[idx[end]].body) <= MaxMessageSize {
-			size += len(prepared[idx[end]].body)
+		for end < len(idx) && end-start < MaxBatchEntries && size+prepared[idx[end]].sendSize() <= MaxMessageSize {
+			size += prepared[idx[end]].sendSize()
 			end++
 		}
 		chunks = append(chunks, idx[start:end])
@@ -724,13 +763,13 @@ func fifoChunks(idx []int, prepared []prepared) [][]int {
 		size := 0
 		for _, i := range idx {
 			p := &prepared[i]
-			if taken[p.group] || len(chunk) == MaxBatchEntries || size+len(p.body) > MaxMessageSize {
+			if taken[p.group] || len(chunk) == MaxBatchEntries || size+p.sendSize() > MaxMessageSize {
 				taken[p.group] = true
 				rest = append(rest, i)
 				continue
 			}
 			taken[p.group] = true
-			size += len(p.body)
+			size += p.sendSize()
 			chunk = append(chunk, i)
 		}
 		chunks = append(chunks, chunk)
@@ -742,14 +781,18 @@ func fifoChunks(idx []int, prepared []prepared) [][]int {
 // sendChunk sends up to 10 jobs in one SendMessageBatch call and re-sends the entries reported
 // failed (not by sender fault), in their original order.
 func (c *Client) sendChunk(ctx context.Context, queue string, idx []int, prepared []prepared, results []EnqueueResult) {
-	pending := idx
+	pending := c.storeAll(ctx, idx, prepared, results)
+	if len(pending) == 0 {
+		return
+	}
 	for try := 0; ; try++ {
 		entries := make([]sqstypes.SendMessageBatchRequestEntry, len(pending))
 		for n, i := range pending {
 			p := &prepared[i]
 			e := sqstypes.SendMessageBatchRequestEntry{
-				Id:          aws.String(strconv.Itoa(n)),
-				MessageBody: aws.String(p.body),
+				Id:                aws.String(strconv.Itoa(n)),
+				MessageBody:       aws.String(p.body),
+				MessageAttributes: p.attributes(),
 			}
 			if p.delaySeconds > 0 {
 				e.DelaySeconds = p.delaySeconds
@@ -810,6 +853,32 @@ func (c *Client) sendChunk(ctx context.Context, queue string, idx []int, prepare
 		}
 		pending = retry
 	}
+}
+
+// storeAll stores the payloads of the claim checks among idx in S3, up to 4 at once, and returns
+// the jobs ready to send, in order; a job whose payload was not stored gets its error and is not
+// sent (on FIFO its group's later jobs are then not sent either).
+func (c *Client) storeAll(ctx context.Context, idx []int, prepared []prepared, results []EnqueueResult) []int {
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, 4)
+	for _, i := range idx {
+		if p := &prepared[i]; p.payload != "" && !p.stored {
+			sem <- struct{}{}
+			wg.Add(1)
+			go func() {
+				defer func() { <-sem; wg.Done() }()
+				results[i].Err = c.store(ctx, p)
+			}()
+		}
+	}
+	wg.Wait()
+	ready := make([]int, 0, len(idx))
+	for _, i := range idx {
+		if results[i].Err == nil {
+			ready = append(ready, i)
+		}
+	}
+	return ready
 }
 
 func entryIndex(id *string, n int) (int, bool) {

@@ -94,6 +94,13 @@ type Config struct {
 	// reported failed, as when the send fails. Running and succeeded are recorded by middleware
 	// (jobs/state.Middleware, folded into idempotency records where it can). nil records nothing.
 	States StateStore
+	// S3 reads (and, after success, deletes) the payloads of claim-checked jobs, whose message
+	// body is a pointer (see Payloads). nil: such a job is dead-lettered as
+	// ReasonPayloadUnavailable. ConfigFromEnv sets it.
+	S3 PayloadS3API
+	// PayloadBucket, when set, is the only bucket payloads are read from: a pointer to another is
+	// dead-lettered as ReasonPayloadUnavailable. From JOBKIT_PAYLOAD_BUCKET.
+	PayloadBucket string
 }
 
 // DeliveryLedger counts, per SQS message id, the deliveries that did not run the job. The
@@ -116,11 +123,13 @@ type DeliveryLedger interface {
 //	JOBKIT_BACKOFF_CAP         largest retry delay: a Go duration or seconds; default 15m, at most 12h
 //	JOBKIT_SAFETY_MARGIN       time kept before the Lambda deadline; default 2s
 //	JOBKIT_JOB_TIMEOUT         each job's own time limit; default none
+//	JOBKIT_PAYLOAD_BUCKET      the bucket of claim-checked payloads (Config.PayloadBucket); default any
 //	AWS_LAMBDA_FUNCTION_NAME   set by Lambda; written on dead-lettered messages
 //	AWS_LAMBDA_LOG_LEVEL       set by Lambda's JSON logging controls; the log level, default INFO
 //
-// It also makes the SQS client from the default AWS configuration (which honours
-// AWS_ENDPOINT_URL), a JSON logger on stdout and stdout for metrics.
+// It also makes the SQS and S3 clients from the default AWS configuration (which honours
+// AWS_ENDPOINT_URL; S3 then uses path-style addresses), a JSON logger on stdout and stdout for
+// metrics.
 func ConfigFromEnv() (Config, error) {
 	cfg, err := configFromLookup(os.LookupEnv)
 	if err != nil {
@@ -131,6 +140,7 @@ func ConfigFromEnv() (Config, error) {
 		return cfg, fmt.Errorf("jobs: load AWS config: %w", err)
 	}
 	cfg.SQS = sqs.NewFromConfig(awsCfg)
+	cfg.S3 = NewPayloadS3Client(awsCfg)
 	return cfg, nil
 }
 
@@ -141,10 +151,11 @@ func configFromLookup(lookup func(string) (string, bool)) (Config, error) {
 		return strings.TrimSpace(v)
 	}
 	cfg := Config{
-		QueueURL:     get(EnvQueueURL),
-		DLQURL:       get(EnvDLQURL),
-		FunctionName: get(EnvFunctionName),
-		Metrics:      os.Stdout,
+		QueueURL:      get(EnvQueueURL),
+		DLQURL:        get(EnvDLQURL),
+		FunctionName:  get(EnvFunctionName),
+		PayloadBucket: get(EnvPayloadBucket),
+		Metrics:       os.Stdout,
 	}
 	var errs []error
 	integer := func(name string, def int, dst *int) {

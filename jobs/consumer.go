@@ -279,6 +279,8 @@ func (c *Consumer) poll(ctx, base context.Context) {
 			MaxNumberOfMessages: int32(n),
 			WaitTimeSeconds:     c.wait,
 			VisibilityTimeout:   c.h.vtSeconds,
+			// A claim check's size, kept on its dead-letter copy.
+			MessageAttributeNames: []string{AttrPayloadSize, AttrLegacyPayloadSize},
 			MessageSystemAttributeNames: []sqstypes.MessageSystemAttributeName{
 				sqstypes.MessageSystemAttributeNameApproximateReceiveCount,
 				sqstypes.MessageSystemAttributeNameApproximateFirstReceiveTimestamp,
@@ -395,10 +397,15 @@ func wireMessage(m *sqstypes.Message) wire.SQSMessage {
 			attrs = append(attrs, wire.SQSAttribute{Name: name, Value: v})
 		}
 	}
-	return wire.SQSMessage{
+	msg := wire.SQSMessage{
 		MessageID: aws.ToString(m.MessageId), ReceiptHandle: aws.ToString(m.ReceiptHandle),
 		Body: aws.ToString(m.Body), MD5OfBody: aws.ToString(m.MD5OfBody), Attributes: attrs,
 	}
+	for name, v := range m.MessageAttributes {
+		msg.MessageAttributes = append(msg.MessageAttributes, wire.SQSMessageAttribute{Name: name,
+			Value: events.SQSMessageAttribute{StringValue: v.StringValue, DataType: aws.ToString(v.DataType)}})
+	}
+	return msg
 }
 
 // start runs a unit on its own goroutine. Its jobs' context ends 12 h after the receipt less

@@ -27,4 +27,9 @@ const (
 	ReasonCancelled       = "cancelled"       // the worker returned Cancel(err)
 	ReasonAttemptsUsed    = "attempts_exhausted"
 	ReasonPayloadMismatch = "payload_mismatch" // idempotency: the same key with a different payload
+	// ReasonPayloadUnavailable: the body is a claim-check pointer (see Payloads) to an S3 object
+	// the runtime cannot read — missing (expired, or deleted after an earlier delivery
+	// succeeded), in another bucket than Config.PayloadBucket, refused, or no Config.S3.
+	// Transient S3 errors are retried like any job error instead.
+	ReasonPayloadUnavailable = "payload_unavailable"
 )

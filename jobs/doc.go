@@ -30,7 +30,10 @@
 // a group's order survives retries — see [ErrGroupFailed]). Bad input — an empty kind, a body over
 // 1 MiB or the queue's own limit, a FIFO job without a group, an invalid group or deduplication
 // id, a delay that cannot be honoured — returns an [*InvalidJobError] before any AWS call. Delays
-// beyond 15 minutes go to a [LongDelayer].
+// beyond 15 minutes go to a [LongDelayer]. With [ClientOptions.Payloads], a job whose envelope is
+// over 1 MiB (or a lower threshold) is stored in S3 and sent as a pointer in the format of AWS's
+// SQS extended clients (the claim check, see [Payloads] and [ParsePayloadPointer]); without it,
+// such a job is refused with [ErrBodyTooLarge].
 //
 // # Running
 //
@@ -41,7 +44,10 @@
 // their visibility to the backoff, sends permanent failures to the dead-letter queue itself with
 // the attributes in dlq.go, runs FIFO groups in order with skip-group-on-error, keeps the batch
 // invisible with a heartbeat, and writes one CloudWatch Embedded Metric Format line per batch
-// (namespace [MetricNamespace]) and JSON log lines carrying each job's id, kind and attempt.
+// (namespace [MetricNamespace]) and JSON log lines carrying each job's id, kind and attempt. A
+// claim-check pointer is fetched from S3 ([Config.S3]) when its record runs and its object deleted
+// once the job succeeded; its dead-letter copy keeps the pointer, and an object that cannot be
+// read is dead-lettered as [ReasonPayloadUnavailable].
 //
 // Package jobstest helps test workers and handlers without AWS.
 package jobs

@@ -139,6 +139,8 @@ type record struct {
 	row   JobRow
 	pre   error // a decode or unknown-kind error found before running: dead-letter
 	state atomic.Uint32
+	// The body is a claim-check pointer: the envelope is fetched from S3 when the record runs.
+	pointer *claim
 
 	// The heartbeat found the message no longer ours (deleted, or handed to another consumer):
 	// lost is set and the job's context, if running, cancelled with errMessageLost.
@@ -325,6 +327,12 @@ func (b *batch) prepare(msgs []wire.SQSMessage) {
 		row.GroupID = m.Attribute("MessageGroupId")
 		pd.left = len(msgs) - i
 		pd.reset()
+		if isPointer(m.Body) {
+			if ptr, ok := ParsePayloadPointer(m.Body); ok {
+				r.pointer = &claim{PayloadPointer: ptr}
+				continue
+			}
+		}
 		var env Envelope
 		argsSrc, err := decodeEnvelope(m.Body, &env, &pd)
 		if err != nil {
@@ -332,18 +340,9 @@ func (b *batch) prepare(msgs []wire.SQSMessage) {
 			row.ID, row.Kind = env.ID, env.Kind
 			continue
 		}
-		row.ID, row.Kind, row.Key, row.EnqueuedAt, row.Trace, row.Batch = env.ID, env.Kind, env.Key, env.EnqueuedAt, env.Trace, env.Batch
-		if row.Trace == "" {
-			if xray := m.Attribute("AWSTraceHeader"); xray != "" {
-				row.Trace, _ = traceFromXRay(xray)
-			}
-		}
-		row.argsSrc, row.EncodedArgs = argsSrc, bytesOf(argsSrc)
-		if row.reg = pd.registration(env.Kind); row.reg == nil {
-			r.pre = &UnknownKindError{Kind: env.Kind}
+		if r.pre = b.fillRow(r, &env, argsSrc, pd.registration(env.Kind)); r.pre != nil {
 			continue
 		}
-		row.Kind = row.reg.kind // the registry's string: no reference into the body
 		if pd.job != nil && pd.jobReg == row.reg {
 			row.job, row.argsReady = pd.job, pd.ready
 		} else {
@@ -354,6 +353,24 @@ func (b *batch) prepare(msgs []wire.SQSMessage) {
 	if h.fifo {
 		b.groupRecords()
 	}
+}
+
+// fillRow sets r's row from its decoded envelope and the kind's registration (nil: an unknown
+// kind, returned as the error).
+func (b *batch) fillRow(r *record, env *Envelope, argsSrc string, reg *registered) error {
+	row := &r.row
+	row.ID, row.Kind, row.Key, row.EnqueuedAt, row.Trace, row.Batch = env.ID, env.Kind, env.Key, env.EnqueuedAt, env.Trace, env.Batch
+	if row.Trace == "" {
+		if xray := r.msg.Attribute("AWSTraceHeader"); xray != "" {
+			row.Trace, _ = traceFromXRay(xray)
+		}
+	}
+	row.argsSrc, row.EncodedArgs = argsSrc, bytesOf(argsSrc)
+	if row.reg = reg; reg == nil {
+		return &UnknownKindError{Kind: env.Kind}
+	}
+	row.Kind = reg.kind // the registry's string: no reference into the body
+	return nil
 }
 
 // parseInt is strconv.ParseInt(s, 10, 64), quicker for short plain numbers.
@@ -532,6 +549,9 @@ func (b *batch) runRecord(r *record, clock *time.Duration) outcome {
 	}
 	b.countRealRuns(r)
 	err := r.pre
+	if err == nil && r.pointer != nil {
+		err = b.loadPayload(r)
+	}
 	if err == nil {
 		// One clock read per job: a job starts when the worker's previous one ended.
 		start := *clock
@@ -545,6 +565,10 @@ func (b *batch) runRecord(r *record, clock *time.Duration) outcome {
 	}
 	if !r.state.CompareAndSwap(stateRunning, stateDone) {
 		return outAbandoned
+	}
+	if r.out == outSucceeded && r.pointer != nil && r.pointer.loaded && !r.isLost() {
+		// Only now: a record abandoned or lost comes back, and needs its payload then.
+		b.deletePayload(r)
 	}
 	return r.out
 }
@@ -681,7 +705,7 @@ func (b *batch) deadLetter(r *record, reason string, jobErr error) error {
 	}
 	// Most important last: deadLetterAttributes sheds from the front when the body leaves too
 	// little room, so the reason and the attempt count are the last to go.
-	attrs, shed := deadLetterAttributes(len(r.msg.Body), []dlqAttr{
+	list := []dlqAttr{
 		{name: AttrError, value: errString(jobErr), cut: true},
 		{name: AttrSourceQueue, value: r.row.QueueURL},
 		{name: AttrFunction, value: h.cfg.FunctionName},
@@ -692,7 +716,16 @@ func (b *batch) deadLetter(r *record, reason string, jobErr error) error {
 		{name: AttrKind, value: r.row.Kind},
 		{name: AttrAttempts, value: strconv.Itoa(r.row.Attempt), number: true},
 		{name: AttrReason, value: reason},
-	})
+	}
+	if r.pointer != nil {
+		// The copy keeps the pointer body (the object stays until the job succeeds) and the
+		// extended clients' size attribute, so a redrive sends back a claim check they read too.
+		// SQS allows 10 attributes: the function's name gives way.
+		if size := r.pointer.sizeOf(r.msg); size != "" {
+			list[2] = dlqAttr{name: AttrPayloadSize, value: size, number: true}
+		}
+	}
+	attrs, shed := deadLetterAttributes(len(r.msg.Body), list)
 	if shed > 0 {
 		b.logRecord(slog.LevelWarn, r, "dead-letter copy too large for all its attributes: some left off", nil,
 			slog.Int("attributes_left_off", shed), slog.Int("body_bytes", len(r.msg.Body)))
@@ -1177,6 +1210,9 @@ func (b *batch) logRecord(level slog.Level, r *record, msg string, err error, ex
 	}
 	if id := TraceID(r.row.Trace); id != "" {
 		attrs = append(attrs, slog.String("trace_id", id))
+	}
+	if r.pointer != nil {
+		attrs = append(attrs, LogString("payload_key", r.pointer.Key))
 	}
 	if err != nil {
 		attrs = append(attrs, LogString("error", err.Error()))

@@ -20,6 +20,11 @@ const (
 	// batches), read by the CLI's job and batch verbs and the console.
 	OutputStateTable = "JobkitStateTable"
 
+	// OutputPayloadBucketPrefix prefixes the stack output that names a bucket of claim-checked
+	// job payloads: JobkitPayloadBucket<Name> holds the name of the PayloadBucket construct
+	// <Name>, for producers to set Payloads.Bucket (see Payloads).
+	OutputPayloadBucketPrefix = "JobkitPayloadBucket"
+
 	// SourceMetadataKey is the CloudFormation metadata key on a worker's AWS::Lambda::Function
 	// that names its Go main package relative to the module root (e.g. "functions/email"), so a
 	// tool that reads the template (the local stack) can build the same source.

@@ -45,6 +45,8 @@ type ContainerWorkerProps struct {
 	// IdempotencyTable and Kinds: as WorkerProps (the same grant, on the task role).
 	IdempotencyTable *IdempotencyTable
 	Kinds            []string
+	// PayloadBucket: as WorkerProps (JOBKIT_PAYLOAD_BUCKET, the grant on the task role).
+	PayloadBucket *PayloadBucket
 
 	// CPU units and memory of a task (a Fargate combination). Defaults DefaultContainerCPU and
 	// DefaultContainerMemoryMiB.
@@ -133,6 +135,9 @@ func NewContainerWorker(scope constructs.Construct, id string, props *ContainerW
 	p.Queue.DLQ.GrantSendMessages(w.TaskRole)
 	if p.IdempotencyTable != nil {
 		grantIdempotency(c, w.TaskRole, p.IdempotencyTable, p.Kinds, nil)
+	}
+	if p.PayloadBucket != nil {
+		p.PayloadBucket.grantWorker(w.TaskRole)
 	}
 	w.defineTask(p)
 	w.defineService(p)
@@ -272,6 +277,9 @@ func (p ContainerWorkerProps) environment(name string) map[string]string {
 		env[jobs.EnvIdempotencyTable] = *p.IdempotencyTable.Table.TableName()
 		env[jobs.EnvIdempotencyExpiry] = (q.RetentionPeriod + DLQRetentionPeriod).String()
 	}
+	if p.PayloadBucket != nil {
+		env[jobs.EnvPayloadBucket] = *p.PayloadBucket.Bucket.BucketName()
+	}
 	return env
 }
 
@@ -328,6 +336,11 @@ func (p ContainerWorkerProps) check() string {
 		return fmt.Sprintf("BacklogPerTask %d must be at least 1", p.BacklogPerTask)
 	case p.BackoffBase < 0 || p.BackoffCap < p.BackoffBase || p.BackoffCap > jobs.MaxVisibility:
 		return fmt.Sprintf("backoff base %s and cap %s must satisfy 0 <= base <= cap <= %s", p.BackoffBase, p.BackoffCap, jobs.MaxVisibility)
+	}
+	if p.PayloadBucket != nil {
+		if reason := p.PayloadBucket.covers(q); reason != "" {
+			return reason
+		}
 	}
 	for k := range p.Environment {
 		if strings.HasPrefix(k, jobs.EnvPrefix) {

@@ -89,6 +89,10 @@ type WorkerProps struct {
 	// grant on the IdempotencyTable (jobkit's state table) also covers their buckets
 	// ("rate#<limiter>*").
 	RateLimiters []string
+	// PayloadBucket, when set, holds the payloads of the queue's claim-checked jobs: it is named
+	// in JOBKIT_PAYLOAD_BUCKET and the function may read and delete its objects
+	// (PayloadWorkerActions). Its expiry must cover the queue (PayloadBucketProps.Queues).
+	PayloadBucket *PayloadBucket
 
 	// Timeout is the function timeout, at most 15 minutes. Default DefaultWorkerTimeout.
 	Timeout time.Duration
@@ -195,6 +199,9 @@ func NewWorker(scope constructs.Construct, id string, props *WorkerProps) *Worke
 			w.Environment[jobs.EnvStateTable] = *p.IdempotencyTable.Table.TableName()
 		}
 	}
+	if p.PayloadBucket != nil {
+		w.Environment[jobs.EnvPayloadBucket] = *p.PayloadBucket.Bucket.BucketName()
+	}
 	env := map[string]*string{}
 	for _, k := range slices.Sorted(maps.Keys(w.Environment)) {
 		env[k] = jsii.String(w.Environment[k])
@@ -211,6 +218,9 @@ func NewWorker(scope constructs.Construct, id string, props *WorkerProps) *Worke
 	w.LogGroup.GrantWrite(w.Role)
 	w.Function = w.newFunction(p)
 	w.consume(p)
+	if p.PayloadBucket != nil {
+		p.PayloadBucket.grantWorker(w.Role)
+	}
 	if p.IdempotencyTable != nil {
 		grantIdempotency(w.Construct, w.Role, p.IdempotencyTable, p.Kinds, p.RateLimiters)
 		if p.JobStates {
@@ -246,6 +256,9 @@ func (p WorkerProps) environment() map[string]string {
 		if p.JobStates {
 			env[jobs.EnvStateTable] = *p.IdempotencyTable.Table.TableName()
 		}
+	}
+	if p.PayloadBucket != nil {
+		env[jobs.EnvPayloadBucket] = *p.PayloadBucket.Bucket.BucketName()
 	}
 	return env
 }
@@ -401,6 +414,11 @@ func (p WorkerProps) check() string {
 		return fmt.Sprintf("Concurrency %d must be at least 1", p.Concurrency)
 	case p.BackoffBase < 0 || p.BackoffCap < p.BackoffBase || p.BackoffCap > jobs.MaxVisibility:
 		return fmt.Sprintf("backoff base %s and cap %s must satisfy 0 <= base <= cap <= %s", p.BackoffBase, p.BackoffCap, jobs.MaxVisibility)
+	}
+	if p.PayloadBucket != nil {
+		if reason := p.PayloadBucket.covers(q); reason != "" {
+			return reason
+		}
 	}
 	for k := range p.Environment {
 		if strings.HasPrefix(k, jobs.EnvPrefix) {

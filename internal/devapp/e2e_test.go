@@ -18,6 +18,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/stretchr/testify/require"
@@ -36,7 +37,7 @@ import (
 // attempts before succeeding, that exhaust their attempts, and poison ones; transcodes of 1 s,
 // one of 12 s, one failing its first attempt and two poison.
 var e2eWorkload = devapp.Workload{
-	Emails: 170, EmailRetries: 20, EmailExhausted: 3, EmailPoison: 5,
+	Emails: 168, EmailRetries: 20, EmailExhausted: 3, EmailPoison: 5, LargeEmails: 2, LargeEmailBytes: 2 << 20,
 	Accounts: 10, Postings: 110, PostingRetries: 10, PostingExhausted: 3, PostingPoison: 4,
 	Transcodes: 19, TranscodeSeconds: 1, LongTranscodes: 1, LongTranscodeSeconds: 12,
 	TranscodeRetries: 1, TranscodePoison: 2,
@@ -380,6 +381,24 @@ func TestEndToEnd(t *testing.T) {
 	require.GreaterOrEqual(t, nRet, minRet)
 	require.Greater(t, minRet, 0)
 	require.Greater(t, wantDead, 0)
+
+	// The large emails went through S3 (claim checks), ran, and left no object behind.
+	require.Len(t, res.LargeJobs, e2eWorkload.LargeEmails)
+	for _, id := range res.LargeJobs {
+		require.Equal(t, "COMPLETED", records[samplejobs.KindSendEmail+"#"+id], "large job %s", id)
+	}
+	var bucket string
+	for _, st := range d.Stacks {
+		for k, v := range st.Outputs {
+			if strings.HasPrefix(k, jobs.OutputPayloadBucketPrefix) {
+				bucket = v
+			}
+		}
+	}
+	require.NotEmpty(t, bucket, "the sample stack has a payload bucket")
+	left, err := jobs.NewPayloadS3Client(cfg).ListObjectsV2(ctx, &s3.ListObjectsV2Input{Bucket: aws.String(bucket)})
+	require.NoError(t, err)
+	require.Empty(t, left.Contents, "every large job's object was deleted after it succeeded")
 }
 
 func tail(b []byte, n int) string {

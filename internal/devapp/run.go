@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/smithy-go/logging"
 
@@ -86,6 +87,8 @@ type Result struct {
 	State *StateResult
 	// Outbox is what the outbox demo did (Config.OutboxDemo).
 	Outbox *OutboxResult
+	// LargeJobs are the ids of the workload's jobs over 1 MiB, sent as claim checks.
+	LargeJobs []string
 }
 
 // NotDrainedError reports a Once run whose workload did not drain within the timeout.
@@ -156,7 +159,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		cfg.note("started containers %s (local processes, restarted if they exit)", strings.Join(cs, ", "))
 	}
 
-	if err := enqueueWorkload(ctx, cfg, res.Tracker, workload); err != nil {
+	if err := enqueueWorkload(ctx, cfg, res, workload); err != nil {
 		return res, err
 	}
 	if res.State, err = runStateDemo(ctx, cfg, res.Tracker, res.Deployment); err != nil {
@@ -178,6 +181,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		cfg.note("outbox forwarder: %d invocations; %d other writes to the state table filtered out by its event source mapping", o.Invocations, o.Filtered)
 	}
 	res.State.countCallbacks(res.Tracker)
+	noteLarge(bg, cfg, res)
 	if len(res.LeftBehind) > 0 {
 		runErr = errors.Join(runErr, fmt.Errorf("demo: function processes left behind: %v", res.LeftBehind))
 	}
@@ -278,12 +282,18 @@ func stopStack(stack *devstack.Stack, started time.Time, res *Result, note func(
 	}
 }
 
-// enqueueWorkload enqueues the workload (with its faults) and tracks each job enqueued.
-func enqueueWorkload(ctx context.Context, cfg Config, tr *Tracker, workload []Job) error {
+// enqueueWorkload enqueues the workload (with its faults) and tracks each job enqueued. Jobs
+// over 1 MiB go to the deployment's payload bucket (a claim check).
+func enqueueWorkload(ctx context.Context, cfg Config, res *Result, workload []Job) error {
 	if len(workload) == 0 {
 		return nil
 	}
-	client, err := jobs.NewClient(sqs.NewFromConfig(cfg.AWS), jobs.ClientOptions{Queues: tr.Routes()})
+	tr := res.Tracker
+	opts := jobs.ClientOptions{Queues: tr.Routes()}
+	if bucket := payloadBucket(res.Deployment); bucket != "" {
+		opts.Payloads = &jobs.Payloads{S3: jobs.NewPayloadS3Client(cfg.AWS), Bucket: bucket, KeyPrefix: largeJobPrefix}
+	}
+	client, err := jobs.NewClient(sqs.NewFromConfig(cfg.AWS), opts)
 	if err != nil {
 		return err
 	}
@@ -299,8 +309,56 @@ func enqueueWorkload(ctx context.Context, cfg Config, tr *Tracker, workload []Jo
 		return fmt.Errorf("demo: enqueue the workload: %w", err)
 	}
 	cfg.note("enqueued %d jobs", len(workload))
+	for i, j := range workload {
+		if j.IsLarge() && results[i].Err == nil {
+			res.LargeJobs = append(res.LargeJobs, results[i].ID)
+			cfg.note("enqueued large job %s (%s, %.1f MiB): stored in S3 bucket %s, its message carries the pointer",
+				results[i].ID, j.Args.Kind(), float64(j.BodyBytes())/(1<<20), opts.Payloads.Bucket)
+		}
+	}
 	return nil
 }
+
+// payloadBucket returns the name of the deployment's payload bucket (the PayloadBucket
+// construct's output), or "".
+func payloadBucket(d *deploy.Deployment) string {
+	for _, s := range d.Stacks {
+		for k, v := range s.Outputs {
+			if strings.HasPrefix(k, jobs.OutputPayloadBucketPrefix) {
+				return v
+			}
+		}
+	}
+	return ""
+}
+
+// noteLarge shows what became of the workload's large jobs, and what is left of them in the
+// payload bucket (a job's object is deleted once it succeeded).
+func noteLarge(ctx context.Context, cfg Config, res *Result) {
+	if len(res.LargeJobs) == 0 {
+		return
+	}
+	for _, id := range res.LargeJobs {
+		outcome := "did not succeed"
+		if res.Census != nil && res.Census.Succeeded[id] {
+			outcome = "ran: its worker read it from S3"
+		}
+		cfg.note("large job %s %s", id, outcome)
+	}
+	bucket := payloadBucket(res.Deployment)
+	if bucket == "" {
+		return
+	}
+	out, err := jobs.NewPayloadS3Client(cfg.AWS).ListObjectsV2(ctx, &s3.ListObjectsV2Input{Bucket: aws.String(bucket), Prefix: aws.String(largeJobPrefix)})
+	if err != nil {
+		cfg.note("payload bucket %s: %v", bucket, err)
+		return
+	}
+	cfg.note("payload bucket %s: %d object(s) left under %s", bucket, aws.ToInt32(out.KeyCount), largeJobPrefix)
+}
+
+// largeJobPrefix begins the keys of the workload's large jobs in the payload bucket.
+const largeJobPrefix = "jobs/"
 
 // watchUntilDone watches the run (watch) and, when ctx ends first, waits up to DrainGrace for
 // the jobs in flight.

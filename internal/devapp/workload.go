@@ -3,6 +3,7 @@ package devapp
 import (
 	"fmt"
 	"math/rand/v2"
+	"strings"
 
 	"github.com/jobkit-go/jobkit/functions/samplejobs"
 	"github.com/jobkit-go/jobkit/internal/sampleapp/instrument"
@@ -21,6 +22,10 @@ type Workload struct {
 	EmailExhausted int
 	// EmailPoison are poison: dead-lettered at once with reason cancelled.
 	EmailPoison int
+	// LargeEmails are SendEmail jobs (no faults) whose body is LargeEmailBytes long: past SQS's
+	// 1 MiB, so the Client stores each in S3 and the message carries a pointer (the claim check).
+	LargeEmails     int
+	LargeEmailBytes int
 
 	// Accounts is the number of ledger accounts (FIFO message groups); Postings are spread over
 	// them round-robin, each account's numbered 1, 2, 3, ... (PostLedger.Seq).
@@ -48,11 +53,11 @@ type Workload struct {
 	Seed uint64
 }
 
-// DevWorkload is what `jobkit dev` enqueues: 100 emails, 60 postings over 6 accounts and 7
+// DevWorkload is what `jobkit dev` enqueues: 100 emails and a 3 MiB one (via S3), 60 postings over 6 accounts and 7
 // transcodes, one of them 20 s long, with some retried, exhausted and poison jobs of each kind.
 func DevWorkload() Workload {
 	return Workload{
-		Emails: 100, EmailRetries: 10, EmailExhausted: 2, EmailPoison: 3,
+		Emails: 100, EmailRetries: 10, EmailExhausted: 2, EmailPoison: 3, LargeEmails: 1, LargeEmailBytes: 3 << 20,
 		Accounts: 6, Postings: 60, PostingRetries: 6, PostingExhausted: 1, PostingPoison: 2,
 		Transcodes: 6, TranscodeSeconds: 3, LongTranscodes: 1, LongTranscodeSeconds: 20,
 		TranscodeRetries: 1, TranscodePoison: 1,
@@ -79,7 +84,9 @@ type Job struct {
 func (j Job) Enqueued() jobs.JobArgs { return instrument.WithFaults(j.Args, j.Faults) }
 
 // Size returns the number of jobs the workload enqueues.
-func (w Workload) Size() int { return w.Emails + w.Postings + w.Transcodes + w.LongTranscodes }
+func (w Workload) Size() int {
+	return w.Emails + w.LargeEmails + w.Postings + w.Transcodes + w.LongTranscodes
+}
 
 // Jobs returns the workload's jobs: emails, then postings (in each account's order), then
 // transcodes. The same Workload always returns the same jobs.
@@ -123,7 +130,23 @@ func (w Workload) emails(rng *rand.Rand, retry int) []Job {
 			To: fmt.Sprintf("user-%03d@example.com", i+1), Subject: fmt.Sprintf("Welcome #%d", i+1),
 		}})
 	}
+	for i := range w.LargeEmails {
+		out = append(out, Job{Queue: samplejobs.QueueEmail, Args: samplejobs.SendEmail{
+			To:      fmt.Sprintf("newsletter-%d@example.com", i+1),
+			Subject: fmt.Sprintf("Newsletter #%d (%.1f MiB)", i+1, float64(w.LargeEmailBytes)/(1<<20)),
+			Body:    strings.Repeat("<p>jobkit</p>", w.LargeEmailBytes/13+1)[:w.LargeEmailBytes],
+		}})
+	}
 	return out
+}
+
+// IsLarge reports whether j is one of the workload's large jobs (LargeEmails).
+func (j Job) IsLarge() bool { return j.BodyBytes() > jobs.MaxMessageSize }
+
+// BodyBytes returns the length of an email job's body (0 for other jobs).
+func (j Job) BodyBytes() int {
+	e, _ := j.Args.(samplejobs.SendEmail)
+	return len(e.Body)
 }
 
 // postings returns the PostLedger jobs, spread over the accounts round-robin and numbered in
@@ -210,6 +233,8 @@ func (w Workload) validate() error {
 		return fmt.Errorf("demo: workload: %d faulty %s out of %d", faulty, what, total)
 	}
 	switch {
+	case w.LargeEmails < 0 || (w.LargeEmails > 0 && w.LargeEmailBytes <= jobs.MaxMessageSize):
+		return fmt.Errorf("demo: workload: %d large emails of %d bytes: want more than %d bytes each", w.LargeEmails, w.LargeEmailBytes, jobs.MaxMessageSize)
 	case w.Emails < 0 || w.Postings < 0 || w.Transcodes < 0 || w.LongTranscodes < 0 || w.Accounts < 0 ||
 		w.EmailRetries < 0 || w.EmailExhausted < 0 || w.EmailPoison < 0 ||
 		w.PostingRetries < 0 || w.PostingExhausted < 0 || w.PostingPoison < 0 ||

@@ -72,7 +72,7 @@ func TestDevWorkload(t *testing.T) {
 			require.Empty(t, j.GroupID)
 		}
 	}
-	require.Equal(t, tally{w.Emails, w.EmailRetries, w.EmailExhausted, w.EmailPoison}, *per[samplejobs.QueueEmail])
+	require.Equal(t, tally{w.Emails + w.LargeEmails, w.EmailRetries, w.EmailExhausted, w.EmailPoison}, *per[samplejobs.QueueEmail])
 	require.Equal(t, tally{w.Postings, w.PostingRetries, w.PostingExhausted, w.PostingPoison}, *per[samplejobs.QueueLedger])
 	require.Equal(t, tally{w.Transcodes + w.LongTranscodes, w.TranscodeRetries, 0, w.TranscodePoison}, *per[samplejobs.QueueTranscode])
 	require.Equal(t, w.LongTranscodes, long)

@@ -38,6 +38,9 @@ type DeadJob struct {
 	Body            string    // the raw message body
 	// Envelope is the decoded body; nil when the body is not a jobkit envelope.
 	Envelope *jobs.Envelope
+	// Payload is set when the body is a claim-check pointer (a job over 1 MiB): the envelope is
+	// that S3 object, kept until the job succeeds, and Kind and JobID come from the attributes.
+	Payload *jobs.PayloadPointer
 	// Attributes are the message attributes that are not jobkit's own.
 	Attributes map[string]sqstypes.MessageAttributeValue
 
@@ -107,6 +110,9 @@ func ParseDeadJob(m sqstypes.Message) DeadJob {
 			}
 			j.Attributes[k] = v
 		}
+	}
+	if ptr, ok := jobs.ParsePayloadPointer(j.Body); ok {
+		j.Payload = &ptr
 	}
 	var env jobs.Envelope
 	if err := json.Unmarshal([]byte(j.Body), &env); err == nil && (env.ID != "" || env.Kind != "") {

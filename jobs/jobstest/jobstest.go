@@ -436,7 +436,8 @@ func (r *Recorder) Envelopes(tb testing.TB, queueURL string) []jobs.Envelope {
 
 // EventFromMessages builds the event a Lambda would receive for messages received from a real
 // queue (receive them with MessageSystemAttributeNames "All"), as the SQS event source mapping
-// does. queueARN is the queue's ARN (the records' event source).
+// does, message attributes included (receive them with MessageAttributeNames "All" to have
+// them). queueARN is the queue's ARN (the records' event source).
 func EventFromMessages(queueARN string, msgs []sqstypes.Message) events.SQSEvent {
 	ev := events.SQSEvent{Records: make([]events.SQSMessage, 0, len(msgs))}
 	for _, m := range msgs {
@@ -444,15 +445,23 @@ func EventFromMessages(queueARN string, msgs []sqstypes.Message) events.SQSEvent
 		for k, v := range m.Attributes {
 			attrs[k] = v
 		}
+		var msgAttrs map[string]events.SQSMessageAttribute
+		for k, v := range m.MessageAttributes {
+			if msgAttrs == nil {
+				msgAttrs = make(map[string]events.SQSMessageAttribute, len(m.MessageAttributes))
+			}
+			msgAttrs[k] = events.SQSMessageAttribute{StringValue: v.StringValue, BinaryValue: v.BinaryValue, DataType: aws.ToString(v.DataType)}
+		}
 		ev.Records = append(ev.Records, events.SQSMessage{
-			MessageId:      aws.ToString(m.MessageId),
-			ReceiptHandle:  aws.ToString(m.ReceiptHandle),
-			Body:           aws.ToString(m.Body),
-			Md5OfBody:      aws.ToString(m.MD5OfBody),
-			Attributes:     attrs,
-			EventSourceARN: queueARN,
-			EventSource:    "aws:sqs",
-			AWSRegion:      "us-east-1",
+			MessageId:         aws.ToString(m.MessageId),
+			ReceiptHandle:     aws.ToString(m.ReceiptHandle),
+			Body:              aws.ToString(m.Body),
+			Md5OfBody:         aws.ToString(m.MD5OfBody),
+			Attributes:        attrs,
+			MessageAttributes: msgAttrs,
+			EventSourceARN:    queueARN,
+			EventSource:       "aws:sqs",
+			AWSRegion:         "us-east-1",
 		})
 	}
 	return ev
