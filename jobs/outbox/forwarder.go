@@ -79,7 +79,8 @@ func NewForwarder(cfg ForwarderConfig) (*Forwarder, error) {
 // item is an outbox item read from a stream record.
 type item struct {
 	seq, id, queue, body, group, dedup string
-	deliverAt                          int64 // epoch ms; 0: at once
+	deliverAt                          int64  // epoch ms; 0: at once
+	payloadSize                        string // a claim check's ExtendedPayloadSize; "": none
 }
 
 // Handle forwards one stream batch and reports the first record it could not send.
@@ -125,6 +126,9 @@ func outboxInsert(r events.DynamoDBEventRecord) (it item, ok bool, err error) {
 	}
 	it.group, _ = str(img, AttrGroupID)
 	it.dedup, _ = str(img, AttrDedupID)
+	if v, ok := img[AttrPayloadSz]; ok && v.DataType() == events.DataTypeNumber {
+		it.payloadSize = v.Number()
+	}
 	if v, ok := img[AttrDeliverAt]; ok && v.DataType() == events.DataTypeNumber {
 		if it.deliverAt, err = strconv.ParseInt(v.Number(), 10, 64); err != nil {
 			return it, true, fmt.Errorf("%s: %s: %w", id, AttrDeliverAt, err)
@@ -161,6 +165,12 @@ func (f *Forwarder) send(ctx context.Context, items []item) (int, string) {
 			}
 			if it.dedup != "" {
 				e.MessageDeduplicationId = aws.String(it.dedup)
+			}
+			if it.payloadSize != "" {
+				// As the client sends a claim check: the extended clients' size attribute.
+				e.MessageAttributes = map[string]sqstypes.MessageAttributeValue{
+					jobs.AttrPayloadSize: {DataType: aws.String("Number"), StringValue: aws.String(it.payloadSize)},
+				}
 			}
 			if it.deliverAt > 0 && it.dedup == "" {
 				if left := time.UnixMilli(it.deliverAt).Sub(now); left > 0 {

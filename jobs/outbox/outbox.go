@@ -35,14 +35,15 @@ const KeyPrefix = "outbox#"
 
 // Attribute names of an outbox item.
 const (
-	AttrID         = "id"         // KeyPrefix + job id
-	AttrQueueURL   = "queue_url"  // where the job goes
-	AttrBody       = "body"       // the envelope
-	AttrKind       = "kind"       // the job kind (for people reading the table)
-	AttrGroupID    = "group_id"   // FIFO message group (or fair-queue tenant)
-	AttrDedupID    = "dedup_id"   // FIFO deduplication id
-	AttrDeliverAt  = "deliver_at" // epoch ms the job becomes visible; absent: at once
-	AttrExpiration = "expiration" // TTL, epoch s: an item no forwarder sent goes away then
+	AttrID         = "id"           // KeyPrefix + job id
+	AttrQueueURL   = "queue_url"    // where the job goes
+	AttrBody       = "body"         // the envelope
+	AttrKind       = "kind"         // the job kind (for people reading the table)
+	AttrGroupID    = "group_id"     // FIFO message group (or fair-queue tenant)
+	AttrDedupID    = "dedup_id"     // FIFO deduplication id
+	AttrDeliverAt  = "deliver_at"   // epoch ms the job becomes visible; absent: at once
+	AttrPayloadSz  = "payload_size" // a claim check's envelope size in S3 (body is the pointer); absent: none
+	AttrExpiration = "expiration"   // TTL, epoch s: an item no forwarder sent goes away then
 )
 
 // DefaultRetention is how long an outbox item lives if no forwarder sends it: DynamoDB Streams
@@ -115,6 +116,9 @@ func (o *Outbox) Put(ctx context.Context, args jobs.JobArgs, opts *jobs.EnqueueO
 	}
 	if j.DedupID != "" {
 		item[AttrDedupID] = &types.AttributeValueMemberS{Value: j.DedupID}
+	}
+	if j.PayloadSize > 0 {
+		item[AttrPayloadSz] = &types.AttributeValueMemberN{Value: strconv.Itoa(j.PayloadSize)}
 	}
 	if !j.DeliverAt.IsZero() {
 		item[AttrDeliverAt] = &types.AttributeValueMemberN{Value: strconv.FormatInt(j.DeliverAt.UnixMilli(), 10)}

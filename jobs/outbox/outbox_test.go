@@ -5,6 +5,7 @@ import (
 	"io"
 	"log/slog"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -14,6 +15,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
 	streamtypes "github.com/aws/aws-sdk-go-v2/service/dynamodbstreams/types"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
@@ -337,4 +339,45 @@ func (f *fixture) runBehindIdempotency(t *testing.T, msgs []sqstypes.Message) ma
 		require.Empty(t, resp.BatchItemFailures)
 	}
 	return effects
+}
+
+// A job over the client's claim-check threshold is stored in S3 when it is written to the outbox;
+// the forwarder sends its pointer with the extended clients' size attribute, as the client would.
+func TestOutboxForwardsClaimChecks(t *testing.T) {
+	t.Parallel()
+	needsPromptStreams(t)
+	f := newFixture(t)
+	ctx := context.Background()
+	bucket := awstest.CreateBucket(t, f.cfg, "payloads")
+	client, err := jobs.NewClient(f.sqs, jobs.ClientOptions{DefaultQueueURL: f.queue.URL,
+		Payloads: &jobs.Payloads{S3: awstest.S3Client(f.cfg), Bucket: bucket, Threshold: 1024, KeyPrefix: "jobs/"}})
+	require.NoError(t, err)
+	ob, err := outbox.New(outbox.Config{Table: f.state, Client: client})
+	require.NoError(t, err)
+	large := SendReceipt{Order: strings.Repeat("x", 4096)}
+	ids, err := ob.Write(ctx, f.db, []ddbtypes.TransactWriteItem{f.order("order-large")}, outbox.Job{Args: large})
+	require.NoError(t, err)
+
+	resp, err := f.forwarder(t, f.sqs).Handle(ctx, f.stream(t, 1))
+	require.NoError(t, err)
+	assert.Empty(t, resp.BatchItemFailures)
+	out, err := f.sqs.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{
+		QueueUrl: aws.String(f.queue.URL), WaitTimeSeconds: 5, MessageAttributeNames: []string{"All"},
+	})
+	require.NoError(t, err)
+	require.Len(t, out.Messages, 1)
+	ptr, ok := jobs.ParsePayloadPointer(aws.ToString(out.Messages[0].Body))
+	require.True(t, ok, "the body is a claim-check pointer: %.200s", aws.ToString(out.Messages[0].Body))
+	assert.Equal(t, bucket, ptr.Bucket)
+	size := out.Messages[0].MessageAttributes[jobs.AttrPayloadSize]
+	require.NotNil(t, size.StringValue, "the size attribute is sent")
+	assert.Equal(t, "Number", aws.ToString(size.DataType))
+	obj, err := awstest.S3Client(f.cfg).GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(ptr.Bucket), Key: aws.String(ptr.Key)})
+	require.NoError(t, err)
+	body, err := io.ReadAll(obj.Body)
+	require.NoError(t, err)
+	assert.Equal(t, strconv.Itoa(len(body)), aws.ToString(size.StringValue))
+	env, err := jobs.DecodeEnvelope(string(body))
+	require.NoError(t, err)
+	assert.Equal(t, ids[0], env.ID)
 }
