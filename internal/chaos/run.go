@@ -641,8 +641,11 @@ func (r *runner) readState(ctx context.Context) (State, error) {
 }
 
 // drainDead receives and deletes every message of a dead-letter queue, counting them by job id.
-// It goes on until the queue reports no message left.
+// It goes on until the queue reports no message left. Messages are received for 10 s only: a
+// receive whose answer was lost (and that the SDK sent again) hides its messages that long, and
+// drainDead waits up to 40 s for such messages to come back.
 func drainDead(ctx context.Context, client *sqs.Client, queue string, dead map[string]int) error {
+	var stuckSince time.Time
 	for empty := 0; ; {
 		if empty >= 3 {
 			n, err := queueDepth(ctx, client, queue)
@@ -652,11 +655,14 @@ func drainDead(ctx context.Context, client *sqs.Client, queue string, dead map[s
 			if n == 0 {
 				return nil
 			}
-			if empty >= 30 {
+			if stuckSince.IsZero() {
+				stuckSince = time.Now()
+			}
+			if time.Since(stuckSince) > 40*time.Second {
 				return fmt.Errorf("chaos: dead-letter queue %s still holds %d message(s) it does not hand out", queue, n)
 			}
 		}
-		out, err := client.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: aws.String(queue), MaxNumberOfMessages: 10, VisibilityTimeout: 300})
+		out, err := client.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: aws.String(queue), MaxNumberOfMessages: 10, VisibilityTimeout: 10})
 		if err != nil {
 			return fmt.Errorf("chaos: read dead-letter queue %s: %w", queue, err)
 		}
@@ -667,7 +673,7 @@ func drainDead(ctx context.Context, client *sqs.Client, queue string, dead map[s
 			}
 			continue
 		}
-		empty = 0
+		empty, stuckSince = 0, time.Time{}
 		var entries []sqstypes.DeleteMessageBatchRequestEntry
 		for i, m := range out.Messages {
 			var env struct {
