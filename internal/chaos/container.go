@@ -41,18 +41,22 @@ func (r *runner) findContainer(s *Stack) {
 	}
 }
 
-// onJobStart sees each job body's start: every round(1/ContainerKillRate)-th start of a short
-// transcode has the transcode container's process killed (SIGKILL) 2 to 32 ms later, while the job
-// works. The short transcodes are enqueued only once the long job is done, so the long job's one
-// run is never in a process that is killed.
-func (r *runner) onJobStart(jobID string) {
+// onJobStart sees each job body's start: every round(1/ContainerKillRate)-th first start of a
+// short transcode has the transcode container's process killed (SIGKILL) 2 to 32 ms later, while
+// the job works. Only first starts count, so a job is killed at most once by its own start (it
+// may die with the other job of a killed process too): counting every start, a pair of jobs the
+// restarted process took again together could be killed on each delivery until dead-lettered.
+// The short transcodes are enqueued only once the long job is done, so the long job's one run is
+// never in a process that is killed.
+func (r *runner) onJobStart(jobID string, attempt int) {
 	if !strings.HasPrefix(jobID, TranscodeIDPrefix) {
 		return
 	}
-	n := r.transcodeStarts.Add(1)
-	if r.cfg.ContainerKillRate <= 0 || r.container == "" {
+	r.transcodeStarts.Add(1)
+	if r.cfg.ContainerKillRate <= 0 || r.container == "" || attempt != 1 {
 		return
 	}
+	n := r.transcodeFirstStarts.Add(1)
 	every := max(int64(math.Round(1/r.cfg.ContainerKillRate)), 1)
 	if n%every != every/2 {
 		return

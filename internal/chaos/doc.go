@@ -13,7 +13,7 @@
 //   - one transcode job running for three times its queue's visibility timeout, in the transcode
 //     worker's container (a local process, package taskrun);
 //   - once it is done, short transcodes (PlanConfig.Transcodes) in the same container, during a
-//     share of which (Config.ContainerKillRate) the container's process is killed (SIGKILL): it is
+//     share of whose first starts (Config.ContainerKillRate) the container's process is killed (SIGKILL): it is
 //     restarted and the job's message comes back after the queue's visibility timeout;
 //   - a few ledger groups enqueued each in one burst, whose first posting's first attempt
 //     overruns its deadline (instrument.Faults.OverrunMS): the group's postings behind it in the

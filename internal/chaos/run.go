@@ -60,9 +60,9 @@ type Config struct {
 	// while it works on the batch — every round(1/KillRate)-th invocation; default 0.02,
 	// negative for none.
 	KillRate float64
-	// ContainerKillRate is the share of the short transcodes' starts (Plan.Transcodes) whose
+	// ContainerKillRate is the share of the short transcodes' first starts (Plan.Transcodes) whose
 	// container process is killed (SIGKILL) a few milliseconds in — every
-	// round(1/ContainerKillRate)-th start; the process is restarted, the job's message comes back
+	// round(1/ContainerKillRate)-th first start; the process is restarted, the job's message comes back
 	// after the queue's visibility timeout. Default DefaultContainerKillRate, negative for none.
 	ContainerKillRate float64
 	// LongJobVisibility is the transcode queue's visibility timeout during the run (and so the
@@ -203,10 +203,10 @@ type runner struct {
 
 	// The transcode container (ContainerName), the long job's end, the short transcodes' starts
 	// and the kills of the container's process (container.go).
-	container                       string
-	longDone                        chan struct{}
-	longDoneOnce                    sync.Once
-	transcodeStarts, containerKills atomic.Int64
+	container                                             string
+	longDone                                              chan struct{}
+	longDoneOnce                                          sync.Once
+	transcodeStarts, transcodeFirstStarts, containerKills atomic.Int64
 
 	killable                    map[string]bool // function names whose processes may be killed
 	killableInvocations         atomic.Int64
@@ -707,8 +707,9 @@ type outputWatch struct {
 	notStarted map[string]int
 
 	// onStart and onDone, if set, see each job body's start and each transcode's done line.
-	onStart, onDone func(jobID string)
-	callbacks       map[string]int // batch callback lines per batch id
+	onStart   func(jobID string, attempt int)
+	onDone    func(jobID string)
+	callbacks map[string]int // batch callback lines per batch id
 }
 
 // notStartedMsg starts the runtime's lines for a record left alone because its batch reached its
@@ -737,7 +738,7 @@ func (o *outputWatch) Write(p []byte) (int, error) {
 			o.runs[s.JobID]++
 			o.mu.Unlock()
 			if o.onStart != nil {
-				o.onStart(s.JobID)
+				o.onStart(s.JobID, s.Attempt)
 			}
 		}
 		if id, ok := transcodeDone(line); ok && o.onDone != nil {
