@@ -76,8 +76,12 @@ func NewStateStack(scope constructs.Construct, id string, props *awscdk.StackPro
 		},
 		RemovalPolicy: awscdk.RemovalPolicy_RETAIN,
 	})
+	// The email jobs are rate limited (samplejobs.EmailRateLimits): a job that waits for the mail
+	// provider's tokens is received about log2(wait/1s)+1 times without an attempt charged, and
+	// each receive counts against the redrive's maxReceiveCount. A margin of 20 covers waits far
+	// beyond any backlog the sample sees (an hour is 13 receives).
 	s.Email = jk.NewJobQueue(stack, samplejobs.QueueEmail, &jk.JobQueueProps{
-		MaxAttempts: 5, VisibilityTimeout: time.Minute,
+		MaxAttempts: 5, VisibilityTimeout: time.Minute, RedriveMargin: 20,
 	})
 	// Content-based deduplication: EventBridge Scheduler sends ticks and delayed jobs to the FIFO
 	// queue without a deduplication id (the jobs client always sets one).
@@ -148,7 +152,8 @@ func NewWorkersStack(scope constructs.Construct, id string, state *StateStack, m
 	// Email: many short jobs; gather up to 25 per invocation for at most 2 s.
 	s.Email = jk.NewWorker(stack, "Email", &jk.WorkerProps{
 		Source: src("email"), Queue: state.Email, IdempotencyTable: state.Idempotency, Kinds: kinds(samplejobs.QueueEmail),
-		Timeout: 30 * time.Second, BatchSize: 25, MaxBatchingWindow: 2 * time.Second,
+		RateLimiters: []string{samplejobs.LimiterMailProvider},
+		Timeout:      30 * time.Second, BatchSize: 25, MaxBatchingWindow: 2 * time.Second,
 		MaxConcurrency: 10, Concurrency: 10, JobStates: true,
 	})
 	// Email batches' callbacks (EmailBatchDone) go to the Email queue.
