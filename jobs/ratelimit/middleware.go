@@ -44,11 +44,13 @@ const (
 
 // Middleware takes a token for each job of a kind in rules before it runs, from the bucket of the
 // rule's limiter and key in store: a token due within MaxWait is reserved and the job starts when
-// it is due. A job that starts late (a starved CPU, a slow answer) still runs on the token it
-// reserved — a reserved token is never let go — and, when later than 5% of Per (or half an
-// interval), takes one more token without waiting for it, so starts keep the tokens' spacing: at
-// most N + N/20, or N + 1 below 20, start in any window of length Per while the store answers
-// within maxWait. With no such token the job is snoozed with jobs.SnoozeNotRun:
+// it is due. A job that wakes later than 5% of Per (or half an interval) after its token was due
+// lets it go once and waits for the next free token, which it runs on however late it wakes (or
+// on the first, if no second is free within MaxWait): a delivery takes at most two tokens and,
+// once it has a token, always runs. Starts keep the
+// tokens' spacing — at most N + N/20, or N + 1 below 20, in any window of length Per — but for
+// jobs late twice in a row. The store's lead follows its answers' latency (StoreOptions.Lead), so
+// a slow DynamoDB does not make every job late. With no token the job is snoozed with jobs.SnoozeNotRun:
 // not run, not a failure and, with jobs.Config.Deliveries set, not an attempt. The snooze is the
 // time until the bucket refills plus a random spread between half and one and a half times how
 // long the job has waited since its first receive (capped at MaxSnooze), so a backlog comes back
@@ -63,7 +65,7 @@ const (
 //
 // A DynamoDB error is not the job's failure: the job is snoozed (not run, not charged) for 5-10 s.
 //
-// Cost per job: one UpdateItem when a token is there (two when the job starts late); one more per
+// Cost per job: one UpdateItem when a token is there (two when the job wakes late); one more per
 // refusal, plus, with a delivery ledger, its UpdateItem for the refused delivery and a GetItem on
 // the next one.
 func Middleware(store *Store, rules Rules, opts *Options) jobs.Middleware {
@@ -110,23 +112,39 @@ func Middleware(store *Store, rules Rules, opts *Options) jobs.Middleware {
 			if deadline, ok := ctx.Deadline(); ok {
 				wait = min(wait, time.Until(deadline)/2)
 			}
-			d, err := store.Reserve(ctx, r.Name, key, r.Limit, wait)
-			if err != nil {
-				// The bucket cannot be read: the job must not run unmetered, and must not be
-				// charged an attempt for DynamoDB's trouble either. It comes back shortly.
-				snooze := storeErrorSnooze + time.Duration(rand.Int64N(int64(storeErrorSnooze)))
-				row.Logger().LogAttrs(ctx, slog.LevelWarn, "rate limit: bucket unavailable; snoozed",
-					jobs.LogString("limiter", r.Name), jobs.LogString("error", err.Error()), slog.Float64("snooze_s", snooze.Seconds()))
-				return jobs.SnoozeNotRun(snooze)
-			}
-			if d.OK {
+			var d Reservation
+			for try := 1; ; try++ {
+				var err error
+				if d, err = store.Reserve(ctx, r.Name, key, r.Limit, wait); err != nil {
+					// The bucket cannot be read: the job must not run unmetered, and must not be
+					// charged an attempt for DynamoDB's trouble either. It comes back shortly.
+					snooze := storeErrorSnooze + time.Duration(rand.Int64N(int64(storeErrorSnooze)))
+					row.Logger().LogAttrs(ctx, slog.LevelWarn, "rate limit: bucket unavailable; snoozed",
+						jobs.LogString("limiter", r.Name), jobs.LogString("error", err.Error()), slog.Float64("snooze_s", snooze.Seconds()))
+					return jobs.SnoozeNotRun(snooze)
+				}
+				if !d.OK && try > 1 {
+					return next(ctx, row) // no second token within maxWait: it runs on its first
+				}
+				if !d.OK {
+					break
+				}
 				if err := sleepUntil(ctx, d.At, store.now); err != nil {
 					return err // the deadline came first: retried as usual
 				}
-				if late := store.now().Sub(d.At); late > lateTolerance(r.Limit) {
-					chargeLate(ctx, store, row, r, key, wait, late)
+				// A job that wakes later than lateTolerance after its token was due (a starved
+				// CPU, a slow answer) would start among the next tokens' jobs: once, it lets that
+				// token go and waits for the next free one. The second token it runs on however
+				// late it wakes, so a delivery costs at most two tokens and always runs.
+				late := store.now().Sub(d.At)
+				if late <= lateTolerance(r.Limit) {
+					return next(ctx, row)
 				}
-				return next(ctx, row)
+				row.Logger().LogAttrs(ctx, slog.LevelInfo, "rate limit: woke late",
+					jobs.LogString("limiter", r.Name), slog.Float64("late_s", late.Seconds()), slog.Int("token", try))
+				if try == maxTokens {
+					return next(ctx, row)
+				}
 			}
 			snooze := snoozeFor(d.Wait, store.now().Sub(row.FirstReceivedAt), row.FirstReceivedAt.IsZero(), o.MaxSnooze)
 			row.Logger().LogAttrs(ctx, slog.LevelInfo, "rate limited: snoozed",
@@ -145,23 +163,11 @@ func lateTolerance(l Limit) time.Duration {
 	return max(l.interval()/2, l.Per/20)
 }
 
-// chargeLate takes one more token for a job that starts later than lateTolerance after its token
-// was due, without waiting for it: the job runs now on the token it holds, and the token taken
-// leaves a gap at the bucket's next free time (within maxWait) in place of the one its late
-// start fills, so the window it starts in does not gain a start. Nothing is waited for or let go:
-// an earlier version let a late token go and took another to wait for, and on a busy machine or
-// behind slow answers the next one was late too — the bucket ran ahead of the jobs, snoozes
-// grew, and a limit of 100/s delivered a few jobs a second. A bucket already reserved beyond
-// maxWait is not charged (it has no gap to give within the window), nor is a failed call retried:
-// the charge bounds bursts, it never holds the job.
-func chargeLate(ctx context.Context, store *Store, row *jobs.JobRow, r Rule, key string, maxWait, late time.Duration) {
-	d, err := store.Reserve(ctx, r.Name, key, r.Limit, maxWait)
-	attrs := []slog.Attr{jobs.LogString("limiter", r.Name), slog.Float64("late_s", late.Seconds()), slog.Bool("charged", err == nil && d.OK)}
-	if err != nil {
-		attrs = append(attrs, jobs.LogString("error", err.Error()))
-	}
-	row.Logger().LogAttrs(ctx, slog.LevelInfo, "rate limit: started late", attrs...)
-}
+// maxTokens is how many tokens a delivery takes at most: a job that wakes late lets its first
+// go and runs on the second. An earlier version let up to three go and then snoozed the job: on a
+// busy machine behind slow answers every one was late, the bucket ran seconds ahead of the jobs,
+// snoozes grew, and a limit of 100/s delivered a few jobs a second.
+const maxTokens = 2
 
 // storeErrorSnooze is the least snooze of a job whose bucket could not be read (up to twice it).
 const storeErrorSnooze = 5 * time.Second
