@@ -268,13 +268,13 @@ func enqueueWorkload(ctx context.Context, cfg Config, tr *Tracker, workload []Jo
 	if len(workload) == 0 {
 		return nil
 	}
-	client, err := jobs.NewClient(sqs.NewFromConfig(cfg.AWS), jobs.ClientOptions{Queues: tr.Routes()})
+	client, err := jobs.NewClient(sqs.NewFromConfig(cfg.AWS), jobs.ClientOptions{Queues: tr.Routes(), Lanes: tr.Lanes()})
 	if err != nil {
 		return err
 	}
 	batch := make([]jobs.BatchJob, len(workload))
 	for i, j := range workload {
-		batch[i] = jobs.BatchJob{Args: j.Enqueued(), Opts: &jobs.EnqueueOpts{GroupID: j.GroupID}}
+		batch[i] = jobs.BatchJob{Args: j.Enqueued(), Opts: &jobs.EnqueueOpts{GroupID: j.GroupID, Priority: j.Priority}}
 	}
 	results, err := client.EnqueueBatch(ctx, batch)
 	for i, r := range results {
