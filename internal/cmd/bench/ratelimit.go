@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -152,7 +153,7 @@ func (o *rateOutput) Write(p []byte) (int, error) {
 	defer o.mu.Unlock()
 	o.buf = append(o.buf, p...)
 	for {
-		i := strings.IndexByte(string(o.buf), '\n')
+		i := bytes.IndexByte(o.buf, '\n') // not string(o.buf): a copy of the whole buffer per line
 		if i < 0 {
 			break
 		}
