@@ -7,7 +7,10 @@
 // time of the next token. Taking a token is one conditional UpdateItem and no read: it succeeds
 // when the bucket has a token and returns the bucket's state (ALL_OLD) when it has not, so a
 // refusal also costs one call and says how long until the next token. Over any window of length
-// Per, no more than N + Burst - 1 tokens are handed out (N with the default Burst of 1).
+// Per, no more than N + Burst - 1 tokens are handed out (N with the default Burst of 1). Each take
+// writes its own random id into the item ("take") and holds only if the id there is another: a
+// take whose answer was lost and that the SDK sends again is refused with its own id in the
+// bucket's state, and counts as the token it took — a retried call never takes two.
 //
 // Middleware takes a token before a job runs and, when none is left, returns jobs.SnoozeNotRun:
 // the message comes back once the bucket has refilled (plus a spread that grows with the job's
