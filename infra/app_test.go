@@ -23,6 +23,7 @@ import (
 	jk "github.com/jobkit-go/jobkit/infra/constructs"
 	"github.com/jobkit-go/jobkit/infra/internal/cfntest"
 	"github.com/jobkit-go/jobkit/jobs"
+	"github.com/jobkit-go/jobkit/jobs/ratelimit"
 	"github.com/jobkit-go/jobkit/scheduler"
 )
 
@@ -52,12 +53,19 @@ func TestSampleApp(t *testing.T) {
 	workers := cfntest.ReadFile(t, filepath.Join(outdir, WorkersStackID+".template.json"))
 
 	t.Run("state", func(t *testing.T) {
-		// Three job queues, their DLQs, and the Standard DLQ of the schedules and delayed jobs.
-		require.Len(t, state.Resources("AWS::SQS::Queue"), 7)
+		// Three job queues, the Notify queue's three lanes, their DLQs, and the Standard DLQ of
+		// the schedules and delayed jobs.
+		require.Len(t, state.Resources("AWS::SQS::Queue"), 13)
 		require.Len(t, state.Resources("AWS::DynamoDB::Table"), 2)
 		require.Empty(t, state.Resources("AWS::Lambda::Function"))
 		outputs := state["Outputs"].(map[string]any)
-		for _, name := range []string{samplejobs.QueueEmail, samplejobs.QueueLedger, samplejobs.QueueTranscode} {
+		names := []string{samplejobs.QueueEmail, samplejobs.QueueLedger, samplejobs.QueueTranscode}
+		for _, lane := range samplejobs.NotifyLanes {
+			names = append(names, jobs.LaneQueueName(samplejobs.QueueNotify, lane))
+		}
+		require.Equal(t, jobs.LaneQueueName(samplejobs.QueueNotify, samplejobs.LaneDefault), samplejobs.Queues[samplejobs.KindSendNotification],
+			"notifications go to the default lane unless a Priority says otherwise")
+		for _, name := range names {
 			for _, key := range []string{jk.OutputQueuePrefix + name, jk.OutputDLQPrefix + name} {
 				v, ok := cfntest.Get(outputs, key+".Value").(map[string]any)
 				require.True(t, ok, "output %s", key)
@@ -207,13 +215,13 @@ func TestSampleApp(t *testing.T) {
 
 	t.Run("workers", func(t *testing.T) {
 		fns := workers.Resources("AWS::Lambda::Function")
-		require.Len(t, fns, 3)
+		require.Len(t, fns, 6, "email, ledger, the outbox forwarder and a notify function per lane")
 		bySource := map[string]map[string]any{}
 		for _, body := range fns {
 			src, _ := cfntest.Get(body, "Metadata."+jk.SourceMetadataKey).(string)
 			bySource[src] = body
 		}
-		require.ElementsMatch(t, []string{"functions/email", "functions/ledger", "functions/outbox"}, keys(bySource))
+		require.ElementsMatch(t, []string{"functions/email", "functions/ledger", "functions/outbox", "functions/notify"}, keys(bySource))
 
 		for src, body := range bySource {
 			if src == "functions/outbox" {
@@ -247,13 +255,20 @@ func TestSampleApp(t *testing.T) {
 		}
 
 		esms := workers.Resources("AWS::Lambda::EventSourceMapping")
-		require.Len(t, esms, 3)
+		require.Len(t, esms, 6, "email, ledger, three lanes and the outbox stream")
 		byBatch := map[float64]map[string]any{}
+		var laneConcurrency []any
 		for _, body := range esms {
 			p := cfntest.Props(body)
 			require.Equal(t, []any{"ReportBatchItemFailures"}, p["FunctionResponseTypes"])
+			if src := fmt.Sprint(cfntest.Get(p, "EventSourceArn")); strings.Contains(src, samplejobs.QueueNotify) {
+				laneConcurrency = append(laneConcurrency, cfntest.Get(p, "ScalingConfig.MaximumConcurrency"))
+				continue
+			}
 			byBatch[p["BatchSize"].(float64)] = p
 		}
+		// The lanes share 10 by weight 2:2:1: default 4, critical 4, bulk 2.
+		require.ElementsMatch(t, []any{float64(4), float64(4), float64(2)}, laneConcurrency)
 		require.Equal(t, float64(2), cfntest.Get(byBatch[25], "MaximumBatchingWindowInSeconds"), "email")
 		require.Equal(t, float64(10), cfntest.Get(byBatch[25], "ScalingConfig.MaximumConcurrency"), "email")
 		require.Nil(t, cfntest.Get(byBatch[10], "MaximumBatchingWindowInSeconds"), "ledger is FIFO")
@@ -303,7 +318,7 @@ func TestSampleApp(t *testing.T) {
 				}
 			}
 		}
-		require.Len(t, tableStmts, 3, "email, ledger and transcode use the idempotency table")
+		require.Len(t, tableStmts, 6, "email, ledger, transcode and the notify lanes use the idempotency table")
 		var prefixes []any
 		for _, st := range tableStmts {
 			require.ElementsMatch(t, jk.IdempotencyActions, cfntest.Actions(st))
@@ -312,7 +327,11 @@ func TestSampleApp(t *testing.T) {
 			require.Equal(t, idempotency.NotRunKeyPrefix+"*", keys[0], "the ledger of deliveries that ran no job")
 			prefixes = append(prefixes, keys[1:]...)
 		}
-		require.ElementsMatch(t, []any{samplejobs.KindEmailBatchDone + "#*", samplejobs.KindSendEmail + "#*", samplejobs.KindPostLedger + "#*", samplejobs.KindTranscodeVideo + "#*"}, prefixes)
+		// The email function's rate-limit buckets are the mail provider limiter's only.
+		limiter := ratelimit.BucketID(samplejobs.LimiterMailProvider, "")
+		notify := samplejobs.KindSendNotification + "#*"
+		require.ElementsMatch(t, []any{samplejobs.KindEmailBatchDone + "#*", samplejobs.KindSendEmail + "#*", samplejobs.KindPostLedger + "#*", limiter, limiter + "#*",
+			samplejobs.KindTranscodeVideo + "#*", notify, notify, notify}, prefixes)
 		require.Len(t, outboxStmts, 2, "the forwarder reads the stream and deletes outbox items")
 		for _, st := range outboxStmts {
 			require.Contains(t, fmt.Sprint(st["Resource"]), "Idempotency")
@@ -322,7 +341,7 @@ func TestSampleApp(t *testing.T) {
 		require.Equal(t, []any{"job#*", "batch#*"}, cfntest.Get(stateStmts[0], "Condition.ForAllValues:StringLike.dynamodb:LeadingKeys"))
 
 		require.Len(t, workers.Resources("AWS::CloudWatch::Dashboard"), 1)
-		require.Len(t, workers.Resources("AWS::Logs::LogGroup"), 5, "three functions, the containers, the VPC's flow log")
+		require.Len(t, workers.Resources("AWS::Logs::LogGroup"), 8, "six functions, the containers, the VPC's flow log")
 		for _, body := range workers.Resources("AWS::IAM::Role") {
 			require.NotContains(t, cfntest.Props(body), "ManagedPolicyArns")
 		}

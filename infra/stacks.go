@@ -43,6 +43,8 @@ type StateStack struct {
 	Email       *jk.JobQueue
 	Ledger      *jk.JobQueue
 	Transcode   *jk.JobQueue
+	// Notify has priority lanes (samplejobs.NotifyLanes), each a JobQueue of its own.
+	Notify *jk.PriorityQueue
 	// Delayed is the delayed jobs' schedule group, Scheduler role and Standard dead-letter
 	// queue; the recurring schedules use the same dead-letter queue but roles of their own.
 	Delayed *jk.DelayedJobs
@@ -62,6 +64,11 @@ func (s *StateStack) Queue(name string) *jk.JobQueue {
 	case samplejobs.QueueTranscode:
 		return s.Transcode
 	}
+	for _, l := range s.Notify.Lanes {
+		if name == jobs.LaneQueueName(samplejobs.QueueNotify, l.Name) {
+			return l.Queue
+		}
+	}
 	return nil
 }
 
@@ -78,8 +85,12 @@ func NewStateStack(scope constructs.Construct, id string, props *awscdk.StackPro
 		},
 		RemovalPolicy: awscdk.RemovalPolicy_RETAIN,
 	})
+	// The email jobs are rate limited (samplejobs.EmailRateLimits): a job that waits for the mail
+	// provider's tokens is received about log2(wait/1s)+1 times without an attempt charged, and
+	// each receive counts against the redrive's maxReceiveCount. A margin of 20 covers waits far
+	// beyond any backlog the sample sees (an hour is 13 receives).
 	s.Email = jk.NewJobQueue(stack, samplejobs.QueueEmail, &jk.JobQueueProps{
-		MaxAttempts: 5, VisibilityTimeout: time.Minute,
+		MaxAttempts: 5, VisibilityTimeout: time.Minute, RedriveMargin: 20,
 	})
 	// Content-based deduplication: EventBridge Scheduler sends ticks and delayed jobs to the FIFO
 	// queue without a deduplication id (the jobs client always sets one).
@@ -95,11 +106,25 @@ func NewStateStack(scope constructs.Construct, id string, props *awscdk.StackPro
 		Queues: []*jk.JobQueue{s.Email, s.Ledger, s.Transcode},
 	})
 
-	// Delays beyond SQS's 15 minutes, to any of the three queues. Its dead-letter queue is a
-	// Standard one (Scheduler refuses FIFO dead-letter queues, such as the Ledger queue's).
-	s.Delayed = jk.NewDelayedJobs(stack, samplejobs.DelayedJobsName, &jk.DelayedJobsProps{
-		Queues: []awssqs.IQueue{s.Email.Queue, s.Ledger.Queue, s.Transcode.Queue},
+	// Notifications in three lanes sharing 10 concurrent invocations by weight: default 4,
+	// critical 4, bulk 2 — a flood of bulk digests waits behind its own 2, never the critical 4.
+	weights := map[string]int{samplejobs.LaneDefault: 2, samplejobs.LaneCritical: 2, samplejobs.LaneBulk: 1}
+	var lanes []jk.Lane
+	for _, name := range samplejobs.NotifyLanes {
+		lanes = append(lanes, jk.Lane{Name: name, Weight: weights[name]})
+	}
+	s.Notify = jk.NewPriorityQueue(stack, samplejobs.QueueNotify, &jk.PriorityQueueProps{
+		Lanes: lanes, TotalConcurrency: 10,
+		Queue: jk.JobQueueProps{MaxAttempts: 5, VisibilityTimeout: time.Minute},
 	})
+
+	// Delays beyond SQS's 15 minutes, to any of the queues (every lane of Notify: a delayed job
+	// keeps its lane). Its dead-letter queue is a Standard one (Scheduler refuses FIFO dead-letter queues, such as the Ledger queue's).
+	delayed := []awssqs.IQueue{s.Email.Queue, s.Ledger.Queue, s.Transcode.Queue}
+	for _, l := range s.Notify.Lanes {
+		delayed = append(delayed, l.Queue.Queue)
+	}
+	s.Delayed = jk.NewDelayedJobs(stack, samplejobs.DelayedJobsName, &jk.DelayedJobsProps{Queues: delayed})
 	// The recurring schedules, in the account's default schedule group: the delayed jobs' group
 	// is the producers' to create and delete schedules in.
 	schedules := constructs.NewConstruct(stack, jsii.String("Schedules"))
@@ -129,9 +154,12 @@ func NewStateStack(scope constructs.Construct, id string, props *awscdk.StackPro
 type WorkersStack struct {
 	awscdk.Stack
 	Email, Ledger *jk.Worker
-	Transcode     *jk.ContainerWorker
-	Dashboard     *jk.Dashboard
-	Outbox        *jk.OutboxForwarder
+	// Notify has a worker per lane of the Notify queue, the same code (functions/notify), each
+	// with its lane's MaximumConcurrency.
+	Notify    []*jk.Worker
+	Transcode *jk.ContainerWorker
+	Dashboard *jk.Dashboard
+	Outbox    *jk.OutboxForwarder
 }
 
 // NewWorkersStack defines the functions consuming state's queues, built from the Go module at
@@ -156,7 +184,8 @@ func NewWorkersStack(scope constructs.Construct, id string, state *StateStack, m
 	// Email: many short jobs; gather up to 25 per invocation for at most 2 s.
 	s.Email = jk.NewWorker(stack, "Email", &jk.WorkerProps{
 		Source: src("email"), Queue: state.Email, IdempotencyTable: state.Idempotency, Kinds: kinds(samplejobs.QueueEmail),
-		Timeout: 30 * time.Second, BatchSize: 25, MaxBatchingWindow: 2 * time.Second,
+		RateLimiters: []string{samplejobs.LimiterMailProvider},
+		Timeout:      30 * time.Second, BatchSize: 25, MaxBatchingWindow: 2 * time.Second,
 		MaxConcurrency: 10, Concurrency: 10, JobStates: true, PayloadBucket: state.Payloads,
 	})
 	// Email batches' callbacks (EmailBatchDone) go to the Email queue.
@@ -182,9 +211,18 @@ func NewWorkersStack(scope constructs.Construct, id string, state *StateStack, m
 	s.Outbox = jk.NewOutboxForwarder(stack, "Outbox", &jk.OutboxForwarderProps{
 		Source: src("outbox"), Table: state.Idempotency, Queues: []awssqs.IQueue{state.Email.Queue},
 	})
+	notifyQueues := []*jk.JobQueue{}
+	for _, lane := range state.Notify.Lanes {
+		name := jobs.LaneQueueName(samplejobs.QueueNotify, lane.Name)
+		s.Notify = append(s.Notify, jk.NewWorker(stack, name, &jk.WorkerProps{
+			Source: src("notify"), Queue: lane.Queue, IdempotencyTable: state.Idempotency, Kinds: kinds(samplejobs.Queues[samplejobs.KindSendNotification]),
+			Timeout: 30 * time.Second, BatchSize: 10, MaxConcurrency: lane.MaxConcurrency,
+		}))
+		notifyQueues = append(notifyQueues, lane.Queue)
+	}
 	s.Dashboard = jk.NewDashboard(stack, "Dashboard", &jk.DashboardProps{
-		Queues:           []*jk.JobQueue{state.Email, state.Ledger, state.Transcode},
-		Workers:          []*jk.Worker{s.Email, s.Ledger},
+		Queues:           append([]*jk.JobQueue{state.Email, state.Ledger, state.Transcode}, notifyQueues...),
+		Workers:          append([]*jk.Worker{s.Email, s.Ledger}, s.Notify...),
 		ContainerWorkers: []*jk.ContainerWorker{s.Transcode},
 		OutboxForwarders: []*jk.OutboxForwarder{s.Outbox},
 	})

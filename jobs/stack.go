@@ -36,3 +36,18 @@ const (
 	// so a tool that reads the assembly finds the sources wherever the CDK app ran.
 	ModuleMetadataKey = "jobkit:module"
 )
+
+// LaneQueueName is the name of lane lane of the queue with priority lanes named queue (the
+// PriorityQueue construct's id): queue followed by the lane with its first letter upper-cased,
+// e.g. "Notify" and "critical" give "NotifyCritical", whose URL is the stack output
+// OutputQueuePrefix+"NotifyCritical". Lane names are lower-case letters and digits.
+func LaneQueueName(queue, lane string) string {
+	if lane == "" {
+		return queue
+	}
+	first := lane[0]
+	if first >= 'a' && first <= 'z' {
+		first -= 'a' - 'A'
+	}
+	return queue + string(first) + lane[1:]
+}

@@ -7,10 +7,24 @@ import (
 	"strings"
 
 	"github.com/jobkit-go/jobkit/jobs"
+	"github.com/jobkit-go/jobkit/jobs/ratelimit"
 )
 
 // KindSendEmail is SendEmail's kind.
 const KindSendEmail = "email.send"
+
+// The mail provider accepts EmailRatePerSecond sends a second from the account: the email
+// function's jobs take a token from the limiter LimiterMailProvider first.
+const (
+	LimiterMailProvider = "mail-provider"
+	EmailRatePerSecond  = 100
+)
+
+// EmailRateLimits is the email function's rate limit: EmailRatePerSecond SendEmail jobs a second
+// across all its environments.
+func EmailRateLimits() ratelimit.Rules {
+	return ratelimit.Rules{KindSendEmail: {Name: LimiterMailProvider, Limit: ratelimit.PerSecond(EmailRatePerSecond)}}
+}
 
 // SendEmail sends one email.
 type SendEmail struct {

@@ -33,16 +33,37 @@ func TestArgsJSON(t *testing.T) {
 	require.Equal(t, samplejobs.TranscodeVideo{VideoID: "v1", Seconds: 3}, v)
 
 	require.Equal(t, "acct-1", samplejobs.PostLedger{Account: "acct-1"}.GroupID())
+	notifyDefault := jobs.LaneQueueName(samplejobs.QueueNotify, samplejobs.LaneDefault)
 	for kind, queue := range samplejobs.Queues {
 		require.NotEmpty(t, kind)
-		require.Contains(t, []string{samplejobs.QueueEmail, samplejobs.QueueLedger, samplejobs.QueueTranscode}, queue)
+		require.Contains(t, []string{samplejobs.QueueEmail, samplejobs.QueueLedger, samplejobs.QueueTranscode, notifyDefault}, queue)
 	}
-	require.Len(t, samplejobs.Queues, 4)
+	require.Len(t, samplejobs.Queues, 5)
+	require.Equal(t, "NotifyDefault", notifyDefault)
+	b, err = json.Marshal(samplejobs.SendNotification{User: "u1", Text: "hi"})
+	require.NoError(t, err)
+	require.JSONEq(t, `{"user":"u1","text":"hi"}`, string(b))
 
 	// A batch callback's args: the counts jobs/state sets, and the campaign.
 	b, err = json.Marshal(samplejobs.EmailBatchDone{Campaign: "c1"})
 	require.NoError(t, err)
 	require.JSONEq(t, `{"batch_id":"","total":0,"succeeded":0,"dead":0,"campaign":"c1"}`, string(b))
+}
+
+// A notification is a log line naming its user; one without a user is cancelled (retrying cannot
+// find one).
+func TestNotifyWorker(t *testing.T) {
+	t.Parallel()
+	var buf bytes.Buffer
+	w := &samplejobs.NotifyWorker{Logger: slog.New(slog.NewJSONHandler(&buf, nil))}
+	require.NoError(t, jobstest.Work(context.Background(), w, samplejobs.SendNotification{User: "u1", Text: "Your sign-in code"}, nil))
+	var line map[string]any
+	require.NoError(t, json.Unmarshal(buf.Bytes(), &line))
+	require.Equal(t, samplejobs.NotificationSentMessage, line["msg"])
+	require.Equal(t, "u1", line["user"])
+	err := jobstest.Work(context.Background(), w, samplejobs.SendNotification{Text: "x"}, nil)
+	var cancel *jobs.CancelError
+	require.ErrorAs(t, err, &cancel)
 }
 
 func TestBatchDoneWorker(t *testing.T) {

@@ -8,6 +8,8 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/awscloudwatch"
 	"github.com/aws/constructs-go/constructs/v10"
 	"github.com/aws/jsii-runtime-go"
+
+	"github.com/jobkit-go/jobkit/jobs"
 )
 
 // Lane is one priority lane of a PriorityQueue.
@@ -42,8 +44,8 @@ type PriorityQueueProps struct {
 // PriorityQueue is one logical job queue with priority lanes: a JobQueue per lane (its own DLQ,
 // redrive, DLQ-depth and age alarms), a backlog alarm per lane, and each lane's share of the
 // concurrency for the Worker that consumes it (one Worker per lane, the same code: a dedicated
-// pool per lane, as "drop everything" priority needs). A lane's queue is named <id><Lane>
-// (outputs JobkitQueue<id><Lane>).
+// pool per lane, as "drop everything" priority needs). A lane's queue is named
+// jobs.LaneQueueName(id, lane), <id><Lane> (outputs JobkitQueue<id><Lane>).
 type PriorityQueue struct {
 	constructs.Construct
 	Name  string
@@ -78,7 +80,7 @@ func NewPriorityQueue(scope constructs.Construct, id string, props *PriorityQueu
 			l.BacklogAlarmThreshold = DefaultBacklogAlarmThreshold
 		}
 		qp := props.Queue
-		q := NewJobQueue(c, id+laneTitle(l.Name), &qp)
+		q := NewJobQueue(c, jobs.LaneQueueName(id, l.Name), &qp)
 		lane := &PriorityLane{Lane: l, Queue: q, MaxConcurrency: conc[i]}
 		lane.BacklogAlarm = awscloudwatch.NewAlarm(q.Construct, jsii.String("BacklogAlarm"), &awscloudwatch.AlarmProps{
 			AlarmDescription: jsii.String(fmt.Sprintf("jobkit %s: lane %s holds more than %d jobs", id, l.Name, l.BacklogAlarmThreshold)),
@@ -135,8 +137,6 @@ func LaneConcurrency(lanes []Lane, total int) ([]int, error) {
 	}
 	return out, nil
 }
-
-func laneTitle(name string) string { return string(name[0]-'a'+'A') + name[1:] }
 
 // LaneURLs is what a producer's jobs.ClientOptions.Lanes needs for pq: the default lane's queue
 // URL → lane name → queue URL (tokens until deployed).

@@ -17,13 +17,18 @@ type Display interface {
 }
 
 // FormatTable renders the census as a table: one row per queue and a total row, with the columns
-// enqueued, running, succeeded, retried and dead.
+// enqueued, running, succeeded, retried and dead. The name column fits the longest queue name (a
+// lane's, such as NotifyCritical), at least 10 wide.
 func FormatTable(c *Census) string {
 	var b strings.Builder
-	row := func(name string, n Counts) {
-		fmt.Fprintf(&b, "%-10s %9d %8d %10d %8d %6d\n", name, n.Enqueued, n.Running, n.Succeeded, n.Retried, n.Dead)
+	width := 10
+	for _, q := range c.Queues {
+		width = max(width, len(q.Name))
 	}
-	fmt.Fprintf(&b, "%-10s %9s %8s %10s %8s %6s\n", "QUEUE", "ENQUEUED", "RUNNING", "SUCCEEDED", "RETRIED", "DEAD")
+	row := func(name string, n Counts) {
+		fmt.Fprintf(&b, "%-*s %9d %8d %10d %8d %6d\n", width, name, n.Enqueued, n.Running, n.Succeeded, n.Retried, n.Dead)
+	}
+	fmt.Fprintf(&b, "%-*s %9s %8s %10s %8s %6s\n", width, "QUEUE", "ENQUEUED", "RUNNING", "SUCCEEDED", "RETRIED", "DEAD")
 	for _, q := range c.Queues {
 		row(q.Name, q.Counts)
 	}

@@ -43,6 +43,22 @@ func TestTableDisplayRedraws(t *testing.T) {
 	require.True(t, strings.HasPrefix(b.String(), "hello\n\x1b[2K"), "%q", b.String())
 }
 
+// The name column fits the longest queue name: a lane's rows line up with the others.
+func TestTableFitsLongQueueNames(t *testing.T) {
+	t.Parallel()
+	c := &devapp.Census{Queues: []devapp.QueueCensus{
+		{Name: "Email", Counts: devapp.Counts{Enqueued: 144}},
+		{Name: "NotifyCritical", Counts: devapp.Counts{Enqueued: 5}},
+	}}
+	c.Total.Enqueued = 149
+	lines := strings.Split(strings.TrimRight(devapp.FormatTable(c), "\n"), "\n")
+	require.Len(t, lines, 4)
+	for _, l := range lines[1:] {
+		require.Equal(t, len(lines[0]), len(l), "%q lines up with the header %q", l, lines[0])
+	}
+	require.True(t, strings.HasPrefix(lines[2], "NotifyCritical "), "%q", lines[2])
+}
+
 // Elsewhere a plain line per update, at most one per interval.
 func TestLineDisplay(t *testing.T) {
 	t.Parallel()

@@ -289,7 +289,7 @@ func enqueueWorkload(ctx context.Context, cfg Config, res *Result, workload []Jo
 		return nil
 	}
 	tr := res.Tracker
-	opts := jobs.ClientOptions{Queues: tr.Routes()}
+	opts := jobs.ClientOptions{Queues: tr.Routes(), Lanes: tr.Lanes()}
 	if bucket := payloadBucket(res.Deployment); bucket != "" {
 		opts.Payloads = &jobs.Payloads{S3: jobs.NewPayloadS3Client(cfg.AWS), Bucket: bucket, KeyPrefix: largeJobPrefix}
 	}
@@ -299,7 +299,7 @@ func enqueueWorkload(ctx context.Context, cfg Config, res *Result, workload []Jo
 	}
 	batch := make([]jobs.BatchJob, len(workload))
 	for i, j := range workload {
-		batch[i] = jobs.BatchJob{Args: j.Enqueued(), Opts: &jobs.EnqueueOpts{GroupID: j.GroupID}}
+		batch[i] = jobs.BatchJob{Args: j.Enqueued(), Opts: &jobs.EnqueueOpts{GroupID: j.GroupID, Priority: j.Priority}}
 	}
 	results, err := client.EnqueueBatch(ctx, batch)
 	for i, r := range results {

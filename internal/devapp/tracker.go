@@ -111,8 +111,8 @@ type Tracker struct {
 }
 
 // NewTracker returns a Tracker for the deployment's job queues: those named by a stack output
-// JobkitQueue<Name> (and JobkitDlq<Name>), in the sample's order (Email, Ledger, Transcode),
-// then any other in name order.
+// JobkitQueue<Name> (and JobkitDlq<Name>), in the sample's order (Email, Ledger, Transcode, the
+// Notify lanes in samplejobs.NotifyLanes order), then any other in name order.
 func NewTracker(cfg aws.Config, d *deploy.Deployment) (*Tracker, error) {
 	return newTracker(sqs.NewFromConfig(cfg), dynamodb.NewFromConfig(cfg), d)
 }
@@ -144,6 +144,9 @@ func newTracker(sq SQSAPI, ddb DynamoDBAPI, d *deploy.Deployment) (*Tracker, err
 		t.queues = append(t.queues, q)
 	}
 	rank := map[string]int{samplejobs.QueueEmail: 1, samplejobs.QueueLedger: 2, samplejobs.QueueTranscode: 3}
+	for i, lane := range samplejobs.NotifyLanes {
+		rank[jobs.LaneQueueName(samplejobs.QueueNotify, lane)] = 4 + i
+	}
 	sort.Slice(t.queues, func(i, j int) bool {
 		a, b := t.queues[i], t.queues[j]
 		ra, rb := rank[a.Name], rank[b.Name]
@@ -221,6 +224,22 @@ func (t *Tracker) Routes() map[string]string {
 		}
 	}
 	return routes
+}
+
+// Lanes returns the jobs client's priority lanes for the sample's queue with lanes (Notify): the
+// default lane's URL → lane name → URL (jobs.ClientOptions.Lanes); nil if it is not deployed.
+func (t *Tracker) Lanes() map[string]map[string]string {
+	lanes := map[string]string{}
+	for _, lane := range samplejobs.NotifyLanes {
+		if u := t.QueueURL(jobs.LaneQueueName(samplejobs.QueueNotify, lane)); u != "" {
+			lanes[lane] = u
+		}
+	}
+	def := lanes[samplejobs.NotifyLanes[0]]
+	if def == "" {
+		return nil
+	}
+	return map[string]map[string]string{def: lanes}
 }
 
 // Attach gives the Tracker the running stack whose event source mappings it reports on.

@@ -65,6 +65,32 @@ func TestTrackerQueuesAndRoutes(t *testing.T) {
 	require.Error(t, err, "not a sample stack")
 }
 
+// A queue with priority lanes: its lanes follow the sample's queues in lane order, and Lanes gives
+// the jobs client's routing from the default lane's URL.
+func TestTrackerLanes(t *testing.T) {
+	t.Parallel()
+	d := sampleDeployment()
+	urls := map[string]string{}
+	for _, lane := range []string{"bulk", "critical", "default"} {
+		name := jobs.LaneQueueName(samplejobs.QueueNotify, lane)
+		urls[lane] = base + name + "Queue"
+		d.Stacks[0].Outputs["JobkitQueue"+name] = urls[lane]
+	}
+	tr, err := devapp.NewTracker(aws.Config{Region: "us-east-1"}, d)
+	require.NoError(t, err)
+	var names []string
+	for _, q := range tr.Queues() {
+		names = append(names, q.Name)
+	}
+	require.Equal(t, []string{"Email", "Ledger", "Transcode", "NotifyDefault", "NotifyCritical", "NotifyBulk"}, names)
+	require.Equal(t, map[string]map[string]string{urls["default"]: urls}, tr.Lanes())
+	require.Equal(t, urls["default"], tr.Routes()[samplejobs.KindSendNotification], "without a Priority: the default lane")
+
+	plain, err := devapp.NewTracker(aws.Config{Region: "us-east-1"}, sampleDeployment())
+	require.NoError(t, err)
+	require.Nil(t, plain.Lanes(), "no lanes deployed")
+}
+
 // The tracker reads the functions' output lines, the mappings' reports and the schedules' ticks.
 func TestTrackerEffects(t *testing.T) {
 	t.Parallel()

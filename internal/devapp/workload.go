@@ -47,20 +47,30 @@ type Workload struct {
 	TranscodeRetries int
 	TranscodePoison  int
 
+	// Notifications is the number of SendNotification jobs (Notify queue, with priority lanes):
+	// CriticalNotifications of them are sent at Priority critical, BulkNotifications at bulk,
+	// the rest to the default lane.
+	Notifications         int
+	CriticalNotifications int
+	BulkNotifications     int
+
 	// RetryAttempts is how many attempts a retried email or posting fails; 0 means 1.
 	RetryAttempts int
 	// Seed makes amounts and the placement of faulty jobs reproducible.
 	Seed uint64
 }
 
-// DevWorkload is what `jobkit dev` enqueues: 100 emails and a 3 MiB one (via S3), 60 postings over 6 accounts and 7
-// transcodes, one of them 20 s long, with some retried, exhausted and poison jobs of each kind.
+// DevWorkload is what `jobkit dev` enqueues: 100 emails and a 3 MiB one (via S3), 60 postings
+// over 6 accounts, 7 transcodes, one of them 20 s long, with some retried, exhausted and poison
+// jobs of each kind, and 30 notifications over the Notify queue's lanes (5 critical, 20 bulk, 5
+// default).
 func DevWorkload() Workload {
 	return Workload{
 		Emails: 100, EmailRetries: 10, EmailExhausted: 2, EmailPoison: 3, LargeEmails: 1, LargeEmailBytes: 3 << 20,
 		Accounts: 6, Postings: 60, PostingRetries: 6, PostingExhausted: 1, PostingPoison: 2,
 		Transcodes: 6, TranscodeSeconds: 3, LongTranscodes: 1, LongTranscodeSeconds: 20,
 		TranscodeRetries: 1, TranscodePoison: 1,
+		Notifications: 30, CriticalNotifications: 5, BulkNotifications: 20,
 		RetryAttempts: 2, Seed: 7,
 	}
 }
@@ -78,6 +88,8 @@ type Job struct {
 	GroupID string
 	// Faults are the failures the job asks for (none for most jobs).
 	Faults instrument.Faults
+	// Priority is the lane of a queue with lanes (EnqueueOpts.Priority); "" is the default lane.
+	Priority string
 }
 
 // Enqueued returns the args to enqueue for j: Args with Faults added (instrument.WithFaults).
@@ -85,11 +97,11 @@ func (j Job) Enqueued() jobs.JobArgs { return instrument.WithFaults(j.Args, j.Fa
 
 // Size returns the number of jobs the workload enqueues.
 func (w Workload) Size() int {
-	return w.Emails + w.LargeEmails + w.Postings + w.Transcodes + w.LongTranscodes
+	return w.Emails + w.LargeEmails + w.Postings + w.Transcodes + w.LongTranscodes + w.Notifications
 }
 
 // Jobs returns the workload's jobs: emails, then postings (in each account's order), then
-// transcodes. The same Workload always returns the same jobs.
+// transcodes, then notifications. The same Workload always returns the same jobs.
 func (w Workload) Jobs() ([]Job, error) {
 	if err := w.validate(); err != nil {
 		return nil, err
@@ -101,7 +113,30 @@ func (w Workload) Jobs() ([]Job, error) {
 	rng := rand.New(rand.NewPCG(w.Seed, w.Seed^0x9e3779b97f4a7c15))
 	out := w.emails(rng, retry)
 	out = append(out, w.postings(rng, retry)...)
-	return append(out, w.transcodes(rng)...), nil
+	out = append(out, w.transcodes(rng)...)
+	return append(out, w.notifications()...), nil
+}
+
+// notifications returns the SendNotification jobs: the bulk ones first, a digest for each user,
+// so the critical sign-in codes after them find the bulk lane full, and the default lane's last.
+func (w Workload) notifications() []Job {
+	out := make([]Job, 0, w.Notifications)
+	for i := range w.Notifications {
+		lane, text := samplejobs.LaneDefault, "Your order has shipped"
+		switch {
+		case i < w.BulkNotifications:
+			lane, text = samplejobs.LaneBulk, "Your weekly digest"
+		case i < w.BulkNotifications+w.CriticalNotifications:
+			lane, text = samplejobs.LaneCritical, "Your sign-in code"
+		}
+		j := Job{Queue: jobs.LaneQueueName(samplejobs.QueueNotify, lane),
+			Args: samplejobs.SendNotification{User: fmt.Sprintf("user-%03d", i+1), Text: text}}
+		if lane != samplejobs.LaneDefault {
+			j.Priority = lane
+		}
+		out = append(out, j)
+	}
+	return out
 }
 
 // spreadFaults spreads faulty jobs over n: a permutation of positions, taken in turn, gets
@@ -235,6 +270,10 @@ func (w Workload) validate() error {
 	switch {
 	case w.LargeEmails < 0 || (w.LargeEmails > 0 && w.LargeEmailBytes <= jobs.MaxMessageSize):
 		return fmt.Errorf("demo: workload: %d large emails of %d bytes: want more than %d bytes each", w.LargeEmails, w.LargeEmailBytes, jobs.MaxMessageSize)
+	case w.Notifications < 0 || w.CriticalNotifications < 0 || w.BulkNotifications < 0:
+		return fmt.Errorf("demo: workload: negative count in %+v", w)
+	case w.CriticalNotifications+w.BulkNotifications > w.Notifications:
+		return fmt.Errorf("demo: workload: %d critical and %d bulk notifications out of %d", w.CriticalNotifications, w.BulkNotifications, w.Notifications)
 	case w.Emails < 0 || w.Postings < 0 || w.Transcodes < 0 || w.LongTranscodes < 0 || w.Accounts < 0 ||
 		w.EmailRetries < 0 || w.EmailExhausted < 0 || w.EmailPoison < 0 ||
 		w.PostingRetries < 0 || w.PostingExhausted < 0 || w.PostingPoison < 0 ||

@@ -30,7 +30,11 @@ func TestDevWorkload(t *testing.T) {
 	lastSeq := map[string]int64{}
 	long := 0
 	for _, j := range js {
-		require.Equal(t, samplejobs.Queues[j.Args.Kind()], j.Queue)
+		if j.Priority == "" {
+			require.Equal(t, samplejobs.Queues[j.Args.Kind()], j.Queue)
+		} else {
+			require.Equal(t, jobs.LaneQueueName(samplejobs.QueueNotify, j.Priority), j.Queue, "a job sent at a priority is its lane's")
+		}
 		n := per[j.Queue]
 		if n == nil {
 			n = &tally{}
@@ -76,6 +80,11 @@ func TestDevWorkload(t *testing.T) {
 	require.Equal(t, tally{w.Postings, w.PostingRetries, w.PostingExhausted, w.PostingPoison}, *per[samplejobs.QueueLedger])
 	require.Equal(t, tally{w.Transcodes + w.LongTranscodes, w.TranscodeRetries, 0, w.TranscodePoison}, *per[samplejobs.QueueTranscode])
 	require.Equal(t, w.LongTranscodes, long)
+	lane := func(l string) int { return per[jobs.LaneQueueName(samplejobs.QueueNotify, l)].jobs }
+	require.Equal(t, w.CriticalNotifications, lane(samplejobs.LaneCritical))
+	require.Equal(t, w.BulkNotifications, lane(samplejobs.LaneBulk))
+	require.Equal(t, w.Notifications-w.CriticalNotifications-w.BulkNotifications, lane(samplejobs.LaneDefault))
+	require.Positive(t, w.CriticalNotifications*w.BulkNotifications, "the dev workload sends at critical and at bulk")
 	require.Len(t, lastSeq, w.Accounts)
 	for acct, n := range deadPerAccount {
 		require.Equal(t, 1, n, acct)

@@ -44,9 +44,13 @@ const (
 
 // Middleware takes a token for each job of a kind in rules before it runs, from the bucket of the
 // rule's limiter and key in store: a token due within MaxWait is reserved and the job starts when
-// it is due (a job that wakes later than lateTolerance takes another token, up to 3 times, so
-// starts keep the tokens' spacing: at most N + N/20, or N + 1 below 20, start in any window of
-// length Per). With no such token the job is snoozed with jobs.SnoozeNotRun:
+// it is due. A job that wakes later than 5% of Per (or half an interval) after its token was due
+// lets it go once and waits for the next free token, which it runs on however late it wakes (or
+// on the first, if no second is free within MaxWait): a delivery takes at most two tokens and,
+// once it has a token, always runs. Starts keep the
+// tokens' spacing — at most N + N/20, or N + 1 below 20, in any window of length Per — but for
+// jobs late twice in a row. The store's lead follows its answers' latency (StoreOptions.Lead), so
+// a slow DynamoDB does not make every job late. With no token the job is snoozed with jobs.SnoozeNotRun:
 // not run, not a failure and, with jobs.Config.Deliveries set, not an attempt. The snooze is the
 // time until the bucket refills plus a random spread between half and one and a half times how
 // long the job has waited since its first receive (capped at MaxSnooze), so a backlog comes back
@@ -61,8 +65,9 @@ const (
 //
 // A DynamoDB error is not the job's failure: the job is snoozed (not run, not charged) for 5-10 s.
 //
-// Cost per job: one UpdateItem when a token is there; one more per refusal, plus, with a
-// delivery ledger, its UpdateItem for the refused delivery and a GetItem on the next one.
+// Cost per job: one UpdateItem when a token is there (two when the job wakes late); one more per
+// refusal, plus, with a delivery ledger, its UpdateItem for the refused delivery and a GetItem on
+// the next one.
 func Middleware(store *Store, rules Rules, opts *Options) jobs.Middleware {
 	var o Options
 	if opts != nil {
@@ -110,8 +115,7 @@ func Middleware(store *Store, rules Rules, opts *Options) jobs.Middleware {
 			var d Reservation
 			for try := 1; ; try++ {
 				var err error
-				d, err = store.Reserve(ctx, r.Name, key, r.Limit, wait)
-				if err != nil {
+				if d, err = store.Reserve(ctx, r.Name, key, r.Limit, wait); err != nil {
 					// The bucket cannot be read: the job must not run unmetered, and must not be
 					// charged an attempt for DynamoDB's trouble either. It comes back shortly.
 					snooze := storeErrorSnooze + time.Duration(rand.Int64N(int64(storeErrorSnooze)))
@@ -119,21 +123,27 @@ func Middleware(store *Store, rules Rules, opts *Options) jobs.Middleware {
 						jobs.LogString("limiter", r.Name), jobs.LogString("error", err.Error()), slog.Float64("snooze_s", snooze.Seconds()))
 					return jobs.SnoozeNotRun(snooze)
 				}
+				if !d.OK && try > 1 {
+					return next(ctx, row) // no second token within maxWait: it runs on its first
+				}
 				if !d.OK {
 					break
 				}
 				if err := sleepUntil(ctx, d.At, store.now); err != nil {
 					return err // the deadline came first: retried as usual
 				}
-				// A job that wakes late (a starved CPU, a slow answer) starts among the next
-				// tokens' jobs. Up to lateTolerance that costs at most 5% more starts in a window
-				// of length Per; later than that it lets its token go and takes another.
-				if late := store.now().Sub(d.At); late <= lateTolerance(r.Limit) {
+				// A job that wakes later than lateTolerance after its token was due (a starved
+				// CPU, a slow answer) would start among the next tokens' jobs: once, it lets that
+				// token go and waits for the next free one. The second token it runs on however
+				// late it wakes, so a delivery costs at most two tokens and always runs.
+				late := store.now().Sub(d.At)
+				if late <= lateTolerance(r.Limit) {
 					return next(ctx, row)
 				}
-				if try == maxLateTries {
-					d = Reservation{Wait: time.Second}
-					break
+				row.Logger().LogAttrs(ctx, slog.LevelInfo, "rate limit: woke late",
+					jobs.LogString("limiter", r.Name), slog.Float64("late_s", late.Seconds()), slog.Int("token", try))
+				if try == maxTokens {
+					return next(ctx, row)
 				}
 			}
 			snooze := snoozeFor(d.Wait, store.now().Sub(row.FirstReceivedAt), row.FirstReceivedAt.IsZero(), o.MaxSnooze)
@@ -145,17 +155,19 @@ func Middleware(store *Store, rules Rules, opts *Options) jobs.Middleware {
 	}
 }
 
-// lateTolerance is how late a job may start after its token was due: half an interval, or 5% of
-// the limit's period if that is more. A window of length Per then sees at most N + N/20 starts
-// (N + 1 for N < 20): tokens due up to lateTolerance before the window may start in it. A tighter
-// rule wasted tokens on a busy machine: every job that woke a few milliseconds late let its token
-// go, and a limit of 100/s delivered a few jobs a second.
+// lateTolerance is how late a job may start after its token was due without a charge: half an
+// interval, or 5% of the limit's period if that is more. A window of length Per then sees at most
+// N + N/20 starts (N + 1 for N < 20) from the jobs within it: tokens due up to lateTolerance
+// before the window may start in it.
 func lateTolerance(l Limit) time.Duration {
 	return max(l.interval()/2, l.Per/20)
 }
 
-// maxLateTries is how many tokens a job lets go for waking late before it is snoozed.
-const maxLateTries = 3
+// maxTokens is how many tokens a delivery takes at most: a job that wakes late lets its first
+// go and runs on the second. An earlier version let up to three go and then snoozed the job: on a
+// busy machine behind slow answers every one was late, the bucket ran seconds ahead of the jobs,
+// snoozes grew, and a limit of 100/s delivered a few jobs a second.
+const maxTokens = 2
 
 // storeErrorSnooze is the least snooze of a job whose bucket could not be read (up to twice it).
 const storeErrorSnooze = 5 * time.Second

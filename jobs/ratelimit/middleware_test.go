@@ -157,42 +157,102 @@ func TestMiddlewareSnoozesWhenTheBucketIsUnavailable(t *testing.T) {
 	assert.Equal(t, 1, calls)
 }
 
-// advancingDB passes calls to the emulator's DynamoDB and moves the clock on after each, as a
-// starved process would find when it wakes.
+// advancingDB passes calls to the emulator's DynamoDB and moves the clock on after each by the
+// next of steps (none after the last), as a starved process would find when it wakes.
 type advancingDB struct {
 	db    *dynamodb.Client
 	clock *clock
-	step  time.Duration
+	steps []time.Duration
 	calls int
 }
 
 func (a *advancingDB) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
 	out, err := a.db.UpdateItem(ctx, in, optFns...)
+	if a.calls < len(a.steps) {
+		a.clock.advance(a.steps[a.calls])
+	}
 	a.calls++
-	a.clock.advance(a.step)
 	return out, err
 }
 
-// A job that wakes long after its token was due does not start among the next tokens' jobs: it
-// lets the token go and takes another, and after three late wakes it is snoozed, not run, not
-// charged.
-func TestMiddlewareLetsALateTokenGo(t *testing.T) {
+// A job that wakes long after its token was due (here each reservation seems to take 2 s) lets
+// that token go once and waits for the next free one; it runs on the second however late it
+// wakes — never snoozed for being late, never more than two tokens a delivery. On time, one.
+func TestMiddlewareLetsALateTokenGoOnceThenRuns(t *testing.T) {
 	t.Parallel()
 	cfg := awstest.Config(t)
 	table := awstest.CreateTable(t, cfg, "state", AttrID, "")
 	c := newClock(time.Now())
-	db := &advancingDB{db: dynamodb.NewFromConfig(cfg), clock: c, step: time.Second}
-	store := storeAt(NewStore(db, table), c)
+	db := &advancingDB{db: dynamodb.NewFromConfig(cfg), clock: c, steps: []time.Duration{2 * time.Second, 2 * time.Second}}
+	store := storeAt(NewStore(db, table, func(o *StoreOptions) { o.Lead = -1 }), c)
 	ran := 0
 	h := Middleware(store, Rules{"partner.call": {Limit: PerSecond(10)}}, nil)(func(context.Context, *jobs.JobRow) error { ran++; return nil })
-	err := h(context.Background(), &jobs.JobRow{ID: "a", Kind: "partner.call"})
-	var snooze *jobs.SnoozeError
-	require.ErrorAs(t, err, &snooze)
-	assert.True(t, snooze.NotRun)
-	assert.Equal(t, 0, ran)
-	assert.GreaterOrEqual(t, db.calls, maxLateTries, "a token per wake, each let go")
+	require.NoError(t, h(context.Background(), &jobs.JobRow{ID: "a", Kind: "partner.call"}))
+	assert.Equal(t, 1, ran, "the late job ran on its second token")
+	assert.Equal(t, 2, db.calls, "a token per wake: the first let go")
 
-	db.step = 0 // on time: the job runs with the next token
 	require.NoError(t, h(context.Background(), &jobs.JobRow{ID: "b", Kind: "partner.call"}))
-	assert.Equal(t, 1, ran)
+	assert.Equal(t, 2, ran)
+	assert.Equal(t, 3, db.calls, "on time: one token")
+}
+
+// Behind slow answers (each call here takes 150 ms of the store's clock, three times the default
+// lead) the store raises its lead: after the first slow take, a reservation's token is due after
+// its answer has arrived, so the job that holds it starts on time rather than late.
+func TestReserveLeadCoversSlowAnswers(t *testing.T) {
+	t.Parallel()
+	cfg := awstest.Config(t)
+	table := awstest.CreateTable(t, cfg, "state", AttrID, "")
+	c := newClock(time.Now())
+	slow := make([]time.Duration, 20)
+	for i := range slow {
+		slow[i] = 150 * time.Millisecond
+	}
+	store := storeAt(NewStore(&advancingDB{db: dynamodb.NewFromConfig(cfg), clock: c, steps: slow}, table), c)
+	l := PerSecond(10)
+	r, err := store.Reserve(context.Background(), "slow", "", l, time.Second)
+	require.NoError(t, err)
+	require.True(t, r.OK)
+	assert.True(t, r.At.Before(c.now()), "the first answer came after its token was due (lead %s)", DefaultLead)
+	assert.Equal(t, 225*time.Millisecond, store.lead(), "1.5 times the slow answer")
+	for i := range 4 {
+		r, err = store.Reserve(context.Background(), "slow", "", l, time.Second)
+		require.NoError(t, err)
+		require.True(t, r.OK)
+		assert.True(t, r.At.After(c.now()), "take %d: the answer came before its token was due", i+2)
+	}
+	assert.LessOrEqual(t, store.lead(), MaxLead)
+}
+
+// resendingDB sends each UpdateItem twice and answers the second's result, as the SDK does when
+// the first answer is lost after DynamoDB wrote it.
+type resendingDB struct{ db *dynamodb.Client }
+
+func (r resendingDB) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
+	if _, err := r.db.UpdateItem(ctx, in, optFns...); err != nil {
+		return nil, err
+	}
+	return r.db.UpdateItem(ctx, in, optFns...)
+}
+
+// A take written whose answer was lost and which the SDK sent again takes one token, not two:
+// the refusal of the resent call shows the take's own id, so the token is the caller's.
+func TestAResentTakeTakesOneToken(t *testing.T) {
+	t.Parallel()
+	cfg := awstest.Config(t)
+	table := awstest.CreateTable(t, cfg, "state", AttrID, "")
+	c := newClock(time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC))
+	lost := storeAt(NewStore(resendingDB{db: dynamodb.NewFromConfig(cfg)}, table, func(o *StoreOptions) { o.Lead = -1 }), c)
+	plain := storeAt(NewStore(dynamodb.NewFromConfig(cfg), table, func(o *StoreOptions) { o.Lead = -1 }), c)
+	l := PerSecond(10) // a token every 100 ms
+	for i, want := range []time.Duration{0, 100 * time.Millisecond, 200 * time.Millisecond} {
+		r, err := lost.Reserve(context.Background(), "resent", "", l, time.Second)
+		require.NoError(t, err)
+		require.True(t, r.OK, "take %d", i)
+		assert.Equal(t, want, r.At.Sub(c.now()), "take %d is due one interval after the one before", i)
+	}
+	r, err := plain.Reserve(context.Background(), "resent", "", l, time.Second)
+	require.NoError(t, err)
+	require.True(t, r.OK)
+	assert.Equal(t, 300*time.Millisecond, r.At.Sub(c.now()), "three tokens were taken, not six")
 }

@@ -7,7 +7,10 @@
 // time of the next token. Taking a token is one conditional UpdateItem and no read: it succeeds
 // when the bucket has a token and returns the bucket's state (ALL_OLD) when it has not, so a
 // refusal also costs one call and says how long until the next token. Over any window of length
-// Per, no more than N + Burst - 1 tokens are handed out (N with the default Burst of 1).
+// Per, no more than N + Burst - 1 tokens are handed out (N with the default Burst of 1). Each take
+// writes its own random id into the item ("take") and holds only if the id there is another: a
+// take whose answer was lost and that the SDK sends again is refused with its own id in the
+// bucket's state, and counts as the token it took — a retried call never takes two.
 //
 // Middleware takes a token before a job runs and, when none is left, returns jobs.SnoozeNotRun:
 // the message comes back once the bucket has refilled (plus a spread that grows with the job's
@@ -29,6 +32,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -42,6 +46,7 @@ const (
 	AttrID         = "id"         // the table's partition key
 	AttrTAT        = "tat"        // theoretical arrival time of the next token, Unix microseconds
 	AttrExpiration = "expiration" // TTL, Unix seconds: an idle bucket is full again, so it may go
+	AttrLastTake   = "take"       // the id of the last take written: a resent take sees it is done
 )
 
 // ShardRate is the most tokens per second one bucket item hands out before a limit is sharded:
@@ -100,19 +105,28 @@ type Store struct {
 	opts   StoreOptions
 	now    func() time.Time
 	seen   sync.Map // bucket id → its tat as last seen here (int64): the first guess of a take
+	// slow is a decaying high-water mark of how long a take's UpdateItem took here, in µs: the
+	// lead of the next reservation covers it (see lead).
+	slow atomic.Int64
 }
 
 // StoreOptions configures a Store.
 type StoreOptions struct {
 	// Lead is how far ahead of now a reservation is made: a token is never due sooner than Lead
 	// from the call's start, so a job that starts at its token's time (Reservation.At) does not
-	// start later than it because the call was slow — which would bunch starts together. Set it
-	// above the take's usual latency. Default DefaultLead; negative: none.
+	// start later than it because the call was slow — which would bunch starts together. The
+	// store raises it to one and a half times the slowest recent take (a high-water mark that
+	// decays by 1/16 a call), up to MaxLead, so a slow DynamoDB answer still arrives before the
+	// token it reserved is due. Default DefaultLead; negative: none (and no raising).
 	Lead time.Duration
 }
 
 // DefaultLead is StoreOptions.Lead's default.
 const DefaultLead = 50 * time.Millisecond
+
+// MaxLead caps the lead a store raises for slow answers: a lead is time a job waits, and in an
+// idle bucket the tokens due within it are not handed out.
+const MaxLead = 500 * time.Millisecond
 
 // NewStore returns a store of buckets in table, called through client.
 func NewStore(client DynamoDBAPI, table string, optFns ...func(*StoreOptions)) *Store {
@@ -158,7 +172,8 @@ func (s *Store) Reserve(ctx context.Context, name, key string, l Limit, maxWait 
 	}
 	g := newGCRA(l, shards)
 	ahead := g.tolerance + max(maxWait, 0) // how far ahead of now the next token may be
-	now := s.now().Add(s.opts.Lead)
+	lead := s.lead()
+	now := s.now().Add(lead)
 	// First guess: busy if the bucket was busy here within the last busyMemory (others have
 	// likely kept it so), else idle (tat <= now). When the guess is wrong the refusal says so,
 	// with the bucket's state, and the second call takes the other branch.
@@ -168,7 +183,10 @@ func (s *Store) Reserve(ctx context.Context, name, key string, l Limit, maxWait 
 	}
 	for range 3 {
 		nowUS := now.UnixMicro()
-		out, err := s.client.UpdateItem(ctx, s.takeInput(id, g, nowUS, ahead, busy))
+		take := strconv.FormatUint(rand.Uint64(), 36)
+		start := s.now()
+		out, err := s.client.UpdateItem(ctx, s.takeInput(id, g, nowUS, ahead, busy, take))
+		s.observe(s.now().Sub(start))
 		if err == nil {
 			at, tat := now, nowUS+g.interval.Microseconds()
 			if next, ok := tatOf(out.Attributes); ok && busy {
@@ -188,45 +206,80 @@ func (s *Store) Reserve(ctx context.Context, name, key string, l Limit, maxWait 
 			continue
 		}
 		s.seen.Store(id, tat)
+		if v, _ := ccf.Item[AttrLastTake].(*types.AttributeValueMemberS); v != nil && v.Value == take {
+			// This very take was written, its answer lost, and the SDK sent it again: the token
+			// is ours (taking another would waste one). It is due one interval before tat.
+			old := tat - g.interval.Microseconds()
+			return Reservation{OK: true, At: time.UnixMicro(max(nowUS, old-g.tolerance.Microseconds()))}, nil
+		}
 		if wait := time.Duration(tat-nowUS)*time.Microsecond - ahead; wait > 0 {
 			return Reservation{Wait: wait}, nil
 		}
 		busy = tat > nowUS
-		now = s.now().Add(s.opts.Lead)
+		now = s.now().Add(lead)
 	}
 	// The bucket moved under each try: a crowd is taking its tokens. Say it is empty for a tick.
 	return Reservation{Wait: g.interval}, nil
 }
 
+// lead is how far ahead of now the next reservation is made: StoreOptions.Lead, raised to 1.5
+// times the slowest recent take, at most MaxLead.
+func (s *Store) lead() time.Duration {
+	if s.opts.Lead <= 0 {
+		return 0
+	}
+	slow := time.Duration(s.slow.Load()) * time.Microsecond
+	return max(s.opts.Lead, min(slow+slow/2, MaxLead))
+}
+
+// observe records how long a take's call took: the high-water mark rises to it at once and
+// decays by 1/16 of the difference a call, so one slow answer raises the lead for a few dozen
+// takes and a lasting slowness keeps it up.
+func (s *Store) observe(took time.Duration) {
+	us := took.Microseconds()
+	for {
+		old := s.slow.Load()
+		next := max(us, old-(old-us)/16)
+		if s.slow.CompareAndSwap(old, next) {
+			return
+		}
+	}
+}
+
 // takeInput is the conditional UpdateItem that takes one token. Idle: tat <= now (or no item),
 // the new tat is now + interval. Busy: now < tat <= now + ahead, the new tat is tat + interval,
 // and the new one comes back (UPDATED_NEW) to tell when the token is due: one interval before.
-func (s *Store) takeInput(id string, g gcra, nowUS int64, ahead time.Duration, busy bool) *dynamodb.UpdateItemInput {
+// Both write take, the call's own id, and hold only if the item's last take is another: when the
+// SDK resends a take whose answer was lost after it was written, the refusal's ALL_OLD shows the
+// take's own id and Reserve knows the token is its — a retried call does not take two.
+func (s *Store) takeInput(id string, g gcra, nowUS int64, ahead time.Duration, busy bool, take string) *dynamodb.UpdateItemInput {
 	interval := g.interval.Microseconds()
 	exp := strconv.FormatInt((nowUS+ahead.Microseconds()+interval)/1e6+bucketTTL, 10)
 	in := &dynamodb.UpdateItemInput{
 		TableName:                           aws.String(s.table),
 		Key:                                 map[string]types.AttributeValue{AttrID: &types.AttributeValueMemberS{Value: id}},
-		ExpressionAttributeNames:            map[string]string{"#t": AttrTAT, "#e": AttrExpiration},
+		ExpressionAttributeNames:            map[string]string{"#t": AttrTAT, "#e": AttrExpiration, "#k": AttrLastTake},
 		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 	}
 	num := func(v int64) types.AttributeValue {
 		return &types.AttributeValueMemberN{Value: strconv.FormatInt(v, 10)}
 	}
+	const notResent = " AND (attribute_not_exists(#k) OR #k <> :k)"
 	if !busy {
-		in.ConditionExpression = aws.String("attribute_not_exists(#t) OR #t <= :now")
-		in.UpdateExpression = aws.String("SET #t = :next, #e = :exp")
+		in.ConditionExpression = aws.String("(attribute_not_exists(#t) OR #t <= :now)" + notResent)
+		in.UpdateExpression = aws.String("SET #t = :next, #e = :exp, #k = :k")
 		in.ExpressionAttributeValues = map[string]types.AttributeValue{
 			":now": num(nowUS), ":next": num(nowUS + interval), ":exp": &types.AttributeValueMemberN{Value: exp},
+			":k": &types.AttributeValueMemberS{Value: take},
 		}
 		return in
 	}
-	in.ConditionExpression = aws.String("#t > :now AND #t <= :limit")
-	in.UpdateExpression = aws.String("SET #t = #t + :i, #e = :exp")
+	in.ConditionExpression = aws.String("#t > :now AND #t <= :limit" + notResent)
+	in.UpdateExpression = aws.String("SET #t = #t + :i, #e = :exp, #k = :k")
 	in.ReturnValues = types.ReturnValueUpdatedNew
 	in.ExpressionAttributeValues = map[string]types.AttributeValue{
 		":now": num(nowUS), ":limit": num(nowUS + ahead.Microseconds()), ":i": num(interval),
-		":exp": &types.AttributeValueMemberN{Value: exp},
+		":exp": &types.AttributeValueMemberN{Value: exp}, ":k": &types.AttributeValueMemberS{Value: take},
 	}
 	return in
 }

@@ -50,6 +50,7 @@ var sqsChecks = []Check{
 	{Name: "sqs/dlq-source-arn", Service: SQS, Doc: docReceive, Run: checkDLQSourceARN},
 	{Name: "sqs/fifo-sequence-number", Service: SQS, Doc: docSend, Run: checkSequenceNumber},
 	{Name: "sqs/approximate-receive-count", Service: SQS, Doc: docReceive, Run: checkReceiveCount},
+	{Name: "sqs/deep-queue-handles", Service: SQS, Doc: docChangeVisibility, Run: checkDeepQueueHandles},
 	{Name: "sqs/batch-too-many-entries", Service: SQS, Doc: docSendBatch, Run: checkBatchTooMany},
 	{Name: "sqs/batch-ids-not-distinct", Service: SQS, Doc: docSendBatch, Run: checkBatchIDsNotDistinct},
 	{Name: "sqs/message-size-limit", Service: SQS, Doc: docSend, Run: checkMessageSize},
@@ -78,6 +79,78 @@ func checkChangeVisibilityDeleted(ctx context.Context, env *Env) error {
 	}
 	err = changeVisibility(ctx, env, q, ms[0].ReceiptHandle, 30)
 	return env.wantError("ChangeMessageVisibility of a deleted message", err, staleHandleCodes...)
+}
+
+// deepQueue is how many messages checkDeepQueueHandles puts in one queue: enough that a receive,
+// a delete or a visibility change that searches the whole queue shows (moto's did: Fix 16).
+const deepQueue = 1000
+
+// In a queue a thousand deep, receipt handles still name their own message: a message released
+// by ChangeMessageVisibility comes back (its receive count 2), a deleted one never does and its
+// handle is stale, and draining the queue yields every other message exactly once.
+func checkDeepQueueHandles(ctx context.Context, env *Env) error {
+	q, err := createQueue(ctx, env, "deep", queueSpec{})
+	if err != nil {
+		return err
+	}
+	for i := 0; i < deepQueue; i += 10 {
+		var entries []sqstypes.SendMessageBatchRequestEntry
+		for k := i; k < i+10; k++ {
+			entries = append(entries, sqstypes.SendMessageBatchRequestEntry{Id: aws.String(strconv.Itoa(k)), MessageBody: aws.String("d" + strconv.Itoa(k))})
+		}
+		if _, err := env.SQS.SendMessageBatch(ctx, &sqs.SendMessageBatchInput{QueueUrl: aws.String(q.url), Entries: entries}); err != nil {
+			return fmt.Errorf("send batch %d: %w", i/10, err)
+		}
+	}
+	first, err := receive(ctx, env, q, 10, 1)
+	if err != nil {
+		return err
+	}
+	if len(first) < 2 {
+		return fmt.Errorf("received %d messages, want at least 2", len(first))
+	}
+	released, deleted := first[0], first[1:]
+	if err := release(ctx, env, q, released); err != nil {
+		return err
+	}
+	gone := map[string]bool{}
+	for _, m := range deleted {
+		if err := deleteMessage(ctx, env, q, m); err != nil {
+			return err
+		}
+		gone[aws.ToString(m.Body)] = true
+	}
+	stale := changeVisibility(ctx, env, q, deleted[0].ReceiptHandle, 30)
+	if err := env.wantError("ChangeMessageVisibility of a deleted message", stale, staleHandleCodes...); err != nil {
+		return err
+	}
+	want := deepQueue - len(deleted)
+	rest, err := receiveAll(ctx, env, q, want)
+	if err != nil {
+		return err
+	}
+	seen := map[string]int{}
+	for _, m := range rest {
+		body := aws.ToString(m.Body)
+		seen[body]++
+		switch {
+		case gone[body]:
+			return fmt.Errorf("deleted message %s received again", body)
+		case seen[body] > 1:
+			return fmt.Errorf("message %s received twice within its visibility timeout", body)
+		case body == aws.ToString(released.Body):
+			if n, err := attrInt(m, string(sqstypes.MessageSystemAttributeNameApproximateReceiveCount)); err != nil || n != 2 {
+				return fmt.Errorf("released message %s: receive count %d (%v), want 2", body, n, err)
+			}
+		}
+	}
+	if len(seen) != want {
+		return fmt.Errorf("drained %d distinct messages, want %d", len(seen), want)
+	}
+	if seen[aws.ToString(released.Body)] != 1 {
+		return fmt.Errorf("released message %s not received again", aws.ToString(released.Body))
+	}
+	return nil
 }
 
 // ChangeMessageVisibility with the receipt handle of a message since moved to the dead-letter

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -34,6 +35,10 @@ import (
 //	priority_critical_p95_wait_noflood_s  critical p95 wait with no flood
 //	priority_critical_p95_wait_s          critical p95 wait with the bulk lane flooded
 //	priority_critical_slowdown            the ratio of the two (the goal: at most 2)
+//	priority_critical_p95_to_receive_noflood_s, priority_critical_p95_to_receive_s
+//	                                      the part of the wait before the first receive
+//	                                      (send, and time in the queue until a poller took it;
+//	                                      SQS's ApproximateFirstReceiveTimestamp, ms), p95
 //	priority_bulk_p95_wait_s              bulk p95 wait, of the bulk jobs run by the end
 //	priority_bulk_jobs_run                bulk jobs run by the end (of priorityBulk)
 func init() {
@@ -67,7 +72,8 @@ func runPriorityFunction() {
 	cfg.Logger = slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	workers := jobs.NewWorkers()
 	jobs.AddWorker(workers, jobs.WorkFunc[laneJob](func(_ context.Context, j *jobs.Job[laneJob]) error {
-		fmt.Printf("PRRUN %s %d %d\n", j.Args.Lane, j.Args.N, time.Since(j.EnqueuedAt).Microseconds())
+		// The wait, and its part before the first receive (ApproximateFirstReceiveTimestamp, ms).
+		fmt.Printf("PRRUN %s %d %d %d\n", j.Args.Lane, j.Args.N, time.Since(j.EnqueuedAt).Microseconds(), j.FirstReceivedAt.Sub(j.EnqueuedAt).Microseconds())
 		return nil
 	}))
 	lambda.Start(jobs.NewLambdaHandler(workers, cfg))
@@ -75,9 +81,10 @@ func runPriorityFunction() {
 
 // laneOutput collects the runs' waits by lane.
 type laneOutput struct {
-	mu    sync.Mutex
-	buf   []byte
-	waits map[string]map[int]time.Duration // lane → job → wait (first run)
+	mu     sync.Mutex
+	buf    []byte
+	waits  map[string]map[int]time.Duration // lane → job → wait (first run)
+	queued map[string]map[int]time.Duration // lane → job → enqueue to first receive
 }
 
 func (o *laneOutput) Write(p []byte) (int, error) {
@@ -85,17 +92,19 @@ func (o *laneOutput) Write(p []byte) (int, error) {
 	defer o.mu.Unlock()
 	o.buf = append(o.buf, p...)
 	for {
-		i := strings.IndexByte(string(o.buf), '\n')
+		i := bytes.IndexByte(o.buf, '\n') // not string(o.buf): a copy of the whole buffer per line
 		if i < 0 {
 			break
 		}
 		f := strings.Fields(string(o.buf[:i]))
 		o.buf = o.buf[i+1:]
-		if len(f) == 4 && f[0] == "PRRUN" {
+		if len(f) == 5 && f[0] == "PRRUN" {
 			n, _ := strconv.Atoi(f[2])
 			us, _ := strconv.ParseInt(f[3], 10, 64)
+			qus, _ := strconv.ParseInt(f[4], 10, 64)
 			if _, ok := o.waits[f[1]][n]; !ok {
 				o.waits[f[1]][n] = time.Duration(us) * time.Microsecond
+				o.queued[f[1]][n] = time.Duration(qus) * time.Microsecond
 			}
 		} else if len(f) > 0 && strings.Contains(f[0], "ERROR") {
 			fmt.Fprintln(os.Stderr, strings.Join(f, " "))
@@ -117,10 +126,15 @@ func (o *laneOutput) count(lane string, from, to int) int {
 }
 
 func (o *laneOutput) p95(lane string, from, to int) (time.Duration, int) {
+	return o.p95Of(o.waits, lane, from, to)
+}
+
+// p95Of is the p95 of the durations of lane's jobs from..to-1 in m.
+func (o *laneOutput) p95Of(m map[string]map[int]time.Duration, lane string, from, to int) (time.Duration, int) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	var w []time.Duration
-	for k, d := range o.waits[lane] {
+	for k, d := range m[lane] {
 		if k >= from && k < to {
 			w = append(w, d)
 		}
@@ -142,7 +156,8 @@ func benchPriority(ctx context.Context, emit func(string, any)) error {
 	if err != nil {
 		return err
 	}
-	out := &laneOutput{waits: map[string]map[int]time.Duration{"critical": {}, "bulk": {}}}
+	out := &laneOutput{waits: map[string]map[int]time.Duration{"critical": {}, "bulk": {}},
+		queued: map[string]map[int]time.Duration{"critical": {}, "bulk": {}}}
 	lanes := map[string]string{}
 	runCtx, stop := context.WithCancel(ctx)
 	defer stop()
@@ -193,6 +208,7 @@ func benchPriority(ctx context.Context, emit func(string, any)) error {
 		return fmt.Errorf("critical, no flood: %w", err)
 	}
 	quiet, _ := out.p95("critical", 0, priorityCritical)
+	quietQueued, _ := out.p95Of(out.queued, "critical", 0, priorityCritical)
 
 	flood := make([]jobs.BatchJob, priorityBulk)
 	for i := range flood {
@@ -205,6 +221,7 @@ func benchPriority(ctx context.Context, emit func(string, any)) error {
 		return fmt.Errorf("critical, flood: %w", err)
 	}
 	flooded, _ := out.p95("critical", priorityCritical, 2*priorityCritical)
+	floodedQueued, _ := out.p95Of(out.queued, "critical", priorityCritical, 2*priorityCritical)
 	emit("priority_bulk_jobs_run_during_critical", out.count("bulk", 0, priorityBulk))
 	_ = waitFor(func() bool { return out.count("bulk", 0, priorityBulk) == priorityBulk }, priorityDrain)
 	bulk, bulkRun := out.p95("bulk", 0, priorityBulk)
@@ -213,6 +230,8 @@ func benchPriority(ctx context.Context, emit func(string, any)) error {
 	emit("priority_critical_p95_wait_noflood_s", quiet.Seconds())
 	emit("priority_critical_p95_wait_s", flooded.Seconds())
 	emit("priority_critical_slowdown", flooded.Seconds()/quiet.Seconds())
+	emit("priority_critical_p95_to_receive_noflood_s", quietQueued.Seconds())
+	emit("priority_critical_p95_to_receive_s", floodedQueued.Seconds())
 	emit("priority_bulk_p95_wait_s", bulk.Seconds())
 	emit("priority_bulk_jobs_run", bulkRun)
 	return nil

@@ -1,7 +1,9 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
@@ -50,6 +52,9 @@ import (
 //	ratelimit_bucket_writes_per_job  UpdateItem calls on buckets per job (takes and refusals)
 //	ratelimit_ledger_writes_per_job  delivery-ledger UpdateItem calls per job (one per snooze)
 //	ratelimit_ledger_reads_per_job   delivery-ledger GetItem calls per job (one per redelivery)
+//	ratelimit_late_wakes_per_job   jobs that started later than the tolerance after their token
+//	                                (each charged one more token), per job; with the median and
+//	                                the most of how late (ratelimit_late_wake_median_s, _max_s)
 func init() {
 	register("ratelimit", 60, benchRateLimit)
 	benchFunctions["ratelimit"] = runRateLimitFunction
@@ -100,7 +105,8 @@ func runRateLimitFunction() {
 	}))
 	cfg.Deliveries = idempotency.NewDynamoDBStore(ledgerDB, table)
 	cfg.Metrics = io.Discard
-	cfg.Logger = slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	// Info: the middleware's "woke late" lines are counted (ratelimit_late_wakes_per_job).
+	cfg.Logger = slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	workers := jobs.NewWorkers()
 	jobs.AddWorker(workers, jobs.WorkFunc[partnerCall](func(_ context.Context, j *jobs.Job[partnerCall]) error {
 		fmt.Printf("RLRUN %d %d %d\n", time.Now().UnixMicro(), j.Attempt, j.Args.N)
@@ -139,6 +145,7 @@ type rateOutput struct {
 	charged  int
 	seen     map[int]bool
 	counters map[string][4]int64 // pid → bucket writes, ledger writes, ledger reads, snoozes
+	late     []float64           // late_s of the middleware's "woke late" lines
 }
 
 func (o *rateOutput) Write(p []byte) (int, error) {
@@ -146,7 +153,7 @@ func (o *rateOutput) Write(p []byte) (int, error) {
 	defer o.mu.Unlock()
 	o.buf = append(o.buf, p...)
 	for {
-		i := strings.IndexByte(string(o.buf), '\n')
+		i := bytes.IndexByte(o.buf, '\n') // not string(o.buf): a copy of the whole buffer per line
 		if i < 0 {
 			break
 		}
@@ -172,6 +179,13 @@ func (o *rateOutput) line(l string) {
 			c[i], _ = strconv.ParseInt(f[i+2], 10, 64)
 		}
 		o.counters[f[1]] = c
+	case strings.Contains(l, `"msg":"rate limit: woke late"`):
+		var rec struct {
+			Late float64 `json:"late_s"`
+		}
+		if json.Unmarshal([]byte(l), &rec) == nil {
+			o.late = append(o.late, rec.Late)
+		}
 	case strings.Contains(l, `"level":"ERROR"`) || strings.Contains(l, "panic"):
 		fmt.Fprintln(os.Stderr, l)
 	}
@@ -291,6 +305,12 @@ func benchRateLimit(ctx context.Context, emit func(string, any)) error {
 	emit("ratelimit_bucket_writes_per_job", perJob(c[0]))
 	emit("ratelimit_ledger_writes_per_job", perJob(c[1]))
 	emit("ratelimit_ledger_reads_per_job", perJob(c[2]))
+	sort.Float64s(out.late)
+	emit("ratelimit_late_wakes_per_job", perJob(int64(len(out.late))))
+	if len(out.late) > 0 {
+		emit("ratelimit_late_wake_median_s", out.late[len(out.late)/2])
+		emit("ratelimit_late_wake_max_s", out.late[len(out.late)-1])
+	}
 	return nil
 }
 

@@ -63,10 +63,12 @@ func newDevCmd(a *app) *cobra.Command {
   3. deploys cdk.out onto it: queues, tables and schedules as the templates define them;
   4. runs each function's real binary behind a local Lambda Runtime API, fed by the SQS and
      DynamoDB Streams event source mappings of the templates, and fires the schedules;
-  5. enqueues a demo workload on the three sample functions (about 100 emails, 60 ledger
-     postings over 6 accounts, 8 transcodes), some failing a few attempts, some exhausting
-     their attempts, some poison; and opens 5 accounts, each with its welcome email written
-     in the same transaction to the outbox, which the outbox forwarder sends;
+  5. enqueues a demo workload on the sample functions (about 100 emails, rate limited, and a
+     3 MiB one sent through S3, 60 ledger postings over 6 accounts, 8 transcodes, and 30
+     notifications over the Notify queue's lanes, some sent at critical, some at bulk), some
+     failing a few attempts, some exhausting their attempts, some poison; and opens 5 accounts,
+     each with its welcome email written in the same transaction to the outbox, which the
+     outbox forwarder sends;
   6. shows per queue: enqueued / running / succeeded / retried / dead — a table redrawn in
      place on a terminal, a line every few seconds otherwise.
   7. serves the ops console (jobkit console) on --console, default http://` + defaultConsoleAddr + `/,

@@ -23,4 +23,5 @@ var Binaries = map[string]string{
 	"functions/email":     "internal/sampleapp/fn/email",
 	"functions/ledger":    "internal/sampleapp/fn/ledger",
 	"functions/transcode": "internal/sampleapp/fn/transcode",
+	"functions/notify":    "internal/sampleapp/fn/notify",
 }

@@ -90,7 +90,7 @@ func TestSampleArgsIgnoreFaultFields(t *testing.T) {
 // Binaries names real packages: each sample function and its instrumented binary.
 func TestBinaries(t *testing.T) {
 	t.Parallel()
-	require.Len(t, instrument.Binaries, 3)
+	require.Len(t, instrument.Binaries, 4)
 	for src, bin := range instrument.Binaries {
 		for _, dir := range []string{src, bin} {
 			_, err := os.Stat(filepath.Join("..", "..", "..", filepath.FromSlash(dir), "main.go"))
