@@ -28,8 +28,8 @@ func TestFirstBeatAt(t *testing.T) {
 		msgs []wire.SQSMessage
 		want time.Duration // after now
 	}{
-		{"first deliveries", []wire.SQSMessage{msg("1", ms(time.Second)), msg("1", ms(4 * time.Second))}, 6 * time.Second},
-		{"a third already used", []wire.SQSMessage{msg("1", ms(20 * time.Second))}, firstBeatDelay},
+		{"first deliveries", []wire.SQSMessage{msg("1", ms(time.Second)), msg("1", ms(4*time.Second))}, 6 * time.Second},
+		{"a third already used", []wire.SQSMessage{msg("1", ms(20*time.Second))}, firstBeatDelay},
 		{"a redelivery", []wire.SQSMessage{msg("1", ms(time.Second)), msg("2", ms(time.Minute))}, firstBeatDelay},
 		{"no receipt time", []wire.SQSMessage{msg("1", "")}, firstBeatDelay},
 		{"no receive count", []wire.SQSMessage{{MessageID: "m"}}, firstBeatDelay},
