@@ -60,7 +60,7 @@ func init() {
 
 const (
 	e2eJobs    = 1000
-	e2ePairs   = 5
+	e2ePairs   = minPairs
 	e2eTimeout = 5 * time.Minute
 )
 
@@ -87,26 +87,18 @@ func benchE2E(ctx context.Context, emit func(string, any)) error {
 	}
 	defer s.close()
 
-	var stackRates, rawRates []float64
 	var stackCalls, rawCalls callCount
-	for pair := range e2ePairs {
-		for k := range 2 {
-			if (pair+k)%2 == 0 {
-				rate, calls, err := s.stackRound(ctx)
-				if err != nil {
-					return err
-				}
-				stackRates = append(stackRates, rate)
-				stackCalls.add(calls)
-			} else {
-				rate, calls, err := s.rawRound(ctx)
-				if err != nil {
-					return err
-				}
-				rawRates = append(rawRates, rate)
-				rawCalls.add(calls)
-			}
-		}
+	stackRates, rawRates, err := alternate(e2ePairs, func(int) (float64, error) {
+		rate, calls, err := s.stackRound(ctx)
+		stackCalls.add(calls)
+		return rate, err
+	}, func(int) (float64, error) {
+		rate, calls, err := s.rawRound(ctx)
+		rawCalls.add(calls)
+		return rate, err
+	})
+	if err != nil {
+		return err
 	}
 	emit("e2e_jobs", e2eJobs)
 	emit("e2e_pairs", e2ePairs)
