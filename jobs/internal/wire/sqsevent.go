@@ -112,9 +112,10 @@ func FromEvent(ev *events.SQSEvent) []SQSMessage {
 // or near-miss keys, invalid UTF-8, lone surrogates, invalid JSON...) it leaves to
 // encoding/json.
 func DecodeSQSEvent(payload []byte) ([]SQSMessage, error) {
-	d := sqsDecoder{buf: make([]byte, len(payload))}
-	copy(d.buf, payload)
-	d.s = StringOf(d.buf)
+	// make and copy as one statement pair: the compiler then allocates the copy without zeroing it.
+	buf := make([]byte, len(payload))
+	copy(buf, payload)
+	d := sqsDecoder{buf: buf, s: StringOf(buf)}
 	if recs, ok := d.event(); ok {
 		return recs, nil
 	}
