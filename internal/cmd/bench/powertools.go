@@ -222,7 +222,9 @@ func runtimePass(ctx context.Context, evs []events.SQSEvent) (func() error, erro
 		Region:       "us-east-1",
 		BaseEndpoint: aws.String("http://sqs.invalid"),
 		Credentials:  aws.AnonymousCredentials{},
-		HTTPClient:   inProcessSQS{calls: &calls},
+		// Counts the dead-letter sends; a heartbeat (a batch that outlives the watchdog's first
+		// tick on a loaded machine) is the runtime's own work and a retry lists its record.
+		HTTPClient: sendCounter{calls: &calls},
 	})
 	cfg := jobstest.Config(client)
 	cfg.Metrics = io.Discard
@@ -239,7 +241,7 @@ func runtimePass(ctx context.Context, evs []events.SQSEvent) (func() error, erro
 			}
 		}
 		if n := calls.Load(); n > 0 {
-			return fmt.Errorf("jobkit runtime: %d SQS calls: some jobs did not succeed (dead-lettered or retried)", n)
+			return fmt.Errorf("jobkit runtime: %d dead-letter SQS calls: some jobs did not succeed", n)
 		}
 		return nil
 	}
