@@ -29,7 +29,7 @@ export CDK_DISABLE_CLI_TELEMETRY := true
 export CDK_DISABLE_VERSION_CHECK := 1
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 
-.PHONY: producers chaos dev cli synth help setup lock lock-localstack emulator-up emulator-down test test-unit lint fuzz bench localstack-up localstack-down test-localstack browser
+.PHONY: producers chaos dev cli synth help setup lock lock-localstack emulator-up emulator-down test test-unit lint fuzz bench bench-doc localstack-up localstack-down test-localstack browser
 
 help: ## list the targets
 	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-16s %s\n", $$1, $$2}'
@@ -140,7 +140,11 @@ bench: setup ## print BENCH key=value figures (starts and stops the emulator)
 	@infra/synth.sh --quiet
 	@state=$$($(EMULATOR_SH) up) || exit 1; \
 	if [ "$$state" = started ]; then trap '$(EMULATOR_SH) down' EXIT; trap 'exit 130' INT TERM; fi; \
-	AWS_ENDPOINT_URL=$(ENDPOINT) go run ./internal/cmd/bench $(if $(ONLY),-only $(ONLY))
+	mkdir -p .run; \
+	AWS_ENDPOINT_URL=$(ENDPOINT) go run ./internal/cmd/bench $(if $(ONLY),-only $(ONLY)) | tee .run/bench.out
+
+bench-doc: ## regenerate docs/benchmarks.md's figures from the last make bench run (.run/bench.out); fails on stale prose
+	go run ./internal/cmd/bench -doc docs/benchmarks.md -from .run/bench.out
 
 chaos: setup ## 10,000 jobs on the offline stack under faults; fails unless nothing is lost
 	@infra/synth.sh --quiet

@@ -47,9 +47,11 @@ import (
 // without running (skip-group-on-error) and returns with it. On a Standard queue up to
 // Config.Concurrency records run at once.
 //
-// While a batch runs, a heartbeat extends the visibility of all its messages (10 per call) 2 ms
-// after the start of the invocation (the batching window has used some of it) and every third of the
-// visibility timeout, so none is handed to a second consumer while the batch is alive. When SQS
+// While a batch runs, a heartbeat extends the visibility of all its messages (10 per call) every
+// third of the visibility timeout, so none is handed to a second consumer while the batch is
+// alive. The first is due a third of the timeout after the messages' receipt when every record is
+// a first delivery (its ApproximateFirstReceiveTimestamp is that receipt), else 2 ms after the
+// start of the invocation (the batching window has used an unknown part of the timeout). When SQS
 // says a message is no longer ours (ReceiptHandleIsInvalid, MessageNotInflight), that job's
 // context is cancelled with ErrMessageLost and the record is listed and left alone.
 // Visibility changes and dead-letter sends use each record's own queue (its eventSourceARN), so
@@ -103,7 +105,7 @@ type sqsHandler struct {
 	queueURLs sync.Map // eventSourceARN → queue URL, for functions fed by several queues
 	// container: the Consumer runs the batches; its drain (ErrDraining) releases what it stops.
 	container bool
-	// firstBeat, when set, replaces firstBeatDelay: the container Consumer receives each message
+	// firstBeat, when set, replaces firstBeatAt's choice: the container Consumer receives each message
 	// with the full visibility timeout just before its batch starts, so its first heartbeat is
 	// due a third of the timeout later, like every other.
 	firstBeat time.Duration
@@ -251,14 +253,10 @@ func (h *sqsHandler) runBatch(ctx, post context.Context, msgs []wire.SQSMessage)
 	// them half the margin later; every AWS call after the jobs (dead-letter sends, visibility
 	// changes, a heartbeat in flight) ends a quarter of the margin before the deadline, so the
 	// handler always answers in time — what did not fit is reported failed. The first heartbeat
-	// runs almost at once (firstBeatDelay): the batching window has already used some of the
-	// messages' visibility.
+	// is due when the visibility the messages were received with is a third used (firstBeatAt).
 	now := time.Now()
 	b.start, b.jobCtx, b.postCtx = now, ctx, post
-	b.times.beatAt = now.Add(firstBeatDelay)
-	if h.firstBeat > 0 {
-		b.times.beatAt = now.Add(h.firstBeat)
-	}
+	b.times.beatAt = b.firstBeatAt(now)
 	if deadline, ok := ctx.Deadline(); ok {
 		margin := h.cfg.SafetyMargin
 		if left := deadline.Sub(now); margin > left/2 {
@@ -293,7 +291,36 @@ func (h *sqsHandler) runBatch(ctx, post context.Context, msgs []wire.SQSMessage)
 	return resp
 }
 
-// firstBeatDelay is how long after its start a batch still running has its first heartbeat. Not
+// firstBeatAt returns when the batch's first heartbeat is due. A message's visibility timeout
+// runs from its receipt, which the event does not carry, and the batching window has used some
+// of it; but on a first delivery (ApproximateReceiveCount 1) ApproximateFirstReceiveTimestamp is
+// that receipt. When every record is a first delivery, the first beat is due a third of the
+// visibility timeout after the earliest receipt, as every later beat is after the one before:
+// a batch of quick jobs then makes no heartbeat call. A batch with a redelivery, whose receipt
+// is unknown, beats almost at once (firstBeatDelay). The container Consumer, which receives
+// each message just before its batch starts, sets its own delay (firstBeat).
+func (b *batch) firstBeatAt(now time.Time) time.Time {
+	h := b.h
+	if h.firstBeat > 0 {
+		return now.Add(h.firstBeat)
+	}
+	var earliest time.Time
+	for i := range b.records {
+		row := &b.records[i].row
+		if row.Attempt != 1 || row.FirstReceivedAt.IsZero() || b.records[i].msg.Attribute("ApproximateReceiveCount") != "1" {
+			return now.Add(firstBeatDelay)
+		}
+		if earliest.IsZero() || row.FirstReceivedAt.Before(earliest) {
+			earliest = row.FirstReceivedAt
+		}
+	}
+	// The receipt is a wall-clock time: the delay is measured on the wall clock, then kept on
+	// the monotonic one.
+	return now.Add(max(earliest.Add(h.cfg.VisibilityTimeout/3).Sub(now.Round(0)), firstBeatDelay))
+}
+
+// firstBeatDelay is how long after its start a batch still running has its first heartbeat when
+// its messages' receipt is unknown (see firstBeatAt). Not
 // zero: a batch of quick jobs ends in microseconds, and a heartbeat due at once still ran in a
 // quarter of such batches on a busy machine (the watchdog's timer fires on another thread before
 // the batch ends), an SQS call that cost more than the batch. 2 ms is nothing next to the

@@ -23,8 +23,8 @@ import (
 // aws-sdk-go-v2 receive/delete loop, on the same endpoint (the emulator under `make bench`), in
 // the same run, with the same concurrency. Each side drains a queue preloaded with consumerJobs
 // sample jobs whose work is nothing but decoding the args, so the figures are the consumers'
-// own cost and the endpoint's; rounds alternate (raw loop, consumer, raw loop, consumer...) so
-// a drift of the endpoint's speed weighs on both.
+// own cost and the endpoint's; consumerRounds pairs alternate the side that goes first (see
+// alternate), so a drift of the endpoint's speed weighs on both. A rate is a side's median round.
 //
 //   - consumer: jobs.NewConsumer with Concurrency consumerConcurrency (one poller per 10): long
 //     polls of at most its free room, each message through the runtime (decode, middleware,
@@ -39,7 +39,7 @@ import (
 //
 //	consumer_jobs_per_s              jobs.Consumer
 //	raw_loop_jobs_per_s              the plain receive/delete loop
-//	consumer_vs_raw_loop             their ratio (target >= 0.9)
+//	consumer_vs_raw_loop             their ratio (target >= 0.9), median of the pairs (and _spread)
 //	consumer_idle_receives_per_hour  receive calls of an idle consumer
 //	consumer_concurrency, consumer_jobs_per_round
 func init() {
@@ -48,7 +48,7 @@ func init() {
 
 const (
 	consumerJobs        = 1000
-	consumerRounds      = 2
+	consumerRounds      = minPairs
 	consumerConcurrency = 20
 	consumerIdleReceive = 2
 )
@@ -59,24 +59,26 @@ func benchConsumer(ctx context.Context, emit func(string, any)) error {
 		return err
 	}
 	client := sqs.NewFromConfig(cfg)
-	var rawTime, consumerTime time.Duration
-	for round := range consumerRounds {
+	rate := func(d time.Duration) float64 { return consumerJobs / d.Seconds() }
+	consumerRates, rawRates, err := alternate(consumerRounds, func(round int) (float64, error) {
+		d, err := consumerRound(ctx, client, "consumer-"+strconv.Itoa(round), runJobkitConsumer)
+		if err != nil {
+			return 0, fmt.Errorf("consumer: %w", err)
+		}
+		return rate(d), nil
+	}, func(round int) (float64, error) {
 		d, err := consumerRound(ctx, client, "raw-"+strconv.Itoa(round), rawLoop)
 		if err != nil {
-			return fmt.Errorf("raw loop: %w", err)
+			return 0, fmt.Errorf("raw loop: %w", err)
 		}
-		rawTime += d
-		d, err = consumerRound(ctx, client, "consumer-"+strconv.Itoa(round), runJobkitConsumer)
-		if err != nil {
-			return fmt.Errorf("consumer: %w", err)
-		}
-		consumerTime += d
+		return rate(d), nil
+	})
+	if err != nil {
+		return err
 	}
-	jobsDone := float64(consumerJobs * consumerRounds)
-	consumerRate, rawRate := jobsDone/consumerTime.Seconds(), jobsDone/rawTime.Seconds()
-	emit("consumer_jobs_per_s", consumerRate)
-	emit("raw_loop_jobs_per_s", rawRate)
-	emit("consumer_vs_raw_loop", consumerRate/rawRate)
+	emit("consumer_jobs_per_s", median(consumerRates))
+	emit("raw_loop_jobs_per_s", median(rawRates))
+	emitRatio(emit, "consumer_vs_raw_loop", consumerRates, rawRates)
 	idle, err := idleReceivesPerHour(ctx, client)
 	if err != nil {
 		return fmt.Errorf("idle consumer: %w", err)

@@ -150,23 +150,6 @@ func writePayloads(file string) ([][]byte, error) {
 	return payloads, os.WriteFile(file, jsonl.Bytes(), 0o644)
 }
 
-// emitRatio prints the median of the rounds' ratios num[i]/den[i] and their spread.
-func emitRatio(emit func(string, any), key string, num, den []float64) {
-	r := make([]float64, len(num))
-	lo, hi := 0.0, 0.0
-	for i := range num {
-		r[i] = num[i] / den[i]
-		if i == 0 || r[i] < lo {
-			lo = r[i]
-		}
-		if i == 0 || r[i] > hi {
-			hi = r[i]
-		}
-	}
-	emit(key, median(r))
-	emit(key+"_spread", fmt.Sprintf("%.3g–%.3g", lo, hi))
-}
-
 // invocationPass invokes h on every payload and returns the process CPU time per message.
 func invocationPass(ctx context.Context, h lambda.Handler, payloads [][]byte, calls *atomic.Int64) (float64, error) {
 	runtime.GC()
@@ -234,15 +217,23 @@ func naiveHandler(_ context.Context, ev events.SQSEvent) (events.SQSEventRespons
 	return events.SQSEventResponse{BatchItemFailures: []events.SQSBatchItemFailure{}}, nil
 }
 
-// invocationPeer is powertools/invocation.py, running passes on request.
-type invocationPeer struct {
+// peerProcess is a Python peer script that runs passes on request: it prints "ready", then
+// answers each "run" line with a line of figures for one pass (the first: ns per message).
+type peerProcess struct {
 	cmd *exec.Cmd
 	in  io.WriteCloser
 	out *bufio.Reader
 }
 
+// invocationPeer is powertools/invocation.py, running passes on request.
+type invocationPeer = peerProcess
+
 func startInvocationPeer(ctx context.Context, python, dir, file string) (*invocationPeer, error) {
-	cmd := exec.CommandContext(ctx, python, filepath.Join(dir, "invocation.py"), file)
+	return startPeer(ctx, python, filepath.Join(dir, "invocation.py"), file)
+}
+
+func startPeer(ctx context.Context, python, script string, args ...string) (*peerProcess, error) {
+	cmd := exec.CommandContext(ctx, python, append([]string{script}, args...)...)
 	cmd.Stderr = os.Stderr
 	in, err := cmd.StdinPipe()
 	if err != nil {
@@ -255,27 +246,47 @@ func startInvocationPeer(ctx context.Context, python, dir, file string) (*invoca
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("powertools peer: %w", err)
 	}
-	p := &invocationPeer{cmd: cmd, in: in, out: bufio.NewReader(out)}
+	p := &peerProcess{cmd: cmd, in: in, out: bufio.NewReader(out)}
 	if line, err := p.out.ReadString('\n'); err != nil || strings.TrimSpace(line) != "ready" {
 		p.stop()
-		return nil, fmt.Errorf("powertools peer did not start: %q %v", line, err)
+		return nil, fmt.Errorf("powertools peer %s did not start: %q %v", filepath.Base(script), line, err)
 	}
 	return p, nil
 }
 
 // pass runs one pass in the peer and returns its ns per message.
-func (p *invocationPeer) pass() (float64, error) {
+func (p *peerProcess) pass() (float64, error) {
+	f, err := p.passFigures()
+	if err != nil {
+		return 0, err
+	}
+	return f[0], nil
+}
+
+// passFigures runs one pass in the peer and returns the figures it printed.
+func (p *peerProcess) passFigures() ([]float64, error) {
 	if _, err := io.WriteString(p.in, "run\n"); err != nil {
-		return 0, fmt.Errorf("powertools peer: %w", err)
+		return nil, fmt.Errorf("powertools peer: %w", err)
 	}
 	line, err := p.out.ReadString('\n')
 	if err != nil {
-		return 0, fmt.Errorf("powertools peer: %w", err)
+		return nil, fmt.Errorf("powertools peer: %w", err)
 	}
-	return strconv.ParseFloat(strings.TrimSpace(line), 64)
+	var out []float64
+	for _, f := range strings.Fields(line) {
+		v, err := strconv.ParseFloat(f, 64)
+		if err != nil {
+			return nil, fmt.Errorf("powertools peer: %q: %w", line, err)
+		}
+		out = append(out, v)
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("powertools peer: empty answer")
+	}
+	return out, nil
 }
 
-func (p *invocationPeer) stop() {
+func (p *peerProcess) stop() {
 	p.in.Close()
 	_ = p.cmd.Wait()
 }

@@ -10,9 +10,9 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -40,17 +40,20 @@ import (
 //   - The floor: json.Unmarshal of each body into jobs.Envelope, then of its args into the typed
 //     struct — what any Go consumer of these messages pays at least.
 //
-// Each side runs one untimed warm-up pass, then 31 repetitions over all 10,000 records, each after
-// a garbage collection. A figure is the best repetition's wall time divided by 10,000: on a shared
-// machine the fastest repetition is the one least disturbed by other processes, for both sides
-// alike. The medians and the process CPU time per message are printed too.
+// Each side runs one untimed warm-up pass, then 31 rounds of one pass each over all 10,000
+// records, the side that goes first rotating from round to round (the Python peer is a
+// long-lived process that runs a pass when asked, powertools/bench.py); a Go pass runs after a
+// garbage collection. A side's figure is its best round's wall time divided by 10,000: on a
+// shared machine the fastest round is the one least disturbed by other processes, for both sides
+// alike. A ratio is the median of the rounds' own ratios, with their spread (*_spread). The
+// medians and the process CPU time per message are printed too.
 //
 //	runtime_overhead_ns_per_msg     jobkit on these records: the canonical runtime figure (the
 //	                                runtime benchmark's runtime_one_batch_ns_per_msg repeats one batch)
 //	powertools_overhead_ns_per_msg  Powertools on these records
-//	runtime_speedup_vs_powertools   powertools / jobkit
+//	runtime_speedup_vs_powertools   powertools / jobkit, median of the rounds
 //	decode_floor_ns_per_msg         bare json.Unmarshal of envelope and args
-//	runtime_vs_decode_floor         jobkit / floor
+//	runtime_vs_decode_floor         jobkit / floor, median of the rounds
 //	*_median_ns_per_msg             the median repetitions (runtime_overhead_median_ns_per_msg, ...)
 //	*_cpu_ns_per_msg                process CPU time (user+system, every thread) per message over
 //	                                the timed repetitions (runtime_cpu_ns_per_msg, ...)
@@ -91,45 +94,93 @@ func benchPowertools(ctx context.Context, emit func(string, any)) error {
 		return fmt.Errorf("decode the events file: %w", err)
 	}
 
-	rt, err := timeRuntime(ctx, evs)
+	// A deadline as Lambda gives one: the runtime derives the jobs' context from it.
+	ctx, cancel := context.WithTimeout(ctx, 15*time.Minute)
+	defer cancel()
+	rtPass, err := runtimePass(ctx, evs)
 	if err != nil {
 		return err
 	}
-	floor, err := timeDecodeFloor(evs)
+	peer, err := startPeer(ctx, python, filepath.Join(peerDir(root), "bench.py"), eventsFile)
 	if err != nil {
 		return err
 	}
-	peer, err := timePowertools(ctx, python, peerDir(root), eventsFile)
+	defer peer.stop()
+	rt, floor, pt, err := comparePasses(rtPass, floorPass(evs), peer)
 	if err != nil {
 		return err
 	}
 	ns := func(v float64) int64 { return int64(v + 0.5) }
 	emit("runtime_overhead_ns_per_msg", ns(rt.best))
-	emit("powertools_overhead_ns_per_msg", ns(peer.best))
-	emit("runtime_speedup_vs_powertools", peer.best/rt.best)
+	emit("powertools_overhead_ns_per_msg", ns(pt.best))
+	emitRatio(emit, "runtime_speedup_vs_powertools", pt.wall, rt.wall)
 	emit("decode_floor_ns_per_msg", ns(floor.best))
-	emit("runtime_vs_decode_floor", rt.best/floor.best)
+	emitRatio(emit, "runtime_vs_decode_floor", rt.wall, floor.wall)
 	emit("runtime_overhead_median_ns_per_msg", ns(rt.median))
-	emit("powertools_overhead_median_ns_per_msg", ns(peer.median))
+	emit("powertools_overhead_median_ns_per_msg", ns(pt.median))
 	emit("decode_floor_median_ns_per_msg", ns(floor.median))
 	emit("runtime_cpu_ns_per_msg", ns(rt.cpu))
-	emit("powertools_cpu_ns_per_msg", ns(peer.cpu))
+	emit("powertools_cpu_ns_per_msg", ns(pt.cpu))
 	emit("decode_floor_cpu_ns_per_msg", ns(floor.cpu))
 	return nil
 }
 
-// compareTiming is a side's ns per message: the best and median repetitions (wall time) and the
-// process CPU time over all timed repetitions.
-type compareTiming struct{ best, median, cpu float64 }
-
-// summarize makes a compareTiming from per-repetition wall times and the total CPU time, in ns per
-// message.
-func summarize(wall []float64, cpuTotal float64) compareTiming {
-	best := wall[0]
-	for _, w := range wall {
-		best = min(best, w)
+// comparePasses runs one untimed pass of each side, then compareRepetitions rounds of one pass
+// each, the side that goes first rotating from round to round. A Go pass runs after a garbage
+// collection and is timed in wall time and process CPU time; the peer times its own.
+func comparePasses(rtPass, floorPass func() error, peer *peerProcess) (rt, floor, pt compareTiming, err error) {
+	if err = rtPass(); err == nil {
+		err = floorPass()
 	}
-	return compareTiming{best: best, median: median(wall), cpu: cpuTotal / float64(len(wall))}
+	if err == nil {
+		_, err = peer.passFigures()
+	}
+	if err != nil {
+		return
+	}
+	goPass := func(pass func() error, t *compareTiming) error {
+		runtime.GC()
+		c0, start := cpuTime(), time.Now()
+		if err := pass(); err != nil {
+			return err
+		}
+		t.wall = append(t.wall, float64(time.Since(start).Nanoseconds())/compareRecords)
+		t.cpu += float64((cpuTime() - c0).Nanoseconds()) / compareRecords
+		return nil
+	}
+	sides := []func() error{
+		func() error { return goPass(rtPass, &rt) },
+		func() error { return goPass(floorPass, &floor) },
+		func() error {
+			f, err := peer.passFigures()
+			if err != nil {
+				return err
+			}
+			if len(f) < 2 {
+				return fmt.Errorf("powertools peer: want wall and CPU figures, got %v", f)
+			}
+			pt.wall, pt.cpu = append(pt.wall, f[0]), pt.cpu+f[1]
+			return nil
+		},
+	}
+	for round := range compareRepetitions {
+		for k := range sides {
+			if err = sides[(round+k)%len(sides)](); err != nil {
+				return
+			}
+		}
+	}
+	for _, t := range []*compareTiming{&rt, &floor, &pt} {
+		t.best, t.median, t.cpu = slices.Min(t.wall), median(t.wall), t.cpu/compareRepetitions
+	}
+	return
+}
+
+// compareTiming is a side's ns per message: each round's wall time, the best and median rounds,
+// and the process CPU time per message, averaged over the rounds.
+type compareTiming struct {
+	wall              []float64
+	best, median, cpu float64
 }
 
 // compareEvents returns the 10,000 sample records in batches of 10, with the fields a real SQS
@@ -162,8 +213,8 @@ func (t inProcessSQS) Do(req *http.Request) (*http.Response, error) {
 	}, nil
 }
 
-// timeRuntime times jobkit's runtime over evs.
-func timeRuntime(ctx context.Context, evs []events.SQSEvent) (compareTiming, error) {
+// runtimePass returns a pass of jobkit's runtime over evs.
+func runtimePass(ctx context.Context, evs []events.SQSEvent) (func() error, error) {
 	workers := jobs.NewWorkers()
 	jobs.AddWorker(workers, jobs.WorkFunc[benchfix.SampleArgs](func(context.Context, *jobs.Job[benchfix.SampleArgs]) error { return nil }))
 	var calls atomic.Int64
@@ -171,15 +222,14 @@ func timeRuntime(ctx context.Context, evs []events.SQSEvent) (compareTiming, err
 		Region:       "us-east-1",
 		BaseEndpoint: aws.String("http://sqs.invalid"),
 		Credentials:  aws.AnonymousCredentials{},
-		HTTPClient:   inProcessSQS{calls: &calls},
+		// Counts the dead-letter sends; a heartbeat (a batch that outlives the watchdog's first
+		// tick on a loaded machine) is the runtime's own work and a retry lists its record.
+		HTTPClient: sendCounter{calls: &calls},
 	})
 	cfg := jobstest.Config(client)
 	cfg.Metrics = io.Discard
 	cfg.Logger = slog.New(slog.NewJSONHandler(io.Discard, nil))
 	handler := jobs.NewSQSHandler(workers, cfg)
-	// A deadline as Lambda gives one: the runtime derives the jobs' context from it.
-	ctx, cancel := context.WithTimeout(ctx, 15*time.Minute)
-	defer cancel()
 	pass := func() error {
 		for _, ev := range evs {
 			resp, err := handler(ctx, ev)
@@ -191,11 +241,11 @@ func timeRuntime(ctx context.Context, evs []events.SQSEvent) (compareTiming, err
 			}
 		}
 		if n := calls.Load(); n > 0 {
-			return fmt.Errorf("jobkit runtime: %d SQS calls: some jobs did not succeed (dead-lettered or retried)", n)
+			return fmt.Errorf("jobkit runtime: %d dead-letter SQS calls: some jobs did not succeed", n)
 		}
 		return nil
 	}
-	return timePasses(pass)
+	return pass, nil
 }
 
 // decodeSink keeps the floor's decoded values alive.
@@ -204,9 +254,9 @@ var decodeSink struct {
 	args benchfix.SampleArgs
 }
 
-// timeDecodeFloor times decoding every body with encoding/json.
-func timeDecodeFloor(evs []events.SQSEvent) (compareTiming, error) {
-	pass := func() error {
+// floorPass returns a pass decoding every body with encoding/json.
+func floorPass(evs []events.SQSEvent) func() error {
+	return func() error {
 		for i := range evs {
 			for j := range evs[i].Records {
 				var env jobs.Envelope
@@ -222,48 +272,4 @@ func timeDecodeFloor(evs []events.SQSEvent) (compareTiming, error) {
 		}
 		return nil
 	}
-	return timePasses(pass)
-}
-
-// timePasses runs pass (over all the records) once untimed, then compareRepetitions times, each
-// after a garbage collection.
-func timePasses(pass func() error) (compareTiming, error) {
-	if err := pass(); err != nil {
-		return compareTiming{}, err
-	}
-	wall := make([]float64, compareRepetitions)
-	var cpu time.Duration
-	for i := range wall {
-		runtime.GC()
-		c0, start := cpuTime(), time.Now()
-		if err := pass(); err != nil {
-			return compareTiming{}, err
-		}
-		wall[i] = float64(time.Since(start).Nanoseconds()) / compareRecords
-		cpu += cpuTime() - c0
-	}
-	return summarize(wall, float64(cpu.Nanoseconds())/compareRecords), nil
-}
-
-// timePowertools runs powertools/bench.py on the events file: the same repetitions, in Python.
-func timePowertools(ctx context.Context, python, dir, eventsFile string) (compareTiming, error) {
-	cmd := exec.CommandContext(ctx, python, filepath.Join(dir, "bench.py"), eventsFile, fmt.Sprint(compareRepetitions))
-	cmd.Stderr = os.Stderr
-	out, err := cmd.Output()
-	if err != nil {
-		return compareTiming{}, fmt.Errorf("powertools peer: %w", err)
-	}
-	var res struct {
-		Records     int       `json:"records"`
-		NsPerMsg    []float64 `json:"ns_per_msg"`
-		CPUNsPerMsg float64   `json:"cpu_ns_per_msg"`
-	}
-	if err := json.Unmarshal(out, &res); err != nil {
-		return compareTiming{}, fmt.Errorf("powertools peer: read its result %q: %w", out, err)
-	}
-	if res.Records != compareRecords || len(res.NsPerMsg) != compareRepetitions {
-		return compareTiming{}, fmt.Errorf("powertools peer: ran %d records × %d repetitions, want %d × %d",
-			res.Records, len(res.NsPerMsg), compareRecords, compareRepetitions)
-	}
-	return summarize(res.NsPerMsg, res.CPUNsPerMsg*float64(len(res.NsPerMsg))), nil
 }

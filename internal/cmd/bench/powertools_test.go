@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -57,10 +56,10 @@ func corrupt(t *testing.T, evs []events.SQSEvent) []events.SQSEvent {
 func TestRuntimeSideFailsOnARecordThatDoesNotDecode(t *testing.T) {
 	t.Parallel()
 	evs := compareEvents()[:20]
-	_, err := timeRuntime(context.Background(), corrupt(t, evs))
-	require.ErrorContains(t, err, "SQS calls", "a job that did not run must fail the measurement")
-	_, err = timeDecodeFloor(corrupt(t, evs))
-	require.Error(t, err)
+	pass, err := runtimePass(context.Background(), corrupt(t, evs))
+	require.NoError(t, err)
+	require.ErrorContains(t, pass(), "SQS calls", "a job that did not run must fail the measurement")
+	require.Error(t, floorPass(corrupt(t, evs))())
 }
 
 func TestPowertoolsPeerRunsTheRecordsAndFailsOnABadOne(t *testing.T) {
@@ -85,19 +84,43 @@ func TestPowertoolsPeerRunsTheRecordsAndFailsOnABadOne(t *testing.T) {
 	}
 	bench := filepath.Join(peerDir(root), "bench.py")
 
-	out, err := exec.Command(python, bench, write("good.json", evs), "2").Output()
+	peer, err := startPeer(context.Background(), python, bench, write("good.json", evs))
 	require.NoError(t, err)
-	var res struct {
-		Records  int       `json:"records"`
-		NsPerMsg []float64 `json:"ns_per_msg"`
+	for range 2 {
+		f, err := peer.passFigures()
+		require.NoError(t, err)
+		require.Len(t, f, 2, "wall and CPU ns per message")
+		require.Greater(t, f[0], 0.0)
 	}
-	require.NoError(t, json.Unmarshal(out, &res))
-	require.Equal(t, 200, res.Records)
-	require.Len(t, res.NsPerMsg, 2)
+	peer.stop()
 
-	out, err = exec.Command(python, bench, write("bad.json", corrupt(t, evs)), "1").CombinedOutput()
-	require.Error(t, err, "the peer must fail when a record does not parse into the model: %s", out)
-	require.Contains(t, string(out), "1 of 200 records failed")
+	_, err = startPeer(context.Background(), python, bench, write("bad.json", corrupt(t, evs)))
+	require.ErrorContains(t, err, "did not start", "the peer must fail when a record does not parse into the model")
+}
+
+// alternate runs the sides in turn, the first one alternating, and emitRatio prints the median
+// of the pairs' ratios with their spread.
+func TestAlternatePairs(t *testing.T) {
+	t.Parallel()
+	var order []string
+	n := 0.0
+	as, bs, err := alternate(5, func(int) (float64, error) {
+		order = append(order, "a")
+		n++
+		return 2 * n, nil
+	}, func(int) (float64, error) {
+		order = append(order, "b")
+		n++
+		return n, nil
+	})
+	require.NoError(t, err)
+	require.Equal(t, []string{"a", "b", "b", "a", "a", "b", "b", "a", "a", "b"}, order)
+	require.Len(t, as, 5)
+	require.Len(t, bs, 5)
+	got := map[string]any{}
+	emitRatio(func(k string, v any) { got[k] = v }, "r", []float64{1, 4, 3, 10, 2}, []float64{1, 2, 1, 2, 1})
+	require.Equal(t, 2.0, got["r"], "median of 1, 2, 3, 5, 2")
+	require.Equal(t, "1–5", got["r_spread"])
 }
 
 func TestMedian(t *testing.T) {

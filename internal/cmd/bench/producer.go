@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"slices"
 	"strconv"
 	"time"
 
@@ -25,8 +24,8 @@ import (
 //   - jobkit: one Client.EnqueueBatch call (SendMessageBatch of 10, a few calls in flight);
 //   - naive: a loop that encodes the same envelope and calls SendMessage once per job.
 //
-// Every message must then be on its queue. Two rounds alternate the two; a figure is the best
-// round (the least disturbed by other load), for both sides alike.
+// Every message must then be on its queue. producerRounds pairs alternate the two (see
+// alternate); a side's figure is its median round, the ratio the median of the pairs' ratios.
 //
 // On moto the figures are bounded by the emulator: it spends CPU per message (and, in moto 5.2,
 // time proportional to the queue's depth on every SendMessage, batched or not), where SQS charges
@@ -34,14 +33,14 @@ import (
 //
 //	producer_jobs_per_s               jobkit's EnqueueBatch
 //	producer_naive_jobs_per_s         the SendMessage loop
-//	producer_speedup_vs_naive         the ratio
+//	producer_speedup_vs_naive         the ratio (with producer_speedup_vs_naive_spread)
 func init() {
 	register("producer", 50, benchProducer)
 }
 
 const (
 	producerJobs   = 1000
-	producerRounds = 2
+	producerRounds = minPairs
 )
 
 func benchProducer(ctx context.Context, emit func(string, any)) error {
@@ -55,8 +54,7 @@ func benchProducer(ctx context.Context, emit func(string, any)) error {
 		batch[i] = jobs.BatchJob{Args: benchfix.SampleArgsAt(i)}
 	}
 
-	var fast, naive []float64
-	for round := 0; round < producerRounds; round++ {
+	fast, naive, err := alternate(producerRounds, func(int) (float64, error) {
 		rate, err := withQueue(ctx, client, "producer-batch", func(queue string) error {
 			c, err := jobs.NewClient(client, jobs.ClientOptions{DefaultQueueURL: queue})
 			if err != nil {
@@ -66,11 +64,11 @@ func benchProducer(ctx context.Context, emit func(string, any)) error {
 			return err
 		})
 		if err != nil {
-			return fmt.Errorf("EnqueueBatch: %w", err)
+			return 0, fmt.Errorf("EnqueueBatch: %w", err)
 		}
-		fast = append(fast, rate)
-
-		rate, err = withQueue(ctx, client, "producer-naive", func(queue string) error {
+		return rate, nil
+	}, func(int) (float64, error) {
+		rate, err := withQueue(ctx, client, "producer-naive", func(queue string) error {
 			for i := range producerJobs {
 				args, err := json.Marshal(benchfix.SampleArgsAt(i))
 				if err != nil {
@@ -92,14 +90,16 @@ func benchProducer(ctx context.Context, emit func(string, any)) error {
 			return nil
 		})
 		if err != nil {
-			return fmt.Errorf("SendMessage loop: %w", err)
+			return 0, fmt.Errorf("SendMessage loop: %w", err)
 		}
-		naive = append(naive, rate)
+		return rate, nil
+	})
+	if err != nil {
+		return err
 	}
-	fastRate, naiveRate := slices.Max(fast), slices.Max(naive)
-	emit("producer_jobs_per_s", fastRate)
-	emit("producer_naive_jobs_per_s", naiveRate)
-	emit("producer_speedup_vs_naive", fastRate/naiveRate)
+	emit("producer_jobs_per_s", median(fast))
+	emit("producer_naive_jobs_per_s", median(naive))
+	emitRatio(emit, "producer_speedup_vs_naive", fast, naive)
 	return nil
 }
 

@@ -2,7 +2,9 @@ package wire
 
 import (
 	"encoding/base64"
+	"encoding/binary"
 	"encoding/json"
+	"math/bits"
 	"sort"
 	"unicode/utf16"
 	"unicode/utf8"
@@ -110,9 +112,10 @@ func FromEvent(ev *events.SQSEvent) []SQSMessage {
 // or near-miss keys, invalid UTF-8, lone surrogates, invalid JSON...) it leaves to
 // encoding/json.
 func DecodeSQSEvent(payload []byte) ([]SQSMessage, error) {
-	d := sqsDecoder{buf: make([]byte, len(payload))}
-	copy(d.buf, payload)
-	d.s = StringOf(d.buf)
+	// make and copy as one statement pair: the compiler then allocates the copy without zeroing it.
+	buf := make([]byte, len(payload))
+	copy(buf, payload)
+	d := sqsDecoder{buf: buf, s: StringOf(buf)}
 	if recs, ok := d.event(); ok {
 		return recs, nil
 	}
@@ -128,13 +131,19 @@ type sqsDecoder struct {
 	buf   []byte
 	s     string
 	attrs []SQSAttribute // every record's system attributes, each record a window of it
+
+	// The member order of the first record (indexes in recordKeys), which later records are
+	// expected to repeat.
+	order    [len(recordKeys)]uint8
+	orderLen int
+	learned  bool
 }
 
 var (
 	emptyAttributes        = []SQSAttribute{}
 	emptyMessageAttributes = []SQSMessageAttribute{}
 	eventKeys              = []string{"Records"}
-	recordKeys             = []string{"messageId", "receiptHandle", "body", "md5OfBody", "md5OfMessageAttributes",
+	recordKeys             = [...]string{"messageId", "receiptHandle", "body", "md5OfBody", "md5OfMessageAttributes",
 		"attributes", "messageAttributes", "eventSourceARN", "eventSource", "awsRegion"}
 	messageAttributeKeys = []string{"stringValue", "binaryValue", "stringListValues", "binaryListValues", "dataType"}
 )
@@ -205,52 +214,126 @@ func (d *sqsDecoder) records(i int) ([]SQSMessage, int, bool) {
 	}
 }
 
+// Record members, by their index in recordKeys.
+const (
+	keyMessageID = iota
+	keyReceiptHandle
+	keyBody
+	keyMD5OfBody
+	keyMD5OfMessageAttributes
+	keyAttributes
+	keyMessageAttributes
+	keyEventSourceARN
+	keyEventSource
+	keyAWSRegion
+	keyUnknown
+)
+
+// quotedRecordKeys are recordKeys as they appear in JSON, quotes included.
+var quotedRecordKeys = func() []string {
+	q := make([]string, len(recordKeys))
+	for k, key := range recordKeys {
+		q[k] = `"` + key + `"`
+	}
+	return q
+}()
+
+// recordKey returns the index of key in recordKeys, or keyUnknown.
+func recordKey(key string) int {
+	switch key {
+	case "body":
+		return keyBody
+	case "messageId":
+		return keyMessageID
+	case "receiptHandle":
+		return keyReceiptHandle
+	case "md5OfBody":
+		return keyMD5OfBody
+	case "md5OfMessageAttributes":
+		return keyMD5OfMessageAttributes
+	case "attributes":
+		return keyAttributes
+	case "messageAttributes":
+		return keyMessageAttributes
+	case "eventSourceARN":
+		return keyEventSourceARN
+	case "eventSource":
+		return keyEventSource
+	case "awsRegion":
+		return keyAWSRegion
+	}
+	return keyUnknown
+}
+
 // record reads one record at s[i] into m. Its members are strings but for the two attribute
 // objects; a key seen twice is left to encoding/json.
+//
+// The records of an event share one member order (Lambda writes every record alike): the first
+// record's order is learned, and a later member whose key is the one expected at its position
+// is matched with one comparison of its quoted key instead of being read and looked up.
 func (d *sqsDecoder) record(i int, m *SQSMessage) (int, bool) {
 	s := d.s
 	i, empty, ok := openObject(s, i)
 	if !ok || empty {
 		return i, ok
 	}
+	learn := !d.learned
 	var seen uint16
-	for {
-		key, j, ok := memberKey(s, i)
-		if !ok {
-			return 0, false
+	for pos := 0; ; pos++ {
+		k, j := keyUnknown, 0
+		if pos < d.orderLen {
+			if q := quotedRecordKeys[d.order[pos]]; hasPrefix(s, i, q) {
+				if j = skipWS(s, i+len(q)); j < len(s) && s[j] == ':' {
+					k, j = int(d.order[pos]), skipWS(s, j+1)
+				}
+			}
+		}
+		var key string
+		if k == keyUnknown {
+			if key, j, ok = memberKey(s, i); !ok {
+				return 0, false
+			}
+			k = recordKey(key)
+		}
+		if learn && pos < len(d.order) {
+			if k == keyUnknown {
+				learn = false // the order of known members only: stop at an unknown one
+			} else {
+				d.order[pos], d.orderLen = uint8(k), pos+1
+			}
 		}
 		var field *string
-		var bit uint16
-		switch key {
-		case "body":
-			field, bit = &m.Body, 1<<0
-		case "messageId":
-			field, bit = &m.MessageID, 1<<1
-		case "receiptHandle":
-			field, bit = &m.ReceiptHandle, 1<<2
-		case "md5OfBody":
-			field, bit = &m.MD5OfBody, 1<<3
-		case "md5OfMessageAttributes":
-			field, bit = &m.MD5OfMessageAttributes, 1<<4
-		case "eventSourceARN":
-			field, bit = &m.EventSourceARN, 1<<5
-		case "eventSource":
-			field, bit = &m.EventSource, 1<<6
-		case "awsRegion":
-			field, bit = &m.AWSRegion, 1<<7
-		case "attributes":
-			bit = 1 << 8
+		switch k {
+		case keyBody:
+			field = &m.Body
+		case keyMessageID:
+			field = &m.MessageID
+		case keyReceiptHandle:
+			field = &m.ReceiptHandle
+		case keyMD5OfBody:
+			field = &m.MD5OfBody
+		case keyMD5OfMessageAttributes:
+			field = &m.MD5OfMessageAttributes
+		case keyEventSourceARN:
+			field = &m.EventSourceARN
+		case keyEventSource:
+			field = &m.EventSource
+		case keyAWSRegion:
+			field = &m.AWSRegion
+		case keyAttributes:
 			j, ok = d.attributes(j, m)
-		case "messageAttributes":
-			bit = 1 << 9
+		case keyMessageAttributes:
 			j, ok = d.messageAttributes(j, m)
 		default:
-			j, ok = skipUnknown(key, s, j, recordKeys)
+			j, ok = skipUnknown(key, s, j, recordKeys[:])
 		}
-		if seen&bit != 0 {
-			return 0, false
+		if k != keyUnknown {
+			if bit := uint16(1) << k; seen&bit != 0 {
+				return 0, false
+			} else {
+				seen |= bit
+			}
 		}
-		seen |= bit
 		if field != nil {
 			*field, j, ok = d.str(j)
 		}
@@ -262,6 +345,7 @@ func (d *sqsDecoder) record(i int, m *SQSMessage) (int, bool) {
 			return 0, false
 		}
 		if !more {
+			d.learned = true
 			return i, true
 		}
 	}
@@ -498,11 +582,33 @@ func (d *sqsDecoder) str(i int) (string, int, bool) {
 
 // unescape finishes reading a string whose value starts at s[start] and whose first escape is at
 // s[j]: it writes the value into buf from start on, over the string's own bytes (a value is never
-// longer than its JSON), and returns it as a view of buf. Runs of plain bytes move with one copy.
+// longer than its JSON), and returns it as a view of buf. Plain bytes move 8 at a time: a word is
+// stored whole when it cannot reach a byte not yet read (w+8 <= the first unread index), so a
+// body of JSON, whose quotes are all escaped, costs no copy call per run between them.
 func (d *sqsDecoder) unescape(start, j int, ascii bool) (string, int, bool) {
 	s, buf := d.s, d.buf
 	w := j
-	for j < len(s) {
+	for {
+		for j+8 <= len(s) {
+			x := load64(s, j)
+			m := specialBytes(x, ascii)
+			if m == 0 {
+				binary.LittleEndian.PutUint64(buf[w:], x) // w+8 <= j+8: nothing unread is overwritten
+				w, j = w+8, j+8
+				continue
+			}
+			k := bits.TrailingZeros64(m) >> 3
+			if w+8 <= j+k {
+				binary.LittleEndian.PutUint64(buf[w:], x)
+			} else {
+				copy(buf[w:w+k], s[j:j+k])
+			}
+			w, j = w+k, j+k
+			break
+		}
+		if j >= len(s) {
+			return "", 0, false
+		}
 		switch c := s[j]; {
 		case c == '"':
 			v := StringOf(buf[start:w])
@@ -514,56 +620,46 @@ func (d *sqsDecoder) unescape(start, j int, ascii bool) (string, int, bool) {
 			if j+1 >= len(s) {
 				return "", 0, false
 			}
-			e := s[j+1]
-			j += 2
-			switch e {
-			case '"', '\\', '/':
-			case 'b':
-				e = '\b'
-			case 'f':
-				e = '\f'
-			case 'n':
-				e = '\n'
-			case 'r':
-				e = '\r'
-			case 't':
-				e = '\t'
-			case 'u':
-				r, ok := hex4(s, j)
-				if !ok {
-					return "", 0, false
-				}
-				j += 4
-				if utf16.IsSurrogate(r) {
-					if j+6 > len(s) || s[j] != '\\' || s[j+1] != 'u' {
-						return "", 0, false
-					}
-					r2, ok := hex4(s, j+2)
-					if r = utf16.DecodeRune(r, r2); !ok || r == utf8.RuneError {
-						return "", 0, false
-					}
-					j += 6
-				}
-				w += utf8.EncodeRune(buf[w:], r)
+			if e := unescapes[s[j+1]]; e != 0 {
+				buf[w] = e
+				w, j = w+1, j+2
 				continue
-			default:
+			}
+			if s[j+1] != 'u' {
 				return "", 0, false
 			}
-			buf[w] = e
-			w++
+			j += 2
+			r, ok := hex4(s, j)
+			if !ok {
+				return "", 0, false
+			}
+			j += 4
+			if utf16.IsSurrogate(r) {
+				if j+6 > len(s) || s[j] != '\\' || s[j+1] != 'u' {
+					return "", 0, false
+				}
+				r2, ok := hex4(s, j+2)
+				if r = utf16.DecodeRune(r, r2); !ok || r == utf8.RuneError {
+					return "", 0, false
+				}
+				j += 6
+			}
+			w += utf8.EncodeRune(buf[w:], r)
 		case c < 0x20:
 			return "", 0, false
-		default:
+		default: // a byte of 0x80 or above, or a plain one among the last 7
 			if c >= utf8.RuneSelf {
 				ascii = false
 			}
-			k := skipPlain(s, j+1, ascii)
-			w += copy(buf[w:], s[j:k])
-			j = k
+			buf[w] = c
+			w, j = w+1, j+1
 		}
 	}
-	return "", 0, false
 }
+
+// unescapes maps the byte after a backslash to the byte its escape stands for, or 0 (a \u
+// escape, or an invalid one).
+var unescapes = [256]byte{'"': '"', '\\': '\\', '/': '/', 'b': '\b', 'f': '\f', 'n': '\n', 'r': '\r', 't': '\t'}
 
 // hex4 reads the 4 hex digits of a \u escape at s[i].
 func hex4(s string, i int) (rune, bool) {

@@ -45,6 +45,15 @@ var sqsSeeds = []string{
 	`[]`,
 	`{"Records":[{"body":"\u0000\u001f"}]}`,
 	`{"Records":[{"body":"a\"b"}]`,
+	// Later records against the first one's member order: the same, another, one missing, an
+	// unknown member, a duplicate, a near-miss key, white space before the colon.
+	`{"Records":[{"messageId":"a","body":"x","awsRegion":"r"},{"messageId":"b","body":"y","awsRegion":"s"}]}`,
+	`{"Records":[{"messageId":"a","body":"x"},{"body":"y","messageId":"b"},{"body":"z"}]}`,
+	`{"Records":[{"messageId":"a","u":1,"body":"x"},{"messageId":"b","u":2,"body":"y"}]}`,
+	`{"Records":[{"messageId":"a","body":"x"},{"messageId":"b","messageId":"c"}]}`,
+	`{"Records":[{"messageId":"a","body":"x"},{"messageIdX":"b","body":"y"},{"MessageId":"c"}]}`,
+	`{"Records":[{"messageId":"a","body":"x"},{"messageId" : "b","body"  :"y"}]}`,
+	`{"Records":[{"body":"{\"a\":\"0123456789abcdef\",\"b\":\"\u00e9\\u0041\"}"},{"body":"\"\"\"\"\"\"\"\"\"\"\"\"\"\"\"\"\"\"x"}]}`,
 }
 
 // decodeReference is what aws-lambda-go's typed handlers do with the payload.

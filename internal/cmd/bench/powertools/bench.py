@@ -1,15 +1,14 @@
 """Time handler.handler on a file of SQS events, as the jobkit benchmark times jobs.NewSQSHandler.
 
-    python bench.py EVENTS.json REPS
+    python bench.py EVENTS.json
 
 EVENTS.json is a JSON list of Lambda SQS events (the bench command writes it: 1,000 batches of 10
 jobkit envelopes). The events are decoded once, before timing, as the Lambda runtime hands the
 handler a decoded event. One untimed pass warms up (pydantic's validators, the parser's model
-cache); then each repetition calls the handler on every event, after a garbage collection, and is
-timed with perf_counter_ns. A repetition fails the run if any record is reported failed.
-
-It prints one JSON object: {"records": N, "ns_per_msg": [wall time, one figure per repetition],
-"cpu_ns_per_msg": process CPU time per message over the timed repetitions}.
+cache) and "ready" is printed; then for each line "run" on stdin one pass calls the handler on
+every event, after a garbage collection, and prints "<wall ns per message> <CPU ns per message>"
+(perf_counter_ns and process_time_ns). The Go side asks for passes between its own, so the two
+alternate. A pass fails the run if any record is reported failed.
 """
 
 from __future__ import annotations
@@ -51,26 +50,24 @@ def run(events: list[dict], context: Context) -> int:
 
 
 def main() -> None:
-    path, reps = sys.argv[1], int(sys.argv[2])
-    with open(path, "rb") as f:
+    with open(sys.argv[1], "rb") as f:
         events = json.load(f)
     records = sum(len(e["Records"]) for e in events)
     context = Context()
     if (failed := run(events, context)) != 0:
         sys.exit(f"bench.py: {failed} of {records} records failed")
-    per_msg, cpu = [], 0
-    for _ in range(reps):
+    print("ready", flush=True)
+    for line in sys.stdin:
+        if line.strip() != "run":
+            break
         gc.collect()
         cpu_start, start = time.process_time_ns(), time.perf_counter_ns()
         failed = run(events, context)
         elapsed = time.perf_counter_ns() - start
-        cpu += time.process_time_ns() - cpu_start
+        cpu = time.process_time_ns() - cpu_start
         if failed != 0:
             sys.exit(f"bench.py: {failed} of {records} records failed")
-        per_msg.append(elapsed / records)
-    result = {"records": records, "ns_per_msg": per_msg, "cpu_ns_per_msg": cpu / (records * reps)}
-    json.dump(result, sys.stdout)
-    sys.stdout.write("\n")
+        print(elapsed / records, cpu / records, flush=True)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,370 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
+
+	"github.com/jobkit-go/jobkit/functions/samplejobs"
+	"github.com/jobkit-go/jobkit/internal/chaos"
+	"github.com/jobkit-go/jobkit/jobs"
+	"github.com/jobkit-go/jobkit/localstack/awstest"
+	"github.com/jobkit-go/jobkit/localstack/esm"
+	"github.com/jobkit-go/jobkit/localstack/faultproxy"
+)
+
+// The e2e benchmark measures jobs end to end on the offline stack against the plainest loop the
+// same emulator allows, in the same run, in alternating pairs:
+//
+//   - stack: e2eJobs idempotent email jobs (the sample's SendEmail, DynamoDB idempotency on, job
+//     states on, as the sample stack deploys it) enqueued with jobs.Client.EnqueueBatch onto the
+//     offline sample stack (chaos.StartStack: cdk.out deployed on the emulator, the real email
+//     function binary behind the local Lambda Runtime API, the local event source mapping with
+//     the deployed batch size, window and concurrency), from the first enqueue until the mapping
+//     has deleted the last one.
+//   - raw: an aws-sdk-go-v2 loop on a queue of the same emulator: SendMessageBatch of 10 (four
+//     calls in flight, as EnqueueBatch), and as many pollers as the email mapping's
+//     MaximumConcurrency, each receiving 10 with a long poll and deleting them in one
+//     DeleteMessageBatch; no idempotency, no function, no job decode.
+//
+// Every call of both sides goes through the counting proxy in front of the emulator. A pair runs
+// both sides once, the order alternating from pair to pair; a *_jobs_per_s figure is a side's
+// median, e2e_vs_raw the median of the pairs' ratios with their spread. The calls per job are
+// counted by API over all pairs: the email queue's SQS calls and every DynamoDB call for the
+// stack (the idle pollers of the other queues are left out), the raw queue's calls for the loop.
+//
+//	e2e_jobs_per_s, e2e_raw_jobs_per_s   jobs per second, enqueue to delete
+//	e2e_vs_raw, e2e_vs_raw_spread        stack / raw (target ≥ 0.8)
+//	e2e_calls_per_job, e2e_raw_calls_per_job           all calls per job
+//	e2e_calls_per_job_<API>, e2e_raw_calls_per_job_<API>  per API ("SQS.ReceiveMessage"...)
+//	e2e_jobs_per_invocation          the email mapping's batch size in practice
+//	e2e_invocation_ms_p50, _p90      an invocation's time, event to response (the local runtime)
+//	e2e_jobs, e2e_pairs
+func init() {
+	register("e2e", 58, benchE2E)
+}
+
+const (
+	e2eJobs    = 1000
+	e2ePairs   = minPairs
+	e2eTimeout = 5 * time.Minute
+)
+
+func benchE2E(ctx context.Context, emit func(string, any)) error {
+	cfg, err := awstest.LoadConfig(ctx)
+	if err != nil {
+		return err
+	}
+	if _, err := os.Stat(filepath.Join("cdk.out", "manifest.json")); err != nil {
+		return fmt.Errorf("e2e: no cloud assembly in cdk.out (run make synth): %w", err)
+	}
+	var batches e2eBatches
+	stack, err := chaos.StartStack(ctx, chaos.StackConfig{
+		AWS: cfg, CDKOut: "cdk.out", BuildDir: filepath.Join(".run", "bench", "functions"),
+		OnBatch: batches.add,
+	})
+	if err != nil {
+		return err
+	}
+	defer func() { _ = stack.Close(context.WithoutCancel(ctx)) }()
+	s, err := newE2ESides(ctx, stack)
+	if err != nil {
+		return err
+	}
+	defer s.close()
+
+	var stackCalls, rawCalls callCount
+	stackRates, rawRates, err := alternate(e2ePairs, func(int) (float64, error) {
+		rate, calls, err := s.stackRound(ctx)
+		stackCalls.add(calls)
+		return rate, err
+	}, func(int) (float64, error) {
+		rate, calls, err := s.rawRound(ctx)
+		rawCalls.add(calls)
+		return rate, err
+	})
+	if err != nil {
+		return err
+	}
+	emit("e2e_jobs", e2eJobs)
+	emit("e2e_pairs", e2ePairs)
+	emit("e2e_jobs_per_s", median(stackRates))
+	emit("e2e_raw_jobs_per_s", median(rawRates))
+	emitRatio(emit, "e2e_vs_raw", stackRates, rawRates)
+	batches.emit(emit, s.emailQueue)
+	stackCalls.emit(emit, "e2e_calls_per_job", e2eJobs*e2ePairs)
+	rawCalls.emit(emit, "e2e_raw_calls_per_job", e2eJobs*e2ePairs)
+	return nil
+}
+
+// e2eSides is what both sides run on: the stack's producer and email queue, and the raw loop's
+// queue and client (through the same counting proxy).
+type e2eSides struct {
+	stack      *chaos.Stack
+	producer   *jobs.Client
+	emailQueue string
+	pollers    int
+	raw        *sqs.Client
+	rawQueue   string
+	round      int
+}
+
+func newE2ESides(ctx context.Context, stack *chaos.Stack) (*e2eSides, error) {
+	producer, err := stack.Producer()
+	if err != nil {
+		return nil, err
+	}
+	s := &e2eSides{stack: stack, producer: producer, emailQueue: stack.QueueURL(samplejobs.KindSendEmail)}
+	for _, m := range stack.Deployment.Mappings {
+		if m.QueueURL == s.emailQueue {
+			s.pollers = max(m.MaximumConcurrency, 2)
+		}
+	}
+	if s.pollers == 0 {
+		return nil, errors.New("e2e: no event source mapping feeds the email queue")
+	}
+	s.raw = sqs.NewFromConfig(stack.Proxied)
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	q, err := s.raw.CreateQueue(ctx, &sqs.CreateQueueInput{
+		QueueName:  aws.String("e2e-raw-" + hex.EncodeToString(b[:])),
+		Attributes: map[string]string{"VisibilityTimeout": "30"},
+	})
+	if err != nil {
+		return nil, err
+	}
+	s.rawQueue = aws.ToString(q.QueueUrl)
+	return s, nil
+}
+
+func (s *e2eSides) close() {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	_, _ = s.raw.DeleteQueue(ctx, &sqs.DeleteQueueInput{QueueUrl: aws.String(s.rawQueue)})
+}
+
+// stackRound enqueues e2eJobs email jobs and waits until the email mapping has deleted them.
+func (s *e2eSides) stackRound(ctx context.Context) (float64, callCount, error) {
+	s.round++
+	deleted := func() int64 {
+		var n int64
+		for _, m := range s.stack.Dev().Stats() {
+			if m.QueueURL == s.emailQueue {
+				n += m.Deleted
+			}
+		}
+		return n
+	}
+	base := deleted()
+	s.stack.Proxy.ResetStats()
+	start := time.Now()
+	batch := make([]jobs.BatchJob, 0, 1000)
+	for i := range e2eJobs {
+		to := fmt.Sprintf("e2e%d-%05d@example.com", s.round, i)
+		batch = append(batch, jobs.BatchJob{Args: samplejobs.SendEmail{To: to, Subject: "e2e"}})
+		if len(batch) == cap(batch) || i == e2eJobs-1 {
+			if _, err := s.producer.EnqueueBatch(ctx, batch); err != nil {
+				return 0, callCount{}, fmt.Errorf("e2e: enqueue: %w", err)
+			}
+			batch = batch[:0]
+		}
+	}
+	for deleted()-base < e2eJobs {
+		if time.Since(start) > e2eTimeout {
+			return 0, callCount{}, fmt.Errorf("e2e: only %d of %d jobs done after %s", deleted()-base, e2eJobs, e2eTimeout)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	elapsed := time.Since(start)
+	st := s.stack.Proxy.Stats()
+	calls := callCount{}
+	calls.addStats(st.Queues[queueNameOf(s.emailQueue)], "SQS.")
+	calls.addStats(st, "DynamoDB.")
+	return e2eJobs / elapsed.Seconds(), calls, nil
+}
+
+// rawRound sends e2eJobs messages and has s.pollers pollers receive and delete them.
+func (s *e2eSides) rawRound(ctx context.Context) (float64, callCount, error) {
+	s.stack.Proxy.ResetStats()
+	ctx, cancel := context.WithTimeout(ctx, e2eTimeout)
+	defer cancel()
+	start := time.Now()
+	var left atomic.Int64
+	left.Store(e2eJobs)
+	errs := make(chan error, s.pollers+1)
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		errs <- s.rawSend(ctx)
+	}()
+	for range s.pollers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs <- s.rawPoll(ctx, &left)
+		}()
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			return 0, callCount{}, fmt.Errorf("e2e raw: %w", err)
+		}
+	}
+	calls := callCount{}
+	calls.addStats(s.stack.Proxy.Stats().Queues[queueNameOf(s.rawQueue)], "SQS.")
+	return e2eJobs / elapsed.Seconds(), calls, nil
+}
+
+// rawSend sends e2eJobs small bodies in SendMessageBatch calls of 10, four at once.
+func (s *e2eSides) rawSend(ctx context.Context) error {
+	sem := make(chan struct{}, 4)
+	var wg sync.WaitGroup
+	var failed atomic.Pointer[error]
+	for i := 0; i < e2eJobs; i += jobs.MaxBatchEntries {
+		entries := make([]sqstypes.SendMessageBatchRequestEntry, 0, jobs.MaxBatchEntries)
+		for j := i; j < min(i+jobs.MaxBatchEntries, e2eJobs); j++ {
+			entries = append(entries, sqstypes.SendMessageBatchRequestEntry{
+				Id: aws.String(strconv.Itoa(j - i)), MessageBody: aws.String(`{"to":"raw` + strconv.Itoa(j) + `@example.com"}`),
+			})
+		}
+		sem <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			out, err := s.raw.SendMessageBatch(ctx, &sqs.SendMessageBatchInput{QueueUrl: aws.String(s.rawQueue), Entries: entries})
+			if err == nil && len(out.Failed) > 0 {
+				err = fmt.Errorf("send: %d entries failed", len(out.Failed))
+			}
+			if err != nil {
+				failed.CompareAndSwap(nil, &err)
+			}
+		}()
+	}
+	wg.Wait()
+	if p := failed.Load(); p != nil {
+		return *p
+	}
+	return nil
+}
+
+// rawPoll receives up to 10 messages at a time and deletes them in one call, until left (the
+// messages not yet deleted, over all pollers) reaches 0.
+func (s *e2eSides) rawPoll(ctx context.Context, left *atomic.Int64) error {
+	for left.Load() > 0 {
+		out, err := s.raw.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{
+			QueueUrl: aws.String(s.rawQueue), MaxNumberOfMessages: 10, WaitTimeSeconds: 1,
+		})
+		if err != nil {
+			return err
+		}
+		if len(out.Messages) == 0 {
+			continue
+		}
+		entries := make([]sqstypes.DeleteMessageBatchRequestEntry, len(out.Messages))
+		for i, m := range out.Messages {
+			entries[i] = sqstypes.DeleteMessageBatchRequestEntry{Id: aws.String(strconv.Itoa(i)), ReceiptHandle: m.ReceiptHandle}
+		}
+		del, err := s.raw.DeleteMessageBatch(ctx, &sqs.DeleteMessageBatchInput{QueueUrl: aws.String(s.rawQueue), Entries: entries})
+		if err != nil {
+			return err
+		}
+		if len(del.Failed) > 0 {
+			return fmt.Errorf("delete: %d entries failed", len(del.Failed))
+		}
+		left.Add(-int64(len(entries)))
+	}
+	return nil
+}
+
+// callCount counts forwarded calls by API.
+type callCount map[string]int64
+
+func (c *callCount) add(o callCount) {
+	if *c == nil {
+		*c = callCount{}
+	}
+	for k, v := range o {
+		(*c)[k] += v
+	}
+}
+
+// addStats adds the forwarded calls of st's APIs whose names start with prefix.
+func (c callCount) addStats(st faultproxy.Stats, prefix string) {
+	for name, a := range st.APIs {
+		if strings.HasPrefix(name, prefix) && a.Forwarded > 0 {
+			c[name] += a.Forwarded
+		}
+	}
+}
+
+// emit prints the total calls per job as key and each API's as key_<API>.
+func (c callCount) emit(emit func(string, any), key string, jobs int) {
+	names := make([]string, 0, len(c))
+	var total int64
+	for name, n := range c {
+		names = append(names, name)
+		total += n
+	}
+	sort.Strings(names)
+	emit(key, float64(total)/float64(jobs))
+	for _, name := range names {
+		emit(key+"_"+name, float64(c[name])/float64(jobs))
+	}
+}
+
+// queueNameOf is the name in a queue URL, as the proxy keys its per-queue counters.
+func queueNameOf(url string) string { return url[strings.LastIndexByte(url, '/')+1:] }
+
+// e2eBatches keeps the size and duration of every email batch the mapping invoked.
+type e2eBatches struct {
+	mu    sync.Mutex
+	queue []string
+	sizes []int
+	durs  []time.Duration
+}
+
+func (b *e2eBatches) add(_ string, rep esm.BatchReport) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.queue = append(b.queue, rep.QueueURL)
+	b.sizes = append(b.sizes, len(rep.MessageIDs))
+	b.durs = append(b.durs, rep.Duration)
+}
+
+// emit prints the figures of queue's batches.
+func (b *e2eBatches) emit(emit func(string, any), queue string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	var jobs int
+	var ms []float64
+	for i, q := range b.queue {
+		if q == queue {
+			jobs += b.sizes[i]
+			ms = append(ms, float64(b.durs[i].Microseconds())/1000)
+		}
+	}
+	if len(ms) == 0 {
+		return
+	}
+	sort.Float64s(ms)
+	emit("e2e_jobs_per_invocation", float64(jobs)/float64(len(ms)))
+	emit("e2e_invocation_ms_p50", ms[len(ms)/2])
+	emit("e2e_invocation_ms_p90", ms[len(ms)*9/10])
+}
