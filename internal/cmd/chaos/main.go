@@ -44,12 +44,14 @@ func main() {
 	flag.DurationVar(&cfg.LedgerTimeout, "ledger-timeout", 0, "the ledger function's timeout during the run (0: the sample's)")
 	flag.DurationVar(&cfg.LongJobVisibility, "long-vt", chaos.DefaultLongJobVisibility, "the transcode queue's visibility timeout; the long job runs 3× as long")
 	flag.DurationVar(&cfg.Timeout, "timeout", chaos.DefaultTimeout, "how long the jobs may take to settle")
+	emailLimit := flag.Bool("email-rate-limit", false, "keep the email function's rate limit (100/s): its snoozes double the emulator's calls, past the run's time bound at 10,000 jobs")
 	flag.StringVar(&cfg.FunctionLogLevel, "function-log-level", "", "the functions' log level (DEBUG logs every job)")
 	var seed uint64
 	flag.Uint64Var(&seed, "seed", 1, "seed of the plan and the faults")
 	deadline := flag.Duration("deadline", 14*time.Minute, "bound on the whole run (deploy, jobs, checks)")
 	logFile := flag.String("log", filepath.Join(".run", "chaos", "functions.log"), "file for the functions' output (\"\" discards it)")
 	flag.Parse()
+	cfg.NoEmailRateLimit = !*emailLimit
 	cfg.Seed, cfg.Plan.Seed = seed, seed
 	cfg.Progress = os.Stderr
 
@@ -87,10 +89,10 @@ func run(ctx context.Context, cfg chaos.Config, logFile string) int {
 	}
 	cfg.FunctionOutput = out
 	cfg.Logger = slog.New(slog.NewJSONHandler(out, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	fmt.Fprintf(os.Stderr, "chaos: %d jobs (%d FIFO groups × %d), transient %.0f%%, poison %.0f%%, overrun %.1f%%, sent twice %.0f%%, kills %.0f%% of invocations, %d short transcodes with the container killed in %.0f%% of their starts, throttling %.0f%% and latency up to %s on %.0f%% of AWS calls, long job %s (3× its queue's visibility timeout)\n",
+	fmt.Fprintf(os.Stderr, "chaos: %d jobs (%d FIFO groups × %d), transient %.0f%%, poison %.0f%%, overrun %.1f%%, sent twice %.0f%%, kills %.0f%% of invocations, %d short transcodes with the container killed in %.0f%% of their first starts, throttling %.0f%% and latency up to %s on %.0f%% of AWS calls, long job %s (3× its queue's visibility timeout), email rate limit %s\n",
 		cfg.Plan.Jobs, cfg.Plan.Groups, cfg.Plan.GroupJobs, 100*cfg.Plan.TransientRate, 100*cfg.Plan.PoisonRate,
 		100*cfg.Plan.OverrunRate, 100*cfg.Plan.DuplicateRate, 100*cfg.KillRate, cfg.Plan.Transcodes, 100*cfg.ContainerKillRate, 100*cfg.ThrottleRate,
-		cfg.MaxLatency, 100*cfg.LatencyRate, 3*cfg.LongJobVisibility)
+		cfg.MaxLatency, 100*cfg.LatencyRate, 3*cfg.LongJobVisibility, map[bool]string{true: "off", false: "on"}[cfg.NoEmailRateLimit])
 	t0 := time.Now()
 	rep, err := chaos.Run(ctx, cfg)
 	if err != nil {

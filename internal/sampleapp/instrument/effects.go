@@ -21,6 +21,11 @@ import (
 // nothing is recorded.
 const EnvEffectsTable = "EFFECTS_TABLE"
 
+// EnvNoRateLimit, set to "1" on the instrumented email function, leaves out its rate limit
+// (samplejobs.EmailRateLimits): make chaos's 10,000 jobs measure loss and duplication, which
+// snoozes for tokens would only slow past its time bound on one emulator.
+const EnvNoRateLimit = "JOBKIT_SAMPLE_NO_RATE_LIMIT"
+
 // Attribute names of an effects item (one per job id).
 const (
 	EffectsIDAttr      = "id"      // partition key: the job id
