@@ -17,7 +17,7 @@ const KindSendEmail = "email.send"
 // function's jobs take a token from the limiter LimiterMailProvider first.
 const (
 	LimiterMailProvider = "mail-provider"
-	EmailRatePerSecond  = 100
+	EmailRatePerSecond  = 1000
 )
 
 // EmailRateLimits is the email function's rate limit: EmailRatePerSecond SendEmail jobs a second

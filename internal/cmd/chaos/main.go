@@ -44,7 +44,7 @@ func main() {
 	flag.DurationVar(&cfg.LedgerTimeout, "ledger-timeout", 0, "the ledger function's timeout during the run (0: the sample's)")
 	flag.DurationVar(&cfg.LongJobVisibility, "long-vt", chaos.DefaultLongJobVisibility, "the transcode queue's visibility timeout; the long job runs 3× as long")
 	flag.DurationVar(&cfg.Timeout, "timeout", chaos.DefaultTimeout, "how long the jobs may take to settle")
-	emailLimit := flag.Bool("email-rate-limit", false, "keep the email function's rate limit (100/s): its snoozes double the emulator's calls, past the run's time bound at 10,000 jobs")
+	emailLimit := flag.Bool("email-rate-limit", false, "keep the email function's rate limit: its snoozes double the emulator's calls, past the run's time bound at 10,000 jobs")
 	flag.StringVar(&cfg.FunctionLogLevel, "function-log-level", "", "the functions' log level (DEBUG logs every job)")
 	var seed uint64
 	flag.Uint64Var(&seed, "seed", 1, "seed of the plan and the faults")
