@@ -81,13 +81,14 @@ func (d *testDisplay) Note(text string) { d.t.Log(text) }
 type outputLines struct {
 	emailsSent    map[string]int // by idempotency key
 	transcodes    map[string]int // by job id
-	willRetry     map[string]int // by job id
+	willRetry     map[string]int // by job id: attempts failed by the fault plan (instrument.ErrInjected)
+	otherRetry    map[string]int // by job id: attempts failed by the emulator (a call past the deadline)
 	deadLettered  map[string]int // by job id
 	orderRefusals int
 }
 
 func readOutput(t *testing.T, out []byte) outputLines {
-	l := outputLines{emailsSent: map[string]int{}, transcodes: map[string]int{}, willRetry: map[string]int{}, deadLettered: map[string]int{}}
+	l := outputLines{emailsSent: map[string]int{}, transcodes: map[string]int{}, willRetry: map[string]int{}, otherRetry: map[string]int{}, deadLettered: map[string]int{}}
 	sc := bufio.NewScanner(bytes.NewReader(out))
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
 	for sc.Scan() {
@@ -106,7 +107,14 @@ func readOutput(t *testing.T, out []byte) outputLines {
 		case samplejobs.TranscodeDoneMessage:
 			l.transcodes[str("job_id")]++
 		case "job failed: will retry":
-			l.willRetry[str("job_id")]++
+			// A retry the plan did not inject is the emulator's doing (LocalStack's DynamoDB
+			// answering a burst's first calls after the invocation's deadline): at-least-once
+			// delivery, which the checks below still hold to one effect per job.
+			if strings.Contains(str("error"), instrument.ErrInjected.Error()) {
+				l.willRetry[str("job_id")]++
+			} else {
+				l.otherRetry[str("job_id")]++
+			}
 		case "job dead-lettered":
 			l.deadLettered[str("job_id")]++
 		}
@@ -288,7 +296,7 @@ func TestEndToEnd(t *testing.T) {
 		enqueued++
 		f := j.Faults
 		outcome, reason := devapp.Expect(f, qu.MaxAttempts)
-		if lines.willRetry[j.ID] > 0 {
+		if lines.willRetry[j.ID]+lines.otherRetry[j.ID] > 0 {
 			nRet++
 		}
 		if f.FailAttempts > 0 && !qu.FIFO {
@@ -324,7 +332,7 @@ func TestEndToEnd(t *testing.T) {
 			require.Equal(t, j.Kind, dj.Kind, id)
 			require.Equal(t, qu.URL, dj.SourceQueue, id)
 			require.Equal(t, qu.Function, dj.Function, id)
-			first := 1 // the attempt the job first ran at
+			first := 1 + lines.otherRetry[j.ID] // the attempt the job first ran at
 			if qu.FIFO {
 				first = dj.Attempts - lines.willRetry[j.ID]
 				require.GreaterOrEqual(t, first, 1, id)
