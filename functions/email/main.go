@@ -17,6 +17,7 @@ import (
 	"github.com/jobkit-go/jobkit/functions/samplejobs"
 	"github.com/jobkit-go/jobkit/idempotency"
 	"github.com/jobkit-go/jobkit/jobs"
+	"github.com/jobkit-go/jobkit/jobs/ratelimit"
 	"github.com/jobkit-go/jobkit/jobs/state"
 )
 
@@ -34,6 +35,7 @@ func main() {
 	store := idempotency.NewDynamoDBStore(db, table)
 	workers := jobs.NewWorkers()
 	// The provider's rate limit first, so a job waiting for a token holds no idempotency claim.
+	workers.Use(ratelimit.Middleware(ratelimit.NewStore(db, table), samplejobs.EmailRateLimits(), nil))
 	idem := &idempotency.Config{}
 	if name := os.Getenv(jobs.EnvStateTable); name != "" {
 		// Job states: running and succeeded in the idempotency records, batch members counted.

@@ -65,9 +65,10 @@ const (
 //
 // A DynamoDB error is not the job's failure: the job is snoozed (not run, not charged) for 5-10 s.
 //
-// Cost per job: one UpdateItem when a token is there (two when the job wakes late); one more per
-// refusal, plus, with a delivery ledger, its UpdateItem for the refused delivery and a GetItem on
-// the next one.
+// Cost per job: at most one UpdateItem when a token is there (two when the job wakes late), and
+// less in a batch: the jobs of an invocation that reserve together share a call (Store.Reserve).
+// A refusal costs at most one more, none when the bucket's last answer already implies it, plus,
+// with a delivery ledger, its UpdateItem for the refused delivery and a GetItem on the next one.
 func Middleware(store *Store, rules Rules, opts *Options) jobs.Middleware {
 	var o Options
 	if opts != nil {

@@ -4,9 +4,11 @@
 //
 // Each limit is a GCRA bucket (the generic cell rate algorithm, a token bucket kept as one
 // timestamp): an item "rate#<limiter>#<key>" whose attribute "tat" is the theoretical arrival
-// time of the next token. Taking a token is one conditional UpdateItem and no read: it succeeds
-// when the bucket has a token and returns the bucket's state (ALL_OLD) when it has not, so a
-// refusal also costs one call and says how long until the next token. Over any window of length
+// time of the next token. Taking tokens is one conditional UpdateItem and no read: it succeeds
+// when the bucket has them and returns the bucket's state (ALL_OLD) when it has not, which says
+// how long until the next token. The jobs of one process that want a bucket at the same time
+// share a call — it takes a token for each — and a job the last answer already refuses costs
+// no call, so a Lambda batch of rate-limited jobs costs one or two writes, not one a job. Over any window of length
 // Per, no more than N + Burst - 1 tokens are handed out (N with the default Burst of 1). Each take
 // writes its own random id into the item ("take") and holds only if the id there is another: a
 // take whose answer was lost and that the SDK sends again is refused with its own id in the
@@ -29,6 +31,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -104,7 +107,9 @@ type Store struct {
 	table  string
 	opts   StoreOptions
 	now    func() time.Time
-	seen   sync.Map // bucket id → its tat as last seen here (int64): the first guess of a take
+	// buckets maps a bucket item's id to what this store knows of it (*bucket): its tat as last
+	// seen here and the reservations waiting to share its next call.
+	buckets sync.Map
 	// slow is a decaying high-water mark of how long a take's UpdateItem took here, in µs: the
 	// lead of the next reservation covers it (see lead).
 	slow atomic.Int64
@@ -156,8 +161,16 @@ func (s *Store) Take(ctx context.Context, name, key string, l Limit) (Reservatio
 // Reserve takes a token due within maxWait from now: the caller starts its work at At, not
 // before, so the work's rate keeps the limit whatever the callers' timing (a batch of jobs
 // arriving at one instant is spread over the tokens' times rather than refused all but one).
-// Cost: one UpdateItem whether it takes a token or not; rarely a second, when the bucket's state
-// changed between the guess of the first and its write. No read.
+//
+// Concurrent reservations of one bucket in a process share a call: while one UpdateItem is in
+// flight the others queue, and the next call takes a token for each of them at once (as many as
+// fall due within maxWait), so a Lambda batch of 25 rate-limited jobs costs one or two writes,
+// not 25. A reservation that the bucket's state last seen here already refuses (its next token
+// is due past maxWait; the state only moves later) is answered without a call.
+//
+// Cost: at most one UpdateItem per reservation, usually fewer: one per group of concurrent
+// reservations, rarely a second when the bucket's state changed between the guess of the first
+// and its write; none for a refusal the last answer already implies. No read.
 func (s *Store) Reserve(ctx context.Context, name, key string, l Limit, maxWait time.Duration) (Reservation, error) {
 	if err := checkName(name); err != nil {
 		return Reservation{}, err
@@ -171,55 +184,227 @@ func (s *Store) Reserve(ctx context.Context, name, key string, l Limit, maxWait 
 		id += "#" + strconv.Itoa(rand.IntN(shards))
 	}
 	g := newGCRA(l, shards)
-	ahead := g.tolerance + max(maxWait, 0) // how far ahead of now the next token may be
+	maxWait = max(maxWait, 0)
+	b := s.bucket(id)
+
+	b.mu.Lock()
+	if wait := b.refusal(s.now().Add(s.lead()).UnixMicro(), g, maxWait); wait > 0 {
+		b.mu.Unlock()
+		return Reservation{Wait: wait}, nil
+	}
+	w := &waiter{maxWait: maxWait, done: make(chan result, 1)}
+	b.queue = append(b.queue, w)
+	leader := !b.inflight
+	b.inflight = true
+	b.mu.Unlock()
+
+	for !leader {
+		select {
+		case r := <-w.done:
+			if !r.lead {
+				return r.res, r.err
+			}
+			leader = true
+		case <-ctx.Done():
+			b.mu.Lock()
+			if i := slices.Index(b.queue, w); i >= 0 && !w.leading {
+				b.queue = slices.Delete(b.queue, i, i+1)
+				b.mu.Unlock()
+				return Reservation{}, &StoreError{ID: id, Err: context.Cause(ctx)}
+			}
+			b.mu.Unlock()
+			// Taken into a group (its answer is on the way) or made leader: wait for it.
+			r := <-w.done
+			if !r.lead {
+				return r.res, r.err
+			}
+			leader = true
+		}
+	}
+	if err := ctx.Err(); err != nil {
+		// Its caller has gone: it leaves the queue (at its head) and passes the lead on.
+		b.mu.Lock()
+		b.queue = slices.Delete(b.queue, 0, 1)
+		b.handOn()
+		b.mu.Unlock()
+		return Reservation{}, &StoreError{ID: id, Err: context.Cause(ctx)}
+	}
+	s.leadGroup(ctx, b, id, g)
+	r := <-w.done // the group the leader took includes itself
+	return r.res, r.err
+}
+
+// bucket returns the state this store keeps of the bucket item id.
+func (s *Store) bucket(id string) *bucket {
+	if b, ok := s.buckets.Load(id); ok {
+		return b.(*bucket)
+	}
+	b, _ := s.buckets.LoadOrStore(id, &bucket{})
+	return b.(*bucket)
+}
+
+// bucket is what a store knows of one bucket item and the reservations waiting for its call.
+type bucket struct {
+	mu       sync.Mutex
+	inflight bool      // a leader is taking tokens for a group
+	queue    []*waiter // reservations waiting for the next call, in arrival order
+	// tat is the bucket's tat as last seen here, Unix µs (0: never seen). The item's own can only
+	// be later: every take moves it forward, and TTL removes only an item idle for an hour.
+	tat int64
+}
+
+// waiter is one queued reservation.
+type waiter struct {
+	maxWait time.Duration
+	leading bool        // told to lead (set under the bucket's lock)
+	done    chan result // its answer, or the word to lead the next call; buffered
+}
+
+type result struct {
+	res  Reservation
+	err  error
+	lead bool
+}
+
+// refusal is, when the bucket's tat last seen here puts its next token past maxWait from now,
+// how long until it would not; else 0. Called with b.mu held.
+func (b *bucket) refusal(nowUS int64, g gcra, maxWait time.Duration) time.Duration {
+	if b.tat == 0 {
+		return 0
+	}
+	return max(time.Duration(b.tat-nowUS)*time.Microsecond-g.tolerance-maxWait, 0)
+}
+
+// seen records a tat the bucket item was seen to hold.
+func (b *bucket) seen(tat int64) {
+	b.mu.Lock()
+	b.tat = max(b.tat, tat)
+	b.mu.Unlock()
+}
+
+// maxGroup is how many reservations one call takes tokens for: the tokens due within maxWait of
+// an idle bucket (a busy one fits no more), and no more than a DynamoDB write should carry.
+func maxGroup(g gcra, maxWait time.Duration) int {
+	return min(int((g.tolerance+maxWait)/g.interval)+1, maxGroupSize)
+}
+
+// maxGroupSize caps a group: a Lambda batch is at most 10,000 records, SQS's at most 10.
+const maxGroupSize = 1000
+
+// leadGroup takes tokens for the reservations at the head of b's queue that share the first's
+// maxWait (itself included), answers each, and hands the lead to the next queued reservation, if
+// any. ctx is the leader's: the group's call is bounded by it.
+func (s *Store) leadGroup(ctx context.Context, b *bucket, id string, g gcra) {
+	b.mu.Lock()
+	maxWait := b.queue[0].maxWait
+	n := 0
+	for n < len(b.queue) && n < maxGroup(g, maxWait) && b.queue[n].maxWait == maxWait {
+		n++
+	}
+	group := slices.Clone(b.queue[:n])
+	b.queue = slices.Delete(b.queue, 0, n)
+	// The answer that refused the group before it may refuse it again, without a call.
+	wait := b.refusal(s.now().Add(s.lead()).UnixMicro(), g, maxWait)
+	b.mu.Unlock()
+
+	var at []time.Time
+	var err error
+	if wait == 0 {
+		at, wait, err = s.takeN(ctx, b, id, g, n, maxWait)
+	}
+	for i, w := range group {
+		switch {
+		case err != nil:
+			w.done <- result{err: err}
+		case i < len(at):
+			w.done <- result{res: Reservation{OK: true, At: at[i]}}
+		default:
+			w.done <- result{res: Reservation{Wait: wait}}
+		}
+	}
+
+	b.mu.Lock()
+	b.handOn()
+	b.mu.Unlock()
+}
+
+// handOn makes the reservation at the head of the queue the next leader, or ends the lead when
+// none waits. Called with b.mu held.
+func (b *bucket) handOn() {
+	if len(b.queue) == 0 {
+		b.inflight = false
+		return
+	}
+	next := b.queue[0]
+	next.leading = true
+	next.done <- result{lead: true}
+}
+
+// takeN takes up to n tokens due within maxWait from now (after the lead) in one conditional
+// UpdateItem, and returns when each is due. Those it could not take (all n when it returns none)
+// are refused: wait is how long until one more would be due within maxWait.
+func (s *Store) takeN(ctx context.Context, b *bucket, id string, g gcra, n int, maxWait time.Duration) (at []time.Time, wait time.Duration, err error) {
+	ahead := g.tolerance + maxWait // how far ahead of now the next token may be
+	interval := g.interval.Microseconds()
 	lead := s.lead()
 	now := s.now().Add(lead)
 	// First guess: busy if the bucket was busy here within the last busyMemory (others have
 	// likely kept it so), else idle (tat <= now). When the guess is wrong the refusal says so,
 	// with the bucket's state, and the second call takes the other branch.
-	busy := false
-	if v, ok := s.seen.Load(id); ok {
-		busy = v.(int64) > now.Add(-max(busyMemory, g.interval)).UnixMicro()
+	b.mu.Lock()
+	busy := b.tat > now.Add(-max(busyMemory, g.interval)).UnixMicro()
+	b.mu.Unlock()
+	// dueFrom lists the k tokens after base (the tat before the take) that a take of k got.
+	dueFrom := func(base int64, k, nowUS int64) []time.Time {
+		ts := make([]time.Time, k)
+		for i := range k {
+			ts[i] = time.UnixMicro(max(nowUS, base+i*interval-g.tolerance.Microseconds()))
+		}
+		return ts
 	}
 	for range 3 {
 		nowUS := now.UnixMicro()
 		take := strconv.FormatUint(rand.Uint64(), 36)
 		start := s.now()
-		out, err := s.client.UpdateItem(ctx, s.takeInput(id, g, nowUS, ahead, busy, take))
+		out, err := s.client.UpdateItem(ctx, s.takeInput(id, g, nowUS, ahead, busy, n, take))
 		s.observe(s.now().Sub(start))
 		if err == nil {
-			at, tat := now, nowUS+g.interval.Microseconds()
-			if next, ok := tatOf(out.Attributes); ok && busy {
-				old := next - g.interval.Microseconds()
-				at, tat = time.UnixMicro(max(nowUS, old-g.tolerance.Microseconds())), next
+			tat, ok := tatOf(out.Attributes)
+			if !ok { // not UPDATED_NEW: the idle branch's tat is known without it
+				tat = nowUS + int64(n)*interval
 			}
-			s.seen.Store(id, tat)
-			return Reservation{OK: true, At: at}, nil
+			b.seen(tat)
+			// Those of the group a refusal cut off wait for the token after these.
+			wait := max(time.Duration(tat-nowUS-ahead.Microseconds())*time.Microsecond, g.interval/2)
+			return dueFrom(tat-int64(n)*interval, int64(n), nowUS), wait, nil
 		}
 		var ccf *types.ConditionalCheckFailedException
 		if !errors.As(err, &ccf) {
-			return Reservation{}, &StoreError{ID: id, Err: err}
+			return nil, 0, &StoreError{ID: id, Err: err}
 		}
 		tat, ok := tatOf(ccf.Item)
 		if !ok {
 			busy = false // the item is gone (TTL) or malformed: try the idle branch again
 			continue
 		}
-		s.seen.Store(id, tat)
+		b.seen(tat)
 		if v, _ := ccf.Item[AttrLastTake].(*types.AttributeValueMemberS); v != nil && v.Value == take {
-			// This very take was written, its answer lost, and the SDK sent it again: the token
-			// is ours (taking another would waste one). It is due one interval before tat.
-			old := tat - g.interval.Microseconds()
-			return Reservation{OK: true, At: time.UnixMicro(max(nowUS, old-g.tolerance.Microseconds()))}, nil
+			// This very take was written, its answer lost, and the SDK sent it again: the tokens
+			// are ours (taking more would waste them). They are the n before tat.
+			return dueFrom(tat-int64(n)*interval, int64(n), nowUS), 0, nil
 		}
-		if wait := time.Duration(tat-nowUS)*time.Microsecond - ahead; wait > 0 {
-			return Reservation{Wait: wait}, nil
+		reach := nowUS + ahead.Microseconds() // the latest tat a take may start from
+		if tat > reach {
+			return nil, time.Duration(tat-reach) * time.Microsecond, nil
 		}
 		busy = tat > nowUS
+		if busy { // as many as fall due within maxWait from tat
+			n = min(n, int((reach-tat)/interval)+1)
+		}
 		now = s.now().Add(lead)
 	}
 	// The bucket moved under each try: a crowd is taking its tokens. Say it is empty for a tick.
-	return Reservation{Wait: g.interval}, nil
+	return nil, g.interval, nil
 }
 
 // lead is how far ahead of now the next reservation is made: StoreOptions.Lead, raised to 1.5
@@ -246,15 +431,17 @@ func (s *Store) observe(took time.Duration) {
 	}
 }
 
-// takeInput is the conditional UpdateItem that takes one token. Idle: tat <= now (or no item),
-// the new tat is now + interval. Busy: now < tat <= now + ahead, the new tat is tat + interval,
-// and the new one comes back (UPDATED_NEW) to tell when the token is due: one interval before.
-// Both write take, the call's own id, and hold only if the item's last take is another: when the
-// SDK resends a take whose answer was lost after it was written, the refusal's ALL_OLD shows the
-// take's own id and Reserve knows the token is its — a retried call does not take two.
-func (s *Store) takeInput(id string, g gcra, nowUS int64, ahead time.Duration, busy bool, take string) *dynamodb.UpdateItemInput {
+// takeInput is the conditional UpdateItem that takes n tokens. Idle: tat <= now (or no item),
+// the new tat is now + n intervals. Busy: now < tat and the last of the n tokens is due within
+// ahead of now, the new tat is tat + n intervals, and the new one comes back (UPDATED_NEW) to
+// tell when they are due. Both write take, the call's own id, and hold only if the item's last
+// take is another: when the SDK resends a take whose answer was lost after it was written, the
+// refusal's ALL_OLD shows the take's own id and Reserve knows the tokens are its — a retried
+// call does not take twice.
+func (s *Store) takeInput(id string, g gcra, nowUS int64, ahead time.Duration, busy bool, n int, take string) *dynamodb.UpdateItemInput {
 	interval := g.interval.Microseconds()
-	exp := strconv.FormatInt((nowUS+ahead.Microseconds()+interval)/1e6+bucketTTL, 10)
+	span := int64(n) * interval
+	exp := strconv.FormatInt((nowUS+ahead.Microseconds()+span)/1e6+bucketTTL, 10)
 	in := &dynamodb.UpdateItemInput{
 		TableName:                           aws.String(s.table),
 		Key:                                 map[string]types.AttributeValue{AttrID: &types.AttributeValueMemberS{Value: id}},
@@ -269,7 +456,7 @@ func (s *Store) takeInput(id string, g gcra, nowUS int64, ahead time.Duration, b
 		in.ConditionExpression = aws.String("(attribute_not_exists(#t) OR #t <= :now)" + notResent)
 		in.UpdateExpression = aws.String("SET #t = :next, #e = :exp, #k = :k")
 		in.ExpressionAttributeValues = map[string]types.AttributeValue{
-			":now": num(nowUS), ":next": num(nowUS + interval), ":exp": &types.AttributeValueMemberN{Value: exp},
+			":now": num(nowUS), ":next": num(nowUS + span), ":exp": &types.AttributeValueMemberN{Value: exp},
 			":k": &types.AttributeValueMemberS{Value: take},
 		}
 		return in
@@ -278,7 +465,7 @@ func (s *Store) takeInput(id string, g gcra, nowUS int64, ahead time.Duration, b
 	in.UpdateExpression = aws.String("SET #t = #t + :i, #e = :exp, #k = :k")
 	in.ReturnValues = types.ReturnValueUpdatedNew
 	in.ExpressionAttributeValues = map[string]types.AttributeValue{
-		":now": num(nowUS), ":limit": num(nowUS + ahead.Microseconds()), ":i": num(interval),
+		":now": num(nowUS), ":limit": num(nowUS + ahead.Microseconds() - span + interval), ":i": num(span),
 		":exp": &types.AttributeValueMemberN{Value: exp}, ":k": &types.AttributeValueMemberS{Value: take},
 	}
 	return in

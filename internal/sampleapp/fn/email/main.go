@@ -18,6 +18,7 @@ import (
 	"github.com/jobkit-go/jobkit/idempotency"
 	"github.com/jobkit-go/jobkit/internal/sampleapp/instrument"
 	"github.com/jobkit-go/jobkit/jobs"
+	"github.com/jobkit-go/jobkit/jobs/ratelimit"
 	"github.com/jobkit-go/jobkit/jobs/state"
 )
 
@@ -35,6 +36,9 @@ func main() {
 	workers := jobs.NewWorkers()
 	store := idempotency.NewDynamoDBStore(db, table)
 	cfg.Deliveries = store // as the sample function: attempts count real runs
+	if os.Getenv(instrument.EnvNoRateLimit) != "1" {
+		workers.Use(ratelimit.Middleware(ratelimit.NewStore(db, table), samplejobs.EmailRateLimits(), nil))
+	}
 	workers.Use(instrument.StartLog(os.Stdout))
 	idem := &idempotency.Config{}
 	if name := os.Getenv(jobs.EnvStateTable); name != "" {
