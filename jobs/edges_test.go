@@ -112,6 +112,43 @@ func TestRuntimePostJobWorkIsBoundedOnSQS(t *testing.T) {
 	assert.Len(t, resp.BatchItemFailures, len(batch), "the dead-letter send did not fit: reported failed")
 }
 
+// A job dead-lettered just before the hard stop: its DLQ send is in flight when the batch stops
+// waiting for its jobs. The batch waits for the send (it ends with the post-job context) rather
+// than list the message failed, which would bring it back to be dead-lettered a second time.
+func TestRuntimeDeadLetterSendInFlightAtTheHardStopOnSQS(t *testing.T) {
+	t.Parallel()
+	cfg := awstest.Config(t)
+	direct := sqs.NewFromConfig(cfg)
+	dlq := awstest.CreateQueue(t, cfg, "dlq", nil)
+	q := awstest.CreateQueue(t, cfg, "q", &awstest.QueueOptions{VisibilityTimeout: 30})
+	enqueue(t, direct, q.URL, TestJob{N: 1, Mode: "sleep-cancel", Seconds: 1.9})
+	msgs := receive(t, direct, q.URL, 1, 10*time.Second)
+	require.Len(t, msgs, 1)
+
+	proxy, err := faultproxy.Start(awstest.Endpoint(), &faultproxy.Options{Latency: func(api string) time.Duration {
+		if api == "SQS.SendMessage" {
+			return 1200 * time.Millisecond
+		}
+		return 0
+	}})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = proxy.Close() })
+	slowCfg := cfg.Copy()
+	slowCfg.BaseEndpoint = aws.String(proxy.URL())
+
+	rc := runtimeConfig(sqs.NewFromConfig(slowCfg), q.URL, dlq.URL)
+	rc.SafetyMargin = 2 * time.Second // jobs end at 2 s, the hard stop at 3 s, AWS calls at 3.5 s
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Second)
+	defer cancel()
+	deadline, _ := ctx.Deadline()
+	resp, err := jobs.NewSQSHandler(testWorkers(nil), rc)(ctx, jobstest.EventFromMessages(q.ARN, msgs))
+	require.NoError(t, err)
+	assert.True(t, time.Now().Before(deadline), "answered before the Lambda deadline")
+	assert.Empty(t, resp.BatchItemFailures, "dead-lettered during the hard stop: not also listed failed")
+	dead := receive(t, direct, dlq.URL, 2, 3*time.Second)
+	require.Len(t, dead, 1, "in the DLQ once")
+}
+
 // Defect 3: SQS refuses a visibility ending more than 12 h after the message was received; the
 // receipt was before the invocation began (by up to the batching window), so a 12-hour snooze
 // or backoff is clamped below 12 h.

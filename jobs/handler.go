@@ -134,6 +134,10 @@ const (
 	stateRunning
 	stateDone
 	stateAbandoned
+	// The record's message is being sent to the DLQ: the hard stop does not abandon it (listing
+	// it failed would bring it back to be dead-lettered twice) but waits for the send, which ends
+	// with the post-job context, before the batch answers.
+	stateDeadLettering
 )
 
 type record struct {
@@ -546,9 +550,11 @@ func (b *batch) work() {
 
 // abandon stops waiting: records not finished are listed as failed (their visibility is left
 // alone), workers start nothing more, and runAll returns.
+// Records being dead-lettered are waited for (their send ends with the post-job context), so
+// that a message copied to the DLQ is never also listed failed.
 func (b *batch) abandon() {
-	defer b.release(time.Time{})
 	b.stop.Store(true)
+	var sending []*record
 	for i := range b.records {
 		r := &b.records[i]
 		if r.state.CompareAndSwap(statePending, stateAbandoned) {
@@ -556,8 +562,22 @@ func (b *batch) abandon() {
 			b.logRecord(slog.LevelError, r, "job not started near the Lambda deadline: reported failed", nil)
 		} else if r.state.CompareAndSwap(stateRunning, stateAbandoned) {
 			b.logRecord(slog.LevelError, r, "job still running near the Lambda deadline: reported failed", nil)
+		} else if r.state.Load() == stateDeadLettering {
+			sending = append(sending, r)
 		}
 	}
+	if len(sending) == 0 {
+		b.release(time.Time{})
+		return
+	}
+	go func() { // not on the watchdog's goroutine, which keeps the time of other batches
+		for _, r := range sending {
+			for r.state.Load() == stateDeadLettering {
+				time.Sleep(time.Millisecond)
+			}
+		}
+		b.release(time.Time{})
+	}()
 }
 
 // runRecord runs one record and decides its outcome.
@@ -590,7 +610,7 @@ func (b *batch) runRecord(r *record, clock *time.Duration) outcome {
 	if err != nil {
 		*clock = time.Since(b.start) // settling may have called AWS
 	}
-	if !r.state.CompareAndSwap(stateRunning, stateDone) {
+	if !r.state.CompareAndSwap(stateRunning, stateDone) && r.state.Load() != stateDone { // done: dead-lettered
 		return outAbandoned
 	}
 	if r.out == outSucceeded && r.pointer != nil && r.pointer.loaded && !r.isLost() {
@@ -682,6 +702,12 @@ func (b *batch) settle(r *record, err error) {
 			slog.String("reason", reason), LogString("state_error", stErr.Error()))
 		return
 	}
+	if !r.state.CompareAndSwap(stateRunning, stateDeadLettering) {
+		// The hard stop came first and reported it failed: it comes back, and is dead-lettered then.
+		r.out = outRetry
+		return
+	}
+	defer r.state.Store(stateDone)
 	if dlqErr := b.deadLetter(r, reason, err); dlqErr != nil {
 		r.out = outDeadFailed
 		b.logRecord(slog.LevelError, r, "dead-letter send failed: job reported failed", err,

@@ -71,6 +71,9 @@ func testWorkers(r *ran) *jobs.Workers {
 			return fmt.Errorf("job %d failed", job.Args.N)
 		case "cancel":
 			return jobs.Cancel(fmt.Errorf("job %d cannot succeed", job.Args.N))
+		case "sleep-cancel": // ignores its context
+			time.Sleep(d)
+			return jobs.Cancel(fmt.Errorf("job %d cannot succeed", job.Args.N))
 		case "snooze":
 			return jobs.Snooze(d)
 		case "panic":

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"os"
 	"sort"
 	"strconv"
@@ -18,6 +19,7 @@ import (
 
 	"github.com/jobkit-go/jobkit/jobs"
 	"github.com/jobkit-go/jobkit/localstack/awstest"
+	"github.com/jobkit-go/jobkit/localstack/emulator"
 	"github.com/jobkit-go/jobkit/localstack/esm"
 	"github.com/jobkit-go/jobkit/localstack/lambdaruntime"
 )
@@ -26,7 +28,9 @@ import (
 // queue of its own with its own DLQ, its own event source mapping (MaximumConcurrency
 // priorityLaneConcurrency) and its own pool of execution environments of this very program as the
 // function (benchFunctionEnv "priority"), as the PriorityQueue construct deploys them. A client
-// routes by EnqueueOpts.Priority. A job's wait is from its enqueued_at to the start of its run.
+// routes by EnqueueOpts.Priority. Each lane's queue is on an emulator process of its own, as SQS
+// serves each queue apart (startLaneEmulator); the lanes' functions share the machine's CPUs. A
+// job's wait is from its enqueued_at to the start of its run.
 // First, with no flood, priorityCritical critical jobs are enqueued at priorityRate per second.
 // Then priorityBulk bulk jobs are enqueued (EnqueueBatch) and, once they are all on the bulk lane
 // and its workers are taking them, the same critical stream again. The bulk lane drains for at
@@ -151,7 +155,19 @@ func benchPriority(ctx context.Context, emit func(string, any)) error {
 	if err != nil {
 		return err
 	}
-	client := sqs.NewFromConfig(awsCfg)
+	// SQS serves each queue apart: one queue's load does not slow another's receives. moto is one
+	// Python process that answers one call at a time, so on one emulator the bulk lane's
+	// receives and deletes would queue the critical lane's behind them — a cost of the emulator,
+	// not of lanes. The bulk lane gets an emulator process of its own (the CPU stays shared).
+	bulkEndpoint, stopBulk, err := startLaneEmulator(ctx)
+	if err != nil {
+		return fmt.Errorf("the bulk lane's emulator: %w", err)
+	}
+	defer stopBulk()
+	bulkCfg := awsCfg.Copy()
+	bulkCfg.BaseEndpoint = &bulkEndpoint
+	clients := map[string]*sqs.Client{"critical": sqs.NewFromConfig(awsCfg), "bulk": sqs.NewFromConfig(bulkCfg)}
+	endpoints := map[string]string{"critical": awstest.Endpoint(), "bulk": bulkEndpoint}
 	self, err := os.Executable()
 	if err != nil {
 		return err
@@ -163,6 +179,7 @@ func benchPriority(ctx context.Context, emit func(string, any)) error {
 	defer stop()
 	var wg sync.WaitGroup
 	for _, lane := range []string{"critical", "bulk"} {
+		client := clients[lane]
 		q, err := newBenchQueue(ctx, client, "bench-lane-"+lane, 5)
 		if err != nil {
 			return err
@@ -172,7 +189,7 @@ func benchPriority(ctx context.Context, emit func(string, any)) error {
 		rt, err := lambdaruntime.New(lambdaruntime.Function{
 			Name: "bench-lane-" + lane, Bootstrap: self, Timeout: 30 * time.Second, MaxInstances: priorityLaneConcurrency,
 			Env: map[string]string{benchFunctionEnv: "priority", jobs.EnvQueueURL: q.url, jobs.EnvDLQURL: q.dlqURL},
-		}, &lambdaruntime.Options{Output: out, Endpoint: awstest.Endpoint()})
+		}, &lambdaruntime.Options{Output: out, Endpoint: endpoints[lane]})
 		if err != nil {
 			return err
 		}
@@ -187,9 +204,14 @@ func benchPriority(ctx context.Context, emit func(string, any)) error {
 		go func() { defer wg.Done(); _ = p.Run(runCtx) }()
 	}
 	defer func() { stop(); wg.Wait() }()
-	producer, err := jobs.NewClient(client, jobs.ClientOptions{
-		DefaultQueueURL: lanes["critical"], Lanes: map[string]map[string]string{lanes["critical"]: lanes},
-	})
+	// The service's client routes by priority (EnqueueOpts.Priority); the flood, on the other
+	// emulator, goes through a client of that endpoint with the same lanes.
+	laneMap := map[string]map[string]string{lanes["critical"]: lanes}
+	producer, err := jobs.NewClient(clients["critical"], jobs.ClientOptions{DefaultQueueURL: lanes["critical"], Lanes: laneMap})
+	if err != nil {
+		return err
+	}
+	bulkProducer, err := jobs.NewClient(clients["bulk"], jobs.ClientOptions{DefaultQueueURL: lanes["critical"], Lanes: laneMap})
 	if err != nil {
 		return err
 	}
@@ -214,7 +236,7 @@ func benchPriority(ctx context.Context, emit func(string, any)) error {
 	for i := range flood {
 		flood[i] = jobs.BatchJob{Args: laneJob{Lane: "bulk", N: i}, Opts: &jobs.EnqueueOpts{Priority: "bulk"}}
 	}
-	if _, err := producer.EnqueueBatch(ctx, flood); err != nil {
+	if _, err := bulkProducer.EnqueueBatch(ctx, flood); err != nil {
 		return fmt.Errorf("flood: %w", err)
 	}
 	if err := critical(priorityCritical); err != nil {
@@ -227,6 +249,7 @@ func benchPriority(ctx context.Context, emit func(string, any)) error {
 	bulk, bulkRun := out.p95("bulk", 0, priorityBulk)
 
 	emit("priority_lane_concurrency", priorityLaneConcurrency)
+	emit("priority_emulators", 2)
 	emit("priority_critical_p95_wait_noflood_s", quiet.Seconds())
 	emit("priority_critical_p95_wait_s", flooded.Seconds())
 	emit("priority_critical_slowdown", flooded.Seconds()/quiet.Seconds())
@@ -247,4 +270,24 @@ func waitFor(done func() bool, limit time.Duration) error {
 		time.Sleep(100 * time.Millisecond)
 	}
 	return nil
+}
+
+// startLaneEmulator starts a moto process of its own on a free loopback port (emulator.Start) and
+// returns its endpoint and how to stop it.
+func startLaneEmulator(ctx context.Context) (string, func(), error) {
+	root, err := repoRoot()
+	if err != nil {
+		return "", nil, err
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", nil, err
+	}
+	endpoint := "http://" + l.Addr().String()
+	_ = l.Close()
+	e, err := emulator.Start(ctx, root, endpoint)
+	if err != nil {
+		return "", nil, err
+	}
+	return endpoint, func() { _ = e.Stop() }, nil
 }
