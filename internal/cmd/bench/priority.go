@@ -31,20 +31,21 @@ import (
 // routes by EnqueueOpts.Priority. Each lane's queue is on an emulator process of its own, as SQS
 // serves each queue apart (startLaneEmulator); the lanes' functions share the machine's CPUs. A
 // job's wait is from its enqueued_at to the start of its run.
-// First, with no flood, priorityCritical critical jobs are enqueued at priorityRate per second.
-// Then priorityBulk bulk jobs are enqueued (EnqueueBatch) and, once they are all on the bulk lane
-// and its workers are taking them, the same critical stream again. The bulk lane drains for at
-// most priorityDrain after that.
+// The figures come from priorityPairs alternating pairs of runs (pairs.go): a quiet run, where
+// priorityCritical critical jobs are enqueued at priorityRate per second with nothing else, and a
+// flooded run, where priorityBulk bulk jobs are enqueued (EnqueueBatch) and then the same critical
+// stream; the bulk lane drains (for at most priorityDrain) before the next run.
 //
-//	priority_critical_p95_wait_noflood_s  critical p95 wait with no flood
-//	priority_critical_p95_wait_s          critical p95 wait with the bulk lane flooded
-//	priority_critical_slowdown            the ratio of the two (the goal: at most 2)
+//	priority_critical_p95_wait_noflood_s  critical p95 wait with no flood (median of the runs)
+//	priority_critical_p95_wait_s          critical p95 wait with the bulk lane flooded (median)
+//	priority_critical_slowdown            median of the pairs' ratios, with _spread (goal: ≤ 2)
 //	priority_critical_p95_to_receive_noflood_s, priority_critical_p95_to_receive_s
 //	                                      the part of the wait before the first receive
 //	                                      (send, and time in the queue until a poller took it;
-//	                                      SQS's ApproximateFirstReceiveTimestamp, ms), p95
-//	priority_bulk_p95_wait_s              bulk p95 wait, of the bulk jobs run by the end
-//	priority_bulk_jobs_run                bulk jobs run by the end (of priorityBulk)
+//	                                      SQS's ApproximateFirstReceiveTimestamp, ms), p95, median
+//	priority_bulk_jobs_run_during_critical  bulk jobs run by the end of the flooded critical stream
+//	priority_bulk_p95_wait_s              bulk p95 wait, of the bulk jobs run by the end (median)
+//	priority_bulk_jobs_run                bulk jobs run by the end (of priorityBulk; median)
 func init() {
 	register("priority", 61, benchPriority)
 	benchFunctions["priority"] = runPriorityFunction
@@ -56,6 +57,7 @@ const (
 	priorityBulk            = 10000
 	priorityLaneConcurrency = 2
 	priorityDrain           = 3 * time.Minute
+	priorityPairs           = minPairs
 )
 
 type laneJob struct {
@@ -226,37 +228,56 @@ func benchPriority(ctx context.Context, emit func(string, any)) error {
 		}
 		return waitFor(func() bool { return out.count("critical", from, from+priorityCritical) == priorityCritical }, time.Minute)
 	}
-	if err := critical(0); err != nil {
-		return fmt.Errorf("critical, no flood: %w", err)
+	// A pair is a quiet run (the critical stream alone) and a flooded one (the same stream once
+	// priorityBulk bulk jobs are on the bulk lane, which then drains before the next run).
+	var quietQueued, floodedQueued, bulkWaits, bulkRun, bulkDuring []float64
+	quiet := func(pair int) (float64, error) {
+		from := (2*pair + 0) * priorityCritical
+		if err := critical(from); err != nil {
+			return 0, fmt.Errorf("critical, no flood: %w", err)
+		}
+		p, _ := out.p95("critical", from, from+priorityCritical)
+		q, _ := out.p95Of(out.queued, "critical", from, from+priorityCritical)
+		quietQueued = append(quietQueued, q.Seconds())
+		return p.Seconds(), nil
 	}
-	quiet, _ := out.p95("critical", 0, priorityCritical)
-	quietQueued, _ := out.p95Of(out.queued, "critical", 0, priorityCritical)
+	flooded := func(pair int) (float64, error) {
+		from, bulkFrom := (2*pair+1)*priorityCritical, pair*priorityBulk
+		flood := make([]jobs.BatchJob, priorityBulk)
+		for i := range flood {
+			flood[i] = jobs.BatchJob{Args: laneJob{Lane: "bulk", N: bulkFrom + i}, Opts: &jobs.EnqueueOpts{Priority: "bulk"}}
+		}
+		if _, err := bulkProducer.EnqueueBatch(ctx, flood); err != nil {
+			return 0, fmt.Errorf("flood: %w", err)
+		}
+		if err := critical(from); err != nil {
+			return 0, fmt.Errorf("critical, flood: %w", err)
+		}
+		p, _ := out.p95("critical", from, from+priorityCritical)
+		q, _ := out.p95Of(out.queued, "critical", from, from+priorityCritical)
+		floodedQueued = append(floodedQueued, q.Seconds())
+		bulkDuring = append(bulkDuring, float64(out.count("bulk", bulkFrom, bulkFrom+priorityBulk)))
+		_ = waitFor(func() bool { return out.count("bulk", bulkFrom, bulkFrom+priorityBulk) == priorityBulk }, priorityDrain)
+		b, n := out.p95("bulk", bulkFrom, bulkFrom+priorityBulk)
+		bulkWaits, bulkRun = append(bulkWaits, b.Seconds()), append(bulkRun, float64(n))
+		return p.Seconds(), nil
+	}
+	quiets, floods, err := alternate(priorityPairs, quiet, flooded)
+	if err != nil {
+		return err
+	}
 
-	flood := make([]jobs.BatchJob, priorityBulk)
-	for i := range flood {
-		flood[i] = jobs.BatchJob{Args: laneJob{Lane: "bulk", N: i}, Opts: &jobs.EnqueueOpts{Priority: "bulk"}}
-	}
-	if _, err := bulkProducer.EnqueueBatch(ctx, flood); err != nil {
-		return fmt.Errorf("flood: %w", err)
-	}
-	if err := critical(priorityCritical); err != nil {
-		return fmt.Errorf("critical, flood: %w", err)
-	}
-	flooded, _ := out.p95("critical", priorityCritical, 2*priorityCritical)
-	floodedQueued, _ := out.p95Of(out.queued, "critical", priorityCritical, 2*priorityCritical)
-	emit("priority_bulk_jobs_run_during_critical", out.count("bulk", 0, priorityBulk))
-	_ = waitFor(func() bool { return out.count("bulk", 0, priorityBulk) == priorityBulk }, priorityDrain)
-	bulk, bulkRun := out.p95("bulk", 0, priorityBulk)
-
+	emit("priority_pairs", priorityPairs)
 	emit("priority_lane_concurrency", priorityLaneConcurrency)
 	emit("priority_emulators", 2)
-	emit("priority_critical_p95_wait_noflood_s", quiet.Seconds())
-	emit("priority_critical_p95_wait_s", flooded.Seconds())
-	emit("priority_critical_slowdown", flooded.Seconds()/quiet.Seconds())
-	emit("priority_critical_p95_to_receive_noflood_s", quietQueued.Seconds())
-	emit("priority_critical_p95_to_receive_s", floodedQueued.Seconds())
-	emit("priority_bulk_p95_wait_s", bulk.Seconds())
-	emit("priority_bulk_jobs_run", bulkRun)
+	emit("priority_critical_p95_wait_noflood_s", median(quiets))
+	emit("priority_critical_p95_wait_s", median(floods))
+	emitRatio(emit, "priority_critical_slowdown", floods, quiets)
+	emit("priority_critical_p95_to_receive_noflood_s", median(quietQueued))
+	emit("priority_critical_p95_to_receive_s", median(floodedQueued))
+	emit("priority_bulk_jobs_run_during_critical", int(median(bulkDuring)))
+	emit("priority_bulk_p95_wait_s", median(bulkWaits))
+	emit("priority_bulk_jobs_run", int(median(bulkRun)))
 	return nil
 }
 
