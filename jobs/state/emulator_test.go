@@ -449,3 +449,42 @@ func TestStatusWithTransactWrite(t *testing.T) {
 	assert.Equal(t, jobs.StateSucceeded, st.State)
 	assert.False(t, st.FinishedAt.IsZero())
 }
+
+// The members that end last end together, in one invocation: all but one find the callback's
+// lease taken. They wait the few milliseconds until the holder marks it sent and are done — not
+// snoozed, which would bring each back for another delivery.
+func TestLastMembersEndingTogetherAreDone(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, true)
+	ctx := context.Background()
+	b, err := e.table.OpenBatch(ctx, e.client, state.BatchOpts{Callback: albumReady{Album: "together"}})
+	require.NoError(t, err)
+	var members []jobs.BatchJob
+	for i := range 10 {
+		members = append(members, jobs.BatchJob{Args: resize{Image: fmt.Sprint(i)}})
+	}
+	_, err = b.Add(ctx, members)
+	require.NoError(t, err)
+	require.NoError(t, b.Close(ctx))
+	var msgs []sqstypes.Message
+	for len(msgs) < 10 {
+		out, err := e.sqs.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{
+			QueueUrl: aws.String(e.q.URL), MaxNumberOfMessages: 10, WaitTimeSeconds: 1,
+			MessageSystemAttributeNames: []sqstypes.MessageSystemAttributeName{sqstypes.MessageSystemAttributeNameAll},
+		})
+		require.NoError(t, err)
+		msgs = append(msgs, out.Messages...)
+	}
+	lctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	resp, err := e.handle(lctx, jobstest.EventFromMessages(e.q.ARN, msgs))
+	require.NoError(t, err)
+	assert.Empty(t, resp.BatchItemFailures, "every member done in its first delivery")
+	for _, m := range msgs {
+		_, err := e.sqs.DeleteMessage(ctx, &sqs.DeleteMessageInput{QueueUrl: aws.String(e.q.URL), ReceiptHandle: m.ReceiptHandle})
+		require.NoError(t, err)
+	}
+	e.drain(false) // the callback
+	require.Len(t, e.callbacks[b.ID], 1)
+	assert.Equal(t, 10, e.callbacks[b.ID][0].Succeeded)
+}

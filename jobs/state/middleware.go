@@ -3,6 +3,7 @@ package state
 import (
 	"context"
 	"errors"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
 
@@ -59,8 +60,13 @@ func (t *Table) Middleware(opts *MiddlewareOptions) jobs.Middleware {
 				}
 				err := t.memberDone(ctx, row, up, true)
 				var pending *CallbackPendingError
-				if errors.As(err, &pending) {
+				if errors.As(err, &pending) && !t.callbackSentSoon(ctx, pending) {
+					// The run holding the lease may die before it sends: this member comes back
+					// after the lease and sends the callback then if it is still unsent.
 					return jobs.Snooze(max(pending.Until.Sub(t.o.Now()), 1))
+				}
+				if pending != nil {
+					return nil
 				}
 				return err
 			}
@@ -73,3 +79,41 @@ func (t *Table) Middleware(opts *MiddlewareOptions) jobs.Middleware {
 		}
 	}
 }
+
+// callbackSentSoon waits a little for the run that holds a batch's callback lease to mark the
+// callback sent — usually a few milliseconds away: the members that end last end together, and
+// all but one find the lease taken. It reads the batch's item after 50 ms, then at doubling
+// intervals of at most a second, for at most callbackWait, stopping at the lease's end or the
+// job's deadline. Sent: the member is done. Else it is snoozed.
+func (t *Table) callbackSentSoon(ctx context.Context, pending *CallbackPendingError) bool {
+	wait, waited := callbackPollStart, time.Duration(0)
+	for waited+wait <= callbackWait {
+		if d, ok := ctx.Deadline(); ok && time.Until(d) < wait {
+			return false
+		}
+		if !pending.Until.IsZero() && t.o.Now().Add(wait).After(pending.Until) {
+			return false
+		}
+		select {
+		case <-ctx.Done():
+			return false
+		case <-time.After(wait):
+		}
+		waited += wait
+		meta, err := t.get(ctx, metaKey(pending.Batch))
+		if err != nil {
+			return false
+		}
+		if num(meta, attrCbSent) > 0 {
+			return true
+		}
+		wait = min(2*wait, time.Second)
+	}
+	return false
+}
+
+// How a member that finds the callback lease taken waits for it to be sent (callbackSentSoon).
+const (
+	callbackPollStart = 50 * time.Millisecond
+	callbackWait      = 5 * time.Second
+)
