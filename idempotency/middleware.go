@@ -33,7 +33,8 @@ func JobKey(row *jobs.JobRow) string {
 // again. The outcomes:
 //
 //   - a key already COMPLETED: the job is skipped and succeeds;
-//   - a key in progress in another run: jobs.Snooze until that run's lease ends;
+//   - a key in progress in another run: jobs.SnoozeNotRun until that run's lease ends (the
+//     delivery did not run the job: with a delivery ledger it is not an attempt);
 //   - the same key with different args: jobs.Cancel(*PayloadMismatchError), dead-lettered with
 //     reason jobs.ReasonPayloadMismatch;
 //   - the handler fails (or panics): the claim is deleted and the handler's error returned, so the
@@ -95,7 +96,7 @@ func Middleware(store Store, cfg *Config) jobs.Middleware {
 				d := min(inProgress.RetryAfter(c.now()), maxSnooze)
 				log.LogAttrs(ctx, slog.LevelInfo, "idempotency: job in progress elsewhere; snoozed",
 					slog.Time("lease_end", inProgress.LeaseEnd), slog.Duration("snooze", d))
-				return jobs.Snooze(d)
+				return jobs.SnoozeNotRun(d)
 			case !ran && errors.As(err, &mismatch):
 				return jobs.Cancel(mismatch)
 			case !ran && errors.As(err, &keyErr):

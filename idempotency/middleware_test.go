@@ -80,6 +80,7 @@ func TestMiddlewareSnoozesInProgress(t *testing.T) {
 	var snooze *jobs.SnoozeError
 	require.ErrorAs(t, err, &snooze)
 	assert.Equal(t, 90*time.Second, snooze.Duration)
+	assert.True(t, snooze.NotRun, "the delivery did not run the job: not an attempt, with a delivery ledger")
 	assert.Zero(t, runs.Load())
 }
 

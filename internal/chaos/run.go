@@ -240,14 +240,9 @@ func (r *runner) customize(ctx context.Context, s *Stack) error {
 	}
 	long[jobs.EnvVisibilityTimeout] = vt
 	if r.cfg.NoEmailRateLimit {
-		email := s.Worker(samplejobs.KindSendEmail)
-		if email == nil {
-			return errors.New("chaos: the deployment has no email function")
+		if err := s.LeaveOutEmailRateLimit(); err != nil {
+			return err
 		}
-		if email.Env == nil {
-			email.Env = map[string]string{}
-		}
-		email.Env[instrument.EnvNoRateLimit] = "1"
 	}
 	ledger := s.Worker(samplejobs.KindPostLedger)
 	if ledger == nil {

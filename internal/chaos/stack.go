@@ -275,3 +275,17 @@ func createEffectsTable(ctx context.Context, db *dynamodb.Client, name string) e
 	}
 	return nil
 }
+
+// LeaveOutEmailRateLimit runs the email function without its rate limit
+// (instrument.EnvNoRateLimit): for runs that measure or stress the rest of the stack.
+func (s *Stack) LeaveOutEmailRateLimit() error {
+	email := s.Worker(samplejobs.KindSendEmail)
+	if email == nil {
+		return errors.New("chaos: the deployment has no email function")
+	}
+	if email.Env == nil {
+		email.Env = map[string]string{}
+	}
+	email.Env[instrument.EnvNoRateLimit] = "1"
+	return nil
+}
