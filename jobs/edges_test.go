@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -314,7 +315,15 @@ func TestRuntimeFIFOSkipsAreNotAttemptsOnSQS(t *testing.T) {
 	rc := runtimeConfig(client, q.URL, dlq.URL)
 	rc.MaxAttempts, rc.Backoff, rc.Deliveries = 2, fixedBackoff(0), store
 	var r ran
-	handler := jobs.NewSQSHandler(testWorkers(&r), rc)
+	w := testWorkers(&r)
+	var counts sync.Map // "attempt/deliveries" of the last run, by message id
+	w.Use(func(next jobs.Handler) jobs.Handler {
+		return func(ctx context.Context, row *jobs.JobRow) error {
+			counts.Store(row.MessageID, fmt.Sprintf("%d/%d", row.Attempt, row.Deliveries))
+			return next(ctx, row)
+		}
+	})
+	handler := jobs.NewSQSHandler(w, rc)
 
 	// Delivery 1: A fails, B is skipped.
 	msgs := receive(t, client, q.URL, 2, 10*time.Second)
@@ -335,6 +344,8 @@ func TestRuntimeFIFOSkipsAreNotAttemptsOnSQS(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, []int{1, 1, 2}, r.list())
 	assert.Equal(t, []string{messageIDOf(t, msgs, 2)}, jobstest.FailedIDs(resp), "B is retried")
+	b, _ := counts.Load(messageIDOf(t, msgs, 2))
+	assert.Equal(t, "1/2", b, "B: attempt 1 of its 2 deliveries (JobRow.Attempt, JobRow.Deliveries)")
 	dead := receive(t, client, dlq.URL, 2, 3*time.Second)
 	require.Len(t, dead, 1, "only A is dead-lettered")
 	assert.Equal(t, 1, jobN(t, dead[0]))

@@ -166,11 +166,18 @@ type record struct {
 }
 
 // batch is one invocation's records and their workers. With its 10 inline records it fits a
-// 3,456-byte allocation size class: mind the next one (4,096) when adding fields.
+// 4,864-byte allocation size class: mind the next one (5,376) when adding fields.
 type batch struct {
 	h        *sqsHandler
 	ctx      context.Context // the invocation's context: logs
-	postCtx  context.Context // AWS calls (dead-letter sends, visibility): ends before the Lambda deadline
+	// AWS calls after the jobs (dead-letter sends, visibility): post() makes their context, which
+	// ends at postEnd (before the Lambda deadline), on first use — most batches make none.
+	postParent context.Context
+	postEnd    time.Time // zero: no deadline of its own
+	postMu     sync.Mutex
+	postCtx    context.Context
+	postCancel context.CancelFunc
+	postEnded  bool // the batch has returned
 	softOff  time.Duration   // the jobs' deadline as an offset from start; 0: none
 	jobCtx   context.Context // jobs' context: ends SafetyMargin before the deadline
 	deadline *jobContext     // jobCtx when the invocation has a deadline, else nil
@@ -199,8 +206,40 @@ type batch struct {
 
 	hbMu      sync.Mutex
 	hbStopped bool
-	hbCtx     context.Context // the heartbeat's calls; hbCancel ends one in flight when the batch ends
-	hbCancel  context.CancelFunc
+	hbCtx     context.Context // the heartbeat's calls, made by the first beat; hbCancel ends one in flight
+	hbCancel  atomic.Pointer[context.CancelFunc]
+	hbEnding  atomic.Bool // stopHeartbeat has begun: a beat that makes hbCtx now cancels it itself
+}
+
+// post returns the context of the AWS calls after the jobs, making it on first use.
+func (b *batch) post() context.Context {
+	b.postMu.Lock()
+	defer b.postMu.Unlock()
+	if b.postCtx == nil {
+		switch {
+		case b.postEnded:
+			// A job abandoned at the hard stop, settling after the batch answered: its calls end
+			// at once, as they would have with the batch's.
+			ctx, cancel := context.WithCancel(b.postParent)
+			cancel()
+			b.postCtx = ctx
+		case b.postEnd.IsZero():
+			b.postCtx = b.postParent
+		default:
+			b.postCtx, b.postCancel = context.WithDeadline(b.postParent, b.postEnd)
+		}
+	}
+	return b.postCtx
+}
+
+// endPost ends the context of the AWS calls after the jobs when the batch returns.
+func (b *batch) endPost() {
+	b.postMu.Lock()
+	defer b.postMu.Unlock()
+	b.postEnded = true
+	if b.postCancel != nil {
+		b.postCancel()
+	}
 }
 
 func (h *sqsHandler) handle(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
@@ -259,7 +298,7 @@ func (h *sqsHandler) runBatch(ctx, post context.Context, msgs []wire.SQSMessage)
 	// handler always answers in time — what did not fit is reported failed. The first heartbeat
 	// is due when the visibility the messages were received with is a third used (firstBeatAt).
 	now := time.Now()
-	b.start, b.jobCtx, b.postCtx = now, ctx, post
+	b.start, b.jobCtx, b.postParent = now, ctx, post
 	b.times.beatAt = b.firstBeatAt(now)
 	if deadline, ok := ctx.Deadline(); ok {
 		margin := h.cfg.SafetyMargin
@@ -272,12 +311,9 @@ func (h *sqsHandler) runBatch(ctx, post context.Context, msgs []wire.SQSMessage)
 		b.softOff = b.deadline.deadline.Sub(now)
 		b.times.softAt, b.times.hardAt = b.deadline.deadline, deadline.Add(-margin/2)
 		defer b.deadline.end()
-		var cancel context.CancelFunc
-		b.postCtx, cancel = context.WithDeadline(post, deadline.Add(-margin/4))
-		defer cancel()
+		b.postEnd = deadline.Add(-margin / 4)
 	}
-	b.hbCtx, b.hbCancel = context.WithCancel(b.postCtx)
-	defer b.hbCancel()
+	defer b.endPost()
 
 	h.watchdog.add(b, now)
 	b.runAll()
@@ -347,7 +383,7 @@ func (b *batch) prepare(msgs []wire.SQSMessage) {
 		row.Attempt = 1
 		if v := m.Attribute("ApproximateReceiveCount"); v != "" {
 			if a, err := parseInt(v); err == nil && a > 0 {
-				row.Attempt = int(a)
+				row.Attempt, row.Deliveries = int(a), int(a)
 			}
 		}
 		if v := m.Attribute("ApproximateFirstReceiveTimestamp"); v != "" {
@@ -796,7 +832,7 @@ func (b *batch) deadLetter(r *record, reason string, jobErr error) error {
 		in.MessageGroupId = aws.String(group)
 		in.MessageDeduplicationId = aws.String(dedupID(r.msg.MessageID))
 	}
-	_, err := h.cfg.SQS.SendMessage(b.postCtx, in)
+	_, err := h.cfg.SQS.SendMessage(b.post(), in)
 	return err
 }
 
@@ -883,7 +919,7 @@ func (b *batch) countRealRuns(r *record) {
 	if ledger == nil || r.row.Attempt <= 1 {
 		return
 	}
-	n, err := ledger.NotRun(b.postCtx, r.msg.MessageID)
+	n, err := ledger.NotRun(b.post(), r.msg.MessageID)
 	if err != nil {
 		b.logRecord(slog.LevelWarn, r, "delivery ledger: could not read deliveries that did not run; counting every receive", err)
 		return
@@ -913,7 +949,7 @@ func (b *batch) recordNotRun() {
 		wg.Add(1)
 		go func() {
 			defer func() { <-sem; wg.Done() }()
-			if err := ledger.AddNotRun(b.postCtx, r.msg.MessageID); err != nil {
+			if err := ledger.AddNotRun(b.post(), r.msg.MessageID); err != nil {
 				b.logRecord(slog.LevelWarn, r, "delivery ledger: could not record a delivery that did not run; it counts as an attempt", err)
 			}
 		}()
@@ -930,7 +966,10 @@ func (b *batch) applyVisibility() {
 			pending = append(pending, r)
 		}
 	}
-	b.changeAll(b.postCtx, pending, func(r *record) int32 { return ceilSeconds(r.delay) }, true,
+	if len(pending) == 0 {
+		return
+	}
+	b.changeAll(b.post(), pending, func(r *record) int32 { return ceilSeconds(r.delay) }, true,
 		"could not set the retry delay: the message returns after the visibility timeout")
 }
 
@@ -943,6 +982,9 @@ const visibilityCalls = 8
 // every call ending with ctx. A change that does
 // not happen is logged: the message then returns after its visibility timeout.
 func (b *batch) changeAll(ctx context.Context, recs []*record, vt func(*record) int32, single bool, failMsg string) {
+	if len(recs) == 0 {
+		return
+	}
 	var chunks [][]*record
 	for len(recs) > 0 {
 		q := recs[0].row.QueueURL
@@ -1145,7 +1187,10 @@ func (b *batch) response() events.SQSEventResponse {
 // stopHeartbeat stops the heartbeat: a beat in flight is cancelled and has returned when this
 // does, and none follows.
 func (b *batch) stopHeartbeat() {
-	b.hbCancel()
+	b.hbEnding.Store(true)
+	if cancel := b.hbCancel.Load(); cancel != nil {
+		(*cancel)()
+	}
 	b.hbMu.Lock()
 	b.hbStopped = true
 	b.hbMu.Unlock()
@@ -1163,6 +1208,14 @@ func (b *batch) beat() {
 	for i := range b.records {
 		if r := &b.records[i]; !r.isLost() {
 			recs = append(recs, r)
+		}
+	}
+	if b.hbCtx == nil {
+		ctx, cancel := context.WithCancel(b.post())
+		b.hbCtx = ctx
+		b.hbCancel.Store(&cancel)
+		if b.hbEnding.Load() { // stopHeartbeat may have looked before the store
+			cancel()
 		}
 	}
 	vt := ceilSeconds(b.clampVisibility(b.h.cfg.VisibilityTimeout))

@@ -35,6 +35,7 @@ type JobRow struct {
 	Batch       string // the fan-out batch the job is a member of (jobs/state), if any
 
 	Attempt         int    // 1 on first run: ApproximateReceiveCount, less deliveries that did not run (Config.Deliveries)
+	Deliveries      int    // ApproximateReceiveCount: every delivery of the message so far, run or not (0: unknown)
 	MaxAttempts     int    // attempts allowed before the runtime dead-letters the job
 	MessageID       string // SQS message id
 	GroupID         string // FIFO message group id; empty on Standard queues

@@ -294,7 +294,7 @@ func (h *sqsHandler) fetchPayload(ctx context.Context, ptr PayloadPointer) (stri
 // rule removes the object later).
 func (b *batch) deletePayload(r *record) {
 	ptr := r.pointer
-	_, err := b.h.cfg.S3.DeleteObject(b.postCtx, &s3.DeleteObjectInput{Bucket: aws.String(ptr.Bucket), Key: aws.String(ptr.Key)})
+	_, err := b.h.cfg.S3.DeleteObject(b.post(), &s3.DeleteObjectInput{Bucket: aws.String(ptr.Bucket), Key: aws.String(ptr.Key)})
 	if err != nil {
 		b.logRecord(slog.LevelWarn, r, "could not delete the job's payload after success; the bucket's lifecycle rule removes it",
 			&PayloadError{Op: "delete", Bucket: ptr.Bucket, Key: ptr.Key, Err: err})

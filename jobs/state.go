@@ -252,7 +252,7 @@ func (b *batch) recordState(r *record, state JobState, reason string, jobErr err
 	} else {
 		js.FinishedAt = now
 	}
-	err := st.JobSettled(b.postCtx, &r.row, js)
+	err := st.JobSettled(b.post(), &r.row, js)
 	if err != nil && state == StateRetrying {
 		b.logRecord(slog.LevelWarn, r, "job state not recorded", err)
 	}

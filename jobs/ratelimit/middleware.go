@@ -53,8 +53,10 @@ const (
 // a slow DynamoDB does not make every job late. With no token the job is snoozed with jobs.SnoozeNotRun:
 // not run, not a failure and, with jobs.Config.Deliveries set, not an attempt. The snooze is the
 // time until the bucket refills plus a random spread between half and one and a half times how
-// long the job has waited since its first receive (capped at MaxSnooze), so a backlog comes back
-// spread out rather than in step: a job waiting time W is received about log2(W/1s) + 1 times.
+// long the job has waited since its first receive — counted up to 2^(deliveries-1) seconds, so a
+// job that aged for other reasons is not sent away for its whole age — capped at MaxSnooze: a
+// backlog comes back spread out rather than in step, a job waiting time W received about
+// log2(W/1s) + 1 times.
 // Those receives count against the queue's redrive maxReceiveCount: give a rate-limited queue a
 // JobQueueProps.RedriveMargin that covers them.
 //
@@ -147,7 +149,7 @@ func Middleware(store *Store, rules Rules, opts *Options) jobs.Middleware {
 					return next(ctx, row)
 				}
 			}
-			snooze := snoozeFor(d.Wait, store.now().Sub(row.FirstReceivedAt), row.FirstReceivedAt.IsZero(), o.MaxSnooze)
+			snooze := snoozeFor(d.Wait, waitedFor(row, store.now()), o.MaxSnooze)
 			row.Logger().LogAttrs(ctx, slog.LevelInfo, "rate limited: snoozed",
 				jobs.LogString("limiter", r.Name), jobs.LogString("limit_key", key),
 				slog.Float64("refill_s", d.Wait.Seconds()), slog.Float64("snooze_s", snooze.Seconds()))
@@ -173,14 +175,29 @@ const maxTokens = 2
 // storeErrorSnooze is the least snooze of a job whose bucket could not be read (up to twice it).
 const storeErrorSnooze = 5 * time.Second
 
-// snoozeFor is the time until the bucket refills plus a random spread of 0.5-1.5 times the job's
-// age (0 when unknown), at most ceiling.
-func snoozeFor(wait, age time.Duration, unknownAge bool, ceiling time.Duration) time.Duration {
-	if unknownAge || age < 0 {
-		age = 0
-	}
-	spread := age/2 + time.Duration(rand.Int64N(int64(age)+1))
+// snoozeFor is the time until the bucket refills plus a random spread of 0.5-1.5 times waited,
+// at most ceiling.
+func snoozeFor(wait, waited, ceiling time.Duration) time.Duration {
+	waited = max(waited, 0)
+	spread := waited/2 + time.Duration(rand.Int64N(int64(waited)+1))
 	return min(wait+spread, ceiling)
+}
+
+// waitedFor is how long the job has waited for the purpose of spreading its snooze: the time
+// since its first receive, but no more than 2^(deliveries-1) seconds. A job snoozed for tokens
+// again and again has a delivery for each snooze and an age about the sum of them, so the bound
+// rarely bites there; a job that aged for other reasons (a slow store, retries, a late
+// invocation) and finds the bucket busy once is not sent away for 1.5 times its whole age.
+// 0 when the first receive is unknown.
+func waitedFor(row *jobs.JobRow, now time.Time) time.Duration {
+	if row.FirstReceivedAt.IsZero() {
+		return 0
+	}
+	age := now.Sub(row.FirstReceivedAt)
+	if row.Deliveries > 0 {
+		age = min(age, time.Duration(1<<min(row.Deliveries-1, 30))*time.Second)
+	}
+	return age
 }
 
 // KeyFromArgs returns a Rule.Key that decodes the job's args as T and calls key, e.g. a tenant:

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/jobkit-go/jobkit/jobs"
 	"github.com/jobkit-go/jobkit/localstack/awstest"
 )
 
@@ -185,153 +186,27 @@ func TestShards(t *testing.T) {
 func TestSnoozeSpreadGrowsWithTheJobsWait(t *testing.T) {
 	t.Parallel()
 	for range 100 {
-		d := snoozeFor(200*time.Millisecond, 0, false, time.Minute)
+		d := snoozeFor(200*time.Millisecond, 0, time.Minute)
 		assert.Equal(t, 200*time.Millisecond, d, "a fresh job waits for the refill")
-		d = snoozeFor(200*time.Millisecond, 10*time.Second, false, time.Minute)
+		d = snoozeFor(200*time.Millisecond, 10*time.Second, time.Minute)
 		assert.GreaterOrEqual(t, d, 5200*time.Millisecond)
 		assert.LessOrEqual(t, d, 15200*time.Millisecond)
-		assert.Equal(t, time.Minute, snoozeFor(time.Second, time.Hour, false, time.Minute), "capped")
-		assert.Equal(t, time.Second, snoozeFor(time.Second, time.Hour, true, time.Minute), "unknown age")
+		assert.Equal(t, time.Minute, snoozeFor(time.Second, time.Hour, time.Minute), "capped")
 	}
 }
 
-// gatedDB passes calls to the emulator's DynamoDB, counting them; the first waits until open is
-// closed, so a test can queue reservations behind it.
-type gatedDB struct {
-	db    *dynamodb.Client
-	open  chan struct{}
-	calls atomic.Int32
-}
-
-func (g *gatedDB) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
-	if g.calls.Add(1) == 1 {
-		<-g.open
-	}
-	return g.db.UpdateItem(ctx, in, optFns...)
-}
-
-// queued is how many reservations wait for the next call of the bucket with item id.
-func queued(s *Store, id string) int {
-	b := s.bucket(id)
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return len(b.queue)
-}
-
-// A Lambda batch's jobs reserve at one instant: while the first call is in flight the others
-// queue, and one more call takes a token for each of them — two writes for 25 jobs, every token
-// at its own time, spaced by the interval, none lost and none doubled.
-func TestConcurrentReservationsShareACall(t *testing.T) {
+// The wait a snooze spreads by is the job's age, but no more than 2^(deliveries-1) seconds: a job
+// refused again and again (a delivery per snooze) is spread by its age, one that aged for other
+// reasons and is refused once is not sent away for minutes.
+func TestSnoozeWaitIsBoundedByDeliveries(t *testing.T) {
 	t.Parallel()
-	cfg := awstest.Config(t)
-	table := awstest.CreateTable(t, cfg, "state", AttrID, "")
-	db := &gatedDB{db: dynamodb.NewFromConfig(cfg), open: make(chan struct{})}
-	t0 := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
-	s := storeAt(NewStore(db, table, func(o *StoreOptions) { o.Lead = -1 }), newClock(t0))
-	l := PerSecond(100) // a token every 10 ms: 101 due within a second
-	var mu sync.Mutex
-	var at []time.Time
-	var wg sync.WaitGroup
-	for range 25 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			r, err := s.Reserve(context.Background(), "batch", "", l, time.Second)
-			assert.NoError(t, err)
-			assert.True(t, r.OK, "25 tokens are due within a second")
-			mu.Lock()
-			at = append(at, r.At)
-			mu.Unlock()
-		}()
+	now := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
+	row := func(age time.Duration, deliveries int) *jobs.JobRow {
+		return &jobs.JobRow{FirstReceivedAt: now.Add(-age), Deliveries: deliveries}
 	}
-	require.Eventually(t, func() bool { return queued(s, BucketID("batch", "")) == 24 }, 5*time.Second, time.Millisecond,
-		"24 reservations queue behind the first call")
-	close(db.open)
-	wg.Wait()
-	assert.Equal(t, int32(2), db.calls.Load(), "one call for the first, one for the 24 queued behind it")
-	require.Len(t, at, 25)
-	slices.SortFunc(at, func(a, b time.Time) int { return a.Compare(b) })
-	for i, a := range at {
-		assert.Equal(t, time.Duration(i)*10*time.Millisecond, a.Sub(t0), "token %d", i)
-	}
-	// The next free token is the 26th, as the item says: a plain store sees the same bucket.
-	plain := storeAt(NewStore(dynamodb.NewFromConfig(cfg), table, func(o *StoreOptions) { o.Lead = -1 }), newClock(t0))
-	r, err := plain.Reserve(context.Background(), "batch", "", l, time.Second)
-	require.NoError(t, err)
-	require.True(t, r.OK)
-	assert.Equal(t, 250*time.Millisecond, r.At.Sub(t0))
-}
-
-// A group larger than the tokens within reach gets those there are; the rest are refused with the
-// time until one more would be, and a reservation the last answer already refuses costs no call.
-func TestAGroupGetsTheTokensWithinReachAndRefusalsAreFree(t *testing.T) {
-	t.Parallel()
-	cfg := awstest.Config(t)
-	table := awstest.CreateTable(t, cfg, "state", AttrID, "")
-	db := &gatedDB{db: dynamodb.NewFromConfig(cfg), open: make(chan struct{})}
-	t0 := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
-	s := storeAt(NewStore(db, table, func(o *StoreOptions) { o.Lead = -1 }), newClock(t0))
-	l := PerSecond(5) // a token every 200 ms: 6 due within a second
-	var granted, refused atomic.Int32
-	var wg sync.WaitGroup
-	for range 10 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			r, err := s.Reserve(context.Background(), "reach", "", l, time.Second)
-			assert.NoError(t, err)
-			if r.OK {
-				granted.Add(1)
-				return
-			}
-			refused.Add(1)
-			assert.Positive(t, r.Wait)
-			assert.LessOrEqual(t, r.Wait, time.Second)
-		}()
-	}
-	require.Eventually(t, func() bool { return queued(s, BucketID("reach", "")) == 9 }, 5*time.Second, time.Millisecond)
-	close(db.open)
-	wg.Wait()
-	assert.Equal(t, int32(6), granted.Load(), "the tokens due within a second")
-	assert.Equal(t, int32(4), refused.Load())
-	calls := db.calls.Load()
-	assert.LessOrEqual(t, calls, int32(3), "the first, the group of the rest (refused in part), at most one more")
-	r, err := s.Reserve(context.Background(), "reach", "", l, time.Second)
-	require.NoError(t, err)
-	require.False(t, r.OK)
-	assert.Equal(t, 200*time.Millisecond, r.Wait, "the seventh token is due 1.2 s from now")
-	assert.Equal(t, calls, db.calls.Load(), "refused from the last answer, without a call")
-}
-
-// A reservation whose context ends while it waits in the queue leaves it; the others are answered.
-func TestAQueuedReservationLeavesWhenItsContextEnds(t *testing.T) {
-	t.Parallel()
-	cfg := awstest.Config(t)
-	table := awstest.CreateTable(t, cfg, "state", AttrID, "")
-	db := &gatedDB{db: dynamodb.NewFromConfig(cfg), open: make(chan struct{})}
-	s := NewStore(db, table)
-	l := PerSecond(100)
-	first := make(chan error, 1)
-	go func() {
-		_, err := s.Reserve(context.Background(), "leave", "", l, time.Second)
-		first <- err
-	}()
-	require.Eventually(t, func() bool { return db.calls.Load() == 1 }, 5*time.Second, time.Millisecond)
-	ctx, cancel := context.WithCancel(context.Background())
-	gone := make(chan error, 1)
-	go func() {
-		_, err := s.Reserve(ctx, "leave", "", l, time.Second)
-		gone <- err
-	}()
-	require.Eventually(t, func() bool { return queued(s, BucketID("leave", "")) == 1 }, 5*time.Second, time.Millisecond)
-	cancel()
-	var se *StoreError
-	require.ErrorAs(t, <-gone, &se)
-	require.ErrorIs(t, se, context.Canceled)
-	assert.Zero(t, queued(s, BucketID("leave", "")))
-	close(db.open)
-	require.NoError(t, <-first)
-	r, err := s.Reserve(context.Background(), "leave", "", l, time.Second)
-	require.NoError(t, err)
-	assert.True(t, r.OK, "the bucket's lead passed on: a later reservation is served")
+	assert.Equal(t, 2*time.Second, waitedFor(row(150*time.Second, 2), now), "aged 150 s, delivered twice")
+	assert.Equal(t, 100*time.Second, waitedFor(row(100*time.Second, 9), now), "refused eight times: its age")
+	assert.Equal(t, 150*time.Second, waitedFor(row(150*time.Second, 0), now), "deliveries unknown: its age")
+	assert.Zero(t, waitedFor(&jobs.JobRow{Deliveries: 3}, now), "first receive unknown")
+	assert.Equal(t, time.Hour, waitedFor(row(time.Hour, 200), now), "no overflow")
 }
