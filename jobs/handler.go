@@ -168,8 +168,8 @@ type record struct {
 // batch is one invocation's records and their workers. With its 10 inline records it fits a
 // 4,864-byte allocation size class: mind the next one (5,376) when adding fields.
 type batch struct {
-	h        *sqsHandler
-	ctx      context.Context // the invocation's context: logs
+	h   *sqsHandler
+	ctx context.Context // the invocation's context: logs
 	// AWS calls after the jobs (dead-letter sends, visibility): post() makes their context, which
 	// ends at postEnd (before the Lambda deadline), on first use — most batches make none.
 	postParent context.Context
@@ -177,23 +177,23 @@ type batch struct {
 	postMu     sync.Mutex
 	postCtx    context.Context
 	postCancel context.CancelFunc
-	postEnded  bool // the batch has returned
-	softOff  time.Duration   // the jobs' deadline as an offset from start; 0: none
-	jobCtx   context.Context // jobs' context: ends SafetyMargin before the deadline
-	deadline *jobContext     // jobCtx when the invocation has a deadline, else nil
-	records  []record
-	run      Handler
-	next     atomic.Int32   // next record (Standard) or group (FIFO) to claim
-	units    int32          // records (Standard) or groups (FIFO)
-	limit    int32          // most workers at once
-	started  atomic.Int32   // workers woken
-	left     atomic.Int32   // workers still running
-	finished atomic.Int32   // units (records or groups) finished
-	done     sync.WaitGroup // done by release: every worker is done, or the batch is abandoned
-	released atomic.Bool
-	stop     atomic.Bool // abandon: workers start nothing more
-	start    time.Time   // when the batch started running: the origin of workers' clocks
-	endClock time.Time   // the last worker's last clock reading, set before it releases the batch
+	postEnded  bool            // the batch has returned
+	softOff    time.Duration   // the jobs' deadline as an offset from start; 0: none
+	jobCtx     context.Context // jobs' context: ends SafetyMargin before the deadline
+	deadline   *jobContext     // jobCtx when the invocation has a deadline, else nil
+	records    []record
+	run        Handler
+	next       atomic.Int32   // next record (Standard) or group (FIFO) to claim
+	units      int32          // records (Standard) or groups (FIFO)
+	limit      int32          // most workers at once
+	started    atomic.Int32   // workers woken
+	left       atomic.Int32   // workers still running
+	finished   atomic.Int32   // units (records or groups) finished
+	done       sync.WaitGroup // done by release: every worker is done, or the batch is abandoned
+	released   atomic.Bool
+	stop       atomic.Bool // abandon: workers start nothing more
+	start      time.Time   // when the batch started running: the origin of workers' clocks
+	endClock   time.Time   // the last worker's last clock reading, set before it releases the batch
 
 	// FIFO: record indexes ordered by group, and where each group starts in it.
 	order  []int32
