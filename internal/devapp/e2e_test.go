@@ -83,12 +83,13 @@ type outputLines struct {
 	transcodes    map[string]int // by job id
 	willRetry     map[string]int // by job id: attempts failed by the fault plan (instrument.ErrInjected)
 	otherRetry    map[string]int // by job id: attempts failed by the emulator (a call past the deadline)
+	ledgerMissed  map[string]int // by job id: deliveries that did not run but counted as attempts
 	deadLettered  map[string]int // by job id
 	orderRefusals int
 }
 
 func readOutput(t *testing.T, out []byte) outputLines {
-	l := outputLines{emailsSent: map[string]int{}, transcodes: map[string]int{}, willRetry: map[string]int{}, otherRetry: map[string]int{}, deadLettered: map[string]int{}}
+	l := outputLines{emailsSent: map[string]int{}, transcodes: map[string]int{}, willRetry: map[string]int{}, otherRetry: map[string]int{}, ledgerMissed: map[string]int{}, deadLettered: map[string]int{}}
 	sc := bufio.NewScanner(bytes.NewReader(out))
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
 	for sc.Scan() {
@@ -115,6 +116,11 @@ func readOutput(t *testing.T, out []byte) outputLines {
 			} else {
 				l.otherRetry[str("job_id")]++
 			}
+		case "delivery ledger: could not record a delivery that did not run; it counts as an attempt":
+			// The emulator's DynamoDB did not answer in time: the delivery counts as an attempt
+			// (the documented fallback), so the fault plan, which fails attempts by number, may
+			// inject one failure fewer.
+			l.ledgerMissed[str("job_id")]++
 		case "job dead-lettered":
 			l.deadLettered[str("job_id")]++
 		}
@@ -299,7 +305,7 @@ func TestEndToEnd(t *testing.T) {
 		if lines.willRetry[j.ID]+lines.otherRetry[j.ID] > 0 {
 			nRet++
 		}
-		if f.FailAttempts > 0 && !qu.FIFO {
+		if f.FailAttempts > lines.ledgerMissed[j.ID] && !qu.FIFO {
 			minRet++
 		}
 		id := fmt.Sprintf("%s %s %+v", j.Kind, j.ID, j.Args)
@@ -312,7 +318,10 @@ func TestEndToEnd(t *testing.T) {
 				// and every delivery counts as an attempt: it may start past its failing ones.
 				require.LessOrEqual(t, lines.willRetry[j.ID], f.FailAttempts, "%s: failed attempts", id)
 			} else {
-				require.Equal(t, f.FailAttempts, lines.willRetry[j.ID], "%s: failed attempts", id)
+				// Exact, but for the deliveries the ledger could not record (each makes every
+				// later run one attempt further on).
+				require.LessOrEqual(t, lines.willRetry[j.ID], f.FailAttempts, "%s: failed attempts", id)
+				require.GreaterOrEqual(t, lines.willRetry[j.ID], f.FailAttempts-lines.ledgerMissed[j.ID], "%s: failed attempts", id)
 			}
 			switch a := j.Args.(type) {
 			case samplejobs.SendEmail:
