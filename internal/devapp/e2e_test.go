@@ -341,7 +341,7 @@ func TestEndToEnd(t *testing.T) {
 			require.Equal(t, j.Kind, dj.Kind, id)
 			require.Equal(t, qu.URL, dj.SourceQueue, id)
 			require.Equal(t, qu.Function, dj.Function, id)
-			first := 1 + lines.otherRetry[j.ID] // the attempt the job first ran at
+			first := 1 + lines.otherRetry[j.ID] + lines.ledgerMissed[j.ID] // the attempt the job first ran at
 			if qu.FIFO {
 				first = dj.Attempts - lines.willRetry[j.ID]
 				require.GreaterOrEqual(t, first, 1, id)
