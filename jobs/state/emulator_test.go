@@ -362,16 +362,7 @@ func TestFanOutBatch(t *testing.T) {
 func TestFanOutBatchClosedFirst(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, false)
-	ctx := context.Background()
-	b, err := e.table.OpenBatch(ctx, e.client, state.BatchOpts{Callback: albumReady{Album: "x"}})
-	require.NoError(t, err)
-	var members []jobs.BatchJob
-	for i := range 12 {
-		members = append(members, jobs.BatchJob{Args: resize{Image: fmt.Sprint(i)}})
-	}
-	_, err = b.Add(ctx, members)
-	require.NoError(t, err)
-	require.NoError(t, b.Close(ctx))
+	b := e.closedBatch("x", 12)
 	// Two consumers run the same messages at the same moment: members finish concurrently.
 	var wg sync.WaitGroup
 	for range 2 {
@@ -457,15 +448,7 @@ func TestLastMembersEndingTogetherAreDone(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, true)
 	ctx := context.Background()
-	b, err := e.table.OpenBatch(ctx, e.client, state.BatchOpts{Callback: albumReady{Album: "together"}})
-	require.NoError(t, err)
-	var members []jobs.BatchJob
-	for i := range 10 {
-		members = append(members, jobs.BatchJob{Args: resize{Image: fmt.Sprint(i)}})
-	}
-	_, err = b.Add(ctx, members)
-	require.NoError(t, err)
-	require.NoError(t, b.Close(ctx))
+	b := e.closedBatch("together", 10)
 	var msgs []sqstypes.Message
 	for len(msgs) < 10 {
 		out, err := e.sqs.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{
@@ -487,4 +470,20 @@ func TestLastMembersEndingTogetherAreDone(t *testing.T) {
 	e.drain(false) // the callback
 	require.Len(t, e.callbacks[b.ID], 1)
 	assert.Equal(t, 10, e.callbacks[b.ID][0].Succeeded)
+}
+
+// closedBatch opens a batch for album with n resize members and closes it before any runs.
+func (e *env) closedBatch(album string, n int) *state.Batch {
+	e.t.Helper()
+	ctx := context.Background()
+	b, err := e.table.OpenBatch(ctx, e.client, state.BatchOpts{Callback: albumReady{Album: album}})
+	require.NoError(e.t, err)
+	var members []jobs.BatchJob
+	for i := range n {
+		members = append(members, jobs.BatchJob{Args: resize{Image: fmt.Sprint(i)}})
+	}
+	_, err = b.Add(ctx, members)
+	require.NoError(e.t, err)
+	require.NoError(e.t, b.Close(ctx))
+	return b
 }
