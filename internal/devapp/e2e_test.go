@@ -206,10 +206,17 @@ func TestEndToEnd(t *testing.T) {
 		outboxDemo = devapp.OutboxDemo{}
 		t.Log("LocalStack: no outbox jobs in this run (stream records late or missing, docs/emulators.md)")
 	}
+	// The bound on the drain: LocalStack's DynamoDB answering past an invocation's deadline under
+	// load leaves the messages of that batch invisible until their visibility timeout (a minute)
+	// ends, and a FIFO group can meet that several times in a row.
+	timeout := 4 * time.Minute
+	if awstest.Emulator() == awstest.EmulatorLocalStack {
+		timeout = 7 * time.Minute
+	}
 	start := time.Now()
 	res, err := devapp.Run(ctx, devapp.Config{
 		AWS: cfg, Root: root, Prefix: prefix, Workload: e2eWorkload,
-		Once: true, Timeout: 4 * time.Minute, Display: &testDisplay{t: t},
+		Once: true, Timeout: timeout, Display: &testDisplay{t: t},
 		FunctionOutput: out, Keep: true, BuildDir: t.TempDir(), OutboxDemo: outboxDemo,
 	})
 	if res != nil && res.Deployment != nil {
@@ -341,16 +348,23 @@ func TestEndToEnd(t *testing.T) {
 			require.Equal(t, j.Kind, dj.Kind, id)
 			require.Equal(t, qu.URL, dj.SourceQueue, id)
 			require.Equal(t, qu.Function, dj.Function, id)
-			first := 1 + lines.otherRetry[j.ID] + lines.ledgerMissed[j.ID] // the attempt the job first ran at
+			// The attempt the job first ran at: one after each failed run the emulator caused,
+			// and perhaps one after each not-run delivery the ledger could not record — the
+			// write may have been applied though its answer came too late, so it is a range.
+			first := 1 + lines.otherRetry[j.ID]
+			firstLatest := first + lines.ledgerMissed[j.ID]
 			if qu.FIFO {
 				first = dj.Attempts - lines.willRetry[j.ID]
+				firstLatest = first
 				require.GreaterOrEqual(t, first, 1, id)
 			}
 			if reason == jobs.ReasonAttemptsUsed {
-				require.Equal(t, max(qu.MaxAttempts, first), dj.Attempts, id)
+				require.GreaterOrEqual(t, dj.Attempts, max(qu.MaxAttempts, first), id)
+				require.LessOrEqual(t, dj.Attempts, max(qu.MaxAttempts, firstLatest), id)
 				require.Contains(t, dj.Error, instrument.ErrInjected.Error(), id)
 			} else {
-				require.Equal(t, first, dj.Attempts, id)
+				require.GreaterOrEqual(t, dj.Attempts, first, id)
+				require.LessOrEqual(t, dj.Attempts, firstLatest, id)
 				require.Zero(t, lines.willRetry[j.ID], id)
 				require.Contains(t, dj.Error, instrument.ErrPoison.Error(), id)
 			}
