@@ -31,7 +31,8 @@ import (
 // same emulator allows, in the same run, in alternating pairs:
 //
 //   - stack: e2eJobs idempotent email jobs (the sample's SendEmail, DynamoDB idempotency on, job
-//     states on, as the sample stack deploys it, its rate limit left out) enqueued with
+//     states on, as the sample stack deploys it, its rate limit left out: the instrumented
+//     build, see benchE2E) enqueued with
 //     jobs.Client.EnqueueBatch onto the offline sample stack (chaos.StartStack: cdk.out deployed on the emulator, the real email
 //     function binary behind the local Lambda Runtime API, the local event source mapping with
 //     the deployed batch size, window and concurrency), from the first enqueue until the mapping
@@ -77,8 +78,11 @@ func benchE2E(ctx context.Context, emit func(string, any)) error {
 		AWS: cfg, CDKOut: "cdk.out", BuildDir: filepath.Join(".run", "bench", "functions"),
 		OnBatch: batches.add,
 		// The measure is the stack with idempotency against a raw loop: the email function's rate
-		// limit (the ratelimit benchmark measures it) is left out.
-		Customize: func(_ context.Context, s *chaos.Stack) error { return s.LeaveOutEmailRateLimit() },
+		// limit (the ratelimit benchmark measures it) is left out, which only the instrumented
+		// build of the function reads (instrument.EnvNoRateLimit). Without faults in a job's args
+		// it runs the sample's EmailWorker behind the same middleware, plus a start line per job.
+		Instrumented: true,
+		Customize:    func(_ context.Context, s *chaos.Stack) error { return s.LeaveOutEmailRateLimit() },
 	})
 	if err != nil {
 		return err
