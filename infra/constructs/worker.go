@@ -174,11 +174,6 @@ func NewWorker(scope constructs.Construct, id string, props *WorkerProps) *Worke
 	c := constructs.NewConstruct(scope, jsii.String(id))
 	w := &Worker{Construct: c, Name: id}
 
-	code := p.Code
-	if code == nil {
-		code = p.Source.Code()
-	}
-
 	w.Environment = maps.Clone(p.Environment)
 	if w.Environment == nil {
 		w.Environment = map[string]string{}
@@ -202,11 +197,6 @@ func NewWorker(scope constructs.Construct, id string, props *WorkerProps) *Worke
 	if p.PayloadBucket != nil {
 		w.Environment[jobs.EnvPayloadBucket] = *p.PayloadBucket.Bucket.BucketName()
 	}
-	env := map[string]*string{}
-	for _, k := range slices.Sorted(maps.Keys(w.Environment)) {
-		env[k] = jsii.String(w.Environment[k])
-	}
-
 	w.LogGroup = awslogs.NewLogGroup(c, jsii.String("Logs"), &awslogs.LogGroupProps{
 		Retention: p.LogRetention,
 	})
@@ -234,33 +224,6 @@ func NewWorker(scope constructs.Construct, id string, props *WorkerProps) *Worke
 		}
 	}
 	return w
-}
-
-// environment returns the function's environment: what jobs.ConfigFromEnv reads, and
-// Props.Environment.
-func (p WorkerProps) environment() map[string]string {
-	env := maps.Clone(p.Environment)
-	if env == nil {
-		env = map[string]string{}
-	}
-	q := p.Queue
-	env[jobs.EnvQueueURL] = *q.Queue.QueueUrl()
-	env[jobs.EnvDLQURL] = *q.DLQ.QueueUrl()
-	env[jobs.EnvMaxAttempts] = strconv.Itoa(q.MaxAttempts)
-	env[jobs.EnvVisibilityTimeout] = strconv.Itoa(int(q.VisibilityTimeout / time.Second))
-	env[jobs.EnvConcurrency] = strconv.Itoa(p.Concurrency)
-	env[jobs.EnvBackoffBase] = p.BackoffBase.String()
-	env[jobs.EnvBackoffCap] = p.BackoffCap.String()
-	if p.IdempotencyTable != nil {
-		env[jobs.EnvIdempotencyTable] = *p.IdempotencyTable.Table.TableName()
-		if p.JobStates {
-			env[jobs.EnvStateTable] = *p.IdempotencyTable.Table.TableName()
-		}
-	}
-	if p.PayloadBucket != nil {
-		env[jobs.EnvPayloadBucket] = *p.PayloadBucket.Bucket.BucketName()
-	}
-	return env
 }
 
 // newFunction defines the Lambda function (provided.al2023, arm64, JSON logs into w.LogGroup,

@@ -99,7 +99,7 @@ func scheduleInput(name string, props map[string]any) (*scheduler.CreateSchedule
 	}
 	tgt, _ := props["Target"].(map[string]any)
 	if tgt == nil {
-		return nil, fmt.Errorf("Target is required")
+		return nil, fmt.Errorf("the Target property is required")
 	}
 	var err error
 	if in.Target, err = scheduleTarget(tgt); err != nil {
