@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"sort"
 	"strings"
 	"sync"
@@ -61,7 +62,9 @@ func (e Export) String() string {
 }
 
 // Exports returns the outputs of d's stacks, sorted by name, then AWS_ENDPOINT_URL and
-// AWS_REGION for the emulator at endpoint: what a producer needs to reach the running stack.
+// AWS_REGION for the emulator at endpoint, and the emulator's test credentials
+// (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY) unless the environment has a key id already: what a
+// producer needs to reach the running stack on a machine without AWS credentials.
 func Exports(d *deploy.Deployment, endpoint string) []Export {
 	var out []Export
 	for _, s := range d.Stacks {
@@ -70,7 +73,12 @@ func Exports(d *deploy.Deployment, endpoint string) []Export {
 		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
-	return append(out, Export{"AWS_ENDPOINT_URL", endpoint}, Export{"AWS_REGION", d.Region})
+	out = append(out, Export{"AWS_ENDPOINT_URL", endpoint}, Export{"AWS_REGION", d.Region})
+	if os.Getenv("AWS_ACCESS_KEY_ID") == "" {
+		// The emulator takes any credentials; the SDK needs some.
+		out = append(out, Export{"AWS_ACCESS_KEY_ID", "test"}, Export{"AWS_SECRET_ACCESS_KEY", "test"})
+	}
+	return out
 }
 
 // Result is what a run did.
