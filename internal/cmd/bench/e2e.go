@@ -31,12 +31,12 @@ import (
 // same emulator allows, in the same run, in alternating pairs:
 //
 //   - stack: e2eJobs idempotent email jobs (the sample's SendEmail, DynamoDB idempotency on, job
-//     states on, as the sample stack deploys it, its rate limit left out: the instrumented
-//     build, see benchE2E) enqueued with
-//     jobs.Client.EnqueueBatch onto the offline sample stack (chaos.StartStack: cdk.out deployed on the emulator, the real email
-//     function binary behind the local Lambda Runtime API, the local event source mapping with
-//     the deployed batch size, window and concurrency), from the first enqueue until the mapping
-//     has deleted the last one.
+//     states on, as the sample stack deploys it, its rate limit left out) enqueued with
+//     jobs.Client.EnqueueBatch onto the offline sample stack (chaos.StartStack: cdk.out deployed
+//     on the emulator, the email function's instrumented build — the sample's worker and
+//     middleware, which reads the rate limit's switch; see benchE2E — behind the local Lambda
+//     Runtime API, the local event source mapping with the deployed batch size, window and
+//     concurrency), from the first enqueue until the mapping has deleted the last one.
 //   - raw: an aws-sdk-go-v2 loop on a queue of the same emulator: SendMessageBatch of 10 (four
 //     calls in flight, as EnqueueBatch), and as many pollers as the email mapping's
 //     MaximumConcurrency, each receiving 10 with a long poll and deleting them in one
