@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/jobkit-go/jobkit/jobs"
+	"github.com/jobkit-go/jobkit/jobs/inspect"
 )
 
 // deadSpec describes a dead-lettered job as the runtime writes it.
@@ -185,4 +186,30 @@ func unique(rs []received) int {
 		seen[key] = true
 	}
 	return len(seen)
+}
+
+// listDead lists a DLQ and, when the listing finds fewer than want jobs while messages it did
+// not hold are in flight, waits for those to be visible again and lists once more: a receive
+// the SDK retried after its answer was lost (seen on the emulator under load) hides the first
+// attempt's messages for their visibility timeout, as it would on SQS.
+func listDead(t testing.TB, in *inspect.Inspector, client *sqs.Client, dlqURL string, opts *inspect.ListOptions, want int) *inspect.DeadList {
+	t.Helper()
+	list, err := in.ListDead(context.Background(), dlqURL, opts)
+	require.NoError(t, err)
+	if len(list.Jobs) == want {
+		return list
+	}
+	_, inFlight := counts(t, client, dlqURL)
+	if inFlight == 0 {
+		return list // nothing hidden: the shortfall is the listing's own
+	}
+	t.Logf("listing found %d of %d jobs with %d messages in flight elsewhere: waiting for them", len(list.Jobs), want, inFlight)
+	deadline := time.Now().Add(45 * time.Second)
+	for inFlight > 0 && time.Now().Before(deadline) {
+		time.Sleep(time.Second)
+		_, inFlight = counts(t, client, dlqURL)
+	}
+	list, err = in.ListDead(context.Background(), dlqURL, opts)
+	require.NoError(t, err)
+	return list
 }

@@ -199,8 +199,7 @@ func TestListDeadParsesAttributesAndConsumesNothing(t *testing.T) {
 	seedDead(t, client, dlq.URL, specs)
 	in := inspect.New(cfg)
 
-	list, err := in.ListDead(ctx, dlq.URL, nil)
-	require.NoError(t, err)
+	list := listDead(t, in, client, dlq.URL, nil, 25)
 	require.Equal(t, int64(25), list.Approximate)
 	require.Equal(t, 25, list.Scanned)
 	require.False(t, list.Truncated)
@@ -239,14 +238,11 @@ func TestListDeadParsesAttributesAndConsumesNothing(t *testing.T) {
 	require.Equal(t, 0, f)
 
 	// Filters and limit.
-	list, err = in.ListDead(ctx, dlq.URL, &inspect.ListOptions{Filter: inspect.Filter{Kind: "ledger.post"}})
-	require.NoError(t, err)
+	list = listDead(t, in, client, dlq.URL, &inspect.ListOptions{Filter: inspect.Filter{Kind: "ledger.post"}}, 8)
 	require.Len(t, list.Jobs, 8)
-	list, err = in.ListDead(ctx, dlq.URL, &inspect.ListOptions{Filter: inspect.Filter{ErrorContains: "timeout"}})
-	require.NoError(t, err)
+	list = listDead(t, in, client, dlq.URL, &inspect.ListOptions{Filter: inspect.Filter{ErrorContains: "timeout"}}, 8)
 	require.Len(t, list.Jobs, 8, "case-insensitive")
-	list, err = in.ListDead(ctx, dlq.URL, &inspect.ListOptions{Limit: 5})
-	require.NoError(t, err)
+	list = listDead(t, in, client, dlq.URL, &inspect.ListOptions{Limit: 5}, 5)
 	require.Len(t, list.Jobs, 5)
 	require.True(t, list.Truncated)
 	v, f = counts(t, client, dlq.URL)
