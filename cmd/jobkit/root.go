@@ -21,6 +21,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/smithy-go/middleware"
 	"github.com/spf13/cobra"
 
 	"github.com/jobkit-go/jobkit/jobs"
@@ -149,6 +150,9 @@ func (a *app) awsConfig(ctx context.Context) (aws.Config, error) {
 	}
 	if region != "" {
 		opts = append(opts, config.WithRegion(region))
+	}
+	if a.endpoint != "" && loopback(a.endpoint) {
+		opts = append(opts, config.WithAPIOptions([]func(*middleware.Stack) error{jobs.NoBodyWriteTo}))
 	}
 	cfg, err := config.LoadDefaultConfig(ctx, opts...)
 	if err != nil {

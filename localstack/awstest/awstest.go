@@ -11,6 +11,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"fmt"
 	"net"
 	"net/url"
 	"os"
@@ -21,8 +22,12 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/aws/retry"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/smithy-go/middleware"
+
+	"github.com/jobkit-go/jobkit/jobs"
 )
 
 // Region is the region tests use unless AWS_REGION says otherwise.
@@ -98,14 +103,31 @@ func LoadConfig(ctx context.Context) (aws.Config, error) {
 	if region == "" {
 		region = Region
 	}
-	opts := []func(*config.LoadOptions) error{config.WithRegion(region)}
+	opts := []func(*config.LoadOptions) error{
+		config.WithRegion(region),
+		config.WithAPIOptions([]func(*middleware.Stack) error{jobs.NoBodyWriteTo}),
+	}
 	if ep := Endpoint(); ep != "" {
 		opts = append(opts,
 			config.WithBaseEndpoint(ep),
 			config.WithCredentialsProvider(credentials.NewStaticCredentialsProvider("test", "test", "")),
+			config.WithRetryer(func() aws.Retryer { return toldRetryer{retry.NewStandard()} }),
 		)
 	}
 	return config.LoadDefaultConfig(ctx, opts...)
+}
+
+// toldRetryer is the SDK's standard retryer that says on stderr why it retries a call that did not
+// fail on throttling: against an emulator such a retry can repeat a call that already took effect
+// (its answer was lost), and a test that then sees the effect twice needs the reason in its log.
+type toldRetryer struct{ aws.RetryerV2 }
+
+func (r toldRetryer) IsErrorRetryable(err error) bool {
+	ok := r.RetryerV2.IsErrorRetryable(err)
+	if ok && !(retry.ThrottleErrorCode{Codes: retry.DefaultThrottleErrorCodes}).IsErrorThrottle(err).Bool() {
+		fmt.Fprintf(os.Stderr, "awstest: %s: retrying after: %v\n", time.Now().UTC().Format("15:04:05.000"), err)
+	}
+	return ok
 }
 
 var unsafeChars = regexp.MustCompile(`[^a-zA-Z0-9-]+`)
@@ -164,6 +186,7 @@ func DynamoDBLocalConfig(tb testing.TB) aws.Config {
 		config.WithRegion(region),
 		config.WithBaseEndpoint(ep),
 		config.WithCredentialsProvider(credentials.NewStaticCredentialsProvider("test", "test", "")),
+		config.WithAPIOptions([]func(*middleware.Stack) error{jobs.NoBodyWriteTo}),
 	)
 	if err != nil {
 		tb.Fatalf("awstest: load config: %v", err)

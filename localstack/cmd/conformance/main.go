@@ -20,7 +20,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/smithy-go/middleware"
 
+	"github.com/jobkit-go/jobkit/jobs"
 	"github.com/jobkit-go/jobkit/localstack/conformance"
 )
 
@@ -78,5 +80,6 @@ func loadConfig(ctx context.Context, endpoint string) (aws.Config, error) {
 		config.WithRegion(region),
 		config.WithBaseEndpoint(endpoint),
 		config.WithCredentialsProvider(credentials.NewStaticCredentialsProvider("test", "test", "")),
+		config.WithAPIOptions([]func(*middleware.Stack) error{jobs.NoBodyWriteTo}),
 	)
 }

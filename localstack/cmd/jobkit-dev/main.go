@@ -34,8 +34,10 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/smithy-go/middleware"
 	"golang.org/x/term"
 
+	"github.com/jobkit-go/jobkit/jobs"
 	"github.com/jobkit-go/jobkit/localstack/devrun"
 	"github.com/jobkit-go/jobkit/localstack/emulator"
 )
@@ -340,7 +342,10 @@ func writeFile(path, content string) error {
 // credentials unless the environment names others.
 func awsConfig(ctx context.Context, endpoint, region string) (aws.Config, error) {
 	region = cmp.Or(region, os.Getenv("AWS_REGION"), os.Getenv("AWS_DEFAULT_REGION"), "us-east-1")
-	opts := []func(*config.LoadOptions) error{config.WithBaseEndpoint(endpoint), config.WithRegion(region)}
+	opts := []func(*config.LoadOptions) error{
+		config.WithBaseEndpoint(endpoint), config.WithRegion(region),
+		config.WithAPIOptions([]func(*middleware.Stack) error{jobs.NoBodyWriteTo}),
+	}
 	if os.Getenv("AWS_ACCESS_KEY_ID") == "" && os.Getenv("AWS_PROFILE") == "" {
 		opts = append(opts, config.WithCredentialsProvider(credentials.NewStaticCredentialsProvider("test", "test", "")))
 	}
