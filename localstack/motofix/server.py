@@ -100,6 +100,11 @@ grew 6-10x. The fix reads the clock once per listing and compares numbers; the r
 stops once it has its messages instead of listing the queue first; each receipt handle a receive
 hands out is indexed (weakly: a message gone is gone from the index), so a delete or a visibility
 change finds its message at once, and a handle not in the index takes moto's own search.
+
+Fix 17, the module list. To route a request, moto asks whether its host names one of its service
+modules by listing its package directory and asking the file system about each of its 174 entries:
+0.47 ms a request, before any work, on a server where a DynamoDB call takes 3 to 4 ms under the
+offline stack's load. The directory does not change while the server runs: the fix lists it once.
 """
 
 import itertools
@@ -109,6 +114,7 @@ import threading
 import time
 
 from moto.core.utils import unix_time
+from moto import backends as moto_backends
 from moto import server as moto_server
 from moto.moto_server import werkzeug_app
 from moto.server import main
@@ -408,6 +414,16 @@ def _receive_walk(self, queue_name, count, wait_seconds_timeout, visibility_time
         previous_result_count = len(result)
     return result
 
+
+# Fix 17: the module list, read once (sorted, as moto lists it; membership by a set).
+class _Modules(tuple):
+    def __contains__(self, name):
+        return name in _module_set
+
+
+_modules = _Modules(moto_backends.list_of_moto_modules())
+_module_set = frozenset(_modules)
+moto_backends.list_of_moto_modules = lambda: _modules
 
 # Fix 1's receive_message calls moto's walk through this name.
 _receive_message = _receive_walk
