@@ -54,6 +54,11 @@ import (
 //	e2e_calls_per_job_<API>, e2e_raw_calls_per_job_<API>  per API ("SQS.ReceiveMessage"...)
 //	e2e_jobs_per_invocation          the email mapping's batch size in practice
 //	e2e_invocation_ms_p50, _p90      an invocation's time, event to response (the local runtime)
+//	e2e_item_write_ms, e2e_item_write_batched_ms, e2e_item_write_batched_vs_single
+//	                                 a DynamoDB write alone and batched (see itemWrites)
+//	e2e_ms_per_job, e2e_raw_ms_per_job  1000 / the sides' jobs per second
+//	e2e_batching_saves_ms_per_job    the stack's writes a job times what batching saves a write
+//	e2e_vs_raw_if_batched            the ratio with that saved (an estimate: the emulator's time only)
 //	e2e_jobs, e2e_pairs
 func init() {
 	register("e2e", 58, benchE2E)
@@ -115,6 +120,19 @@ func benchE2E(ctx context.Context, emit func(string, any)) error {
 	batches.emit(emit, s.emailQueue)
 	stackCalls.emit(emit, "e2e_calls_per_job", e2eJobs*e2ePairs)
 	rawCalls.emit(emit, "e2e_raw_calls_per_job", e2eJobs*e2ePairs)
+	single, batched, err := itemWrites(ctx, stack.Proxied, emit)
+	if err != nil {
+		return err
+	}
+	// What batching the writes would leave: each of the stack's DynamoDB writes a job (a claim
+	// and a completion) costing the batched price instead of its own.
+	stackMs, rawMs := 1000/median(stackRates), 1000/median(rawRates)
+	writes := stackCalls.perJob("DynamoDB.PutItem", e2eJobs*e2ePairs) + stackCalls.perJob("DynamoDB.UpdateItem", e2eJobs*e2ePairs)
+	save := writes * (single - batched)
+	emit("e2e_ms_per_job", stackMs)
+	emit("e2e_raw_ms_per_job", rawMs)
+	emit("e2e_batching_saves_ms_per_job", save)
+	emit("e2e_vs_raw_if_batched", rawMs/(stackMs-save))
 	return nil
 }
 
@@ -320,6 +338,9 @@ func (c callCount) addStats(st faultproxy.Stats, prefix string) {
 		}
 	}
 }
+
+// perJob is the calls of api per job.
+func (c callCount) perJob(api string, jobs int) float64 { return float64(c[api]) / float64(jobs) }
 
 // emit prints the total calls per job as key and each API's as key_<API>.
 func (c callCount) emit(emit func(string, any), key string, jobs int) {
