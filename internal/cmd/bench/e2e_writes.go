@@ -46,30 +46,34 @@ func itemWrites(ctx context.Context, cfg aws.Config, emit func(string, any)) (si
 	}()
 
 	n := 0
-	claim := func() (map[string]types.AttributeValue, *string, map[string]string, map[string]types.AttributeValue) {
+	claim := func() *types.Put { // a fresh key, under the idempotency claim's condition
 		n++
 		now := time.Now()
-		item := map[string]types.AttributeValue{
-			"id":                     &types.AttributeValueMemberS{Value: "e2e#" + strconv.Itoa(n)},
-			"status":                 &types.AttributeValueMemberS{Value: "INPROGRESS"},
-			"expiration":             &types.AttributeValueMemberN{Value: strconv.FormatInt(now.Add(time.Hour).Unix(), 10)},
-			"in_progress_expiration": &types.AttributeValueMemberN{Value: strconv.FormatInt(now.Add(time.Minute).UnixMilli(), 10)},
-		}
-		return item, aws.String("attribute_not_exists(#id) OR #exp <= :now OR (#status = :inprogress AND #lease <= :nowms)"),
-			map[string]string{"#id": "id", "#exp": "expiration", "#status": "status", "#lease": "in_progress_expiration"},
-			map[string]types.AttributeValue{
+		return &types.Put{
+			TableName: aws.String(table),
+			Item: map[string]types.AttributeValue{
+				"id":                     &types.AttributeValueMemberS{Value: "e2e#" + strconv.Itoa(n)},
+				"status":                 &types.AttributeValueMemberS{Value: "INPROGRESS"},
+				"expiration":             &types.AttributeValueMemberN{Value: strconv.FormatInt(now.Add(time.Hour).Unix(), 10)},
+				"in_progress_expiration": &types.AttributeValueMemberN{Value: strconv.FormatInt(now.Add(time.Minute).UnixMilli(), 10)},
+			},
+			ConditionExpression:      aws.String("attribute_not_exists(#id) OR #exp <= :now OR (#status = :inprogress AND #lease <= :nowms)"),
+			ExpressionAttributeNames: map[string]string{"#id": "id", "#exp": "expiration", "#status": "status", "#lease": "in_progress_expiration"},
+			ExpressionAttributeValues: map[string]types.AttributeValue{
 				":now":        &types.AttributeValueMemberN{Value: strconv.FormatInt(now.Unix(), 10)},
 				":nowms":      &types.AttributeValueMemberN{Value: strconv.FormatInt(now.UnixMilli(), 10)},
 				":inprogress": &types.AttributeValueMemberS{Value: "INPROGRESS"},
-			}
+			},
+		}
 	}
 	const items = e2eRoundsPerSide * e2eBatchWrites
 	single, batched, err := alternate(e2eItemWritePairs, func(int) (float64, error) {
 		start := time.Now()
 		for range items {
-			item, cond, names, values := claim()
-			if _, err := db.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(table), Item: item,
-				ConditionExpression: cond, ExpressionAttributeNames: names, ExpressionAttributeValues: values}); err != nil {
+			p := claim()
+			if _, err := db.PutItem(ctx, &dynamodb.PutItemInput{TableName: p.TableName, Item: p.Item,
+				ConditionExpression: p.ConditionExpression, ExpressionAttributeNames: p.ExpressionAttributeNames,
+				ExpressionAttributeValues: p.ExpressionAttributeValues}); err != nil {
 				return 0, fmt.Errorf("e2e: put: %w", err)
 			}
 		}
@@ -77,11 +81,9 @@ func itemWrites(ctx context.Context, cfg aws.Config, emit func(string, any)) (si
 	}, func(int) (float64, error) {
 		start := time.Now()
 		for range e2eRoundsPerSide {
-			writes := make([]types.TransactWriteItem, 0, e2eBatchWrites)
-			for range e2eBatchWrites {
-				item, cond, names, values := claim()
-				writes = append(writes, types.TransactWriteItem{Put: &types.Put{TableName: aws.String(table), Item: item,
-					ConditionExpression: cond, ExpressionAttributeNames: names, ExpressionAttributeValues: values}})
+			writes := make([]types.TransactWriteItem, e2eBatchWrites)
+			for i := range writes {
+				writes[i].Put = claim()
 			}
 			if _, err := db.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: writes}); err != nil {
 				return 0, fmt.Errorf("e2e: transact: %w", err)
