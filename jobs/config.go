@@ -81,6 +81,13 @@ type Config struct {
 	Metrics io.Writer
 	// SQS is the client for visibility changes and dead-letter sends (required).
 	SQS SQSAPI
+	// MaxReceiveCount is the queue's redrive policy maxReceiveCount (JOBKIT_MAX_RECEIVE_COUNT,
+	// set by the Worker construct); 0 means unknown. When set, a record about to be returned to
+	// the queue on its MaxReceiveCount-th receive — which SQS's redrive policy would move to the
+	// DLQ on the next one, with no reason and no job state — is dead-lettered by the runtime
+	// instead (ReasonReceiveLimit), so every job SQS would move ends as a job. It must be at
+	// least MaxAttempts; on a FIFO queue at least MinFIFOMaxReceiveCount(batch size, MaxAttempts).
+	MaxReceiveCount int
 	// Deliveries, when set, remembers the deliveries of a message that did not run its job (a
 	// FIFO record skipped behind a failed one, a record not started before the deadline), so
 	// JobRow.Attempt counts real runs: a job gets MaxAttempts runs, and its backoff is sized by
@@ -119,6 +126,7 @@ type DeliveryLedger interface {
 //	JOBKIT_MAX_ATTEMPTS        deliveries before dead-lettering; default 5
 //	JOBKIT_VISIBILITY_TIMEOUT  the queue's visibility timeout: seconds ("30") or a Go duration; default 30s
 //	JOBKIT_CONCURRENCY         records (FIFO: groups) run at once in a batch; default 10
+//	JOBKIT_MAX_RECEIVE_COUNT   the queue's redrive maxReceiveCount (Config.MaxReceiveCount); default unknown
 //	JOBKIT_BACKOFF_BASE        first retry delay ceiling: a Go duration ("1s") or seconds; default 1s
 //	JOBKIT_BACKOFF_CAP         largest retry delay: a Go duration or seconds; default 15m, at most 12h
 //	JOBKIT_SAFETY_MARGIN       time kept before the Lambda deadline; default 2s
@@ -182,6 +190,7 @@ func configFromLookup(lookup func(string) (string, bool)) (Config, error) {
 	}
 	integer(EnvMaxAttempts, DefaultMaxAttempts, &cfg.MaxAttempts)
 	integer(EnvConcurrency, DefaultConcurrency, &cfg.Concurrency)
+	integer(EnvMaxReceiveCount, 0, &cfg.MaxReceiveCount)
 	duration(EnvVisibilityTimeout, DefaultVisibilityTimeout, &cfg.VisibilityTimeout)
 	duration(EnvBackoffBase, DefaultBackoffBase, &cfg.BackoffBase)
 	duration(EnvBackoffCap, DefaultBackoffCap, &cfg.BackoffCap)
@@ -231,8 +240,16 @@ func (c *Config) Validate() error {
 		errs = append(errs, errors.New("SQS is nil"))
 	}
 	if c.MaxAttempts < 0 || c.Concurrency < 0 || c.VisibilityTimeout < 0 || c.BackoffBase < 0 ||
-		c.BackoffCap < 0 || c.SafetyMargin < 0 || c.JobTimeout < 0 {
+		c.BackoffCap < 0 || c.SafetyMargin < 0 || c.JobTimeout < 0 || c.MaxReceiveCount < 0 {
 		errs = append(errs, errors.New("negative value"))
+	}
+	if attempts := max(c.MaxAttempts, 0); c.MaxReceiveCount > 0 {
+		if attempts == 0 {
+			attempts = DefaultMaxAttempts
+		}
+		if c.MaxReceiveCount < attempts {
+			errs = append(errs, fmt.Errorf("MaxReceiveCount %d is below MaxAttempts %d: the redrive policy would move jobs before their attempts are used", c.MaxReceiveCount, attempts))
+		}
 	}
 	if c.VisibilityTimeout > MaxVisibility {
 		errs = append(errs, fmt.Errorf("VisibilityTimeout %s is above SQS's 12h", c.VisibilityTimeout))

@@ -32,4 +32,15 @@ const (
 	// succeeded), in another bucket than Config.PayloadBucket, refused, or no Config.S3.
 	// Transient S3 errors are retried like any job error instead.
 	ReasonPayloadUnavailable = "payload_unavailable"
+	// ReasonNoOutcome: the job's attempts were used by deliveries that ended without an outcome
+	// the runtime could report — the process crashed or was killed (a crash loop, an
+	// out-of-memory kill) or the whole invocation timed out. The runtime dead-letters it on its
+	// next delivery, before running it again (needs Config.Deliveries, which tells such
+	// deliveries from those that did not run the job).
+	ReasonNoOutcome = "no_outcome"
+	// ReasonReceiveLimit: the message was received Config.MaxReceiveCount times, the queue's
+	// redrive maxReceiveCount, and was about to be returned to the queue; SQS's redrive policy
+	// would have moved it on its next receive, without its failure. The runtime dead-letters it
+	// itself instead, with the count of deliveries that did not run it in the error.
+	ReasonReceiveLimit = "receive_limit"
 )

@@ -37,6 +37,10 @@ func (e *SnoozeError) Error() string { return fmt.Sprintf("jobs: snoozed for %s"
 
 // Snooze asks for the job to run again after d: at most 12 h after the message's receipt, SQS's
 // visibility limit (in practice 12 h less the time since the invocation began and 6 minutes).
+// With Config.Deliveries set, a snoozed delivery is recorded there and is not charged as an
+// attempt (as river's JobSnooze); without, it counts as one. Every snooze is a receive of the
+// message, which SQS's redrive policy counts: on the last receive it allows, the runtime
+// dead-letters the job (ReasonReceiveLimit) rather than snoozing it again.
 func Snooze(d time.Duration) error { return &SnoozeError{Duration: d} }
 
 // SnoozeNotRun is Snooze for a job that did not start its work, e.g. a middleware that found no

@@ -161,6 +161,9 @@ type record struct {
 	visible bool          // set the visibility to delay at the end of the batch
 	ran     bool          // the job ran (dur is meaningful)
 	notRun  bool          // abandoned before it started, or SnoozeNotRun: the delivery did not run the job
+	counted bool          // Attempt already counts real runs (screen read the ledger)
+	credit  int16         // earlier deliveries to record as not run: they ended with a crash-looping job (screen)
+	err     error         // the job's error, when it is retried or snoozed
 	delay   time.Duration // retry, snooze or skip delay
 	dur     time.Duration // time spent in the job
 }
@@ -315,11 +318,13 @@ func (h *sqsHandler) runBatch(ctx, post context.Context, msgs []wire.SQSMessage)
 	}
 	defer b.endPost()
 
+	b.screen()
 	h.watchdog.add(b, now)
 	b.runAll()
 	h.watchdog.remove(b)
 	b.stopHeartbeat()
 
+	b.preemptRedrive()
 	b.applyVisibility()
 	b.recordNotRun()
 	resp := b.response()
@@ -690,6 +695,7 @@ func (b *batch) settle(r *record, err error) {
 		b.logRecord(slog.LevelWarn, r, "job failed after its message was lost: reported failed, left alone", err)
 		return
 	}
+	r.err = err
 	var snooze *SnoozeError
 	if errors.As(err, &snooze) {
 		r.out, r.visible, r.delay = outSnoozed, true, b.clampVisibility(snooze.Duration)
@@ -910,51 +916,6 @@ func dedupID(id string) string {
 		return id[:128]
 	}
 	return id
-}
-
-// countRealRuns makes r's Attempt the number of its real runs: ApproximateReceiveCount less the
-// deliveries the ledger says did not run. Only a redelivery asks (the first delivery is a run).
-func (b *batch) countRealRuns(r *record) {
-	ledger := b.h.cfg.Deliveries
-	if ledger == nil || r.row.Attempt <= 1 {
-		return
-	}
-	n, err := ledger.NotRun(b.post(), r.msg.MessageID)
-	if err != nil {
-		b.logRecord(slog.LevelWarn, r, "delivery ledger: could not read deliveries that did not run; counting every receive", err)
-		return
-	}
-	if n > 0 {
-		r.row.Attempt = max(1, r.row.Attempt-n)
-	}
-}
-
-// recordNotRun tells the ledger about the deliveries of this batch that did not run their job,
-// up to visibilityCalls at once, within the post-job budget.
-func (b *batch) recordNotRun() {
-	ledger := b.h.cfg.Deliveries
-	if ledger == nil {
-		return
-	}
-	sem := make(chan struct{}, visibilityCalls)
-	var wg sync.WaitGroup
-	for i := range b.records {
-		r := &b.records[i]
-		st := r.state.Load()
-		notRun := st == stateDone && (r.out == outSkipped || r.out == outNotStarted || (r.out == outSnoozed && r.notRun))
-		if !notRun && !(st == stateAbandoned && r.notRun) {
-			continue
-		}
-		sem <- struct{}{}
-		wg.Add(1)
-		go func() {
-			defer func() { <-sem; wg.Done() }()
-			if err := ledger.AddNotRun(b.post(), r.msg.MessageID); err != nil {
-				b.logRecord(slog.LevelWarn, r, "delivery ledger: could not record a delivery that did not run; it counts as an attempt", err)
-			}
-		}()
-	}
-	wg.Wait()
 }
 
 // applyVisibility sets the visibility of retried, snoozed, skipped and not-started records.

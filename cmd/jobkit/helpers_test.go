@@ -45,7 +45,7 @@ func TestMain(m *testing.M) {
 // buildCLI returns the jobkit binary.
 func buildCLI(t *testing.T) string {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute) // a cold build on a busy 2-core machine takes minutes
 	defer cancel()
 	path, err := builds.Path(ctx, ".")
 	require.NoError(t, err)

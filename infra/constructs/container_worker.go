@@ -267,6 +267,7 @@ func (p ContainerWorkerProps) environment(name string) map[string]string {
 	env[jobs.EnvQueueURL] = *q.Queue.QueueUrl()
 	env[jobs.EnvDLQURL] = *q.DLQ.QueueUrl()
 	env[jobs.EnvMaxAttempts] = strconv.Itoa(q.MaxAttempts)
+	env[jobs.EnvMaxReceiveCount] = strconv.Itoa(q.MaxReceiveCount)
 	env[jobs.EnvVisibilityTimeout] = strconv.Itoa(int(q.VisibilityTimeout / time.Second))
 	env[jobs.EnvConcurrency] = strconv.Itoa(p.Concurrency)
 	env[jobs.EnvBackoffBase] = p.BackoffBase.String()
@@ -330,6 +331,8 @@ func (p ContainerWorkerProps) check() string {
 			p.DrainTimeout, jobs.MaxStopTimeout-StopTimeoutMargin, StopTimeoutMargin, jobs.MaxStopTimeout)
 	case p.Concurrency < 1:
 		return fmt.Sprintf("Concurrency %d must be at least 1", p.Concurrency)
+	case q.FIFO && q.MaxReceiveCount < jobs.MinFIFOMaxReceiveCount(MaxFIFOBatchSize, q.MaxAttempts):
+		return fifoReceivesShort(q, MaxFIFOBatchSize) // the consumer receives up to 10 at once
 	case p.MinTasks < 0 || p.MaxTasks < 1 || p.MaxTasks < p.MinTasks:
 		return fmt.Sprintf("tasks %d..%d: want 0 <= MinTasks <= MaxTasks, MaxTasks >= 1", p.MinTasks, p.MaxTasks)
 	case p.BacklogPerTask < 1:

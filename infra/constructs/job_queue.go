@@ -22,8 +22,13 @@ const (
 	DefaultAgeAlarmThreshold = time.Hour           // above the default backoff's worst case
 	DLQRetentionPeriod       = 14 * 24 * time.Hour // the SQS maximum, for every DLQ
 	// DefaultRedriveMargin is the redrive margin of a Standard queue; a FIFO queue's default is
-	// its MaxAttempts (see JobQueueProps.RedriveMargin).
+	// sized for batches of MaxFIFOBatchSize (see JobQueueProps.RedriveMargin).
 	DefaultRedriveMargin = 3
+	// MaxFIFOBatchSize is the most records of a FIFO batch: an event source mapping's BatchSize
+	// on a FIFO queue, and what a container worker receives at once.
+	MaxFIFOBatchSize = 10
+	// MaxMaxReceiveCount is SQS's upper bound of a redrive policy's maxReceiveCount.
+	MaxMaxReceiveCount = 1000
 )
 
 // Output key prefixes: a JobQueue named N exports its queue URL as JobkitQueue<N> and its
@@ -60,8 +65,14 @@ type JobQueueProps struct {
 	// run MaxAttempts times, without the runtime's failure attributes. With it, a poison pill that
 	// kills the process still reaches the DLQ after MaxAttempts+RedriveMargin receives.
 	//
-	// Default DefaultRedriveMargin on a Standard queue; MaxAttempts on a FIFO queue, where a
-	// failing job can cost each later job of its group one receive per attempt.
+	// On a FIFO queue, each job of a batch ahead of a job in its message group costs it a receive
+	// per attempt, run or crashed: with batches of B records, jobs.MinFIFOMaxReceiveCount(B,
+	// MaxAttempts) = B·MaxAttempts+1 receives keep every job from reaching the DLQ unrun, and the
+	// Worker and ContainerWorker constructs refuse a FIFO queue with fewer at synth.
+	//
+	// Default DefaultRedriveMargin on a Standard queue; on a FIFO queue, what makes
+	// maxReceiveCount MaxFIFOBatchSize·MaxAttempts+DefaultRedriveMargin (53 for 5 attempts), at
+	// most MaxMaxReceiveCount.
 	RedriveMargin int
 	// VisibilityTimeout is the queue's visibility timeout. It must be at least the timeout of
 	// every Worker consuming the queue (AWS refuses the event source mapping otherwise; the
@@ -227,7 +238,8 @@ func (p JobQueueProps) withDefaults() JobQueueProps {
 	if p.RedriveMargin == 0 {
 		p.RedriveMargin = DefaultRedriveMargin
 		if p.FIFO {
-			p.RedriveMargin = p.MaxAttempts
+			n := min(MaxFIFOBatchSize*p.MaxAttempts+DefaultRedriveMargin, MaxMaxReceiveCount)
+			p.RedriveMargin = max(n-p.MaxAttempts, 0)
 		}
 	}
 	if p.VisibilityTimeout == 0 {
@@ -251,8 +263,8 @@ func (p JobQueueProps) validate(id string) error {
 		return fmt.Errorf("MaxAttempts %d must be at least 1", p.MaxAttempts)
 	case p.RedriveMargin < 0:
 		return fmt.Errorf("RedriveMargin %d must not be negative", p.RedriveMargin)
-	case p.MaxAttempts+p.RedriveMargin > 1000:
-		return fmt.Errorf("MaxAttempts+RedriveMargin = %d exceeds the redrive policy's maximum of 1000", p.MaxAttempts+p.RedriveMargin)
+	case p.MaxAttempts+p.RedriveMargin > MaxMaxReceiveCount:
+		return fmt.Errorf("MaxAttempts+RedriveMargin = %d exceeds the redrive policy's maximum of %d", p.MaxAttempts+p.RedriveMargin, MaxMaxReceiveCount)
 	case p.VisibilityTimeout < 0 || p.VisibilityTimeout > jobs.MaxVisibility || p.VisibilityTimeout%time.Second != 0:
 		return fmt.Errorf("VisibilityTimeout %s must be whole seconds between 0 and %s", p.VisibilityTimeout, jobs.MaxVisibility)
 	case p.RetentionPeriod < time.Minute || p.RetentionPeriod > DLQRetentionPeriod || p.RetentionPeriod%time.Second != 0:

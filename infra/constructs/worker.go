@@ -182,6 +182,7 @@ func NewWorker(scope constructs.Construct, id string, props *WorkerProps) *Worke
 	w.Environment[jobs.EnvQueueURL] = *q.Queue.QueueUrl()
 	w.Environment[jobs.EnvDLQURL] = *q.DLQ.QueueUrl()
 	w.Environment[jobs.EnvMaxAttempts] = strconv.Itoa(q.MaxAttempts)
+	w.Environment[jobs.EnvMaxReceiveCount] = strconv.Itoa(q.MaxReceiveCount)
 	w.Environment[jobs.EnvVisibilityTimeout] = strconv.Itoa(int(q.VisibilityTimeout / time.Second))
 	w.Environment[jobs.EnvConcurrency] = strconv.Itoa(p.Concurrency)
 	w.Environment[jobs.EnvBackoffBase] = p.BackoffBase.String()
@@ -367,6 +368,8 @@ func (p WorkerProps) check() string {
 		return fmt.Sprintf("BatchSize %d must be between 1 and 10000", p.BatchSize)
 	case q.FIFO && p.MaxBatchingWindow != 0:
 		return fmt.Sprintf("MaxBatchingWindow is not supported on FIFO queue %s", q.Name)
+	case q.FIFO && q.MaxReceiveCount < jobs.MinFIFOMaxReceiveCount(p.BatchSize, q.MaxAttempts):
+		return fifoReceivesShort(q, p.BatchSize)
 	case p.MaxBatchingWindow < 0 || p.MaxBatchingWindow > 5*time.Minute || p.MaxBatchingWindow%time.Second != 0:
 		return fmt.Sprintf("MaxBatchingWindow %s must be whole seconds between 0 and 5m", p.MaxBatchingWindow)
 	case p.BatchSize > 10 && p.MaxBatchingWindow < time.Second:
@@ -400,4 +403,14 @@ func (p WorkerProps) check() string {
 		}
 	}
 	return ""
+}
+
+// fifoReceivesShort explains why FIFO queue q's maxReceiveCount is too small for batches of
+// batchSize records: a job could reach the DLQ by receives alone, without having run.
+func fifoReceivesShort(q *JobQueue, batchSize int) string {
+	need := jobs.MinFIFOMaxReceiveCount(batchSize, q.MaxAttempts)
+	return fmt.Sprintf("FIFO queue %s redrives after %d receives, but batches of %d with %d attempts need at least %d "+
+		"(batch size × attempts + 1): each job ahead of another in its message group costs it a receive per attempt, "+
+		"so SQS's redrive policy could move a job that never ran; raise JobQueueProps.RedriveMargin to %d or more, "+
+		"or lower the batch size or MaxAttempts", q.Name, q.MaxReceiveCount, batchSize, q.MaxAttempts, need, need-q.MaxAttempts)
 }

@@ -1,0 +1,245 @@
+package jobs_test
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/jobkit-go/jobkit/idempotency"
+	"github.com/jobkit-go/jobkit/jobs"
+	"github.com/jobkit-go/jobkit/jobs/jobstest"
+	"github.com/jobkit-go/jobkit/localstack/awstest"
+)
+
+// runs counts each job's runs and the receive count of its last delivery, and fails the
+// jobs it is told to: always, or on their first run only.
+type runs struct {
+	mu         sync.Mutex
+	n          map[int]int
+	deliveries map[int]int // the most deliveries (ApproximateReceiveCount) a job was seen with
+	attempts   map[int]string
+	always     map[int]bool
+	once       map[int]bool
+}
+
+func newRuns() *runs {
+	return &runs{n: map[int]int{}, deliveries: map[int]int{}, attempts: map[int]string{}, always: map[int]bool{}, once: map[int]bool{}}
+}
+
+func (r *runs) workers() *jobs.Workers {
+	w := jobs.NewWorkers()
+	jobs.AddWorker(w, jobs.WorkFunc[TestJob](func(ctx context.Context, job *jobs.Job[TestJob]) error {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		n := job.Args.N
+		r.n[n]++
+		r.attempts[n] = fmt.Sprintf("%d/%d", job.Attempt, job.Deliveries)
+		if r.always[n] || (r.once[n] && r.n[n] == 1) {
+			return fmt.Errorf("job %d failed", n)
+		}
+		return nil
+	}))
+	return w
+}
+
+// seen notes the receive counts of a delivery's messages.
+func (r *runs) seen(t *testing.T, msgs []sqstypes.Message) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, m := range msgs {
+		var d int
+		fmt.Sscan(m.Attributes[string(sqstypes.MessageSystemAttributeNameApproximateReceiveCount)], &d)
+		n := jobN(t, m)
+		r.deliveries[n] = max(r.deliveries[n], d)
+	}
+}
+
+func (r *runs) ran(n int) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.n[n]
+}
+
+// pump plays the event source mapping: it receives batches of up to 10, hands each to handler
+// (or, when crash says so, drops the batch as a killed process would: no answer, no deletes) and
+// deletes what the handler did not list, until the queue has been empty for a few polls.
+func pump(t *testing.T, client *sqs.Client, q awstest.Queue, r *runs, handler func(context.Context, events.SQSEvent) []string, crash func([]sqstypes.Message) bool) {
+	t.Helper()
+	ctx := context.Background()
+	empty := 0
+	for deadline := time.Now().Add(3 * time.Minute); empty < 3; {
+		require.True(t, time.Now().Before(deadline), "the queue did not drain")
+		out, err := client.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{
+			QueueUrl: aws.String(q.URL), MaxNumberOfMessages: 10, WaitTimeSeconds: 1,
+			MessageSystemAttributeNames: []sqstypes.MessageSystemAttributeName{sqstypes.MessageSystemAttributeNameAll},
+		})
+		require.NoError(t, err)
+		if len(out.Messages) == 0 {
+			empty++
+			continue
+		}
+		empty = 0
+		r.seen(t, out.Messages)
+		if crash != nil && crash(out.Messages) {
+			// The process died: SQS returns the messages after their visibility timeout, made
+			// 0 here so the test need not wait for it.
+			entries := make([]sqstypes.ChangeMessageVisibilityBatchRequestEntry, len(out.Messages))
+			for i, m := range out.Messages {
+				entries[i] = sqstypes.ChangeMessageVisibilityBatchRequestEntry{Id: aws.String(fmt.Sprint(i)), ReceiptHandle: m.ReceiptHandle}
+			}
+			_, err := client.ChangeMessageVisibilityBatch(ctx, &sqs.ChangeMessageVisibilityBatchInput{QueueUrl: aws.String(q.URL), Entries: entries})
+			require.NoError(t, err)
+			continue
+		}
+		deleteExcept(t, client, q.URL, out.Messages, handler(ctx, jobstest.EventFromMessages(q.ARN, out.Messages)))
+	}
+}
+
+// ledgerConfig is a runtime config for q with a delivery ledger in a fresh idempotency table.
+func ledgerConfig(t *testing.T, cfg aws.Config, client *sqs.Client, q, dlq awstest.Queue, attempts, maxReceives int) jobs.Config {
+	store := idempotency.NewDynamoDBStore(dynamodb.NewFromConfig(cfg), awstest.CreateTable(t, cfg, "idem", "id", ""))
+	rc := runtimeConfig(client, q.URL, dlq.URL)
+	rc.MaxAttempts, rc.MaxReceiveCount, rc.Backoff, rc.Deliveries = attempts, maxReceives, fixedBackoff(0), store
+	return rc
+}
+
+func sqsHandler(w *jobs.Workers, rc jobs.Config) func(context.Context, events.SQSEvent) []string {
+	h := jobs.NewSQSHandler(w, rc)
+	return func(ctx context.Context, ev events.SQSEvent) []string {
+		resp, err := h(ctx, ev)
+		if err != nil {
+			panic(err)
+		}
+		return jobstest.FailedIDs(resp)
+	}
+}
+
+// dead receives the dead-letter queue's messages, by job number.
+func dead(t *testing.T, client *sqs.Client, dlq awstest.Queue, n int) map[int]jobstest.DeadLetter {
+	t.Helper()
+	out := map[int]jobstest.DeadLetter{}
+	for _, m := range receive(t, client, dlq.URL, n+1, 3*time.Second) {
+		out[jobN(t, m)] = jobstest.DecodeDeadLetter(m)
+	}
+	return out
+}
+
+// A FIFO group with 20 queued jobs behind two heads that fail all their attempts, each later job
+// failing once: every job but the heads runs and succeeds, the heads are dead-lettered by the
+// runtime with their attempts used, and no job reaches the dead-letter queue unrun — though the
+// jobs deep in the group are received far more often than attempts (the old FIFO default of
+// twice the attempts would have let SQS move them). The queue's redrive is the least the
+// Worker construct accepts for batches of 10: jobs.MinFIFOMaxReceiveCount(10, 3) = 31.
+func TestRuntimeFIFOBacklogNeverDeadLettersUnrunOnSQS(t *testing.T) {
+	t.Parallel()
+	const attempts = 3
+	cfg := awstest.Config(t)
+	client := sqs.NewFromConfig(cfg)
+	dlq := awstest.CreateQueue(t, cfg, "dlq", &awstest.QueueOptions{FIFO: true})
+	receives := jobs.MinFIFOMaxReceiveCount(10, attempts)
+	q := awstest.CreateQueue(t, cfg, "q", &awstest.QueueOptions{FIFO: true, DLQ: &dlq, MaxReceiveCount: receives})
+	r := newRuns()
+	var backlog []TestJob
+	for n := 1; n <= 22; n++ {
+		backlog = append(backlog, TestJob{N: n, Group: "g"})
+		r.always[n] = n <= 2
+		r.once[n] = n > 2
+	}
+	enqueue(t, client, q.URL, backlog...)
+
+	pump(t, client, q, r, sqsHandler(r.workers(), ledgerConfig(t, cfg, client, q, dlq, attempts, receives)), nil)
+
+	got := dead(t, client, dlq, 2)
+	require.Len(t, got, 2, "only the two heads are dead")
+	for _, n := range []int{1, 2} {
+		assert.Equal(t, jobs.ReasonAttemptsUsed, got[n].Reason, "job %d", n)
+		assert.Equal(t, attempts, got[n].Attempts, "job %d", n)
+		assert.Equal(t, attempts, r.ran(n), "job %d ran all its attempts", n)
+	}
+	most := 0
+	for n := 3; n <= 22; n++ {
+		assert.Equal(t, 2, r.ran(n), "job %d failed once, then succeeded", n)
+		most = max(most, r.deliveries[n])
+	}
+	assert.Greater(t, most, 2*attempts, "deep jobs were received more often than twice their attempts")
+	assert.LessOrEqual(t, most, receives)
+	t.Logf("most receives of a job: %d (redrive after %d)", most, receives)
+}
+
+// A crash loop on a FIFO queue: job 1 kills the process on every delivery (played by dropping
+// the batch unanswered). On the delivery after its attempts are used that way, the runtime
+// dead-letters it without running it (ReasonNoOutcome), and the jobs behind it — delivered with
+// it every time, never run — are credited those deliveries: job 2 fails once and is retried
+// with attempt 2 of its 5 deliveries, not dead-lettered; job 3 runs and succeeds.
+func TestRuntimeFIFOCrashLoopIsDeadLetteredAloneOnSQS(t *testing.T) {
+	t.Parallel()
+	const attempts = 3
+	cfg := awstest.Config(t)
+	client := sqs.NewFromConfig(cfg)
+	dlq := awstest.CreateQueue(t, cfg, "dlq", &awstest.QueueOptions{FIFO: true})
+	receives := jobs.MinFIFOMaxReceiveCount(10, attempts)
+	q := awstest.CreateQueue(t, cfg, "q", &awstest.QueueOptions{FIFO: true, DLQ: &dlq, MaxReceiveCount: receives})
+	r := newRuns()
+	r.once[2] = true
+	enqueue(t, client, q.URL, TestJob{N: 1, Group: "g"}, TestJob{N: 2, Group: "g"}, TestJob{N: 3, Group: "g"})
+
+	crashes := 0
+	crash := func(msgs []sqstypes.Message) bool {
+		for _, m := range msgs {
+			if jobN(t, m) == 1 && crashes < attempts {
+				crashes++
+				return true
+			}
+		}
+		return false
+	}
+	pump(t, client, q, r, sqsHandler(r.workers(), ledgerConfig(t, cfg, client, q, dlq, attempts, receives)), crash)
+
+	got := dead(t, client, dlq, 1)
+	require.Len(t, got, 1, "only the crash loop is dead")
+	assert.Equal(t, jobs.ReasonNoOutcome, got[1].Reason)
+	assert.Contains(t, got[1].Error, "3 deliveries ended without an outcome")
+	assert.Zero(t, r.ran(1), "a crash loop is not run again")
+	assert.Equal(t, 2, r.ran(2))
+	assert.Equal(t, "2/5", r.attempts[2], "job 2: its second attempt, on its fifth delivery")
+	assert.Equal(t, 1, r.ran(3))
+}
+
+// A job snoozed on every delivery is received again and again without an attempt charged; on
+// the last receive the queue's redrive policy allows, the runtime dead-letters it itself
+// (ReasonReceiveLimit, with the snooze attached) rather than let SQS move it with no reason.
+func TestRuntimeDeadLettersAtTheReceiveLimitOnSQS(t *testing.T) {
+	t.Parallel()
+	cfg := awstest.Config(t)
+	client := sqs.NewFromConfig(cfg)
+	dlq := awstest.CreateQueue(t, cfg, "dlq", nil)
+	q := awstest.CreateQueue(t, cfg, "q", &awstest.QueueOptions{DLQ: &dlq, MaxReceiveCount: 4})
+	enqueue(t, client, q.URL, TestJob{N: 1, Mode: "snooze"})
+	rc := ledgerConfig(t, cfg, client, q, dlq, 2, 4)
+	var attempts []int
+	w := testWorkers(nil)
+	w.Use(func(next jobs.Handler) jobs.Handler {
+		return func(ctx context.Context, row *jobs.JobRow) error {
+			attempts = append(attempts, row.Attempt)
+			return next(ctx, row)
+		}
+	})
+	pump(t, client, q, newRuns(), sqsHandler(w, rc), nil)
+
+	assert.Equal(t, []int{1, 1, 1, 1}, attempts, "four deliveries, none charged as an attempt")
+	got := dead(t, client, dlq, 1)
+	require.Len(t, got, 1)
+	assert.Equal(t, jobs.ReasonReceiveLimit, got[1].Reason)
+	assert.Contains(t, got[1].Error, "received 4 times, the queue's maxReceiveCount of 4")
+	assert.Contains(t, got[1].Error, "snoozed")
+}
