@@ -351,3 +351,45 @@ func TestRuntimeFIFOSkipsAreNotAttemptsOnSQS(t *testing.T) {
 	assert.Equal(t, 1, jobN(t, dead[0]))
 	assert.Equal(t, 2, jobstest.DecodeDeadLetter(dead[0]).Attempts)
 }
+
+// A job whose work is done when the hard stop comes, its middleware still recording the outcome
+// (an idempotency completion, say), is waited for until the end of the post-job budget rather than
+// reported failed: reported failed, it would run again on its next delivery. One still recording
+// after that is reported failed.
+func TestHandlerWaitsForAJobRecordingItsOutcome(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name     string
+		record   time.Duration // the middleware's recording, after the worker returned
+		listedID bool
+	}{
+		{"recorded before the budget ends", 2750 * time.Millisecond, false},
+		{"still recording after it", 3500 * time.Millisecond, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			cfg := jobstest.Config(jobstest.NewRecorder())
+			cfg.SafetyMargin = 2 * time.Second
+			w := testWorkers(nil)
+			w.Use(func(next jobs.Handler) jobs.Handler {
+				return func(ctx context.Context, row *jobs.JobRow) error {
+					err := next(ctx, row)
+					time.Sleep(tc.record)
+					return err
+				}
+			})
+			handler := jobs.NewSQSHandler(w, cfg)
+			// Deadline in 4 s: jobs end at 2 s, the hard stop is at 3 s, the post-job budget
+			// ends at 3.5 s. The worker returns at 0.5 s; the recording ends at 3.25 s or 4 s.
+			ctx, cancel := context.WithTimeout(context.Background(), 4*time.Second)
+			defer cancel()
+			resp, err := handler(ctx, jobstest.Event(jobstest.Message(TestJob{N: 1, Mode: "sleep", Seconds: 0.5}, &jobstest.MessageOpts{MessageID: "m1"})))
+			require.NoError(t, err)
+			if tc.listedID {
+				assert.Equal(t, []string{"m1"}, jobstest.FailedIDs(resp))
+			} else {
+				assert.Empty(t, jobstest.FailedIDs(resp), "the job succeeded")
+			}
+		})
+	}
+}

@@ -601,6 +601,10 @@ func (b *batch) abandon() {
 		if r.state.CompareAndSwap(statePending, stateAbandoned) {
 			r.notRun = true // no worker touches r any more
 			b.logRecord(slog.LevelError, r, "job not started near the Lambda deadline: reported failed", nil)
+		} else if atomic.LoadUint32(&r.row.settling) == 1 && r.state.Load() == stateRunning {
+			// The job's work is done; its middleware is recording it (an idempotency completion,
+			// a job state). Abandoning it now would run the work again on the next delivery.
+			sending = append(sending, r)
 		} else if r.state.CompareAndSwap(stateRunning, stateAbandoned) {
 			b.logRecord(slog.LevelError, r, "job still running near the Lambda deadline: reported failed", nil)
 		} else if r.state.Load() == stateDeadLettering {
@@ -613,12 +617,30 @@ func (b *batch) abandon() {
 	}
 	go func() { // not on the watchdog's goroutine, which keeps the time of other batches
 		for _, r := range sending {
-			for r.state.Load() == stateDeadLettering {
-				time.Sleep(time.Millisecond)
-			}
+			b.waitSettled(r)
 		}
 		b.release(time.Time{})
 	}()
+}
+
+// waitSettled waits for a record found dead-lettering or settling at the hard stop. A
+// dead-letter send ends with the post-job context; a settling record gets until the end of the
+// post-job budget (a quarter of the safety margin before the deadline) to record its outcome,
+// and is then abandoned (listed) like any job still running.
+func (b *batch) waitSettled(r *record) {
+	for {
+		switch st := r.state.Load(); {
+		case st == stateDeadLettering:
+		case st != stateRunning:
+			return
+		case !b.postEnd.IsZero() && !time.Now().Before(b.postEnd):
+			if r.state.CompareAndSwap(stateRunning, stateAbandoned) {
+				b.logRecord(slog.LevelError, r, "job done but still recording its outcome at the Lambda deadline: reported failed", nil)
+			}
+			return
+		}
+		time.Sleep(time.Millisecond)
+	}
 }
 
 // runRecord runs one record and decides its outcome.

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"reflect"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unsafe"
 
@@ -46,6 +47,7 @@ type JobRow struct {
 	argsSrc    string         // the validated JSON EncodedArgs was made from, sharing its memory (runtime only)
 	job        unsafe.Pointer // a *Job of reg's type for this row, made by the runtime; nil once used
 	argsReady  bool           // job's Args are decoded from argsSrc
+	settling   uint32         // 1 once the worker returned (atomic): only the middleware's recording (idempotency, state) is left
 	baseLogger *slog.Logger   // the runtime's logger
 	logger     *slog.Logger   // baseLogger with this job's attributes, made on first use
 }
@@ -260,7 +262,9 @@ func (w *Workers) dispatch(ctx context.Context, row *JobRow) error {
 			return &UnknownKindError{Kind: row.Kind}
 		}
 	}
-	return reg.run(ctx, row)
+	err := reg.run(ctx, row)
+	atomic.StoreUint32(&row.settling, 1)
+	return err
 }
 
 // Run runs one job through the middleware and the worker registered for row.Kind, as the runtime
