@@ -1,6 +1,7 @@
 // Command email is functions/email instrumented for the dev and chaos programs: the same
 // EmailWorker, wrapped with instrument.StartLog (outermost), instrument.FaultMiddleware and, when EFFECTS_TABLE is set, the
-// effects count (instrument.Effects), both inside the idempotency middleware.
+// effects count (instrument.Effects), both inside the idempotency middleware; its mail provider
+// (instrument.KeyedMailer) honours idempotency keys, as real providers do.
 package main
 
 import (
@@ -50,7 +51,9 @@ func main() {
 	}
 	workers.Use(idempotency.Middleware(store, idem),
 		instrument.FaultMiddleware(), instrument.EffectsFromEnv(db).Middleware())
-	jobs.AddWorker(workers, &samplejobs.EmailWorker{Mailer: samplejobs.LogMailer{Logger: cfg.Logger}})
+	// The mail provider honours the idempotency key the worker gives it, as real providers do.
+	mailer := instrument.KeyedMailer{DB: db, Table: table, Next: samplejobs.LogMailer{Logger: cfg.Logger}}
+	jobs.AddWorker(workers, &samplejobs.EmailWorker{Mailer: mailer})
 	jobs.AddWorker(workers, &samplejobs.BatchDoneWorker{Logger: cfg.Logger})
 	lambda.Start(jobs.NewLambdaHandler(workers, cfg))
 }

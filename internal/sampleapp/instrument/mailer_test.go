@@ -1,0 +1,34 @@
+package instrument_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/stretchr/testify/require"
+
+	"github.com/jobkit-go/jobkit/functions/samplejobs"
+	"github.com/jobkit-go/jobkit/internal/sampleapp/instrument"
+	"github.com/jobkit-go/jobkit/localstack/awstest"
+)
+
+type countMailer struct{ sent []string }
+
+func (c *countMailer) Send(_ context.Context, msg samplejobs.Email) error {
+	c.sent = append(c.sent, msg.IdempotencyKey)
+	return nil
+}
+
+// The stand-in provider delivers each idempotency key once, however often it is asked, and a
+// message without a key every time.
+func TestKeyedMailerDeliversAKeyOnceOnDynamoDB(t *testing.T) {
+	t.Parallel()
+	cfg := awstest.Config(t)
+	var next countMailer
+	m := instrument.KeyedMailer{DB: dynamodb.NewFromConfig(cfg), Table: awstest.CreateTable(t, cfg, "mail", "id", ""), Next: &next}
+	ctx := context.Background()
+	for _, key := range []string{"a", "b", "a", "", "a", ""} {
+		require.NoError(t, m.Send(ctx, samplejobs.Email{To: "x@example.com", IdempotencyKey: key}))
+	}
+	require.Equal(t, []string{"a", "b", "", ""}, next.sent)
+}
