@@ -96,6 +96,7 @@ func TestWorkerStandard(t *testing.T) {
 		jobs.EnvQueueURL:          ref(mainID),
 		jobs.EnvDLQURL:            ref(dlqID),
 		jobs.EnvMaxAttempts:       "7",
+		jobs.EnvMaxReceiveCount:   "10", // the queue's redrive: 7 attempts + the Standard margin of 3
 		jobs.EnvVisibilityTimeout: "90",
 		jobs.EnvConcurrency:       "8",
 		jobs.EnvBackoffBase:       "2s",
