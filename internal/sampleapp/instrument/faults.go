@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"strconv"
 	"time"
 
@@ -32,6 +33,11 @@ type Faults struct {
 	// Lambda deadline), as code that does not watch ctx does. Without a deadline it waits
 	// OverrunMS. The records behind it in the batch then meet a passed deadline.
 	OverrunMS int `json:"overrun_ms,omitempty"`
+	// Crash kills the process on every delivery of the job, once its work has started — a crash
+	// loop (a poison pill that makes the runtime die: a segfault in C code, an out-of-memory
+	// kill). The runtime dead-letters it as jobs.ReasonNoOutcome once those deliveries have used
+	// its attempts. Only for a process of its own: never set it on a job run in a test binary.
+	Crash bool `json:"crash,omitempty"`
 }
 
 // Inject returns the failure f asks for on this attempt, or nil.
@@ -76,6 +82,9 @@ func FaultMiddleware() jobs.Middleware {
 	return func(next jobs.Handler) jobs.Handler {
 		return func(ctx context.Context, row *jobs.JobRow) error {
 			f := FaultsOf(row.EncodedArgs)
+			if f.Crash {
+				crash(row)
+			}
 			if err := f.Inject(row.Attempt); err != nil {
 				return err
 			}
@@ -134,5 +143,16 @@ func (a Faulty) MarshalJSON() ([]byte, error) {
 		sep()
 		out = append(append(out, `"overrun_ms":`...), strconv.Itoa(a.Faults.OverrunMS)...)
 	}
+	if a.Faults.Crash {
+		sep()
+		out = append(out, `"crash":true`...)
+	}
 	return append(out, '}'), nil
+}
+
+// crash ends the process at once, as a kill does: no deferred function runs, nothing is answered.
+// A variable so that a test can see it called.
+var crash = func(row *jobs.JobRow) {
+	fmt.Fprintf(os.Stderr, "instrument: crashing on job %s (attempt %d): crash fault\n", row.ID, row.Attempt)
+	os.Exit(137)
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"testing"
 	"time"
@@ -149,4 +150,37 @@ func TestStartLog(t *testing.T) {
 	require.Equal(t, instrument.Start{Event: instrument.StartEvent, JobID: "j1", Kind: samplejobs.KindSendEmail, Attempt: 2}, s)
 	_, ok = instrument.ParseStart([]byte(`[fn] {"msg":"job failed","job_id":"j1"}`))
 	require.False(t, ok)
+}
+
+// A crash fault kills the process on every delivery, before the worker's work: the test runs
+// itself again as a child whose job carries it, and sees it die with status 137, as a killed
+// process would, having answered nothing.
+func TestFaultsCrashKillsTheProcess(t *testing.T) {
+	t.Parallel()
+	if os.Getenv("INSTRUMENT_CRASH_CHILD") == "1" {
+		w := jobs.NewWorkers()
+		w.Use(instrument.FaultMiddleware())
+		jobs.AddWorker(w, jobs.WorkFunc[samplejobs.SendEmail](func(context.Context, *jobs.Job[samplejobs.SendEmail]) error {
+			os.Stdout.WriteString("worker ran\n")
+			return nil
+		}))
+		args := instrument.WithFaults(samplejobs.SendEmail{To: "a@example.com"}, instrument.Faults{Crash: true})
+		_ = jobstest.Run(context.Background(), w, args, nil)
+		os.Stdout.WriteString("survived\n")
+		os.Exit(0)
+	}
+	b, err := json.Marshal(instrument.WithFaults(samplejobs.SendEmail{To: "a@example.com"}, instrument.Faults{Crash: true}))
+	require.NoError(t, err)
+	require.Equal(t, `{"to":"a@example.com","subject":"","crash":true}`, string(b))
+	require.True(t, instrument.FaultsOf(b).Crash)
+
+	cmd := exec.Command(os.Args[0], "-test.run", "^TestFaultsCrashKillsTheProcess$")
+	cmd.Env = append(os.Environ(), "INSTRUMENT_CRASH_CHILD=1")
+	out, err := cmd.CombinedOutput()
+	var exit *exec.ExitError
+	require.ErrorAs(t, err, &exit, "output: %s", out)
+	require.Equal(t, 137, exit.ExitCode())
+	require.Contains(t, string(out), "crash fault")
+	require.NotContains(t, string(out), "worker ran")
+	require.NotContains(t, string(out), "survived")
 }
