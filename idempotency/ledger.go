@@ -17,8 +17,9 @@ import (
 // JobRow.Attempt counts real runs (jobs.Config.Deliveries). One item per SQS message id, apart
 // from the job records by its key prefix:
 //
-//	id = "jobkit#not_run#<message id>", not_run (N), expiration (TTL, epoch s)
+//	id = "jobkit#not_run#<message id>", not_run (N), started (N), expiration (TTL, epoch s)
 //
+// started counts the runs begun on a redelivery (jobs.StartLedger): a run that crashed leaves it.
 // It is keyed by message id, not job key: a job redriven from the DLQ is a new message and gets
 // its attempts afresh. The item lives as long as SQS can keep a message (14 days).
 const (
@@ -27,59 +28,78 @@ const (
 	NotRunKeyPrefix = "jobkit#not_run#"
 	// AttrNotRun is the count of deliveries that did not run, on a ledger item.
 	AttrNotRun = "not_run"
+	// AttrStarted is the count of runs started on a redelivery, on a ledger item.
+	AttrStarted = "started"
 	// notRunExpiry is SQS's longest message retention.
 	notRunExpiry = 14 * 24 * time.Hour
 )
 
 var (
-	_ jobs.DeliveryLedger = (*DynamoDBStore)(nil)
-	_ jobs.DeliveryLedger = (*MemoryStore)(nil)
+	_ jobs.StartLedger = (*DynamoDBStore)(nil)
+	_ jobs.StartLedger = (*MemoryStore)(nil)
 )
 
 // AddNotRun implements jobs.DeliveryLedger: one UpdateItem adding 1.
 func (s *DynamoDBStore) AddNotRun(ctx context.Context, messageID string) error {
+	return s.addDelivery(ctx, messageID, AttrNotRun, "add not-run delivery")
+}
+
+// AddStarted implements jobs.StartLedger: one UpdateItem adding 1.
+func (s *DynamoDBStore) AddStarted(ctx context.Context, messageID string) error {
+	return s.addDelivery(ctx, messageID, AttrStarted, "add started run")
+}
+
+func (s *DynamoDBStore) addDelivery(ctx context.Context, messageID, attr, op string) error {
 	exp := strconv.FormatInt(time.Now().Add(notRunExpiry).Unix(), 10)
 	_, err := s.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName:                aws.String(s.table),
 		Key:                      keyOf(NotRunKeyPrefix + messageID),
 		UpdateExpression:         aws.String("ADD #n :one SET #e = :exp"),
-		ExpressionAttributeNames: map[string]string{"#n": AttrNotRun, "#e": AttrExpiration},
+		ExpressionAttributeNames: map[string]string{"#n": attr, "#e": AttrExpiration},
 		ExpressionAttributeValues: map[string]types.AttributeValue{
 			":one": &types.AttributeValueMemberN{Value: "1"},
 			":exp": &types.AttributeValueMemberN{Value: exp},
 		},
 	})
 	if err != nil {
-		return &StoreError{Op: "add not-run delivery", Key: NotRunKeyPrefix + messageID, Err: err}
+		return &StoreError{Op: op, Key: NotRunKeyPrefix + messageID, Err: err}
 	}
 	return nil
 }
 
 // NotRun implements jobs.DeliveryLedger: one strongly consistent GetItem.
 func (s *DynamoDBStore) NotRun(ctx context.Context, messageID string) (int, error) {
+	n, _, err := s.Deliveries(ctx, messageID)
+	return n, err
+}
+
+// Deliveries implements jobs.StartLedger: one strongly consistent GetItem.
+func (s *DynamoDBStore) Deliveries(ctx context.Context, messageID string) (notRun, started int, err error) {
 	out, err := s.client.GetItem(ctx, &dynamodb.GetItemInput{
 		TableName:      aws.String(s.table),
 		Key:            keyOf(NotRunKeyPrefix + messageID),
 		ConsistentRead: aws.Bool(true),
 	})
 	if err != nil {
-		return 0, &StoreError{Op: "read not-run deliveries", Key: NotRunKeyPrefix + messageID, Err: err}
+		return 0, 0, &StoreError{Op: "read deliveries", Key: NotRunKeyPrefix + messageID, Err: err}
 	}
-	n, ok := out.Item[AttrNotRun].(*types.AttributeValueMemberN)
-	if !ok {
-		return 0, nil
+	for attr, dst := range map[string]*int{AttrNotRun: &notRun, AttrStarted: &started} {
+		n, ok := out.Item[attr].(*types.AttributeValueMemberN)
+		if !ok {
+			continue
+		}
+		if *dst, err = strconv.Atoi(n.Value); err != nil {
+			return 0, 0, &StoreError{Op: "read deliveries", Key: NotRunKeyPrefix + messageID, Err: err}
+		}
 	}
-	v, err := strconv.Atoi(n.Value)
-	if err != nil {
-		return 0, &StoreError{Op: "read not-run deliveries", Key: NotRunKeyPrefix + messageID, Err: err}
-	}
-	return v, nil
+	return notRun, started, nil
 }
 
 // notRunCounts is the MemoryStore's ledger.
 type notRunCounts struct {
-	mu sync.Mutex
-	n  map[string]int
+	mu      sync.Mutex
+	n       map[string]int
+	started map[string]int
 }
 
 // AddNotRun implements jobs.DeliveryLedger.
@@ -98,4 +118,22 @@ func (s *MemoryStore) NotRun(_ context.Context, messageID string) (int, error) {
 	s.notRun.mu.Lock()
 	defer s.notRun.mu.Unlock()
 	return s.notRun.n[messageID], nil
+}
+
+// AddStarted implements jobs.StartLedger.
+func (s *MemoryStore) AddStarted(_ context.Context, messageID string) error {
+	s.notRun.mu.Lock()
+	defer s.notRun.mu.Unlock()
+	if s.notRun.started == nil {
+		s.notRun.started = map[string]int{}
+	}
+	s.notRun.started[messageID]++
+	return nil
+}
+
+// Deliveries implements jobs.StartLedger.
+func (s *MemoryStore) Deliveries(_ context.Context, messageID string) (notRun, started int, err error) {
+	s.notRun.mu.Lock()
+	defer s.notRun.mu.Unlock()
+	return s.notRun.n[messageID], s.notRun.started[messageID], nil
 }

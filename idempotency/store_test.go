@@ -7,9 +7,11 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/smithy-go/middleware"
+	"github.com/stretchr/testify/require"
 
 	"github.com/jobkit-go/jobkit/idempotency"
 	"github.com/jobkit-go/jobkit/idempotency/storetest"
+	"github.com/jobkit-go/jobkit/jobs"
 	"github.com/jobkit-go/jobkit/localstack/awstest"
 )
 
@@ -73,4 +75,36 @@ func newDynamoDBStore(t *testing.T) (*idempotency.DynamoDBStore, *requestCounter
 	counter := &requestCounter{}
 	client := dynamodb.NewFromConfig(cfg, counter.option)
 	return idempotency.NewDynamoDBStore(client, table), counter, client
+}
+
+// The delivery ledger counts, per message id, deliveries that did not run and runs started on a
+// redelivery, apart; one read returns both. The same on DynamoDB and in memory.
+func TestDeliveryLedgerCounts(t *testing.T) {
+	t.Parallel()
+	cfg := awstest.Config(t)
+	table := awstest.CreateTable(t, cfg, "idem", idempotency.AttrID, "")
+	for name, l := range map[string]jobs.StartLedger{
+		"dynamodb": idempotency.NewDynamoDBStore(dynamodb.NewFromConfig(cfg), table),
+		"memory":   idempotency.NewMemoryStore(),
+	} {
+		t.Run(name, func(t *testing.T) {
+			ctx := context.Background()
+			require.NoError(t, l.AddNotRun(ctx, "m1"))
+			require.NoError(t, l.AddNotRun(ctx, "m1"))
+			require.NoError(t, l.AddStarted(ctx, "m1"))
+			require.NoError(t, l.AddStarted(ctx, "m2"))
+			notRun, started, err := l.Deliveries(ctx, "m1")
+			require.NoError(t, err)
+			require.Equal(t, [2]int{2, 1}, [2]int{notRun, started})
+			n, err := l.NotRun(ctx, "m1")
+			require.NoError(t, err)
+			require.Equal(t, 2, n)
+			notRun, started, err = l.Deliveries(ctx, "m2")
+			require.NoError(t, err)
+			require.Equal(t, [2]int{0, 1}, [2]int{notRun, started})
+			notRun, started, err = l.Deliveries(ctx, "unknown")
+			require.NoError(t, err)
+			require.Equal(t, [2]int{0, 0}, [2]int{notRun, started})
+		})
+	}
 }

@@ -119,6 +119,20 @@ type DeliveryLedger interface {
 	NotRun(ctx context.Context, messageID string) (int, error)
 }
 
+// StartLedger is a DeliveryLedger that also counts, per SQS message id, the runs the runtime
+// started on a redelivery (one write before each such run; a first delivery writes nothing). A
+// run that started and never reported — the process crashed or was killed, or the invocation
+// timed out — leaves its mark, which a receive that never reached the runtime (a throttled
+// invocation) does not: so the runtime dead-letters a crash loop (ReasonNoOutcome) without ever
+// taking a job that did not run for one. idempotency.DynamoDBStore implements it.
+type StartLedger interface {
+	DeliveryLedger
+	// AddStarted records that a run of the message's job is starting on a redelivery.
+	AddStarted(ctx context.Context, messageID string) error
+	// Deliveries returns the counts AddNotRun and AddStarted made for the message, in one read.
+	Deliveries(ctx context.Context, messageID string) (notRun, started int, err error)
+}
+
 // ConfigFromEnv reads a Config from the environment the infra Worker construct sets:
 //
 //	JOBKIT_QUEUE_URL           the queue the function consumes (required)

@@ -163,7 +163,7 @@ type record struct {
 	notRun  bool          // abandoned before it started, or SnoozeNotRun: the delivery did not run the job
 	counted bool          // Attempt already counts real runs (screen read the ledger)
 	credit  int16         // earlier deliveries to record as not run: they ended with a crash-looping job (screen)
-	err     error         // the job's error, when it is retried or snoozed
+	started int16         // runs started on earlier redeliveries (StartLedger), read by countRealRuns
 	delay   time.Duration // retry, snooze or skip delay
 	dur     time.Duration // time spent in the job
 }
@@ -324,7 +324,6 @@ func (h *sqsHandler) runBatch(ctx, post context.Context, msgs []wire.SQSMessage)
 	h.watchdog.remove(b)
 	b.stopHeartbeat()
 
-	b.preemptRedrive()
 	b.applyVisibility()
 	b.recordNotRun()
 	resp := b.response()
@@ -659,6 +658,9 @@ func (b *batch) runRecord(r *record, clock *time.Duration) outcome {
 	}
 	b.countRealRuns(r)
 	err := r.pre
+	if err == nil {
+		b.markStarted(r)
+	}
 	if err == nil && r.pointer != nil {
 		err = b.loadPayload(r)
 	}
@@ -717,7 +719,6 @@ func (b *batch) settle(r *record, err error) {
 		b.logRecord(slog.LevelWarn, r, "job failed after its message was lost: reported failed, left alone", err)
 		return
 	}
-	r.err = err
 	var snooze *SnoozeError
 	if errors.As(err, &snooze) {
 		r.out, r.visible, r.delay = outSnoozed, true, b.clampVisibility(snooze.Duration)

@@ -11,128 +11,150 @@ import (
 // runtime counts attempts, the deliveries that ran the job. With a DeliveryLedger the two are told
 // apart: a delivery that did not run the job (a FIFO record skipped behind a failed one, one not
 // started before the deadline, a SnoozeNotRun) or that ended in a Snooze is recorded, and Attempt
-// is the receive count less those. What is left over beyond the real runs are deliveries that ended without an outcome:
-// the process crashed or the whole invocation timed out.
+// is the receive count less those. With a StartLedger, each run begun on a redelivery is marked
+// too, so a run that ended without an outcome (the process crashed, the invocation timed out) is
+// told from a receive that never reached the runtime (a throttled invocation).
 //
 // This file keeps the two counts from losing a job:
-//   - countRealRuns and recordNotRun read and write the ledger;
-//   - screen, before a batch runs, dead-letters a job whose attempts were all used by deliveries
-//     without an outcome (ReasonNoOutcome: a crash loop), and credits the other jobs of the batch
-//     with the receives that crash loop cost them, so they are not mistaken for it;
-//   - preemptRedrive, after a batch ran, dead-letters a job that is about to go back to the queue
-//     on its maxReceiveCount-th receive (ReasonReceiveLimit): SQS would move it unnamed next.
+//   - countRealRuns, markStarted and recordNotRun read and write the ledger;
+//   - screen, before a batch runs, dead-letters a job on the last receive the redrive policy
+//     allows without running it (ReasonReceiveLimit: SQS would move it unnamed if this delivery
+//     ended without an outcome), and a job whose runs kept ending without one (ReasonNoOutcome:
+//     a crash loop), crediting the other jobs of the batch with the receives that crash loop cost
+//     them.
 
-// NoOutcomeError is the error a job is dead-lettered with when its attempts were used by
-// deliveries that ended without an outcome (ReasonNoOutcome).
+// NoOutcomeError is the error a job is dead-lettered with when its runs kept ending without an
+// outcome the runtime could report (ReasonNoOutcome): it started MaxAttempts runs on redeliveries
+// (StartLedger), besides its first delivery, and came back after the last.
 type NoOutcomeError struct {
 	Deliveries int // ApproximateReceiveCount
-	NotRun     int // deliveries the ledger knows did not run the job
+	Started    int // runs started: those the ledger marked, and the first delivery's
 	Attempts   int // MaxAttempts
 }
 
 // Error describes the failure.
 func (e *NoOutcomeError) Error() string {
-	return fmt.Sprintf("jobs: %d deliveries ended without an outcome (the process crashed or was killed, or the invocation timed out), using all %d attempts; %d of %d deliveries did not run the job",
-		e.Deliveries-e.NotRun-1, e.Attempts, e.NotRun, e.Deliveries)
+	return fmt.Sprintf("jobs: %d runs started without reporting an outcome (the process crashed or was killed, or the invocation timed out): a crash loop, dead-lettered after %d attempts, on delivery %d",
+		e.Started, e.Attempts, e.Deliveries)
 }
 
 // DeadLetterReason returns ReasonNoOutcome.
 func (e *NoOutcomeError) DeadLetterReason() string { return ReasonNoOutcome }
 
-// ReceiveLimitError is the error a job is dead-lettered with when it was received the queue's
-// maxReceiveCount times and would have gone back to the queue (ReasonReceiveLimit).
+// ReceiveLimitError is the error a job is dead-lettered with, without running, on the last
+// receive the queue's redrive policy allows (ReasonReceiveLimit): the runtime keeps that receive
+// to dead-letter the job with its reason, so SQS never moves it unnamed.
 type ReceiveLimitError struct {
-	Deliveries      int   // ApproximateReceiveCount: the queue's maxReceiveCount or more
-	MaxReceiveCount int   // Config.MaxReceiveCount
-	Attempt         int   // real runs, as counted
-	Err             error // what this delivery ended with (nil: it did not run the job)
+	Deliveries      int // ApproximateReceiveCount: the queue's maxReceiveCount or more
+	MaxReceiveCount int // Config.MaxReceiveCount
+	Attempt         int // real runs before it, as counted
 }
 
 // Error describes the failure.
 func (e *ReceiveLimitError) Error() string {
-	s := fmt.Sprintf("jobs: received %d times, the queue's maxReceiveCount of %d, after %d attempts: dead-lettered before the redrive policy moves it",
-		e.Deliveries, e.MaxReceiveCount, e.Attempt)
-	if e.Err != nil {
-		s += ": " + e.Err.Error()
-	}
-	return s
+	return fmt.Sprintf("jobs: received %d times, the queue's maxReceiveCount of %d, after %d attempts: dead-lettered before the redrive policy moves it; raise the queue's redrive margin if its jobs snooze or wait for rate-limit tokens",
+		e.Deliveries, e.MaxReceiveCount, e.Attempt-1)
 }
-
-// Unwrap returns what the delivery ended with.
-func (e *ReceiveLimitError) Unwrap() error { return e.Err }
 
 // DeadLetterReason returns ReasonReceiveLimit.
 func (e *ReceiveLimitError) DeadLetterReason() string { return ReasonReceiveLimit }
 
 // countRealRuns makes r's Attempt the number of its real runs: ApproximateReceiveCount less the
-// deliveries the ledger says did not run. Only a redelivery asks (the first delivery is a run).
-// It reports whether the count is known (false: the ledger could not be read).
+// deliveries the ledger says did not run; with a StartLedger it also reads the runs started on
+// earlier redeliveries (r.started), in the same read. Only a redelivery asks (the first delivery
+// is a run). It reports whether the counts are known (false: the ledger could not be read).
 func (b *batch) countRealRuns(r *record) bool {
 	ledger := b.h.cfg.Deliveries
 	if r.counted {
 		return true
 	}
-	if ledger == nil || r.row.Attempt <= 1 {
+	if ledger == nil || r.row.Deliveries <= 1 {
 		return ledger != nil
 	}
-	n, err := ledger.NotRun(b.post(), r.msg.MessageID)
+	var n, started int
+	var err error
+	if sl, ok := ledger.(StartLedger); ok {
+		n, started, err = sl.Deliveries(b.post(), r.msg.MessageID)
+	} else {
+		n, err = ledger.NotRun(b.post(), r.msg.MessageID)
+	}
 	if err != nil {
 		b.logRecord(slog.LevelWarn, r, "delivery ledger: could not read deliveries that did not run; counting every receive", err)
 		return false
 	}
-	r.counted = true
+	r.counted, r.started = true, int16(min(started, 1<<14))
 	if n > 0 {
 		r.row.Attempt = max(1, r.row.Attempt-n)
 	}
 	return true
 }
 
-// screen runs before any job of the batch when a ledger is set and some record is a
-// redelivery. It counts the real runs of every redelivery (visibilityCalls reads at once); a
-// record whose attempts were all used by deliveries that ended without an outcome (Attempt above
-// MaxAttempts: each of its runs ended in a crash, a kill or a timeout, or failed) is dead-lettered
+// markStarted records, before a redelivered job runs, that a run is starting (StartLedger): if
+// the process dies in it, the mark tells the next delivery that the job did run. A first
+// delivery writes nothing. A failed write is logged and the job runs: unmarked, a crash loop is
+// caught later (by the receive limit), never a job that did not run.
+func (b *batch) markStarted(r *record) {
+	sl, ok := b.h.cfg.Deliveries.(StartLedger)
+	if !ok || r.row.Deliveries <= 1 {
+		return
+	}
+	if err := sl.AddStarted(b.post(), r.msg.MessageID); err != nil {
+		b.logRecord(slog.LevelWarn, r, "delivery ledger: could not record a run's start", err)
+	}
+}
+
+// screen runs before any job of the batch. A record on the last receive the queue's redrive
+// policy allows (Config.MaxReceiveCount) is not run: it is dead-lettered with ReasonReceiveLimit,
+// so that however its delivery ends — a crash, a timeout — SQS never moves it unnamed. With a
+// StartLedger, it then counts the runs of every redelivery (visibilityCalls reads at once): a
+// job that started MaxAttempts runs on redeliveries (and, before them, its first delivery) and is
+// delivered again ended its last run without an outcome — a crash loop — and is dead-lettered
 // without running again, as NoOutcomeError. On a FIFO queue only the first record of a group can
 // be one: the records behind it never ran while it was ahead of them.
 //
 // A crash ends every record of its batch, so the jobs delivered with a crash-looping one were
 // charged for its crashes too. Each other record of the batch is credited with up to as many
-// receives as the crash loop's (its earlier deliveries that did not end in a real run), recorded
-// in the ledger if it goes back to the queue. A job delivered with a crash loop may so get more
-// runs than MaxAttempts, never fewer: the runtime errs towards running a job, not losing it. A
-// record delivered with the crash loop in every one of its deliveries cannot be told from it and
-// is dead-lettered with it.
+// receives as the crash loop's runs, recorded in the ledger if it goes back to the queue. A job
+// delivered with a crash loop may so get more runs than MaxAttempts, never fewer: the runtime
+// errs towards running a job, not losing it.
 func (b *batch) screen() {
-	if b.h.cfg.Deliveries == nil {
-		return
-	}
+	ledger := b.h.cfg.Deliveries
 	var redelivered []*record
 	for i := range b.records {
-		if r := &b.records[i]; r.row.Attempt > 1 && r.pre == nil {
+		if r := &b.records[i]; r.row.Deliveries > 1 && r.pre == nil {
 			redelivered = append(redelivered, r)
 		}
 	}
-	if len(redelivered) == 0 {
+	known := make([]bool, len(b.records))
+	if ledger != nil && len(redelivered) > 0 {
+		b.each(redelivered, func(r *record) { known[b.index(r)] = b.countRealRuns(r) })
+	}
+	if limit := b.h.cfg.MaxReceiveCount; limit > 0 {
+		for i := range b.records {
+			r := &b.records[i]
+			if r.pre == nil && r.row.Deliveries >= limit {
+				r.pre = &ReceiveLimitError{Deliveries: r.row.Deliveries, MaxReceiveCount: limit, Attempt: r.row.Attempt}
+			}
+		}
+	}
+	if _, ok := ledger.(StartLedger); !ok {
 		return
 	}
-	known := make([]bool, len(b.records))
-	b.each(redelivered, func(r *record) { known[b.index(r)] = b.countRealRuns(r) })
-
 	crashes := 0
 	for i := range b.records {
 		r := &b.records[i]
-		if !known[i] || r.row.Attempt <= r.row.MaxAttempts || !b.headOfGroup(i) {
+		if !known[i] || r.pre != nil || int(r.started) < r.row.MaxAttempts || !b.headOfGroup(i) {
 			continue
 		}
-		notRun := r.row.Deliveries - r.row.Attempt
-		r.pre = &NoOutcomeError{Deliveries: r.row.Deliveries, NotRun: notRun, Attempts: r.row.MaxAttempts}
-		crashes = max(crashes, r.row.Attempt-1)
+		r.pre = &NoOutcomeError{Deliveries: r.row.Deliveries, Started: int(r.started) + 1, Attempts: r.row.MaxAttempts}
+		crashes = max(crashes, int(r.started)+1)
 	}
 	if crashes == 0 {
 		return
 	}
 	for i := range b.records {
 		r := &b.records[i]
-		if _, suspect := r.pre.(*NoOutcomeError); suspect || !known[i] || r.row.Attempt <= 1 {
+		if r.pre != nil || !known[i] || r.row.Attempt <= 1 {
 			continue
 		}
 		c := min(r.row.Attempt-1, crashes)
@@ -219,38 +241,4 @@ func (b *batch) recordNotRun() {
 			}
 		}
 	})
-}
-
-// preemptRedrive dead-letters, with ReasonReceiveLimit, each record about to go back to the queue
-// on its Config.MaxReceiveCount-th receive or later: SQS's redrive policy would move it on its
-// next receive, with no reason attached and its job state left as it is. A record whose job is
-// still running (abandoned at the hard stop) or whose message is no longer ours is left alone, and
-// so is one whose state or dead-letter send fails: SQS then moves it, nothing is lost.
-func (b *batch) preemptRedrive() {
-	limit := b.h.cfg.MaxReceiveCount
-	if limit <= 0 {
-		return
-	}
-	for i := range b.records {
-		r := &b.records[i]
-		if r.state.Load() != stateDone || r.row.Deliveries < limit || r.isLost() {
-			continue
-		}
-		switch r.out {
-		case outRetry, outSnoozed, outSkipped, outNotStarted:
-		default:
-			continue
-		}
-		err := &ReceiveLimitError{Deliveries: r.row.Deliveries, MaxReceiveCount: limit, Attempt: r.row.Attempt, Err: r.err}
-		if stErr := b.recordState(r, StateDead, ReasonReceiveLimit, err); stErr != nil {
-			b.logRecord(slog.LevelError, r, "job state not recorded: the redrive policy will move the job", err, LogString("state_error", stErr.Error()))
-			continue
-		}
-		if dlqErr := b.deadLetter(r, ReasonReceiveLimit, err); dlqErr != nil {
-			b.logRecord(slog.LevelError, r, "dead-letter send failed: the redrive policy will move the job", err, LogString("dlq_error", dlqErr.Error()))
-			continue
-		}
-		r.out, r.visible = outDead, false
-		b.logRecord(slog.LevelError, r, "job dead-lettered", err, slog.String("reason", ReasonReceiveLimit))
-	}
 }

@@ -2,7 +2,11 @@ package jobs_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"sync"
 	"testing"
 	"time"
@@ -71,8 +75,9 @@ func (r *runs) ran(n int) int {
 }
 
 // pump plays the event source mapping: it receives batches of up to 10, hands each to handler
-// (or, when crash says so, drops the batch as a killed process would: no answer, no deletes) and
-// deletes what the handler did not list, until the queue has been empty for a few polls.
+// (or, when crash takes the batch — it runs it in a process that dies — leaves it as a killed
+// invocation does: no answer, no deletes) and deletes what the handler did not list, until the
+// queue has been empty for a few polls.
 func pump(t *testing.T, client *sqs.Client, q awstest.Queue, r *runs, handler func(context.Context, events.SQSEvent) []string, crash func([]sqstypes.Message) bool) {
 	t.Helper()
 	ctx := context.Background()
@@ -92,7 +97,7 @@ func pump(t *testing.T, client *sqs.Client, q awstest.Queue, r *runs, handler fu
 		r.seen(t, out.Messages)
 		if crash != nil && crash(out.Messages) {
 			// The process died: SQS returns the messages after their visibility timeout, made
-			// 0 here so the test need not wait for it.
+			// 0 here so the test need not wait for it (the dead runtime's heartbeat is gone).
 			entries := make([]sqstypes.ChangeMessageVisibilityBatchRequestEntry, len(out.Messages))
 			for i, m := range out.Messages {
 				entries[i] = sqstypes.ChangeMessageVisibilityBatchRequestEntry{Id: aws.String(fmt.Sprint(i)), ReceiptHandle: m.ReceiptHandle}
@@ -176,19 +181,70 @@ func TestRuntimeFIFOBacklogNeverDeadLettersUnrunOnSQS(t *testing.T) {
 	t.Logf("most receives of a job: %d (redrive after %d)", most, receives)
 }
 
-// A crash loop on a FIFO queue: job 1 kills the process on every delivery (played by dropping
-// the batch unanswered). On the delivery after its attempts are used that way, the runtime
-// dead-letters it without running it (ReasonNoOutcome), and the jobs behind it — delivered with
-// it every time, never run — are credited those deliveries: job 2 fails once and is retried
-// with attempt 2 of its 5 deliveries, not dead-lettered; job 3 runs and succeeds.
+// crashChild, when set, makes this test binary a worker process that runs one batch (the SQS
+// event in the file it names) with a worker that kills the process when job 1 starts.
+const crashChild = "JOBS_TEST_CRASH_EVENT"
+
+// runCrashing runs the batch msgs in a child process whose job 1 kills it (status 137), with the
+// runtime configured as rc's queue, DLQ and ledger table say.
+func runCrashing(t *testing.T, q awstest.Queue, msgs []sqstypes.Message, env ...string) {
+	t.Helper()
+	ev, err := json.Marshal(jobstest.EventFromMessages(q.ARN, msgs))
+	require.NoError(t, err)
+	path := filepath.Join(t.TempDir(), "event.json")
+	require.NoError(t, os.WriteFile(path, ev, 0o600))
+	cmd := exec.Command(os.Args[0], "-test.run", "^"+t.Name()+"$")
+	cmd.Env = append(append(os.Environ(), crashChild+"="+path), env...)
+	out, err := cmd.CombinedOutput()
+	var exit *exec.ExitError
+	require.ErrorAs(t, err, &exit, "the worker process must die: %s", out)
+	require.Equal(t, 137, exit.ExitCode(), "%s", out)
+}
+
+// crashChildMain is the child's side of runCrashing.
+func crashChildMain(t *testing.T, attempts, receives int) {
+	cfg := awstest.Config(t)
+	client := sqs.NewFromConfig(cfg)
+	store := idempotency.NewDynamoDBStore(dynamodb.NewFromConfig(cfg), os.Getenv("JOBS_TEST_TABLE"))
+	rc := runtimeConfig(client, os.Getenv("JOBS_TEST_QUEUE"), os.Getenv("JOBS_TEST_DLQ"))
+	rc.MaxAttempts, rc.MaxReceiveCount, rc.Backoff, rc.Deliveries = attempts, receives, fixedBackoff(0), store
+	w := jobs.NewWorkers()
+	jobs.AddWorker(w, jobs.WorkFunc[TestJob](func(ctx context.Context, job *jobs.Job[TestJob]) error {
+		if job.Args.N == 1 {
+			os.Exit(137) // killed mid-job: no answer, no deferred call
+		}
+		return nil
+	}))
+	b, err := os.ReadFile(os.Getenv(crashChild))
+	require.NoError(t, err)
+	var ev events.SQSEvent
+	require.NoError(t, json.Unmarshal(b, &ev))
+	_, _ = jobs.NewSQSHandler(w, rc)(context.Background(), ev)
+	os.Exit(0) // job 1 was not in the batch
+}
+
+// A crash loop on a FIFO queue: job 1 kills its worker process whenever it runs (a real
+// process, killed mid-job). Each run on a redelivery leaves a start mark in the ledger; once job 1
+// has started its 3 attempts' worth of runs on redeliveries and comes back, the runtime
+// dead-letters it without running it (ReasonNoOutcome). The jobs behind it — delivered with it
+// every time, never run, so never marked — are not mistaken for it: they are credited those
+// deliveries, job 2 fails once and is retried on its second attempt, job 3 succeeds.
 func TestRuntimeFIFOCrashLoopIsDeadLetteredAloneOnSQS(t *testing.T) {
-	t.Parallel()
 	const attempts = 3
+	receives := jobs.MinFIFOMaxReceiveCount(10, attempts)
+	if os.Getenv(crashChild) != "" {
+		crashChildMain(t, attempts, receives)
+		return
+	}
+	t.Parallel()
 	cfg := awstest.Config(t)
 	client := sqs.NewFromConfig(cfg)
 	dlq := awstest.CreateQueue(t, cfg, "dlq", &awstest.QueueOptions{FIFO: true})
-	receives := jobs.MinFIFOMaxReceiveCount(10, attempts)
 	q := awstest.CreateQueue(t, cfg, "q", &awstest.QueueOptions{FIFO: true, DLQ: &dlq, MaxReceiveCount: receives})
+	table := awstest.CreateTable(t, cfg, "idem", "id", "")
+	rc := runtimeConfig(client, q.URL, dlq.URL)
+	rc.MaxAttempts, rc.MaxReceiveCount, rc.Backoff = attempts, receives, fixedBackoff(0)
+	rc.Deliveries = idempotency.NewDynamoDBStore(dynamodb.NewFromConfig(cfg), table)
 	r := newRuns()
 	r.once[2] = true
 	enqueue(t, client, q.URL, TestJob{N: 1, Group: "g"}, TestJob{N: 2, Group: "g"}, TestJob{N: 3, Group: "g"})
@@ -196,28 +252,34 @@ func TestRuntimeFIFOCrashLoopIsDeadLetteredAloneOnSQS(t *testing.T) {
 	crashes := 0
 	crash := func(msgs []sqstypes.Message) bool {
 		for _, m := range msgs {
-			if jobN(t, m) == 1 && crashes < attempts {
-				crashes++
-				return true
+			if jobN(t, m) != 1 {
+				continue
 			}
+			if crashes == attempts+1 {
+				return false // the runtime must dead-letter it now, without running it
+			}
+			crashes++
+			runCrashing(t, q, msgs, "JOBS_TEST_TABLE="+table, "JOBS_TEST_QUEUE="+q.URL, "JOBS_TEST_DLQ="+dlq.URL)
+			return true
 		}
 		return false
 	}
-	pump(t, client, q, r, sqsHandler(r.workers(), ledgerConfig(t, cfg, client, q, dlq, attempts, receives)), crash)
+	pump(t, client, q, r, sqsHandler(r.workers(), rc), crash)
 
+	assert.Equal(t, attempts+1, crashes, "its first delivery and one per attempt on redeliveries")
 	got := dead(t, client, dlq, 1)
 	require.Len(t, got, 1, "only the crash loop is dead")
 	assert.Equal(t, jobs.ReasonNoOutcome, got[1].Reason)
-	assert.Contains(t, got[1].Error, "3 deliveries ended without an outcome")
-	assert.Zero(t, r.ran(1), "a crash loop is not run again")
+	assert.Contains(t, got[1].Error, "4 runs started without reporting an outcome")
+	assert.Zero(t, r.ran(1), "the crash loop never ran in this process: it is not run again")
 	assert.Equal(t, 2, r.ran(2))
-	assert.Equal(t, "2/5", r.attempts[2], "job 2: its second attempt, on its fifth delivery")
+	assert.Equal(t, "2/6", r.attempts[2], "job 2: its second attempt, on its sixth delivery")
 	assert.Equal(t, 1, r.ran(3))
 }
 
 // A job snoozed on every delivery is received again and again without an attempt charged; on
-// the last receive the queue's redrive policy allows, the runtime dead-letters it itself
-// (ReasonReceiveLimit, with the snooze attached) rather than let SQS move it with no reason.
+// the last receive the queue's redrive policy allows, the runtime dead-letters it itself without
+// running it (ReasonReceiveLimit) rather than let SQS move it with no reason.
 func TestRuntimeDeadLettersAtTheReceiveLimitOnSQS(t *testing.T) {
 	t.Parallel()
 	cfg := awstest.Config(t)
@@ -236,10 +298,9 @@ func TestRuntimeDeadLettersAtTheReceiveLimitOnSQS(t *testing.T) {
 	})
 	pump(t, client, q, newRuns(), sqsHandler(w, rc), nil)
 
-	assert.Equal(t, []int{1, 1, 1, 1}, attempts, "four deliveries, none charged as an attempt")
+	assert.Equal(t, []int{1, 1, 1}, attempts, "three snoozes, none charged as an attempt; the fourth, last receive is not run")
 	got := dead(t, client, dlq, 1)
 	require.Len(t, got, 1)
 	assert.Equal(t, jobs.ReasonReceiveLimit, got[1].Reason)
-	assert.Contains(t, got[1].Error, "received 4 times, the queue's maxReceiveCount of 4")
-	assert.Contains(t, got[1].Error, "snoozed")
+	assert.Contains(t, got[1].Error, "received 4 times, the queue's maxReceiveCount of 4, after 0 attempts")
 }

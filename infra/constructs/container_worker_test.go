@@ -78,10 +78,10 @@ func TestContainerWorkerRefuses(t *testing.T) {
 		NewContainerWorker(stack, "C", &ContainerWorkerProps{Source: helloSource, Queue: q2, Environment: map[string]string{"JOBKIT_X": "1"}})
 	}))
 	assert.Contains(t, text, "JOBKIT_X")
-	// The consumer receives 10 at once: a FIFO queue needs 10 × attempts + 1 receives.
-	fifo := NewJobQueue(stack, "Fifo", &JobQueueProps{FIFO: true, MaxAttempts: 3, RedriveMargin: 27})
+	// The consumer receives 10 at once: a FIFO queue needs 10 × (attempts + 1) + 1 receives.
+	fifo := NewJobQueue(stack, "Fifo", &JobQueueProps{FIFO: true, MaxAttempts: 3, RedriveMargin: 37})
 	text = toString(mustPanic(t, func() { NewContainerWorker(stack, "D", &ContainerWorkerProps{Source: helloSource, Queue: fifo}) }))
-	assert.Contains(t, text, "batches of 10 with 3 attempts need at least 31")
+	assert.Contains(t, text, "batches of 10 with 3 attempts need at least 41")
 }
 
 // backlogSteps gives one task per BacklogPerTask jobs, none for an empty queue.

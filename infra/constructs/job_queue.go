@@ -66,13 +66,14 @@ type JobQueueProps struct {
 	// kills the process still reaches the DLQ after MaxAttempts+RedriveMargin receives.
 	//
 	// On a FIFO queue, each job of a batch ahead of a job in its message group costs it a receive
-	// per attempt, run or crashed: with batches of B records, jobs.MinFIFOMaxReceiveCount(B,
-	// MaxAttempts) = B·MaxAttempts+1 receives keep every job from reaching the DLQ unrun, and the
-	// Worker and ContainerWorker constructs refuse a FIFO queue with fewer at synth.
+	// per run that fails or dies: with batches of B records, jobs.MinFIFOMaxReceiveCount(B,
+	// MaxAttempts) = B·(MaxAttempts+1)+1 receives let every job make its attempts before it can
+	// be dead-lettered, and the Worker and ContainerWorker constructs refuse a FIFO queue with
+	// fewer at synth.
 	//
 	// Default DefaultRedriveMargin on a Standard queue; on a FIFO queue, what makes
-	// maxReceiveCount MaxFIFOBatchSize·MaxAttempts+DefaultRedriveMargin (53 for 5 attempts), at
-	// most MaxMaxReceiveCount.
+	// maxReceiveCount MaxFIFOBatchSize·(MaxAttempts+1)+DefaultRedriveMargin (63 for 5 attempts),
+	// at most MaxMaxReceiveCount.
 	RedriveMargin int
 	// VisibilityTimeout is the queue's visibility timeout. It must be at least the timeout of
 	// every Worker consuming the queue (AWS refuses the event source mapping otherwise; the
@@ -238,7 +239,7 @@ func (p JobQueueProps) withDefaults() JobQueueProps {
 	if p.RedriveMargin == 0 {
 		p.RedriveMargin = DefaultRedriveMargin
 		if p.FIFO {
-			n := min(MaxFIFOBatchSize*p.MaxAttempts+DefaultRedriveMargin, MaxMaxReceiveCount)
+			n := min(MaxFIFOBatchSize*(p.MaxAttempts+1)+DefaultRedriveMargin, MaxMaxReceiveCount)
 			p.RedriveMargin = max(n-p.MaxAttempts, 0)
 		}
 	}

@@ -92,7 +92,7 @@ func TestJobQueueFIFO(t *testing.T) {
 		FIFO: true, MaxAttempts: 4, VisibilityTimeout: 2 * time.Minute,
 		HighThroughputFIFO: true, ContentBasedDeduplication: true, AgeAlarmThreshold: 10 * time.Minute,
 	})
-	require.Equal(t, 43, q.MaxReceiveCount, "FIFO default: 10 records a batch × 4 attempts + 3")
+	require.Equal(t, 53, q.MaxReceiveCount, "FIFO default: 10 records a batch × (4 attempts + 1) + 3")
 	require.Equal(t, jobs.MinFIFOMaxReceiveCount(MaxFIFOBatchSize, 4)+DefaultRedriveMargin-1, q.MaxReceiveCount)
 	custom := NewJobQueue(stack, "Other", &JobQueueProps{FIFO: true, MaxAttempts: 3, RedriveMargin: 1})
 	require.Equal(t, 4, custom.MaxReceiveCount)
@@ -105,7 +105,7 @@ func TestJobQueueFIFO(t *testing.T) {
 		require.Equal(t, true, p["SqsManagedSseEnabled"])
 		rc := get(p, "RedrivePolicy.maxReceiveCount")
 		switch {
-		case rc == float64(43):
+		case rc == float64(53):
 			seen++
 			require.Equal(t, float64(120), p["VisibilityTimeout"])
 			require.Equal(t, "messageGroup", p["DeduplicationScope"])

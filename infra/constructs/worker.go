@@ -410,7 +410,7 @@ func (p WorkerProps) check() string {
 func fifoReceivesShort(q *JobQueue, batchSize int) string {
 	need := jobs.MinFIFOMaxReceiveCount(batchSize, q.MaxAttempts)
 	return fmt.Sprintf("FIFO queue %s redrives after %d receives, but batches of %d with %d attempts need at least %d "+
-		"(batch size × attempts + 1): each job ahead of another in its message group costs it a receive per attempt, "+
-		"so SQS's redrive policy could move a job that never ran; raise JobQueueProps.RedriveMargin to %d or more, "+
+		"(batch size × (attempts + 1) + 1): each job ahead of another in its message group costs it a receive per run that fails or dies, "+
+		"so a job could be dead-lettered before it ran; raise JobQueueProps.RedriveMargin to %d or more, "+
 		"or lower the batch size or MaxAttempts", q.Name, q.MaxReceiveCount, batchSize, q.MaxAttempts, need, need-q.MaxAttempts)
 }

@@ -168,7 +168,7 @@ func TestWorkerDefaultsOnFIFO(t *testing.T) {
 	_, fnBody := tpl.Only(t, "AWS::Lambda::Function")
 	env := get(fnBody, "Properties.Environment.Variables").(map[string]any)
 	require.Equal(t, "5", env[jobs.EnvMaxAttempts])
-	require.Equal(t, "53", env[jobs.EnvMaxReceiveCount], "the queue's redrive maxReceiveCount: 10 × 5 + 3")
+	require.Equal(t, "63", env[jobs.EnvMaxReceiveCount], "the queue's redrive maxReceiveCount: 10 × (5 + 1) + 3")
 	require.Equal(t, "30", env[jobs.EnvVisibilityTimeout])
 	require.Equal(t, "10", env[jobs.EnvConcurrency])
 	require.Equal(t, "1s", env[jobs.EnvBackoffBase])
@@ -201,7 +201,7 @@ func TestWorkerRejectsBadProps(t *testing.T) {
 	_, stack := newStack(t)
 	std := NewJobQueue(stack, "Std", &JobQueueProps{VisibilityTimeout: 15 * time.Minute})
 	fifo := NewJobQueue(stack, "Fifo", &JobQueueProps{FIFO: true, VisibilityTimeout: 15 * time.Minute})
-	// 5 attempts and a margin of 20: 25 receives, enough for batches of 4 (21), not of 5 (26).
+	// 5 attempts and a margin of 20: 25 receives, enough for batches of 4 (4 × 6 + 1 = 25), not of 5 (31).
 	tight := NewJobQueue(stack, "Tight", &JobQueueProps{FIFO: true, RedriveMargin: 20, VisibilityTimeout: 15 * time.Minute})
 	cases := map[string]struct {
 		props WorkerProps
@@ -213,7 +213,7 @@ func TestWorkerRejectsBadProps(t *testing.T) {
 		"timeout":         {WorkerProps{Queue: std, Source: helloSource, Timeout: 16 * time.Minute}, "between 1s and 15m"},
 		"fifo batch":      {WorkerProps{Queue: fifo, Source: helloSource, BatchSize: 11}, "between 1 and 10 on FIFO"},
 		"fifo window":     {WorkerProps{Queue: fifo, Source: helloSource, MaxBatchingWindow: time.Second}, "not supported on FIFO"},
-		"fifo receives":   {WorkerProps{Queue: tight, Source: helloSource, BatchSize: 5}, "FIFO queue Tight redrives after 25 receives, but batches of 5 with 5 attempts need at least 26"},
+		"fifo receives":   {WorkerProps{Queue: tight, Source: helloSource, BatchSize: 5}, "FIFO queue Tight redrives after 25 receives, but batches of 5 with 5 attempts need at least 31"},
 		"big batch":       {WorkerProps{Queue: std, Source: helloSource, BatchSize: 100}, "needs a MaxBatchingWindow"},
 		"window":          {WorkerProps{Queue: std, Source: helloSource, MaxBatchingWindow: 6 * time.Minute}, "MaxBatchingWindow"},
 		"max concurrency": {WorkerProps{Queue: std, Source: helloSource, MaxConcurrency: 1}, "between 2 and 1000"},
