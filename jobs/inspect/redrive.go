@@ -12,11 +12,13 @@ type RedriveMethod string
 
 // Redrive methods.
 const (
-	// RedriveAuto uses RedriveNative when no filter is set and the endpoint implements
-	// StartMessageMoveTask, and RedriveManual otherwise.
+	// RedriveAuto uses RedriveNative when no filter is set, the queues are Standard queues and the
+	// endpoint implements StartMessageMoveTask, and RedriveManual otherwise (see
+	// RedriveResult.FallbackReason).
 	RedriveAuto RedriveMethod = ""
 	// RedriveNative starts an SQS message move task (StartMessageMoveTask) and follows it with
-	// ListMessageMoveTasks until it ends. SQS moves the messages itself.
+	// ListMessageMoveTasks until it ends. SQS moves the messages itself. Refused on FIFO queues
+	// (ErrNativeFIFO).
 	RedriveNative RedriveMethod = "native"
 	// RedriveManual moves messages with receive → send → delete (see Inspector.Redrive).
 	RedriveManual RedriveMethod = "manual"
@@ -102,7 +104,8 @@ type RedriveProgress struct {
 // RedriveResult is the outcome of a redrive.
 type RedriveResult struct {
 	Method RedriveMethod
-	// FallbackReason says why RedriveAuto used the manual move ("" otherwise).
+	// FallbackReason says why RedriveAuto used the manual move ("" otherwise): a filter, a FIFO
+	// queue, or an endpoint without StartMessageMoveTask.
 	FallbackReason string
 	// TaskHandle identifies the native move task.
 	TaskHandle string
@@ -134,17 +137,31 @@ type RedriveResult struct {
 	PossibleDuplicates int64
 	// Window is the manual move's in-flight window (RedriveOptions.Window).
 	Window int
+
+	// Remaining is what is still in the dead-letter queue once the move ended: its depth
+	// (visible, in flight and delayed; approximate, as SQS's counts are), read after the move.
+	// It is set when the redrive returns no error.
+	Remaining int64
+	// RemainingReason says why Remaining messages are still in the DLQ, as far as the counts
+	// above do not (Skipped, NoDestination, Returned, Failed, Unconfirmed, LeftInFlight): for a
+	// native move, all of them. "" when nothing is left unexplained.
+	RemainingReason string
 }
 
 // Redrive moves dead jobs from the dead-letter queue back to the queue they came from.
 //
 // Native method: one StartMessageMoveTask (destination: To, else Source, else the DLQ's one source
-// queue, else the messages' original source as SQS knows it), followed to its end.
+// queue, else the messages' original source as SQS knows it), followed to its end. Then the DLQ's
+// depth is read: RedriveResult.Remaining says what the task left there and RemainingReason why.
+// A native move sends a message on with its deduplication id, so on FIFO queues SQS may drop a
+// job redriven within 5 minutes of its send: RedriveNative is refused there (ErrNativeFIFO, before
+// anything moves), and RedriveAuto uses the manual move.
 //
 // Manual method — what RedriveAuto falls back to where the endpoint lacks StartMessageMoveTask, and
-// what filters need. Workers receive up to 10 messages each with the Visibility timeout, send each
-// to its queue (To, else the jobs.AttrSourceQueue attribute, else Source) with SendMessageBatch,
-// and only then delete the sent ones from the DLQ.
+// what filters and FIFO queues need. Workers receive up to 10 messages each with the Visibility
+// timeout, send each to its queue (To, else the jobs.AttrSourceQueue attribute, else Source) with
+// SendMessageBatch, and only then delete the sent ones from the DLQ. Its counts say what it left
+// in the DLQ and why; Remaining, read at the end, adds what arrived meanwhile.
 //
 // A message's attribute is data from whoever could send to the DLQ, so it only picks among the
 // queues the caller trusts: those ListDeadLetterSourceQueues returns for the DLQ (the queues whose
@@ -175,6 +192,41 @@ type RedriveResult struct {
 // Messages the jobs runtime dead-letters carry no other message attributes than jobkit's; any
 // non-jobkit attributes are carried over, jobkit's dead-letter attributes are not.
 func (i *Inspector) Redrive(ctx context.Context, dlqURL string, opts *RedriveOptions) (*RedriveResult, error) {
+	o := redriveDefaults(opts)
+	if o.To == dlqURL && dlqURL != "" {
+		return nil, fmt.Errorf("inspect: redrive: the destination is the dead-letter queue itself")
+	}
+	start, err := i.Depth(ctx, dlqURL)
+	if err != nil {
+		return nil, err
+	}
+	res := &RedriveResult{Total: start.Visible + start.InFlight, Window: o.Window()}
+	allowed, err := i.trustedDestinations(ctx, dlqURL, &o)
+	if err != nil {
+		return nil, err
+	}
+	method, err := chooseMethod(start, &o, res)
+	if err != nil {
+		return nil, err
+	}
+	if method == RedriveNative {
+		res.Method = RedriveNative
+		err := i.redriveNative(ctx, start, &o, res)
+		if err == nil || o.Method == RedriveNative || !errors.Is(err, ErrNativeUnsupported) {
+			return res, i.remaining(ctx, dlqURL, res, err)
+		}
+		res.FallbackReason = err.Error()
+		res.TaskHandle = ""
+	}
+	res.Method = RedriveManual
+	m := newMover(i, dlqURL, o, res, allowed)
+	err = m.run(ctx)
+	m.finish(ctx)
+	return res, i.remaining(ctx, dlqURL, res, err)
+}
+
+// redriveDefaults returns opts (nil: the zero options) with every unset duration and count set.
+func redriveDefaults(opts *RedriveOptions) RedriveOptions {
 	var o RedriveOptions
 	if opts != nil {
 		o = *opts
@@ -191,58 +243,22 @@ func (i *Inspector) Redrive(ctx context.Context, dlqURL string, opts *RedriveOpt
 	if o.PollInterval <= 0 {
 		o.PollInterval = 2 * time.Second
 	}
-	if o.To == dlqURL && dlqURL != "" {
-		return nil, fmt.Errorf("inspect: redrive: the destination is the dead-letter queue itself")
-	}
-	start, err := i.Depth(ctx, dlqURL)
-	if err != nil {
-		return nil, err
-	}
-	res := &RedriveResult{Total: start.Visible + start.InFlight, Window: o.Window()}
+	return o
+}
 
-	var allowed map[string]string
-	if o.To == "" {
-		sources, err := i.DeadLetterSources(ctx, dlqURL)
-		if err == nil && o.Source == "" && len(sources) == 1 {
-			o.Source = sources[0]
-		}
-		allowed = destinations(append(append(sources, o.Source), o.Sources...))
-		if len(allowed) == 0 && err != nil {
-			return nil, fmt.Errorf("inspect: redrive: no trusted destination (set To or Sources): %w", err)
-		}
+// trustedDestinations returns the queues a message's jobs.AttrSourceQueue may name (by queueKey),
+// none when To is set, and sets o.Source to the DLQ's one source queue when it is unset.
+func (i *Inspector) trustedDestinations(ctx context.Context, dlqURL string, o *RedriveOptions) (map[string]string, error) {
+	if o.To != "" {
+		return nil, nil
 	}
-
-	method := o.Method
-	if method == RedriveAuto {
-		if !o.Filter.zero() {
-			method = RedriveManual
-			res.FallbackReason = "filters need the manual move"
-		} else {
-			method = RedriveNative
-		}
+	sources, err := i.DeadLetterSources(ctx, dlqURL)
+	if err == nil && o.Source == "" && len(sources) == 1 {
+		o.Source = sources[0]
 	}
-	if method == RedriveNative {
-		res.Method = RedriveNative
-		err := i.redriveNative(ctx, start, &o, res)
-		if err == nil || o.Method == RedriveNative || !errors.Is(err, ErrNativeUnsupported) {
-			return res, err
-		}
-		res.FallbackReason = err.Error()
-		res.TaskHandle = ""
-		method = RedriveManual
+	allowed := destinations(append(append(sources, o.Source), o.Sources...))
+	if len(allowed) == 0 && err != nil {
+		return nil, fmt.Errorf("inspect: redrive: no trusted destination (set To or Sources): %w", err)
 	}
-	if method != RedriveManual {
-		return nil, fmt.Errorf("inspect: unknown redrive method %q", method)
-	}
-	res.Method = RedriveManual
-	m := &mover{
-		i: i, dlq: dlqURL, o: o, res: res, allowed: allowed,
-		visSeconds: max(int32(o.Visibility.Round(time.Second)/time.Second), 1),
-		sent:       map[string]bool{}, claimed: map[string]bool{}, maybeSent: map[string]bool{}, possibleDups: map[string]bool{}, done: map[string]bool{}, movedJobs: map[string]movedJob{},
-		held: map[string]heldMsg{}, failed: map[string]bool{}, unconfirmed: map[string]bool{},
-		skipped: map[string]bool{}, noDest: map[string]bool{}, returned: map[string]bool{},
-	}
-	err = m.run(ctx)
-	m.finish(ctx)
-	return res, err
+	return allowed, nil
 }

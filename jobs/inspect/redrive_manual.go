@@ -85,6 +85,17 @@ type mover struct {
 	progressMu sync.Mutex
 }
 
+// newMover returns the manual move of dlq's messages with options o, reporting into res.
+func newMover(i *Inspector, dlq string, o RedriveOptions, res *RedriveResult, allowed map[string]string) *mover {
+	return &mover{
+		i: i, dlq: dlq, o: o, res: res, allowed: allowed,
+		visSeconds: max(int32(o.Visibility.Round(time.Second)/time.Second), 1),
+		sent:       map[string]bool{}, claimed: map[string]bool{}, maybeSent: map[string]bool{}, possibleDups: map[string]bool{}, done: map[string]bool{}, movedJobs: map[string]movedJob{},
+		held: map[string]heldMsg{}, failed: map[string]bool{}, unconfirmed: map[string]bool{},
+		skipped: map[string]bool{}, noDest: map[string]bool{}, returned: map[string]bool{},
+	}
+}
+
 func (m *mover) run(ctx context.Context) error {
 	var waitUntil time.Time
 	for {
