@@ -38,11 +38,18 @@ type deadJobJSON struct {
 	Function        string     `json:"function"`
 	FirstReceivedAt *time.Time `json:"first_received_at"`
 	FailedAt        *time.Time `json:"failed_at"`
+	// DeadLetteredAt is when the message entered the DLQ; null when unknown (RedrivePolicy).
 	DeadLetteredAt  *time.Time `json:"dead_lettered_at"`
+	SentAt          *time.Time `json:"sent_at"` // the message's SentTimestamp
 	SourceQueue     string     `json:"source_queue"`
 	SourceMessageID string     `json:"source_message_id"`
 	GroupID         string     `json:"group_id"`
 	ReceiveCount    int        `json:"dlq_receive_count"`
+	// RedrivePolicy is true when SQS moved the message by the queue's RedrivePolicy, and
+	// DeadLetterSourceARN the queue it moved it from, where the endpoint says so.
+	RedrivePolicy       bool   `json:"redrive_policy"`
+	DeadLetterSourceARN string `json:"dead_letter_source_arn"`
+	Hint                string `json:"hint"` // what the reason usually means and what to do
 }
 
 // deadShowJSON is the document `jobkit dlq show --json` prints: the job with its body.
@@ -70,8 +77,10 @@ func toDeadJSON(j *inspect.DeadJob) deadJobJSON {
 	return deadJobJSON{
 		MessageID: j.MessageID, JobID: j.JobID, Kind: j.Kind, Reason: j.Reason, Error: j.Error,
 		Attempts: j.Attempts, Function: j.Function,
-		FirstReceivedAt: timePtr(j.FirstReceivedAt), FailedAt: timePtr(j.FailedAt), DeadLetteredAt: timePtr(j.SentAt),
+		FirstReceivedAt: timePtr(j.FirstReceivedAt), FailedAt: timePtr(j.FailedAt),
+		DeadLetteredAt: timePtr(j.DeadLetteredAt), SentAt: timePtr(j.SentAt),
 		SourceQueue: j.SourceQueue, SourceMessageID: j.SourceMessageID, GroupID: j.GroupID, ReceiveCount: j.ReceiveCount,
+		RedrivePolicy: j.ByRedrivePolicy(), DeadLetterSourceARN: j.DeadLetterSourceARN, Hint: j.Hint(),
 	}
 }
 
@@ -153,16 +162,8 @@ func printDeadList(w io.Writer, list *inspect.DeadList) {
 	fmt.Fprintln(tw, "JOB ID\tKIND\tREASON\tATTEMPTS\tFAILED AT\tERROR")
 	for i := range list.Jobs {
 		j := &list.Jobs[i]
-		failed := j.FailedAt
-		if failed.IsZero() {
-			failed = j.SentAt
-		}
-		reason := j.Reason
-		if reason == "" {
-			reason = "(redrive policy)"
-		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\n", orDash(safe(j.JobID, idWidth)), orDash(safe(j.Kind, kindWidth)),
-			safe(reason, reasonWidth), j.Attempts, failed.Format(time.RFC3339), oneLine(j.Error, errorWidth))
+			safe(reasonLabel(j), reasonWidth), j.Attempts, failedAt(j), oneLine(j.Error, errorWidth))
 	}
 	tw.Flush()
 	more := ""
@@ -170,6 +171,54 @@ func printDeadList(w io.Writer, list *inspect.DeadList) {
 		more = " (truncated: raise --limit)"
 	}
 	fmt.Fprintf(w, "%d shown, %d scanned, about %d in %s%s\n", len(list.Jobs), list.Scanned, list.Approximate, safe(jobs.QueueName(list.QueueURL), nameWidth), more)
+	printHints(w, list.Jobs)
+}
+
+// redrivePolicyLabel stands for the reason of a job the queue's RedrivePolicy moved.
+const redrivePolicyLabel = "(redrive policy)"
+
+// reasonLabel is a dead job's reason as the table shows it.
+func reasonLabel(j *inspect.DeadJob) string {
+	if j.ByRedrivePolicy() {
+		return redrivePolicyLabel
+	}
+	return j.Reason
+}
+
+// failedAt is the FAILED AT column: when the runtime gave up on the job, or "unknown" for a job
+// the queue's RedrivePolicy moved (SQS keeps no time of the move; its SentTimestamp is the send's).
+func failedAt(j *inspect.DeadJob) string {
+	switch {
+	case j.ByRedrivePolicy():
+		return "unknown"
+	case !j.FailedAt.IsZero():
+		return j.FailedAt.Format(time.RFC3339)
+	case !j.DeadLetteredAt.IsZero():
+		return j.DeadLetteredAt.Format(time.RFC3339)
+	}
+	return "-"
+}
+
+// printHints prints, under a listing, one line per reason among jobs that has a hint: what it
+// usually means and what to do.
+func printHints(w io.Writer, list []inspect.DeadJob) {
+	seen := map[string]bool{}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	for i := range list {
+		label, hint := reasonLabel(&list[i]), list[i].Hint()
+		if hint == "" || seen[label] {
+			continue
+		}
+		if len(seen) == 0 {
+			fmt.Fprintln(tw, "why:")
+		}
+		seen[label] = true
+		if label == redrivePolicyLabel {
+			hint += "; FAILED AT unknown: SQS keeps no time of the move"
+		}
+		fmt.Fprintf(tw, "  %s\t%s\n", safe(label, reasonWidth), hint)
+	}
+	tw.Flush()
 }
 
 func orDash(s string) string {
@@ -235,18 +284,18 @@ func printDeadJob(w io.Writer, j *inspect.DeadJob) {
 		}
 		return t.Format(time.RFC3339Nano)
 	}
-	reason := j.Reason
-	if reason == "" {
-		reason = "(moved by the queue's RedrivePolicy)"
-	}
 	row("job id:", j.JobID)
 	row("kind:", j.Kind)
-	row("reason:", reason)
+	row("reason:", showReason(j))
+	row("why:", j.Hint())
 	row("attempts:", fmt.Sprint(j.Attempts))
 	row("function:", j.Function)
 	row("first received:", ts(j.FirstReceivedAt))
 	row("failed at:", ts(j.FailedAt))
-	row("dead-lettered at:", ts(j.SentAt))
+	row("dead-lettered at:", deadLetteredAt(j))
+	if j.DeadLetterSourceARN != "" {
+		row("moved from:", j.DeadLetterSourceARN)
+	}
 	row("source queue:", j.SourceQueue)
 	row("source message:", j.SourceMessageID)
 	row("message id:", j.MessageID)
@@ -266,6 +315,33 @@ func printDeadJob(w io.Writer, j *inspect.DeadJob) {
 	}
 	fmt.Fprintln(w, "body (not a jobkit envelope):")
 	fmt.Fprintln(w, indent(safeLines(j.Body, textWidth)))
+}
+
+// showReason is a dead job's reason as 'dlq show' says it.
+func showReason(j *inspect.DeadJob) string {
+	switch {
+	case !j.ByRedrivePolicy():
+		return j.Reason
+	case j.Reason != "":
+		// A native redrive keeps the jobkit.* attributes of the job's earlier dead-lettering.
+		return "(moved by the queue's RedrivePolicy; jobkit.reason " + j.Reason + " is from an earlier dead-lettering)"
+	}
+	return "(moved by the queue's RedrivePolicy)"
+}
+
+// deadLetteredAt says when a dead job entered the DLQ: the runtime's send, or, for a job the
+// queue's RedrivePolicy moved, unknown — SQS keeps the message's SentTimestamp on such a move and
+// no attribute gives the time of the move, so the send time is shown as what it is.
+func deadLetteredAt(j *inspect.DeadJob) string {
+	switch {
+	case !j.DeadLetteredAt.IsZero():
+		return j.DeadLetteredAt.Format(time.RFC3339Nano)
+	case !j.ByRedrivePolicy():
+		return "" // no SentTimestamp: nothing says
+	case j.SentAt.IsZero():
+		return "unknown (moved by the queue's redrive policy)"
+	}
+	return "unknown (moved by the queue's redrive policy; sent at " + j.SentAt.Format(time.RFC3339Nano) + ")"
 }
 
 func indent(s string) string {

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -29,19 +30,23 @@ type redriveJSON struct {
 	// PossibleDuplicates counts messages whose send got no clear answer and was made again.
 	PossibleDuplicates int64 `json:"possible_duplicates"`
 	Window             int   `json:"window"`
+	// Remaining is the DLQ's depth read after the move; null when the redrive ended in an error.
+	Remaining       *int64 `json:"remaining"`
+	RemainingReason string `json:"remaining_reason"`
 }
 
 // redriveLong is the help text of `jobkit dlq redrive`.
 const redriveLong = `Move dead jobs back to the queue they came from.
 
 --method auto (the default) starts an SQS message move task (StartMessageMoveTask) and
-follows it; where the endpoint lacks it (the offline emulator) or a filter is given
-(--kind, --error), it moves messages itself: receive from the DLQ, send to the source
-queue (--to, else the message's jobkit.source_queue attribute, else the queue of
---queue), then delete from the DLQ. The attribute is trusted only when it names a source
-queue of the DLQ (ListDeadLetterSourceQueues, --queue, the stack's queues on that DLQ); any
-other job stays in the DLQ and is reported as having no valid destination. --to, the
-operator's own choice, is not checked.
+follows it, then reads the DLQ to report what is still there. Where the endpoint lacks
+it (the offline emulator), a filter is given (--kind, --error) or the queues are FIFO,
+it moves messages itself: receive from the DLQ, send to the source queue (--to, else
+the message's jobkit.source_queue attribute, else the queue of --queue), then delete
+from the DLQ. The attribute is trusted only when it names a source queue of the DLQ
+(ListDeadLetterSourceQueues, --queue, the stack's queues on that DLQ); any other job
+stays in the DLQ and is reported as having no valid destination. --to, the operator's
+own choice, is not checked.
 
 The manual move never loses a message when interrupted, and sends each message at most
 once per run (a send that got no clear answer and had to be made again is reported as a
@@ -52,10 +57,13 @@ finish: no duplicates. Messages still in flight on the DLQ (from an interrupted 
 listing) are waited for up to --wait.
 
 FIFO: messages keep their group; the deduplication id is derived from the job id and the
-DLQ message id, so a repeated send within 5 minutes is dropped by SQS.
+DLQ message id, so a repeated send within 5 minutes is dropped by SQS. A native move
+would keep each message's own deduplication id, and SQS may then drop a job redriven
+within 5 minutes of its send: --method native is refused on FIFO queues.
 
 Progress goes to stderr (a bar on a terminal, plain lines otherwise); the final count
-to stdout.`
+to stdout, one line: what moved, each count of what stayed with its reason, and what is
+still in the DLQ (its depth, read after the move) and why.`
 
 // redriveCmd is `jobkit dlq redrive`: its flags, their check, and the run.
 type redriveCmd struct {
@@ -144,7 +152,8 @@ func (r *redriveCmd) run(s *session, q inspect.Queue) error {
 	res, err := s.in.Redrive(s.ctx, q.DLQURL, &o)
 	rep.finish()
 	if res != nil {
-		if perr := s.print(r.asJSON, func() any { return redriveDoc(q.DLQURL, res) }, func(w io.Writer) { printRedrive(w, q, res) }); perr != nil {
+		checked := err == nil // Remaining is read only after a move that ended well
+		if perr := s.print(r.asJSON, func() any { return redriveDoc(q.DLQURL, res, checked) }, func(w io.Writer) { printRedrive(w, q, res, checked) }); perr != nil {
 			return perr
 		}
 	}
@@ -157,36 +166,59 @@ func (r *redriveCmd) run(s *session, q inspect.Queue) error {
 	return nil
 }
 
-func redriveDoc(dlq string, r *inspect.RedriveResult) redriveJSON {
-	return redriveJSON{
+func redriveDoc(dlq string, r *inspect.RedriveResult, checked bool) redriveJSON {
+	doc := redriveJSON{
 		Version: jsonVersion, Queue: dlq, Method: string(r.Method), FallbackReason: r.FallbackReason, TaskHandle: r.TaskHandle,
 		Total: r.Total, Moved: r.Moved, Skipped: r.Skipped, NoDestination: r.NoDestination, Returned: r.Returned,
 		Failed: r.Failed, Unconfirmed: r.Unconfirmed, LeftInFlight: r.LeftInFlight, PossibleDuplicates: r.PossibleDuplicates, Window: r.Window,
 	}
+	if checked {
+		doc.Remaining, doc.RemainingReason = &r.Remaining, r.RemainingReason
+	}
+	return doc
 }
 
-func printRedrive(w io.Writer, q inspect.Queue, r *inspect.RedriveResult) {
-	fmt.Fprintf(w, "moved %d of %d jobs from %s (%s", r.Moved, r.Total, safe(jobs.QueueName(q.DLQURL), nameWidth), r.Method)
-	if r.TaskHandle != "" {
-		fmt.Fprintf(w, ", task %s", safe(r.TaskHandle, valueWidth))
+// redriveCount is one count of a redrive's result and what it means, as the summary line says it.
+type redriveCount struct {
+	n    int64
+	what string
+}
+
+// redriveCounts lists the counts of a redrive that the summary names when they are not zero.
+func redriveCounts(r *inspect.RedriveResult) []redriveCount {
+	return []redriveCount{
+		{r.Skipped, "not selected by --kind/--error (left in the DLQ)"},
+		{r.NoDestination, "with no valid destination (their jobkit.source_queue is not a source queue of the DLQ; left in the DLQ, --to moves them)"},
+		{r.Returned, "failed again and came back during the run (left in the DLQ)"},
+		{r.Failed, "failed to send (still in the DLQ)"},
+		{r.Unconfirmed, "sent but not deleted from the DLQ (the next redrive sends them again)"},
+		{r.LeftInFlight, "in flight on the DLQ, held by another reader or an interrupted run (run again)"},
+		{r.PossibleDuplicates, "possible duplicates (a send got no clear answer and was made again)"},
 	}
-	fmt.Fprintln(w, ")")
+}
+
+// printRedrive prints the summary line — what moved, each count that is not zero with its
+// reason, and what is still in the DLQ when checked — then why the manual move was used.
+func printRedrive(w io.Writer, q inspect.Queue, r *inspect.RedriveResult, checked bool) {
+	var b strings.Builder
+	fmt.Fprintf(&b, "moved %d of %d jobs from %s (%s", r.Moved, r.Total, safe(jobs.QueueName(q.DLQURL), nameWidth), r.Method)
+	if r.TaskHandle != "" {
+		fmt.Fprintf(&b, ", task %s", safe(r.TaskHandle, valueWidth))
+	}
+	b.WriteString(")")
+	for _, c := range redriveCounts(r) {
+		if c.n > 0 {
+			fmt.Fprintf(&b, "; %d %s", c.n, c.what)
+		}
+	}
+	if checked {
+		fmt.Fprintf(&b, "; %d still in the dead-letter queue", r.Remaining)
+		if r.RemainingReason != "" {
+			fmt.Fprintf(&b, ": %s", safe(r.RemainingReason, lineWidth))
+		}
+	}
+	fmt.Fprintln(w, b.String())
 	if r.FallbackReason != "" {
 		fmt.Fprintf(w, "manual move because: %s\n", safe(r.FallbackReason, lineWidth))
-	}
-	if r.Skipped+r.NoDestination+r.Returned > 0 {
-		fmt.Fprintf(w, "left in the DLQ: %d not selected, %d with no valid destination, %d failed again during the run\n", r.Skipped, r.NoDestination, r.Returned)
-	}
-	if r.Failed > 0 {
-		fmt.Fprintf(w, "failed to send: %d (still in the DLQ)\n", r.Failed)
-	}
-	if r.Unconfirmed > 0 {
-		fmt.Fprintf(w, "sent but not deleted from the DLQ: %d (the next redrive sends them again)\n", r.Unconfirmed)
-	}
-	if r.LeftInFlight > 0 {
-		fmt.Fprintf(w, "%d messages were in flight on the DLQ and were not moved: run again\n", r.LeftInFlight)
-	}
-	if r.PossibleDuplicates > 0 {
-		fmt.Fprintf(w, "possible duplicates: %d (a send got no clear answer and was made again)\n", r.PossibleDuplicates)
 	}
 }
