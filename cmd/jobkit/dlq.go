@@ -38,11 +38,18 @@ type deadJobJSON struct {
 	Function        string     `json:"function"`
 	FirstReceivedAt *time.Time `json:"first_received_at"`
 	FailedAt        *time.Time `json:"failed_at"`
+	// DeadLetteredAt is when the message entered the DLQ; null when unknown (RedrivePolicy).
 	DeadLetteredAt  *time.Time `json:"dead_lettered_at"`
+	SentAt          *time.Time `json:"sent_at"` // the message's SentTimestamp
 	SourceQueue     string     `json:"source_queue"`
 	SourceMessageID string     `json:"source_message_id"`
 	GroupID         string     `json:"group_id"`
 	ReceiveCount    int        `json:"dlq_receive_count"`
+	// RedrivePolicy is true when SQS moved the message by the queue's RedrivePolicy, and
+	// DeadLetterSourceARN the queue it moved it from, where the endpoint says so.
+	RedrivePolicy       bool   `json:"redrive_policy"`
+	DeadLetterSourceARN string `json:"dead_letter_source_arn"`
+	Hint                string `json:"hint"` // what the reason usually means and what to do
 }
 
 // deadShowJSON is the document `jobkit dlq show --json` prints: the job with its body.
@@ -59,26 +66,6 @@ type deadJobShowJSON struct {
 	Body     string          `json:"body"`
 }
 
-// redriveJSON is the document `jobkit dlq redrive --json` prints.
-type redriveJSON struct {
-	Version        int    `json:"version"`
-	Queue          string `json:"queue"`
-	Method         string `json:"method"`
-	FallbackReason string `json:"fallback_reason"`
-	TaskHandle     string `json:"task_handle"`
-	Total          int64  `json:"total"`
-	Moved          int64  `json:"moved"`
-	Skipped        int64  `json:"skipped"`
-	NoDestination  int64  `json:"no_destination"`
-	Returned       int64  `json:"returned"`
-	Failed         int64  `json:"failed"`
-	Unconfirmed    int64  `json:"unconfirmed"`
-	LeftInFlight   int64  `json:"left_in_flight"`
-	// PossibleDuplicates counts messages whose send got no clear answer and was made again.
-	PossibleDuplicates int64 `json:"possible_duplicates"`
-	Window             int   `json:"window"`
-}
-
 func timePtr(t time.Time) *time.Time {
 	if t.IsZero() {
 		return nil
@@ -90,8 +77,10 @@ func toDeadJSON(j *inspect.DeadJob) deadJobJSON {
 	return deadJobJSON{
 		MessageID: j.MessageID, JobID: j.JobID, Kind: j.Kind, Reason: j.Reason, Error: j.Error,
 		Attempts: j.Attempts, Function: j.Function,
-		FirstReceivedAt: timePtr(j.FirstReceivedAt), FailedAt: timePtr(j.FailedAt), DeadLetteredAt: timePtr(j.SentAt),
+		FirstReceivedAt: timePtr(j.FirstReceivedAt), FailedAt: timePtr(j.FailedAt),
+		DeadLetteredAt: timePtr(j.DeadLetteredAt), SentAt: timePtr(j.SentAt),
 		SourceQueue: j.SourceQueue, SourceMessageID: j.SourceMessageID, GroupID: j.GroupID, ReceiveCount: j.ReceiveCount,
+		RedrivePolicy: j.ByRedrivePolicy(), DeadLetterSourceARN: j.DeadLetterSourceARN, Hint: j.Hint(),
 	}
 }
 
@@ -173,16 +162,8 @@ func printDeadList(w io.Writer, list *inspect.DeadList) {
 	fmt.Fprintln(tw, "JOB ID\tKIND\tREASON\tATTEMPTS\tFAILED AT\tERROR")
 	for i := range list.Jobs {
 		j := &list.Jobs[i]
-		failed := j.FailedAt
-		if failed.IsZero() {
-			failed = j.SentAt
-		}
-		reason := j.Reason
-		if reason == "" {
-			reason = "(redrive policy)"
-		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\n", orDash(safe(j.JobID, idWidth)), orDash(safe(j.Kind, kindWidth)),
-			safe(reason, reasonWidth), j.Attempts, failed.Format(time.RFC3339), oneLine(j.Error, errorWidth))
+			safe(reasonLabel(j), reasonWidth), j.Attempts, failedAt(j), oneLine(j.Error, errorWidth))
 	}
 	tw.Flush()
 	more := ""
@@ -190,6 +171,54 @@ func printDeadList(w io.Writer, list *inspect.DeadList) {
 		more = " (truncated: raise --limit)"
 	}
 	fmt.Fprintf(w, "%d shown, %d scanned, about %d in %s%s\n", len(list.Jobs), list.Scanned, list.Approximate, safe(jobs.QueueName(list.QueueURL), nameWidth), more)
+	printHints(w, list.Jobs)
+}
+
+// redrivePolicyLabel stands for the reason of a job the queue's RedrivePolicy moved.
+const redrivePolicyLabel = "(redrive policy)"
+
+// reasonLabel is a dead job's reason as the table shows it.
+func reasonLabel(j *inspect.DeadJob) string {
+	if j.ByRedrivePolicy() {
+		return redrivePolicyLabel
+	}
+	return j.Reason
+}
+
+// failedAt is the FAILED AT column: when the runtime gave up on the job, or "unknown" for a job
+// the queue's RedrivePolicy moved (SQS keeps no time of the move; its SentTimestamp is the send's).
+func failedAt(j *inspect.DeadJob) string {
+	switch {
+	case j.ByRedrivePolicy():
+		return "unknown"
+	case !j.FailedAt.IsZero():
+		return j.FailedAt.Format(time.RFC3339)
+	case !j.DeadLetteredAt.IsZero():
+		return j.DeadLetteredAt.Format(time.RFC3339)
+	}
+	return "-"
+}
+
+// printHints prints, under a listing, one line per reason among jobs that has a hint: what it
+// usually means and what to do.
+func printHints(w io.Writer, list []inspect.DeadJob) {
+	seen := map[string]bool{}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	for i := range list {
+		label, hint := reasonLabel(&list[i]), list[i].Hint()
+		if hint == "" || seen[label] {
+			continue
+		}
+		if len(seen) == 0 {
+			fmt.Fprintln(tw, "why:")
+		}
+		seen[label] = true
+		if label == redrivePolicyLabel {
+			hint += "; FAILED AT unknown: SQS keeps no time of the move"
+		}
+		fmt.Fprintf(tw, "  %s\t%s\n", safe(label, reasonWidth), hint)
+	}
+	tw.Flush()
 }
 
 func orDash(s string) string {
@@ -255,18 +284,18 @@ func printDeadJob(w io.Writer, j *inspect.DeadJob) {
 		}
 		return t.Format(time.RFC3339Nano)
 	}
-	reason := j.Reason
-	if reason == "" {
-		reason = "(moved by the queue's RedrivePolicy)"
-	}
 	row("job id:", j.JobID)
 	row("kind:", j.Kind)
-	row("reason:", reason)
+	row("reason:", showReason(j))
+	row("why:", j.Hint())
 	row("attempts:", fmt.Sprint(j.Attempts))
 	row("function:", j.Function)
 	row("first received:", ts(j.FirstReceivedAt))
 	row("failed at:", ts(j.FailedAt))
-	row("dead-lettered at:", ts(j.SentAt))
+	row("dead-lettered at:", deadLetteredAt(j))
+	if j.DeadLetterSourceARN != "" {
+		row("moved from:", j.DeadLetterSourceARN)
+	}
 	row("source queue:", j.SourceQueue)
 	row("source message:", j.SourceMessageID)
 	row("message id:", j.MessageID)
@@ -288,168 +317,35 @@ func printDeadJob(w io.Writer, j *inspect.DeadJob) {
 	fmt.Fprintln(w, indent(safeLines(j.Body, textWidth)))
 }
 
+// showReason is a dead job's reason as 'dlq show' says it.
+func showReason(j *inspect.DeadJob) string {
+	switch {
+	case !j.ByRedrivePolicy():
+		return j.Reason
+	case j.Reason != "":
+		// A native redrive keeps the jobkit.* attributes of the job's earlier dead-lettering.
+		return "(moved by the queue's RedrivePolicy; jobkit.reason " + j.Reason + " is from an earlier dead-lettering)"
+	}
+	return "(moved by the queue's RedrivePolicy)"
+}
+
+// deadLetteredAt says when a dead job entered the DLQ: the runtime's send, or, for a job the
+// queue's RedrivePolicy moved, unknown — SQS keeps the message's SentTimestamp on such a move and
+// no attribute gives the time of the move, so the send time is shown as what it is.
+func deadLetteredAt(j *inspect.DeadJob) string {
+	switch {
+	case !j.DeadLetteredAt.IsZero():
+		return j.DeadLetteredAt.Format(time.RFC3339Nano)
+	case !j.ByRedrivePolicy():
+		return "" // no SentTimestamp: nothing says
+	case j.SentAt.IsZero():
+		return "unknown (moved by the queue's redrive policy)"
+	}
+	return "unknown (moved by the queue's redrive policy; sent at " + j.SentAt.Format(time.RFC3339Nano) + ")"
+}
+
 func indent(s string) string {
 	return "  " + strings.ReplaceAll(s, "\n", "\n  ")
-}
-
-// redriveLong is the help text of `jobkit dlq redrive`.
-const redriveLong = `Move dead jobs back to the queue they came from.
-
---method auto (the default) starts an SQS message move task (StartMessageMoveTask) and
-follows it; where the endpoint lacks it (the offline emulator) or a filter is given
-(--kind, --error), it moves messages itself: receive from the DLQ, send to the source
-queue (--to, else the message's jobkit.source_queue attribute, else the queue of
---queue), then delete from the DLQ. The attribute is trusted only when it names a source
-queue of the DLQ (ListDeadLetterSourceQueues, --queue, the stack's queues on that DLQ); any
-other job stays in the DLQ and is reported as having no valid destination. --to, the
-operator's own choice, is not checked.
-
-The manual move never loses a message when interrupted, and sends each message at most
-once per run (a send that got no clear answer and had to be made again is reported as a
-possible duplicate). Killed outright, a run can leave at most --concurrency x 10 messages (the
-in-flight window) sent but not yet deleted: run again, and those arrive a second time
-(their job ids keep the jobs idempotent). Ctrl-C instead lets the batches in progress
-finish: no duplicates. Messages still in flight on the DLQ (from an interrupted run or a
-listing) are waited for up to --wait.
-
-FIFO: messages keep their group; the deduplication id is derived from the job id and the
-DLQ message id, so a repeated send within 5 minutes is dropped by SQS.
-
-Progress goes to stderr (a bar on a terminal, plain lines otherwise); the final count
-to stdout.`
-
-// redriveCmd is `jobkit dlq redrive`: its flags, their check, and the run.
-type redriveCmd struct {
-	o        inspect.RedriveOptions
-	method   string
-	progress string
-	asJSON   bool
-}
-
-func newDLQRedriveCmd(a *app) *cobra.Command {
-	r := &redriveCmd{}
-	cmd := &cobra.Command{
-		Use:   "redrive",
-		Short: "Move dead jobs back to their queue (StartMessageMoveTask, or a safe manual move)",
-		Long:  redriveLong,
-		Example: `  # Everything back where it came from
-  jobkit dlq redrive --queue email
-
-  # Only one kind whose error mentions a timeout, as JSON
-  jobkit dlq redrive --queue email --kind email.send --error timeout --json
-
-  # On the emulator (manual move), to an explicit queue
-  jobkit --endpoint http://127.0.0.1:4566 dlq redrive --dlq email-dlq --to email`,
-		Args:    noArgs,
-		PreRunE: func(*cobra.Command, []string) error { return r.check() },
-		RunE:    a.onDLQ(func(s *session, q inspect.Queue, _ []string) error { return r.run(s, q) }),
-	}
-	r.flags(cmd)
-	return cmd
-}
-
-func (r *redriveCmd) flags(cmd *cobra.Command) {
-	f := cmd.Flags()
-	o := &r.o
-	f.StringVar(&r.method, "method", "auto", "auto, native (StartMessageMoveTask) or manual (receive/send/delete)")
-	f.StringVar(&o.To, "to", "", "send every job to this queue (URL or name) instead of its source queue")
-	f.StringVar(&o.Filter.Kind, "kind", "", "only jobs of this kind (manual move)")
-	f.StringVar(&o.Filter.ErrorContains, "error", "", "only jobs whose error (or reason) contains this text, any case (manual move)")
-	f.IntVar(&o.Concurrency, "concurrency", inspect.DefaultRedriveConcurrency, "manual move workers; each moves at most 10 messages at a time")
-	f.DurationVar(&o.Visibility, "visibility", 30*time.Second, "manual move: visibility timeout of received messages (an interrupted move's messages return after it)")
-	f.DurationVar(&o.InFlightWait, "wait", 0, "manual move: how long to wait for messages in flight on the DLQ to come back (default --visibility + 15s; negative: don't)")
-	f.Int32Var(&o.MaxPerSecond, "max-per-second", 0, "native move: MaxNumberOfMessagesPerSecond (up to 500; 0: SQS decides)")
-	f.StringVar(&r.progress, "progress", progressAuto, "progress display on stderr: auto (bar on a terminal), bar, plain, none")
-	f.BoolVar(&r.asJSON, "json", false, "print the result as JSON (schema in docs/cli.md)")
-}
-
-// check validates the flags before anything is called.
-func (r *redriveCmd) check() error {
-	switch r.method {
-	case "auto", "":
-		r.o.Method = inspect.RedriveAuto
-	case "native":
-		r.o.Method = inspect.RedriveNative
-	case "manual":
-		r.o.Method = inspect.RedriveManual
-	default:
-		return usageError{fmt.Errorf("--method must be auto, native or manual, not %q", r.method)}
-	}
-	return checkProgress(r.progress)
-}
-
-// run resolves the destinations, moves the jobs with progress on stderr, and reports.
-func (r *redriveCmd) run(s *session, q inspect.Queue) error {
-	rep, err := newReporter(s.stderr, r.progress, "redrive")
-	if err != nil {
-		return err
-	}
-	o := r.o
-	if o.To != "" {
-		if o.To, err = s.queueURL(o.To); err != nil {
-			return err
-		}
-	}
-	o.Source = q.URL
-	if o.To == "" {
-		// The deployed stack's queues on this DLQ are trusted destinations too (no stack: none).
-		o.Sources, _ = s.in.StackSources(s.ctx, s.a.stack, q.DLQURL)
-	}
-	o.Progress = func(p inspect.RedriveProgress) {
-		detail := fmt.Sprintf("moved (%s)", p.Method)
-		if p.Skipped > 0 || p.Failed > 0 {
-			detail += fmt.Sprintf(", skipped %d, failed %d", p.Skipped, p.Failed)
-		}
-		rep.update(p.Moved, p.Total, detail)
-	}
-	res, err := s.in.Redrive(s.ctx, q.DLQURL, &o)
-	rep.finish()
-	if res != nil {
-		if perr := s.print(r.asJSON, func() any { return redriveDoc(q.DLQURL, res) }, func(w io.Writer) { printRedrive(w, q, res) }); perr != nil {
-			return perr
-		}
-	}
-	if err != nil {
-		return err
-	}
-	if res.Failed > 0 || res.Unconfirmed > 0 {
-		return fmt.Errorf("redrive incomplete: %d failed, %d unconfirmed (still in the DLQ)", res.Failed, res.Unconfirmed)
-	}
-	return nil
-}
-
-func redriveDoc(dlq string, r *inspect.RedriveResult) redriveJSON {
-	return redriveJSON{
-		Version: jsonVersion, Queue: dlq, Method: string(r.Method), FallbackReason: r.FallbackReason, TaskHandle: r.TaskHandle,
-		Total: r.Total, Moved: r.Moved, Skipped: r.Skipped, NoDestination: r.NoDestination, Returned: r.Returned,
-		Failed: r.Failed, Unconfirmed: r.Unconfirmed, LeftInFlight: r.LeftInFlight, PossibleDuplicates: r.PossibleDuplicates, Window: r.Window,
-	}
-}
-
-func printRedrive(w io.Writer, q inspect.Queue, r *inspect.RedriveResult) {
-	fmt.Fprintf(w, "moved %d of %d jobs from %s (%s", r.Moved, r.Total, safe(jobs.QueueName(q.DLQURL), nameWidth), r.Method)
-	if r.TaskHandle != "" {
-		fmt.Fprintf(w, ", task %s", safe(r.TaskHandle, valueWidth))
-	}
-	fmt.Fprintln(w, ")")
-	if r.FallbackReason != "" {
-		fmt.Fprintf(w, "manual move because: %s\n", safe(r.FallbackReason, lineWidth))
-	}
-	if r.Skipped+r.NoDestination+r.Returned > 0 {
-		fmt.Fprintf(w, "left in the DLQ: %d not selected, %d with no valid destination, %d failed again during the run\n", r.Skipped, r.NoDestination, r.Returned)
-	}
-	if r.Failed > 0 {
-		fmt.Fprintf(w, "failed to send: %d (still in the DLQ)\n", r.Failed)
-	}
-	if r.Unconfirmed > 0 {
-		fmt.Fprintf(w, "sent but not deleted from the DLQ: %d (the next redrive sends them again)\n", r.Unconfirmed)
-	}
-	if r.LeftInFlight > 0 {
-		fmt.Fprintf(w, "%d messages were in flight on the DLQ and were not moved: run again\n", r.LeftInFlight)
-	}
-	if r.PossibleDuplicates > 0 {
-		fmt.Fprintf(w, "possible duplicates: %d (a send got no clear answer and was made again)\n", r.PossibleDuplicates)
-	}
 }
 
 func newDLQPurgeCmd(a *app) *cobra.Command {

@@ -291,7 +291,8 @@ func TestDLQRedrive1000(t *testing.T) {
 	require.Contains(t, errOut, "redrive: 1000/1000 (100%)")
 
 	possible := 0
-	if m := regexp.MustCompile(`possible duplicates: (\d+)`).FindStringSubmatch(out); m != nil {
+	require.Contains(t, out, "; 0 still in the dead-letter queue\n")
+	if m := regexp.MustCompile(`; (\d+) possible duplicates`).FindStringSubmatch(out); m != nil {
 		possible, _ = strconv.Atoi(m[1])
 	}
 	got := drainIDs(t, client, src.URL)
@@ -552,7 +553,9 @@ func TestDLQRedriveRefusesForgedSourceQueue(t *testing.T) {
 	out, errOut, code := cli(t, "", "--stack", stack, "dlq", "redrive", "--method", "manual", "--progress", "none")
 	require.Equal(t, 0, code, errOut)
 	require.Contains(t, out, "moved 3 of 6 jobs")
-	require.Contains(t, out, "0 not selected, 3 with no valid destination")
+	require.Contains(t, out, "; 3 with no valid destination (")
+	require.NotContains(t, out, "not selected", "counts that are zero are not named")
+	require.Contains(t, out, "; 3 still in the dead-letter queue\n")
 	require.Empty(t, drainIDs(t, client, victim.URL))
 	require.Len(t, drainIDs(t, client, q), 3)
 	v, f := depth(t, client, dlq)
@@ -606,7 +609,8 @@ func TestDLQOutputEscapesHostileJobData(t *testing.T) {
 	require.Equal(t, 0, code, stderr)
 	clean("dlq list", stdout+stderr)
 	require.Less(t, len(stdout), 2000, "a 5-row table stays small:\n%s", stdout)
-	require.Len(t, strings.Split(strings.TrimSpace(stdout), "\n"), 7) // header, 5 rows, summary
+	// Header, 5 rows, summary, and the hints of the two reasons shown (cancelled, redrive policy).
+	require.Len(t, strings.Split(strings.TrimSpace(stdout), "\n"), 10)
 	require.Contains(t, stdout, `esc\x1b]0;pwned\x07`)
 	require.Contains(t, stdout, `k\x1b[2J`)
 	require.Contains(t, stdout, `c1\u009b2J`)

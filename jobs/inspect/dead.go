@@ -19,7 +19,7 @@ import (
 // DeadJob is a message in a dead-letter queue, read back with the attributes the jobs runtime set
 // when it dead-lettered it (see the jobs.Attr* constants). A message the queue's RedrivePolicy
 // moved (a crash loop: the worker never reported back) carries none of them: its Reason is empty
-// and its Kind and JobID come from the envelope, if the body is one.
+// and its Kind and JobID come from the envelope, if the body is one (see ByRedrivePolicy).
 type DeadJob struct {
 	MessageID       string // the message id in the dead-letter queue
 	JobID           string // the envelope id
@@ -32,10 +32,21 @@ type DeadJob struct {
 	FailedAt        time.Time // zero if unknown
 	SourceQueue     string    // the queue the job came from (jobs.AttrSourceQueue)
 	SourceMessageID string
-	GroupID         string    // FIFO message group id
-	SentAt          time.Time // when the message entered the dead-letter queue (SentTimestamp)
-	ReceiveCount    int       // receives from the dead-letter queue, this one included
-	Body            string    // the raw message body
+	GroupID         string // FIFO message group id
+	ReceiveCount    int    // receives from the dead-letter queue, this one included
+	Body            string // the raw message body
+	// SentAt is the message's SentTimestamp. The jobs runtime dead-letters with a send of its own,
+	// so for its dead jobs this is when they entered the DLQ. SQS's RedrivePolicy moves the
+	// message itself and keeps its SentTimestamp (on Standard queues; AWS documents nothing for
+	// FIFO ones): then it is when the job was sent to its queue.
+	SentAt time.Time
+	// DeadLetteredAt is when the message entered the dead-letter queue: SentAt for the runtime's
+	// dead jobs; zero (unknown) for a message the RedrivePolicy moved, as no attribute of the
+	// message says when SQS moved it.
+	DeadLetteredAt time.Time
+	// DeadLetterSourceARN is the queue SQS moved the message from by its RedrivePolicy (the
+	// DeadLetterQueueSourceArn system attribute), where the endpoint reports it; "" otherwise.
+	DeadLetterSourceARN string
 	// Envelope is the decoded body; nil when the body is not a jobkit envelope.
 	Envelope *jobs.Envelope
 	// Payload is set when the body is a claim-check pointer (a job over 1 MiB): the envelope is
@@ -74,8 +85,8 @@ func (f Filter) Match(j *DeadJob) bool {
 }
 
 // ParseDeadJob reads a received dead-letter message. The message should have been received with
-// all message attributes and the system attributes SentTimestamp, ApproximateReceiveCount and
-// MessageGroupId.
+// all message attributes and the system attributes SentTimestamp, ApproximateReceiveCount,
+// MessageGroupId and DeadLetterQueueSourceArn.
 func ParseDeadJob(m sqstypes.Message) DeadJob {
 	j := DeadJob{
 		MessageID: aws.ToString(m.MessageId),
@@ -87,6 +98,7 @@ func ParseDeadJob(m sqstypes.Message) DeadJob {
 		j.SentAt = time.UnixMilli(ms).UTC()
 	}
 	j.ReceiveCount, _ = strconv.Atoi(m.Attributes[string(sqstypes.MessageSystemAttributeNameApproximateReceiveCount)])
+	j.DeadLetterSourceARN = m.Attributes[string(sqstypes.MessageSystemAttributeNameDeadLetterQueueSourceArn)]
 	attr := func(name string) string {
 		if v, ok := m.MessageAttributes[name]; ok {
 			return aws.ToString(v.StringValue)
@@ -111,6 +123,9 @@ func ParseDeadJob(m sqstypes.Message) DeadJob {
 			j.Attributes[k] = v
 		}
 	}
+	if !j.ByRedrivePolicy() {
+		j.DeadLetteredAt = j.SentAt
+	}
 	if ptr, ok := jobs.ParsePayloadPointer(j.Body); ok {
 		j.Payload = &ptr
 	}
@@ -125,6 +140,15 @@ func ParseDeadJob(m sqstypes.Message) DeadJob {
 		}
 	}
 	return j
+}
+
+// ByRedrivePolicy reports whether SQS moved the message into the dead-letter queue by its source
+// queue's RedrivePolicy (received maxReceiveCount times with no outcome reported) rather than the
+// jobs runtime dead-lettering it: it carries no jobkit reason, or SQS names the queue it moved it
+// from (DeadLetterSourceARN). A job redriven by a native move keeps its jobkit.* attributes, so
+// one moved by the RedrivePolicy after that still carries the Reason of its earlier dead-lettering.
+func (j *DeadJob) ByRedrivePolicy() bool {
+	return j.Reason == "" || j.DeadLetterSourceARN != ""
 }
 
 func parseTime(s string) time.Time {

@@ -57,7 +57,7 @@ func ExampleInspector_Redrive() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	fmt.Printf("moved %d (%s); %d left in the DLQ\n", res.Moved, res.Method, res.Skipped)
+	fmt.Printf("moved %d (%s); %d still in the DLQ %s\n", res.Moved, res.Method, res.Remaining, res.RemainingReason)
 }
 
 // A message received from a dead-letter queue, read back as a DeadJob.

@@ -72,6 +72,9 @@ func TestRedriveNativeFollowsTheTask(t *testing.T) {
 	// The destination is the DLQ's one source queue, named explicitly.
 	require.Equal(t, "arn:aws:sqs:us-east-1:123456789012:email", aws.ToString(fake.started.DestinationArn))
 	require.Equal(t, int32(50), aws.ToInt32(fake.started.MaxNumberOfMessagesPerSecond))
+	// Once the task completes, the DLQ's depth is read (the fake says 7 are there) and explained.
+	require.Equal(t, int64(7), res.Remaining)
+	require.Equal(t, nativeLeftReason, res.RemainingReason)
 }
 
 func TestRedriveNativeReportsAFailedTask(t *testing.T) {

@@ -121,7 +121,7 @@ func toDeadView(j *inspect.DeadJob) deadView {
 		MessageID: text(j.MessageID, fieldWidth), JobID: text(j.JobID, fieldWidth), Kind: text(j.Kind, fieldWidth),
 		Reason: text(j.Reason, fieldWidth), Error: text(j.Error, errorWidth), Attempts: j.Attempts,
 		Function: text(j.Function, fieldWidth), FirstReceived: stamp(j.FirstReceivedAt), FailedAt: stamp(j.FailedAt),
-		DeadLetteredAt: stamp(j.SentAt), SourceQueue: text(j.SourceQueue, fieldWidth), GroupID: text(j.GroupID, fieldWidth),
+		DeadLetteredAt: stamp(j.DeadLetteredAt), SourceQueue: text(j.SourceQueue, fieldWidth), GroupID: text(j.GroupID, fieldWidth),
 		Body: preview, BodyBytes: len(j.Body), Cut: preview != text(j.Body, 0),
 		// The raw ref goes back to the server in a query string: it must be the real id, and it
 		// is only ever put in a URL (escaped by html/template or encodeURIComponent).

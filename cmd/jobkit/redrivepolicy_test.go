@@ -1,0 +1,87 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"regexp"
+	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/stretchr/testify/require"
+
+	"github.com/jobkit-go/jobkit/localstack/awstest"
+)
+
+// A job SQS's RedrivePolicy moved to the DLQ (a crash loop) carries no jobkit reason and no time
+// of the move: list and show say the time is unknown — never its send time as the move's — and
+// what the redrive policy usually means; the redrive's summary says nothing is left behind.
+func TestDLQJobMovedByTheRedrivePolicy(t *testing.T) {
+	t.Parallel()
+	cfg := awstest.Config(t)
+	ctx := context.Background()
+	client := sqs.NewFromConfig(cfg)
+	dlq := awstest.CreateQueue(t, cfg, "dlq", nil)
+	src := awstest.CreateQueue(t, cfg, "src", &awstest.QueueOptions{DLQ: &dlq, MaxReceiveCount: 1, VisibilityTimeout: 1})
+	_, err := client.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(src.URL), MessageBody: aws.String(envelopeBody("job-1", "email.send", 1))})
+	require.NoError(t, err)
+	awstest.DeadLetterByPolicy(t, cfg, src, dlq, 1)
+
+	out, errOut, code := cli(t, "", "dlq", "list", "--dlq", dlq.URL)
+	require.Equal(t, 0, code, errOut)
+	require.Regexp(t, `(?m)^job-1 +email\.send +\(redrive policy\) +0 +unknown +-$`, out)
+	require.Regexp(t, `(?m)^why:\n  \(redrive policy\) +received maxReceiveCount times without an outcome: a crash loop .*; FAILED AT unknown: SQS keeps no time of the move$`, out)
+
+	out, errOut, code = cli(t, "", "dlq", "show", "job-1", "--dlq", dlq.URL)
+	require.Equal(t, 0, code, errOut)
+	require.Contains(t, out, "reason:            (moved by the queue's RedrivePolicy)\n")
+	require.Regexp(t, `(?m)^why: +received maxReceiveCount times without an outcome: a crash loop \(the process died\), an invocation timeout, or deliveries that did not run \(FIFO skips, flow control\); see docs/operations\.md$`, out)
+	require.Regexp(t, `(?m)^dead-lettered at: +unknown \(moved by the queue's redrive policy; sent at 20\d\d-\d\d-\d\dT[\d:.]+Z\)$`, out)
+	// The source queue SQS names (DeadLetterQueueSourceArn, which AWS documents; both emulators set it).
+	require.Regexp(t, `(?m)^moved from: +`+regexp.QuoteMeta(src.ARN)+`$`, out)
+
+	out, errOut, code = cli(t, "", "dlq", "show", "job-1", "--dlq", dlq.URL, "--json")
+	require.Equal(t, 0, code, errOut)
+	var show deadShowJSON
+	require.NoError(t, json.Unmarshal([]byte(out), &show))
+	require.Nil(t, show.Job.DeadLetteredAt, "unknown")
+	require.NotNil(t, show.Job.SentAt)
+	require.True(t, show.Job.RedrivePolicy)
+	require.Equal(t, src.ARN, show.Job.DeadLetterSourceARN)
+	require.Contains(t, show.Job.Hint, "maxReceiveCount")
+
+	out, errOut, code = cli(t, "", "dlq", "redrive", "--dlq", dlq.URL, "--progress", "none")
+	require.Equal(t, 0, code, errOut)
+	require.Regexp(t, `^moved 1 of 1 jobs from \S+ \((native, task \S+|manual)\); 0 still in the dead-letter queue\n`, out)
+	require.Len(t, drainIDs(t, client, src.URL), 1)
+}
+
+// The summary names each count that is not zero with its reason, then what is still in the DLQ
+// and why: here a message another reader holds while the redrive runs.
+func TestDLQRedriveSummarySaysWhatIsLeft(t *testing.T) {
+	t.Parallel()
+	cfg := awstest.Config(t)
+	ctx := context.Background()
+	client := sqs.NewFromConfig(cfg)
+	dlq := awstest.CreateQueue(t, cfg, "dlq", nil)
+	src := awstest.CreateQueue(t, cfg, "src", &awstest.QueueOptions{DLQ: &dlq})
+	seedDead(t, client, dlq.URL, src.URL, "s", 2, func(int) string { return "email.send" })
+	held, err := client.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: aws.String(dlq.URL), MaxNumberOfMessages: 1, VisibilityTimeout: 120, WaitTimeSeconds: 1})
+	require.NoError(t, err)
+	require.Len(t, held.Messages, 1)
+
+	out, errOut, code := cli(t, "", "dlq", "redrive", "--dlq", dlq.URL, "--progress", "none", "--wait=-1s")
+	require.Equal(t, 0, code, errOut)
+	if awstest.HasMessageMoveTasks(t) {
+		// SQS's move task moves what it can see; the result reads the DLQ afterwards.
+		require.Regexp(t, `^moved \d+ of \d+ jobs from \S+ \(native, task \S+\); \d+ still in the dead-letter queue`, out)
+		if !regexp.MustCompile(`; 0 still in`).MatchString(out) {
+			require.Contains(t, out, " still in the dead-letter queue: the move task did not move them: they were in flight (held by another reader) while it ran")
+		}
+	} else {
+		require.Regexp(t, `^moved 1 of 2 jobs from \S+ \(manual\); 1 in flight on the DLQ, held by another reader or an interrupted run \(run again\); 1 still in the dead-letter queue\n`, out)
+	}
+	v, f := depth(t, client, dlq.URL)
+	require.Equal(t, 1, v+f)
+	require.Len(t, drainIDs(t, client, src.URL), 1)
+}

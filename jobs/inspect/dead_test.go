@@ -1,0 +1,62 @@
+package inspect
+
+import (
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
+	"github.com/stretchr/testify/require"
+
+	"github.com/jobkit-go/jobkit/jobs"
+)
+
+// When a message entered the DLQ is known only for the runtime's dead-letters (its own send); a
+// message SQS's RedrivePolicy moved keeps the SentTimestamp of its first send.
+func TestParseDeadJobDeadLetteredAt(t *testing.T) {
+	t.Parallel()
+	sent := time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
+	msg := func(sourceARN string, attrs map[string]sqstypes.MessageAttributeValue) sqstypes.Message {
+		m := sqstypes.Message{
+			MessageId: aws.String("m-1"), Body: aws.String(`{"v":1,"id":"j-1","kind":"k"}`),
+			Attributes:        map[string]string{"SentTimestamp": "1795262400000"},
+			MessageAttributes: attrs,
+		}
+		if sourceARN != "" {
+			m.Attributes["DeadLetterQueueSourceArn"] = sourceARN
+		}
+		return m
+	}
+	reason := map[string]sqstypes.MessageAttributeValue{jobs.AttrReason: {DataType: aws.String("String"), StringValue: aws.String(jobs.ReasonCancelled)}}
+	src := "arn:aws:sqs:us-east-1:123456789012:email"
+
+	runtime := ParseDeadJob(msg("", reason))
+	require.False(t, runtime.ByRedrivePolicy())
+	require.Equal(t, sent, runtime.SentAt)
+	require.Equal(t, sent, runtime.DeadLetteredAt)
+	require.Equal(t, ReasonHint(jobs.ReasonCancelled), runtime.Hint())
+
+	for name, j := range map[string]DeadJob{
+		"no jobkit reason":         ParseDeadJob(msg("", nil)),
+		"SQS names its source":     ParseDeadJob(msg(src, nil)),
+		"earlier reason, SQS move": ParseDeadJob(msg(src, reason)), // natively redriven, then moved again
+	} {
+		require.True(t, j.ByRedrivePolicy(), name)
+		require.Equal(t, sent, j.SentAt, name)
+		require.True(t, j.DeadLetteredAt.IsZero(), "%s: the time of the move is unknown", name)
+		require.Equal(t, ReasonHint(""), j.Hint(), name)
+		require.Contains(t, j.Hint(), "maxReceiveCount", name)
+	}
+	require.Equal(t, src, ParseDeadJob(msg(src, nil)).DeadLetterSourceARN)
+}
+
+// Every reason the runtime writes has a hint.
+func TestEveryReasonHasAHint(t *testing.T) {
+	t.Parallel()
+	for _, r := range []string{"", jobs.ReasonMalformed, jobs.ReasonVersion, jobs.ReasonUnknownKind, jobs.ReasonBadArgs,
+		jobs.ReasonCancelled, jobs.ReasonAttemptsUsed, jobs.ReasonPayloadMismatch, jobs.ReasonPayloadUnavailable,
+		jobs.ReasonNoOutcome, jobs.ReasonReceiveLimit} {
+		require.NotEmpty(t, ReasonHint(r), r)
+	}
+	require.Empty(t, ReasonHint("not-a-reason"))
+}

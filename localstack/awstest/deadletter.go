@@ -1,0 +1,56 @@
+package awstest
+
+import (
+	"context"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
+)
+
+// DeadLetterByPolicy has SQS move n messages of src to its dead-letter queue dlq by src's
+// RedrivePolicy, as a crash loop would: it receives src's messages and never deletes them, so
+// each comes back when its visibility timeout lapses, until SQS moves it instead of delivering it
+// once more. Create src with a small MaxReceiveCount (1) and VisibilityTimeout (1) for speed. It
+// fails the test unless dlq holds n messages (visible or in flight) within a minute.
+func DeadLetterByPolicy(tb testing.TB, cfg aws.Config, src, dlq Queue, n int) {
+	tb.Helper()
+	ctx := context.Background()
+	client := sqs.NewFromConfig(cfg)
+	deadline := time.Now().Add(time.Minute)
+	for {
+		_, err := client.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{
+			QueueUrl: aws.String(src.URL), MaxNumberOfMessages: 10, WaitTimeSeconds: 1,
+		})
+		if err != nil {
+			tb.Fatalf("awstest: receive from %s: %v", src.Name, err)
+		}
+		if depth(tb, client, dlq) >= n {
+			return
+		}
+		if time.Now().After(deadline) {
+			tb.Fatalf("awstest: %s holds %d of the %d messages %s's RedrivePolicy should have moved there", dlq.Name, depth(tb, client, dlq), n, src.Name)
+		}
+		time.Sleep(time.Second) // let the visibility timeout of what was received lapse
+	}
+}
+
+// depth returns a queue's visible and in-flight messages.
+func depth(tb testing.TB, client *sqs.Client, q Queue) int {
+	tb.Helper()
+	out, err := client.GetQueueAttributes(context.Background(), &sqs.GetQueueAttributesInput{
+		QueueUrl: aws.String(q.URL),
+		AttributeNames: []sqstypes.QueueAttributeName{
+			sqstypes.QueueAttributeNameApproximateNumberOfMessages, sqstypes.QueueAttributeNameApproximateNumberOfMessagesNotVisible,
+		},
+	})
+	if err != nil {
+		tb.Fatalf("awstest: attributes of %s: %v", q.Name, err)
+	}
+	v, _ := strconv.Atoi(out.Attributes[string(sqstypes.QueueAttributeNameApproximateNumberOfMessages)])
+	f, _ := strconv.Atoi(out.Attributes[string(sqstypes.QueueAttributeNameApproximateNumberOfMessagesNotVisible)])
+	return v + f
+}
