@@ -21,7 +21,13 @@
 // message id). A job then gets MaxAttempts real runs, and its backoff is sized by them. Without a
 // ledger a message attribute cannot record them (a received message cannot be changed), so the
 // attempt is the receive count: a job may get fewer than MaxAttempts runs, but it is never
-// dead-lettered for its attempts without having run.
+// dead-lettered for its attempts without having run. Snoozed deliveries are recorded too, so a
+// snooze is not an attempt. A [StartLedger] (idempotency.DynamoDBStore is one) also marks each run
+// begun on a redelivery, which tells a crash loop from receives that never reached the runtime:
+// the runtime dead-letters a job whose runs kept dying ([ReasonNoOutcome]) without running it
+// again. On the last receive the queue's redrive policy allows ([Config.MaxReceiveCount]) the
+// runtime dead-letters the job itself ([ReasonReceiveLimit]) rather than run it: SQS never moves a
+// job unnamed. On a FIFO queue, size the redrive with [MinFIFOMaxReceiveCount].
 //
 // # Producing
 //

@@ -41,6 +41,10 @@ import (
 //   - Retry and snooze delays end at most 12 h after the message's receipt, as SQS requires: 12 h
 //     less the time since the invocation began and 6 minutes for the batching window.
 //   - A panic fails only its record (retryable, *PanicError).
+//   - Before anything runs (screen, receives.go): a record on the last receive the queue's redrive
+//     policy allows (Config.MaxReceiveCount) is dead-lettered without running (ReceiveLimitError),
+//     so SQS never moves a job unnamed; with a StartLedger, a job whose runs kept ending without
+//     an outcome (a crash loop) is dead-lettered without running again (NoOutcomeError).
 //
 // On a FIFO queue the message groups of a batch run concurrently (up to Config.Concurrency) and
 // each group in order; once a record of a group is listed, the rest of the group is listed
@@ -60,7 +64,9 @@ import (
 // Jobs' contexts end Config.SafetyMargin before the Lambda deadline (or after Config.JobTimeout).
 // After that no record starts: the rest are listed without running, visible again at once, and
 // not dead-lettered. A job still running half the margin before the deadline is abandoned and
-// listed. Every AWS call after the jobs (retry and snooze delays, in calls of 10, 8 at once; a
+// listed — unless its worker has returned and only its middleware is still recording the outcome
+// (an idempotency completion, a job state): that one is waited for until the post-job budget
+// below ends, so a job whose work is done is not run again for want of time. Every AWS call after the jobs (retry and snooze delays, in calls of 10, 8 at once; a
 // heartbeat in flight; dead-letter sends) ends a quarter of the margin before the deadline: what
 // does not fit is listed, never lost.
 //
