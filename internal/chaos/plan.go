@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 
 	"github.com/jobkit-go/jobkit/functions/samplejobs"
 	"github.com/jobkit-go/jobkit/internal/sampleapp/instrument"
@@ -44,6 +45,13 @@ type PlanConfig struct {
 	// envelope is sent twice with the same id, as SQS Standard may deliver a message twice;
 	// default 0.02, negative for none.
 	DuplicateRate float64
+	// FailingHeads is the number of FIFO groups whose first two postings fail every attempt
+	// (dead-lettered as attempts_exhausted), so that the group's other postings wait behind
+	// failing heads, received again and again without running; default none.
+	FailingHeads int
+	// CrashLoops is the number of email jobs that kill the email function's process on every
+	// delivery (instrument.Faults.Crash): each ends dead as no_outcome; default none.
+	CrashLoops int
 	// Seed makes the plan repeatable; default 1.
 	Seed uint64
 }
@@ -104,6 +112,8 @@ type PlannedJob struct {
 	// OverrunMS repeats the job's overrun fault; Duplicate says its envelope is sent twice.
 	OverrunMS int
 	Duplicate bool
+	// Crash says the job kills its process on every delivery (a crash loop).
+	Crash bool
 }
 
 // Plan is the jobs of a run, in enqueue order per queue.
@@ -172,6 +182,9 @@ func NewPlan(cfg PlanConfig) (*Plan, error) {
 		}
 	}
 	p.drawExtras(rng)
+	if err := p.drawCrashes(rng); err != nil {
+		return nil, err
+	}
 	p.Long = PlannedJob{ID: "chaos-long-1", Args: samplejobs.TranscodeVideo{VideoID: "chaos-long", Seconds: cfg.LongJobSeconds}, Long: true}
 	for _, list := range [][]PlannedJob{p.Email, p.Ledger} {
 		for i := range list {
@@ -217,6 +230,67 @@ func (p *Plan) drawExtras(rng *rand.Rand) {
 		func(j *PlannedJob) { j.Duplicate = true })
 }
 
+// failingHeadsAttempts is the fail_attempts of a failing head: more than any queue's attempts.
+const failingHeadsAttempts = 99
+
+// drawCrashes picks the failing heads (the first two postings of groups without an overrun, their
+// own faults replaced) and the crash loops (emails without other faults), after every other draw, so that a seed
+// draws the same faults as before they existed.
+func (p *Plan) drawCrashes(rng *rand.Rand) error {
+	c := p.Config
+	if c.FailingHeads > 0 {
+		if c.GroupJobs < 2 {
+			return fmt.Errorf("chaos: failing heads need groups of at least 2 jobs")
+		}
+		clean := map[string]bool{} // groups without an overrun: their postings are enqueued interleaved
+		for i := range p.Ledger {
+			j := &p.Ledger[i]
+			if _, seen := clean[j.Group]; !seen {
+				clean[j.Group] = true
+			}
+			if j.OverrunMS > 0 {
+				clean[j.Group] = false
+			}
+		}
+		var groups []string
+		for g, ok := range clean {
+			if ok {
+				groups = append(groups, g)
+			}
+		}
+		slices.Sort(groups)
+		if len(groups) < c.FailingHeads {
+			return fmt.Errorf("chaos: %d failing heads, but only %d groups without an overrun", c.FailingHeads, len(groups))
+		}
+		rng.Shuffle(len(groups), func(a, b int) { groups[a], groups[b] = groups[b], groups[a] })
+		heads := map[string]bool{}
+		for _, g := range groups[:c.FailingHeads] {
+			heads[g] = true
+		}
+		for i := range p.Ledger {
+			if j := &p.Ledger[i]; heads[j.Group] && j.Seq <= 2 {
+				j.FailAttempts, j.Poison = failingHeadsAttempts, false
+			}
+		}
+	}
+	if c.CrashLoops > 0 {
+		var idx []int
+		for i, j := range p.Email {
+			if !j.Poison && j.FailAttempts == 0 && !j.Duplicate {
+				idx = append(idx, i)
+			}
+		}
+		if len(idx) < c.CrashLoops {
+			return fmt.Errorf("chaos: %d crash loops, but only %d emails without other faults", c.CrashLoops, len(idx))
+		}
+		rng.Shuffle(len(idx), func(a, b int) { idx[a], idx[b] = idx[b], idx[a] })
+		for _, i := range idx[:c.CrashLoops] {
+			p.Email[i].Crash = true
+		}
+	}
+	return nil
+}
+
 // LedgerBursts returns the ledger postings in enqueue order: the groups whose first posting
 // overruns, each group's postings in one burst of its own, then the other groups interleaved as
 // in Plan.Ledger.
@@ -242,7 +316,7 @@ func (p *Plan) LedgerBursts() (bursts [][]*PlannedJob, rest []*PlannedJob) {
 // Enqueued returns the args to enqueue for j: its Args with its planned faults added
 // (instrument.WithFaults), which the instrumented functions inject.
 func (j *PlannedJob) Enqueued() jobs.JobArgs {
-	return instrument.WithFaults(j.Args, instrument.Faults{FailAttempts: j.FailAttempts, Poison: j.Poison, OverrunMS: j.OverrunMS})
+	return instrument.WithFaults(j.Args, instrument.Faults{FailAttempts: j.FailAttempts, Poison: j.Poison, OverrunMS: j.OverrunMS, Crash: j.Crash})
 }
 
 // Len is the number of jobs.
@@ -266,8 +340,8 @@ func (p *Plan) All() []*PlannedJob {
 	return out
 }
 
-// ExpectedDead is how many jobs must end in a dead-letter queue: the poison jobs, and the jobs
-// whose planned failures use up their queue's attempts (maxAttempts maps a job kind to its
+// ExpectedDead is how many jobs must end in a dead-letter queue: the poison jobs, the crash loops,
+// and the jobs whose planned failures use up their queue's attempts (maxAttempts maps a job kind to its
 // worker's JOBKIT_MAX_ATTEMPTS; a kind missing from it counts as jobs.DefaultMaxAttempts).
 func (p *Plan) ExpectedDead(maxAttempts map[string]int) int {
 	n := 0
@@ -276,7 +350,7 @@ func (p *Plan) ExpectedDead(maxAttempts map[string]int) int {
 		if max == 0 {
 			max = jobs.DefaultMaxAttempts
 		}
-		if j.Poison || j.FailAttempts >= max {
+		if j.Poison || j.Crash || j.FailAttempts >= max {
 			n++
 		}
 	}

@@ -113,3 +113,51 @@ func TestNewPlanWithoutExtras(t *testing.T) {
 	require.Zero(t, overrun)
 	require.Zero(t, duplicated)
 }
+
+// Failing heads fail the first two postings of their groups on every attempt, so the rest of the
+// group waits behind them; crash loops are emails that kill their process on every delivery. Both
+// are drawn exactly, travel in the enqueued args and are expected dead.
+func TestNewPlanFailingHeadsAndCrashLoops(t *testing.T) {
+	t.Parallel()
+	base := chaos.PlanConfig{Jobs: 600, Groups: 8, GroupJobs: 22, OverrunRate: -1, DuplicateRate: -1, Seed: 5}
+	plain, err := chaos.NewPlan(base)
+	require.NoError(t, err)
+	cfg := base
+	cfg.FailingHeads, cfg.CrashLoops = 3, 2
+	p, err := chaos.NewPlan(cfg)
+	require.NoError(t, err)
+
+	heads := map[string]int{}
+	crashes := 0
+	for _, j := range p.All() {
+		if j.FailAttempts >= 99 {
+			require.LessOrEqual(t, j.Seq, 2, "%s: only the first two postings of a group", j.ID)
+			heads[j.Group]++
+		}
+		if j.Crash {
+			crashes++
+			require.True(t, j.Group == "" && !j.Poison && j.FailAttempts == 0, "%s: a crash loop is an email without other faults", j.ID)
+			raw, err := json.Marshal(j.Enqueued())
+			require.NoError(t, err)
+			require.True(t, instrument.FaultsOf(raw).Crash)
+		}
+	}
+	require.Len(t, heads, 3)
+	for g, n := range heads {
+		require.Equal(t, 2, n, "group %s: two failing heads, 20 postings behind them", g)
+	}
+	require.Equal(t, 2, crashes)
+	attempts := map[string]int{samplejobs.KindPostLedger: 5, samplejobs.KindSendEmail: 5}
+	replaced := 0 // failing heads that were dead in the plain plan already
+	for g := range heads {
+		for _, j := range plain.All() {
+			if j.Group == g && j.Seq <= 2 && (j.Poison || j.FailAttempts >= 5) {
+				replaced++
+			}
+		}
+	}
+	require.Equal(t, plain.ExpectedDead(attempts)+3*2-replaced+2, p.ExpectedDead(attempts))
+
+	_, err = chaos.NewPlan(chaos.PlanConfig{Jobs: 100, Groups: 2, GroupJobs: 5, FailingHeads: 3, OverrunRate: -1})
+	require.ErrorContains(t, err, "failing heads")
+}
