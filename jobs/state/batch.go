@@ -42,6 +42,11 @@ const (
 	attrCbLease    = "callback_lease"
 	attrCbSent     = "callback_sent"
 	attrCreatedAt  = "created_at"
+	attrFailKind   = "failure_kind"
+	attrFailArgs   = "failure_args"
+	attrFailQueue  = "failure_queue"
+	attrDeadline   = "deadline"
+	attrExpiredAt  = "expired_at"
 	attrPending    = "pending"
 	attrAdded      = "added"
 	attrSucceeded  = "succeeded"
@@ -79,6 +84,10 @@ type BatchResult struct {
 	Total     int    `json:"total"`
 	Succeeded int    `json:"succeeded"`
 	Dead      int    `json:"dead"`
+	// Pending and TimedOut are set on a failure callback sent at the batch's deadline: the
+	// members that had not ended then.
+	Pending  int  `json:"pending,omitempty"`
+	TimedOut bool `json:"timed_out,omitempty"`
 }
 
 // BatchOpts shape a new batch.
@@ -90,6 +99,16 @@ type BatchOpts struct {
 	Callback jobs.JobArgs
 	// Queue overrides the queue the callback's kind is routed to; GroupID is its FIFO group.
 	Queue, GroupID string
+	// OnFailure, if set, is a job enqueued once (id FailureID) when the batch fails: it ends with
+	// a dead member (besides Callback), or Deadline passes before every member has ended. Its
+	// JSON object gets the BatchResult members set (pending and timed_out at the deadline). It
+	// goes to Queue, else the queue its kind is routed to.
+	OnFailure jobs.JobArgs
+	// Deadline, if set, is how long after OpenBatch the batch may take: then a deadline job
+	// (BatchDeadline, delayed by Deadline, on the callback's queue) sends OnFailure if members
+	// are still pending. The worker consuming that queue must run it: register
+	// Table.DeadlineWorker there. Beyond 15 minutes the delay needs the client's Scheduler.
+	Deadline time.Duration
 }
 
 // BatchInfo is a batch's state (BatchStatus).
@@ -105,6 +124,10 @@ type BatchInfo struct {
 	CallbackID     string    `json:"callback_id"`
 	CallbackSentAt time.Time `json:"callback_sent_at,omitzero"`
 	CreatedAt      time.Time `json:"created_at,omitzero"`
+	// Deadline is when the batch's deadline passes (BatchOpts.Deadline), ExpiredAt when its
+	// deadline job found members pending and sent the failure callback; zero when none.
+	Deadline  time.Time `json:"deadline,omitzero"`
+	ExpiredAt time.Time `json:"expired_at,omitzero"`
 }
 
 // Done reports whether the batch's callback has been sent.
@@ -190,6 +213,9 @@ func (t *Table) OpenBatch(ctx context.Context, client *jobs.Client, opts BatchOp
 	if opts.GroupID != "" {
 		item[attrCbGroup] = s(opts.GroupID)
 	}
+	if err := failureAttrs(item, client, opts, now); err != nil {
+		return nil, err
+	}
 	cond := expression.AttributeNotExists(expression.Name(idempotency.AttrID))
 	expr, _ := expression.NewBuilder().WithCondition(cond).Build()
 	_, err = t.db.PutItem(ctx, &dynamodb.PutItemInput{
@@ -202,6 +228,9 @@ func (t *Table) OpenBatch(ctx context.Context, client *jobs.Client, opts BatchOp
 	}
 	if err != nil {
 		return nil, fmt.Errorf("state: open batch %q: %w", id, err)
+	}
+	if err := t.armDeadline(ctx, client, id, queue, opts); err != nil {
+		return nil, err
 	}
 	return &Batch{ID: id, t: t, client: client, shards: t.o.Shards}, nil
 }
@@ -483,6 +512,12 @@ func (t *Table) maybeCallback(ctx context.Context, batch string, shards int, cli
 	if err := t.sendCallback(ctx, batch, meta, info, now, client); err != nil {
 		return err
 	}
+	if info.Dead > 0 && str(meta, attrFailKind) != "" && num(meta, attrExpiredAt) == 0 {
+		res := BatchResult{BatchID: batch, Total: info.Total, Succeeded: info.Succeeded, Dead: info.Dead}
+		if err := t.sendBatchJob(ctx, meta, batchJob{id: FailureID(batch), kind: attrFailKind, args: attrFailArgs, queue: attrFailQueue}, res, now, client); err != nil {
+			return err
+		}
+	}
 	mark, _ := expression.NewBuilder().WithUpdate(expression.Set(expression.Name(attrCbSent), expression.Value(t.o.Now().UnixMilli()))).Build()
 	_, err = t.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName: aws.String(t.name), Key: key(metaKey(batch)), UpdateExpression: mark.Update(),
@@ -494,18 +529,29 @@ func (t *Table) maybeCallback(ctx context.Context, batch string, shards int, cli
 	return nil
 }
 
+// batchJob names a job a batch sends (its callback, its failure callback) by the meta attributes
+// that hold its kind, args and queue.
+type batchJob struct{ id, kind, args, queue string }
+
 // sendCallback sends the batch's callback job, its args given the batch's counts.
 func (t *Table) sendCallback(ctx context.Context, batch string, meta map[string]types.AttributeValue, info BatchInfo, now time.Time, client *jobs.Client) error {
+	res := BatchResult{BatchID: batch, Total: info.Total, Succeeded: info.Succeeded, Dead: info.Dead}
+	return t.sendBatchJob(ctx, meta, batchJob{id: CallbackID(batch), kind: attrCbKind, args: attrCbArgs, queue: attrCbQueue}, res, now, client)
+}
+
+// sendBatchJob sends one of the batch's jobs with res's members set in its args.
+func (t *Table) sendBatchJob(ctx context.Context, meta map[string]types.AttributeValue, j batchJob, res BatchResult, now time.Time, client *jobs.Client) error {
+	batch := res.BatchID
 	if t.o.SQS == nil && client == nil {
 		return fmt.Errorf("state: batch %q is done but the table has no SQS client to send its callback (Options.SQS)", batch)
 	}
 	var args map[string]json.RawMessage
-	if err := json.Unmarshal([]byte(str(meta, attrCbArgs)), &args); err != nil || args == nil {
+	if err := json.Unmarshal([]byte(str(meta, j.args)), &args); err != nil || args == nil {
 		args = map[string]json.RawMessage{}
 	}
-	res, _ := json.Marshal(BatchResult{BatchID: batch, Total: info.Total, Succeeded: info.Succeeded, Dead: info.Dead})
+	resJSON, _ := json.Marshal(res)
 	var fields map[string]json.RawMessage
-	_ = json.Unmarshal(res, &fields)
+	_ = json.Unmarshal(resJSON, &fields)
 	for k, v := range fields {
 		args[k] = v
 	}
@@ -513,11 +559,11 @@ func (t *Table) sendCallback(ctx context.Context, batch string, meta map[string]
 	if err != nil {
 		return err
 	}
-	id, kind, queue := CallbackID(batch), str(meta, attrCbKind), str(meta, attrCbQueue)
+	id, kind, queue := j.id, str(meta, j.kind), str(meta, j.queue)
 	if client != nil {
 		_, err := client.Enqueue(ctx, rawJob{kind: kind, args: raw}, &jobs.EnqueueOpts{ID: id, Queue: queue, GroupID: str(meta, attrCbGroup)})
 		if err != nil {
-			return fmt.Errorf("state: send the callback of batch %q: %w", batch, err)
+			return fmt.Errorf("state: send %s of batch %q: %w", id, batch, err)
 		}
 		return nil
 	}
@@ -536,7 +582,7 @@ func (t *Table) sendCallback(ctx context.Context, batch string, meta map[string]
 		}
 	}
 	if _, err := t.o.SQS.SendMessage(ctx, in); err != nil {
-		return fmt.Errorf("state: send the callback of batch %q: %w", batch, err)
+		return fmt.Errorf("state: send %s of batch %q: %w", id, batch, err)
 	}
 	return nil
 }
@@ -585,5 +631,6 @@ func (t *Table) BatchStatus(ctx context.Context, id string) (BatchInfo, error) {
 	info.Sealed = boolean(meta, attrSealed)
 	info.CallbackKind, info.CallbackID = str(meta, attrCbKind), CallbackID(id)
 	info.CallbackSentAt, info.CreatedAt = msTime(meta, attrCbSent), msTime(meta, attrCreatedAt)
+	info.Deadline, info.ExpiredAt = msTime(meta, attrDeadline), msTime(meta, attrExpiredAt)
 	return info, nil
 }

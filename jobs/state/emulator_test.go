@@ -41,6 +41,13 @@ type albumReady struct {
 
 func (albumReady) Kind() string { return "album.ready" }
 
+type albumFailed struct {
+	state.BatchResult
+	Album string `json:"album"`
+}
+
+func (albumFailed) Kind() string { return "album.failed" }
+
 // env is a queue, its DLQ and a state table on the emulator, with a client and a worker runtime
 // wired as a function wires them.
 type env struct {
@@ -55,12 +62,13 @@ type env struct {
 	// callbacks counts the callback runs by batch id.
 	mu        sync.Mutex
 	callbacks map[string][]albumReady
+	failures  map[string][]albumFailed
 }
 
 func newEnv(t *testing.T, folded bool) *env {
 	t.Helper()
 	cfg := awstest.Config(t)
-	e := &env{t: t, cfg: cfg, sqs: sqs.NewFromConfig(cfg), callbacks: map[string][]albumReady{}}
+	e := &env{t: t, cfg: cfg, sqs: sqs.NewFromConfig(cfg), callbacks: map[string][]albumReady{}, failures: map[string][]albumFailed{}}
 	e.dlq = awstest.CreateQueue(t, cfg, "dlq", nil)
 	e.q = awstest.CreateQueue(t, cfg, "q", nil)
 	name := awstest.CreateTable(t, cfg, "state", idempotency.AttrID, "")
@@ -97,6 +105,13 @@ func newEnv(t *testing.T, folded bool) *env {
 		e.mu.Unlock()
 		return nil
 	}))
+	jobs.AddWorker(workers, jobs.WorkFunc[albumFailed](func(ctx context.Context, job *jobs.Job[albumFailed]) error {
+		e.mu.Lock()
+		e.failures[job.Args.BatchID] = append(e.failures[job.Args.BatchID], job.Args)
+		e.mu.Unlock()
+		return nil
+	}))
+	jobs.AddWorker(workers, e.table.DeadlineWorker(e.client))
 	e.handle = jobs.NewSQSHandler(workers, jobs.Config{
 		QueueURL: e.q.URL, DLQURL: e.dlq.URL, SQS: e.sqs, MaxAttempts: 3, States: e.table,
 		Backoff: func(int) time.Duration { return 0 },
@@ -486,4 +501,61 @@ func (e *env) closedBatch(album string, n int) *state.Batch {
 	require.NoError(e.t, err)
 	require.NoError(e.t, b.Close(ctx))
 	return b
+}
+
+// A batch with a deadline and a failure callback, one member still waiting when the deadline
+// passes: the deadline job sends the failure callback once, with the member pending and
+// timed_out set, and marks the batch expired; the batch's own callback waits for its members.
+func TestBatchDeadlinePasses(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, true)
+	ctx := context.Background()
+	b, err := e.table.OpenBatch(ctx, e.client, state.BatchOpts{
+		Callback: albumReady{Album: "late"}, OnFailure: albumFailed{Album: "late"}, Deadline: 2 * time.Second,
+	})
+	require.NoError(t, err)
+	_, err = b.Add(ctx, []jobs.BatchJob{
+		{Args: resize{Image: "now.png"}},
+		{Args: resize{Image: "later.png"}, Opts: &jobs.EnqueueOpts{Delay: 15 * time.Minute}},
+	})
+	require.NoError(t, err)
+	require.NoError(t, b.Close(ctx))
+	time.Sleep(2500 * time.Millisecond)
+	e.drain(true) // the deadline job runs twice: one failure callback
+	e.drain(false)
+
+	require.Len(t, e.failures[b.ID], 1)
+	got := e.failures[b.ID][0]
+	assert.Equal(t, "late", got.Album)
+	assert.Equal(t, state.BatchResult{BatchID: b.ID, Total: 2, Succeeded: 1, Pending: 1, TimedOut: true}, got.BatchResult)
+	assert.Empty(t, e.callbacks[b.ID], "the callback waits for every member")
+	info, err := e.table.BatchStatus(ctx, b.ID)
+	require.NoError(t, err)
+	assert.False(t, info.ExpiredAt.IsZero())
+	assert.False(t, info.Deadline.IsZero())
+}
+
+// A batch that ends with a dead member sends its callback and its failure callback, once each;
+// its deadline job, run after, sends nothing more.
+func TestBatchFailureCallbackOnDeadMember(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, true)
+	ctx := context.Background()
+	b, err := e.table.OpenBatch(ctx, e.client, state.BatchOpts{
+		Callback: albumReady{Album: "a"}, OnFailure: albumFailed{Album: "a"}, Deadline: time.Second,
+	})
+	require.NoError(t, err)
+	_, err = b.Add(ctx, []jobs.BatchJob{{Args: resize{Image: "ok.png"}}, {Args: resize{Image: "gone.png", Fail: "cancel"}}})
+	require.NoError(t, err)
+	require.NoError(t, b.Close(ctx))
+	e.drain(true)
+	time.Sleep(1500 * time.Millisecond)
+	e.drain(false) // the deadline job: the batch is done
+
+	require.Len(t, e.callbacks[b.ID], 1)
+	require.Len(t, e.failures[b.ID], 1)
+	assert.Equal(t, state.BatchResult{BatchID: b.ID, Total: 2, Succeeded: 1, Dead: 1}, e.failures[b.ID][0].BatchResult)
+	info, err := e.table.BatchStatus(ctx, b.ID)
+	require.NoError(t, err)
+	assert.True(t, info.ExpiredAt.IsZero(), "done before its deadline")
 }
