@@ -49,4 +49,10 @@
 // produce one callback. The one window for a second callback message is a crash after the send
 // and before its mark, once the lease has ended: the callback's id is fixed (<batch>.callback),
 // so idempotency.Middleware on the callback's worker runs it once even then.
+//
+// A batch may also have a failure callback (BatchOpts.OnFailure, id <batch>.failure), sent once
+// with the callback when a member died, and a deadline (BatchOpts.Deadline): a delayed
+// BatchDeadline job on the callback's queue, run by Table.DeadlineWorker, which sends the failure
+// callback with the members still pending if the batch's callback has not gone by then, and marks
+// the batch expired. The callback still goes when the last member ends.
 package state
