@@ -82,11 +82,12 @@ type Config struct {
 	// SQS is the client for visibility changes and dead-letter sends (required).
 	SQS SQSAPI
 	// MaxReceiveCount is the queue's redrive policy maxReceiveCount (JOBKIT_MAX_RECEIVE_COUNT,
-	// set by the Worker construct); 0 means unknown. When set, a record about to be returned to
-	// the queue on its MaxReceiveCount-th receive — which SQS's redrive policy would move to the
-	// DLQ on the next one, with no reason and no job state — is dead-lettered by the runtime
-	// instead (ReasonReceiveLimit), so every job SQS would move ends as a job. It must be at
-	// least MaxAttempts; on a FIFO queue at least MinFIFOMaxReceiveCount(batch size, MaxAttempts).
+	// set by the Worker and ContainerWorker constructs); 0 means unknown. When set, a record on
+	// its MaxReceiveCount-th receive — which SQS's redrive policy would move to the DLQ on the
+	// next, with no reason and no job state, if this delivery ended without an outcome — is not
+	// run: the runtime dead-letters it (ReasonReceiveLimit), so every job SQS would move ends as
+	// a job. It must exceed MaxAttempts; on a FIFO queue be at least
+	// MinFIFOMaxReceiveCount(batch size, MaxAttempts).
 	MaxReceiveCount int
 	// Deliveries, when set, remembers the deliveries of a message that did not run its job (a
 	// FIFO record skipped behind a failed one, a record not started before the deadline), so
@@ -261,8 +262,8 @@ func (c *Config) Validate() error {
 		if attempts == 0 {
 			attempts = DefaultMaxAttempts
 		}
-		if c.MaxReceiveCount < attempts {
-			errs = append(errs, fmt.Errorf("MaxReceiveCount %d is below MaxAttempts %d: the redrive policy would move jobs before their attempts are used", c.MaxReceiveCount, attempts))
+		if c.MaxReceiveCount <= attempts {
+			errs = append(errs, fmt.Errorf("MaxReceiveCount %d must exceed MaxAttempts %d: the last receive the redrive policy allows is kept for dead-lettering, never a run", c.MaxReceiveCount, attempts))
 		}
 	}
 	if c.VisibilityTimeout > MaxVisibility {

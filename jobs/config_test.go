@@ -20,9 +20,10 @@ func TestConfigFromEnvironment(t *testing.T) {
 		EnvQueueURL: "https://sqs/q.fifo", EnvDLQURL: "https://sqs/dlq.fifo",
 		EnvMaxAttempts: "7", EnvVisibilityTimeout: "45", EnvConcurrency: "3",
 		EnvBackoffBase: "250ms", EnvBackoffCap: "2m", EnvSafetyMargin: "3s", EnvJobTimeout: "30",
-		EnvFunctionName: "worker-fn", EnvLogLevel: "DEBUG",
+		EnvFunctionName: "worker-fn", EnvLogLevel: "DEBUG", EnvMaxReceiveCount: "10",
 	}))
 	require.NoError(t, err)
+	assert.Equal(t, 10, cfg.MaxReceiveCount)
 	assert.Equal(t, "https://sqs/q.fifo", cfg.QueueURL)
 	assert.Equal(t, "https://sqs/dlq.fifo", cfg.DLQURL)
 	assert.Equal(t, 7, cfg.MaxAttempts)
@@ -43,6 +44,7 @@ func TestConfigFromEnvironment(t *testing.T) {
 	assert.Equal(t, DefaultBackoffBase, cfg.BackoffBase)
 	assert.Equal(t, DefaultBackoffCap, cfg.BackoffCap)
 	assert.Equal(t, time.Duration(0), cfg.JobTimeout)
+	assert.Zero(t, cfg.MaxReceiveCount, "unknown unless set")
 	assert.False(t, cfg.Logger.Enabled(context.Background(), slog.LevelDebug))
 
 	_, err = configFromLookup(lookup(map[string]string{EnvMaxAttempts: "zero", EnvBackoffCap: "soon", EnvLogLevel: "LOUD"}))
@@ -51,6 +53,20 @@ func TestConfigFromEnvironment(t *testing.T) {
 		assert.Contains(t, err.Error(), want)
 	}
 }
+
+// The last receive the redrive allows is never a run: a MaxReceiveCount of MaxAttempts or less
+// would take a job's last attempt.
+func TestConfigMaxReceiveCountExceedsAttempts(t *testing.T) {
+	t.Parallel()
+	c := Config{QueueURL: "q", DLQURL: "d", SQS: noSQS{}, MaxAttempts: 5, MaxReceiveCount: 5}
+	require.ErrorContains(t, c.Validate(), "MaxReceiveCount 5 must exceed MaxAttempts 5")
+	c.MaxReceiveCount = 6
+	require.NoError(t, c.Validate())
+	c.MaxAttempts, c.MaxReceiveCount = 0, DefaultMaxAttempts // the default attempts count
+	require.ErrorContains(t, c.Validate(), "must exceed MaxAttempts")
+}
+
+type noSQS struct{ SQSAPI }
 
 func TestConfigFromEnvMakesAnSQSClient(t *testing.T) {
 	t.Setenv(EnvQueueURL, "https://sqs/q")
