@@ -33,9 +33,19 @@
 // Each real run of a job writes a line to the functions' output (instrument.StartLog), so a
 // dead-lettered job can be told from one that never ran; the runtime's "job not started" lines,
 // matched by message id to the batches that listed them, count the batches that reached their
-// deadline. The result is one line:
+// deadline.
 //
-//	CHAOS jobs=<n> lost=<n> duplicate_effects=<n> dead=<n> expected_dead=<n> order_violations=<n> long_job_runs=<n> never_ran_dead=<n> duplicate_deliveries=<n> deadline_batches=<n> seconds=<n> batches=<n> callbacks=<n> duplicate_callbacks=<n> missing_callbacks=<n>
+// Once the jobs have settled, the run redrives its dead-letter queues with the Inspector (as an
+// operator would, under the same faults) and waits for the redriven jobs: each must run again or
+// be back in a dead-letter queue. Every job is then sorted by where it ended with package tally —
+// the same counting as `make dev` and `jobkit dev` — from its effect, the dead-letter queues
+// (before and after the redrive: a job in one is dead, expected or not, never lost), the
+// messages left on its queue and what the run last knew of it (the mappings' reports, the
+// runtime's outcomes, the real runs). The lost, the stranded (still on their queue: their state
+// never ended) and the redriven jobs that went missing are named, with their kind, queue and
+// last known state. The result is one line:
+//
+//	CHAOS jobs=<n> lost=<n> stranded=<n> redriven=<n> redrive_lost=<n> duplicate_effects=<n> dead=<n> expected_dead=<n> order_violations=<n> long_job_runs=<n> never_ran_dead=<n> duplicate_deliveries=<n> deadline_batches=<n> seconds=<n> batches=<n> callbacks=<n> duplicate_callbacks=<n> missing_callbacks=<n>
 //
 // StartStack, the harness that deploys the stack behind the proxy, serves the cost benchmark too.
 package chaos

@@ -34,6 +34,6 @@ func ExampleEvaluate() {
 	fmt.Println(r.Line())
 	fmt.Println(r.Check())
 	// Output:
-	// CHAOS jobs=200 lost=0 duplicate_effects=0 dead=4 expected_dead=4 order_violations=0 long_job_runs=1 never_ran_dead=0 duplicate_deliveries=4 deadline_batches=1 seconds=0 batches=0 callbacks=0 duplicate_callbacks=0 missing_callbacks=0
+	// CHAOS jobs=200 lost=0 stranded=0 redriven=0 redrive_lost=0 duplicate_effects=0 dead=4 expected_dead=4 order_violations=0 long_job_runs=1 never_ran_dead=0 duplicate_deliveries=4 deadline_batches=1 seconds=0 batches=0 callbacks=0 duplicate_callbacks=0 missing_callbacks=0
 	// <nil>
 }

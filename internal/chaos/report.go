@@ -10,6 +10,7 @@ import (
 	"github.com/jobkit-go/jobkit/internal/sampleapp/instrument"
 	"github.com/jobkit-go/jobkit/jobs"
 	"github.com/jobkit-go/jobkit/localstack/faultproxy"
+	"github.com/jobkit-go/jobkit/localstack/tally"
 )
 
 // State is what a run left behind, read from the emulator after the stack stopped.
@@ -24,12 +25,37 @@ type State struct {
 	// Runs counts the real runs of each job id: the instrument.StartLog lines in the functions'
 	// output (the runtime called the job's handler, charging an attempt).
 	Runs map[string]int
+	// Last is what the run last knew of each job, by id (package tally: the mappings' reports,
+	// the runtime's outcomes, the real runs); a job missing from it was never seen by a worker.
+	Last map[string]tally.Job
+	// Left is, per queue name (samplejobs.Queues), the messages still on the queue at the end:
+	// waiting, delayed or in flight.
+	Left map[string]int
+	// UnknownDead is, per queue name, the dead-letter messages whose body names no job.
+	UnknownDead map[string]int
+	// Redrive is what the redrive of the dead-letter queues after the drain found (Config.Redrive);
+	// nil when none ran.
+	Redrive *RedriveState
+}
+
+// RedriveState is what a run knew when it redrove its dead-letter queues.
+type RedriveState struct {
+	// Before holds the jobs listed in the dead-letter queues when the redrive began, and
+	// RunsBefore their real runs then (State.Runs).
+	Before     map[string]bool
+	RunsBefore map[string]int
+	// Unlisted counts the dead-letter messages the listing could not show (a FIFO queue shows
+	// the head of each message group); Moved the messages the redrive moved to their queues.
+	Unlisted int
+	Moved    int64
 }
 
 // Report is the outcome of a run.
 type Report struct {
-	// The CHAOS line's figures.
-	Jobs, Lost, DuplicateEffects, Dead, ExpectedDead, OrderViolations, LongJobRuns int
+	// The CHAOS line's figures. Stranded jobs are still on their queue at the end (their state
+	// never ended); Redriven jobs were in a dead-letter queue when the redrive began, and
+	// RedriveLost of them neither ran again nor are back in a dead-letter queue.
+	Jobs, Lost, Stranded, Redriven, RedriveLost, DuplicateEffects, Dead, ExpectedDead, OrderViolations, LongJobRuns int
 	// NeverRanDead counts the dead jobs without one real run (State.Runs).
 	NeverRanDead int
 	// DuplicateDeliveries counts the envelopes sent a second time with the same id.
@@ -42,8 +68,11 @@ type Report struct {
 	// one per batch, and the batches whose callback never ran.
 	Batches, Callbacks, DuplicateCallbacks, MissingCallbacks int
 
+	// The lost, stranded and redrive-lost jobs named, each with its kind, queue and last known
+	// state (tally.Lines: at most tally.DefaultNamed, then "and N more").
+	LostJobs, StrandedJobs, RedriveLostJobs []string
 	// Examples (a few ids each) of what went wrong, for the log.
-	LostIDs, DuplicateIDs, UnexpectedDeadIDs, OrderViolationGroups, NeverRanDeadIDs []string
+	DuplicateIDs, UnexpectedDeadIDs, OrderViolationGroups, NeverRanDeadIDs []string
 	// DeadMessages counts dead-letter messages (a job dead-lettered twice counts twice).
 	DeadMessages int
 
@@ -78,8 +107,8 @@ type FaultCounts struct {
 
 // Line is the CHAOS line.
 func (r *Report) Line() string {
-	return fmt.Sprintf("CHAOS jobs=%d lost=%d duplicate_effects=%d dead=%d expected_dead=%d order_violations=%d long_job_runs=%d never_ran_dead=%d duplicate_deliveries=%d deadline_batches=%d seconds=%d batches=%d callbacks=%d duplicate_callbacks=%d missing_callbacks=%d",
-		r.Jobs, r.Lost, r.DuplicateEffects, r.Dead, r.ExpectedDead, r.OrderViolations, r.LongJobRuns,
+	return fmt.Sprintf("CHAOS jobs=%d lost=%d stranded=%d redriven=%d redrive_lost=%d duplicate_effects=%d dead=%d expected_dead=%d order_violations=%d long_job_runs=%d never_ran_dead=%d duplicate_deliveries=%d deadline_batches=%d seconds=%d batches=%d callbacks=%d duplicate_callbacks=%d missing_callbacks=%d",
+		r.Jobs, r.Lost, r.Stranded, r.Redriven, r.RedriveLost, r.DuplicateEffects, r.Dead, r.ExpectedDead, r.OrderViolations, r.LongJobRuns,
 		r.NeverRanDead, r.DuplicateDeliveries, r.DeadlineBatches, r.Seconds, r.Batches, r.Callbacks, r.DuplicateCallbacks, r.MissingCallbacks)
 }
 
@@ -109,14 +138,24 @@ func (r *Report) APILines() []string {
 	return lines
 }
 
-// Check returns nil when the invariants hold: nothing lost, no effect applied twice, exactly
-// the expected jobs dead and each of them run at least once, no order violation, the long job's
-// body started once; and the planned faults took place: some envelopes delivered twice when
-// jobs were planned duplicated, some batches at their deadline when jobs were planned to overrun.
+// Check returns nil when the invariants hold: nothing lost, nothing stranded, nothing the redrive
+// should have brought back missing, no effect applied twice, exactly the expected jobs dead and
+// each of them run at least once, no order violation, the long job's body started once; and the
+// planned faults took place: some envelopes delivered twice when jobs were planned duplicated,
+// some batches at their deadline when jobs were planned to overrun. The lost, stranded and
+// redrive-lost jobs are named.
 func (r *Report) Check() error {
 	var errs []error
+	named := func(jobs []string) string { return "\n  " + strings.Join(jobs, "\n  ") }
 	if r.Lost != 0 {
-		errs = append(errs, fmt.Errorf("%d job(s) lost (e.g. %s)", r.Lost, strings.Join(r.LostIDs, ", ")))
+		errs = append(errs, fmt.Errorf("%d job(s) lost:%s", r.Lost, named(r.LostJobs)))
+	}
+	if r.Stranded != 0 {
+		errs = append(errs, fmt.Errorf("%d job(s) stranded, their state never ended:%s", r.Stranded, named(r.StrandedJobs)))
+	}
+	if r.RedriveLost != 0 {
+		errs = append(errs, fmt.Errorf("%d job(s) the redrive should have brought back neither ran nor are back in a dead-letter queue:%s",
+			r.RedriveLost, named(r.RedriveLostJobs)))
 	}
 	if r.DuplicateEffects != 0 {
 		errs = append(errs, fmt.Errorf("%d duplicate effect(s) (e.g. %s)", r.DuplicateEffects, strings.Join(r.DuplicateIDs, ", ")))
@@ -154,9 +193,13 @@ const examples = 5
 // Evaluate computes the report's figures from the plan and the state the run left. maxAttempts
 // maps job kinds to their workers' max attempts (see Plan.ExpectedDead).
 //
-//   - lost: a planned job whose effect was never applied and that is in no dead-letter queue;
+//   - lost: a planned job whose effect was never applied, that is in no dead-letter queue (before
+//     or after the redrive) and no longer on its queue (package tally sorts them);
+//   - stranded: a planned job neither applied nor dead, still on its queue at the end;
+//   - redriven: the jobs listed in the dead-letter queues when the redrive began; redrive_lost:
+//     those that since neither ran nor are back in a dead-letter queue (nor stranded);
 //   - duplicate_effects: the sum over jobs of (applications - 1) where a job applied more than once;
-//   - dead: planned jobs with a message in a dead-letter queue;
+//   - dead: planned jobs with a message in a dead-letter queue, before or after the redrive;
 //   - order_violations: per ledger account, each posting applied after one with a greater or
 //     equal place in its group (or not planned for it);
 //   - long_job_runs: the times the long job's body started;
@@ -167,23 +210,19 @@ func Evaluate(p *Plan, st State, maxAttempts map[string]int) Report {
 	r := Report{Jobs: p.Len(), ExpectedDead: p.ExpectedDead(maxAttempts)}
 	r.Faults.Poison, r.Faults.Transient = p.Counts()
 	r.Faults.Overrun, r.Faults.Duplicated = p.ExtraCounts()
-	var lost, dup, unexpected, neverRan []string
+	var dup, unexpected, neverRan []string
 	for _, j := range p.All() {
 		applied := st.Effects[j.ID].Applied
-		dead := st.Dead[j.ID]
-		if dead > 0 && st.Runs[j.ID] == 0 {
+		dead := st.inDLQ(j.ID)
+		if dead && st.Runs[j.ID] == 0 {
 			r.NeverRanDead++
 			neverRan = append(neverRan, j.ID)
 		}
-		if dead > 0 {
+		if dead {
 			r.Dead++
 			if !j.Poison && j.FailAttempts < maxOr(maxAttempts, j.Args.Kind()) {
 				unexpected = append(unexpected, j.ID)
 			}
-		}
-		if applied == 0 && dead == 0 {
-			r.Lost++
-			lost = append(lost, j.ID)
 		}
 		if applied > 1 {
 			r.DuplicateEffects += applied - 1
@@ -231,7 +270,8 @@ func Evaluate(p *Plan, st State, maxAttempts map[string]int) Report {
 			badGroups = append(badGroups, account+" applied ["+strings.Join(seqList, " ")+"]")
 		}
 	}
-	r.LostIDs, r.DuplicateIDs, r.UnexpectedDeadIDs, r.OrderViolationGroups = first(lost), first(dup), first(unexpected), first(badGroups)
+	r.settle(p, st)
+	r.DuplicateIDs, r.UnexpectedDeadIDs, r.OrderViolationGroups = first(dup), first(unexpected), first(badGroups)
 	r.NeverRanDeadIDs = first(neverRan)
 	return r
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/jobkit-go/jobkit/functions/samplejobs"
 	"github.com/jobkit-go/jobkit/internal/chaos"
 	"github.com/jobkit-go/jobkit/internal/sampleapp/instrument"
+	"github.com/jobkit-go/jobkit/localstack/tally"
 )
 
 var maxAttempts = map[string]int{samplejobs.KindSendEmail: 5, samplejobs.KindPostLedger: 5, samplejobs.KindTranscodeVideo: 3}
@@ -46,7 +47,7 @@ func TestEvaluateGoodRun(t *testing.T) {
 	r := chaos.Evaluate(p, goodState(p), maxAttempts)
 	r.Seconds, r.DuplicateDeliveries, r.DeadlineBatches = 42, 8, 2
 	require.NoError(t, r.Check())
-	require.Equal(t, "CHAOS jobs=400 lost=0 duplicate_effects=0 dead=20 expected_dead=20 order_violations=0 long_job_runs=1 never_ran_dead=0 duplicate_deliveries=8 deadline_batches=2 seconds=42 batches=0 callbacks=0 duplicate_callbacks=0 missing_callbacks=0", r.Line())
+	require.Equal(t, "CHAOS jobs=400 lost=0 stranded=0 redriven=0 redrive_lost=0 duplicate_effects=0 dead=20 expected_dead=20 order_violations=0 long_job_runs=1 never_ran_dead=0 duplicate_deliveries=8 deadline_batches=2 seconds=42 batches=0 callbacks=0 duplicate_callbacks=0 missing_callbacks=0", r.Line())
 }
 
 // The planned overruns and duplicates must have happened.
@@ -65,6 +66,25 @@ func TestCheckWantsTheFaultsPlanned(t *testing.T) {
 	require.NoError(t, err)
 	r = chaos.Evaluate(none, goodState(none), maxAttempts)
 	require.NoError(t, r.Check(), "none planned, none wanted")
+}
+
+// A poison job redriven at the end runs again and is dead-lettered again: dead, not lost, and
+// not missing from the redrive.
+func TestEvaluateRedrivenPoisonDeadAgain(t *testing.T) {
+	t.Parallel()
+	p := smallPlan(t)
+	st := goodState(p)
+	st.Redrive = &chaos.RedriveState{Before: map[string]bool{}, RunsBefore: map[string]int{}}
+	for id := range st.Dead {
+		st.Redrive.Before[id], st.Redrive.RunsBefore[id] = true, 1
+		st.Runs[id] = 2
+	}
+	r := chaos.Evaluate(p, st, maxAttempts)
+	r.DuplicateDeliveries, r.DeadlineBatches = 8, 2
+	require.NoError(t, r.Check())
+	require.Equal(t, 20, r.Redriven)
+	require.Zero(t, r.RedriveLost)
+	require.Equal(t, r.ExpectedDead, r.Dead)
 }
 
 func TestEvaluateFindsEachBreach(t *testing.T) {
@@ -86,7 +106,24 @@ func TestEvaluateFindsEachBreach(t *testing.T) {
 		want   func(r chaos.Report) bool
 		msg    string
 	}{
-		"lost": {func(st *chaos.State) { delete(st.Effects, good) }, func(r chaos.Report) bool { return r.Lost == 1 }, "1 job(s) lost"},
+		"lost": {func(st *chaos.State) { delete(st.Effects, good) }, func(r chaos.Report) bool {
+			return r.Lost == 1 && r.LostJobs[0] == good+" (email.send, Email): never seen by a worker"
+		}, "1 job(s) lost:\n  " + good + " (email.send, Email): never seen by a worker"},
+		"lost with its last known state": {func(st *chaos.State) {
+			delete(st.Effects, good)
+			st.Last = map[string]tally.Job{good: {ID: good, Phase: tally.Retrying, Attempt: 3, LastError: "throttled"}}
+		}, func(r chaos.Report) bool { return r.Lost == 1 }, good + " (email.send, Email): retrying, attempt 3, last error: throttled"},
+		"still on its queue at the end is stranded, not lost": {func(st *chaos.State) {
+			delete(st.Effects, good)
+			st.Left = map[string]int{samplejobs.QueueEmail: 1}
+		}, func(r chaos.Report) bool { return r.Lost == 0 && r.Stranded == 1 },
+			"1 job(s) stranded, their state never ended:\n  " + good + " (email.send, Email): never seen by a worker"},
+		"in a dead-letter queue when the redrive began, not since, without a run since: redrive lost": {func(st *chaos.State) {
+			delete(st.Dead, poisoned)
+			st.Redrive = &chaos.RedriveState{Before: map[string]bool{poisoned: true}, RunsBefore: map[string]int{poisoned: 1}, Moved: 1}
+		}, func(r chaos.Report) bool {
+			return r.Lost == 0 && r.Dead == r.ExpectedDead && r.Redriven == 1 && r.RedriveLost == 1
+		}, "1 job(s) the redrive should have brought back neither ran nor are back in a dead-letter queue:\n  " + poisoned},
 		"poison neither dead nor applied is lost": {func(st *chaos.State) { delete(st.Dead, poisoned) },
 			func(r chaos.Report) bool { return r.Lost == 1 && r.Dead == r.ExpectedDead-1 }, "lost"},
 		"duplicate": {func(st *chaos.State) { st.Effects[good] = instrument.EffectCount{Applied: 3} },

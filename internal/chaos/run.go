@@ -1,14 +1,12 @@
 package chaos
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
-	"maps"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -32,6 +30,7 @@ import (
 	"github.com/jobkit-go/jobkit/localstack/esm"
 	"github.com/jobkit-go/jobkit/localstack/faultproxy"
 	"github.com/jobkit-go/jobkit/localstack/lambdaruntime"
+	"github.com/jobkit-go/jobkit/localstack/tally"
 )
 
 // Defaults of Config.
@@ -42,6 +41,7 @@ const (
 	DefaultTimeout           = 11 * time.Minute
 	DefaultLatencyRate       = 0.05
 	DefaultMaxLatency        = 400 * time.Millisecond
+	DefaultRedriveTimeout    = 3 * time.Minute
 )
 
 // Config configures Run. The zero value of a field means its default.
@@ -87,6 +87,14 @@ type Config struct {
 	// Timeout bounds the wait for the jobs to settle; default 11 minutes. A run that has not
 	// settled by then is evaluated as it stands (unfinished jobs count as lost).
 	Timeout time.Duration
+	// NoRedrive leaves the dead-letter queues as the jobs left them. By default, once the jobs
+	// have settled, the run lists its dead-letter queues, redrives them to their queues with the
+	// Inspector (as an operator would: the manual move where the emulator lacks
+	// StartMessageMoveTask) under the same faults, and waits up to RedriveTimeout (default
+	// DefaultRedriveTimeout) for the redriven jobs to settle: each must run again or be back in
+	// a dead-letter queue (Report.RedriveLost).
+	NoRedrive      bool
+	RedriveTimeout time.Duration
 	// Seed makes the faults' choices repeatable (the plan has its own); default 1.
 	Seed uint64
 	// FunctionOutput receives the functions' output; default discards.
@@ -128,6 +136,9 @@ func (c Config) withDefaults() Config {
 	if c.Seed == 0 {
 		c.Seed = 1
 	}
+	if c.RedriveTimeout <= 0 {
+		c.RedriveTimeout = DefaultRedriveTimeout
+	}
 	if c.Batches == 0 {
 		c.Batches = DefaultBatches
 	}
@@ -153,8 +164,11 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := &runner{cfg: cfg, plan: plan, rng: rand.New(rand.NewPCG(cfg.Seed, 0x6b696c6c)), longDone: make(chan struct{})}
-	r.out = newOutputWatch(cfg.FunctionOutput)
+	r := &runner{cfg: cfg, plan: plan, rng: rand.New(rand.NewPCG(cfg.Seed, 0x6b696c6c)), longDone: make(chan struct{}), book: tally.NewBook()}
+	for _, j := range plan.All() {
+		r.book.Track(j.ID, j.Args.Kind(), samplejobs.Queues[j.Args.Kind()])
+	}
+	r.out = newOutputWatch(cfg.FunctionOutput, r.book)
 	r.out.onStart, r.out.onDone = r.onJobStart, r.onJobDone
 	stack, err := StartStack(ctx, StackConfig{
 		AWS: cfg.AWS, CDKOut: cfg.CDKOut, ModuleDir: cfg.ModuleDir, BuildDir: cfg.BuildDir,
@@ -192,6 +206,10 @@ type runner struct {
 	plan  *Plan
 	stack *Stack
 	out   *outputWatch
+	// book records what became of each job (package tally); queueNames names the job queues by
+	// URL for it (set before the mappings start, read only after).
+	book       *tally.Book
+	queueNames map[string]string
 
 	rngMu sync.Mutex
 	rng   *rand.Rand
@@ -260,6 +278,10 @@ func (r *runner) customize(ctx context.Context, s *Stack) error {
 		return err
 	}
 	r.findContainer(s)
+	r.queueNames = map[string]string{}
+	for _, kind := range jobKinds {
+		r.queueNames[s.QueueURL(kind)] = samplejobs.Queues[kind]
+	}
 	r.killable = map[string]bool{}
 	for _, kind := range []string{samplejobs.KindSendEmail, samplejobs.KindPostLedger} {
 		f := s.Worker(kind)
@@ -334,6 +356,9 @@ func (r *runner) latency(string) time.Duration {
 }
 
 func (r *runner) onBatch(_ string, rep esm.BatchReport) {
+	if name, ok := r.queueNames[rep.QueueURL]; ok {
+		r.book.OnBatch(name, rep)
+	}
 	if rep.Outcome != 0 {
 		r.invocations.Add(1)
 	}
@@ -404,11 +429,15 @@ func (r *runner) run(ctx context.Context) (*Report, error) {
 	}
 	fmt.Fprintf(r.cfg.Progress, "chaos: %d jobs enqueued (%d of them twice) in %.1fs\n", r.enqueued.Load(), r.duplicates.Load(), time.Since(start).Seconds())
 
-	settled := r.wait(ctx, start)
+	settled := r.wait(ctx, start, start.Add(r.cfg.Timeout))
 	r.waitCallbacks(ctx)
 	elapsed := time.Since(start)
 	if !settled {
 		fmt.Fprintf(r.cfg.Progress, "chaos: jobs still pending after %s; evaluating as it stands\n", r.cfg.Timeout)
+	}
+	redriven, err := r.redriveAndWait(ctx)
+	if err != nil {
+		return nil, err
 	}
 	if err := r.stack.Stop(); err != nil {
 		fmt.Fprintf(r.cfg.Progress, "chaos: stop: %v\n", err)
@@ -421,6 +450,7 @@ func (r *runner) run(ctx context.Context) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
+	st.Redrive = redriven
 	rep := Evaluate(r.plan, st, r.stack.MaxAttempts())
 	for _, g := range rep.OrderViolationGroups {
 		account, _, _ := strings.Cut(g, " ")
@@ -546,15 +576,17 @@ func (r *runner) enqueue(ctx context.Context, producer *jobs.Client, batch []*Pl
 	return nil
 }
 
+// jobKinds are the kinds of the plan's jobs, one per job queue.
+var jobKinds = []string{samplejobs.KindSendEmail, samplejobs.KindPostLedger, samplejobs.KindTranscodeVideo}
+
 // wait polls the queues (directly, without faults) until every queue is empty twice in a row,
-// or the timeout passes. It reports whether the jobs settled.
-func (r *runner) wait(ctx context.Context, start time.Time) bool {
+// or deadline passes. It reports whether the jobs settled.
+func (r *runner) wait(ctx context.Context, start, deadline time.Time) bool {
 	client := sqs.NewFromConfig(r.stack.Direct)
 	var queues []string
-	for _, kind := range []string{samplejobs.KindSendEmail, samplejobs.KindPostLedger, samplejobs.KindTranscodeVideo} {
+	for _, kind := range jobKinds {
 		queues = append(queues, r.stack.QueueURL(kind))
 	}
-	deadline := start.Add(r.cfg.Timeout)
 	lastProgress := time.Now()
 	empty := 0
 	for time.Now().Before(deadline) && ctx.Err() == nil {
@@ -608,19 +640,28 @@ func queueDepth(ctx context.Context, client *sqs.Client, queue string) (int, err
 	return n, nil
 }
 
-// readState reads what the run left: the effects table, the dead-letter queues (drained) and the
-// ledger's applied postings.
+// readState reads what the run left: the effects table, the messages left on the job queues, the
+// dead-letter queues (drained), the ledger's applied postings, and what the run last knew of each
+// job.
 func (r *runner) readState(ctx context.Context) (State, error) {
 	db := dynamodb.NewFromConfig(r.stack.Direct)
-	st := State{Dead: map[string]int{}, Applied: map[string][]string{}, Runs: r.out.runsByJob()}
+	st := State{Dead: map[string]int{}, Applied: map[string][]string{}, Runs: r.out.runsByJob(),
+		Last: map[string]tally.Job{}, Left: map[string]int{}, UnknownDead: map[string]int{}}
+	for _, j := range r.book.Jobs() {
+		st.Last[j.ID] = j
+	}
 	var err error
 	st.Effects, err = instrument.ReadEffects(ctx, db, r.stack.EffectsTable)
 	if err != nil {
 		return st, err
 	}
 	client := sqs.NewFromConfig(r.stack.Direct)
-	for _, kind := range []string{samplejobs.KindSendEmail, samplejobs.KindPostLedger, samplejobs.KindTranscodeVideo} {
-		if err := drainDead(ctx, client, r.stack.DLQURL(kind), st.Dead); err != nil {
+	for _, kind := range jobKinds {
+		name := samplejobs.Queues[kind]
+		if st.Left[name], err = queueDepth(ctx, client, r.stack.QueueURL(kind)); err != nil {
+			return st, fmt.Errorf("chaos: read queue %s: %w", name, err)
+		}
+		if st.UnknownDead[name], err = drainDead(ctx, client, r.stack.DLQURL(kind), st.Dead); err != nil {
 			return st, err
 		}
 	}
@@ -650,31 +691,32 @@ func (r *runner) readState(ctx context.Context) (State, error) {
 	}
 }
 
-// drainDead receives and deletes every message of a dead-letter queue, counting them by job id.
-// It goes on until the queue reports no message left. Messages are received for 10 s only: a
-// receive whose answer was lost (and that the SDK sent again) hides its messages that long, and
-// drainDead waits up to 40 s for such messages to come back.
-func drainDead(ctx context.Context, client *sqs.Client, queue string, dead map[string]int) error {
+// drainDead receives and deletes every message of a dead-letter queue, counting them by job id,
+// and returns the number whose body names no job. It goes on until the queue reports no message
+// left. Messages are received for 10 s only: a receive whose answer was lost (and that the SDK
+// sent again) hides its messages that long, and drainDead waits up to 40 s for such messages to
+// come back.
+func drainDead(ctx context.Context, client *sqs.Client, queue string, dead map[string]int) (unknown int, err error) {
 	var stuckSince time.Time
 	for empty := 0; ; {
 		if empty >= 3 {
 			n, err := queueDepth(ctx, client, queue)
 			if err != nil {
-				return fmt.Errorf("chaos: read dead-letter queue %s: %w", queue, err)
+				return unknown, fmt.Errorf("chaos: read dead-letter queue %s: %w", queue, err)
 			}
 			if n == 0 {
-				return nil
+				return unknown, nil
 			}
 			if stuckSince.IsZero() {
 				stuckSince = time.Now()
 			}
 			if time.Since(stuckSince) > 40*time.Second {
-				return fmt.Errorf("chaos: dead-letter queue %s still holds %d message(s) it does not hand out", queue, n)
+				return unknown, fmt.Errorf("chaos: dead-letter queue %s still holds %d message(s) it does not hand out", queue, n)
 			}
 		}
 		out, err := client.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: aws.String(queue), MaxNumberOfMessages: 10, VisibilityTimeout: 10})
 		if err != nil {
-			return fmt.Errorf("chaos: read dead-letter queue %s: %w", queue, err)
+			return unknown, fmt.Errorf("chaos: read dead-letter queue %s: %w", queue, err)
 		}
 		if len(out.Messages) == 0 {
 			empty++
@@ -691,103 +733,17 @@ func drainDead(ctx context.Context, client *sqs.Client, queue string, dead map[s
 			}
 			if json.Unmarshal([]byte(aws.ToString(m.Body)), &env) != nil || env.ID == "" {
 				env.ID = "undecodable:" + aws.ToString(m.MessageId)
+				unknown++
 			}
 			dead[env.ID]++
 			entries = append(entries, sqstypes.DeleteMessageBatchRequestEntry{Id: aws.String(strconv.Itoa(i)), ReceiptHandle: m.ReceiptHandle})
 		}
 		out2, err := client.DeleteMessageBatch(ctx, &sqs.DeleteMessageBatchInput{QueueUrl: aws.String(queue), Entries: entries})
 		if err != nil {
-			return fmt.Errorf("chaos: delete from dead-letter queue %s: %w", queue, err)
+			return unknown, fmt.Errorf("chaos: delete from dead-letter queue %s: %w", queue, err)
 		}
 		if len(out2.Failed) > 0 {
-			return fmt.Errorf("chaos: delete from dead-letter queue %s: %s", queue, aws.ToString(out2.Failed[0].Message))
+			return unknown, fmt.Errorf("chaos: delete from dead-letter queue %s: %s", queue, aws.ToString(out2.Failed[0].Message))
 		}
 	}
-}
-
-// outputWatch passes the functions' output on and reads, from each line: the injected
-// failures, the real runs per job id (instrument.StartLog) and the records not started because
-// their batch had reached its deadline, per message id.
-type outputWatch struct {
-	w        io.Writer
-	failures atomic.Int64
-
-	mu         sync.Mutex
-	runs       map[string]int
-	notStarted map[string]int
-
-	// onStart and onDone, if set, see each job body's start and each transcode's done line.
-	onStart   func(jobID string, attempt int)
-	onDone    func(jobID string)
-	callbacks map[string]int // batch callback lines per batch id
-}
-
-// notStartedMsg starts the runtime's lines for a record left alone because its batch reached its
-// deadline: "job not started: the batch reached its deadline; ..." (the soft deadline passed
-// before it could start) and "job not started near the Lambda deadline: ..." (still waiting at
-// the hard stop).
-const notStartedMsg = `"msg":"job not started`
-
-var (
-	injectedNeedle   = []byte(instrument.ErrInjected.Error())
-	notStartedNeedle = []byte(notStartedMsg)
-)
-
-func newOutputWatch(w io.Writer) *outputWatch {
-	return &outputWatch{w: w, runs: map[string]int{}, notStarted: map[string]int{}, callbacks: map[string]int{}}
-}
-
-func (o *outputWatch) Write(p []byte) (int, error) {
-	for _, line := range bytes.Split(p, []byte("\n")) {
-		if bytes.Contains(line, injectedNeedle) {
-			o.failures.Add(1)
-		}
-		o.readCallback(line)
-		if s, ok := instrument.ParseStart(line); ok {
-			o.mu.Lock()
-			o.runs[s.JobID]++
-			o.mu.Unlock()
-			if o.onStart != nil {
-				o.onStart(s.JobID, s.Attempt)
-			}
-		}
-		if id, ok := transcodeDone(line); ok && o.onDone != nil {
-			o.onDone(id)
-		}
-		if bytes.Contains(line, notStartedNeedle) {
-			var rec struct {
-				MessageID string `json:"message_id"`
-			}
-			if i := bytes.IndexByte(line, '{'); i >= 0 && json.Unmarshal(line[i:], &rec) == nil && rec.MessageID != "" {
-				o.mu.Lock()
-				o.notStarted[rec.MessageID]++
-				o.mu.Unlock()
-			}
-		}
-	}
-	return o.w.Write(p)
-}
-
-// runsByJob returns a copy of the real runs per job id.
-func (o *outputWatch) runsByJob() map[string]int {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	return maps.Clone(o.runs)
-}
-
-// notStartedByMessage returns a copy of the not-started lines per message id.
-func (o *outputWatch) notStartedByMessage() map[string]int {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	return maps.Clone(o.notStarted)
-}
-
-func (o *outputWatch) notStartedTotal() int64 {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	var n int64
-	for _, c := range o.notStarted {
-		n += int64(c)
-	}
-	return n
 }

@@ -7,8 +7,10 @@
 // reports and the dead-letter queues with the attributes the runtime set. `jobkit dev` (and so
 // `make dev`) is a thin layer over Run; the end-to-end test of `make test` uses the same pieces.
 //
-// A job is accounted for when it succeeded or is in its dead-letter queue; a job that is neither
-// when the queues have drained is lost. The summary line is
+// A job is accounted for when it succeeded or is in its dead-letter queue; a job that is neither,
+// nor still on its queue, is lost. The Tracker counts by job id with package tally (the same
+// counting as `jobkit dev` on any app and `make chaos`), so a job redriven and dead-lettered
+// again is dead, and each lost job is named with its last known state. The summary line is
 //
 //	DEV summary: succeeded=<n> retried=<n> dead=<n> lost=<n>
 //

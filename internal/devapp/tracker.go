@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
 	"sort"
 	"strconv"
@@ -14,14 +13,10 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
-	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/jobkit-go/jobkit/functions/samplejobs"
-	"github.com/jobkit-go/jobkit/idempotency"
 	"github.com/jobkit-go/jobkit/internal/sampleapp/instrument"
 	"github.com/jobkit-go/jobkit/jobs"
 	"github.com/jobkit-go/jobkit/jobs/inspect"
@@ -29,6 +24,7 @@ import (
 	"github.com/jobkit-go/jobkit/localstack/devstack"
 	"github.com/jobkit-go/jobkit/localstack/esm"
 	"github.com/jobkit-go/jobkit/localstack/schedfire"
+	"github.com/jobkit-go/jobkit/localstack/tally"
 )
 
 // SQSAPI is the part of the SQS client the Tracker calls (inspect.SQSAPI: it lists dead-letter
@@ -41,12 +37,6 @@ type DynamoDBAPI interface {
 }
 
 var _ DynamoDBAPI = (*dynamodb.Client)(nil)
-
-// Messages of the jobs runtime's log lines the Tracker reads (jobs/handler.go).
-const (
-	msgWillRetry    = "job failed: will retry"
-	msgDeadLettered = "job dead-lettered"
-)
 
 // Queue is a job queue of the deployment as the Tracker sees it.
 type Queue struct {
@@ -98,14 +88,15 @@ type Tracker struct {
 	byURL     map[string]*Queue
 	byFunc    map[string]*Queue
 
+	// book records, by job id, what the mappings and the runtime reported of each job.
+	book *tally.Book
+
 	mu       sync.Mutex
 	jobs     map[string]*Tracked
 	order    []*Tracked
-	failures map[string]int // "will retry" lines per job id
 	batchRet map[string]bool
 	emails   map[string]int // EmailSentMessage lines per idempotency key
 	done     map[string]int // TranscodeDoneMessage lines per job id
-	deadLogs map[string]string
 	cbRuns   map[string]int // BatchDoneMessage lines per batch id
 	stack    *devstack.Stack
 }
@@ -120,9 +111,8 @@ func NewTracker(cfg aws.Config, d *deploy.Deployment) (*Tracker, error) {
 func newTracker(sq SQSAPI, ddb DynamoDBAPI, d *deploy.Deployment) (*Tracker, error) {
 	t := &Tracker{
 		sqs: sq, ddb: ddb, inspector: inspect.New(aws.Config{}, func(o *inspect.Options) { o.SQS = sq }),
-		byURL: map[string]*Queue{}, byFunc: map[string]*Queue{},
-		jobs: map[string]*Tracked{}, failures: map[string]int{}, batchRet: map[string]bool{},
-		emails: map[string]int{}, done: map[string]int{}, deadLogs: map[string]string{},
+		byURL: map[string]*Queue{}, byFunc: map[string]*Queue{}, book: tally.NewBook(),
+		jobs: map[string]*Tracked{}, batchRet: map[string]bool{}, emails: map[string]int{}, done: map[string]int{},
 	}
 	dlqs := map[string]string{}
 	for _, s := range d.Stacks {
@@ -275,6 +265,7 @@ func (t *Tracker) add(j *Tracked) {
 	j.sequence = len(t.order)
 	t.jobs[j.ID] = j
 	t.order = append(t.order, j)
+	t.book.Track(j.ID, j.Kind, j.Queue)
 }
 
 // OnFire tracks a schedule's tick (devstack.Config.OnFire) sent to one of the job queues.
@@ -291,9 +282,13 @@ func (t *Tracker) OnFire(f schedfire.Firing) {
 	t.add(&Tracked{ID: f.JobID, Kind: f.Kind, Key: env.Key, Schedule: f.Schedule, Enqueued: time.Now(), queueInfo: q})
 }
 
-// OnBatch reads an event source mapping's report (devstack.Config.OnBatch): every job of a
-// batch that failed whole (function error, timeout, invalid response) is retried.
+// OnBatch reads an event source mapping's report (devstack.Config.OnBatch): what became of each
+// delivery, and every job of a batch that failed whole (function error, timeout, invalid
+// response) is retried.
 func (t *Tracker) OnBatch(function string, rep esm.BatchReport) {
+	if q := t.byURL[rep.QueueURL]; q != nil {
+		t.book.OnBatch(q.Name, rep)
+	}
 	if rep.Verdict != esm.BatchFailed {
 		return
 	}
@@ -338,16 +333,18 @@ func (o *outputReader) Write(p []byte) (int, error) {
 	return o.w.Write(p)
 }
 
-// logLine is what the Tracker reads from a function's JSON log line.
+// logLine is what the Tracker reads from a sample function's own JSON log line.
 type logLine struct {
 	Msg            string `json:"msg"`
 	JobID          string `json:"job_id"`
 	IdempotencyKey string `json:"idempotency_key"`
-	Reason         string `json:"reason"`
 	BatchID        string `json:"batch_id"`
 }
 
+// readLine reads the runtime's outcomes (the Tracker's tally.Book) and the sample functions'
+// own lines from one line of output.
 func (t *Tracker) readLine(line []byte) {
+	t.book.ReadLine(line)
 	if i := bytes.Index(line, []byte("] {")); i >= 0 && line[0] == '[' {
 		line = line[i+2:]
 	}
@@ -361,10 +358,6 @@ func (t *Tracker) readLine(line []byte) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	switch l.Msg {
-	case msgWillRetry:
-		t.failures[l.JobID]++
-	case msgDeadLettered:
-		t.deadLogs[l.JobID] = l.Reason
 	case samplejobs.EmailSentMessage:
 		t.emails[l.IdempotencyKey]++
 	case samplejobs.TranscodeDoneMessage:
@@ -395,7 +388,7 @@ func (t *Tracker) Jobs() []*Tracked {
 	return append([]*Tracked(nil), t.order...)
 }
 
-// Effects are what the functions' output lines say about a job.
+// Effects are what the functions' output lines and the mappings' reports say about a job.
 type Effects struct {
 	// FailedAttempts is the number of attempts the runtime logged as failed and to be retried.
 	FailedAttempts int
@@ -411,6 +404,7 @@ type Effects struct {
 
 // Effects returns what the functions' output says about the job so far.
 func (t *Tracker) Effects(j *Tracked) Effects {
+	last, _ := t.book.Job(j.ID)
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	key := j.Key
@@ -418,7 +412,7 @@ func (t *Tracker) Effects(j *Tracked) Effects {
 		key = j.ID
 	}
 	e := Effects{
-		FailedAttempts: t.failures[j.ID], BatchFailed: t.batchRet[j.ID], DeadReason: t.deadLogs[j.ID],
+		FailedAttempts: last.Failures, BatchFailed: t.batchRet[j.ID], DeadReason: last.Reason,
 		TranscodesDone: t.done[j.ID],
 	}
 	if j.Kind == samplejobs.KindSendEmail {
@@ -427,320 +421,8 @@ func (t *Tracker) Effects(j *Tracked) Effects {
 	return e
 }
 
-// Counts are the numbers of jobs in each state.
-type Counts struct {
-	Enqueued  int // jobs enqueued or sent by a schedule
-	Running   int // messages in an invocation now (the event source mappings' count)
-	Pending   int // messages in the queue: waiting, in flight or delayed (SQS's approximate counts)
-	Succeeded int
-	Retried   int // jobs that failed at least one attempt
-	Dead      int // jobs in the dead-letter queue
-}
-
-func (c *Counts) add(o Counts) {
-	c.Enqueued += o.Enqueued
-	c.Running += o.Running
-	c.Pending += o.Pending
-	c.Succeeded += o.Succeeded
-	c.Retried += o.Retried
-	c.Dead += o.Dead
-}
-
-// QueueCensus is one queue's counts.
-type QueueCensus struct {
-	Name string
-	Counts
-}
-
-// Census is what became of the tracked jobs at one moment.
-type Census struct {
-	At     time.Time
-	Queues []QueueCensus
-	Total  Counts
-	// Full is set when the dead-letter queues were listed: Dead counts the tracked jobs found
-	// there (plus Unlisted), Lost is computed and DeadJobs filled. Otherwise Dead is the
-	// dead-letter queues' approximate depth.
-	Full bool
-	// Unaccounted is the number of tracked jobs neither succeeded nor dead-lettered (by job when
-	// Full; by counts otherwise).
-	Unaccounted int
-	// Lost is Unaccounted less the messages still in the job queues (Full only).
-	Lost int
-	// Unlisted is the number of dead-letter messages a listing could not show (a FIFO queue
-	// shows the head of each message group only); they are counted in Dead.
-	Unlisted int
-	// Foreign is the number of dead-letter messages that are not tracked jobs.
-	Foreign int
-	// DeadJobs are the tracked jobs found in the dead-letter queues (Full only).
-	DeadJobs []inspect.DeadJob
-	// Succeeded holds the ids of the tracked jobs that succeeded.
-	Succeeded map[string]bool
-}
-
-// Drained reports whether every tracked job succeeded or was dead-lettered.
-func (c *Census) Drained() bool { return c.Full && c.Unaccounted == 0 }
-
-// Census counts what became of the tracked jobs. With full, it lists the dead-letter queues (a
-// second or two) to identify the dead jobs; without, it reads their depth.
-func (t *Tracker) Census(ctx context.Context, full bool) (*Census, error) {
-	c := &Census{At: time.Now(), Full: full, Succeeded: map[string]bool{}}
-	tracked := t.Jobs()
-	in, err := t.readState(ctx, full)
-	if err != nil {
-		return nil, err
-	}
-	dead := map[string]bool{}
-	if full {
-		dead = t.listDead(c, in.lists)
-	}
-	per := t.queueCounts(in, full)
-	t.countJobs(c, tracked, per, in.completed, dead, full)
-	t.total(c, per, in.lists, full)
-	return c, nil
-}
-
-// censusState is what a census reads from the emulator, by queue (index of t.queues).
-type censusState struct {
-	depths    []queueDepth        // each queue's and its dead-letter queue's messages
-	completed map[string]bool     // the idempotency keys COMPLETED in the queues' tables
-	lists     []*inspect.DeadList // each dead-letter queue's listing (full census only)
-}
-
-// queueDepth is a queue's messages (main), those of them in flight, and its dead-letter queue's.
-type queueDepth struct{ main, inFlight, dlq int }
-
-// gather runs calls concurrently and collects their errors.
-type gather struct {
-	wg   sync.WaitGroup
-	mu   sync.Mutex
-	errs []error
-}
-
-func (g *gather) do(fn func() error) {
-	g.wg.Add(1)
-	go func() {
-		defer g.wg.Done()
-		if err := fn(); err != nil {
-			g.mu.Lock()
-			g.errs = append(g.errs, err)
-			g.mu.Unlock()
-		}
-	}()
-}
-
-func (g *gather) wait() error {
-	g.wg.Wait()
-	return errors.Join(g.errs...)
-}
-
-// readState reads, concurrently, the queue depths, the completed idempotency records and, for a
-// full census, the dead-letter listings.
-func (t *Tracker) readState(ctx context.Context, full bool) (*censusState, error) {
-	st := &censusState{depths: make([]queueDepth, len(t.queues)), completed: map[string]bool{}, lists: make([]*inspect.DeadList, len(t.queues))}
-	var g gather
-	for i, q := range t.queues {
-		g.do(func() (err error) {
-			if st.depths[i].main, st.depths[i].inFlight, err = t.depth(ctx, q.URL); err != nil || q.DLQURL == "" {
-				return err
-			}
-			st.depths[i].dlq, _, err = t.depth(ctx, q.DLQURL)
-			return err
-		})
-	}
-	tables := map[string]bool{}
-	for _, q := range t.queues {
-		if q.IdempotencyTable != "" {
-			tables[q.IdempotencyTable] = true
-		}
-	}
-	for table := range tables {
-		g.do(func() error {
-			keys, err := CompletedKeys(ctx, t.ddb, table)
-			g.mu.Lock()
-			defer g.mu.Unlock()
-			for k := range keys {
-				st.completed[k] = true
-			}
-			return err
-		})
-	}
-	for i, q := range t.queues {
-		if !full || q.DLQURL == "" {
-			continue
-		}
-		g.do(func() (err error) {
-			st.lists[i], err = t.inspector.ListDead(ctx, q.DLQURL, &inspect.ListOptions{Limit: 100000, Visibility: 30 * time.Second})
-			return err
-		})
-	}
-	if err := g.wait(); err != nil {
-		return nil, fmt.Errorf("demo: census: %w", err)
-	}
-	return st, nil
-}
-
-// listDead adds the tracked jobs of the dead-letter listings to c.DeadJobs (once each) and
-// returns their ids; it counts the rest as c.Foreign and what the listings could not show as
-// c.Unlisted.
-func (t *Tracker) listDead(c *Census, lists []*inspect.DeadList) map[string]bool {
-	dead := map[string]bool{}
-	for _, l := range lists {
-		if l == nil {
-			continue
-		}
-		c.Unlisted += max(0, int(l.Approximate)-l.Scanned)
-		for _, j := range l.Jobs {
-			if tj := t.lookup(j.JobID); tj != nil && !dead[j.JobID] {
-				dead[j.JobID] = true
-				c.DeadJobs = append(c.DeadJobs, j)
-			} else {
-				c.Foreign++
-			}
-		}
-	}
-	return dead
-}
-
-// queueCounts starts each queue's counts from its depths and the messages its pollers hold.
-func (t *Tracker) queueCounts(st *censusState, full bool) map[*Queue]*Counts {
-	var stats []devstack.MappingStats
-	t.mu.Lock()
-	if t.stack != nil {
-		stats = t.stack.Stats()
-	}
-	t.mu.Unlock()
-	running := map[string]int{}
-	for _, s := range stats {
-		running[s.QueueURL] += int(max(0, s.Received-s.Deleted-s.Returned))
-	}
-	per := map[*Queue]*Counts{}
-	for i, q := range t.queues {
-		r, polled := running[q.URL]
-		if !polled {
-			// No event source mapping reads this queue: a container consumer does, and what it
-			// holds is what is in flight.
-			r = st.depths[i].inFlight
-		}
-		// A message retried with a short backoff can be received again before the batch that
-		// failed it is settled: never show more running than the queue holds.
-		per[q] = &Counts{Pending: st.depths[i].main, Running: min(r, st.depths[i].main)}
-		if !full {
-			per[q].Dead = st.depths[i].dlq
-		}
-	}
-	return per
-}
-
-// countJobs counts each tracked job in its queue's counts: enqueued, retried, succeeded (a
-// COMPLETED idempotency record, or the transcode's output line), dead (a full census's
-// listings) or, in a full census, unaccounted.
-func (t *Tracker) countJobs(c *Census, tracked []*Tracked, per map[*Queue]*Counts, completed, dead map[string]bool, full bool) {
-	for _, j := range tracked {
-		q := j.queueInfo
-		if q == nil {
-			continue
-		}
-		n := per[q]
-		n.Enqueued++
-		e := t.Effects(j)
-		if e.FailedAttempts > 0 || e.BatchFailed {
-			n.Retried++
-		}
-		ok := false
-		if q.IdempotencyTable != "" {
-			ok = completed[j.IdempotencyKey()]
-		} else {
-			ok = e.TranscodesDone > 0
-		}
-		if ok {
-			n.Succeeded++
-			c.Succeeded[j.ID] = true
-		}
-		switch {
-		case full && dead[j.ID]:
-			n.Dead++
-		case full && !ok:
-			c.Unaccounted++
-		}
-	}
-}
-
-// total adds the queues' counts to c, and works out the lost (full census) or unaccounted jobs.
-func (t *Tracker) total(c *Census, per map[*Queue]*Counts, lists []*inspect.DeadList, full bool) {
-	pending := 0
-	for i, q := range t.queues {
-		n := per[q]
-		if full && q.DLQURL != "" && lists[i] != nil {
-			n.Dead += max(0, int(lists[i].Approximate)-lists[i].Scanned)
-		}
-		c.Queues = append(c.Queues, QueueCensus{Name: q.Name, Counts: *n})
-		c.Total.add(*n)
-		pending += n.Pending
-	}
-	if full {
-		c.Lost = max(0, c.Unaccounted-pending-c.Unlisted)
-	} else {
-		c.Unaccounted = max(0, c.Total.Enqueued-c.Total.Succeeded-c.Total.Dead)
-	}
-}
-
 func (t *Tracker) lookup(id string) *Tracked {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return t.jobs[id]
-}
-
-// depth returns a queue's visible + in-flight + delayed messages, and the in-flight ones.
-func (t *Tracker) depth(ctx context.Context, url string) (total, inFlight int, err error) {
-	out, err := t.sqs.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{
-		QueueUrl: aws.String(url),
-		AttributeNames: []sqstypes.QueueAttributeName{
-			sqstypes.QueueAttributeNameApproximateNumberOfMessages,
-			sqstypes.QueueAttributeNameApproximateNumberOfMessagesNotVisible,
-			sqstypes.QueueAttributeNameApproximateNumberOfMessagesDelayed,
-		},
-	})
-	if err != nil {
-		return 0, 0, fmt.Errorf("attributes of %s: %w", jobs.QueueName(url), err)
-	}
-	for k, v := range out.Attributes {
-		i, _ := strconv.Atoi(v)
-		total += i
-		if k == string(sqstypes.QueueAttributeNameApproximateNumberOfMessagesNotVisible) {
-			inFlight = i
-		}
-	}
-	return total, inFlight, nil
-}
-
-// CompletedKeys returns the keys of the COMPLETED records of an idempotency table.
-func CompletedKeys(ctx context.Context, db DynamoDBAPI, table string) (map[string]bool, error) {
-	expr, err := expression.NewBuilder().
-		WithFilter(expression.Name(idempotency.AttrStatus).Equal(expression.Value(string(idempotency.StatusCompleted)))).
-		WithProjection(expression.NamesList(expression.Name(idempotency.AttrID))).
-		Build()
-	if err != nil {
-		return nil, err
-	}
-	keys := map[string]bool{}
-	in := &dynamodb.ScanInput{
-		TableName: aws.String(table), ConsistentRead: aws.Bool(true),
-		FilterExpression: expr.Filter(), ProjectionExpression: expr.Projection(),
-		ExpressionAttributeNames: expr.Names(), ExpressionAttributeValues: expr.Values(),
-	}
-	for {
-		out, err := db.Scan(ctx, in)
-		if err != nil {
-			return nil, fmt.Errorf("scan %s: %w", table, err)
-		}
-		for _, item := range out.Items {
-			if s, ok := item[idempotency.AttrID].(*ddbtypes.AttributeValueMemberS); ok {
-				keys[s.Value] = true
-			}
-		}
-		if len(out.LastEvaluatedKey) == 0 {
-			return keys, nil
-		}
-		in.ExclusiveStartKey = out.LastEvaluatedKey
-	}
 }

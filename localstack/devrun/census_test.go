@@ -14,36 +14,51 @@ import (
 	"github.com/jobkit-go/jobkit/localstack/esm"
 )
 
-// The Counter reads the mappings' reports and the runtime's dead-letter lines, and the queues'
-// depths from the emulator: a job deleted after its dead-letter line is dead, not succeeded; a job
-// that failed an attempt is retried once however often it failed.
+func envelope(id string) string { return `{"v":1,"id":"` + id + `","kind":"mail.send","args":{}}` }
+
+// mailDeployment is a deployment of one job queue, Mail, and its dead-letter queue.
+func mailDeployment(main, dlq awstest.Queue) *deploy.Deployment {
+	return &deploy.Deployment{
+		Stacks: []deploy.Stack{{Name: "Svc", Outputs: map[string]string{"JobkitQueueMail": main.URL, "JobkitDlqMail": dlq.URL}}},
+		Queues: []deploy.Queue{{LogicalID: "MailQueue", URL: main.URL}, {LogicalID: "MailDLQ", URL: dlq.URL}},
+	}
+}
+
+// The Counter reads the mappings' reports and the runtime's outcome lines, and the queues' depths
+// from the emulator: a job deleted after its dead-letter line is dead, not succeeded; a job that
+// failed an attempt is retried once however often it failed; a report about another queue counts
+// for nothing.
 func TestCounterCountsFromTheStacksRecords(t *testing.T) {
 	t.Parallel()
 	cfg := awstest.Config(t)
 	ctx := context.Background()
 	dlq := awstest.CreateQueue(t, cfg, "dlq", nil)
 	main := awstest.CreateQueue(t, cfg, "main", nil)
-	d := &deploy.Deployment{
-		Stacks: []deploy.Stack{{Name: "Svc", Outputs: map[string]string{"JobkitQueueMail": main.URL, "JobkitDlqMail": dlq.URL}}},
-		Queues: []deploy.Queue{{LogicalID: "MailQueue", URL: main.URL}, {LogicalID: "MailDLQ", URL: dlq.URL}},
-	}
-	c := devrun.NewCounter(sqs.NewFromConfig(cfg), d)
+	c := devrun.NewCounter(sqs.NewFromConfig(cfg), mailDeployment(main, dlq))
 	require.Equal(t, []devrun.JobQueue{{Name: "Mail", URL: main.URL, DLQURL: dlq.URL}}, c.Queues())
 
-	c.OnBatch("fn", esm.BatchReport{QueueURL: main.URL, MessageIDs: []string{"m1", "m2", "m3", "m4"},
+	bodies := []string{envelope("j1"), envelope("j2"), envelope("j3"), envelope("j4")}
+	c.OnBatch("fn", esm.BatchReport{QueueURL: main.URL, MessageIDs: []string{"m1", "m2", "m3", "m4"}, Bodies: bodies,
 		Verdict: esm.Partial, Deleted: []string{"m1", "m2", "m3"}, Failed: []string{"m4"}})
-	c.OnBatch("fn", esm.BatchReport{QueueURL: main.URL, MessageIDs: []string{"m4"}, Verdict: esm.BatchFailed})
-	c.OnBatch("fn", esm.BatchReport{QueueURL: main.URL, MessageIDs: []string{"m4"}, Deleted: []string{"m4"}})
-	c.OnBatch("fn", esm.BatchReport{QueueURL: "elsewhere", MessageIDs: []string{"x"}, Deleted: []string{"x"}})
+	c.OnBatch("fn", esm.BatchReport{QueueURL: main.URL, MessageIDs: []string{"m4"}, Bodies: bodies[3:], Verdict: esm.BatchFailed})
+	c.OnBatch("fn", esm.BatchReport{QueueURL: main.URL, MessageIDs: []string{"m4"}, Bodies: bodies[3:], Deleted: []string{"m4"}})
+	c.OnBatch("fn", esm.BatchReport{QueueURL: "elsewhere", MessageIDs: []string{"x"}, Bodies: []string{envelope("x")}, Deleted: []string{"x"}})
 	c.ReadLine([]byte(`[fn] {"level":"ERROR","msg":"job dead-lettered","job_id":"j3","message_id":"m3","reason":"cancelled"}`))
 	c.ReadLine([]byte(`[fn] {"level":"INFO","msg":"job dead-lettered? no","message_id":"m1"}`))
-	_, err := sqs.NewFromConfig(cfg).SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(dlq.URL), MessageBody: aws.String("m3")})
+	// The runtime's dead-letter copy: the message's body.
+	_, err := sqs.NewFromConfig(cfg).SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(dlq.URL), MessageBody: aws.String(bodies[2])})
 	require.NoError(t, err)
 
 	census, err := c.Census(ctx)
 	require.NoError(t, err)
 	require.Equal(t, devrun.Counts{Succeeded: 3, Retried: 1, Dead: 1}, census.Total)
 	require.Equal(t, 4, census.Seen)
+	require.Nil(t, census.Tally, "only Settle lists the dead-letter queues")
+
+	census, err = c.Settle(ctx)
+	require.NoError(t, err)
 	require.Zero(t, census.Lost)
+	require.Equal(t, 1, census.Tally.Dead)
 	require.Equal(t, "DEV summary: succeeded=3 retried=1 dead=1 lost=0", census.Summary())
+	require.NoError(t, census.LostError())
 }

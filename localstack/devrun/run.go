@@ -83,7 +83,8 @@ func Exports(d *deploy.Deployment, endpoint string) []Export {
 
 // Result is what a run did.
 type Result struct {
-	// Census is the final count, after the stack stopped.
+	// Census is the final count, after the stack stopped (Counter.Settle: its Tally names the
+	// lost jobs and those left on their queues).
 	Census *Census
 	// Deployment is what was deployed (destroyed again unless Config.Keep).
 	Deployment *deploy.Deployment
@@ -92,8 +93,8 @@ type Result struct {
 }
 
 // Run deploys the cloud assembly onto the emulator, runs it until ctx ends (or, with Once, until
-// its job queues drain), then stops the stack, counts what became of the jobs and destroys the
-// deployment. The emulator itself is the caller's. The Result is non-nil whenever the stack
+// its job queues drain), then stops the stack, counts what became of the jobs (Counter.Settle:
+// the lost ones named) and destroys the deployment. The emulator itself is the caller's. The Result is non-nil whenever the stack
 // started, also with an error.
 func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if cfg.CDKOut == "" {
@@ -150,7 +151,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	res.Elapsed = time.Since(started)
 	var final *Census
 	for try := 1; ; try++ {
-		if final, err = counter.Census(bg); err == nil || try == 3 {
+		if final, err = counter.Settle(bg); err == nil || try == 3 {
 			break
 		}
 		time.Sleep(time.Second)

@@ -1,11 +1,18 @@
-// Command chaos runs jobkit's sample stack offline under faults (package chaos) and prints
+// Command chaos runs jobkit's sample stack offline under faults (package chaos), redrives its
+// dead-letter queues once the jobs have settled (-no-redrive: not), and prints
 //
-//	CHAOS jobs=<n> lost=<n> duplicate_effects=<n> dead=<n> expected_dead=<n> order_violations=<n> long_job_runs=<n> never_ran_dead=<n> duplicate_deliveries=<n> deadline_batches=<n> seconds=<n> batches=<n> callbacks=<n> duplicate_callbacks=<n> missing_callbacks=<n>
+//	CHAOS jobs=<n> lost=<n> stranded=<n> redriven=<n> redrive_lost=<n> duplicate_effects=<n> dead=<n> expected_dead=<n> order_violations=<n> long_job_runs=<n> never_ran_dead=<n> duplicate_deliveries=<n> deadline_batches=<n> seconds=<n> batches=<n> callbacks=<n> duplicate_callbacks=<n> missing_callbacks=<n>
 //
-// It exits 1 unless lost=0, duplicate_effects=0, dead=expected_dead, order_violations=0,
-// long_job_runs=1 and never_ran_dead=0, with duplicate_deliveries and deadline_batches above 0
-// when duplicates and overruns were planned; and 2 when the run itself failed. It needs the emulator at AWS_ENDPOINT_URL
-// (default http://127.0.0.1:4566) and a synthesized cloud assembly (make synth).
+// It exits 1 unless lost=0, stranded=0, redrive_lost=0, duplicate_effects=0,
+// dead=expected_dead, order_violations=0, long_job_runs=1 and never_ran_dead=0, with
+// duplicate_deliveries and deadline_batches above 0 when duplicates and overruns were planned,
+// naming the lost, stranded and redrive-lost jobs; and 2 when the run itself failed. It needs the
+// emulator at AWS_ENDPOINT_URL (default http://127.0.0.1:4566) and a synthesized cloud assembly
+// (make synth).
+//
+// -jobs sizes the run (default 10,000); below 10,000, the FIFO groups and the short transcodes
+// not set by their own flags shrink with it (a group of 20 postings per 100 jobs, 40 transcodes
+// per 10,000 jobs, at least 4), so `-jobs 300` is a small run of the same shape.
 package main
 
 import (
@@ -46,6 +53,8 @@ func main() {
 	flag.DurationVar(&cfg.LedgerTimeout, "ledger-timeout", 0, "the ledger function's timeout during the run (0: the sample's)")
 	flag.DurationVar(&cfg.LongJobVisibility, "long-vt", chaos.DefaultLongJobVisibility, "the transcode queue's visibility timeout; the long job runs 3× as long")
 	flag.DurationVar(&cfg.Timeout, "timeout", chaos.DefaultTimeout, "how long the jobs may take to settle")
+	flag.BoolVar(&cfg.NoRedrive, "no-redrive", false, "leave the dead-letter queues as the jobs left them (by default they are redriven once the jobs settle, and every redriven job must run again or be dead-lettered again)")
+	flag.DurationVar(&cfg.RedriveTimeout, "redrive-timeout", chaos.DefaultRedriveTimeout, "how long the redriven jobs may take to settle")
 	emailLimit := flag.Bool("email-rate-limit", false, "keep the email function's rate limit: its snoozes double the emulator's calls, past the run's time bound at 10,000 jobs")
 	flag.StringVar(&cfg.FunctionLogLevel, "function-log-level", "", "the functions' log level (DEBUG logs every job)")
 	var seed uint64
@@ -53,6 +62,7 @@ func main() {
 	deadline := flag.Duration("deadline", 14*time.Minute, "bound on the whole run (deploy, jobs, checks)")
 	logFile := flag.String("log", filepath.Join(".run", "chaos", "functions.log"), "file for the functions' output (\"\" discards it)")
 	flag.Parse()
+	scaleToJobs(&cfg.Plan)
 	cfg.NoEmailRateLimit = !*emailLimit
 	cfg.Seed, cfg.Plan.Seed = seed, seed
 	cfg.Progress = os.Stderr
@@ -65,6 +75,26 @@ func main() {
 	cancel()
 	stop()
 	os.Exit(code)
+}
+
+// fullRun is the number of jobs the flags' defaults are sized for.
+const fullRun = 10000
+
+// scaleToJobs shrinks the FIFO groups and the short transcodes, when their flags are not set, to a
+// -jobs below fullRun: one group per 100 jobs (at least one), 40 transcodes per fullRun jobs (at
+// least 4, so that the container is still killed during one).
+func scaleToJobs(p *chaos.PlanConfig) {
+	set := map[string]bool{}
+	flag.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	if p.Jobs >= fullRun {
+		return
+	}
+	if !set["groups"] {
+		p.Groups = max(1, p.Jobs/100)
+	}
+	if !set["transcodes"] {
+		p.Transcodes = max(4, 40*p.Jobs/fullRun)
+	}
 }
 
 func run(ctx context.Context, cfg chaos.Config, logFile string) int {

@@ -85,8 +85,9 @@ the emulator if it started it — and prints
   DEV outbox: written=<n> forwarded=<n> left=<n>
 
 counted from the stack's records (idempotency records, the functions' output, the dead-letter
-queues, the state table's outbox items). lost counts jobs that are neither succeeded nor
-dead-lettered; it exits 1 when lost > 0, or when an outbox item was left unforwarded.`,
+queues, the state table's outbox items). lost counts jobs that are neither succeeded, nor in a
+dead-letter queue, nor still on their queue, each named with its kind, queue and last known
+state; it exits 1 when lost > 0, or when an outbox item was left unforwarded.`,
 		Example: `  # What make dev runs
   jobkit dev
 
@@ -189,8 +190,8 @@ func runDev(ctx context.Context, a *app, o *devOptions, stdout, stderr io.Writer
 	if runErr != nil {
 		return runErr
 	}
-	if res.Lost > 0 {
-		return fmt.Errorf("dev: %d jobs lost", res.Lost)
+	if err := res.Census.LostError(); err != nil {
+		return fmt.Errorf("dev: %w", err)
 	}
 	if st := res.State; st != nil && (st.DuplicateCallbacks > 0 || st.Callbacks < st.Opened) {
 		return fmt.Errorf("dev: batch callbacks: %d of %d batches called back, %d duplicate runs", st.Callbacks, st.Opened, st.DuplicateCallbacks)
@@ -336,6 +337,12 @@ func report(res *devapp.Result, table bool, total time.Duration, stdout, stderr 
 	}
 	if !res.Drained && c.Total.Pending > 0 {
 		note("dev: %d messages were still queued at the end (not counted as lost)", c.Total.Pending)
+		for _, line := range c.LeftLines() {
+			note("dev: still on its queue: %s", line)
+		}
+	}
+	for _, line := range c.LostLines() {
+		note("dev: lost: %s", line)
 	}
 	if len(res.LeftBehind) == 0 {
 		note("dev: the stack ran %s (%s in all); no function process left behind", res.Elapsed.Round(100*time.Millisecond),

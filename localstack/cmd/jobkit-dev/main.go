@@ -8,8 +8,10 @@
 //
 //	DEV summary: succeeded=<n> retried=<n> dead=<n> lost=<n>
 //
-// counting every job on every queue it deployed, from the stack's own records. It exits 1 when a
-// job was lost.
+// counting every job on every queue it deployed, from the stack's own records, by job id (a job
+// redriven and dead-lettered again is dead, not lost). Each lost job is named, with its kind, queue
+// and last known state, and so are the jobs still on their queues when an interrupted run ends.
+// It exits 1 when a job was lost.
 package main
 
 import (
@@ -154,14 +156,17 @@ func dev(ctx context.Context, o *options, stdout, stderr io.Writer) error {
 	}
 	screen.final(res.Census)
 	fmt.Fprintf(stderr, "dev: the stack ran %s; the functions' output is in %s\n", res.Elapsed.Round(100*time.Millisecond), o.logsShown(module))
+	for _, line := range res.Census.LeftLines() {
+		note("dev: still on its queue at the end (not lost): " + line)
+	}
+	for _, line := range res.Census.LostLines() {
+		note("dev: lost: " + line)
+	}
 	fmt.Fprintln(stdout, res.Census.Summary())
 	if runErr != nil {
 		return runErr
 	}
-	if res.Census.Lost > 0 {
-		return fmt.Errorf("%d jobs lost", res.Census.Lost)
-	}
-	return nil
+	return res.Census.LostError()
 }
 
 // screen shows the run on stderr: on a terminal, the table redrawn in place under the notes;
