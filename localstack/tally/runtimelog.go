@@ -96,9 +96,10 @@ var runtimeLines = map[string]struct {
 }{
 	"job failed: will retry": {EventFailed, ""},
 	"job dead-lettered":      {EventDeadLettered, ""},
-	"job not started: the batch reached its deadline; reported failed": {EventNotStarted, "not started: its batch reached its deadline"},
-	"job not started near the Lambda deadline: reported failed":        {EventNotStarted, "not started: near the Lambda deadline"},
-	"job still running near the Lambda deadline: reported failed":      {EventReturned, "abandoned: still running at the Lambda deadline"},
+	"job not started: the batch reached its deadline; reported failed":                 {EventNotStarted, "not started: its batch reached its deadline"},
+	"job not started near the Lambda deadline: reported failed":                        {EventNotStarted, "not started: near the Lambda deadline"},
+	"job still running near the Lambda deadline: reported failed":                      {EventReturned, "abandoned: still running at the Lambda deadline"},
+	"job done but still recording its outcome at the Lambda deadline: reported failed": {EventReturned, "abandoned: still recording its outcome at the Lambda deadline"},
 	"job snoozed": {EventReturned, "snoozed"},
 	"job not run: an earlier job of its FIFO group failed":                                       {EventReturned, "not run: an earlier job of its FIFO group failed"},
 	"job interrupted by the consumer's drain: released for another consumer":                     {EventReturned, "released by its consumer's drain"},
