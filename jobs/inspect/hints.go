@@ -5,8 +5,7 @@ import "github.com/jobkit-go/jobkit/jobs"
 // reasonHints are the one-line hints of ReasonHint, by jobs.Reason* value ("" is the queue's
 // RedrivePolicy).
 var reasonHints = map[string]string{
-	"": "received maxReceiveCount times without the runtime answering: the function fails before it runs jobs (start-up, role, code), " +
-		"or every invocation was killed or timed out; check the function's logs and errors, fix it, then redrive; see docs/operations.md",
+	"":                         "received maxReceiveCount times without the runtime answering: the function fails before it runs jobs, or every invocation is killed or times out; fix it, then redrive; see docs/operations.md",
 	jobs.ReasonMalformed:       "the body is not a jobkit envelope: something other than a jobkit producer sent it; fix the sender, then purge (a redrive fails again)",
 	jobs.ReasonVersion:         "the envelope's version is newer than the runtime reads: deploy a runtime that reads it, then redrive",
 	jobs.ReasonUnknownKind:     "no worker is registered for the kind: deploy its worker (or an alias for a renamed kind), then redrive",
@@ -14,10 +13,8 @@ var reasonHints = map[string]string{
 	jobs.ReasonCancelled:       "the worker gave up on it with jobs.Cancel: read the error; redrive only once what it says is fixed",
 	jobs.ReasonAttemptsUsed:    "every attempt failed: read the error, fix the cause (a bug, a dependency that is down), then redrive",
 	jobs.ReasonPayloadMismatch: "its idempotency key was used before with other args: two different jobs share a key; fix the producer's keys; a redrive fails again",
-	jobs.ReasonNoOutcome: "its runs kept killing the process or timing out (a crash loop: out of memory, a crash in native code, " +
-		"a job longer than the function's timeout): read the function's logs around its runs, fix, then redrive",
-	jobs.ReasonReceiveLimit: "received as often as the queue's redrive allows, mostly without running (snoozes, rate-limit waits, FIFO skips, throttles): " +
-		"raise the queue's RedriveMargin or the function's concurrency, then redrive",
+	jobs.ReasonNoOutcome:       "its runs kept killing the process or timing out (a crash loop: out of memory, a crash, a job past the timeout): read the function's logs, fix, then redrive",
+	jobs.ReasonReceiveLimit:    "received as often as the queue's redrive allows, mostly without running (snoozes, rate-limit waits, FIFO skips, throttles): raise RedriveMargin, then redrive",
 	jobs.ReasonPayloadUnavailable: "its claim-checked payload could not be read from S3 (expired, deleted, another bucket, or refused); " +
 		"see docs/operations.md; redrive after fixing, within the bucket's expiry",
 }
