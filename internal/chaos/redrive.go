@@ -52,13 +52,39 @@ func (r *runner) redriveAll(ctx context.Context) (*RedriveState, error) {
 		if list.Scanned == 0 && unlisted == 0 {
 			continue
 		}
-		res, err := mover.Redrive(ctx, dlq, &inspect.RedriveOptions{Sources: []string{queue}})
+		res, err := r.redriveOne(ctx, mover, dlq, queue)
 		if err != nil {
-			return nil, fmt.Errorf("chaos: redrive %s: %w", dlq, err)
+			return nil, err
 		}
 		rs.Moved += res.Moved
 		fmt.Fprintf(r.cfg.Progress, "chaos: redrive of %s: %d listed (%d not shown), %s move: moved=%d returned=%d failed=%d no_destination=%d left_in_flight=%d\n",
 			jobs.QueueName(dlq), list.Scanned, unlisted, res.Method, res.Moved, res.Returned, res.Failed, res.NoDestination, res.LeftInFlight)
 	}
 	return rs, nil
+}
+
+// redriveAttempts is how many times a redrive that fails is run again, as an operator would.
+const redriveAttempts = 5
+
+// redriveOne redrives dlq to queue, and runs the redrive again when it fails (a throttled call:
+// the Inspector does not retry StartMessageMoveTask, so that an endpoint without it falls back to
+// the manual move at once), as an operator would; a redrive run again goes on where the last one
+// stopped.
+func (r *runner) redriveOne(ctx context.Context, mover *inspect.Inspector, dlq, queue string) (*inspect.RedriveResult, error) {
+	var moved int64
+	for attempt := 1; ; attempt++ {
+		res, err := mover.Redrive(ctx, dlq, &inspect.RedriveOptions{Sources: []string{queue}})
+		if res != nil {
+			moved += res.Moved
+		}
+		if err == nil {
+			res.Moved = moved
+			return res, nil
+		}
+		if attempt == redriveAttempts || ctx.Err() != nil {
+			return nil, fmt.Errorf("chaos: redrive %s (%d attempts): %w", dlq, attempt, err)
+		}
+		fmt.Fprintf(r.cfg.Progress, "chaos: redrive of %s failed, running it again: %v\n", jobs.QueueName(dlq), err)
+		time.Sleep(time.Duration(attempt) * time.Second)
+	}
 }
