@@ -38,6 +38,7 @@ const (
 	DefaultThrottleRate      = 0.05
 	DefaultKillRate          = 0.02
 	DefaultLongJobVisibility = 20 * time.Second
+	DefaultEmailVisibility   = 10 * time.Second
 	DefaultTimeout           = 11 * time.Minute
 	DefaultLatencyRate       = 0.05
 	DefaultMaxLatency        = 400 * time.Millisecond
@@ -74,6 +75,11 @@ type Config struct {
 	// runtime's heartbeat period base); the long job runs three times as long. Default 20 s: the
 	// sample stack's 10 minutes would make a 30-minute job.
 	LongJobVisibility time.Duration
+	// EmailVisibility is the email queue's visibility timeout during the run (and the email
+	// runtime's view of it). Default DefaultEmailVisibility: the sample's minute would make each
+	// delivery of a crash loop (Plan.CrashLoops) and of a killed batch wait a minute; its jobs
+	// are quick, and the heartbeat extends a batch that runs longer.
+	EmailVisibility time.Duration
 	// LatencyRate is the share of AWS calls the proxy holds back before forwarding them, each
 	// for a random time up to MaxLatency, as a slow AWS answer; defaults 0.05 and 400 ms,
 	// negative rate for none.
@@ -120,6 +126,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.LongJobVisibility <= 0 {
 		c.LongJobVisibility = DefaultLongJobVisibility
+	}
+	if c.EmailVisibility <= 0 {
+		c.EmailVisibility = DefaultEmailVisibility
 	}
 	if c.Timeout <= 0 {
 		c.Timeout = DefaultTimeout
@@ -239,7 +248,25 @@ type runner struct {
 	batchIDs []string // the fan-out batches opened
 }
 
-// customize shortens the transcode queue's visibility timeout (and the runtime's view of it) so
+// shortenVisibility sets the visibility timeout of kind's queue to vt, and its worker's view of it.
+func (r *runner) shortenVisibility(ctx context.Context, s *Stack, kind string, vt time.Duration) error {
+	env := s.WorkerEnv(kind)
+	if env == nil {
+		return fmt.Errorf("chaos: the deployment has no worker for %s", kind)
+	}
+	secs := strconv.Itoa(int(vt / time.Second))
+	_, err := sqs.NewFromConfig(s.Direct).SetQueueAttributes(ctx, &sqs.SetQueueAttributesInput{
+		QueueUrl:   aws.String(env[jobs.EnvQueueURL]),
+		Attributes: map[string]string{string(sqstypes.QueueAttributeNameVisibilityTimeout): secs},
+	})
+	if err != nil {
+		return fmt.Errorf("chaos: set the visibility timeout of %s's queue: %w", kind, err)
+	}
+	env[jobs.EnvVisibilityTimeout] = secs
+	return nil
+}
+
+// customize shortens the email queue's visibility timeout (Config.EmailVisibility) and the transcode queue's visibility timeout (and the runtime's view of it) so
 // that a job three times as long fits the run, sets the ledger function's timeout if asked
 // (Config.LedgerTimeout), enqueues the overrun groups (enqueueBursts) and picks the functions
 // whose processes may die.
@@ -257,6 +284,9 @@ func (r *runner) customize(ctx context.Context, s *Stack) error {
 		return fmt.Errorf("chaos: set the transcode queue's visibility timeout: %w", err)
 	}
 	long[jobs.EnvVisibilityTimeout] = vt
+	if err := r.shortenVisibility(ctx, s, samplejobs.KindSendEmail, r.cfg.EmailVisibility); err != nil {
+		return err
+	}
 	if r.cfg.NoEmailRateLimit {
 		if err := s.LeaveOutEmailRateLimit(); err != nil {
 			return err
