@@ -19,7 +19,8 @@ import (
 //
 //	id = "jobkit#not_run#<message id>", not_run (N), started (N), expiration (TTL, epoch s)
 //
-// started counts the runs begun on a redelivery (jobs.StartLedger): a run that crashed leaves it.
+// started counts the runs begun on a redelivery that have not reported (jobs.StartLedger): a run
+// that died leaves its mark.
 // It is keyed by message id, not job key: a job redriven from the DLQ is a new message and gets
 // its attempts afresh. The item lives as long as SQS can keep a message (14 days).
 const (
@@ -41,28 +42,25 @@ var (
 
 // AddNotRun implements jobs.DeliveryLedger: one UpdateItem adding 1.
 func (s *DynamoDBStore) AddNotRun(ctx context.Context, messageID string) error {
-	return s.addDelivery(ctx, messageID, AttrNotRun, "add not-run delivery")
+	return s.AddDeliveries(ctx, messageID, 1, 0)
 }
 
-// AddStarted implements jobs.StartLedger: one UpdateItem adding 1.
-func (s *DynamoDBStore) AddStarted(ctx context.Context, messageID string) error {
-	return s.addDelivery(ctx, messageID, AttrStarted, "add started run")
-}
-
-func (s *DynamoDBStore) addDelivery(ctx context.Context, messageID, attr, op string) error {
+// AddDeliveries implements jobs.StartLedger: one UpdateItem adding both counts.
+func (s *DynamoDBStore) AddDeliveries(ctx context.Context, messageID string, notRun, started int) error {
 	exp := strconv.FormatInt(time.Now().Add(notRunExpiry).Unix(), 10)
 	_, err := s.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName:                aws.String(s.table),
 		Key:                      keyOf(NotRunKeyPrefix + messageID),
-		UpdateExpression:         aws.String("ADD #n :one SET #e = :exp"),
-		ExpressionAttributeNames: map[string]string{"#n": attr, "#e": AttrExpiration},
+		UpdateExpression:         aws.String("ADD #n :n, #s :s SET #e = :exp"),
+		ExpressionAttributeNames: map[string]string{"#n": AttrNotRun, "#s": AttrStarted, "#e": AttrExpiration},
 		ExpressionAttributeValues: map[string]types.AttributeValue{
-			":one": &types.AttributeValueMemberN{Value: "1"},
+			":n":   &types.AttributeValueMemberN{Value: strconv.Itoa(notRun)},
+			":s":   &types.AttributeValueMemberN{Value: strconv.Itoa(started)},
 			":exp": &types.AttributeValueMemberN{Value: exp},
 		},
 	})
 	if err != nil {
-		return &StoreError{Op: op, Key: NotRunKeyPrefix + messageID, Err: err}
+		return &StoreError{Op: "add deliveries", Key: NotRunKeyPrefix + messageID, Err: err}
 	}
 	return nil
 }
@@ -103,14 +101,8 @@ type notRunCounts struct {
 }
 
 // AddNotRun implements jobs.DeliveryLedger.
-func (s *MemoryStore) AddNotRun(_ context.Context, messageID string) error {
-	s.notRun.mu.Lock()
-	defer s.notRun.mu.Unlock()
-	if s.notRun.n == nil {
-		s.notRun.n = map[string]int{}
-	}
-	s.notRun.n[messageID]++
-	return nil
+func (s *MemoryStore) AddNotRun(ctx context.Context, messageID string) error {
+	return s.AddDeliveries(ctx, messageID, 1, 0)
 }
 
 // NotRun implements jobs.DeliveryLedger.
@@ -120,14 +112,15 @@ func (s *MemoryStore) NotRun(_ context.Context, messageID string) (int, error) {
 	return s.notRun.n[messageID], nil
 }
 
-// AddStarted implements jobs.StartLedger.
-func (s *MemoryStore) AddStarted(_ context.Context, messageID string) error {
+// AddDeliveries implements jobs.StartLedger.
+func (s *MemoryStore) AddDeliveries(_ context.Context, messageID string, notRun, started int) error {
 	s.notRun.mu.Lock()
 	defer s.notRun.mu.Unlock()
-	if s.notRun.started == nil {
-		s.notRun.started = map[string]int{}
+	if s.notRun.n == nil {
+		s.notRun.n, s.notRun.started = map[string]int{}, map[string]int{}
 	}
-	s.notRun.started[messageID]++
+	s.notRun.n[messageID] += notRun
+	s.notRun.started[messageID] += started
 	return nil
 }
 

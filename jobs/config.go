@@ -121,16 +121,18 @@ type DeliveryLedger interface {
 }
 
 // StartLedger is a DeliveryLedger that also counts, per SQS message id, the runs the runtime
-// started on a redelivery (one write before each such run; a first delivery writes nothing). A
-// run that started and never reported — the process crashed or was killed, or the invocation
-// timed out — leaves its mark, which a receive that never reached the runtime (a throttled
-// invocation) does not: so the runtime dead-letters a crash loop (ReasonNoOutcome) without ever
-// taking a job that did not run for one. idempotency.DynamoDBStore implements it.
+// began on a redelivery and that have not reported an outcome: one is added before each such run
+// (a first delivery writes nothing) and taken back once the run reports and its message goes back
+// to the queue. A run that died — the process crashed or was killed, the invocation timed out —
+// leaves its mark, which a receive that never reached the runtime (a throttled invocation) does
+// not. So the runtime runs a job whose run died alone, after the rest of its batch, so that a crash
+// loop takes no other job down with it, and dead-letters it once its runs have died MaxAttempts
+// times (ReasonNoOutcome). idempotency.DynamoDBStore implements it.
 type StartLedger interface {
 	DeliveryLedger
-	// AddStarted records that a run of the message's job is starting on a redelivery.
-	AddStarted(ctx context.Context, messageID string) error
-	// Deliveries returns the counts AddNotRun and AddStarted made for the message, in one read.
+	// AddDeliveries adds notRun and started (either may be negative) to the message's counts.
+	AddDeliveries(ctx context.Context, messageID string, notRun, started int) error
+	// Deliveries returns the message's counts, in one read.
 	Deliveries(ctx context.Context, messageID string) (notRun, started int, err error)
 }
 

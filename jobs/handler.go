@@ -164,14 +164,19 @@ type record struct {
 
 	// Written by the record's worker before it moves state to stateDone.
 	out     outcome
-	visible bool          // set the visibility to delay at the end of the batch
-	ran     bool          // the job ran (dur is meaningful)
-	notRun  bool          // abandoned before it started, or SnoozeNotRun: the delivery did not run the job
-	counted bool          // Attempt already counts real runs (screen read the ledger)
-	credit  int16         // earlier deliveries to record as not run: they ended with a crash-looping job (screen)
-	started int16         // runs started on earlier redeliveries (StartLedger), read by countRealRuns
-	delay   time.Duration // retry, snooze or skip delay
-	dur     time.Duration // time spent in the job
+	visible bool  // set the visibility to delay at the end of the batch
+	ran     bool  // the job ran (dur is meaningful)
+	notRun  bool  // abandoned before it started, or SnoozeNotRun: the delivery did not run the job
+	counted bool  // Attempt already counts real runs (screen read the ledger)
+	credit  int16 // earlier deliveries to record as not run: they ended with a crash-looping job (screen)
+	started int16 // runs begun on earlier redeliveries that never reported (StartLedger), read by countRealRuns
+	// Crash isolation (receives.go): suspect: an earlier run died, so it runs alone, after the
+	// rest; marked: this delivery's run left a start mark; precredited: counted in advance as a
+	// delivery that did not run (a suspect, before the first runs alone); ledgered: its ledger
+	// counts for this delivery are written.
+	suspect, marked, precredited, ledgered bool
+	delay                                  time.Duration // retry, snooze or skip delay
+	dur                                    time.Duration // time spent in the job
 }
 
 // batch is one invocation's records and their workers. With its 10 inline records it fits a
@@ -207,6 +212,9 @@ type batch struct {
 	// FIFO: record indexes ordered by group, and where each group starts in it.
 	order  []int32
 	starts []int32
+	// unitMap, when set, is the units (records, or FIFO groups) of the current pass, in order
+	// (runPass); nil means every unit.
+	unitMap []int32
 
 	inline [10]record // the records of a batch of up to 10: one allocation for the batch
 
@@ -326,12 +334,12 @@ func (h *sqsHandler) runBatch(ctx, post context.Context, msgs []wire.SQSMessage)
 
 	b.screen()
 	h.watchdog.add(b, now)
-	b.runAll()
+	b.runPhases()
 	h.watchdog.remove(b)
 	b.stopHeartbeat()
 
 	b.applyVisibility()
-	b.recordNotRun()
+	b.recordNotRun(false)
 	resp := b.response()
 	end := b.endClock
 	if end.IsZero() {
@@ -486,11 +494,27 @@ func (b *batch) groupRecords() {
 // busy wakes one more (up to Concurrency), so slow jobs soon run Concurrency at once while a batch
 // of quick ones costs few goroutine hand-offs.
 func (b *batch) runAll() {
-	b.units = int32(len(b.records))
-	if b.h.fifo {
+	b.runPass(nil, b.h.cfg.Concurrency)
+}
+
+// runPass runs units (nil: every record, or every FIFO group), up to limit at once, as runAll
+// describes. A batch may run several passes (runPhases); a pass after the hard stop starts nothing.
+func (b *batch) runPass(units []int32, limit int) {
+	b.unitMap = units
+	switch {
+	case units != nil:
+		b.units = int32(len(units))
+	case b.h.fifo:
 		b.units = int32(len(b.starts) - 1)
+	default:
+		b.units = int32(len(b.records))
 	}
-	b.limit = int32(max(1, min(b.h.cfg.Concurrency, int(b.units))))
+	b.next.Store(0)
+	b.started.Store(0)
+	b.left.Store(0)
+	b.finished.Store(0)
+	b.released.Store(false)
+	b.limit = int32(max(1, min(limit, int(b.units))))
 	b.done.Add(1)
 	b.wake()
 	b.done.Wait()
@@ -570,6 +594,9 @@ func (b *batch) work() {
 		i, ok := b.claim()
 		if !ok {
 			return
+		}
+		if b.unitMap != nil {
+			i = int(b.unitMap[i])
 		}
 		if !b.h.fifo {
 			b.runRecord(&b.records[i], &clock)

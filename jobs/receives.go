@@ -3,6 +3,7 @@ package jobs
 import (
 	"fmt"
 	"log/slog"
+	"sort"
 	"sync"
 )
 
@@ -90,17 +91,24 @@ func (b *batch) countRealRuns(r *record) bool {
 }
 
 // markStarted records, before a redelivered job runs, that a run is starting (StartLedger): if
-// the process dies in it, the mark tells the next delivery that the job did run. A first
-// delivery writes nothing. A failed write is logged and the job runs: unmarked, a crash loop is
-// caught later (by the receive limit), never a job that did not run.
+// the process dies in it, the mark tells the next delivery that the job did run and never
+// reported. A suspect counted in advance as not run (precredited) takes that back in the same
+// write. A first delivery writes nothing. A failed write is logged and the job runs: unmarked, a
+// crash loop is caught later (by the receive limit), never a job that did not run.
 func (b *batch) markStarted(r *record) {
 	sl, ok := b.h.cfg.Deliveries.(StartLedger)
 	if !ok || r.row.Deliveries <= 1 {
 		return
 	}
-	if err := sl.AddStarted(b.post(), r.msg.MessageID); err != nil {
-		b.logRecord(slog.LevelWarn, r, "delivery ledger: could not record a run's start", err)
+	notRun := 0
+	if r.precredited {
+		notRun, r.precredited = -1, false
 	}
+	if err := sl.AddDeliveries(b.post(), r.msg.MessageID, notRun, 1); err != nil {
+		b.logRecord(slog.LevelWarn, r, "delivery ledger: could not record a run's start", err)
+		return
+	}
+	r.marked = true
 }
 
 // screen runs before any job of the batch. A record on the last receive the queue's redrive
@@ -143,11 +151,15 @@ func (b *batch) screen() {
 	crashes := 0
 	for i := range b.records {
 		r := &b.records[i]
-		if !known[i] || r.pre != nil || int(r.started) < r.row.MaxAttempts || !b.headOfGroup(i) {
+		if !known[i] || r.pre != nil || r.started == 0 {
 			continue
 		}
-		r.pre = &NoOutcomeError{Deliveries: r.row.Deliveries, Started: int(r.started) + 1, Attempts: r.row.MaxAttempts}
-		crashes = max(crashes, int(r.started)+1)
+		if int(r.started) >= r.row.MaxAttempts && b.headOfGroup(i) {
+			r.pre = &NoOutcomeError{Deliveries: r.row.Deliveries, Started: int(r.started) + 1, Attempts: r.row.MaxAttempts}
+			crashes = max(crashes, int(r.started)+1)
+			continue
+		}
+		r.suspect = true
 	}
 	if crashes == 0 {
 		return
@@ -161,6 +173,96 @@ func (b *batch) screen() {
 		r.row.Attempt -= c
 		r.credit = int16(c)
 	}
+}
+
+// runPhases runs the batch. When some record's earlier run died (a suspect: the process crashed
+// or was killed while it ran, or its invocation timed out), the others run first, as usual; then
+// each unit (record, or FIFO group) holding a suspect runs alone, those whose runs died fewest
+// times first. Before the first of them, what has ended is recorded in the ledger and every
+// suspect is counted in advance as a delivery that did not run, so that if one of them kills the
+// process, the runs that ended stand and the jobs not yet run are not charged. A crash loop so
+// dies alone: the jobs delivered with it are not taken for it.
+func (b *batch) runPhases() {
+	first, later := b.phaseUnits()
+	if later == nil {
+		b.runAll()
+		return
+	}
+	b.runPass(first, b.h.cfg.Concurrency)
+	b.recordNotRun(true)
+	b.precredit()
+	for _, u := range later {
+		if b.stop.Load() {
+			return
+		}
+		b.runPass([]int32{u}, 1)
+		b.recordNotRun(true)
+	}
+}
+
+// phaseUnits splits the batch's units (records, or FIFO groups) into those without a suspect and
+// those with one, the latter by their most died runs, fewest first; later is nil without suspects.
+func (b *batch) phaseUnits() (first, later []int32) {
+	var died []int16
+	n := len(b.records)
+	if b.h.fifo {
+		n = len(b.starts) - 1
+	}
+	for u := range n {
+		recs := []int32{int32(u)}
+		if b.h.fifo {
+			recs = b.order[b.starts[u]:b.starts[u+1]]
+		}
+		worst, suspect := int16(0), false
+		for _, k := range recs {
+			if r := &b.records[k]; r.suspect {
+				suspect, worst = true, max(worst, r.started)
+			}
+		}
+		if !suspect {
+			first = append(first, int32(u))
+			continue
+		}
+		later, died = append(later, int32(u)), append(died, worst)
+	}
+	if later == nil {
+		return nil, nil
+	}
+	idx := make([]int, len(later))
+	for i := range idx {
+		idx[i] = i
+	}
+	sort.SliceStable(idx, func(a, c int) bool { return died[idx[a]] < died[idx[c]] })
+	ordered := make([]int32, len(later))
+	for i, j := range idx {
+		ordered[i] = later[j]
+	}
+	if first == nil {
+		first = []int32{}
+	}
+	return first, ordered
+}
+
+// precredit counts every record of a unit still to run alone as a delivery that did not run (one
+// ledger write each); markStarted takes it back for those that run.
+func (b *batch) precredit() {
+	sl, ok := b.h.cfg.Deliveries.(StartLedger)
+	if !ok {
+		return
+	}
+	var recs []*record
+	for i := range b.records {
+		if r := &b.records[i]; r.state.Load() == statePending {
+			recs = append(recs, r)
+		}
+	}
+	b.each(recs, func(r *record) {
+		if err := sl.AddDeliveries(b.post(), r.msg.MessageID, 1, 0); err != nil {
+			b.logRecord(slog.LevelWarn, r, "delivery ledger: could not count a delivery in advance", err)
+			return
+		}
+		r.precredited = true
+	})
 }
 
 // headOfGroup reports whether record i may have run ahead of the others of its FIFO group: it is
@@ -207,38 +309,60 @@ func (b *batch) each(recs []*record, fn func(*record)) {
 	wg.Wait()
 }
 
-// recordNotRun tells the ledger about the deliveries of this batch that did not run their job,
-// and the credits screen gave (for records going back to the queue), up to visibilityCalls at
-// once, within the post-job budget.
-func (b *batch) recordNotRun() {
+// recordNotRun tells the ledger, for each record not yet told, what this delivery was: one that
+// did not run its job (skipped, not started, snoozed, abandoned before it started), the credits
+// screen gave, and the start mark of a run that reported and goes back to the queue (taken back,
+// so that only a run that died keeps its mark; a success's too with unmarkSucceeded, while a later
+// run of the batch may still kill the process) — up to visibilityCalls writes at once, within the
+// post-job budget. A record still running or being dead-lettered is left for a later call.
+func (b *batch) recordNotRun(unmarkSucceeded bool) {
 	ledger := b.h.cfg.Deliveries
 	if ledger == nil {
 		return
 	}
+	sl, _ := ledger.(StartLedger)
 	var recs []*record
-	adds := make(map[*record]int)
+	adds := make(map[*record][2]int)
 	for i := range b.records {
 		r := &b.records[i]
 		st := r.state.Load()
-		n := 0
+		if r.ledgered || (st != stateDone && st != stateAbandoned) {
+			continue
+		}
+		r.ledgered = true
+		notRun, started := 0, 0
 		if st == stateDone && (r.out == outSkipped || r.out == outNotStarted || r.out == outSnoozed) ||
 			st == stateAbandoned && r.notRun {
-			n = 1
+			notRun = 1
+		}
+		if r.precredited {
+			notRun = 0 // counted already
 		}
 		if r.credit > 0 && (st == stateAbandoned || r.out.listed()) {
-			n += int(r.credit)
+			notRun += int(r.credit)
 		}
-		if n > 0 {
+		if r.marked && st == stateDone && (r.out != outSucceeded || unmarkSucceeded) {
+			started = -1 // it reported (a success needs it only while a later run may kill the process)
+		}
+		if notRun != 0 || (started != 0 && sl != nil) {
 			recs = append(recs, r)
-			adds[r] = n
+			adds[r] = [2]int{notRun, started}
 		}
 	}
 	b.each(recs, func(r *record) {
-		for range adds[r] {
-			if err := ledger.AddNotRun(b.post(), r.msg.MessageID); err != nil {
-				b.logRecord(slog.LevelWarn, r, "delivery ledger: could not record a delivery that did not run; it counts as an attempt", err)
-				return
+		a := adds[r]
+		var err error
+		if sl != nil {
+			err = sl.AddDeliveries(b.post(), r.msg.MessageID, a[0], a[1])
+		} else {
+			for range a[0] {
+				if err = ledger.AddNotRun(b.post(), r.msg.MessageID); err != nil {
+					break
+				}
 			}
+		}
+		if err != nil {
+			b.logRecord(slog.LevelWarn, r, "delivery ledger: could not record a delivery that did not run; it counts as an attempt", err)
 		}
 	})
 }

@@ -3,10 +3,12 @@ package jobs_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -74,11 +76,10 @@ func (r *runs) ran(n int) int {
 	return r.n[n]
 }
 
-// pump plays the event source mapping: it receives batches of up to 10, hands each to handler
-// (or, when crash takes the batch — it runs it in a process that dies — leaves it as a killed
-// invocation does: no answer, no deletes) and deletes what the handler did not list, until the
-// queue has been empty for a few polls.
-func pump(t *testing.T, client *sqs.Client, q awstest.Queue, r *runs, handler func(context.Context, events.SQSEvent) []string, crash func([]sqstypes.Message) bool) {
+// pump plays the event source mapping: it receives batches of up to 10, hands each to handler —
+// or to elsewhere, when it takes the batch (a worker process of its own, which may die) — and
+// deletes what the handler did not list, until the queue has been empty for a few polls.
+func pump(t *testing.T, client *sqs.Client, q awstest.Queue, r *runs, handler func(context.Context, events.SQSEvent) []string, elsewhere func([]sqstypes.Message) bool) {
 	t.Helper()
 	ctx := context.Background()
 	empty := 0
@@ -95,15 +96,7 @@ func pump(t *testing.T, client *sqs.Client, q awstest.Queue, r *runs, handler fu
 		}
 		empty = 0
 		r.seen(t, out.Messages)
-		if crash != nil && crash(out.Messages) {
-			// The process died: SQS returns the messages after their visibility timeout, made
-			// 0 here so the test need not wait for it (the dead runtime's heartbeat is gone).
-			entries := make([]sqstypes.ChangeMessageVisibilityBatchRequestEntry, len(out.Messages))
-			for i, m := range out.Messages {
-				entries[i] = sqstypes.ChangeMessageVisibilityBatchRequestEntry{Id: aws.String(fmt.Sprint(i)), ReceiptHandle: m.ReceiptHandle}
-			}
-			_, err := client.ChangeMessageVisibilityBatch(ctx, &sqs.ChangeMessageVisibilityBatchInput{QueueUrl: aws.String(q.URL), Entries: entries})
-			require.NoError(t, err)
+		if elsewhere != nil && elsewhere(out.Messages) {
 			continue
 		}
 		deleteExcept(t, client, q.URL, out.Messages, handler(ctx, jobstest.EventFromMessages(q.ARN, out.Messages)))
@@ -182,26 +175,59 @@ func TestRuntimeFIFOBacklogNeverDeadLettersUnrunOnSQS(t *testing.T) {
 }
 
 // crashChild, when set, makes this test binary a worker process that runs one batch (the SQS
-// event in the file it names) with a worker that kills the process when job 1 starts.
+// event in the file it names) with a worker that kills the process when job 1 starts, fails job
+// 2's first run (across processes: a file marks it), and prints a line per run.
 const crashChild = "JOBS_TEST_CRASH_EVENT"
 
-// runCrashing runs the batch msgs in a child process whose job 1 kills it (status 137), with the
-// runtime configured as rc's queue, DLQ and ledger table say.
-func runCrashing(t *testing.T, q awstest.Queue, msgs []sqstypes.Message, env ...string) {
-	t.Helper()
-	ev, err := json.Marshal(jobstest.EventFromMessages(q.ARN, msgs))
-	require.NoError(t, err)
-	path := filepath.Join(t.TempDir(), "event.json")
-	require.NoError(t, os.WriteFile(path, ev, 0o600))
-	cmd := exec.Command(os.Args[0], "-test.run", "^"+t.Name()+"$")
-	cmd.Env = append(append(os.Environ(), crashChild+"="+path), env...)
-	out, err := cmd.CombinedOutput()
-	var exit *exec.ExitError
-	require.ErrorAs(t, err, &exit, "the worker process must die: %s", out)
-	require.Equal(t, 137, exit.ExitCode(), "%s", out)
+// child is a batch run in a worker process of its own.
+type child struct {
+	t      *testing.T
+	client *sqs.Client
+	q      awstest.Queue
+	env    []string
+	dir    string // shared by the processes: job 2's mark
+
+	crashes int
+	runs    []string // "<n> <attempt>/<deliveries>" per run, in every process
 }
 
-// crashChildMain is the child's side of runCrashing.
+// run runs the batch msgs in a worker process. If job 1 kills it (status 137), the messages go back
+// as after a killed invocation (their visibility lapses: made 0 here, so the test need not wait);
+// if the process answers, what it did not list is deleted, as the event source mapping does.
+func (c *child) run(msgs []sqstypes.Message) {
+	t := c.t
+	ev, err := json.Marshal(jobstest.EventFromMessages(c.q.ARN, msgs))
+	require.NoError(t, err)
+	path := filepath.Join(c.dir, "event.json")
+	require.NoError(t, os.WriteFile(path, ev, 0o600))
+	cmd := exec.Command(os.Args[0], "-test.run", "^"+t.Name()+"$")
+	cmd.Env = append(append(os.Environ(), crashChild+"="+path, "JOBS_TEST_DIR="+c.dir), c.env...)
+	out, err := cmd.Output()
+	var failed []string
+	for _, line := range strings.Split(string(out), "\n") {
+		if run, ok := strings.CutPrefix(line, "RAN "); ok {
+			c.runs = append(c.runs, run)
+		}
+		if id, ok := strings.CutPrefix(line, "LISTED "); ok {
+			failed = append(failed, id)
+		}
+	}
+	var exit *exec.ExitError
+	if errors.As(err, &exit) && exit.ExitCode() == 137 {
+		c.crashes++
+		entries := make([]sqstypes.ChangeMessageVisibilityBatchRequestEntry, len(msgs))
+		for i, m := range msgs {
+			entries[i] = sqstypes.ChangeMessageVisibilityBatchRequestEntry{Id: aws.String(fmt.Sprint(i)), ReceiptHandle: m.ReceiptHandle}
+		}
+		_, err := c.client.ChangeMessageVisibilityBatch(context.Background(), &sqs.ChangeMessageVisibilityBatchInput{QueueUrl: aws.String(c.q.URL), Entries: entries})
+		require.NoError(t, err)
+		return
+	}
+	require.NoError(t, err, "the worker process: %s", out)
+	deleteExcept(t, c.client, c.q.URL, msgs, failed)
+}
+
+// crashChildMain is the worker process's side of child.run.
 func crashChildMain(t *testing.T, attempts, receives int) {
 	cfg := awstest.Config(t)
 	client := sqs.NewFromConfig(cfg)
@@ -210,8 +236,16 @@ func crashChildMain(t *testing.T, attempts, receives int) {
 	rc.MaxAttempts, rc.MaxReceiveCount, rc.Backoff, rc.Deliveries = attempts, receives, fixedBackoff(0), store
 	w := jobs.NewWorkers()
 	jobs.AddWorker(w, jobs.WorkFunc[TestJob](func(ctx context.Context, job *jobs.Job[TestJob]) error {
-		if job.Args.N == 1 {
+		fmt.Printf("RAN %d %d/%d\n", job.Args.N, job.Attempt, job.Deliveries)
+		switch job.Args.N {
+		case 1:
 			os.Exit(137) // killed mid-job: no answer, no deferred call
+		case 2:
+			mark := filepath.Join(os.Getenv("JOBS_TEST_DIR"), "job2-failed")
+			if _, err := os.Stat(mark); err != nil {
+				_ = os.WriteFile(mark, nil, 0o600)
+				return errors.New("job 2 failed")
+			}
 		}
 		return nil
 	}))
@@ -219,16 +253,29 @@ func crashChildMain(t *testing.T, attempts, receives int) {
 	require.NoError(t, err)
 	var ev events.SQSEvent
 	require.NoError(t, json.Unmarshal(b, &ev))
-	_, _ = jobs.NewSQSHandler(w, rc)(context.Background(), ev)
-	os.Exit(0) // job 1 was not in the batch
+	resp, err := jobs.NewSQSHandler(w, rc)(context.Background(), ev)
+	require.NoError(t, err)
+	for _, id := range jobstest.FailedIDs(resp) {
+		fmt.Printf("LISTED %s\n", id)
+	}
+	os.Exit(0)
+}
+
+// newChild makes the worker processes' setup for q, its DLQ and a ledger table.
+func newChild(t *testing.T, cfg aws.Config, q, dlq awstest.Queue) *child {
+	table := awstest.CreateTable(t, cfg, "idem", "id", "")
+	return &child{
+		t: t, client: sqs.NewFromConfig(cfg), q: q, dir: t.TempDir(),
+		env: []string{"JOBS_TEST_TABLE=" + table, "JOBS_TEST_QUEUE=" + q.URL, "JOBS_TEST_DLQ=" + dlq.URL},
+	}
 }
 
 // A crash loop on a FIFO queue: job 1 kills its worker process whenever it runs (a real
-// process, killed mid-job). Each run on a redelivery leaves a start mark in the ledger; once job 1
-// has started its 3 attempts' worth of runs on redeliveries and comes back, the runtime
+// process, killed mid-job). Each run on a redelivery leaves a start mark in the ledger that only
+// a run that reports takes back; once job 1's first run and 3 more have died, the next delivery
 // dead-letters it without running it (ReasonNoOutcome). The jobs behind it — delivered with it
-// every time, never run, so never marked — are not mistaken for it: they are credited those
-// deliveries, job 2 fails once and is retried on its second attempt, job 3 succeeds.
+// every time, never run, never marked — are not taken for it: job 2 fails once and is retried on
+// its second attempt (its receives behind job 1 are not charged), then succeeds; job 3 succeeds.
 func TestRuntimeFIFOCrashLoopIsDeadLetteredAloneOnSQS(t *testing.T) {
 	const attempts = 3
 	receives := jobs.MinFIFOMaxReceiveCount(10, attempts)
@@ -241,40 +288,51 @@ func TestRuntimeFIFOCrashLoopIsDeadLetteredAloneOnSQS(t *testing.T) {
 	client := sqs.NewFromConfig(cfg)
 	dlq := awstest.CreateQueue(t, cfg, "dlq", &awstest.QueueOptions{FIFO: true})
 	q := awstest.CreateQueue(t, cfg, "q", &awstest.QueueOptions{FIFO: true, DLQ: &dlq, MaxReceiveCount: receives})
-	table := awstest.CreateTable(t, cfg, "idem", "id", "")
-	rc := runtimeConfig(client, q.URL, dlq.URL)
-	rc.MaxAttempts, rc.MaxReceiveCount, rc.Backoff = attempts, receives, fixedBackoff(0)
-	rc.Deliveries = idempotency.NewDynamoDBStore(dynamodb.NewFromConfig(cfg), table)
-	r := newRuns()
-	r.once[2] = true
+	c := newChild(t, cfg, q, dlq)
 	enqueue(t, client, q.URL, TestJob{N: 1, Group: "g"}, TestJob{N: 2, Group: "g"}, TestJob{N: 3, Group: "g"})
+	// Every batch runs in a worker process of its own.
+	pump(t, client, q, newRuns(), nil, func(msgs []sqstypes.Message) bool { c.run(msgs); return true })
 
-	crashes := 0
-	crash := func(msgs []sqstypes.Message) bool {
-		for _, m := range msgs {
-			if jobN(t, m) != 1 {
-				continue
-			}
-			if crashes == attempts+1 {
-				return false // the runtime must dead-letter it now, without running it
-			}
-			crashes++
-			runCrashing(t, q, msgs, "JOBS_TEST_TABLE="+table, "JOBS_TEST_QUEUE="+q.URL, "JOBS_TEST_DLQ="+dlq.URL)
-			return true
-		}
-		return false
-	}
-	pump(t, client, q, r, sqsHandler(r.workers(), rc), crash)
-
-	assert.Equal(t, attempts+1, crashes, "its first delivery and one per attempt on redeliveries")
+	assert.Equal(t, attempts+1, c.crashes, "its first delivery and one per attempt on redeliveries")
 	got := dead(t, client, dlq, 1)
 	require.Len(t, got, 1, "only the crash loop is dead")
 	assert.Equal(t, jobs.ReasonNoOutcome, got[1].Reason)
 	assert.Contains(t, got[1].Error, "4 runs started without reporting an outcome")
-	assert.Zero(t, r.ran(1), "the crash loop never ran in this process: it is not run again")
-	assert.Equal(t, 2, r.ran(2))
-	assert.Equal(t, "2/6", r.attempts[2], "job 2: its second attempt, on its sixth delivery")
-	assert.Equal(t, 1, r.ran(3))
+	assert.Equal(t, []string{"1 1/1", "1 2/2", "1 3/3", "1 4/4", "2 1/5", "2 2/6", "3 1/6"}, c.runs,
+		"job 1 never runs after its 4th death; job 2's first attempt is on its 5th delivery, its second on its 6th")
+}
+
+// A crash loop on a Standard queue, delivered with four other jobs every time (a killed batch
+// comes back whole): job 1 kills its worker process whenever it runs. Once a run has died, its
+// job runs alone, after the others: the jobs delivered with it all succeed and none is dead;
+// job 1 alone is dead-lettered as no_outcome.
+func TestRuntimeCrashLoopRunsAloneOnSQS(t *testing.T) {
+	const attempts = 3
+	receives := attempts + 8
+	if os.Getenv(crashChild) != "" {
+		crashChildMain(t, attempts, receives)
+		return
+	}
+	t.Parallel()
+	cfg := awstest.Config(t)
+	client := sqs.NewFromConfig(cfg)
+	dlq := awstest.CreateQueue(t, cfg, "dlq", nil)
+	q := awstest.CreateQueue(t, cfg, "q", &awstest.QueueOptions{DLQ: &dlq, MaxReceiveCount: receives})
+	c := newChild(t, cfg, q, dlq)
+	enqueue(t, client, q.URL, TestJob{N: 1}, TestJob{N: 3}, TestJob{N: 4}, TestJob{N: 5}, TestJob{N: 6})
+	pump(t, client, q, newRuns(), nil, func(msgs []sqstypes.Message) bool { c.run(msgs); return true })
+
+	got := dead(t, client, dlq, 5)
+	require.Len(t, got, 1, "only the crash loop is dead: %v", got)
+	assert.Equal(t, jobs.ReasonNoOutcome, got[1].Reason)
+	ran := map[string]bool{}
+	for _, run := range c.runs {
+		ran[strings.Fields(run)[0]] = true
+	}
+	for _, n := range []string{"3", "4", "5", "6"} {
+		assert.True(t, ran[n], "job %s ran", n)
+	}
+	t.Logf("crashes: %d; runs: %v", c.crashes, c.runs)
 }
 
 // A job snoozed on every delivery is received again and again without an attempt charged; on
