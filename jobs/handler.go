@@ -44,7 +44,8 @@ import (
 //   - Before anything runs (screen, receives.go): a record on the last receive the queue's redrive
 //     policy allows (Config.MaxReceiveCount) is dead-lettered without running (ReceiveLimitError),
 //     so SQS never moves a job unnamed; with a StartLedger, a job whose runs kept ending without
-//     an outcome (a crash loop) is dead-lettered without running again (NoOutcomeError).
+//     an outcome (a crash loop) is dead-lettered without running again (NoOutcomeError), and a job
+//     whose earlier run died runs alone, after the rest of the batch (runPhases).
 //
 // On a FIFO queue the message groups of a batch run concurrently (up to Config.Concurrency) and
 // each group in order; once a record of a group is listed, the rest of the group is listed
