@@ -4,7 +4,9 @@ import (
 	"context"
 	"testing"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/stretchr/testify/require"
 
 	"github.com/jobkit-go/jobkit/functions/samplejobs"
@@ -31,4 +33,15 @@ func TestKeyedMailerDeliversAKeyOnceOnDynamoDB(t *testing.T) {
 		require.NoError(t, m.Send(ctx, samplejobs.Email{To: "x@example.com", IdempotencyKey: key}))
 	}
 	require.Equal(t, []string{"a", "b", "", ""}, next.sent)
+
+	// An acceptance whose answer was lost: the key is there, not yet delivered. The retry
+	// delivers it, once.
+	db := dynamodb.NewFromConfig(cfg)
+	_, err := db.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(m.Table), Item: map[string]types.AttributeValue{
+		instrument.EffectsIDAttr: &types.AttributeValueMemberS{Value: instrument.MailKeyPrefix + "lost"},
+	}})
+	require.NoError(t, err)
+	require.NoError(t, m.Send(ctx, samplejobs.Email{IdempotencyKey: "lost"}))
+	require.NoError(t, m.Send(ctx, samplejobs.Email{IdempotencyKey: "lost"}))
+	require.Equal(t, []string{"a", "b", "", "", "lost"}, next.sent)
 }
