@@ -133,9 +133,8 @@ func (b *batch) screen() {
 			redelivered = append(redelivered, r)
 		}
 	}
-	known := make([]bool, len(b.records))
 	if ledger != nil && len(redelivered) > 0 {
-		b.each(redelivered, func(r *record) { known[b.index(r)] = b.countRealRuns(r) })
+		b.each(redelivered, func(r *record) { b.countRealRuns(r) }) // r.counted: the counts are known
 	}
 	if limit := b.h.cfg.MaxReceiveCount; limit > 0 {
 		for i := range b.records {
@@ -151,7 +150,7 @@ func (b *batch) screen() {
 	crashes := 0
 	for i := range b.records {
 		r := &b.records[i]
-		if !known[i] || r.pre != nil || r.started == 0 {
+		if !r.counted || r.pre != nil || r.started == 0 {
 			continue
 		}
 		if int(r.started) >= r.row.MaxAttempts && b.headOfGroup(i) {
@@ -166,7 +165,7 @@ func (b *batch) screen() {
 	}
 	for i := range b.records {
 		r := &b.records[i]
-		if r.pre != nil || !known[i] || r.row.Attempt <= 1 {
+		if r.pre != nil || !r.counted || r.row.Attempt <= 1 {
 			continue
 		}
 		c := min(r.row.Attempt-1, crashes)
@@ -278,16 +277,6 @@ func (b *batch) headOfGroup(i int) bool {
 		}
 	}
 	return true
-}
-
-// index returns r's index in the batch.
-func (b *batch) index(r *record) int {
-	for i := range b.records {
-		if &b.records[i] == r {
-			return i
-		}
-	}
-	return -1
 }
 
 // each calls fn for every record, up to visibilityCalls at once.
