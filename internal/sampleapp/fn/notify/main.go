@@ -5,43 +5,15 @@
 package main
 
 import (
-	"context"
-	"errors"
-	"log/slog"
-	"os"
-
-	"github.com/aws/aws-lambda-go/lambda"
-	"github.com/aws/aws-sdk-go-v2/config"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-
 	"github.com/jobkit-go/jobkit/functions/samplejobs"
-	"github.com/jobkit-go/jobkit/idempotency"
 	"github.com/jobkit-go/jobkit/internal/sampleapp/instrument"
 	"github.com/jobkit-go/jobkit/jobs"
+	"github.com/jobkit-go/jobkit/jobs/setup"
 )
 
 func main() {
-	cfg, err := jobs.ConfigFromEnv()
-	exitOn(err)
-	awsCfg, err := config.LoadDefaultConfig(context.Background())
-	exitOn(err)
-	table := os.Getenv(jobs.EnvIdempotencyTable)
-	if table == "" {
-		exitOn(errors.New(jobs.EnvIdempotencyTable + " is not set"))
-	}
-	db := dynamodb.NewFromConfig(awsCfg)
-	store := idempotency.NewDynamoDBStore(db, table)
-	cfg.Deliveries = store // as the sample function: attempts count real runs
-	workers := jobs.NewWorkers()
-	workers.Use(instrument.StartLog(os.Stdout), idempotency.Middleware(store, nil),
-		instrument.FaultMiddleware(), instrument.EffectsFromEnv(db).Middleware())
-	jobs.AddWorker(workers, &samplejobs.NotifyWorker{Logger: cfg.Logger})
-	lambda.Start(jobs.NewLambdaHandler(workers, cfg))
-}
-
-func exitOn(err error) {
-	if err != nil {
-		slog.Error("notify: cannot start", "err", err)
-		os.Exit(1)
-	}
+	m := setup.FromEnv("notify")
+	instrument.Wire(m, instrument.EffectsFromEnv(m.DB))
+	jobs.AddWorker(m.Workers, &samplejobs.NotifyWorker{Logger: m.Config.Logger})
+	m.Start()
 }

@@ -5,46 +5,19 @@
 package main
 
 import (
-	"context"
-	"errors"
-	"log/slog"
-	"os"
-
-	"github.com/aws/aws-sdk-go-v2/config"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-
 	"github.com/jobkit-go/jobkit/functions/samplejobs"
-	"github.com/jobkit-go/jobkit/idempotency"
 	"github.com/jobkit-go/jobkit/internal/sampleapp/instrument"
 	"github.com/jobkit-go/jobkit/jobs"
+	"github.com/jobkit-go/jobkit/jobs/setup"
 )
 
 func main() {
-	cfg, err := jobs.ConfigFromEnv()
-	exitOn(err)
-	awsCfg, err := config.LoadDefaultConfig(context.Background())
-	exitOn(err)
-	table := os.Getenv(jobs.EnvIdempotencyTable)
-	if table == "" {
-		exitOn(errors.New(jobs.EnvIdempotencyTable + " is not set"))
-	}
-	db := dynamodb.NewFromConfig(awsCfg)
-	store := idempotency.NewDynamoDBStore(db, table)
-	cfg.Deliveries = store // as the sample function: attempts count real runs
-	effects := instrument.EffectsFromEnv(db)
+	m := setup.FromEnv("transcode")
+	effects := instrument.EffectsFromEnv(m.DB)
 	if effects != nil {
 		effects.CountStarts = true // the long job must start once
 	}
-	workers := jobs.NewWorkers()
-	workers.Use(instrument.StartLog(os.Stdout), idempotency.Middleware(store, nil),
-		instrument.FaultMiddleware(), effects.Middleware())
-	jobs.AddWorker(workers, &samplejobs.TranscodeWorker{Logger: cfg.Logger})
-	jobs.Start(workers, cfg)
-}
-
-func exitOn(err error) {
-	if err != nil {
-		slog.Error("transcode: cannot start", "err", err)
-		os.Exit(1)
-	}
+	instrument.Wire(m, effects)
+	jobs.AddWorker(m.Workers, &samplejobs.TranscodeWorker{Logger: m.Config.Logger})
+	m.Start()
 }
