@@ -76,6 +76,10 @@ type Config struct {
 	JobTimeout time.Duration
 	// Logger receives the runtime's log lines; nil means JSON to stdout at Info.
 	Logger *slog.Logger
+	// OnEvent, when set, is called with each job's start and outcome (see Event), on the goroutine
+	// that ran the job, before the batch reports: keep it quick and safe for concurrent calls.
+	// WriteEvents writes them as JSON lines (JOBKIT_EVENTS=stdout).
+	OnEvent func(Event)
 	// Metrics receives one CloudWatch Embedded Metric Format line per batch; nil means stdout.
 	// Use io.Discard to turn metrics off.
 	Metrics io.Writer
@@ -149,6 +153,7 @@ type StartLedger interface {
 //	JOBKIT_SAFETY_MARGIN       time kept before the Lambda deadline; default 2s
 //	JOBKIT_JOB_TIMEOUT         each job's own time limit; default none
 //	JOBKIT_PAYLOAD_BUCKET      the bucket of claim-checked payloads (Config.PayloadBucket); default any
+//	JOBKIT_EVENTS              "stdout": each job's start and outcome as JSON lines (WriteEvents); default none
 //	AWS_LAMBDA_FUNCTION_NAME   set by Lambda; written on dead-lettered messages
 //	AWS_LAMBDA_LOG_LEVEL       set by Lambda's JSON logging controls; the log level, default INFO
 //
@@ -221,6 +226,13 @@ func configFromLookup(lookup func(string) (string, bool)) (Config, error) {
 		}
 	}
 	cfg.Logger = slog.New(slog.NewJSONHandler(os.Stdout, &slog.HandlerOptions{Level: level}))
+	switch v := get(EnvEvents); v {
+	case "":
+	case "stdout":
+		cfg.OnEvent = WriteEvents(os.Stdout)
+	default:
+		errs = append(errs, fmt.Errorf("%s=%q: want stdout or nothing", EnvEvents, v))
+	}
 	if cfg.QueueURL == "" {
 		errs = append(errs, fmt.Errorf("%s is not set", EnvQueueURL))
 	}

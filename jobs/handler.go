@@ -634,12 +634,14 @@ func (b *batch) abandon() {
 		if r.state.CompareAndSwap(statePending, stateAbandoned) {
 			r.notRun = true // no worker touches r any more
 			b.logRecord(slog.LevelError, r, "job not started near the Lambda deadline: reported failed", nil)
+			b.event(r, EventNotRun, NoteDeadlineNotStarted, nil, "")
 		} else if atomic.LoadUint32(&r.row.settling) == 1 && r.state.Load() == stateRunning {
 			// The job's work is done; its middleware is recording it (an idempotency completion,
 			// a job state). Abandoning it now would run the work again on the next delivery.
 			sending = append(sending, r)
 		} else if r.state.CompareAndSwap(stateRunning, stateAbandoned) {
 			b.logRecord(slog.LevelError, r, "job still running near the Lambda deadline: reported failed", nil)
+			b.event(r, EventReturned, NoteAbandoned, nil, "")
 		} else if r.state.Load() == stateDeadLettering {
 			sending = append(sending, r)
 		}
@@ -669,6 +671,7 @@ func (b *batch) waitSettled(r *record) {
 		case !b.postEnd.IsZero() && !time.Now().Before(b.postEnd):
 			if r.state.CompareAndSwap(stateRunning, stateAbandoned) {
 				b.logRecord(slog.LevelError, r, "job done but still recording its outcome at the Lambda deadline: reported failed", nil)
+				b.event(r, EventReturned, NoteAbandonedRecording, nil, "")
 			}
 			return
 		}
@@ -687,6 +690,7 @@ func (b *batch) runRecord(r *record, clock *time.Duration) outcome {
 		// had (on its last, a dead-letter): list it untouched; it comes back at once.
 		r.out, r.visible, r.delay = outNotStarted, true, 0
 		b.logRecord(slog.LevelWarn, r, "job not started: the batch reached its deadline; reported failed", nil)
+		b.event(r, EventNotRun, NoteBatchDeadline, nil, "")
 		r.state.CompareAndSwap(stateRunning, stateDone)
 		return r.out
 	}
@@ -699,6 +703,7 @@ func (b *batch) runRecord(r *record, clock *time.Duration) outcome {
 		err = b.loadPayload(r)
 	}
 	if err == nil {
+		b.event(r, EventStarted, "", nil, "")
 		// One clock read per job: a job starts when the worker's previous one ended.
 		start := *clock
 		err = b.call(r)
@@ -745,12 +750,14 @@ func (b *batch) settle(r *record, err error) {
 		if h.log.Enabled(b.ctx, slog.LevelDebug) {
 			b.logRecord(slog.LevelDebug, r, "job succeeded", nil, slog.Float64("duration_ms", ms(r.dur)))
 		}
+		b.event(r, EventSucceeded, "", nil, "")
 		return
 	}
 	if r.isLost() {
 		// Another consumer has it, or it is gone: neither retry delay nor dead-letter is ours.
 		r.out = outRetry
 		b.logRecord(slog.LevelWarn, r, "job failed after its message was lost: reported failed, left alone", err)
+		b.event(r, EventReturned, NoteLost, err, "")
 		return
 	}
 	var snooze *SnoozeError
@@ -758,6 +765,7 @@ func (b *batch) settle(r *record, err error) {
 		r.out, r.visible, r.delay = outSnoozed, true, b.clampVisibility(snooze.Duration)
 		r.notRun = snooze.NotRun
 		b.logRecord(slog.LevelInfo, r, "job snoozed", nil, slog.Float64("snooze_s", r.delay.Seconds()))
+		b.event(r, EventSnoozed, "", nil, "")
 		b.recordState(r, StateRetrying, "", err)
 		return
 	}
@@ -765,6 +773,7 @@ func (b *batch) settle(r *record, err error) {
 	if reason == "" && b.draining() {
 		r.out, r.visible, r.delay = outRetry, true, 0
 		b.logRecord(slog.LevelWarn, r, "job interrupted by the consumer's drain: released for another consumer", err)
+		b.event(r, EventReturned, NoteReleased, err, "")
 		return
 	}
 	lastAttempt := r.row.Attempt >= r.row.MaxAttempts
@@ -788,6 +797,7 @@ func (b *batch) settle(r *record, err error) {
 	if reason == "" {
 		r.out, r.visible, r.delay = outRetry, true, b.clampVisibility(h.cfg.Backoff(r.row.Attempt))
 		b.logRecord(slog.LevelWarn, r, "job failed: will retry", err, slog.Float64("retry_in_s", r.delay.Seconds()))
+		b.event(r, EventRetried, "", err, "")
 		b.recordState(r, StateRetrying, "", err)
 		return
 	}
@@ -799,6 +809,7 @@ func (b *batch) settle(r *record, err error) {
 		r.out = outDeadFailed
 		b.logRecord(slog.LevelError, r, "job state not recorded: dead job reported failed, to be dead-lettered on its next delivery", err,
 			slog.String("reason", reason), LogString("state_error", stErr.Error()))
+		b.event(r, EventReturned, NoteDeadStateNotRecorded, err, reason)
 		return
 	}
 	if !r.state.CompareAndSwap(stateRunning, stateDeadLettering) {
@@ -811,10 +822,12 @@ func (b *batch) settle(r *record, err error) {
 		r.out = outDeadFailed
 		b.logRecord(slog.LevelError, r, "dead-letter send failed: job reported failed", err,
 			slog.String("reason", reason), LogString("dlq_error", dlqErr.Error()))
+		b.event(r, EventReturned, NoteDeadLetterFailed, err, reason)
 		return
 	}
 	r.out = outDead
 	b.logRecord(slog.LevelError, r, "job dead-lettered", err, slog.String("reason", reason))
+	b.event(r, EventDead, "", err, reason)
 }
 
 // permanentReason returns the dead-letter reason of a permanent error, or "" for a retryable one.
@@ -844,6 +857,7 @@ func (b *batch) skip(r, failed *record) {
 	r.out, r.visible, r.delay = outSkipped, failed.visible, failed.delay
 	b.logRecord(slog.LevelWarn, r, "job not run: an earlier job of its FIFO group failed", nil,
 		LogString("failed_job_id", failed.row.ID))
+	b.event(r, EventNotRun, NoteFIFOSkipped, nil, "")
 	r.state.CompareAndSwap(stateRunning, stateDone)
 }
 

@@ -30,10 +30,10 @@
 // job's effect is counted in an effects table in the same DynamoDB transaction as its idempotency
 // record, and the ledger keeps
 // the order it applied each account's postings, so the checks read real state, not expectations.
-// Each real run of a job writes a line to the functions' output (instrument.StartLog), so a
-// dead-lettered job can be told from one that never ran; the runtime's "job not started" lines,
-// matched by message id to the batches that listed them, count the batches that reached their
-// deadline.
+// The runtime reports each real run of a job and each outcome as an event line on the functions'
+// output (jobs.WriteEvents, asked for by the offline stack), so a dead-lettered job can be told
+// from one that never ran; its not-run events at a deadline, matched by message id to the batches
+// that listed them, count the batches that reached their deadline.
 //
 // Once the jobs have settled, the run redrives its dead-letter queues with the Inspector (as an
 // operator would, under the same faults) and waits for the redriven jobs: each must run again or

@@ -8,11 +8,12 @@ import (
 	"sync/atomic"
 
 	"github.com/jobkit-go/jobkit/internal/sampleapp/instrument"
+	"github.com/jobkit-go/jobkit/jobs"
 	"github.com/jobkit-go/jobkit/localstack/tally"
 )
 
 // outputWatch passes the functions' output on and reads, from each line: the injected
-// failures, the real runs per job id (instrument.StartLog), the runtime's outcomes (tally.ParseLine,
+// failures, the real runs per job id (the runtime's started events), the runtime's outcomes (tally.ParseLine,
 // recorded in book) and among them the records not started because their batch had reached its
 // deadline, per message id.
 type outputWatch struct {
@@ -42,13 +43,13 @@ func (o *outputWatch) Write(p []byte) (int, error) {
 			o.failures.Add(1)
 		}
 		o.readCallback(line)
-		if s, ok := instrument.ParseStart(line); ok {
+		if e, ok := jobs.ParseEvent(line); ok && e.Type == jobs.EventStarted {
 			o.mu.Lock()
-			o.runs[s.JobID]++
+			o.runs[e.JobID]++
 			o.mu.Unlock()
-			o.book.Started(s.JobID, s.Attempt)
+			o.book.Started(e.JobID, e.Attempt)
 			if o.onStart != nil {
-				o.onStart(s.JobID, s.Attempt)
+				o.onStart(e.JobID, e.Attempt)
 			}
 		}
 		if id, ok := transcodeDone(line); ok && o.onDone != nil {
@@ -59,10 +60,10 @@ func (o *outputWatch) Write(p []byte) (int, error) {
 	return o.w.Write(p)
 }
 
-// readOutcome records the runtime's outcome in line, if it is one, and counts the records not
-// started at their batch's deadline ("job not started: the batch reached its deadline; ...", the
-// soft deadline passed before it could start, and "job not started near the Lambda deadline:
-// ...", still waiting at the hard stop) by message id.
+// readOutcome records the runtime's outcome in line, if it is one (an event line), and counts the
+// records not started at their batch's deadline (jobs.NoteBatchDeadline, the soft deadline passed
+// before it could start, and jobs.NoteDeadlineNotStarted, still waiting at the hard stop) by
+// message id.
 func (o *outputWatch) readOutcome(line []byte) {
 	e, ok := tally.ParseLine(line)
 	if !ok {

@@ -22,8 +22,8 @@ type State struct {
 	// Applied maps each ledger account to the posting ids the ledger applied, in the order it
 	// applied them (samplejobs.LedgerAppliedAttr).
 	Applied map[string][]string
-	// Runs counts the real runs of each job id: the instrument.StartLog lines in the functions'
-	// output (the runtime called the job's handler, charging an attempt).
+	// Runs counts the real runs of each job id: the runtime's started events in the functions'
+	// output (it called the job's handler, charging an attempt).
 	Runs map[string]int
 	// Last is what the run last knew of each job, by id (package tally: the mappings' reports,
 	// the runtime's outcomes, the real runs); a job missing from it was never seen by a worker.
@@ -61,7 +61,7 @@ type Report struct {
 	// DuplicateDeliveries counts the envelopes sent a second time with the same id.
 	DuplicateDeliveries int
 	// DeadlineBatches counts the batches that reached their soft deadline with records not
-	// started (the runtime's "job not started" lines, matched to the batches that listed them).
+	// started (the runtime's not-run events at a deadline, matched to the batches that listed them).
 	DeadlineBatches int
 	Seconds         int
 	// Fan-out batches opened (Config.Batches), those whose callback ran, the callback runs beyond

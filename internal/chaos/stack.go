@@ -109,7 +109,7 @@ func StartStack(ctx context.Context, cfg StackConfig) (s *Stack, err error) {
 	s.up, err = devstack.Up(ctx, devstack.UpConfig{
 		Deploy: opts, DeployAWS: &s.Direct,
 		Config: devstack.Config{
-			AWS: s.Proxied, Endpoint: s.Proxy.URL(), Output: out, Logger: log,
+			AWS: s.Proxied, Endpoint: s.Proxy.URL(), Output: out, Logger: log, Events: true,
 			OnBatch: cfg.OnBatch, OnInvoke: cfg.OnInvoke, NoScheduler: true,
 			// The fault plan kills the container's process every few jobs: restart it within
 			// 2 s, as a service replaces a stopped task, rather than backing off to 30 s as for

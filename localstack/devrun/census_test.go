@@ -43,8 +43,8 @@ func TestCounterCountsFromTheStacksRecords(t *testing.T) {
 	c.OnBatch("fn", esm.BatchReport{QueueURL: main.URL, MessageIDs: []string{"m4"}, Bodies: bodies[3:], Verdict: esm.BatchFailed})
 	c.OnBatch("fn", esm.BatchReport{QueueURL: main.URL, MessageIDs: []string{"m4"}, Bodies: bodies[3:], Deleted: []string{"m4"}})
 	c.OnBatch("fn", esm.BatchReport{QueueURL: "elsewhere", MessageIDs: []string{"x"}, Bodies: []string{envelope("x")}, Deleted: []string{"x"}})
-	c.ReadLine([]byte(`[fn] {"level":"ERROR","msg":"job dead-lettered","job_id":"j3","message_id":"m3","reason":"cancelled"}`))
-	c.ReadLine([]byte(`[fn] {"level":"INFO","msg":"job dead-lettered? no","message_id":"m1"}`))
+	c.ReadLine([]byte(`[fn] {"event":"dead","job_id":"j3","message_id":"m3","reason":"cancelled"}`))
+	c.ReadLine([]byte(`[fn] {"level":"ERROR","msg":"job dead-lettered","job_id":"j1","message_id":"m1","reason":"cancelled"}`))
 	// The runtime's dead-letter copy: the message's body.
 	_, err := sqs.NewFromConfig(cfg).SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(dlq.URL), MessageBody: aws.String(bodies[2])})
 	require.NoError(t, err)

@@ -89,7 +89,7 @@ func TestCounterRedrivenJobDeadAgainIsDead(t *testing.T) {
 	}))
 	handler := jobs.NewSQSHandler(workers, jobs.Config{
 		QueueURL: main.URL, DLQURL: dlq.URL, SQS: client, FunctionName: "mail", Metrics: io.Discard,
-		Logger: slog.New(slog.NewJSONHandler(&lines{read: counter.ReadLine}, nil)),
+		Logger: slog.New(slog.NewJSONHandler(io.Discard, nil)), OnEvent: jobs.WriteEvents(&lines{read: counter.ReadLine}),
 	})
 	poller, err := esm.New(client, inProcess(handler), esm.Mapping{QueueURL: main.URL, QueueARN: main.ARN, ReportBatchItemFailures: true},
 		&esm.Options{OnBatch: func(rep esm.BatchReport) { counter.OnBatch("mail", rep) }, LongPoll: time.Second})

@@ -109,7 +109,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	start := time.Now()
 	running, err := devstack.Up(ctx, devstack.UpConfig{
 		Deploy: deploy.Options{CDKOut: cfg.CDKOut, ModuleDir: cfg.ModuleDir, BuildDir: cfg.BuildDir, Prefix: cfg.Prefix, Logger: log},
-		Config: devstack.Config{AWS: cfg.AWS, Logger: log, Output: lines},
+		Config: devstack.Config{AWS: cfg.AWS, Logger: log, Output: lines, Events: true},
 		Prepare: func(_ context.Context, d *deploy.Deployment, sc *devstack.Config) error {
 			counter = NewCounter(sqs.NewFromConfig(cfg.AWS), d)
 			lines.read = counter.ReadLine

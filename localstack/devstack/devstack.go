@@ -22,6 +22,7 @@ import (
 	awsscheduler "github.com/aws/aws-sdk-go-v2/service/scheduler"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
+	"github.com/jobkit-go/jobkit/jobs"
 	"github.com/jobkit-go/jobkit/localstack/deploy"
 	"github.com/jobkit-go/jobkit/localstack/esm"
 	"github.com/jobkit-go/jobkit/localstack/lambdaruntime"
@@ -39,6 +40,9 @@ type Config struct {
 	Endpoint string
 	// Output receives the functions' output, each line prefixed with "[<function>] "; default os.Stderr.
 	Output io.Writer
+	// Events sets JOBKIT_EVENTS=stdout for every function and container, so their output carries
+	// each job's start and outcome as JSON lines (jobs.WriteEvents), which localstack/tally reads.
+	Events bool
 	// Logger receives the stack's own events; default discards.
 	Logger *slog.Logger
 	// OnBatch, if set, is called after every settled batch.
@@ -118,6 +122,9 @@ func Start(ctx context.Context, cfg Config) (*Stack, error) {
 		return nil, err
 	}
 
+	if cfg.Events {
+		askForEvents(d)
+	}
 	client := sqs.NewFromConfig(cfg.AWS)
 	var outMu sync.Mutex
 	for _, fn := range d.Functions {
@@ -391,4 +398,20 @@ func (p *prefixWriter) Write(b []byte) (int, error) {
 		return 0, err
 	}
 	return len(b), nil
+}
+
+// askForEvents sets JOBKIT_EVENTS=stdout in the environment of every function and container of d.
+func askForEvents(d *deploy.Deployment) {
+	for i := range d.Functions {
+		if d.Functions[i].Env == nil {
+			d.Functions[i].Env = map[string]string{}
+		}
+		d.Functions[i].Env[jobs.EnvEvents] = "stdout"
+	}
+	for i := range d.Containers {
+		if d.Containers[i].Env == nil {
+			d.Containers[i].Env = map[string]string{}
+		}
+		d.Containers[i].Env[jobs.EnvEvents] = "stdout"
+	}
 }

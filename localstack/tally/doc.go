@@ -17,7 +17,7 @@
 // last known to be ("retrying, attempt 3, last error: …", "never seen by a worker"), and Lines
 // names jobs, a sensible number of them, then "and N more".
 //
-// The runtime reports outcomes only in its log lines today: ParseLine (runtimelog.go) is the one
-// place that reads them. When the runtime gains a typed event hook, its events feed Record and
-// ParseLine goes.
+// The runtime reports each job's start and outcome as typed events (jobs.Config.OnEvent); the
+// offline stack asks the functions to write them as JSON lines (devstack.Config.Events), and
+// ParseLine turns such a line into the Book's Event. No log text is read.
 package tally

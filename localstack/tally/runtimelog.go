@@ -1,11 +1,6 @@
 package tally
 
-import (
-	"bytes"
-	"encoding/json"
-	"sort"
-	"strings"
-)
+import "github.com/jobkit-go/jobkit/jobs"
 
 // EventType is what the runtime did with one record.
 type EventType int
@@ -87,66 +82,33 @@ func (b *Book) ReadLine(line []byte) {
 	}
 }
 
-// runtimeLines are the messages of the jobs runtime's log lines about a record's outcome
-// (jobs/handler.go), with what each means. They are log text, which may change any day: the one
-// copy is here, and goes when the runtime reports outcomes as typed events.
-var runtimeLines = map[string]struct {
-	typ  EventType
-	note string
-}{
-	"job failed: will retry": {EventFailed, ""},
-	"job dead-lettered":      {EventDeadLettered, ""},
-	"job not started: the batch reached its deadline; reported failed":                 {EventNotStarted, "not started: its batch reached its deadline"},
-	"job not started near the Lambda deadline: reported failed":                        {EventNotStarted, "not started: near the Lambda deadline"},
-	"job still running near the Lambda deadline: reported failed":                      {EventReturned, "abandoned: still running at the Lambda deadline"},
-	"job done but still recording its outcome at the Lambda deadline: reported failed": {EventReturned, "abandoned: still recording its outcome at the Lambda deadline"},
-	"job snoozed": {EventReturned, "snoozed"},
-	"job not run: an earlier job of its FIFO group failed":                                       {EventReturned, "not run: an earlier job of its FIFO group failed"},
-	"job interrupted by the consumer's drain: released for another consumer":                     {EventReturned, "released by its consumer's drain"},
-	"job failed after its message was lost: reported failed, left alone":                         {EventReturned, "failed after its message was lost to another delivery"},
-	"dead-letter send failed: job reported failed":                                               {EventReturned, "dead, but its dead-letter send failed"},
-	"job state not recorded: dead job reported failed, to be dead-lettered on its next delivery": {EventReturned, "dead, but its state was not recorded: to be dead-lettered on its next delivery"},
-}
-
-// needles: every runtime line ParseLine reads holds one of these.
-var needles = [][]byte{[]byte(`"msg":"job `), []byte(`"msg":"dead-letter send failed`)}
-
-// ParseLine reads the runtime's outcome of a record from one line of a function's output (JSON,
-// with or without a "[<function>] " prefix). ok is false for any other line.
+// ParseLine reads the runtime's outcome of a record from one line of a function's output: an
+// event line (jobs.WriteEvents, asked for with JOBKIT_EVENTS=stdout; devstack.Config.Events), with
+// or without a "[<function>] " prefix. ok is false for any other line, and for a start or a
+// success, which the book learns from the queues.
 func ParseLine(line []byte) (e Event, ok bool) {
-	if !bytes.Contains(line, needles[0]) && !bytes.Contains(line, needles[1]) {
+	ev, ok := jobs.ParseEvent(line)
+	if !ok {
 		return Event{}, false
 	}
-	i := bytes.IndexByte(line, '{')
-	if i < 0 {
+	e = Event{JobID: ev.JobID, Kind: ev.Kind, MessageID: ev.MessageID, Attempt: ev.Attempt,
+		Error: ev.Error, Reason: ev.Reason, Note: ev.Note}
+	switch ev.Type {
+	case jobs.EventRetried:
+		e.Type = EventFailed
+	case jobs.EventDead:
+		e.Type = EventDeadLettered
+	case jobs.EventNotRun:
+		e.Type = EventReturned
+		if ev.Note == jobs.NoteDeadlineNotStarted || ev.Note == jobs.NoteBatchDeadline {
+			e.Type = EventNotStarted
+		}
+	case jobs.EventSnoozed:
+		e.Type, e.Note = EventReturned, "snoozed"
+	case jobs.EventReturned:
+		e.Type = EventReturned
+	default:
 		return Event{}, false
 	}
-	var l struct {
-		Msg       string `json:"msg"`
-		JobID     string `json:"job_id"`
-		Kind      string `json:"kind"`
-		Attempt   int    `json:"attempt"`
-		MessageID string `json:"message_id"`
-		Error     string `json:"error"`
-		Reason    string `json:"reason"`
-	}
-	if json.Unmarshal(bytes.TrimSpace(line[i:]), &l) != nil {
-		return Event{}, false
-	}
-	what, known := runtimeLines[strings.TrimSpace(l.Msg)]
-	if !known {
-		return Event{}, false
-	}
-	return Event{Type: what.typ, JobID: l.JobID, Kind: l.Kind, MessageID: l.MessageID, Attempt: l.Attempt,
-		Error: l.Error, Reason: l.Reason, Note: what.note}, true
-}
-
-// RuntimeMessages returns the messages of the runtime's log lines ParseLine reads.
-func RuntimeMessages() []string {
-	out := make([]string, 0, len(runtimeLines))
-	for msg := range runtimeLines {
-		out = append(out, msg)
-	}
-	sort.Strings(out)
-	return out
+	return e, true
 }

@@ -6,8 +6,6 @@
 //     FaultMiddleware reads back from the raw args and turns into failures (a retryable error for
 //     the first attempts, a cancellation, or a first attempt that returns after its deadline).
 //     The samples' args ignore unknown JSON fields, so the workers never see them.
-//   - StartLog: one JSON line per real run of a job on the function's output (ParseStart reads
-//     it back), so that a run can tell a job that never ran from one that ran and failed.
 //   - Effects: a DynamoDB table counting, per job id, how many times the job's effect was
 //     committed and how many times its body started, from real state, so that a fault-injection
 //     run can prove every job's effect happened exactly once (Effects.Middleware, ReadEffects).

@@ -1,7 +1,6 @@
 package instrument_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -131,25 +130,6 @@ func TestFaultsOverrun(t *testing.T) {
 	require.NoError(t, jobstest.Run(short, workers, instrument.WithFaults(samplejobs.SendEmail{To: "a@example.com"}, instrument.Faults{OverrunMS: 50}), &jobstest.JobOpts{Attempt: 1}))
 	require.True(t, ran, "the work is done before the overrun")
 	require.GreaterOrEqual(t, time.Since(start), 70*time.Millisecond, "returns past the deadline")
-}
-
-// StartLog writes one line per run, which ParseStart reads back, prefixed as devstack prefixes
-// a function's output.
-func TestStartLog(t *testing.T) {
-	t.Parallel()
-	var out bytes.Buffer
-	workers := jobs.NewWorkers()
-	workers.Use(instrument.StartLog(&out), instrument.FaultMiddleware())
-	jobs.AddWorker(workers, jobs.WorkFunc[samplejobs.SendEmail](func(context.Context, *jobs.Job[samplejobs.SendEmail]) error { return nil }))
-	job := instrument.WithFaults(samplejobs.SendEmail{To: "a@example.com"}, instrument.Faults{Poison: true})
-	require.Error(t, jobstest.Run(context.Background(), workers, job, &jobstest.JobOpts{ID: "j1", Attempt: 2}))
-
-	line := append([]byte("[fn] "), bytes.TrimSpace(out.Bytes())...)
-	s, ok := instrument.ParseStart(line)
-	require.True(t, ok, "%s", line)
-	require.Equal(t, instrument.Start{Event: instrument.StartEvent, JobID: "j1", Kind: samplejobs.KindSendEmail, Attempt: 2}, s)
-	_, ok = instrument.ParseStart([]byte(`[fn] {"msg":"job failed","job_id":"j1"}`))
-	require.False(t, ok)
 }
 
 // A crash fault kills the process on every delivery, before the worker's work: the test runs

@@ -1,15 +1,10 @@
 package instrument
 
-import (
-	"os"
+import "github.com/jobkit-go/jobkit/jobs/setup"
 
-	"github.com/jobkit-go/jobkit/jobs/setup"
-)
-
-// Wire instruments the worker main m: StartLog on stdout outside everything m.Use added so far,
-// then, inside the idempotency middleware, FaultMiddleware and effects' count (nil counts
-// nothing; see EffectsFromEnv).
+// Wire instruments the worker main m: inside the idempotency middleware, FaultMiddleware and
+// effects' count (nil counts nothing; see EffectsFromEnv). Each real run is reported by the
+// runtime itself (jobs.EventStarted, on the output under the offline stack's JOBKIT_EVENTS).
 func Wire(m *setup.Main, effects *Effects) {
-	m.Use(StartLog(os.Stdout))
 	m.UseInside(FaultMiddleware(), effects.Middleware())
 }

@@ -1,5 +1,5 @@
 // Command email is functions/email instrumented for the dev and chaos programs: the same
-// EmailWorker, wrapped with instrument.StartLog (outermost), instrument.FaultMiddleware and, when EFFECTS_TABLE is set, the
+// EmailWorker, wrapped with instrument.FaultMiddleware and, when EFFECTS_TABLE is set, the
 // effects count (instrument.Effects), both inside the idempotency middleware; its mail provider
 // (instrument.KeyedMailer) honours idempotency keys, as real providers do.
 package main

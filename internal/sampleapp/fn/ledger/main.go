@@ -1,5 +1,5 @@
 // Command ledger is functions/ledger instrumented for the dev and chaos programs: the same
-// LedgerWorker, wrapped with instrument.StartLog (outermost), instrument.FaultMiddleware and, when EFFECTS_TABLE is set, the
+// LedgerWorker, wrapped with instrument.FaultMiddleware and, when EFFECTS_TABLE is set, the
 // effects count, which commits in the posting's own transaction (instrument.Effects).
 package main
 

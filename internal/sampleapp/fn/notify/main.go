@@ -1,5 +1,5 @@
 // Command notify is functions/notify instrumented for the dev and chaos programs: the same
-// NotifyWorker, wrapped with instrument.StartLog (outermost), instrument.FaultMiddleware and, when
+// NotifyWorker, wrapped with instrument.FaultMiddleware and, when
 // EFFECTS_TABLE is set, the effects count (instrument.Effects), both inside the idempotency
 // middleware.
 package main

@@ -1,5 +1,5 @@
 // Command transcode is functions/transcode instrumented for the dev and chaos programs: the same
-// TranscodeWorker behind the same idempotency middleware, wrapped with instrument.StartLog,
+// TranscodeWorker behind the same idempotency middleware, wrapped with
 // instrument.FaultMiddleware and, when EFFECTS_TABLE is set, the count of each transcode's
 // effect, committed with its idempotency record (instrument.Effects).
 package main
