@@ -26,6 +26,7 @@ import (
 	"github.com/jobkit-go/jobkit/functions/samplejobs"
 	"github.com/jobkit-go/jobkit/internal/sampleapp/instrument"
 	"github.com/jobkit-go/jobkit/jobs"
+	"github.com/jobkit-go/jobkit/jobs/inspect"
 	"github.com/jobkit-go/jobkit/localstack/devstack"
 	"github.com/jobkit-go/jobkit/localstack/esm"
 	"github.com/jobkit-go/jobkit/localstack/faultproxy"
@@ -649,27 +650,6 @@ func (r *runner) wait(ctx context.Context, start, deadline time.Time) bool {
 	return false
 }
 
-// queueDepth is the number of messages visible, in flight or delayed on queue.
-func queueDepth(ctx context.Context, client *sqs.Client, queue string) (int, error) {
-	out, err := client.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{
-		QueueUrl: aws.String(queue),
-		AttributeNames: []sqstypes.QueueAttributeName{
-			sqstypes.QueueAttributeNameApproximateNumberOfMessages,
-			sqstypes.QueueAttributeNameApproximateNumberOfMessagesNotVisible,
-			sqstypes.QueueAttributeNameApproximateNumberOfMessagesDelayed,
-		},
-	})
-	if err != nil {
-		return 0, err
-	}
-	n := 0
-	for _, v := range out.Attributes {
-		x, _ := strconv.Atoi(v)
-		n += x
-	}
-	return n, nil
-}
-
 // readState reads what the run left: the effects table, the messages left on the job queues, the
 // dead-letter queues (drained), the ledger's applied postings, and what the run last knew of each
 // job.
@@ -719,6 +699,12 @@ func (r *runner) readState(ctx context.Context) (State, error) {
 		}
 		startKey = page.LastEvaluatedKey
 	}
+}
+
+// queueDepth is the number of messages visible, in flight or delayed on queue (Inspector.Depth).
+func queueDepth(ctx context.Context, client *sqs.Client, queue string) (int, error) {
+	st, err := inspect.New(aws.Config{}, func(o *inspect.Options) { o.SQS = client }).Depth(ctx, queue)
+	return int(st.Total()), err
 }
 
 // drainDead receives and deletes every message of a dead-letter queue, counting them by job id,

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -13,8 +12,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
-	"github.com/aws/aws-sdk-go-v2/service/sqs"
-	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/jobkit-go/jobkit/idempotency"
 	"github.com/jobkit-go/jobkit/jobs"
@@ -324,25 +321,11 @@ func (t *Tracker) total(c *Census, per map[*Queue]*Counts, lists []*inspect.Dead
 
 // depth returns a queue's visible + in-flight + delayed messages, and the in-flight ones.
 func (t *Tracker) depth(ctx context.Context, url string) (total, inFlight int, err error) {
-	out, err := t.sqs.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{
-		QueueUrl: aws.String(url),
-		AttributeNames: []sqstypes.QueueAttributeName{
-			sqstypes.QueueAttributeNameApproximateNumberOfMessages,
-			sqstypes.QueueAttributeNameApproximateNumberOfMessagesNotVisible,
-			sqstypes.QueueAttributeNameApproximateNumberOfMessagesDelayed,
-		},
-	})
+	st, err := t.inspector.Depth(ctx, url)
 	if err != nil {
 		return 0, 0, fmt.Errorf("attributes of %s: %w", jobs.QueueName(url), err)
 	}
-	for k, v := range out.Attributes {
-		i, _ := strconv.Atoi(v)
-		total += i
-		if k == string(sqstypes.QueueAttributeNameApproximateNumberOfMessagesNotVisible) {
-			inFlight = i
-		}
-	}
-	return total, inFlight, nil
+	return int(st.Total()), int(st.InFlight), nil
 }
 
 // CompletedKeys returns the keys of the COMPLETED records of an idempotency table.

@@ -4,12 +4,10 @@ import (
 	"context"
 	"fmt"
 	"sort"
-	"strconv"
 	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
-	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/jobkit-go/jobkit/jobs"
 	"github.com/jobkit-go/jobkit/jobs/inspect"
@@ -157,21 +155,9 @@ func (c *Counter) Census(ctx context.Context) (*Census, error) {
 
 // depth returns a queue's waiting (visible and delayed) and in-flight message counts.
 func (c *Counter) depth(ctx context.Context, url string) (waiting, inFlight int, err error) {
-	out, err := c.sqs.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{
-		QueueUrl: &url,
-		AttributeNames: []sqstypes.QueueAttributeName{
-			sqstypes.QueueAttributeNameApproximateNumberOfMessages,
-			sqstypes.QueueAttributeNameApproximateNumberOfMessagesNotVisible,
-			sqstypes.QueueAttributeNameApproximateNumberOfMessagesDelayed,
-		},
-	})
+	st, err := c.inspector.Depth(ctx, url)
 	if err != nil {
 		return 0, 0, fmt.Errorf("devrun: queue depth of %s: %w", url, err)
 	}
-	n := func(a sqstypes.QueueAttributeName) int {
-		v, _ := strconv.Atoi(out.Attributes[string(a)])
-		return v
-	}
-	return n(sqstypes.QueueAttributeNameApproximateNumberOfMessages) + n(sqstypes.QueueAttributeNameApproximateNumberOfMessagesDelayed),
-		n(sqstypes.QueueAttributeNameApproximateNumberOfMessagesNotVisible), nil
+	return int(st.Visible + st.Delayed), int(st.InFlight), nil
 }
