@@ -18,6 +18,7 @@ import (
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/aws/smithy-go"
 
+	"github.com/jobkit-go/jobkit/internal/awsarn"
 	"github.com/jobkit-go/jobkit/jobs/internal/wire"
 )
 
@@ -1284,52 +1285,9 @@ func (h *sqsHandler) queueURL(arn string) string {
 	if u, ok := h.queueURLs.Load(arn); ok {
 		return u.(string)
 	}
-	u := queueURLFromARN(h.cfg.QueueURL, arn)
+	u := awsarn.QueueURL(h.cfg.QueueURL, arn)
 	h.queueURLs.Store(arn, u)
 	return u
-}
-
-// queueURLFromARN returns the URL of the queue arn names ("arn:aws:sqs:<region>:<account>:<name>"):
-// the configured URL when it is that queue, else the configured URL's endpoint with the ARN's
-// account and name ("https://sqs.<region>.amazonaws.com/<account>/<name>" on AWS; emulators use the
-// same shape).
-func queueURLFromARN(configured, arn string) string {
-	parts := strings.Split(arn, ":")
-	if len(parts) != 6 || parts[2] != "sqs" || parts[5] == "" {
-		return configured
-	}
-	account, name := parts[4], parts[5]
-	base := strings.TrimRight(configured, "/")
-	i := strings.LastIndex(base, "/")
-	if i < 0 {
-		return configured
-	}
-	if base[i+1:] == name && strings.HasSuffix(base[:i], "/"+account) {
-		return configured
-	}
-	if j := strings.LastIndex(base[:i], "/"); j >= 0 {
-		base = base[:j]
-	}
-	if cfgRegion := regionOfURL(configured); cfgRegion != "" && parts[3] != "" && cfgRegion != parts[3] {
-		base = strings.Replace(base, "."+cfgRegion+".", "."+parts[3]+".", 1)
-	}
-	return base + "/" + account + "/" + name
-}
-
-// regionOfURL returns the region in an AWS queue URL's host ("sqs.<region>.amazonaws.com"), or "".
-func regionOfURL(u string) string {
-	host := u
-	if i := strings.Index(host, "://"); i >= 0 {
-		host = host[i+3:]
-	}
-	if i := strings.IndexByte(host, '/'); i >= 0 {
-		host = host[:i]
-	}
-	labels := strings.Split(host, ".")
-	if len(labels) >= 4 && labels[0] == "sqs" {
-		return labels[1]
-	}
-	return ""
 }
 
 // logRecord writes one log line about a record, with the job attributes every line carries.

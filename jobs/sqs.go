@@ -5,6 +5,8 @@ import (
 	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
+
+	"github.com/jobkit-go/jobkit/internal/awsarn"
 )
 
 // SQSAPI is the part of the SQS API this package calls: the producer Client sends messages, the
@@ -29,10 +31,4 @@ const MaxBatchEntries = 10
 func IsFIFOQueue(queueURLOrARN string) bool { return strings.HasSuffix(queueURLOrARN, ".fifo") }
 
 // QueueName returns the queue name in a queue URL or ARN: the part after the last '/' or ':'.
-func QueueName(queueURLOrARN string) string {
-	s := strings.TrimRight(queueURLOrARN, "/")
-	if i := strings.LastIndexAny(s, "/:"); i >= 0 {
-		return s[i+1:]
-	}
-	return s
-}
+func QueueName(queueURLOrARN string) string { return awsarn.QueueName(queueURLOrARN) }

@@ -15,6 +15,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
+
+	"github.com/jobkit-go/jobkit/internal/awsarn"
 )
 
 // createStack creates the stack on the emulator and waits until it is complete, returning its
@@ -204,9 +206,9 @@ func (dp *deployer) queue(ctx context.Context, run *stackRun, id, url string) (Q
 			}
 		}
 	}
-	if parts := strings.Split(q.ARN, ":"); len(parts) == 6 && parts[4] != "" {
-		dp.d.AccountID = parts[4] // the emulator's account, for the ARNs synthesized from now on
-		run.res.account = parts[4]
+	if a, err := awsarn.ParseQueue(q.ARN); err == nil {
+		dp.d.AccountID = a.Account // the emulator's account, for the ARNs synthesized from now on
+		run.res.account = a.Account
 	}
 	return q, nil
 }

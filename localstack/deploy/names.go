@@ -11,6 +11,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
+
+	"github.com/jobkit-go/jobkit/internal/awsarn"
 )
 
 // synthName is the physical id CloudFormation would give a resource this package handles or skips:
@@ -66,7 +68,7 @@ func (dp *deployer) synthAttr(run *stackRun, id, attr string) (string, error) {
 	r := run.resources[id]
 	typ, _ := r["Type"].(string)
 	name := run.physical[id]
-	p, reg, acct := partition(dp.o.Region), dp.o.Region, dp.d.AccountID
+	p, reg, acct := awsarn.Partition(dp.o.Region), dp.o.Region, dp.d.AccountID
 	switch {
 	case attr == "Arn" && typ == typeFunction:
 		return "arn:" + p + ":lambda:" + reg + ":" + acct + ":function:" + name, nil

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/jobkit-go/jobkit/internal/awsarn"
 )
 
 // noValue stands for AWS::NoValue: the property it is the value of is removed (CDK uses it with
@@ -56,7 +58,7 @@ func (r *resolver) pseudo(name string) (any, bool) {
 	case "AWS::AccountId":
 		return r.account, true
 	case "AWS::Partition":
-		return partition(r.region), true
+		return awsarn.Partition(r.region), true
 	case "AWS::URLSuffix":
 		if strings.HasPrefix(r.region, "cn-") {
 			return "amazonaws.com.cn", true
@@ -72,18 +74,6 @@ func (r *resolver) pseudo(name string) (any, bool) {
 		return []any{}, true
 	}
 	return nil, false
-}
-
-// partition is the ARN partition of region: aws-cn and aws-us-gov for the China and GovCloud
-// regions, aws elsewhere.
-func partition(region string) string {
-	switch {
-	case strings.HasPrefix(region, "cn-"):
-		return "aws-cn"
-	case strings.HasPrefix(region, "us-gov-"):
-		return "aws-us-gov"
-	}
-	return "aws"
 }
 
 // eval evaluates v: plain values pass through, intrinsic functions are applied, AWS::NoValue

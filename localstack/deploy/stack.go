@@ -6,6 +6,8 @@ import (
 	"slices"
 	"sort"
 	"strings"
+
+	"github.com/jobkit-go/jobkit/internal/awsarn"
 )
 
 // deployer carries one Deploy call: its clients and options, the Deployment it fills in, and the
@@ -74,7 +76,7 @@ func (dp *deployer) newStackRun(ctx context.Context, art StackArtifact) (*stackR
 	run.res = &resolver{
 		stack: name, region: dp.o.Region, account: dp.d.AccountID,
 		// A provisional AWS::StackId until CreateStack returns the emulator's.
-		stackID:  "arn:" + partition(dp.o.Region) + ":cloudformation:" + dp.o.Region + ":" + dp.d.AccountID + ":stack/" + name + "/local",
+		stackID:  "arn:" + awsarn.Partition(dp.o.Region) + ":cloudformation:" + dp.o.Region + ":" + dp.d.AccountID + ":stack/" + name + "/local",
 		params:   params,
 		mappings: mappings,
 		condDefs: condDefs,

@@ -16,6 +16,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
+	"github.com/jobkit-go/jobkit/internal/awsarn"
 	"github.com/jobkit-go/jobkit/localstack/lambdaruntime"
 )
 
@@ -173,8 +174,8 @@ func New(client SQSAPI, fn Invoker, m Mapping, opts *Options) (*Poller, error) {
 		o = *opts
 	}
 	if o.Region == "" {
-		if parts := strings.Split(m.QueueARN, ":"); len(parts) >= 6 {
-			o.Region = parts[3]
+		if q, err := awsarn.ParseQueue(m.QueueARN); err == nil {
+			o.Region = q.Region
 		}
 	}
 	if o.LongPoll <= 0 || o.LongPoll > 20*time.Second {

@@ -19,6 +19,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
+	"github.com/jobkit-go/jobkit/internal/awsarn"
 	"github.com/jobkit-go/jobkit/jobs"
 	"github.com/jobkit-go/jobkit/scheduler"
 )
@@ -576,9 +577,9 @@ func truncate(s string, n int) string {
 
 // queueFromARN splits an SQS queue ARN into its account and name.
 func queueFromARN(arn string) (account, name string, err error) {
-	parts := strings.Split(arn, ":")
-	if len(parts) != 6 || parts[0] != "arn" || parts[2] != "sqs" || parts[4] == "" || parts[5] == "" {
-		return "", "", fmt.Errorf("schedfire: %q is not an SQS queue ARN", arn)
+	q, err := awsarn.ParseQueue(arn)
+	if err != nil {
+		return "", "", fmt.Errorf("schedfire: %w", err)
 	}
-	return parts[4], parts[5], nil
+	return q.Account, q.Name, nil
 }
