@@ -84,9 +84,9 @@ func under(rel, root string) bool {
 }
 
 // isLibrary reports whether folder rel is part of the library: jobs, idempotency, scheduler and
-// their subpackages.
+// their subpackages, and the leaf internal/awsarn.
 func isLibrary(rel string) bool {
-	return under(rel, "jobs") || under(rel, "idempotency") || under(rel, "scheduler")
+	return under(rel, "jobs") || under(rel, "idempotency") || under(rel, "scheduler") || rel == "internal/awsarn"
 }
 
 // importRule is one row of the map's "What may import what" table, applied by folder prefix so
@@ -193,7 +193,9 @@ func TestImportRules(t *testing.T) {
 		from, to string
 		ok       bool
 	}{
-		{"jobs", "jobs/internal/decode", true},
+		{"jobs", "jobs/internal/wire", true},
+		{"scheduler", "internal/awsarn", true},
+		{"internal/awsarn", "jobs", true},
 		{"jobs/jobstest", "localstack/awstest", false},
 		{"idempotency", "functions/samplejobs", false},
 		{"scheduler", "internal/devapp", false},
