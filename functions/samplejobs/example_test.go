@@ -3,17 +3,16 @@ package samplejobs_test
 import (
 	"context"
 	"fmt"
-	"log/slog"
 	"os"
 	"time"
 
-	"github.com/aws/aws-lambda-go/lambda"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/jobkit-go/jobkit/functions/samplejobs"
 	"github.com/jobkit-go/jobkit/jobs"
 	"github.com/jobkit-go/jobkit/jobs/jobstest"
+	"github.com/jobkit-go/jobkit/jobs/setup"
 	"github.com/jobkit-go/jobkit/scheduler"
 )
 
@@ -41,14 +40,9 @@ func (ResizeWorker) Work(ctx context.Context, job *jobs.Job[ResizeImage]) error 
 
 // main is the main of a function running ResizeImage jobs (functions/resize/main.go).
 func main() {
-	cfg, err := jobs.ConfigFromEnv() // the environment the Worker construct sets
-	if err != nil {
-		slog.Error("resize: cannot start", "err", err)
-		os.Exit(1)
-	}
-	workers := jobs.NewWorkers()
-	jobs.AddWorker(workers, ResizeWorker{})
-	lambda.Start(jobs.NewLambdaHandler(workers, cfg))
+	m := setup.FromEnv("resize") // the environment the Worker construct sets: config, clients, idempotency
+	jobs.AddWorker(m.Workers, ResizeWorker{})
+	m.Start() // on Lambda, or as a container worker
 }
 
 // Writing a job handler: the args type, its worker and the function's main. In a test, jobstest
