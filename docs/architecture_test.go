@@ -83,64 +83,169 @@ func under(rel, root string) bool {
 	return rel == root || strings.HasPrefix(rel, root+"/")
 }
 
-// isLibrary reports whether folder rel is part of the library: jobs, idempotency, scheduler and
-// their subpackages, and the leaf internal/awsarn.
-func isLibrary(rel string) bool {
-	return under(rel, "jobs") || under(rel, "idempotency") || under(rel, "scheduler") || rel == "internal/awsarn"
-}
-
-// importRule is one row of the map's "What may import what" table, applied by folder prefix so
-// that a package added later falls under the rule of its folder.
+// importRule is one row of the map's "What may import what" table: the folders it governs (each
+// with everything below it) and the folders they may import.
 type importRule struct {
-	name    string            // the importers, as the map names them
-	applies func(string) bool // whether the rule governs this importer
-	allowed func(string) bool // whether the importer may import this folder of ours
-	says    string            // what may be imported, for the failure message
+	importers []string
+	allowed   []string // "*" for anything
+	says      string   // the row's second column, for failure messages
 }
 
-// importRules mirrors docs/architecture.md. The first rule that applies to a package governs it.
-var importRules = []importRule{
-	{"the library", isLibrary, isLibrary, "the library only"},
-	{"localstack", func(r string) bool { return under(r, "localstack") },
-		func(r string) bool { return isLibrary(r) || under(r, "localstack") }, "the library and localstack"},
-	{"functions", func(r string) bool { return under(r, "functions") },
-		func(r string) bool { return isLibrary(r) || under(r, "functions") }, "the library and functions"},
-	{"cmd/jobkit", func(r string) bool { return under(r, "cmd") }, isLibrary, "the library only"},
-	{"internal", func(r string) bool { return under(r, "internal") },
-		func(string) bool { return true }, "anything"},
-	{"the sample CDK app (infra)", func(r string) bool { return r == "infra" },
-		func(r string) bool { return isLibrary(r) || under(r, "infra") || under(r, "functions") },
-		"the library, infra and functions"},
-	{"infra's packages", func(r string) bool { return under(r, "infra") },
-		func(r string) bool { return isLibrary(r) || under(r, "infra") }, "the library and infra"},
-	{"docs", func(r string) bool { return under(r, "docs") }, isLibrary, "the library only"},
-}
-
-// ruleFor returns the rule governing folder rel, or nil if the map has none for it.
-func ruleFor(rel string) *importRule {
-	for i := range importRules {
-		if importRules[i].applies(rel) {
-			return &importRules[i]
+// governs returns how long the importer name that matches folder rel is (0: none).
+func (r *importRule) governs(rel string) int {
+	best := 0
+	for _, f := range r.importers {
+		if under(rel, f) && len(f) > best {
+			best = len(f)
 		}
 	}
-	return nil
+	return best
+}
+
+func (r *importRule) allows(rel string) bool {
+	for _, f := range r.allowed {
+		if f == "*" || under(rel, f) {
+			return true
+		}
+	}
+	return false
+}
+
+// importMap is what the map says about imports: its rules and the library's folders.
+type importMap struct {
+	rules   []importRule
+	library []string
+}
+
+// ruleFor returns the rule governing folder rel (the longest importer match), or nil.
+func (m *importMap) ruleFor(rel string) *importRule {
+	var best *importRule
+	bestLen := 0
+	for i := range m.rules {
+		if n := m.rules[i].governs(rel); n > bestLen {
+			best, bestLen = &m.rules[i], n
+		}
+	}
+	return best
+}
+
+func (m *importMap) isLibrary(rel string) bool {
+	for _, f := range m.library {
+		if under(rel, f) {
+			return true
+		}
+	}
+	return false
+}
+
+// mapSection returns the "## Map" section of docs/architecture.md.
+func mapSection(t *testing.T, root string) string {
+	t.Helper()
+	raw, err := os.ReadFile(filepath.Join(root, "docs", "architecture.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, section, ok := strings.Cut(string(raw), "\n## Map\n")
+	if !ok {
+		t.Fatal("docs/architecture.md has no \"## Map\" section")
+	}
+	if i := strings.Index(section, "\n## "); i >= 0 {
+		section = section[:i]
+	}
+	return section
+}
+
+// tableRows returns the cells of the rows of the first table after heading in section.
+func tableRows(t *testing.T, section, heading string) [][]string {
+	t.Helper()
+	_, rest, ok := strings.Cut(section, "\n"+heading+"\n")
+	if !ok {
+		t.Fatalf("docs/architecture.md: no %q under \"## Map\"", heading)
+	}
+	var rows [][]string
+	inTable := false
+	for _, line := range strings.Split(rest, "\n") {
+		if !strings.HasPrefix(line, "|") {
+			if inTable {
+				break
+			}
+			continue
+		}
+		inTable = true
+		cells := strings.Split(strings.Trim(line, "|"), "|")
+		for i := range cells {
+			cells[i] = strings.TrimSpace(cells[i])
+		}
+		if strings.HasPrefix(cells[0], "---") {
+			continue
+		}
+		rows = append(rows, cells)
+	}
+	if len(rows) < 2 {
+		t.Fatalf("docs/architecture.md: the table under %q is empty", heading)
+	}
+	return rows[1:] // without the header
+}
+
+var backticked = regexp.MustCompile("`([^`]+)`")
+
+// names returns the backticked names in a cell, without trailing slashes.
+func names(cell string) []string {
+	var out []string
+	for _, m := range backticked.FindAllStringSubmatch(cell, -1) {
+		out = append(out, strings.TrimSuffix(m[1], "/"))
+	}
+	return out
+}
+
+// readImportMap parses "What may import what": a row whose first column says "the library"
+// names the library's folders; "the library" and "anything" in the second column stand for them
+// and for every folder.
+func readImportMap(t *testing.T, root string) *importMap {
+	t.Helper()
+	m := &importMap{}
+	rows := tableRows(t, mapSection(t, root), "### What may import what")
+	for _, row := range rows {
+		if len(row) != 2 {
+			t.Fatalf("docs/architecture.md, What may import what: row %q has %d columns, want 2", row, len(row))
+		}
+		if strings.Contains(row[0], "the library") {
+			m.library = append(m.library, names(row[0])...)
+		}
+	}
+	if len(m.library) == 0 {
+		t.Fatal("docs/architecture.md, What may import what: no row names the library")
+	}
+	for _, row := range rows {
+		r := importRule{importers: names(row[0]), allowed: names(row[1]), says: row[1]}
+		if strings.Contains(row[1], "the library") {
+			r.allowed = append(r.allowed, m.library...)
+		}
+		if strings.Contains(row[1], "anything") {
+			r.allowed = append(r.allowed, "*")
+		}
+		if len(r.importers) == 0 || len(r.allowed) == 0 {
+			t.Fatalf("docs/architecture.md, What may import what: row %q names no folder", row)
+		}
+		m.rules = append(m.rules, r)
+	}
+	return m
 }
 
 // importViolations returns one message per import of ours that p may not make.
-func importViolations(p listedPackage) []string {
+func (m *importMap) importViolations(p listedPackage) []string {
 	rel, _ := ours(p.ImportPath)
-	rule := ruleFor(rel)
+	rule := m.ruleFor(rel)
 	if rule == nil {
-		return []string{p.ImportPath + ": no import rule covers folder " + rel +
-			"; add it to the map and to \"What may import what\" in docs/architecture.md (and to importRules)"}
+		return []string{p.ImportPath + ": no row of \"What may import what\" in docs/architecture.md covers folder " + rel}
 	}
 	var out []string
 	for _, imp := range p.Imports {
 		dep, ok := ours(imp)
-		if !ok || rule.allowed(dep) {
+		if !ok || rule.allows(dep) {
 			continue
 		}
-		out = append(out, p.ImportPath+" imports "+imp+": "+rule.name+" may import "+rule.says+
+		out = append(out, p.ImportPath+" imports "+imp+": "+strings.Join(rule.importers, ", ")+" may import "+rule.says+
 			" (docs/architecture.md, \"What may import what\")")
 	}
 	return out
@@ -158,9 +263,10 @@ func repoRoot(t *testing.T) string {
 
 func TestImportsPointOneWay(t *testing.T) {
 	root := repoRoot(t)
+	m := readImportMap(t, root)
 	for _, dir := range []string{root, filepath.Join(root, "infra")} {
 		for _, p := range goList(t, dir) {
-			for _, msg := range importViolations(p) {
+			for _, msg := range m.importViolations(p) {
 				t.Error(msg)
 			}
 		}
@@ -171,6 +277,7 @@ func TestImportsPointOneWay(t *testing.T) {
 // indirectly (the import rules imply it; this says so in the failure).
 func TestOpsCLILinksOnlyTheLibrary(t *testing.T) {
 	root := repoRoot(t)
+	m := readImportMap(t, root)
 	found := false
 	for _, p := range goList(t, root) {
 		if p.ImportPath != rootModule+"/cmd/jobkit" {
@@ -178,7 +285,7 @@ func TestOpsCLILinksOnlyTheLibrary(t *testing.T) {
 		}
 		found = true
 		for _, dep := range p.Deps {
-			if rel, ok := ours(dep); ok && !isLibrary(rel) {
+			if rel, ok := ours(dep); ok && !m.isLibrary(rel) {
 				t.Errorf("cmd/jobkit links %s: `go list -deps ./cmd/jobkit` must show nothing of ours outside the library", dep)
 			}
 		}
@@ -188,7 +295,9 @@ func TestOpsCLILinksOnlyTheLibrary(t *testing.T) {
 	}
 }
 
+// The parsed map says what the prose says, on known cases.
 func TestImportRules(t *testing.T) {
+	m := readImportMap(t, repoRoot(t))
 	for _, c := range []struct {
 		from, to string
 		ok       bool
@@ -217,16 +326,16 @@ func TestImportRules(t *testing.T) {
 		{"infra/constructs", "jobs", true},
 		{"docs", "localstack/deploy", false},
 	} {
-		rule := ruleFor(c.from)
+		rule := m.ruleFor(c.from)
 		if rule == nil {
 			t.Errorf("no rule for %s", c.from)
 			continue
 		}
-		if got := rule.allowed(c.to); got != c.ok {
-			t.Errorf("%s (%s) importing %s: allowed=%v, want %v", c.from, rule.name, c.to, got, c.ok)
+		if got := rule.allows(c.to); got != c.ok {
+			t.Errorf("%s (%v) importing %s: allowed=%v, want %v", c.from, rule.importers, c.to, got, c.ok)
 		}
 	}
-	if ruleFor("tools/x") != nil {
+	if m.ruleFor("tools/x") != nil {
 		t.Error("a folder the map does not know must have no rule")
 	}
 }
@@ -243,33 +352,31 @@ func mapFolder(rel string) string {
 	return strings.Join(parts[:min(n, len(parts))], "/")
 }
 
-var backticked = regexp.MustCompile("`([^`]+)`")
-
-// mapNames returns what the "## Map" section of architecture.md names in backticks, without
-// trailing slashes.
-func mapNames(t *testing.T, root string) map[string]bool {
+// mapFolders returns the names in the first column of the map's "Folders" table.
+func mapFolders(t *testing.T, root string) map[string]bool {
 	t.Helper()
-	raw, err := os.ReadFile(filepath.Join(root, "docs", "architecture.md"))
-	if err != nil {
-		t.Fatal(err)
+	out := map[string]bool{}
+	for _, row := range tableRows(t, mapSection(t, root), "### Folders") {
+		for _, n := range names(row[0]) {
+			out[n] = true
+		}
 	}
-	_, section, ok := strings.Cut(string(raw), "\n## Map\n")
-	if !ok {
-		t.Fatal("docs/architecture.md has no \"## Map\" section")
+	return out
+}
+
+// Every name in the first column of "Folders" exists: a row whose folder is gone fails.
+func TestMapFoldersExist(t *testing.T) {
+	root := repoRoot(t)
+	for name := range mapFolders(t, root) {
+		if _, err := os.Stat(filepath.Join(root, filepath.FromSlash(name))); err != nil {
+			t.Errorf("docs/architecture.md names %s in its map, which does not exist: %v", name, err)
+		}
 	}
-	if i := strings.Index(section, "\n## "); i >= 0 {
-		section = section[:i]
-	}
-	names := map[string]bool{}
-	for _, m := range backticked.FindAllStringSubmatch(section, -1) {
-		names[strings.TrimSuffix(m[1], "/")] = true
-	}
-	return names
 }
 
 func TestMapNamesEveryFolder(t *testing.T) {
 	root := repoRoot(t)
-	names := mapNames(t, root)
+	named := mapFolders(t, root)
 	folders := map[string]string{} // map folder -> a package in it
 	for _, dir := range []string{root, filepath.Join(root, "infra")} {
 		for _, p := range goList(t, dir) {
@@ -292,7 +399,7 @@ func TestMapNamesEveryFolder(t *testing.T) {
 		}
 	}
 	for folder, example := range folders {
-		if !names[folder] {
+		if !named[folder] {
 			t.Errorf("folder %s (%s) is not named in the map of docs/architecture.md: add a row for `%s/`", folder, example, folder)
 		}
 	}
