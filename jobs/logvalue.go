@@ -3,6 +3,7 @@ package jobs
 import (
 	"log/slog"
 	"strconv"
+	"time"
 	"unicode/utf8"
 )
 
@@ -29,3 +30,32 @@ func capLogValue(s string) string {
 	}
 	return s[:cut] + "…[+" + strconv.Itoa(len(s)-cut) + " bytes]"
 }
+
+// logRecord writes one log line about a record, with the job attributes every line carries.
+func (b *batch) logRecord(level slog.Level, r *record, msg string, err error, extra ...slog.Attr) {
+	log := b.h.log
+	ctx := b.ctx
+	if !log.Enabled(ctx, level) {
+		return
+	}
+	attrs := make([]slog.Attr, 0, 6+len(extra))
+	attrs = append(attrs,
+		LogString("job_id", r.row.ID), LogString("kind", r.row.Kind), slog.Int("attempt", r.row.Attempt),
+		slog.String("message_id", r.msg.MessageID))
+	if r.row.GroupID != "" {
+		attrs = append(attrs, LogString("group_id", r.row.GroupID))
+	}
+	if id := TraceID(r.row.Trace); id != "" {
+		attrs = append(attrs, slog.String("trace_id", id))
+	}
+	if r.pointer != nil {
+		attrs = append(attrs, LogString("payload_key", r.pointer.Key))
+	}
+	if err != nil {
+		attrs = append(attrs, LogString("error", err.Error()))
+	}
+	attrs = append(attrs, extra...)
+	log.LogAttrs(ctx, level, msg, attrs...)
+}
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
