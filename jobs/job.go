@@ -9,7 +9,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-	"unsafe"
 
 	"github.com/jobkit-go/jobkit/jobs/internal/wire"
 )
@@ -43,19 +42,13 @@ type JobRow struct {
 	QueueURL        string // the queue the message came from
 	FirstReceivedAt time.Time
 
-	reg        *registered    // the worker for Kind, found by the runtime
-	argsSrc    string         // the validated JSON EncodedArgs was made from, sharing its memory (runtime only)
-	job        unsafe.Pointer // a *Job of reg's type for this row, made by the runtime; nil once used
-	argsReady  bool           // job's Args are decoded from argsSrc
-	settling   uint32         // 1 once the worker returned (atomic): only the middleware's recording (idempotency, state) is left
-	baseLogger *slog.Logger   // the runtime's logger
-	logger     *slog.Logger   // baseLogger with this job's attributes, made on first use
-}
-
-// argsIntact reports whether EncodedArgs is still the validated JSON the runtime decoded.
-func (r *JobRow) argsIntact() bool {
-	return r.argsSrc != "" && len(r.argsSrc) == len(r.EncodedArgs) &&
-		unsafe.StringData(r.argsSrc) == unsafe.SliceData(r.EncodedArgs)
+	reg        *registered  // the worker for Kind, found by the runtime
+	argsSrc    string       // the validated JSON EncodedArgs was made from, sharing its memory (runtime only)
+	job        jobPtr       // a *Job of reg's type for this row, made by the runtime; nil once used
+	argsReady  bool         // job's Args are decoded from argsSrc
+	settling   uint32       // 1 once the worker returned (atomic): only the middleware's recording (idempotency, state) is left
+	baseLogger *slog.Logger // the runtime's logger
+	logger     *slog.Logger // baseLogger with this job's attributes, made on first use
 }
 
 // Logger returns a logger whose lines carry the job's id, kind and attempt (and message id and
@@ -123,7 +116,7 @@ type registered struct {
 
 	// The runtime makes the jobs of a batch: n zero Job[T] in one allocation, each jobSize
 	// bytes with its Args at argsOffset (its *JobRow is at offset 0).
-	newJobs    func(n int) unsafe.Pointer
+	newJobs    func(n int) jobPtr
 	jobSize    uintptr
 	argsOffset uintptr
 }
@@ -168,13 +161,8 @@ func AddWorkerSafely[T JobArgs](workers *Workers, worker Worker[T]) error {
 		return fmt.Errorf("jobs: a worker for kind %q is already registered", kind)
 	}
 	plan := wire.CompileArgsPlan(reflect.TypeFor[T]())
-	reg := &registered{
-		kind:       kind,
-		plan:       plan,
-		newJobs:    func(n int) unsafe.Pointer { return unsafe.Pointer(unsafe.SliceData(make([]Job[T], n))) },
-		jobSize:    unsafe.Sizeof(Job[T]{}),
-		argsOffset: unsafe.Offsetof(Job[T]{}.Args),
-	}
+	reg := &registered{kind: kind, plan: plan}
+	reg.newJobs, reg.jobSize, reg.argsOffset = jobLayout[T]()
 	reg.run = func(ctx context.Context, row *JobRow) error {
 		var job *Job[T]
 		if p := (*Job[T])(row.job); p != nil && row.reg == reg && p.JobRow == row {
@@ -214,7 +202,7 @@ func decodeArgs[T any](row *JobRow, plan *wire.ArgsPlan, dst *T) error {
 		if !validated {
 			src = string(row.EncodedArgs)
 		}
-		if plan.Decode(src, unsafe.Pointer(dst)) {
+		if plan.Decode(src, jobPtr(dst)) {
 			return nil
 		}
 		var zero T

@@ -6,6 +6,26 @@ import (
 	"github.com/jobkit-go/jobkit/jobs/internal/wire"
 )
 
+// This file holds the runtime's every use of package unsafe: the jobs of a batch are allocated a
+// kind at a time and their args decoded in place while the envelope is read. BenchmarkSQSHandler
+// (bench_test.go) measures what it buys.
+
+// jobPtr points at a Job[T] of a registration's T (or at its Args), typed by the registration.
+type jobPtr = unsafe.Pointer
+
+// jobLayout describes Job[T] for the slab allocator: a function making n zero jobs in one
+// allocation, the size of one, and where its Args are.
+func jobLayout[T JobArgs]() (newJobs func(n int) jobPtr, size, argsOffset uintptr) {
+	return func(n int) jobPtr { return jobPtr(unsafe.SliceData(make([]Job[T], n))) },
+		unsafe.Sizeof(Job[T]{}), unsafe.Offsetof(Job[T]{}.Args)
+}
+
+// argsIntact reports whether EncodedArgs is still the validated JSON the runtime decoded.
+func (r *JobRow) argsIntact() bool {
+	return r.argsSrc != "" && len(r.argsSrc) == len(r.EncodedArgs) &&
+		unsafe.StringData(r.argsSrc) == unsafe.SliceData(r.EncodedArgs)
+}
+
 // preDecoder decodes the args of the envelopes of a batch while wire.DecodeHeader reads them:
 // when "args" follows "kind" and the kind's worker has an args plan, the args go straight into a
 // job of that kind, with no second pass over them. The jobs of a kind come from one allocation
