@@ -152,7 +152,7 @@ func TestConsumerOutcomesOnSQS(t *testing.T) {
 	runConsumer(t, c, func() bool { return c.Stats().Deleted == 4 })
 
 	assert.ElementsMatch(t, []int{1, 2, 3, 4}, got.list(), "each job ran once")
-	dead := receive(t, client, dlq.URL, 2, 10*time.Second)
+	dead := awstest.Receive(t, client, dlq.URL, 2, 10*time.Second)
 	require.Len(t, dead, 2)
 	reasons := map[int]string{}
 	for _, m := range dead {
@@ -262,14 +262,14 @@ func TestConsumerDrainOnSQS(t *testing.T) {
 	cause, _ := causes.Load(2)
 	assert.ErrorIs(t, cause.(error), jobs.ErrDraining)
 
-	back := receive(t, client, q.URL, 2, 10*time.Second)
+	back := awstest.Receive(t, client, q.URL, 2, 10*time.Second)
 	var ns []int
 	for _, m := range back {
 		ns = append(ns, jobN(t, m))
 	}
 	assert.ElementsMatch(t, []int{2, 3}, ns, "the interrupted jobs are visible again at once")
 	assert.ElementsMatch(t, []int{1, 2, 3}, got.list(), "each job ran once")
-	assert.Empty(t, receive(t, client, dlq.URL, 1, time.Second), "nothing dead-lettered")
+	assert.Empty(t, awstest.Receive(t, client, dlq.URL, 1, time.Second), "nothing dead-lettered")
 }
 
 // NewConsumer refuses what it cannot run.

@@ -36,7 +36,7 @@ func receiveAgain(t *testing.T, client *sqs.Client, url string, msgs []sqstypes.
 		_, err := client.ChangeMessageVisibility(context.Background(), &sqs.ChangeMessageVisibilityInput{QueueUrl: aws.String(url), ReceiptHandle: m.ReceiptHandle})
 		require.NoError(t, err)
 	}
-	again := receive(t, client, url, len(msgs), 10*time.Second)
+	again := awstest.Receive(t, client, url, len(msgs), 10*time.Second)
 	require.Len(t, again, len(msgs))
 	return again
 }
@@ -50,7 +50,7 @@ func TestRuntimeNothingStartsAfterTheSoftDeadlineOnSQS(t *testing.T) {
 	dlq := awstest.CreateQueue(t, cfg, "dlq", nil)
 	q := awstest.CreateQueue(t, cfg, "q", &awstest.QueueOptions{VisibilityTimeout: 30})
 	enqueue(t, client, q.URL, TestJob{N: 1, Mode: "sleep", Seconds: 2.2}, TestJob{N: 2, Mode: "block"})
-	msgs := receiveAgain(t, client, q.URL, receive(t, client, q.URL, 2, 10*time.Second))
+	msgs := receiveAgain(t, client, q.URL, awstest.Receive(t, client, q.URL, 2, 10*time.Second))
 	if jobN(t, msgs[0]) != 1 {
 		msgs[0], msgs[1] = msgs[1], msgs[0] // the slow job first: the other waits behind it
 	}
@@ -64,8 +64,8 @@ func TestRuntimeNothingStartsAfterTheSoftDeadlineOnSQS(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, []string{messageIDOf(t, msgs, 2)}, jobstest.FailedIDs(resp))
 	assert.Equal(t, []int{1}, r.list(), "job 2 never started")
-	assert.Empty(t, receive(t, client, dlq.URL, 1, 2*time.Second), "nothing dead-lettered without a run")
-	back := receive(t, client, q.URL, 1, 5*time.Second)
+	assert.Empty(t, awstest.Receive(t, client, dlq.URL, 1, 2*time.Second), "nothing dead-lettered without a run")
+	back := awstest.Receive(t, client, q.URL, 1, 5*time.Second)
 	require.Len(t, back, 1, "the job not started is visible again at once")
 	assert.Equal(t, 2, jobN(t, back[0]))
 }
@@ -85,7 +85,7 @@ func TestRuntimePostJobWorkIsBoundedOnSQS(t *testing.T) {
 	}
 	batch = append(batch, TestJob{N: 99, Mode: "cancel"})
 	enqueue(t, direct, q.URL, batch...)
-	msgs := receive(t, direct, q.URL, len(batch), 15*time.Second)
+	msgs := awstest.Receive(t, direct, q.URL, len(batch), 15*time.Second)
 	require.Len(t, msgs, len(batch))
 
 	proxy, err := faultproxy.Start(awstest.Endpoint(), &faultproxy.Options{Latency: func(api string) time.Duration {
@@ -123,7 +123,7 @@ func TestRuntimeDeadLetterSendInFlightAtTheHardStopOnSQS(t *testing.T) {
 	dlq := awstest.CreateQueue(t, cfg, "dlq", nil)
 	q := awstest.CreateQueue(t, cfg, "q", &awstest.QueueOptions{VisibilityTimeout: 30})
 	enqueue(t, direct, q.URL, TestJob{N: 1, Mode: "sleep-cancel", Seconds: 1.9})
-	msgs := receive(t, direct, q.URL, 1, 10*time.Second)
+	msgs := awstest.Receive(t, direct, q.URL, 1, 10*time.Second)
 	require.Len(t, msgs, 1)
 
 	proxy, err := faultproxy.Start(awstest.Endpoint(), &faultproxy.Options{Latency: func(api string) time.Duration {
@@ -146,7 +146,7 @@ func TestRuntimeDeadLetterSendInFlightAtTheHardStopOnSQS(t *testing.T) {
 	require.NoError(t, err)
 	assert.True(t, time.Now().Before(deadline), "answered before the Lambda deadline")
 	assert.Empty(t, resp.BatchItemFailures, "dead-lettered during the hard stop: not also listed failed")
-	dead := receive(t, direct, dlq.URL, 2, 3*time.Second)
+	dead := awstest.Receive(t, direct, dlq.URL, 2, 3*time.Second)
 	require.Len(t, dead, 1, "in the DLQ once")
 }
 
@@ -222,7 +222,7 @@ func TestRuntimeFirstHeartbeatAtStartOnSQS(t *testing.T) {
 	dlq := awstest.CreateQueue(t, cfg, "dlq", nil)
 	q := awstest.CreateQueue(t, cfg, "q", &awstest.QueueOptions{VisibilityTimeout: 6})
 	enqueue(t, client, q.URL, TestJob{N: 1, Mode: "sleep", Seconds: 4})
-	msgs := receive(t, client, q.URL, 1, 10*time.Second)
+	msgs := awstest.Receive(t, client, q.URL, 1, 10*time.Second)
 	require.Len(t, msgs, 1)
 	time.Sleep(5 * time.Second) // the batching window: 1 s of visibility left
 
@@ -235,7 +235,7 @@ func TestRuntimeFirstHeartbeatAtStartOnSQS(t *testing.T) {
 		assert.NoError(t, err)
 	}()
 	time.Sleep(300 * time.Millisecond)
-	assert.Empty(t, receive(t, client, q.URL, 1, 3*time.Second), "no second consumer gets it while it runs")
+	assert.Empty(t, awstest.Receive(t, client, q.URL, 1, 3*time.Second), "no second consumer gets it while it runs")
 	<-done
 }
 
@@ -248,7 +248,7 @@ func TestRuntimeLostMessageCancelsTheJobOnSQS(t *testing.T) {
 	dlq := awstest.CreateQueue(t, cfg, "dlq", nil)
 	q := awstest.CreateQueue(t, cfg, "q", &awstest.QueueOptions{VisibilityTimeout: 3})
 	enqueue(t, client, q.URL, TestJob{N: 1})
-	msgs := receive(t, client, q.URL, 1, 10*time.Second)
+	msgs := awstest.Receive(t, client, q.URL, 1, 10*time.Second)
 	require.Len(t, msgs, 1)
 
 	w := jobs.NewWorkers()
@@ -270,7 +270,7 @@ func TestRuntimeLostMessageCancelsTheJobOnSQS(t *testing.T) {
 	assert.Less(t, time.Since(start), 5*time.Second, "cancelled by the heartbeat, not the deadline")
 	assert.ErrorIs(t, cause.Load().(error), jobs.ErrMessageLost)
 	assert.Len(t, resp.BatchItemFailures, 1)
-	assert.Empty(t, receive(t, client, dlq.URL, 1, time.Second))
+	assert.Empty(t, awstest.Receive(t, client, dlq.URL, 1, time.Second))
 }
 
 // Gap: one function fed by two queues changes visibility on each record's own queue (by its
@@ -283,7 +283,7 @@ func TestRuntimeSeveralQueuesOnSQS(t *testing.T) {
 	a := awstest.CreateQueue(t, cfg, "a", &awstest.QueueOptions{VisibilityTimeout: 30})
 	b := awstest.CreateQueue(t, cfg, "b", &awstest.QueueOptions{VisibilityTimeout: 30})
 	enqueue(t, client, b.URL, TestJob{N: 1, Mode: "fail"}, TestJob{N: 2, Mode: "cancel"})
-	msgs := receive(t, client, b.URL, 2, 10*time.Second)
+	msgs := awstest.Receive(t, client, b.URL, 2, 10*time.Second)
 	require.Len(t, msgs, 2)
 
 	rc := runtimeConfig(client, a.URL, dlq.URL)
@@ -293,9 +293,9 @@ func TestRuntimeSeveralQueuesOnSQS(t *testing.T) {
 	failed := jobstest.FailedIDs(resp)
 	require.Equal(t, []string{messageIDOf(t, msgs, 1)}, failed)
 	deleteExcept(t, client, b.URL, msgs, failed)
-	again := receive(t, client, b.URL, 1, 8*time.Second)
+	again := awstest.Receive(t, client, b.URL, 1, 8*time.Second)
 	require.Len(t, again, 1, "the backoff was set on queue b, not the 30 s timeout")
-	dead := receive(t, client, dlq.URL, 1, 5*time.Second)
+	dead := awstest.Receive(t, client, dlq.URL, 1, 5*time.Second)
 	require.Len(t, dead, 1)
 	assert.Equal(t, b.URL, jobstest.DecodeDeadLetter(dead[0]).SourceQueue)
 }
@@ -326,7 +326,7 @@ func TestRuntimeFIFOSkipsAreNotAttemptsOnSQS(t *testing.T) {
 	handler := jobs.NewSQSHandler(w, rc)
 
 	// Delivery 1: A fails, B is skipped.
-	msgs := receive(t, client, q.URL, 2, 10*time.Second)
+	msgs := awstest.Receive(t, client, q.URL, 2, 10*time.Second)
 	require.Len(t, msgs, 2)
 	resp, err := handler(context.Background(), jobstest.EventFromMessages(q.ARN, msgs))
 	require.NoError(t, err)
@@ -335,7 +335,7 @@ func TestRuntimeFIFOSkipsAreNotAttemptsOnSQS(t *testing.T) {
 
 	// Delivery 2: A fails its last attempt and is dead-lettered; B runs for the first time and
 	// fails: one real run of two, so it is retried.
-	msgs = receive(t, client, q.URL, 2, 10*time.Second)
+	msgs = awstest.Receive(t, client, q.URL, 2, 10*time.Second)
 	require.Len(t, msgs, 2)
 	for _, m := range msgs {
 		require.Equal(t, "2", m.Attributes["ApproximateReceiveCount"])
@@ -346,7 +346,7 @@ func TestRuntimeFIFOSkipsAreNotAttemptsOnSQS(t *testing.T) {
 	assert.Equal(t, []string{messageIDOf(t, msgs, 2)}, jobstest.FailedIDs(resp), "B is retried")
 	b, _ := counts.Load(messageIDOf(t, msgs, 2))
 	assert.Equal(t, "1/2", b, "B: attempt 1 of its 2 deliveries (JobRow.Attempt, JobRow.Deliveries)")
-	dead := receive(t, client, dlq.URL, 2, 3*time.Second)
+	dead := awstest.Receive(t, client, dlq.URL, 2, 3*time.Second)
 	require.Len(t, dead, 1, "only A is dead-lettered")
 	assert.Equal(t, 1, jobN(t, dead[0]))
 	assert.Equal(t, 2, jobstest.DecodeDeadLetter(dead[0]).Attempts)

@@ -28,25 +28,6 @@ import (
 	"github.com/jobkit-go/jobkit/localstack/awstest"
 )
 
-// receive collects up to n messages from a queue, polling until n arrived or wait passed.
-func receive(t *testing.T, client *sqs.Client, url string, n int, wait time.Duration) []sqstypes.Message {
-	t.Helper()
-	var out []sqstypes.Message
-	deadline := time.Now().Add(wait)
-	for len(out) < n && time.Now().Before(deadline) {
-		res, err := client.ReceiveMessage(context.Background(), &sqs.ReceiveMessageInput{
-			QueueUrl:                    aws.String(url),
-			MaxNumberOfMessages:         int32(min(10, n-len(out))),
-			WaitTimeSeconds:             1,
-			MessageSystemAttributeNames: []sqstypes.MessageSystemAttributeName{sqstypes.MessageSystemAttributeNameAll},
-			MessageAttributeNames:       []string{"All"},
-		})
-		require.NoError(t, err)
-		out = append(out, res.Messages...)
-	}
-	return out
-}
-
 // deleteExcept deletes the received messages the handler did not list, as the event source
 // mapping does after a batch.
 func deleteExcept(t *testing.T, client *sqs.Client, url string, msgs []sqstypes.Message, failed []string) {
@@ -118,7 +99,7 @@ func TestRuntimeRetryFollowsBackoffOnSQS(t *testing.T) {
 	dlq := awstest.CreateQueue(t, cfg, "dlq", nil)
 	q := awstest.CreateQueue(t, cfg, "q", &awstest.QueueOptions{VisibilityTimeout: 30})
 	enqueue(t, client, q.URL, TestJob{N: 1}, TestJob{N: 2, Mode: "fail"}, TestJob{N: 3})
-	msgs := receive(t, client, q.URL, 3, 10*time.Second)
+	msgs := awstest.Receive(t, client, q.URL, 3, 10*time.Second)
 	require.Len(t, msgs, 3)
 
 	rc := runtimeConfig(client, q.URL, dlq.URL)
@@ -131,17 +112,17 @@ func TestRuntimeRetryFollowsBackoffOnSQS(t *testing.T) {
 	start := time.Now()
 	deleteExcept(t, client, q.URL, msgs, failed)
 
-	early := receive(t, client, q.URL, 1, 3*time.Second)
+	early := awstest.Receive(t, client, q.URL, 1, 3*time.Second)
 	require.Empty(t, early, "not receivable before the backoff")
 	require.Less(t, time.Since(start), 6*time.Second, "the machine is too slow for this check")
 
-	again := receive(t, client, q.URL, 1, 20*time.Second)
+	again := awstest.Receive(t, client, q.URL, 1, 20*time.Second)
 	require.Len(t, again, 1, "receivable after the backoff")
 	assert.Equal(t, failed[0], aws.ToString(again[0].MessageId))
 	assert.Equal(t, "2", again[0].Attributes["ApproximateReceiveCount"])
 	assert.GreaterOrEqual(t, time.Since(start), 5*time.Second)
 	assert.Less(t, time.Since(start), 25*time.Second, "well before the 30 s visibility timeout")
-	assert.Empty(t, receive(t, client, dlq.URL, 1, time.Second))
+	assert.Empty(t, awstest.Receive(t, client, dlq.URL, 1, time.Second))
 }
 
 // A record on its last attempt goes to the DLQ with the error and attempt count attached and is
@@ -157,13 +138,13 @@ func TestRuntimeDeadLettersOnSQS(t *testing.T) {
 	require.NoError(t, err)
 
 	// First delivery: hand both back at once, as a failed attempt with no backoff would.
-	first := receive(t, client, q.URL, 2, 10*time.Second)
+	first := awstest.Receive(t, client, q.URL, 2, 10*time.Second)
 	require.Len(t, first, 2)
 	for _, m := range first {
 		_, err := client.ChangeMessageVisibility(context.Background(), &sqs.ChangeMessageVisibilityInput{QueueUrl: aws.String(q.URL), ReceiptHandle: m.ReceiptHandle})
 		require.NoError(t, err)
 	}
-	msgs := receive(t, client, q.URL, 2, 10*time.Second)
+	msgs := awstest.Receive(t, client, q.URL, 2, 10*time.Second)
 	require.Len(t, msgs, 2)
 	var job, junk sqstypes.Message
 	for _, m := range msgs {
@@ -188,7 +169,7 @@ func TestRuntimeDeadLettersOnSQS(t *testing.T) {
 	require.NoError(t, err)
 	assert.Empty(t, resp.BatchItemFailures)
 
-	dead := receive(t, client, dlq.URL, 2, 10*time.Second)
+	dead := awstest.Receive(t, client, dlq.URL, 2, 10*time.Second)
 	require.Len(t, dead, 2)
 	byID := map[string]jobstest.DeadLetter{}
 	for _, m := range dead {
@@ -236,7 +217,7 @@ func TestRuntimeFIFOSkipGroupOnSQS(t *testing.T) {
 	enqueue(t, client, q.URL,
 		TestJob{N: 1, Group: "A"}, TestJob{N: 11, Group: "B"}, TestJob{N: 2, Group: "A", Mode: "fail"},
 		TestJob{N: 12, Group: "B"}, TestJob{N: 3, Group: "A"}, TestJob{N: 13, Group: "B"})
-	msgs := receive(t, client, q.URL, 6, 10*time.Second)
+	msgs := awstest.Receive(t, client, q.URL, 6, 10*time.Second)
 	require.Len(t, msgs, 6)
 
 	r := &ran{}
@@ -252,7 +233,7 @@ func TestRuntimeFIFOSkipGroupOnSQS(t *testing.T) {
 	var order []int
 	deadline := time.Now().Add(20 * time.Second)
 	for len(order) < 2 && time.Now().Before(deadline) {
-		for _, m := range receive(t, client, q.URL, 2, 2*time.Second) {
+		for _, m := range awstest.Receive(t, client, q.URL, 2, 2*time.Second) {
 			order = append(order, jobN(t, m))
 			deleteExcept(t, client, q.URL, []sqstypes.Message{m}, nil)
 		}
@@ -269,7 +250,7 @@ func TestRuntimeHeartbeatOnSQS(t *testing.T) {
 	dlq := awstest.CreateQueue(t, cfg, "dlq", nil)
 	q := awstest.CreateQueue(t, cfg, "q", &awstest.QueueOptions{VisibilityTimeout: 2})
 	enqueue(t, client, q.URL, TestJob{N: 1, Mode: "sleep", Seconds: 6}, TestJob{N: 2})
-	msgs := receive(t, client, q.URL, 2, 10*time.Second)
+	msgs := awstest.Receive(t, client, q.URL, 2, 10*time.Second)
 	require.Len(t, msgs, 2)
 
 	var runs atomic.Int32
@@ -327,7 +308,7 @@ func TestRuntimePanicAndTimeoutOnSQS(t *testing.T) {
 	dlq := awstest.CreateQueue(t, cfg, "dlq", nil)
 	q := awstest.CreateQueue(t, cfg, "q", &awstest.QueueOptions{VisibilityTimeout: 30})
 	enqueue(t, client, q.URL, TestJob{N: 1, Mode: "panic"}, TestJob{N: 2, Mode: "block"}, TestJob{N: 3})
-	msgs := receive(t, client, q.URL, 3, 10*time.Second)
+	msgs := awstest.Receive(t, client, q.URL, 3, 10*time.Second)
 	require.Len(t, msgs, 3)
 	rc := runtimeConfig(client, q.URL, dlq.URL)
 	rc.JobTimeout = time.Second
@@ -337,7 +318,7 @@ func TestRuntimePanicAndTimeoutOnSQS(t *testing.T) {
 	failed := jobstest.FailedIDs(resp)
 	assert.ElementsMatch(t, []string{messageIDOf(t, msgs, 1), messageIDOf(t, msgs, 2)}, failed)
 	deleteExcept(t, client, q.URL, msgs, failed)
-	back := receive(t, client, q.URL, 2, 15*time.Second)
+	back := awstest.Receive(t, client, q.URL, 2, 15*time.Second)
 	var ns []int
 	for _, m := range back {
 		ns = append(ns, jobN(t, m))
@@ -396,7 +377,7 @@ func TestClientEnqueueBatchOnSQS(t *testing.T) {
 		ids[r.ID] = true
 	}
 	require.Len(t, ids, 25)
-	msgs := receive(t, client, q.URL, 25, 20*time.Second)
+	msgs := awstest.Receive(t, client, q.URL, 25, 20*time.Second)
 	require.Len(t, msgs, 25)
 	for _, m := range msgs {
 		env, err := jobs.DecodeEnvelope(aws.ToString(m.Body))
@@ -480,7 +461,7 @@ func TestClientRetriesFailedEntryOnSQS(t *testing.T) {
 	assert.NoError(t, results[1].Err)
 	assert.Equal(t, 2, count.n(&sqs.SendMessageBatchInput{}), "one retry, of the one retryable entry")
 
-	msgs := receive(t, client, q.URL, 4, 15*time.Second)
+	msgs := awstest.Receive(t, client, q.URL, 4, 15*time.Second)
 	var got []string
 	for _, m := range msgs {
 		env, err := jobs.DecodeEnvelope(aws.ToString(m.Body))
@@ -507,7 +488,7 @@ func TestClientFIFOOrderOnSQS(t *testing.T) {
 	deadline := time.Now().Add(30 * time.Second)
 	total := 0
 	for total < 25 && time.Now().Before(deadline) {
-		msgs := receive(t, client, q.URL, 10, 2*time.Second)
+		msgs := awstest.Receive(t, client, q.URL, 10, 2*time.Second)
 		for _, m := range msgs {
 			g := m.Attributes["MessageGroupId"]
 			got[g] = append(got[g], jobN(t, m))
@@ -533,9 +514,9 @@ func TestClientDelayOnSQS(t *testing.T) {
 	start := time.Now()
 	_, err = c.Enqueue(context.Background(), TestJob{N: 1}, &jobs.EnqueueOpts{Delay: 4 * time.Second})
 	require.NoError(t, err)
-	require.Empty(t, receive(t, client, q.URL, 1, 2*time.Second))
+	require.Empty(t, awstest.Receive(t, client, q.URL, 1, 2*time.Second))
 	require.Less(t, time.Since(start), 4*time.Second, "the machine is too slow for this check")
-	msgs := receive(t, client, q.URL, 1, 15*time.Second)
+	msgs := awstest.Receive(t, client, q.URL, 1, 15*time.Second)
 	require.Len(t, msgs, 1)
 	assert.GreaterOrEqual(t, time.Since(start), 3*time.Second)
 }
@@ -598,7 +579,7 @@ func TestClientFIFORetryKeepsGroupOrderOnSQS(t *testing.T) {
 	var got []string
 	deadline := time.Now().Add(20 * time.Second)
 	for len(got) < 4 && time.Now().Before(deadline) {
-		msgs := receive(t, client, q.URL, 1, 2*time.Second)
+		msgs := awstest.Receive(t, client, q.URL, 1, 2*time.Second)
 		for _, m := range msgs {
 			env, err := jobs.DecodeEnvelope(aws.ToString(m.Body))
 			require.NoError(t, err)

@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jobkit-go/jobkit/localstack/awstest"
+
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/stretchr/testify/assert"
@@ -389,7 +391,7 @@ func TestHandlerMetricsOneEMFLinePerBatch(t *testing.T) {
 
 func TestHandlerLogLinesCarryJobIdentity(t *testing.T) {
 	t.Parallel()
-	var buf syncBuffer
+	var buf awstest.SyncBuffer
 	cfg := jobstest.Config(jobstest.NewRecorder())
 	cfg.Logger = slog.New(slog.NewJSONHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	w := testWorkers(nil)
@@ -425,23 +427,6 @@ func TestHandlerLogLinesCarryJobIdentity(t *testing.T) {
 type LoggingJob struct{}
 
 func (LoggingJob) Kind() string { return "test.logging" }
-
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
 
 func TestHandlerHeartbeatExtendsUnfinishedRecords(t *testing.T) {
 	t.Parallel()
@@ -494,7 +479,7 @@ var _ = io.Discard
 // reaches the log capped at jobs.MaxLogValue per value, and every line stays valid JSON.
 func TestHandlerLogsCapJobData(t *testing.T) {
 	t.Parallel()
-	var buf syncBuffer
+	var buf awstest.SyncBuffer
 	cfg := jobstest.Config(jobstest.NewRecorder())
 	cfg.Logger = slog.New(slog.NewJSONHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	handler := jobs.NewSQSHandler(testWorkers(nil), cfg)

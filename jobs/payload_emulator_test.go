@@ -129,7 +129,7 @@ func TestLargeJobRunsFromS3OnSQS(t *testing.T) {
 	res, err := ps.client.Enqueue(context.Background(), job, nil)
 	require.NoError(t, err)
 
-	msgs := receive(t, ps.sqs, ps.q.URL, 1, 10*time.Second)
+	msgs := awstest.Receive(t, ps.sqs, ps.q.URL, 1, 10*time.Second)
 	require.Len(t, msgs, 1)
 	body := aws.ToString(msgs[0].Body)
 	ptr := pointerOf(t, msgs[0])
@@ -178,7 +178,7 @@ func TestLargeJobDeadLetterAndRedriveOnSQS(t *testing.T) {
 	job := newBigJob(5 << 20)
 	res, err := ps.client.Enqueue(context.Background(), job, nil)
 	require.NoError(t, err)
-	msgs := receive(t, ps.sqs, ps.q.URL, 1, 10*time.Second)
+	msgs := awstest.Receive(t, ps.sqs, ps.q.URL, 1, 10*time.Second)
 	require.Len(t, msgs, 1)
 	ptr := pointerOf(t, msgs[0])
 
@@ -191,7 +191,7 @@ func TestLargeJobDeadLetterAndRedriveOnSQS(t *testing.T) {
 	assert.Equal(t, []bool{true}, seen.intact, "the failing run had the whole blob")
 	deleteExcept(t, ps.sqs, ps.q.URL, msgs, nil)
 
-	dead := receive(t, ps.sqs, ps.dlq.URL, 1, 10*time.Second)
+	dead := awstest.Receive(t, ps.sqs, ps.dlq.URL, 1, 10*time.Second)
 	require.Len(t, dead, 1)
 	assert.Equal(t, aws.ToString(msgs[0].Body), aws.ToString(dead[0].Body), "the copy keeps the pointer, not the 5 MiB")
 	d := jobstest.DecodeDeadLetter(dead[0])
@@ -221,7 +221,7 @@ func TestLargeJobDeadLetterAndRedriveOnSQS(t *testing.T) {
 	require.NoError(t, err)
 	require.EqualValues(t, 1, moved.Moved)
 
-	back := receive(t, ps.sqs, ps.q.URL, 1, 10*time.Second)
+	back := awstest.Receive(t, ps.sqs, ps.q.URL, 1, 10*time.Second)
 	require.Len(t, back, 1)
 	assert.Equal(t, aws.ToString(msgs[0].Body), aws.ToString(back[0].Body))
 	assert.Contains(t, back[0].MessageAttributes, jobs.AttrPayloadSize, "a redriven claim check still reads as one to the extended clients")
@@ -247,7 +247,7 @@ func TestPointerToMissingObjectIsDeadLetteredOnSQS(t *testing.T) {
 		_, err := ps.sqs.SendMessage(context.Background(), &sqs.SendMessageInput{QueueUrl: aws.String(ps.q.URL), MessageBody: aws.String(p.Body())})
 		require.NoError(t, err)
 	}
-	msgs := receive(t, ps.sqs, ps.q.URL, 2, 10*time.Second)
+	msgs := awstest.Receive(t, ps.sqs, ps.q.URL, 2, 10*time.Second)
 	require.Len(t, msgs, 2)
 	var seen bigSeen
 	rc := runtimeConfigS3(ps) // MaxAttempts 5: not dead-lettered for its attempts
@@ -256,7 +256,7 @@ func TestPointerToMissingObjectIsDeadLetteredOnSQS(t *testing.T) {
 	assert.Empty(t, resp.BatchItemFailures)
 	assert.Empty(t, seen.sizes)
 
-	dead := receive(t, ps.sqs, ps.dlq.URL, 2, 10*time.Second)
+	dead := awstest.Receive(t, ps.sqs, ps.dlq.URL, 2, 10*time.Second)
 	require.Len(t, dead, 2)
 	for _, m := range dead {
 		d := jobstest.DecodeDeadLetter(m)
@@ -361,7 +361,7 @@ func TestLargeJobKeepsFIFOOrderOnSQS(t *testing.T) {
 	})
 	require.NoError(t, err)
 
-	msgs := receive(t, ps.sqs, ps.q.URL, 3, 10*time.Second)
+	msgs := awstest.Receive(t, ps.sqs, ps.q.URL, 3, 10*time.Second)
 	require.Len(t, msgs, 3)
 	_, ok := jobs.ParsePayloadPointer(aws.ToString(msgs[1].Body))
 	require.True(t, ok, "the second message is the claim check")

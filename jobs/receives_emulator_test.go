@@ -126,7 +126,7 @@ func sqsHandler(w *jobs.Workers, rc jobs.Config) func(context.Context, events.SQ
 func dead(t *testing.T, client *sqs.Client, dlq awstest.Queue, n int) map[int]jobstest.DeadLetter {
 	t.Helper()
 	out := map[int]jobstest.DeadLetter{}
-	for _, m := range receive(t, client, dlq.URL, n+1, 3*time.Second) {
+	for _, m := range awstest.Receive(t, client, dlq.URL, n+1, 3*time.Second) {
 		out[jobN(t, m)] = jobstest.DecodeDeadLetter(m)
 	}
 	return out

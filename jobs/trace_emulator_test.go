@@ -23,7 +23,7 @@ import (
 )
 
 // jsonLines parses the JSON lines written to b so far.
-func jsonLines(t *testing.T, b *syncBuffer) []map[string]any {
+func jsonLines(t *testing.T, b *awstest.SyncBuffer) []map[string]any {
 	t.Helper()
 	var out []map[string]any
 	sc := bufio.NewScanner(strings.NewReader(b.String()))
@@ -67,11 +67,11 @@ func TestTraceFromEnqueueToWorkerThroughARedriveOnSQS(t *testing.T) {
 		_, err := childClient.Enqueue(ctx, TestJob{N: 2}, nil)
 		return err
 	}))
-	logs, metrics := &syncBuffer{}, &syncBuffer{}
+	logs, metrics := &awstest.SyncBuffer{}, &awstest.SyncBuffer{}
 	rc := runtimeConfig(client, q.URL, dlq.URL)
 	rc.Logger, rc.Metrics = slog.New(slog.NewJSONHandler(logs, nil)), metrics
 	run := func() {
-		msgs := receive(t, client, q.URL, 1, 10*time.Second)
+		msgs := awstest.Receive(t, client, q.URL, 1, 10*time.Second)
 		require.Len(t, msgs, 1)
 		resp, err := jobs.NewSQSHandler(w, rc)(context.Background(), jobstest.EventFromMessages(q.ARN, msgs))
 		require.NoError(t, err)
@@ -113,7 +113,7 @@ func TestTraceFromEnqueueToWorkerThroughARedriveOnSQS(t *testing.T) {
 		assert.Equal(t, []any{traceID}, l["trace_ids"], "the metrics line lists the trace")
 	}
 
-	child := receive(t, client, children.URL, 1, 10*time.Second)
+	child := awstest.Receive(t, client, children.URL, 1, 10*time.Second)
 	require.Len(t, child, 1)
 	env, err := jobs.DecodeEnvelope(aws.ToString(child[0].Body))
 	require.NoError(t, err)
@@ -136,7 +136,7 @@ func TestTraceFromAWSTraceHeaderOnSQS(t *testing.T) {
 		},
 	})
 	require.NoError(t, err)
-	msgs := receive(t, client, q.URL, 1, 10*time.Second)
+	msgs := awstest.Receive(t, client, q.URL, 1, 10*time.Second)
 	require.Len(t, msgs, 1)
 	require.Contains(t, msgs[0].Attributes, "AWSTraceHeader", "the emulator passes the header")
 

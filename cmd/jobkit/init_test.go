@@ -10,7 +10,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -106,7 +105,7 @@ func TestInitServiceRunsOffline(t *testing.T) {
 	// jobkit dev with stdin, stdout and stderr not a terminal, no --once: it runs until SIGTERM.
 	dev := exec.Command(buildCLI(t), "dev", "--synth", "never", "--prefix", awstest.Name(t, "")+"-")
 	dev.Dir, dev.Env = dir, env
-	stdout, stderr := &syncBuffer{}, &syncBuffer{}
+	stdout, stderr := &awstest.SyncBuffer{}, &awstest.SyncBuffer{}
 	dev.Stdout, dev.Stderr = stdout, stderr
 	require.NoError(t, dev.Start())
 	exited := make(chan error, 1)
@@ -187,7 +186,7 @@ func runIn(t *testing.T, dir string, env []string, name string, args ...string) 
 }
 
 // waitFor polls cond until it holds; it fails when the process exits first, or after 4 minutes.
-func waitFor(t *testing.T, exited chan error, stderr *syncBuffer, what string, cond func() bool) {
+func waitFor(t *testing.T, exited chan error, stderr *awstest.SyncBuffer, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(4 * time.Minute)
 	for !cond() {
@@ -221,24 +220,6 @@ func fileHasLine(path, prefix string) bool {
 func lastLine(s string) string {
 	lines := strings.Split(strings.TrimSpace(s), "\n")
 	return lines[len(lines)-1]
-}
-
-// syncBuffer is a bytes.Buffer safe for a process writing while the test reads.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // dev runs the sample in the jobkit repository, and a service's own app where its cdk.json is, or

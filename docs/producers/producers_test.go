@@ -71,22 +71,6 @@ func validBody(t *testing.T, body string) {
 	assert.NoError(t, s[0].Validate(v), body)
 }
 
-func receiveAll(t *testing.T, client *sqs.Client, url string, n int) []sqstypes.Message {
-	t.Helper()
-	var out []sqstypes.Message
-	for deadline := time.Now().Add(20 * time.Second); len(out) < n && time.Now().Before(deadline); {
-		res, err := client.ReceiveMessage(context.Background(), &sqs.ReceiveMessageInput{
-			QueueUrl: aws.String(url), MaxNumberOfMessages: 10, WaitTimeSeconds: 1,
-			MessageSystemAttributeNames: []sqstypes.MessageSystemAttributeName{sqstypes.MessageSystemAttributeNameAll},
-			MessageAttributeNames:       []string{"All"},
-		})
-		require.NoError(t, err)
-		out = append(out, res.Messages...)
-	}
-	require.Len(t, out, n, "messages on %s", url)
-	return out
-}
-
 // The schema itself: what the runtime refuses, it refuses too.
 func TestSchemaRefusesWhatTheRuntimeDeadLetters(t *testing.T) {
 	s, err := schemas()
@@ -164,7 +148,7 @@ func TestGoClientBodiesMatchTheSchema(t *testing.T) {
 	_, err = c.Enqueue(ctx, email, &jobs.EnqueueOpts{Delay: 2 * time.Hour})
 	require.NoError(t, err)
 
-	for _, m := range append(receiveAll(t, client, std.URL, 4+12), receiveAll(t, client, fifo.URL, 1)...) {
+	for _, m := range append(awstest.ReceiveN(t, client, std.URL, 4+12), awstest.ReceiveN(t, client, fifo.URL, 1)...) {
 		validBody(t, aws.ToString(m.Body))
 	}
 	out, err := sched.ListSchedules(ctx, &awsscheduler.ListSchedulesInput{GroupName: aws.String(group)})
@@ -177,7 +161,7 @@ func TestGoClientBodiesMatchTheSchema(t *testing.T) {
 	// A dead letter: a cancelled job, through the runtime.
 	_, err = c.Enqueue(ctx, email, nil)
 	require.NoError(t, err)
-	msgs := receiveAll(t, client, std.URL, 1)
+	msgs := awstest.ReceiveN(t, client, std.URL, 1)
 	w := jobs.NewWorkers()
 	jobs.AddWorker(w, jobs.WorkFunc[samplejobs.SendEmail](func(context.Context, *jobs.Job[samplejobs.SendEmail]) error {
 		return jobs.Cancel(errors.New("mailbox <gone>"))
@@ -185,7 +169,7 @@ func TestGoClientBodiesMatchTheSchema(t *testing.T) {
 	resp, err := jobs.NewSQSHandler(w, runtimeConfig(client, std.URL, dlq.URL))(ctx, jobstest.EventFromMessages(std.ARN, msgs))
 	require.NoError(t, err)
 	require.Empty(t, resp.BatchItemFailures)
-	dead := receiveAll(t, client, dlq.URL, 1)
+	dead := awstest.ReceiveN(t, client, dlq.URL, 1)
 	attrs := map[string]any{}
 	for name, a := range dead[0].MessageAttributes {
 		attrs[name] = aws.ToString(a.StringValue)
@@ -343,7 +327,7 @@ func TestOtherLanguageProducersRunOnTheGoWorkers(t *testing.T) {
 		if q.URL == fifo.URL {
 			n = 2
 		}
-		msgs := receiveAll(t, client, q.URL, n)
+		msgs := awstest.ReceiveN(t, client, q.URL, n)
 		for _, m := range msgs {
 			validBody(t, aws.ToString(m.Body))
 		}

@@ -114,7 +114,7 @@ func TestOutboxForwarderKilledMidBatchLosesNothingOnEmulator(t *testing.T) {
 		assert.False(t, f.outboxItem(t, id), "outbox item %s deleted", id)
 	}
 
-	msgs := drain(t, f.sqs, f.queue.URL)
+	msgs := awstest.Drain(t, f.sqs, f.queue.URL)
 	sent := map[string]int{}
 	for _, m := range msgs {
 		env, err := jobs.DecodeEnvelope(aws.ToString(m.Body))

@@ -157,24 +157,6 @@ func (f *fixture) outboxItem(t *testing.T, jobID string) bool {
 	return out.Item != nil
 }
 
-func receive(t *testing.T, client *sqs.Client, url string, n int) []sqstypes.Message {
-	t.Helper()
-	var got []sqstypes.Message
-	for deadline := time.Now().Add(15 * time.Second); len(got) < n && time.Now().Before(deadline); {
-		out, err := client.ReceiveMessage(context.Background(), &sqs.ReceiveMessageInput{
-			QueueUrl: aws.String(url), MaxNumberOfMessages: 10, WaitTimeSeconds: 1,
-			MessageSystemAttributeNames: []sqstypes.MessageSystemAttributeName{sqstypes.MessageSystemAttributeNameAll},
-		})
-		require.NoError(t, err)
-		got = append(got, out.Messages...)
-	}
-	require.Len(t, got, n)
-	out, err := client.ReceiveMessage(context.Background(), &sqs.ReceiveMessageInput{QueueUrl: aws.String(url), MaxNumberOfMessages: 10, WaitTimeSeconds: 1})
-	require.NoError(t, err)
-	require.Empty(t, out.Messages, "no message beyond the %d expected", n)
-	return got
-}
-
 // The business write and the job go together or not at all; the forwarder sends the job from
 // the stream and deletes its outbox item; the business item and the stream's other records are
 // left alone.
@@ -282,7 +264,7 @@ func TestOutboxRetriedForwarderHasEachEffectOnce(t *testing.T) {
 		assert.False(t, f.outboxItem(t, id), "sent and deleted: %s", id)
 	}
 
-	msgs := drain(t, f.sqs, f.queue.URL)
+	msgs := awstest.Drain(t, f.sqs, f.queue.URL)
 	sent := map[string]int{}
 	for _, m := range msgs {
 		env, err := jobs.DecodeEnvelope(aws.ToString(m.Body))
@@ -297,21 +279,6 @@ func TestOutboxRetriedForwarderHasEachEffectOnce(t *testing.T) {
 	for order, n := range effects {
 		assert.Equal(t, 1, n, "%s: one effect", order)
 	}
-}
-
-// drain receives until the queue stays empty for 2 s.
-func drain(t *testing.T, client *sqs.Client, url string) []sqstypes.Message {
-	t.Helper()
-	var got []sqstypes.Message
-	for empty := 0; empty < 2; {
-		out, err := client.ReceiveMessage(context.Background(), &sqs.ReceiveMessageInput{QueueUrl: aws.String(url), MaxNumberOfMessages: 10, WaitTimeSeconds: 1})
-		require.NoError(t, err)
-		if len(out.Messages) == 0 {
-			empty++
-		}
-		got = append(got, out.Messages...)
-	}
-	return got
 }
 
 // runBehindIdempotency runs each message, one invocation apiece (duplicates in separate
@@ -380,4 +347,12 @@ func TestOutboxForwardsClaimChecks(t *testing.T) {
 	env, err := jobs.DecodeEnvelope(string(body))
 	require.NoError(t, err)
 	assert.Equal(t, ids[0], env.ID)
+}
+
+// receive receives exactly n messages from url, and then none more.
+func receive(t *testing.T, client *sqs.Client, url string, n int) []sqstypes.Message {
+	t.Helper()
+	got := awstest.ReceiveN(t, client, url, n)
+	awstest.ExpectEmpty(t, client, url)
+	return got
 }

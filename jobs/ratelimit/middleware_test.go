@@ -12,7 +12,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
-	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -75,7 +74,7 @@ func TestRateLimitedJobIsSnoozedNotChargedOnSQS(t *testing.T) {
 	})
 	require.NoError(t, err)
 
-	msgs := receiveN(t, client, q.URL, 3)
+	msgs := awstest.ReceiveN(t, client, q.URL, 3)
 	resp, err := handler(context.Background(), jobstest.EventFromMessages(q.ARN, msgs))
 	require.NoError(t, err)
 	require.Len(t, resp.BatchItemFailures, 1, "the second call of t1 is snoozed")
@@ -97,7 +96,7 @@ func TestRateLimitedJobIsSnoozedNotChargedOnSQS(t *testing.T) {
 	}
 	c.advance(time.Minute)
 
-	again := receiveN(t, client, q.URL, 1)
+	again := awstest.ReceiveN(t, client, q.URL, 1)
 	require.Equal(t, "2", again[0].Attributes["ApproximateReceiveCount"])
 	resp, err = handler(context.Background(), jobstest.EventFromMessages(q.ARN, again))
 	require.NoError(t, err)
@@ -108,21 +107,6 @@ func TestRateLimitedJobIsSnoozedNotChargedOnSQS(t *testing.T) {
 	n, err := ledger.NotRun(context.Background(), snoozed)
 	require.NoError(t, err)
 	assert.Equal(t, 1, n)
-}
-
-func receiveN(t *testing.T, client *sqs.Client, url string, n int) []sqstypes.Message {
-	t.Helper()
-	var out []sqstypes.Message
-	for deadline := time.Now().Add(20 * time.Second); len(out) < n && time.Now().Before(deadline); {
-		res, err := client.ReceiveMessage(context.Background(), &sqs.ReceiveMessageInput{
-			QueueUrl: aws.String(url), MaxNumberOfMessages: int32(min(10, n-len(out))), WaitTimeSeconds: 1,
-			MessageSystemAttributeNames: []sqstypes.MessageSystemAttributeName{sqstypes.MessageSystemAttributeNameAll},
-		})
-		require.NoError(t, err)
-		out = append(out, res.Messages...)
-	}
-	require.Len(t, out, n)
-	return out
 }
 
 func TestMiddlewarePanicsOnAnInvalidRule(t *testing.T) {

@@ -1,7 +1,6 @@
 package lambdaruntime_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -14,6 +13,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/jobkit-go/jobkit/localstack/awstest"
 
 	"github.com/stretchr/testify/require"
 
@@ -39,24 +40,6 @@ func probe(t *testing.T) string {
 	return path
 }
 
-// syncBuffer collects function output from several goroutines.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 func newRuntime(t *testing.T, fn lambdaruntime.Function, opts *lambdaruntime.Options) *lambdaruntime.Runtime {
 	t.Helper()
 	if fn.Name == "" {
@@ -67,7 +50,7 @@ func newRuntime(t *testing.T, fn lambdaruntime.Function, opts *lambdaruntime.Opt
 		opts = &lambdaruntime.Options{}
 	}
 	if opts.Output == nil {
-		opts.Output = &syncBuffer{}
+		opts.Output = &awstest.SyncBuffer{}
 	}
 	rt, err := lambdaruntime.New(fn, opts)
 	require.NoError(t, err)
@@ -357,7 +340,7 @@ func TestCancelledInvokeKillsItsEnvironment(t *testing.T) {
 func TestCloseStopsEverything(t *testing.T) {
 	t.Parallel()
 	fn := lambdaruntime.Function{Name: "closing", Bootstrap: probe(t), Timeout: time.Minute, MaxInstances: 2}
-	rt, err := lambdaruntime.New(fn, &lambdaruntime.Options{Output: &syncBuffer{}})
+	rt, err := lambdaruntime.New(fn, &lambdaruntime.Options{Output: &awstest.SyncBuffer{}})
 	require.NoError(t, err)
 	warm := invoke(t, rt, map[string]string{"action": "count"})
 
@@ -377,7 +360,7 @@ func TestCloseStopsEverything(t *testing.T) {
 
 func TestFunctionOutputReachesTheWriter(t *testing.T) {
 	t.Parallel()
-	out := &syncBuffer{}
+	out := &awstest.SyncBuffer{}
 	rt := newRuntime(t, lambdaruntime.Function{}, &lambdaruntime.Options{Output: out})
 	res := invoke(t, rt, map[string]string{"action": "error", "message": "visible in the log"})
 	require.Equal(t, lambdaruntime.FunctionError, res.Outcome)

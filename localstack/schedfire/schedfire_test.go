@@ -61,33 +61,6 @@ func listSchedules(t *testing.T, client *awsscheduler.Client, group string) []ty
 	return out
 }
 
-// receiveAll receives until it has n messages (deleting them) or 20 s pass, then checks that no
-// further message arrives.
-func receiveAll(t *testing.T, client *sqs.Client, url string, n int) []sqstypes.Message {
-	t.Helper()
-	ctx := context.Background()
-	var got []sqstypes.Message
-	deadline := time.Now().Add(20 * time.Second)
-	for len(got) < n && time.Now().Before(deadline) {
-		out, err := client.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{
-			QueueUrl: aws.String(url), MaxNumberOfMessages: 10, WaitTimeSeconds: 1,
-			MessageSystemAttributeNames: []sqstypes.MessageSystemAttributeName{sqstypes.MessageSystemAttributeNameAll},
-			MessageAttributeNames:       []string{"All"},
-		})
-		require.NoError(t, err)
-		for _, m := range out.Messages {
-			got = append(got, m)
-			_, err := client.DeleteMessage(ctx, &sqs.DeleteMessageInput{QueueUrl: aws.String(url), ReceiptHandle: m.ReceiptHandle})
-			require.NoError(t, err)
-		}
-	}
-	require.Len(t, got, n, "messages received from %s", url)
-	out, err := client.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: aws.String(url), MaxNumberOfMessages: 10, WaitTimeSeconds: 1})
-	require.NoError(t, err)
-	require.Empty(t, out.Messages, "no message beyond the %d expected", n)
-	return got
-}
-
 func decodeEnvelope(t *testing.T, body string) jobs.Envelope {
 	t.Helper()
 	var env jobs.Envelope
@@ -422,4 +395,13 @@ func validSchedule() scheduler.Schedule {
 		Args:       nightlyReport{Team: "ops"},
 		Queue:      "reports",
 	}
+}
+
+// receiveAll takes exactly n messages from url (deleting them as it goes) and checks that no
+// further one arrives.
+func receiveAll(t *testing.T, client *sqs.Client, url string, n int) []sqstypes.Message {
+	t.Helper()
+	got := awstest.Take(t, client, url, n)
+	awstest.ExpectEmpty(t, client, url)
+	return got
 }
