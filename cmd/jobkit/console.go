@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"os"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -16,9 +18,15 @@ import (
 // defaultConsoleAddr is where `jobkit console` listens unless --addr says otherwise: loopback only.
 const defaultConsoleAddr = "127.0.0.1:7700"
 
+// consoleSecretEnv names the environment variable that may hold the console's secret.
+const consoleSecretEnv = "JOBKIT_CONSOLE_SECRET"
+
 type consoleCmd struct {
 	addr       string
 	readOnly   bool
+	showBodies bool
+	secretFile string
+	secret     string
 	stateTable string
 	group      string
 	hosts      []string
@@ -38,16 +46,36 @@ times. docs/console.md shows it.
 
 It listens on 127.0.0.1 only unless --addr says otherwise, and prints its URL. Every action
 needs a token made for this process (the page carries it) and a same-origin request;
---read-only hides and refuses every action.`,
+--read-only hides and refuses every action, and hides the jobs' bodies unless --show-bodies.
+
+Beyond loopback it needs a secret (--secret-file, or the environment variable
+JOBKIT_CONSOLE_SECRET), which every request must carry: a browser asks for it (HTTP Basic
+authentication, any user name), a program sends "Authorization: Bearer <secret>". Basic
+authentication sends it in the clear: put TLS in front (a reverse proxy) or reach the console
+through an SSH tunnel (ssh -L 7700:127.0.0.1:7700 host) and keep it on loopback.`,
 		Example: `  # The console of the deployed stack, on http://127.0.0.1:7700/
   jobkit console
 
   # Against the offline stack, read-only, on another port
-  jobkit --endpoint http://127.0.0.1:4566 console --read-only --addr 127.0.0.1:8080`,
+  jobkit --endpoint http://127.0.0.1:4566 console --read-only --addr 127.0.0.1:8080
+
+  # On every interface, behind a TLS proxy, with a secret
+  jobkit console --addr 0.0.0.0:7700 --host ops.example.com --secret-file /run/secrets/console`,
 		Args: noArgs,
 		PreRunE: func(*cobra.Command, []string) error {
-			if _, _, err := net.SplitHostPort(c.addr); err != nil {
+			host, _, err := net.SplitHostPort(c.addr)
+			if err != nil {
 				return usageError{fmt.Errorf("--addr: %w", err)}
+			}
+			if c.showBodies && !c.readOnly {
+				return usageError{errors.New("--show-bodies goes with --read-only (a console that acts shows bodies)")}
+			}
+			if c.secret, err = consoleSecret(c.secretFile); err != nil {
+				return err
+			}
+			if !isLoopback(host) && c.secret == "" {
+				return usageError{fmt.Errorf("--addr %s is not a loopback address: the console needs a secret there "+
+					"(--secret-file, or %s), and TLS in front of it or an SSH tunnel", c.addr, consoleSecretEnv)}
 			}
 			return nil
 		},
@@ -55,7 +83,9 @@ needs a token made for this process (the page carries it) and a same-origin requ
 	}
 	f := cmd.Flags()
 	f.StringVar(&c.addr, "addr", defaultConsoleAddr, "address to listen on (host:port; port 0 picks a free one)")
-	f.BoolVar(&c.readOnly, "read-only", false, "show no action and refuse them all (HTTP 403)")
+	f.BoolVar(&c.readOnly, "read-only", false, "show no action and refuse them all (HTTP 403); hide the jobs' bodies")
+	f.BoolVar(&c.showBodies, "show-bodies", false, "with --read-only: show the jobs' bodies all the same")
+	f.StringVar(&c.secretFile, "secret-file", "", "a file holding the secret every request must carry (default: $"+consoleSecretEnv+"); required beyond loopback")
 	f.StringVar(&c.stateTable, "state-table", "", "the jobkit state table, for job status by id (default: the stack's "+jobs.OutputStateTable+" output, if any)")
 	f.StringVar(&c.group, "schedule-group", "", "show the schedules of this group only (default: every group)")
 	f.StringArrayVar(&c.hosts, "host", nil, "another host name the console answers to (repeatable; loopback names always)")
@@ -72,6 +102,7 @@ func (c *consoleCmd) run(s *session, _ []string) error {
 	}
 	srv, err := console.New(s.ctx, s.in, console.Options{
 		States: o.States, Target: s.a.target(), ReadOnly: c.readOnly, StateTable: o.StateTable,
+		HideBodies: c.readOnly && !c.showBodies, Secret: c.secret,
 		ScheduleGroup: c.group, Hosts: c.hosts, Refresh: c.refresh,
 	})
 	if err != nil {
@@ -95,4 +126,31 @@ func (c *consoleCmd) run(s *session, _ []string) error {
 		return fmt.Errorf("console: %w", err)
 	}
 	return nil
+}
+
+// consoleSecret reads the secret from file (trimmed), else from the environment; "" if neither.
+// A secret shorter than 16 characters is refused.
+func consoleSecret(file string) (string, error) {
+	secret, from := strings.TrimSpace(os.Getenv(consoleSecretEnv)), consoleSecretEnv
+	if file != "" {
+		b, err := os.ReadFile(file)
+		if err != nil {
+			return "", fmt.Errorf("--secret-file: %w", err)
+		}
+		secret, from = strings.TrimSpace(string(b)), "--secret-file "+file
+	}
+	if secret != "" && len(secret) < 16 {
+		return "", usageError{fmt.Errorf("%s: the secret is %d characters; use at least 16 (e.g. openssl rand -hex 32)", from, len(secret))}
+	}
+	return secret, nil
+}
+
+// isLoopback reports whether a listening host is loopback only: localhost or a loopback IP. An
+// empty host (every interface) or any other name is not.
+func isLoopback(host string) bool {
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(strings.Trim(host, "[]"))
+	return ip != nil && ip.IsLoopback()
 }

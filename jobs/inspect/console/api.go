@@ -87,7 +87,11 @@ func (s *Server) listDead(ctx context.Context, name string) (*deadListView, erro
 	}
 	v := &deadListView{Queue: text(q.Name, fieldWidth), Approximate: list.Approximate, Scanned: list.Scanned, Truncated: list.Truncated, Jobs: []deadView{}}
 	for n := range list.Jobs {
-		v.Jobs = append(v.Jobs, toDeadView(&list.Jobs[n]))
+		d := toDeadView(&list.Jobs[n])
+		if s.o.HideBodies {
+			d.hideBody()
+		}
+		v.Jobs = append(v.Jobs, d)
 	}
 	return v, nil
 }
@@ -114,6 +118,10 @@ func (s *Server) envelope(ctx context.Context, name, id string) (*envelopeView, 
 		return nil, err
 	}
 	v := toEnvelopeView(j)
+	if s.o.HideBodies {
+		v.hideBody()
+		v.Envelope, v.FullBody = "", ""
+	}
 	return &v, nil
 }
 

@@ -45,6 +45,16 @@ type Options struct {
 	Target inspect.Target
 	// ReadOnly hides every action on the page and refuses them with 403.
 	ReadOnly bool
+	// HideBodies leaves the jobs' bodies (their arguments: customer data, as a rule) out of the
+	// page and the API: lists give their size only, a job's view no body or envelope. `jobkit
+	// console --read-only` sets it unless --show-bodies.
+	HideBodies bool
+	// Secret, when set, must come with every request, whatever its route: as the password of
+	// HTTP Basic authentication (any user name; a browser asks for it) or as
+	// "Authorization: Bearer <secret>". It is compared in constant time; a request without it is
+	// answered 401. Serve it over TLS (a reverse proxy) or an SSH tunnel: Basic authentication
+	// sends the secret in the clear. `jobkit console` refuses to listen beyond loopback without one.
+	Secret string
 	// Token is the secret every state-changing request carries; "" makes a random one.
 	Token string
 	// Hosts are the host names (without port) the console answers to besides the loopback names
@@ -136,6 +146,11 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.Set("Cache-Control", "no-store")
 	h.Set("Cross-Origin-Opener-Policy", "same-origin")
 	h.Set("Cross-Origin-Resource-Policy", "same-origin")
+	if s.o.Secret != "" && !s.authenticated(r) {
+		h.Set("WWW-Authenticate", `Basic realm="jobkit console", charset="UTF-8"`)
+		writeError(w, http.StatusUnauthorized, "this console needs its secret (HTTP Basic password or Authorization: Bearer)")
+		return
+	}
 	if !s.allowedHost(r.Host) {
 		writeError(w, http.StatusMisdirectedRequest, "host %q is not this console's (start it with --host to allow it)", r.Host)
 		return
@@ -145,6 +160,17 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.mux.ServeHTTP(w, r)
+}
+
+// authenticated reports whether r carries Options.Secret (Basic password or Bearer token).
+func (s *Server) authenticated(r *http.Request) bool {
+	got, ok := "", false
+	if _, pass, basic := r.BasicAuth(); basic {
+		got, ok = pass, true
+	} else if v, found := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer "); found {
+		got, ok = v, true
+	}
+	return ok && subtle.ConstantTimeCompare([]byte(got), []byte(s.o.Secret)) == 1
 }
 
 // allowedHost reports whether a request's Host names this console: a loopback name or an

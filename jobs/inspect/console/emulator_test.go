@@ -184,3 +184,35 @@ func TestRedriveAndPurgeThroughTheAPI(t *testing.T) {
 	require.Equal(t, http.StatusOK, res.StatusCode, doc)
 	require.Eventually(t, func() bool { return f.visible(t, f.dlq.URL) == 0 }, 70*time.Second, 500*time.Millisecond)
 }
+
+// With HideBodies (`jobkit console --read-only`), no job's body leaves the console: the list
+// gives its size, the job's view and the API neither body nor envelope.
+func TestHiddenBodiesThroughTheEmulator(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, Options{ReadOnly: true, HideBodies: true})
+	secret := `{"v":1,"id":"card","kind":"card.charge","args":{"pan":"4111111111111111"}}`
+	f.seed(t, deadSeed{ID: "card", Kind: "card.charge", Error: "declined", Body: secret})
+
+	res, page := f.get(t, "/?queue="+f.queue.Name)
+	require.Equal(t, http.StatusOK, res.StatusCode)
+	require.Contains(t, page, "card.charge")
+	require.NotContains(t, page, "4111111111111111")
+	require.Contains(t, page, fmt.Sprintf("hidden (%d bytes)", len(secret)))
+
+	res, page = f.get(t, "/?queue="+f.queue.Name+"&job=card")
+	require.Equal(t, http.StatusOK, res.StatusCode)
+	require.NotContains(t, page, "4111111111111111")
+	require.Contains(t, page, "The body is hidden")
+
+	_, doc := f.get(t, "/api/dead?queue="+f.queue.Name)
+	require.NotContains(t, doc, "4111111111111111")
+	var list deadListView
+	require.NoError(t, json.Unmarshal([]byte(doc), &list))
+	require.Len(t, list.Jobs, 1)
+	require.True(t, list.Jobs[0].Hidden)
+	require.Equal(t, len(secret), list.Jobs[0].BodyBytes)
+
+	res, doc = f.get(t, "/api/envelope?queue="+f.queue.Name+"&id=card")
+	require.Equal(t, http.StatusOK, res.StatusCode, doc)
+	require.NotContains(t, doc, "4111111111111111")
+}

@@ -100,6 +100,8 @@ type deadView struct {
 	Body      string `json:"body"`
 	BodyBytes int    `json:"body_bytes"`
 	Cut       bool   `json:"body_cut"`
+	// Hidden says the body was left out (Options.HideBodies); BodyBytes still gives its size.
+	Hidden bool `json:"body_hidden,omitempty"`
 	// Ref is what /api/envelope and the page take to show this job: its job id, or message id.
 	Ref string `json:"ref"`
 }
@@ -128,6 +130,9 @@ func toDeadView(j *inspect.DeadJob) deadView {
 		Ref: ref,
 	}
 }
+
+// hideBody leaves the body out, keeping its size.
+func (v *deadView) hideBody() { v.Body, v.Cut, v.Hidden = "", false, true }
 
 // envelopeView is one dead job with its whole body: the envelope indented when the body is one.
 type envelopeView struct {
