@@ -113,6 +113,11 @@ type Config struct {
 	// PayloadBucket, when set, is the only bucket payloads are read from: a pointer to another is
 	// dead-lettered as ReasonPayloadUnavailable. From JOBKIT_PAYLOAD_BUCKET.
 	PayloadBucket string
+	// MaxPayloadSize is the largest claim-checked payload the runtime reads, in bytes (it holds
+	// it in memory): an object declaring more, or yielding more, is dead-lettered as
+	// ReasonPayloadUnavailable without being read further. Default DefaultMaxPayloadSize; from
+	// JOBKIT_MAX_PAYLOAD_SIZE.
+	MaxPayloadSize int64
 }
 
 // DeliveryLedger counts, per SQS message id, the deliveries that did not run the job. The
@@ -153,6 +158,7 @@ type StartLedger interface {
 //	JOBKIT_SAFETY_MARGIN       time kept before the Lambda deadline; default 2s
 //	JOBKIT_JOB_TIMEOUT         each job's own time limit; default none
 //	JOBKIT_PAYLOAD_BUCKET      the bucket of claim-checked payloads (Config.PayloadBucket); default any
+//	JOBKIT_MAX_PAYLOAD_SIZE    the largest claim-checked payload read, bytes; default 64 MiB
 //	JOBKIT_EVENTS              "stdout": each job's start and outcome as JSON lines (WriteEvents); default none
 //	AWS_LAMBDA_FUNCTION_NAME   set by Lambda; written on dead-lettered messages
 //	AWS_LAMBDA_LOG_LEVEL       set by Lambda's JSON logging controls; the log level, default INFO
@@ -213,6 +219,9 @@ func configFromLookup(lookup func(string) (string, bool)) (Config, error) {
 	integer(EnvMaxAttempts, DefaultMaxAttempts, &cfg.MaxAttempts)
 	integer(EnvConcurrency, DefaultConcurrency, &cfg.Concurrency)
 	integer(EnvMaxReceiveCount, 0, &cfg.MaxReceiveCount)
+	var maxPayload int
+	integer(EnvMaxPayloadSize, DefaultMaxPayloadSize, &maxPayload)
+	cfg.MaxPayloadSize = int64(maxPayload)
 	duration(EnvVisibilityTimeout, DefaultVisibilityTimeout, &cfg.VisibilityTimeout)
 	duration(EnvBackoffBase, DefaultBackoffBase, &cfg.BackoffBase)
 	duration(EnvBackoffCap, DefaultBackoffCap, &cfg.BackoffCap)
@@ -311,6 +320,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.SafetyMargin == 0 {
 		c.SafetyMargin = DefaultSafetyMargin
+	}
+	if c.MaxPayloadSize <= 0 {
+		c.MaxPayloadSize = DefaultMaxPayloadSize
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.NewJSONHandler(os.Stdout, nil))

@@ -16,6 +16,7 @@ const (
 	EnvIdempotencyTable  = "JOBKIT_IDEMPOTENCY_TABLE"  // DynamoDB table of the idempotency store, if any
 	EnvMaxReceiveCount   = "JOBKIT_MAX_RECEIVE_COUNT"  // the queue's redrive maxReceiveCount; default unknown
 	EnvEvents            = "JOBKIT_EVENTS"             // "stdout": job events as JSON lines (WriteEvents)
+	EnvMaxPayloadSize    = "JOBKIT_MAX_PAYLOAD_SIZE"   // the largest claim-checked payload read, bytes; default 64 MiB
 	// EnvStateTable names the jobkit state table when the Worker construct grants job states
 	// (WorkerProps.JobStates): wire jobs/state.New on it as Config.States and middleware.
 	EnvStateTable = "JOBKIT_STATE_TABLE"

@@ -149,6 +149,14 @@ func ParsePayloadPointer(body string) (PayloadPointer, bool) {
 	return PayloadPointer{Bucket: ptr.Bucket, Key: ptr.Key}, true
 }
 
+// DefaultMaxPayloadSize is the largest claim-checked payload the runtime reads unless
+// Config.MaxPayloadSize says otherwise: 64 MiB, which a function of the default 256 MB holds.
+const DefaultMaxPayloadSize = 64 << 20
+
+// ErrPayloadTooLarge is wrapped by the permanent *PayloadError of a payload over
+// Config.MaxPayloadSize.
+var ErrPayloadTooLarge = errors.New("payload too large")
+
 // PayloadError reports a claim-checked payload the Client could not store, or the runtime could
 // not read. Permanent ones (see ReasonPayloadUnavailable) are dead-lettered at once; the others
 // are retried.
@@ -280,12 +288,25 @@ func (h *sqsHandler) fetchPayload(ctx context.Context, ptr PayloadPointer) (stri
 		return fail(payloadPermanent(err), err)
 	}
 	defer out.Body.Close()
-	var buf bytes.Buffer
-	if n := aws.ToInt64(out.ContentLength); n > 0 {
-		buf.Grow(int(n))
+	limit := h.cfg.MaxPayloadSize
+	tooLarge := func(n int64) (string, error) {
+		return fail(true, fmt.Errorf("%w: %d bytes or more, over this function's %d (%s)", ErrPayloadTooLarge, n, limit, EnvMaxPayloadSize))
 	}
-	if _, err := io.Copy(&buf, out.Body); err != nil {
+	declared := aws.ToInt64(out.ContentLength)
+	if declared > limit {
+		return tooLarge(declared)
+	}
+	var buf bytes.Buffer
+	if declared > 0 {
+		buf.Grow(int(declared))
+	}
+	// The object may yield more than it declared: never read past the limit.
+	n, err := io.Copy(&buf, io.LimitReader(out.Body, limit+1))
+	if err != nil {
 		return fail(false, err)
+	}
+	if n > limit {
+		return tooLarge(n)
 	}
 	return buf.String(), nil
 }

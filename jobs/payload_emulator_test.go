@@ -375,3 +375,31 @@ func TestLargeJobKeepsFIFOOrderOnSQS(t *testing.T) {
 	require.NoError(t, err)
 	assert.Empty(t, list.Contents)
 }
+
+// A payload over Config.MaxPayloadSize is dead-lettered for its own record, unread past the limit;
+// the rest of the batch runs from S3 as usual.
+func TestPayloadOverTheLimitIsDeadLetteredAloneOnSQS(t *testing.T) {
+	t.Parallel()
+	ps := newPayloadSetup(t)
+	small, big := newBigJob(300<<10), newBigJob(2<<20)
+	for _, j := range []BigJob{small, big} {
+		_, err := ps.client.Enqueue(context.Background(), j, nil)
+		require.NoError(t, err)
+	}
+	msgs := awstest.Receive(t, ps.sqs, ps.q.URL, 2, 10*time.Second)
+	require.Len(t, msgs, 2)
+	var seen bigSeen
+	rc := runtimeConfigS3(ps)
+	rc.MaxPayloadSize = 1 << 20
+	resp, err := jobs.NewSQSHandler(bigWorkers(&seen, false), rc)(context.Background(), jobstest.EventFromMessages(ps.q.ARN, msgs))
+	require.NoError(t, err)
+	assert.Empty(t, resp.BatchItemFailures)
+	assert.Len(t, seen.sizes, 1, "the small job ran")
+
+	dead := awstest.Receive(t, ps.sqs, ps.dlq.URL, 1, 10*time.Second)
+	require.Len(t, dead, 1)
+	d := jobstest.DecodeDeadLetter(dead[0])
+	assert.Equal(t, jobs.ReasonPayloadUnavailable, d.Reason)
+	assert.Contains(t, d.Error, "payload too large")
+	assert.Contains(t, d.Error, jobs.EnvMaxPayloadSize)
+}

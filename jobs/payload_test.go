@@ -219,3 +219,40 @@ func TestPreparePayload(t *testing.T) {
 	assert.Zero(t, small.PayloadSize)
 	assert.Nil(t, small.MessageAttributes())
 }
+
+// hugeS3 answers every GetObject with an object that declares 2^62 bytes (or yields more than it
+// declares): what a hostile or broken store could send.
+type hugeS3 struct {
+	jobs.PayloadS3API
+	declared int64
+}
+
+func (h hugeS3) GetObject(context.Context, *s3.GetObjectInput, ...func(*s3.Options)) (*s3.GetObjectOutput, error) {
+	return &s3.GetObjectOutput{ContentLength: aws.Int64(h.declared), Body: io.NopCloser(io.LimitReader(zeros{}, 2<<20))}, nil
+}
+
+type zeros struct{}
+
+func (zeros) Read(p []byte) (int, error) { clear(p); return len(p), nil }
+
+// An object declaring 2^62 bytes, or one yielding more than the limit while declaring nothing,
+// fails its own record as a permanent PayloadError (dead-lettered); the process does not crash and
+// the batch's other record succeeds.
+func TestPayloadOverTheLimitNeverCrashesTheBatch(t *testing.T) {
+	t.Parallel()
+	for _, declared := range []int64{1 << 62, 0} {
+		rec := jobstest.NewRecorder()
+		cfg := jobstest.Config(rec)
+		cfg.S3, cfg.MaxPayloadSize = hugeS3{declared: declared}, 1<<20
+		ptr := jobs.PayloadPointer{Bucket: "b", Key: "k"}
+		ev := jobstest.Event(jobstest.RawMessage(ptr.Body(), &jobstest.MessageOpts{MessageID: "huge"}), msg(1, "", nil))
+		resp, err := jobs.NewSQSHandler(testWorkers(nil), cfg)(context.Background(), ev)
+		require.NoError(t, err)
+		require.Empty(t, resp.BatchItemFailures, "declared %d", declared)
+		dead := rec.DeadLetters()
+		require.Len(t, dead, 1, "declared %d", declared)
+		assert.Equal(t, "huge", dead[0].SourceMessageID)
+		assert.Equal(t, jobs.ReasonPayloadUnavailable, dead[0].Reason)
+		assert.Contains(t, dead[0].Error, "payload too large")
+	}
+}

@@ -217,7 +217,7 @@ func (b *batch) runRecord(r *record, clock *time.Duration) outcome {
 		b.markStarted(r)
 	}
 	if err == nil && r.pointer != nil {
-		err = b.loadPayload(r)
+		err = safely(func() error { return b.loadPayload(r) })
 	}
 	if err == nil {
 		b.event(r, EventStarted, "", nil, "")
@@ -239,6 +239,16 @@ func (b *batch) runRecord(r *record, clock *time.Duration) outcome {
 		b.deletePayload(r)
 	}
 	return r.out
+}
+
+// safely runs fn, turning a panic into a *PanicError: a record's own failure, never the batch's.
+func safely(fn func() error) (err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			err = &PanicError{Value: v, Stack: string(debug.Stack())}
+		}
+	}()
+	return fn()
 }
 
 // call runs the job through the middleware chain, turning a panic into a *PanicError.
