@@ -8,6 +8,7 @@ import (
 	"errors"
 	"log/slog"
 	"os"
+	"strings"
 
 	"github.com/aws/aws-lambda-go/lambda"
 	"github.com/aws/aws-sdk-go-v2/config"
@@ -27,6 +28,7 @@ func main() {
 	}
 	fw, err := outbox.NewForwarder(outbox.ForwarderConfig{
 		SQS: sqs.NewFromConfig(awsCfg), DynamoDB: dynamodb.NewFromConfig(awsCfg), Table: table,
+		Queues: strings.Fields(os.Getenv(outbox.EnvQueues)), // the queues its construct grants
 	})
 	exitOn(err)
 	lambda.Start(fw.Handle)

@@ -210,7 +210,7 @@ func (f *OutboxForwarder) newFunction(p OutboxForwarderProps) awslambda.Function
 		Description:   jsii.String("jobkit outbox forwarder " + p.Source.Package),
 		Timeout:       cdkDuration(p.Timeout),
 		MemorySize:    jsii.Number(p.MemorySize),
-		Environment:   &map[string]*string{jobs.EnvIdempotencyTable: p.Table.Table.TableName()},
+		Environment:   &map[string]*string{jobs.EnvIdempotencyTable: p.Table.Table.TableName(), outbox.EnvQueues: queueURLs(p.Queues)},
 		Role:          f.Role,
 		LogGroup:      f.LogGroup,
 		LoggingFormat: awslambda.LoggingFormat_JSON,
@@ -223,6 +223,15 @@ func (f *OutboxForwarder) newFunction(p OutboxForwarderProps) awslambda.Function
 		}
 	}
 	return fn
+}
+
+// queueURLs joins the queues' URLs with spaces (outbox.EnvQueues): the forwarder's allow-list.
+func queueURLs(queues []awssqs.IQueue) *string {
+	urls := make([]*string, len(queues))
+	for i, q := range queues {
+		urls[i] = q.QueueUrl()
+	}
+	return awscdk.Fn_Join(jsii.String(" "), &urls)
 }
 
 // grant lets the role read the stream, delete outbox items and send to the queues.

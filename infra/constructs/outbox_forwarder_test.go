@@ -65,7 +65,12 @@ func TestOutboxForwarder(t *testing.T) {
 	require.Equal(t, "provided.al2023", fn["Runtime"])
 	require.Equal(t, []any{"arm64"}, fn["Architectures"])
 	require.Equal(t, "JSON", get(fn, "LoggingConfig.LogFormat"))
-	require.Equal(t, map[string]any{jobs.EnvIdempotencyTable: ref(tableID)}, get(fn, "Environment.Variables"))
+	env := get(fn, "Environment.Variables").(map[string]any)
+	require.Equal(t, ref(tableID), env[jobs.EnvIdempotencyTable])
+	// Its allow-list: the queues it may send to, and no other (one queue: its URL, the Ref).
+	emailID := *stack.GetLogicalId(email.Queue.Node().DefaultChild().(awssqs.CfnQueue))
+	require.Equal(t, ref(emailID), env[outbox.EnvQueues])
+	require.Len(t, env, 2)
 	require.Equal(t, "constructs/testdata/hello", get(fnBody, "Metadata."+SourceMetadataKey))
 
 	// Grants: the stream, the outbox items' deletes, its queue and its DLQ; nothing on the other.
@@ -75,7 +80,6 @@ func TestOutboxForwarder(t *testing.T) {
 	require.Equal(t, map[string]bool{"dynamodb:BatchWriteItem": true}, tpl.AllowedActions(getAtt(tableID, "Arn")))
 	require.Equal(t, map[string]any{"ForAllValues:StringLike": map[string]any{"dynamodb:LeadingKeys": []any{"outbox#*"}}},
 		tableStatement(t, tpl, getAtt(tableID, "Arn"))["Condition"])
-	emailID := *stack.GetLogicalId(email.Queue.Node().DefaultChild().(awssqs.CfnQueue))
 	otherID := *stack.GetLogicalId(other.Queue.Node().DefaultChild().(awssqs.CfnQueue))
 	require.True(t, tpl.AllowedActions(getAtt(emailID, "Arn"))["sqs:SendMessage"])
 	require.Empty(t, tpl.AllowedActions(getAtt(otherID, "Arn")), "a queue not in Queues")

@@ -4,7 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
+	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -15,6 +18,7 @@ import (
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
+	"github.com/aws/smithy-go"
 
 	"github.com/jobkit-go/jobkit/jobs"
 )
@@ -35,6 +39,13 @@ type ForwarderConfig struct {
 	DynamoDB DynamoDBAPI
 	// Table is the state table whose stream feeds the forwarder (where it deletes sent items).
 	Table string
+	// Queues, when set, are the only queue URLs the forwarder sends to (the OutboxForwarder
+	// construct passes the queues it grants, in JOBKIT_OUTBOX_QUEUES): an item naming another
+	// is skipped, as one SQS refuses for good is.
+	Queues []string
+	// Metrics receives an embedded-metric line (OutboxItemsSkipped, namespace Jobkit) for each
+	// batch that skipped items; default stdout, io.Discard for none.
+	Metrics io.Writer
 	// Logger receives a line per failure; default slog.Default().
 	Logger *slog.Logger
 	// Now is the clock; default time.Now.
@@ -45,12 +56,19 @@ type ForwarderConfig struct {
 // Run it as a Lambda function on the state table's stream (new images) with
 // ReportBatchItemFailures: lambda.Start(outbox.NewForwarder(cfg).Handle).
 //
-// Items go in stream order, up to 10 (and 1 MiB) a SendMessageBatch call per run of one queue; the first item SQS
-// refuses (or a call that fails) is reported as the batch item failure and nothing after it is
-// sent, so the event source mapping retries from that record (and may send again what a crash
-// had already sent: at least once). Sent items are deleted; a delete that fails is logged and left
-// to the item's TTL — the job was sent. Records that are not outbox inserts (the business items,
-// the deletes themselves, TTL expiries) are skipped.
+// Items go in stream order, up to 10 (and 1 MiB) a SendMessageBatch call per run of one queue; the
+// first item SQS refuses for now (throttling, a service error, a call that fails in transit) is
+// reported as the batch item failure and nothing after it is sent, so the event source mapping
+// retries from that record (and may send again what a crash had already sent: at least once).
+// Sent items are deleted; a delete that fails is logged and left to the item's TTL — the job was
+// sent. Records that are not outbox inserts (the business items, the deletes themselves, TTL
+// expiries) are skipped.
+//
+// An item that can never be sent does not hold the shard back: one naming a queue outside
+// Queues, one SQS refuses as the sender's fault (SenderFault), one whose call fails for good
+// (AccessDenied, a queue that does not exist, an invalid parameter), or a malformed one is
+// skipped — logged with its job id and the reason, counted in OutboxItemsSkipped, and left in the
+// table for inspection until its TTL — and the items after it are sent.
 //
 // Order: a stream orders the changes of one item, not of different items, so jobs written in
 // separate transactions may be sent in either order, also jobs of one FIFO group. Jobs written in
@@ -73,6 +91,9 @@ func NewForwarder(cfg ForwarderConfig) (*Forwarder, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
+	if cfg.Metrics == nil {
+		cfg.Metrics = os.Stdout
+	}
 	return &Forwarder{cfg: cfg}, nil
 }
 
@@ -87,26 +108,35 @@ type item struct {
 func (f *Forwarder) Handle(ctx context.Context, ev events.DynamoDBEvent) (events.DynamoDBEventResponse, error) {
 	resp := events.DynamoDBEventResponse{BatchItemFailures: []events.DynamoDBBatchItemFailure{}}
 	var items []item
+	skipped := 0
 	for _, r := range ev.Records {
 		it, ok, err := outboxInsert(r)
-		if err != nil {
-			// Never sendable: retrying cannot help. The item stays in the table until its TTL.
-			f.cfg.Logger.ErrorContext(ctx, "outbox: item not sent: malformed", "sequence_number", r.Change.SequenceNumber, "error", err.Error())
-			continue
-		}
-		if ok {
+		switch {
+		case err != nil:
+			f.skip(ctx, it, "malformed", err.Error())
+			skipped++
+		case !ok:
+		case !f.allowed(it.queue):
+			f.skip(ctx, it, "queue not allowed", "the forwarder sends only to its queues (JOBKIT_OUTBOX_QUEUES)")
+			skipped++
+		default:
 			items = append(items, it)
 		}
 	}
-	sent, failed := f.send(ctx, items)
-	f.delete(ctx, items[:sent])
+	sent, refused, failed := f.send(ctx, items)
+	skipped += refused
+	f.delete(ctx, sent)
 	if failed != "" {
 		resp.BatchItemFailures = append(resp.BatchItemFailures, events.DynamoDBBatchItemFailure{ItemIdentifier: failed})
+	}
+	if skipped > 0 {
+		f.writeSkipped(skipped)
 	}
 	return resp, nil
 }
 
-// outboxInsert reads an outbox item from an INSERT record; ok is false for other records.
+// outboxInsert reads an outbox item from an INSERT record; ok is false for other records. A
+// malformed item comes back with what could be read of it and an error.
 func outboxInsert(r events.DynamoDBEventRecord) (it item, ok bool, err error) {
 	if r.EventName != string(events.DynamoDBOperationTypeInsert) {
 		return it, false, nil
@@ -145,9 +175,9 @@ func str(img map[string]events.DynamoDBAttributeValue, name string) (string, boo
 	return v.String(), true
 }
 
-// send sends items in order and returns how many were sent and the sequence number of the first
-// that was not ("" when all were).
-func (f *Forwarder) send(ctx context.Context, items []item) (int, string) {
+// send sends items in order. It returns the items sent, how many it skipped as never sendable,
+// and the sequence number of the first item to retry ("" when none is).
+func (f *Forwarder) send(ctx context.Context, items []item) (sent []item, skipped int, failed string) {
 	now := f.cfg.Now()
 	for start := 0; start < len(items); {
 		end, size := start+1, len(items[start].body)
@@ -159,49 +189,112 @@ func (f *Forwarder) send(ctx context.Context, items []item) (int, string) {
 		chunk := items[start:end]
 		entries := make([]sqstypes.SendMessageBatchRequestEntry, len(chunk))
 		for n, it := range chunk {
-			e := sqstypes.SendMessageBatchRequestEntry{Id: aws.String(strconv.Itoa(n)), MessageBody: aws.String(it.body)}
-			if it.group != "" {
-				e.MessageGroupId = aws.String(it.group)
-			}
-			if it.dedup != "" {
-				e.MessageDeduplicationId = aws.String(it.dedup)
-			}
-			if it.payloadSize != "" {
-				// As the client sends a claim check: the extended clients' size attribute.
-				e.MessageAttributes = map[string]sqstypes.MessageAttributeValue{
-					jobs.AttrPayloadSize: {DataType: aws.String("Number"), StringValue: aws.String(it.payloadSize)},
-				}
-			}
-			if it.deliverAt > 0 && it.dedup == "" {
-				if left := time.UnixMilli(it.deliverAt).Sub(now); left > 0 {
-					e.DelaySeconds = int32(min((left+time.Second-1)/time.Second, jobs.MaxSQSDelay/time.Second))
-				}
-			}
-			entries[n] = e
+			entries[n] = it.entry(strconv.Itoa(n), now)
 		}
 		out, err := f.cfg.SQS.SendMessageBatch(ctx, &sqs.SendMessageBatchInput{QueueUrl: aws.String(chunk[0].queue), Entries: entries})
 		if err != nil {
-			f.cfg.Logger.ErrorContext(ctx, "outbox: send failed; the batch is retried from this job", "job_id", chunk[0].id, "queue_url", chunk[0].queue, "error", err.Error())
-			return start, chunk[0].seq
-		}
-		if len(out.Failed) > 0 {
-			first := len(chunk)
-			for _, e := range out.Failed {
-				if n, err := strconv.Atoi(aws.ToString(e.Id)); err == nil && n < first {
-					first = n
+			if code, never := neverSendable(err); never {
+				for _, it := range chunk {
+					f.skip(ctx, it, code, err.Error())
 				}
+				skipped += len(chunk)
+				start = end
+				continue
 			}
-			if first < len(chunk) {
-				f.cfg.Logger.ErrorContext(ctx, "outbox: send refused; the batch is retried from this job", "job_id", chunk[first].id, "queue_url", chunk[first].queue, "code", aws.ToString(out.Failed[0].Code), "error", aws.ToString(out.Failed[0].Message))
-				// The entries after the first failure may have been sent: a retry sends them again
-				// (the same job ids; the workers' idempotency has their effect once).
-				return start + first, chunk[first].seq
+			f.cfg.Logger.ErrorContext(ctx, "outbox: send failed; the batch is retried from this job", "job_id", chunk[0].id, "queue_url", chunk[0].queue, "error", err.Error())
+			return sent, skipped, chunk[0].seq
+		}
+		refused := map[int]sqstypes.BatchResultErrorEntry{}
+		for _, e := range out.Failed {
+			if n, err := strconv.Atoi(aws.ToString(e.Id)); err == nil && n < len(chunk) {
+				refused[n] = e
+			}
+		}
+		for n, it := range chunk {
+			e, no := refused[n]
+			switch {
+			case !no:
+				sent = append(sent, it)
+			case e.SenderFault:
+				f.skip(ctx, it, aws.ToString(e.Code), aws.ToString(e.Message))
+				skipped++
+			default:
+				f.cfg.Logger.ErrorContext(ctx, "outbox: send refused; the batch is retried from this job", "job_id", it.id, "queue_url", it.queue, "code", aws.ToString(e.Code), "error", aws.ToString(e.Message))
+				// The entries after it may have been sent: a retry sends them again (the same
+				// job ids; the workers' idempotency has their effect once).
+				return sent, skipped, it.seq
 			}
 		}
 		start = end
 	}
-	return len(items), ""
+	return sent, skipped, ""
 }
+
+// entry is the item as a SendMessageBatch entry with id.
+func (it item) entry(id string, now time.Time) sqstypes.SendMessageBatchRequestEntry {
+	e := sqstypes.SendMessageBatchRequestEntry{Id: aws.String(id), MessageBody: aws.String(it.body)}
+	if it.group != "" {
+		e.MessageGroupId = aws.String(it.group)
+	}
+	if it.dedup != "" {
+		e.MessageDeduplicationId = aws.String(it.dedup)
+	}
+	if it.payloadSize != "" {
+		// As the client sends a claim check: the extended clients' size attribute.
+		e.MessageAttributes = map[string]sqstypes.MessageAttributeValue{
+			jobs.AttrPayloadSize: {DataType: aws.String("Number"), StringValue: aws.String(it.payloadSize)},
+		}
+	}
+	if it.deliverAt > 0 && it.dedup == "" {
+		if left := time.UnixMilli(it.deliverAt).Sub(now); left > 0 {
+			e.DelaySeconds = int32(min((left+time.Second-1)/time.Second, jobs.MaxSQSDelay/time.Second))
+		}
+	}
+	return e
+}
+
+// neverSendable reports whether a failed SendMessageBatch call fails for good, whatever the
+// retries: the caller may not send there, the queue does not exist, the request is invalid. A
+// throttle, a service error or a transport error is not.
+func neverSendable(err error) (code string, never bool) {
+	var api smithy.APIError
+	if !errors.As(err, &api) {
+		return "", false
+	}
+	code = api.ErrorCode()
+	switch code {
+	case "AccessDenied", "AccessDeniedException", "QueueDoesNotExist", "AWS.SimpleQueueService.NonExistentQueue",
+		"InvalidParameterValue", "InvalidParameterValueException", "InvalidAddress", "InvalidMessageContents",
+		"InvalidSecurity", "UnsupportedOperation", "KmsAccessDenied", "KMS.AccessDeniedException", "KmsDisabled",
+		"KmsNotFound", "KmsInvalidState", "KmsInvalidKeyUsage", "BatchRequestTooLong":
+		return code, true
+	}
+	return code, false
+}
+
+// allowed reports whether the forwarder may send to queue (ForwarderConfig.Queues).
+func (f *Forwarder) allowed(queue string) bool {
+	return len(f.cfg.Queues) == 0 || slices.Contains(f.cfg.Queues, queue)
+}
+
+// skip logs an item that can never be sent; it stays in the table until its TTL.
+func (f *Forwarder) skip(ctx context.Context, it item, why, detail string) {
+	f.cfg.Logger.ErrorContext(ctx, "outbox: item skipped: it can never be sent; it stays in the table until its TTL",
+		"job_id", it.id, "queue_url", it.queue, "sequence_number", it.seq, "reason", why, "error", detail)
+}
+
+// writeSkipped writes the OutboxItemsSkipped embedded-metric line.
+func (f *Forwarder) writeSkipped(n int) {
+	line := fmt.Sprintf(`{"_aws":{"Timestamp":%d,"CloudWatchMetrics":[{"Namespace":%q,"Dimensions":[["Table"]],"Metrics":[{"Name":%q,"Unit":"Count"}]}]},"Table":%q,%q:%d}`+"\n",
+		f.cfg.Now().UnixMilli(), jobs.MetricNamespace, MetricItemsSkipped, f.cfg.Table, MetricItemsSkipped, n)
+	_, _ = io.WriteString(f.cfg.Metrics, line)
+}
+
+// MetricItemsSkipped counts the outbox items a forwarder skipped as never sendable.
+const MetricItemsSkipped = "OutboxItemsSkipped"
+
+// EnvQueues names the queue URLs a forwarder may send to, separated by spaces (ForwarderConfig.Queues).
+const EnvQueues = "JOBKIT_OUTBOX_QUEUES"
 
 // delete deletes sent items, 25 a call, retrying unprocessed ones a few times; what is left is
 // logged and expires with its TTL.

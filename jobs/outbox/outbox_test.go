@@ -1,7 +1,9 @@
 package outbox_test
 
 import (
+	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"strconv"
@@ -355,4 +357,49 @@ func receive(t *testing.T, client *sqs.Client, url string, n int) []sqstypes.Mes
 	got := awstest.ReceiveN(t, client, url, n)
 	awstest.ExpectEmpty(t, client, url)
 	return got
+}
+
+// An item the forwarder can never send — its queue outside the allow-list, or a queue that does
+// not exist — does not hold its shard back: it is skipped, counted and left in the table, and
+// every good job around it is sent once.
+func TestOutboxPoisonItemsDoNotBlockTheShard(t *testing.T) {
+	t.Parallel()
+	needsPromptStreams(t)
+	f := newFixture(t)
+	ctx := context.Background()
+	other := awstest.CreateQueue(t, f.cfg, "other", nil)
+	missing := f.queue.URL + "-gone"
+	var ids []string
+	for n, q := range []string{f.queue.URL, other.URL, f.queue.URL, missing, f.queue.URL} {
+		order := fmt.Sprintf("order-%d", n)
+		got, err := f.outbox.Write(ctx, f.db, []ddbtypes.TransactWriteItem{f.order(order)},
+			outbox.Job{Args: SendReceipt{Order: order}, Opts: &jobs.EnqueueOpts{Queue: q}})
+		require.NoError(t, err)
+		ids = append(ids, got[0])
+	}
+	ev := f.stream(t, 5)
+	require.Len(t, ev.Records, 5)
+
+	var metrics bytes.Buffer
+	fw, err := outbox.NewForwarder(outbox.ForwarderConfig{
+		SQS: f.sqs, DynamoDB: f.db, Table: f.state, Queues: []string{f.queue.URL, missing},
+		Logger: slog.New(slog.NewJSONHandler(io.Discard, nil)), Metrics: &metrics,
+	})
+	require.NoError(t, err)
+	resp, err := fw.Handle(ctx, ev)
+	require.NoError(t, err)
+	assert.Empty(t, resp.BatchItemFailures, "nothing to retry: the poison items are skipped")
+
+	got := map[string]int{}
+	for _, m := range receive(t, f.sqs, f.queue.URL, 3) {
+		env, err := jobs.DecodeEnvelope(aws.ToString(m.Body))
+		require.NoError(t, err)
+		got[env.ID]++
+	}
+	assert.Equal(t, map[string]int{ids[0]: 1, ids[2]: 1, ids[4]: 1}, got, "every good job sent once")
+	awstest.ExpectEmpty(t, f.sqs, other.URL)
+	for n, id := range ids {
+		assert.Equal(t, n == 1 || n == 3, f.outboxItem(t, id), "item %d: sent ones deleted, skipped ones kept", n)
+	}
+	assert.Contains(t, metrics.String(), `"OutboxItemsSkipped":2`)
 }
