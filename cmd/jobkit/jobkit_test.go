@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -551,7 +552,8 @@ func TestDLQRedriveRefusesForgedSourceQueue(t *testing.T) {
 	// Only the manual move reads jobkit.source_queue: a native move (SQS's message move task) sends
 	// every message to the one destination it is given.
 	out, errOut, code := cli(t, "", "--stack", stack, "dlq", "redrive", "--method", "manual", "--progress", "none")
-	require.Equal(t, 0, code, errOut)
+	require.Equal(t, exitError, code, "jobs left behind: the redrive did not do all it was asked (%s)", errOut)
+	require.Contains(t, errOut, "3 with no valid destination")
 	require.Contains(t, out, "moved 3 of 6 jobs")
 	require.Contains(t, out, "; 3 with no valid destination (")
 	require.NotContains(t, out, "not selected", "counts that are zero are not named")
@@ -655,4 +657,21 @@ func TestDLQOutputEscapesHostileJobData(t *testing.T) {
 	require.True(t, kinds[longKind])
 	require.True(t, kinds["k\u001b[2J"])
 	require.True(t, kinds["k\u0085"])
+}
+
+// --json output escapes C1 controls and bidirectional overrides, which a terminal would obey,
+// and decodes to the same values.
+func TestWriteJSONEscapesTerminalControls(t *testing.T) {
+	t.Parallel()
+	hostile := "kind\u009b2J\u202eexe.txt\u2066x\u2069"
+	var buf bytes.Buffer
+	require.NoError(t, writeJSON(&buf, map[string]string{"kind": hostile}))
+	for _, r := range []rune{0x9b, 0x202e, 0x2066, 0x2069} {
+		require.NotContains(t, buf.String(), string(r))
+	}
+	require.Contains(t, buf.String(), `\u009b`)
+	require.Contains(t, buf.String(), `\u202e`)
+	var back map[string]string
+	require.NoError(t, json.Unmarshal(buf.Bytes(), &back))
+	require.Equal(t, hostile, back["kind"])
 }

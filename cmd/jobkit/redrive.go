@@ -160,8 +160,9 @@ func (r *redriveCmd) run(s *session, q inspect.Queue) error {
 	if err != nil {
 		return err
 	}
-	if res.Failed > 0 || res.Unconfirmed > 0 {
-		return fmt.Errorf("redrive incomplete: %d failed, %d unconfirmed (still in the DLQ)", res.Failed, res.Unconfirmed)
+	if res.Failed > 0 || res.Unconfirmed > 0 || res.NoDestination > 0 {
+		return fmt.Errorf("redrive incomplete: %d failed, %d unconfirmed, %d with no valid destination (still in the DLQ)",
+			res.Failed, res.Unconfirmed, res.NoDestination)
 	}
 	return nil
 }

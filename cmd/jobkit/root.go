@@ -6,6 +6,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -17,6 +18,7 @@ import (
 	"os/signal"
 	"strings"
 	"syscall"
+	"unicode/utf8"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/config"
@@ -210,9 +212,39 @@ func safeLines(s string, width int) string {
 	return out
 }
 
-// writeJSON writes v as indented JSON and a newline.
+// writeJSON writes v as indented JSON and a newline. Job data is untrusted: besides what
+// encoding/json escapes, C1 controls and bidirectional formatting characters are written as
+// \uXXXX escapes, so the JSON shown on a terminal cannot move the cursor or reorder the text;
+// decoded, the values are unchanged.
 func writeJSON(w io.Writer, v any) error {
-	enc := json.NewEncoder(w)
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
 	enc.SetIndent("", "  ")
-	return enc.Encode(v)
+	if err := enc.Encode(v); err != nil {
+		return err
+	}
+	_, err := w.Write(escapeUnsafeRunes(buf.Bytes()))
+	return err
+}
+
+// escapeUnsafeRunes rewrites C1 controls (U+0080–U+009F) and bidirectional formatting characters
+// (U+061C, U+200E, U+200F, U+202A–U+202E, U+2066–U+2069) in JSON text as \uXXXX escapes. They
+// can only stand inside strings, where the escape means the same.
+func escapeUnsafeRunes(b []byte) []byte {
+	out := make([]byte, 0, len(b))
+	for len(b) > 0 {
+		r, size := utf8.DecodeRune(b)
+		if unsafeRune(r) {
+			out = fmt.Appendf(out, `\u%04x`, r)
+		} else {
+			out = append(out, b[:size]...)
+		}
+		b = b[size:]
+	}
+	return out
+}
+
+func unsafeRune(r rune) bool {
+	return r >= 0x80 && r <= 0x9f || r == 0x61c || r == 0x200e || r == 0x200f ||
+		r >= 0x202a && r <= 0x202e || r >= 0x2066 && r <= 0x2069
 }

@@ -89,7 +89,7 @@ func printJob(w io.Writer, st jobs.JobStatus) {
 	}
 	row("id", safe(st.ID, valueWidth))
 	row("kind", safe(st.Kind, kindWidth))
-	row("state", string(st.State))
+	row("state", safe(string(st.State), reasonWidth))
 	row("since", when(st.Since))
 	if st.Attempt > 0 {
 		row("attempt", fmt.Sprint(st.Attempt))
