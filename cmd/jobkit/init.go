@@ -17,6 +17,7 @@ import (
 	"unicode"
 
 	"github.com/spf13/cobra"
+	"golang.org/x/mod/module"
 )
 
 // scaffold holds the templates `jobkit init` writes: each file's path without ".tmpl" (and
@@ -111,17 +112,29 @@ func (o *initOptions) data(dir string) (scaffoldData, error) {
 		return scaffoldData{}, err
 	}
 	name := filepath.Base(abs)
+	// The name and paths go into a Makefile, go.mod files, Go and Markdown: a control character
+	// (a newline, say) would write lines of its own there, such as a recipe `make` runs.
+	if hasControl(name) {
+		return scaffoldData{}, usageError{fmt.Errorf("directory name %q has a control character", name)}
+	}
 	d := scaffoldData{Name: name, Module: o.module, Stack: stackName(name), FIFO: o.fifo}
 	if d.Module == "" {
 		d.Module = strings.ToLower(name)
 	}
-	if strings.ContainsAny(d.Module, " \t\"'`\\") || d.Module == "." {
-		return d, usageError{fmt.Errorf("--module %q is not a module path", d.Module)}
+	if err := module.CheckImportPath(d.Module); err != nil {
+		what := "--module"
+		if o.module == "" {
+			what = "the directory's name (give --module)"
+		}
+		return d, usageError{fmt.Errorf("%s %q is not a module path: %w", what, d.Module, err)}
 	}
 	switch {
 	case o.jobkit != "":
 		if d.Replace, err = filepath.Abs(o.jobkit); err != nil {
 			return d, err
+		}
+		if hasControl(d.Replace) || strings.ContainsAny(d.Replace, " \t\"'`") {
+			return d, usageError{fmt.Errorf("--jobkit %q: a path with spaces, quotes or control characters cannot stand in go.mod", d.Replace)}
 		}
 		if !declaresModule(filepath.Join(d.Replace, "go.mod"), libraryModule) {
 			return d, usageError{fmt.Errorf("--jobkit %s is not a jobkit checkout (no go.mod of %s)", o.jobkit, libraryModule)}
@@ -240,3 +253,8 @@ func writeScaffold(dir string, data scaffoldData) error {
 var semverRE = regexp.MustCompile(`^v(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)(-[0-9A-Za-z.-]+)?(\+[0-9A-Za-z.-]+)?$`)
 
 func isSemver(v string) bool { return semverRE.MatchString(v) }
+
+// hasControl reports whether s holds a control character (C0, DEL or C1).
+func hasControl(s string) bool {
+	return strings.ContainsFunc(s, unicode.IsControl)
+}

