@@ -478,13 +478,17 @@ const busyMemory = time.Second
 const bucketTTL = 3600
 
 // BucketID returns the item id of the bucket of limiter name and key: "rate#<name>#<key>"
-// ("rate#<name>" for an empty key); a sharded limit appends "#<shard>".
+// ("rate#<name>" for an empty key); a sharded limit appends "#<shard>". The key often comes from
+// job args (a tenant), so its '%' and '#' are escaped (%25, %23): key "A#3" cannot share tenant
+// "A"'s shard 3.
 func BucketID(name, key string) string {
 	if key == "" {
 		return KeyPrefix + name
 	}
-	return KeyPrefix + name + "#" + key
+	return KeyPrefix + name + "#" + keyEscaper.Replace(key)
 }
+
+var keyEscaper = strings.NewReplacer("%", "%25", "#", "%23")
 
 // checkName refuses a limiter name that would make bucket ids ambiguous.
 func checkName(name string) error {

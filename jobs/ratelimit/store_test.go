@@ -210,3 +210,12 @@ func TestSnoozeWaitIsBoundedByDeliveries(t *testing.T) {
 	assert.Zero(t, waitedFor(&jobs.JobRow{Deliveries: 3}, now), "first receive unknown")
 	assert.Equal(t, time.Hour, waitedFor(row(time.Hour, 200), now), "no overflow")
 }
+
+// A key from job args cannot name another key's bucket or shard.
+func TestBucketIDEscapesKeys(t *testing.T) {
+	t.Parallel()
+	require.Equal(t, "rate#api#tenant-1", BucketID("api", "tenant-1"))
+	require.NotEqual(t, BucketID("api", "A")+"#3", BucketID("api", "A#3"), "key A#3 is not tenant A's shard 3")
+	require.NotEqual(t, BucketID("api", "A%233"), BucketID("api", "A#3"))
+	require.Equal(t, "rate#api#A%233", BucketID("api", "A#3"))
+}
