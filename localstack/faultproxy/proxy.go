@@ -35,6 +35,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/jobkit-go/jobkit/localstack/loopback"
 )
 
 // Throttling error codes the proxy answers with.
@@ -203,7 +205,7 @@ func Start(upstream string, opts *Options) (*Proxy, error) {
 			w.WriteHeader(http.StatusBadGateway)
 		},
 	}
-	p.srv = &http.Server{Handler: p, ReadHeaderTimeout: 30 * time.Second}
+	p.srv = &http.Server{Handler: loopback.Guard(p), ReadHeaderTimeout: 30 * time.Second}
 	go func() {
 		defer close(p.done)
 		_ = p.srv.Serve(ln)

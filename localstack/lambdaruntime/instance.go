@@ -15,6 +15,8 @@ import (
 	"strconv"
 	"sync"
 	"time"
+
+	"github.com/jobkit-go/jobkit/localstack/loopback"
 )
 
 // instance is one execution environment: a child process and its Runtime API server.
@@ -50,7 +52,7 @@ func (in *instance) start() error {
 		return fmt.Errorf("lambdaruntime: function %s: listen: %w", rt.fn.Name, err)
 	}
 	in.ln = ln
-	in.srv = &http.Server{Handler: in.api, ReadHeaderTimeout: 30 * time.Second}
+	in.srv = &http.Server{Handler: loopback.Guard(in.api), ReadHeaderTimeout: 30 * time.Second}
 	go func() { _ = in.srv.Serve(ln) }()
 
 	cmd := exec.Command(rt.fn.Bootstrap)
