@@ -127,8 +127,17 @@ func NewContainerWorker(scope constructs.Construct, id string, props *ContainerW
 	w.Environment = p.environment(id)
 
 	w.LogGroup = awslogs.NewLogGroup(c, jsii.String("Logs"), &awslogs.LogGroupProps{Retention: p.LogRetention})
+	// ECS may assume it only for this account's tasks (the confused deputy: aws:SourceAccount and
+	// aws:SourceArn, as the ECS documentation recommends for task roles).
+	stack := awscdk.Stack_Of(c)
 	w.TaskRole = awsiam.NewRole(c, jsii.String("TaskRole"), &awsiam.RoleProps{
-		AssumedBy:   awsiam.NewServicePrincipal(jsii.String("ecs-tasks.amazonaws.com"), nil),
+		AssumedBy: awsiam.NewServicePrincipal(jsii.String("ecs-tasks.amazonaws.com"), &awsiam.ServicePrincipalOpts{
+			Conditions: &map[string]any{
+				"StringEquals": map[string]any{"aws:SourceAccount": stack.Account()},
+				"ArnLike": map[string]any{"aws:SourceArn": awscdk.Fn_Join(jsii.String(""), &[]*string{
+					jsii.String("arn:"), stack.Partition(), jsii.String(":ecs:"), stack.Region(), jsii.String(":"), stack.Account(), jsii.String(":*")})},
+			},
+		}),
 		Description: jsii.String(fmt.Sprintf("jobkit container worker %s", where)),
 	})
 	p.Queue.Queue.GrantConsumeMessages(w.TaskRole)

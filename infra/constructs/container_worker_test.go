@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -61,6 +62,13 @@ func TestContainerWorker(t *testing.T) {
 	assert.True(t, tpl.AllowedActions(getAtt(mainID, "Arn"))["sqs:ReceiveMessage"])
 	assert.True(t, tpl.AllowedActions(getAtt(mainID, "Arn"))["sqs:ChangeMessageVisibility"])
 	assert.True(t, tpl.AllowedActions(getAtt(dlqID, "Arn"))["sqs:SendMessage"])
+
+	// ECS may assume the task role only for this account's tasks (the confused deputy).
+	roleID := *stack.GetLogicalId(w.TaskRole.Node().DefaultChild().(awscdk.CfnElement))
+	trust := get(tpl, "Resources."+roleID+".Properties.AssumeRolePolicyDocument.Statement.0").(map[string]any)
+	assert.Equal(t, "ecs-tasks.amazonaws.com", get(trust, "Principal.Service"))
+	assert.Equal(t, map[string]any{"Ref": "AWS::AccountId"}, get(trust, "Condition.StringEquals.aws:SourceAccount"))
+	assert.Contains(t, toString(get(trust, "Condition.ArnLike.aws:SourceArn")), ":ecs:")
 }
 
 // The construct refuses what would break the consumer's promises.
