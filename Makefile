@@ -52,7 +52,7 @@ $(VENV)/.installed: localstack/requirements.lock localstack/requirements.txt
 # Regenerates the locks after an edit of localstack/requirements.txt or infra/tools/package.json:
 # pip-tools (pinned) in a throwaway venv, and npm's own lockfile.
 PIP_TOOLS := pip-tools==7.6.2
-lock: ## regenerate localstack/requirements.lock and infra/tools/package-lock.json
+lock: ## regenerate localstack/requirements.lock, infra/tools/package-lock.json and the Maven jars' SHA-256 locks
 	@tmp=$$(mktemp -d); trap 'rm -rf "$$tmp"' EXIT; \
 	python3 -m venv "$$tmp/venv"; \
 	"$$tmp/venv/bin/pip" install --quiet --disable-pip-version-check '$(PIP_TOOLS)'; \
@@ -60,6 +60,7 @@ lock: ## regenerate localstack/requirements.lock and infra/tools/package-lock.js
 	  --no-emit-index-url --no-emit-trusted-host --no-emit-find-links \
 	  --output-file requirements.lock requirements.txt
 	cd infra/tools && npm install --package-lock-only --no-audit --no-fund --loglevel=error
+	localstack/javaemu.sh lock
 
 lock-localstack: ## regenerate localstack/requirements-localstack.lock (LocalStack's host-mode venv; Python >= 3.13)
 	@tmp=$$(mktemp -d); trap 'rm -rf "$$tmp"' EXIT; \

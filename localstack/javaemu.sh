@@ -6,6 +6,10 @@
 #   javaemu.sh up dynamodb|elasticmq     start it (or reuse one answering) and print its endpoint
 #   javaemu.sh down dynamodb|elasticmq   stop what 'up' started (no-op otherwise)
 #   javaemu.sh install                   fetch both, start nothing
+#   javaemu.sh lock                      fetch both afresh and write their jars' SHA-256 locks
+#
+# Every jar fetched must match localstack/maven/<profile>.sha256 (a version pin alone trusts the
+# repository); a mismatch, or a jar the lock does not list, removes the fetch and fails.
 #
 # Ports: JOBKIT_DYNAMODB_LOCAL_PORT (default 4570), JOBKIT_ELASTICMQ_PORT (default 4571).
 set -euo pipefail
@@ -16,12 +20,37 @@ TOOLS="$ROOT/.tools"
 HOST=127.0.0.1
 READY_TIMEOUT="${JOBKIT_JAVAEMU_READY_TIMEOUT:-60}"
 
-fetch() { # fetch <maven profile> <dir>
-  local profile="$1" lib="$2"
+fetch() { # fetch <maven profile> <dir> [nocheck]
+  local profile="$1" lib="$2" lock="$ROOT/localstack/maven/$1.sha256"
   [[ -f "$lib/.installed" ]] && return
   command -v mvn >/dev/null || { echo "javaemu: $profile needs Maven (mvn) to fetch it" >&2; return 1; }
   mvn -q -B -f "$ROOT/localstack/maven/pom.xml" -P "$profile" dependency:copy-dependencies -DoutputDirectory="$lib" >&2
+  if [[ "${3:-}" != nocheck ]]; then
+    if ! verify "$lib" "$lock"; then
+      rm -rf "$lib"
+      echo "javaemu: the $profile jars do not match $lock; nothing installed" >&2
+      return 1
+    fi
+  fi
   touch "$lib/.installed"
+}
+
+# verify <dir> <lock>: the jars in dir are exactly those the lock lists, with its hashes.
+verify() {
+  local lib="$1" lock="$2"
+  [[ -f "$lock" ]] || { echo "javaemu: no lock $lock (javaemu.sh lock writes it)" >&2; return 1; }
+  (cd "$lib" && sha256sum --quiet --strict -c "$lock") >&2 || return 1
+  diff <(cd "$lib" && ls -1 -- *.jar | LC_ALL=C sort) <(awk '{print $2}' "$lock" | LC_ALL=C sort) >&2
+}
+
+# lock <profile>: fetch afresh into a scratch directory and write the profile's lock.
+lock() {
+  local profile="$1" scratch
+  scratch="$(mktemp -d)"
+  fetch "$profile" "$scratch/lib" nocheck
+  (cd "$scratch/lib" && sha256sum -- *.jar | LC_ALL=C sort -k2) >"$ROOT/localstack/maven/$profile.sha256"
+  rm -rf "$scratch"
+  echo "javaemu: wrote localstack/maven/$profile.sha256" >&2
 }
 
 port_of() {
@@ -110,5 +139,9 @@ install)
   fetch dynamodb-local "$TOOLS/dynamodb-local/lib"
   fetch elasticmq "$TOOLS/elasticmq/lib"
   ;;
-*) echo "usage: $0 up|down dynamodb|elasticmq, or install" >&2; exit 2 ;;
+lock)
+  lock dynamodb-local
+  lock elasticmq
+  ;;
+*) echo "usage: $0 up|down dynamodb|elasticmq, install or lock" >&2; exit 2 ;;
 esac
