@@ -69,6 +69,12 @@ func TestContainerWorker(t *testing.T) {
 	assert.Equal(t, "ecs-tasks.amazonaws.com", get(trust, "Principal.Service"))
 	assert.Equal(t, map[string]any{"Ref": "AWS::AccountId"}, get(trust, "Condition.StringEquals.aws:SourceAccount"))
 	assert.Contains(t, toString(get(trust, "Condition.ArnLike.aws:SourceArn")), ":ecs:")
+
+	// Nothing can connect to a task: its security group admits no inbound traffic.
+	for id, sg := range tpl.Resources("AWS::EC2::SecurityGroup") {
+		assert.Nil(t, get(props(sg), "SecurityGroupIngress"), id)
+	}
+	assert.Empty(t, tpl.Resources("AWS::EC2::SecurityGroupIngress"))
 }
 
 // The construct refuses what would break the consumer's promises.
