@@ -13,6 +13,8 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/awss3assets"
 	"github.com/aws/constructs-go/constructs/v10"
 	"github.com/aws/jsii-runtime-go"
+
+	"github.com/jobkit-go/jobkit/jobs"
 )
 
 // GoSource is a Go main package that a Worker runs. It is compiled during synth for Lambda's
@@ -26,9 +28,17 @@ type GoSource struct {
 	// (localstack/deploy) builds the package from this module wherever the app ran.
 	ModuleDir string
 	// Package is the main package, slash-separated and relative to ModuleDir, e.g.
-	// "functions/email".
+	// "functions/email"; or the import path of a main package of a module ModuleDir's module
+	// requires, e.g. "github.com/jobkit-go/jobkit/cmd/jobkit-recorder" (RecorderPackage), built
+	// with that module's version in ModuleDir's build list. An import path is told from a relative
+	// path by its first element, which holds a dot (a domain name, as Go requires of a module path
+	// outside the standard library): name no folder of a module so.
 	Package string
 }
+
+// IsImportPath reports whether Package is an import path rather than a folder of ModuleDir (see
+// Package).
+func (s GoSource) IsImportPath() bool { return jobs.IsImportPath(s.Package) }
 
 // GoBuildImage is the container image used to build a GoSource when no Go toolchain is on PATH
 // (CDK's Docker bundling). With Go installed, the build runs locally and Docker is never used.
@@ -42,7 +52,10 @@ func (s GoSource) validate() error {
 		return fmt.Errorf("GoSource.Package is empty")
 	}
 	if path.IsAbs(s.Package) || strings.HasPrefix(path.Clean(s.Package), "..") {
-		return fmt.Errorf("GoSource.Package %q must be relative to ModuleDir", s.Package)
+		return fmt.Errorf("GoSource.Package %q must be relative to ModuleDir, or an import path", s.Package)
+	}
+	if s.IsImportPath() && path.Clean(s.Package) != s.Package {
+		return fmt.Errorf("GoSource.Package %q is not a clean import path", s.Package)
 	}
 	if _, err := os.Stat(filepath.Join(s.ModuleDir, "go.mod")); err != nil {
 		return fmt.Errorf("GoSource.ModuleDir %q has no go.mod: %w", s.ModuleDir, err)
@@ -75,8 +88,13 @@ func (s GoSource) assemblyRelDir(scope constructs.IConstruct) string {
 	return filepath.ToSlash(rel)
 }
 
-// pkgArg is the package as the go command takes it: "./functions/email".
-func (s GoSource) pkgArg() string { return "./" + path.Clean(s.Package) }
+// pkgArg is the package as the go command takes it: "./functions/email", or the import path.
+func (s GoSource) pkgArg() string {
+	if s.IsImportPath() {
+		return s.Package
+	}
+	return "./" + path.Clean(s.Package)
+}
 
 // Code returns the Lambda code of s: an asset bundled by compiling the package during synth.
 // The asset hash is the hash of the built bootstrap (builds are reproducible: -trimpath and

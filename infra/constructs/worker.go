@@ -14,6 +14,7 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslambda"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslambdaeventsources"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslogs"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awssqs"
 	"github.com/aws/constructs-go/constructs/v10"
 	"github.com/aws/jsii-runtime-go"
 
@@ -66,6 +67,9 @@ type WorkerProps struct {
 	// Code replaces the build of Source with ready-made code (a prebuilt bootstrap, tests).
 	// Source.Package, when set, still names the source in the function's metadata.
 	Code awslambda.Code
+	// RecorderCode replaces the build of the queue's redrive recorder (RecorderPackage, from
+	// Source.ModuleDir) with ready-made code; needed with Code when Source.ModuleDir is unset.
+	RecorderCode awslambda.Code
 
 	// Queue is the JobQueue the function consumes. Its visibility timeout must be at least
 	// Timeout.
@@ -132,6 +136,11 @@ type WorkerProps struct {
 // ConfigFromEnv reads, least-privilege grants (consume and change visibility on its queue, send
 // to its dead-letter queue, the idempotency store's item calls on its own kinds' records, write
 // its own log group), a log group with retention, and JSON logs.
+//
+// The first Worker (or ContainerWorker) of a queue also gives it its redrive recorder: the
+// queue's holding queue (JobQueue.Moved, in the queue's stack) and a RedriveRecorder function in
+// this construct, with the worker's job states and payload bucket, so that a job SQS's redrive
+// policy moves still ends as a job — dead, with a reason, a time and its source queue.
 type Worker struct {
 	constructs.Construct
 
@@ -142,6 +151,11 @@ type Worker struct {
 	EventSource awslambdaeventsources.SqsEventSource
 	// Environment is the environment the construct set (JOBKIT_ names and Props.Environment).
 	Environment map[string]string
+	// Recorder is the queue's redrive recorder when this worker defined it; nil when another
+	// worker of the queue did (JobQueue.Recorder names it either way).
+	Recorder *RedriveRecorder
+
+	queue *JobQueue
 }
 
 // ConfigError is the panic value of NewWorker for props that cannot deploy.
@@ -172,7 +186,7 @@ func NewWorker(scope constructs.Construct, id string, props *WorkerProps) *Worke
 	}
 
 	c := constructs.NewConstruct(scope, jsii.String(id))
-	w := &Worker{Construct: c, Name: id}
+	w := &Worker{Construct: c, Name: id, queue: p.Queue}
 
 	w.Environment = maps.Clone(p.Environment)
 	if w.Environment == nil {
@@ -215,16 +229,22 @@ func NewWorker(scope constructs.Construct, id string, props *WorkerProps) *Worke
 	if p.IdempotencyTable != nil {
 		grantIdempotency(w.Construct, w.Role, p.IdempotencyTable, p.Kinds, p.RateLimiters)
 		if p.JobStates {
-			w.Role.AddToPrincipalPolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
-				Actions:   jsii.Strings(JobStateActions...),
-				Resources: jsii.Strings(*p.IdempotencyTable.Table.TableArn()),
-				Conditions: &map[string]any{"ForAllValues:StringLike": map[string]any{
-					"dynamodb:LeadingKeys": []any{jobStatePrefix("job#"), jobStatePrefix("batch#")},
-				}},
-			}))
+			grantJobStates(w.Role, p.IdempotencyTable)
 		}
 	}
+	w.Recorder = defineRecorder(c, recorderProps{
+		queue: q, moduleDir: p.Source.ModuleDir, code: p.RecorderCode, worker: *w.Function.FunctionName(),
+		table: p.IdempotencyTable, jobStates: p.JobStates, payloads: p.PayloadBucket, logRetention: p.LogRetention,
+	})
 	return w
+}
+
+// GrantBatchCallbacks lets the worker, and its queue's redrive recorder, send to queues: the
+// callback queues of the fan-out batches whose members it runs (with JobStates). A member's end —
+// its success or failure in the worker, its move by the redrive policy in the recorder — may be
+// the batch's last, and the one that ends it sends its callback.
+func (w *Worker) GrantBatchCallbacks(queues ...awssqs.IQueue) {
+	grantSend(w.Role, w.queue, queues)
 }
 
 // newFunction defines the Lambda function (provided.al2023, arm64, JSON logs into w.LogGroup,
@@ -354,6 +374,8 @@ func (p WorkerProps) check() string {
 		return "WorkerProps.Source (or Code) is required"
 	case p.Code == nil && p.Source.validate() != nil:
 		return p.Source.validate().Error()
+	case recorderCheck(q, p.Source.ModuleDir, p.RecorderCode) != "":
+		return recorderCheck(q, p.Source.ModuleDir, p.RecorderCode)
 	case p.Timeout < time.Second || p.Timeout > 15*time.Minute || p.Timeout%time.Second != 0:
 		return fmt.Sprintf("Timeout %s must be whole seconds between 1s and 15m", p.Timeout)
 	case q.VisibilityTimeout < p.Timeout:
