@@ -51,8 +51,9 @@ var JobStateActions = []string{"dynamodb:GetItem", "dynamodb:PutItem", "dynamodb
 func IdempotencyKeyPrefix(kind string) string { return kind + "#" }
 
 // SourceMetadataKey is the CloudFormation metadata key on a Worker's AWS::Lambda::Function that
-// names its Go main package relative to the module root (e.g. "functions/email"), so tools that
-// read the template (the offline stack) can build the same source for another architecture.
+// names its Go main package relative to the module root (e.g. "functions/email"), or its import
+// path (a RedriveRecorder's: RecorderPackage), so tools that read the template (the offline stack)
+// can build the same source for another architecture.
 const SourceMetadataKey = jobs.SourceMetadataKey
 
 // ModuleMetadataKey is the CloudFormation metadata key on a Worker's AWS::Lambda::Function that
