@@ -41,7 +41,7 @@ func TestRedriveThroughAHoldingQueue(t *testing.T) {
 			}
 			_, err := client.SendMessage(ctx, in)
 			require.NoError(t, err)
-			awstest.DeadLetterByPolicy(t, cfg, q, moved, 1) // the worker never answers
+			awstest.DeadLetterByPolicy(t, cfg, q, moved, 1)   // the worker never answers
 			awstest.DeadLetterByPolicy(t, cfg, moved, dlq, 1) // nor does the recorder
 
 			insp := inspect.New(cfg)
