@@ -30,6 +30,11 @@ const (
 	RecorderMemorySize = 128
 	// RecorderBatchSize is the most moved messages per invocation of the recorder.
 	RecorderBatchSize = 10
+	// RecorderMaxConcurrency caps the recorder's concurrent invocations (the event source's
+	// maximum concurrency, the least AWS takes): a broken worker whose whole backlog is moved
+	// takes two of the account's concurrent executions from the other functions, not hundreds;
+	// the holding queue keeps what waits, its receives uncounted.
+	RecorderMaxConcurrency = 2
 	// RecorderReceives is how many receives of a moved message the recorder gets before the
 	// holding queue's own redrive policy moves it to the dead-letter queue unrecorded: about five
 	// minutes of failed records, RecorderTimeout apart.
@@ -137,6 +142,7 @@ func defineRecorder(scope constructs.Construct, p recorderProps) *RedriveRecorde
 	// The event source grants consuming the holding queue only.
 	r.EventSource = awslambdaeventsources.NewSqsEventSource(moved, &awslambdaeventsources.SqsEventSourceProps{
 		BatchSize: jsii.Number(RecorderBatchSize), ReportBatchItemFailures: jsii.Bool(true),
+		MaxConcurrency: jsii.Number(RecorderMaxConcurrency),
 	})
 	r.Function.AddEventSource(r.EventSource)
 	moved.GrantConsumeMessages(r.Role)

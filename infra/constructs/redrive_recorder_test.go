@@ -139,6 +139,7 @@ func TestWorkerRedriveRecorder(t *testing.T) {
 	require.Equal(t, getAtt(movedID, "Arn"), mapping["EventSourceArn"])
 	require.Equal(t, float64(RecorderBatchSize), mapping["BatchSize"])
 	require.Equal(t, []any{"ReportBatchItemFailures"}, mapping["FunctionResponseTypes"])
+	require.Equal(t, float64(RecorderMaxConcurrency), get(mapping, "ScalingConfig.MaximumConcurrency"))
 
 	// Least privilege: exactly these grants, on these resources.
 	objects := map[string]any{"Fn::Join": []any{"", []any{getAtt(bucketID, "Arn"), "/*"}}}
