@@ -80,8 +80,10 @@ type WorkerProps struct {
 	IdempotencyTable *IdempotencyTable
 	// JobStates (with IdempotencyTable) names the table in JOBKIT_STATE_TABLE as the jobkit state
 	// table too, and lets the function keep job states and batch counts there (package
-	// jobs/state): the JobStateActions on the items under "job#" and "batch#" only. Sending a
-	// batch's callback job needs the callback queue's send grant besides (the caller's).
+	// jobs/state): the JobStateActions on the items under "job#" and "batch#" only. The queue's
+	// redrive recorder keeps the states of the jobs the redrive policy moves, with the same grant.
+	// Sending a batch's callback job needs the callback queue's send grant besides:
+	// GrantBatchCallbacks gives it to the worker and the recorder.
 	JobStates bool
 	// Kinds are the job kinds the function runs. With an IdempotencyTable, they limit the
 	// function to the records of its own kinds (keys "<kind>#...", see idempotency.JobKey):
