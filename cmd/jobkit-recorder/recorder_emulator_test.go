@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"io"
 	"log/slog"
 	"os"
@@ -12,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
@@ -281,9 +279,9 @@ func (m *moving) runJobs(ctx context.Context) []int {
 		ran = append(ran, job.Args.N)
 		return nil
 	}))
-	h := jobs.NewSQSHandler(workers, jobs.Config{QueueURL: m.q.URL, DLQURL: m.dlq.URL, SQS: m.sqs, States: m.states,
+	h := jobs.NewLambdaHandler(workers, jobs.Config{QueueURL: m.q.URL, DLQURL: m.dlq.URL, SQS: m.sqs, States: m.states,
 		Metrics: io.Discard, Logger: slog.New(slog.NewJSONHandler(io.Discard, nil))})
-	stop := m.feed(ctx, inProcess(h), m.q)
+	stop := m.feed(ctx, inProcess{h}, m.q)
 	m.waitDepth(m.q, 0, time.Minute, "the jobs run")
 	stop()
 	mu.Lock()
@@ -292,18 +290,10 @@ func (m *moving) runJobs(ctx context.Context) []int {
 }
 
 // inProcess invokes the jobs runtime in this process, as a mapping's function.
-type inProcess func(context.Context, events.SQSEvent) (events.SQSEventResponse, error)
+type inProcess struct{ h *jobs.LambdaHandler }
 
-func (h inProcess) Invoke(ctx context.Context, payload []byte) (lambdaruntime.Result, error) {
-	var ev events.SQSEvent
-	if err := json.Unmarshal(payload, &ev); err != nil {
-		return lambdaruntime.Result{}, err
-	}
-	resp, err := h(ctx, ev)
-	if err != nil {
-		return lambdaruntime.Result{}, err
-	}
-	out, err := json.Marshal(resp)
+func (p inProcess) Invoke(ctx context.Context, payload []byte) (lambdaruntime.Result, error) {
+	out, err := p.h.Invoke(ctx, payload)
 	return lambdaruntime.Result{Outcome: lambdaruntime.Success, Payload: out}, err
 }
 

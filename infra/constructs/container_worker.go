@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"maps"
 	"path"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -164,10 +163,7 @@ func (w *ContainerWorker) defineTask(p ContainerWorkerProps) {
 		},
 		TaskRole: w.TaskRole,
 	})
-	env := map[string]*string{}
-	for _, k := range slices.Sorted(maps.Keys(w.Environment)) {
-		env[k] = jsii.String(w.Environment[k])
-	}
+	env := sortedEnv(w.Environment)
 	w.Container = w.TaskDefinition.AddContainer(jsii.String("Worker"), &awsecs.ContainerDefinitionOptions{
 		Image:       p.Source.containerImage(),
 		Environment: &env,

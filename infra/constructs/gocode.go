@@ -2,14 +2,19 @@ package constructs
 
 import (
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path"
 	"path/filepath"
+	"slices"
 	"strings"
+	"time"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsiam"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslambda"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awslogs"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awss3assets"
 	"github.com/aws/constructs-go/constructs/v10"
 	"github.com/aws/jsii-runtime-go"
@@ -158,3 +163,57 @@ func (b *goBundler) TryBundle(outputDir *string, _ *awscdk.BundlingOptions) *boo
 }
 
 var _ awscdk.ILocalBundling = (*goBundler)(nil)
+
+// goFunction is what differs between jobkit's Go Lambda functions (workers, the redrive recorder,
+// the outbox forwarder); newGoFunction sets the rest.
+type goFunction struct {
+	source      GoSource
+	code        awslambda.Code // nil: source.Code()
+	description string
+	timeout     time.Duration
+	memoryMB    int
+	env         map[string]*string
+	role        awsiam.IRole
+	logGroup    awslogs.ILogGroup
+}
+
+// newGoFunction defines a Go Lambda function with id "Function" in scope: provided.al2023 on arm64,
+// JSON logs into its log group, and its source named in its metadata (SourceMetadataKey, and
+// ModuleMetadataKey when the module can be named relative to the cloud assembly) so the offline
+// stack builds it for this machine.
+func newGoFunction(scope constructs.Construct, f goFunction) awslambda.Function {
+	code := f.code
+	if code == nil {
+		code = f.source.Code()
+	}
+	fn := awslambda.NewFunction(scope, jsii.String("Function"), &awslambda.FunctionProps{
+		Runtime:       awslambda.Runtime_PROVIDED_AL2023(),
+		Architecture:  awslambda.Architecture_ARM_64(),
+		Handler:       jsii.String("bootstrap"),
+		Code:          code,
+		Description:   jsii.String(f.description),
+		Timeout:       cdkDuration(f.timeout),
+		MemorySize:    jsii.Number(f.memoryMB),
+		Environment:   &f.env,
+		Role:          f.role,
+		LogGroup:      f.logGroup,
+		LoggingFormat: awslambda.LoggingFormat_JSON,
+	})
+	if f.source.Package != "" {
+		cfn := fn.Node().DefaultChild().(awslambda.CfnFunction)
+		cfn.AddMetadata(jsii.String(SourceMetadataKey), jsii.String(path.Clean(f.source.Package)))
+		if mod := f.source.assemblyRelDir(fn); mod != "" {
+			cfn.AddMetadata(jsii.String(ModuleMetadataKey), jsii.String(mod))
+		}
+	}
+	return fn
+}
+
+// sortedEnv is env as CDK takes it, added in name order.
+func sortedEnv(env map[string]string) map[string]*string {
+	out := map[string]*string{}
+	for _, k := range slices.Sorted(maps.Keys(env)) {
+		out[k] = jsii.String(env[k])
+	}
+	return out
+}

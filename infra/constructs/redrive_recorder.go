@@ -2,8 +2,6 @@ package constructs
 
 import (
 	"fmt"
-	"maps"
-	"slices"
 	"strconv"
 	"time"
 
@@ -157,37 +155,13 @@ func defineRecorder(scope constructs.Construct, p recorderProps) *RedriveRecorde
 	return r
 }
 
-// newFunction defines the recorder's Lambda function, as a Worker's (provided.al2023, arm64, JSON
-// logs), naming RecorderPackage and the module in its metadata for the offline stack.
+// newFunction defines the recorder's Lambda function, as a Worker's, built from RecorderPackage
+// in the worker's module (named in its metadata for the offline stack).
 func (r *RedriveRecorder) newFunction(p recorderProps) awslambda.Function {
-	src := recorderSource(p.moduleDir)
-	code := p.code
-	if code == nil {
-		code = src.Code()
-	}
-	env := map[string]*string{}
-	for _, k := range slices.Sorted(maps.Keys(r.Environment)) {
-		env[k] = jsii.String(r.Environment[k])
-	}
-	fn := awslambda.NewFunction(r.Construct, jsii.String("Function"), &awslambda.FunctionProps{
-		Runtime:       awslambda.Runtime_PROVIDED_AL2023(),
-		Architecture:  awslambda.Architecture_ARM_64(),
-		Handler:       jsii.String("bootstrap"),
-		Code:          code,
-		Description:   jsii.String("jobkit redrive recorder of queue " + p.queue.Name),
-		Timeout:       cdkDuration(RecorderTimeout),
-		MemorySize:    jsii.Number(RecorderMemorySize),
-		Environment:   &env,
-		Role:          r.Role,
-		LogGroup:      r.LogGroup,
-		LoggingFormat: awslambda.LoggingFormat_JSON,
+	return newGoFunction(r.Construct, goFunction{
+		source: recorderSource(p.moduleDir), code: p.code, description: "jobkit redrive recorder of queue " + p.queue.Name,
+		timeout: RecorderTimeout, memoryMB: RecorderMemorySize, env: sortedEnv(r.Environment), role: r.Role, logGroup: r.LogGroup,
 	})
-	cfn := fn.Node().DefaultChild().(awslambda.CfnFunction)
-	cfn.AddMetadata(jsii.String(SourceMetadataKey), jsii.String(RecorderPackage))
-	if mod := src.assemblyRelDir(fn); mod != "" {
-		cfn.AddMetadata(jsii.String(ModuleMetadataKey), jsii.String(mod))
-	}
-	return fn
 }
 
 // grantJobStates lets role make the JobStateActions on the table's "job#" and "batch#" items.

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"maps"
 	"path"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -253,39 +252,14 @@ func (w *Worker) GrantBatchCallbacks(queues ...awssqs.IQueue) {
 // newFunction defines the Lambda function (provided.al2023, arm64, JSON logs into w.LogGroup,
 // w.Role, w.Environment) and names its Go source in its metadata.
 func (w *Worker) newFunction(p WorkerProps) awslambda.Function {
-	code := p.Code
-	if code == nil {
-		code = p.Source.Code()
-	}
 	description := p.Description
 	if description == "" {
 		description = "jobkit worker " + p.Source.Package
 	}
-	env := map[string]*string{}
-	for _, k := range slices.Sorted(maps.Keys(w.Environment)) {
-		env[k] = jsii.String(w.Environment[k])
-	}
-	fn := awslambda.NewFunction(w.Construct, jsii.String("Function"), &awslambda.FunctionProps{
-		Runtime:       awslambda.Runtime_PROVIDED_AL2023(),
-		Architecture:  awslambda.Architecture_ARM_64(),
-		Handler:       jsii.String("bootstrap"),
-		Code:          code,
-		Description:   jsii.String(description),
-		Timeout:       cdkDuration(p.Timeout),
-		MemorySize:    jsii.Number(p.MemorySize),
-		Environment:   &env,
-		Role:          w.Role,
-		LogGroup:      w.LogGroup,
-		LoggingFormat: awslambda.LoggingFormat_JSON,
+	return newGoFunction(w.Construct, goFunction{
+		source: p.Source, code: p.Code, description: description, timeout: p.Timeout, memoryMB: p.MemorySize,
+		env: sortedEnv(w.Environment), role: w.Role, logGroup: w.LogGroup,
 	})
-	if p.Source.Package != "" {
-		cfn := fn.Node().DefaultChild().(awslambda.CfnFunction)
-		cfn.AddMetadata(jsii.String(SourceMetadataKey), jsii.String(path.Clean(p.Source.Package)))
-		if mod := p.Source.assemblyRelDir(fn); mod != "" {
-			cfn.AddMetadata(jsii.String(ModuleMetadataKey), jsii.String(mod))
-		}
-	}
-	return fn
 }
 
 // consume adds the SQS event source (ReportBatchItemFailures, batch size, window, maximum

@@ -177,11 +177,7 @@ func (tpl Template) AllowedActions(resource any) map[string]bool {
 		if st["Effect"] != "Allow" {
 			continue
 		}
-		rs, ok := st["Resource"].([]any)
-		if !ok {
-			rs = []any{st["Resource"]}
-		}
-		for _, r := range rs {
+		for _, r := range resources(st) {
 			if got, _ := json.Marshal(r); string(got) == string(want) {
 				for _, a := range Actions(st) {
 					out[a] = true
@@ -214,11 +210,7 @@ func (tpl Template) RoleGrants(roleID string) map[string]map[string]bool {
 			if st["Effect"] != "Allow" {
 				continue
 			}
-			rs, ok := st["Resource"].([]any)
-			if !ok {
-				rs = []any{st["Resource"]}
-			}
-			for _, r := range rs {
+			for _, r := range resources(st) {
 				k, _ := json.Marshal(r)
 				key := string(k)
 				if c, ok := st["Condition"]; ok {
@@ -235,6 +227,14 @@ func (tpl Template) RoleGrants(roleID string) map[string]map[string]bool {
 		}
 	}
 	return out
+}
+
+// resources returns a statement's resources.
+func resources(st map[string]any) []any {
+	if rs, ok := st["Resource"].([]any); ok {
+		return rs
+	}
+	return []any{st["Resource"]}
 }
 
 // MustPanic runs f and returns what it panicked with, failing if it did not panic.
