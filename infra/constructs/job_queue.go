@@ -93,7 +93,10 @@ type JobQueueProps struct {
 // JobQueue is an SQS queue for jobs with its dead-letter queue: SQS-managed encryption at rest,
 // TLS enforced by the queue policies, a redrive policy derived from MaxAttempts, an alarm when
 // the dead-letter queue holds any message and an alarm when the oldest message is too old.
-// It outputs the queue URLs as JobkitQueue<Name> and JobkitDlq<Name>.
+// It outputs the queue URLs as JobkitQueue<Name> and JobkitDlq<Name>. Once a Worker or
+// ContainerWorker consumes it, its redrive policy targets a holding queue of its own (Moved)
+// instead, read by that worker's RedriveRecorder, which sends each job on to the dead-letter queue
+// recorded as a job.
 type JobQueue struct {
 	constructs.Construct
 
