@@ -168,24 +168,7 @@ func testMovesEndAsJobs(t *testing.T, fifo bool) {
 	m := newMoving(t, fifo)
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
-	producer, err := jobs.NewClient(m.sqs, jobs.ClientOptions{DefaultQueueURL: m.q.URL, State: m.states,
-		Queues: map[string]string{MailsDone{}.Kind(): m.done.URL, MailsFailed{}.Kind(): m.done.URL}})
-	require.NoError(t, err)
-	batch, err := m.states.OpenBatch(ctx, producer, state.BatchOpts{Callback: MailsDone{}, OnFailure: MailsFailed{}})
-	require.NoError(t, err)
-	member, err := batch.Add(ctx, []jobs.BatchJob{{Args: Mail{N: 1}, Opts: m.group(1)}})
-	require.NoError(t, err)
-	require.NoError(t, batch.Close(ctx))
-	single, err := producer.Enqueue(ctx, Mail{N: 2}, m.group(2))
-	require.NoError(t, err)
-	raw := &sqs.SendMessageInput{QueueUrl: aws.String(m.q.URL), MessageBody: aws.String("not a job"),
-		MessageAttributes: map[string]sqstypes.MessageAttributeValue{"origin": {DataType: aws.String("String"), StringValue: aws.String("legacy")}}}
-	if fifo {
-		raw.MessageGroupId, raw.MessageDeduplicationId = aws.String("g3"), aws.String("raw-3")
-	}
-	_, err = m.sqs.SendMessage(ctx, raw)
-	require.NoError(t, err)
-	ids := map[string]int{member[0].ID: 1, single.ID: 2}
+	ids, batchID, single := m.enqueue(ctx)
 
 	start := time.Now()
 	stopWorker := m.run(ctx, "brokenworker", "testdata/brokenworker", nil, m.q)
@@ -199,7 +182,48 @@ func testMovesEndAsJobs(t *testing.T, fifo bool) {
 	require.Zero(t, m.depth(m.q))
 	require.Zero(t, m.depth(m.moved))
 
-	// The job states: dead, with the reason and the receives; the batch is done, both callbacks sent.
+	m.checkStates(ctx, ids, batchID)
+	m.checkDeadLetters(ctx, ids, start)
+	m.redrive(ctx)
+
+	// They run: the jobs succeed, the body that is no job is dead-lettered as such.
+	ran := m.runJobs(ctx)
+	assert.ElementsMatch(t, []int{1, 2}, ran)
+	st, err := m.states.JobStatus(ctx, single)
+	require.NoError(t, err)
+	assert.Equal(t, jobs.StateSucceeded, st.State)
+	m.waitDepth(m.dlq, 1, 30*time.Second, "the runtime dead-letters what is no job")
+}
+
+// enqueue sends the test's three messages to the job queue: job 1, a member of a fan-out batch
+// with a callback and a failure callback; job 2, on its own; and a body that is no job, with an
+// attribute of its own. It returns the jobs' numbers by id, the batch's id and job 2's id.
+func (m *moving) enqueue(ctx context.Context) (ids map[string]int, batchID, single string) {
+	t := m.t
+	producer, err := jobs.NewClient(m.sqs, jobs.ClientOptions{DefaultQueueURL: m.q.URL, State: m.states,
+		Queues: map[string]string{MailsDone{}.Kind(): m.done.URL, MailsFailed{}.Kind(): m.done.URL}})
+	require.NoError(t, err)
+	batch, err := m.states.OpenBatch(ctx, producer, state.BatchOpts{Callback: MailsDone{}, OnFailure: MailsFailed{}})
+	require.NoError(t, err)
+	member, err := batch.Add(ctx, []jobs.BatchJob{{Args: Mail{N: 1}, Opts: m.group(1)}})
+	require.NoError(t, err)
+	require.NoError(t, batch.Close(ctx))
+	res, err := producer.Enqueue(ctx, Mail{N: 2}, m.group(2))
+	require.NoError(t, err)
+	raw := &sqs.SendMessageInput{QueueUrl: aws.String(m.q.URL), MessageBody: aws.String("not a job"),
+		MessageAttributes: map[string]sqstypes.MessageAttributeValue{"origin": {DataType: aws.String("String"), StringValue: aws.String("legacy")}}}
+	if m.fifo {
+		raw.MessageGroupId, raw.MessageDeduplicationId = aws.String("g3"), aws.String("raw-3")
+	}
+	_, err = m.sqs.SendMessage(ctx, raw)
+	require.NoError(t, err)
+	return map[string]int{member[0].ID: 1, res.ID: 2}, batch.ID, res.ID
+}
+
+// checkStates checks the job states — dead, with the reason and the receives — and that the
+// batch is done, its callback and failure callback sent.
+func (m *moving) checkStates(ctx context.Context, ids map[string]int, batchID string) {
+	t := m.t
 	for id := range ids {
 		st, err := m.states.JobStatus(ctx, id)
 		require.NoError(t, err)
@@ -208,16 +232,19 @@ func testMovesEndAsJobs(t *testing.T, fifo bool) {
 		assert.Contains(t, st.LastError, "received 2 times with no outcome reported: moved by the queue's redrive policy", id)
 		assert.Equal(t, m.q.URL, st.Queue, id)
 	}
-	info, err := m.states.BatchStatus(ctx, batch.ID)
+	info, err := m.states.BatchStatus(ctx, batchID)
 	require.NoError(t, err)
 	assert.Equal(t, 1, info.Dead)
 	assert.Zero(t, info.Pending)
 	assert.True(t, info.Done(), "the batch completed")
-	assert.ElementsMatch(t, []string{state.CallbackID(batch.ID), state.FailureID(batch.ID)}, envelopeIDs(t, m.sqs, m.done, 2))
+	assert.ElementsMatch(t, []string{state.CallbackID(batchID), state.FailureID(batchID)}, envelopeIDs(t, m.sqs, m.done, 2))
+}
 
-	// The dead letters, read back: the reason, a real time of the move, the job queue as source.
-	in := inspect.New(m.cfg)
-	list, err := in.ListDead(ctx, m.dlq.URL, &inspect.ListOptions{Visibility: 5 * time.Second})
+// checkDeadLetters reads the dead letters back: the reason, a real time of the move (after start),
+// the job queue as source, the worker's name; the body that is no job as it was.
+func (m *moving) checkDeadLetters(ctx context.Context, ids map[string]int, start time.Time) {
+	t := m.t
+	list, err := inspect.New(m.cfg).ListDead(ctx, m.dlq.URL, &inspect.ListOptions{Visibility: 5 * time.Second})
 	require.NoError(t, err)
 	require.Len(t, list.Jobs, 3)
 	for _, j := range list.Jobs {
@@ -231,7 +258,7 @@ func testMovesEndAsJobs(t *testing.T, fifo bool) {
 		assert.NotEmpty(t, j.SourceMessageID)
 		if n, ok := ids[j.JobID]; ok {
 			assert.Equal(t, Mail{}.Kind(), j.Kind)
-			if fifo {
+			if m.fifo {
 				assert.Equal(t, "g"+strconv.Itoa(n), j.GroupID)
 			}
 			continue
@@ -239,8 +266,13 @@ func testMovesEndAsJobs(t *testing.T, fifo bool) {
 		assert.Equal(t, "not a job", j.Body, "sent on as it was")
 		assert.Equal(t, "legacy", aws.ToString(j.Attributes["origin"].StringValue), "with its own attributes")
 	}
+}
 
-	// inspect follows the holding queue's hop both ways: the redrive goes back to the job queue.
+// redrive redrives the DLQ with the Inspector, which follows the holding queue's hop both ways:
+// the jobs go back to the job queue, never to the holding queue.
+func (m *moving) redrive(ctx context.Context) {
+	t := m.t
+	in := inspect.New(m.cfg)
 	target, err := in.RedriveTarget(ctx, m.q.URL)
 	require.NoError(t, err)
 	require.Equal(t, m.dlq.URL, target)
@@ -249,21 +281,13 @@ func testMovesEndAsJobs(t *testing.T, fifo bool) {
 	require.Equal(t, []string{m.q.URL}, sources)
 	res, err := in.Redrive(ctx, m.dlq.URL, &inspect.RedriveOptions{InFlightWait: -1})
 	require.NoError(t, err)
-	if fifo {
+	if m.fifo {
 		require.Equal(t, inspect.RedriveManual, res.Method, "FIFO jobs are always moved by hand")
 	}
 	t.Logf("redrive: %s, moved %d", res.Method, res.Moved)
 	m.waitDepth(m.q, 3, time.Minute, "the redrive puts the jobs back on the job queue")
 	require.Zero(t, m.depth(m.moved), "never on the holding queue")
 	require.Zero(t, m.depth(m.dlq))
-
-	// They run: the jobs succeed, the body that is no job is dead-lettered as such.
-	ran := m.runJobs(ctx)
-	assert.ElementsMatch(t, []int{1, 2}, ran)
-	st, err := m.states.JobStatus(ctx, single.ID)
-	require.NoError(t, err)
-	assert.Equal(t, jobs.StateSucceeded, st.State)
-	m.waitDepth(m.dlq, 1, 30*time.Second, "the runtime dead-letters what is no job")
 }
 
 // runJobs runs the job queue with a working worker (the runtime in this process) until it is

@@ -48,6 +48,20 @@ func set(actions ...string) map[string]bool {
 	return out
 }
 
+// recorderFixture is a synthesized stack with a queue, a worker with job states and a payload
+// bucket, and a batch callback queue granted through the worker.
+type recorderFixture struct {
+	stack                     awscdk.Stack
+	tpl                       template
+	q, done                   *JobQueue
+	table                     *IdempotencyTable
+	bucket                    *PayloadBucket
+	w                         *Worker
+	mainID, dlqID, movedID    string
+	fnID, roleID, logID       string
+	tableID, bucketID, doneID string
+}
+
 // The first worker of a queue gives it its redrive recorder: the queue's redrive policy targets
 // a holding queue in the queue's construct, whose own redrive policy goes on to the DLQ after
 // RecorderReceives more receives; a function built from RecorderPackage reads it, with the
@@ -56,70 +70,80 @@ func set(actions ...string) map[string]bool {
 // batch callback queue), keep job states, read payloads and write its logs — nothing else.
 func TestWorkerRedriveRecorder(t *testing.T) {
 	app, stack := newStack(t)
-	q := NewJobQueue(stack, "Jobs", &JobQueueProps{MaxAttempts: 4})
-	done := NewJobQueue(stack, "Done", nil)
-	table := NewIdempotencyTable(stack, "Idempotency", nil)
-	bucket := NewPayloadBucket(stack, "Payloads", &PayloadBucketProps{Queues: []*JobQueue{q}})
-	w := NewWorker(stack, "Worker", &WorkerProps{
-		Source: helloSource, Queue: q, IdempotencyTable: table, JobStates: true, Kinds: []string{"image.resize"}, PayloadBucket: bucket,
+	f := &recorderFixture{stack: stack}
+	f.q = NewJobQueue(stack, "Jobs", &JobQueueProps{MaxAttempts: 4})
+	f.done = NewJobQueue(stack, "Done", nil)
+	f.table = NewIdempotencyTable(stack, "Idempotency", nil)
+	f.bucket = NewPayloadBucket(stack, "Payloads", &PayloadBucketProps{Queues: []*JobQueue{f.q}})
+	f.w = NewWorker(stack, "Worker", &WorkerProps{
+		Source: helloSource, Queue: f.q, IdempotencyTable: f.table, JobStates: true, Kinds: []string{"image.resize"}, PayloadBucket: f.bucket,
 	})
-	w.GrantBatchCallbacks(done.Queue)
+	f.w.GrantBatchCallbacks(f.done.Queue)
 	requireNoNagErrors(t, app, stack)
-	tpl := synth(t, stack)
+	f.tpl = synth(t, stack)
 
-	require.NotNil(t, w.Recorder)
-	require.Same(t, w.Recorder, q.Recorder)
-	require.Nil(t, done.Moved, "a queue no worker consumes keeps its plain redrive")
-	require.Equal(t, 7, q.MaxReceiveCount)
-	require.Equal(t, 7+RecorderReceives, q.MovedMaxReceiveCount)
-	mainID, dlqID, movedID := logicalID(stack, q.Queue), logicalID(stack, q.DLQ), logicalID(stack, q.Moved)
-	fnID, roleID := logicalID(stack, w.Recorder.Function), logicalID(stack, w.Recorder.Role)
-	logID, tableID := logicalID(stack, w.Recorder.LogGroup), logicalID(stack, table.Table)
-	bucketID, doneID := logicalID(stack, bucket.Bucket), logicalID(stack, done.Queue)
+	require.NotNil(t, f.w.Recorder)
+	require.Same(t, f.w.Recorder, f.q.Recorder)
+	require.Nil(t, f.done.Moved, "a queue no worker consumes keeps its plain redrive")
+	require.Equal(t, 7, f.q.MaxReceiveCount)
+	require.Equal(t, 7+RecorderReceives, f.q.MovedMaxReceiveCount)
+	f.mainID, f.dlqID, f.movedID = logicalID(stack, f.q.Queue), logicalID(stack, f.q.DLQ), logicalID(stack, f.q.Moved)
+	f.fnID, f.roleID, f.logID = logicalID(stack, f.w.Recorder.Function), logicalID(stack, f.w.Recorder.Role), logicalID(stack, f.w.Recorder.LogGroup)
+	f.tableID, f.bucketID, f.doneID = logicalID(stack, f.table.Table), logicalID(stack, f.bucket.Bucket), logicalID(stack, f.done.Queue)
 
-	// The redrive chain: queue → holding queue → DLQ.
-	res := tpl["Resources"].(map[string]any)
-	require.Equal(t, map[string]any{"deadLetterTargetArn": getAtt(movedID, "Arn"), "maxReceiveCount": float64(7)},
-		get(res[mainID], "Properties.RedrivePolicy"))
-	moved := props(res[movedID].(map[string]any))
-	require.Equal(t, map[string]any{"deadLetterTargetArn": getAtt(dlqID, "Arn"), "maxReceiveCount": float64(17)}, moved["RedrivePolicy"])
+	t.Run("redrive chain", f.checkChain)
+	t.Run("function", f.checkFunction)
+	t.Run("grants", f.checkGrants)
+}
+
+// checkChain: queue → holding queue → DLQ; the holding queue encrypted, TLS only, keeping
+// messages as long as the DLQ.
+func (f *recorderFixture) checkChain(t *testing.T) {
+	res := f.tpl["Resources"].(map[string]any)
+	require.Equal(t, map[string]any{"deadLetterTargetArn": getAtt(f.movedID, "Arn"), "maxReceiveCount": float64(7)},
+		get(res[f.mainID], "Properties.RedrivePolicy"))
+	moved := props(res[f.movedID].(map[string]any))
+	require.Equal(t, map[string]any{"deadLetterTargetArn": getAtt(f.dlqID, "Arn"), "maxReceiveCount": float64(17)}, moved["RedrivePolicy"])
 	require.Equal(t, float64(DLQRetentionPeriod/time.Second), moved["MessageRetentionPeriod"])
 	require.Equal(t, float64(RecorderTimeout/time.Second), moved["VisibilityTimeout"])
 	require.Equal(t, true, moved["SqsManagedSseEnabled"])
 	require.NotContains(t, moved, "FifoQueue")
 	require.NotContains(t, moved, "QueueName", "no fixed resource names")
 	tlsOnly := false
-	for _, p := range tpl.Resources("AWS::SQS::QueuePolicy") {
+	for _, p := range f.tpl.Resources("AWS::SQS::QueuePolicy") {
 		for _, qr := range get(p, "Properties.Queues").([]any) {
-			if key(qr) == key(ref(movedID)) && get(p, "Properties.PolicyDocument.Statement.0.Condition.Bool.aws:SecureTransport") == "false" {
+			if key(qr) == key(ref(f.movedID)) && get(p, "Properties.PolicyDocument.Statement.0.Condition.Bool.aws:SecureTransport") == "false" {
 				tlsOnly = true
 			}
 		}
 	}
 	require.True(t, tlsOnly, "the holding queue refuses plain HTTP")
+}
 
-	// The function: built from RecorderPackage in the worker's module, named in its metadata.
-	fnBody := res[fnID].(map[string]any)
+// checkFunction: built from RecorderPackage in the worker's module, named in its metadata, with
+// the recorder's environment and an event source on the holding queue.
+func (f *recorderFixture) checkFunction(t *testing.T) {
+	fnBody := f.tpl["Resources"].(map[string]any)[f.fnID].(map[string]any)
 	fn := props(fnBody)
 	require.Equal(t, "provided.al2023", fn["Runtime"])
 	require.Equal(t, []any{"arm64"}, fn["Architectures"])
 	require.Equal(t, float64(RecorderTimeout/time.Second), fn["Timeout"])
 	require.Equal(t, float64(RecorderMemorySize), fn["MemorySize"])
-	require.Equal(t, getAtt(roleID, "Arn"), fn["Role"])
-	require.Equal(t, ref(logID), get(fn, "LoggingConfig.LogGroup"))
+	require.Equal(t, getAtt(f.roleID, "Arn"), fn["Role"])
+	require.Equal(t, ref(f.logID), get(fn, "LoggingConfig.LogGroup"))
 	require.Equal(t, "JSON", get(fn, "LoggingConfig.LogFormat"))
 	require.Equal(t, RecorderPackage, get(fnBody, "Metadata."+SourceMetadataKey))
 	mod, _ := get(fnBody, "Metadata."+ModuleMetadataKey).(string)
 	wantModule, err := filepath.Abs(helloSource.ModuleDir)
 	require.NoError(t, err)
-	require.Equal(t, wantModule, filepath.Join(*awscdk.Stage_Of(stack).Outdir(), filepath.FromSlash(mod)))
+	require.Equal(t, wantModule, filepath.Join(*awscdk.Stage_Of(f.stack).Outdir(), filepath.FromSlash(mod)))
 	require.Equal(t, map[string]any{
-		jobs.EnvQueueURL:        ref(mainID),
-		jobs.EnvDLQURL:          ref(dlqID),
+		jobs.EnvQueueURL:        ref(f.mainID),
+		jobs.EnvDLQURL:          ref(f.dlqID),
 		jobs.EnvMaxReceiveCount: "7",
-		jobs.EnvWorkerName:      ref(logicalID(stack, w.Function)),
-		jobs.EnvStateTable:      ref(tableID),
-		jobs.EnvPayloadBucket:   ref(bucketID),
+		jobs.EnvWorkerName:      ref(logicalID(f.stack, f.w.Function)),
+		jobs.EnvStateTable:      ref(f.tableID),
+		jobs.EnvPayloadBucket:   ref(f.bucketID),
 	}, get(fn, "Environment.Variables"))
 	cfg, err := jobs.RecorderConfigFromEnv(func(k string) (string, bool) {
 		v, ok := get(fn, "Environment.Variables."+k).(string)
@@ -128,33 +152,34 @@ func TestWorkerRedriveRecorder(t *testing.T) {
 	require.Error(t, err, "the URLs are references until deployed")
 	require.Equal(t, 7, cfg.MaxReceiveCount)
 
-	// Its event source: the holding queue, with partial batch failures.
 	var mapping map[string]any
-	for _, m := range tpl.Resources("AWS::Lambda::EventSourceMapping") {
-		if key(get(m, "Properties.FunctionName")) == key(ref(fnID)) {
+	for _, m := range f.tpl.Resources("AWS::Lambda::EventSourceMapping") {
+		if key(get(m, "Properties.FunctionName")) == key(ref(f.fnID)) {
 			mapping = props(m)
 		}
 	}
 	require.NotNil(t, mapping)
-	require.Equal(t, getAtt(movedID, "Arn"), mapping["EventSourceArn"])
+	require.Equal(t, getAtt(f.movedID, "Arn"), mapping["EventSourceArn"])
 	require.Equal(t, float64(RecorderBatchSize), mapping["BatchSize"])
 	require.Equal(t, []any{"ReportBatchItemFailures"}, mapping["FunctionResponseTypes"])
 	require.Equal(t, float64(RecorderMaxConcurrency), get(mapping, "ScalingConfig.MaximumConcurrency"))
+}
 
-	// Least privilege: exactly these grants, on these resources.
-	objects := map[string]any{"Fn::Join": []any{"", []any{getAtt(bucketID, "Arn"), "/*"}}}
+// checkGrants: least privilege, exactly these grants on these resources.
+func (f *recorderFixture) checkGrants(t *testing.T) {
+	objects := map[string]any{"Fn::Join": []any{"", []any{getAtt(f.bucketID, "Arn"), "/*"}}}
 	jobStates := map[string]any{"ForAllValues:StringLike": map[string]any{"dynamodb:LeadingKeys": []any{"job#*", "batch#*"}}}
 	send := set("sqs:SendMessage", "sqs:GetQueueAttributes", "sqs:GetQueueUrl")
 	require.Equal(t, map[string]map[string]bool{
-		key(getAtt(movedID, "Arn")):            set("sqs:ReceiveMessage", "sqs:ChangeMessageVisibility", "sqs:DeleteMessage", "sqs:GetQueueAttributes", "sqs:GetQueueUrl"),
-		key(getAtt(dlqID, "Arn")):              send,
-		key(getAtt(doneID, "Arn")):             send,
-		key(getAtt(tableID, "Arn"), jobStates): set(JobStateActions...),
-		key(objects):                           set(PayloadReadActions...),
-		key(getAtt(logID, "Arn")):              set("logs:CreateLogStream", "logs:PutLogEvents"),
-	}, tpl.RoleGrants(roleID))
-	require.Equal(t, send, tpl.RoleGrants(logicalID(stack, w.Role))[key(getAtt(doneID, "Arn"))], "the worker sends callbacks too")
-	requireNoWildcardGrant(t, tpl)
+		key(getAtt(f.movedID, "Arn")):            set("sqs:ReceiveMessage", "sqs:ChangeMessageVisibility", "sqs:DeleteMessage", "sqs:GetQueueAttributes", "sqs:GetQueueUrl"),
+		key(getAtt(f.dlqID, "Arn")):              send,
+		key(getAtt(f.doneID, "Arn")):             send,
+		key(getAtt(f.tableID, "Arn"), jobStates): set(JobStateActions...),
+		key(objects):                             set(PayloadReadActions...),
+		key(getAtt(f.logID, "Arn")):              set("logs:CreateLogStream", "logs:PutLogEvents"),
+	}, f.tpl.RoleGrants(f.roleID))
+	require.Equal(t, send, f.tpl.RoleGrants(logicalID(f.stack, f.w.Role))[key(getAtt(f.doneID, "Arn"))], "the worker sends callbacks too")
+	requireNoWildcardGrant(t, f.tpl)
 }
 
 // One recorder per queue: a second worker of the queue adds none. A FIFO queue's holding queue is
