@@ -53,9 +53,10 @@ func TestSampleApp(t *testing.T) {
 	workers := cfntest.ReadFile(t, filepath.Join(outdir, WorkersStackID+".template.json"))
 
 	t.Run("state", func(t *testing.T) {
-		// Three job queues, the Notify queue's three lanes, their DLQs, and the Standard DLQ of
-		// the schedules and delayed jobs.
-		require.Len(t, state.Resources("AWS::SQS::Queue"), 13)
+		// Three job queues, the Notify queue's three lanes, their DLQs and holding queues (each
+		// queue has a worker, whose redrive recorder reads it), and the Standard DLQ of the
+		// schedules and delayed jobs.
+		require.Len(t, state.Resources("AWS::SQS::Queue"), 19)
 		require.Len(t, state.Resources("AWS::DynamoDB::Table"), 2)
 		require.Empty(t, state.Resources("AWS::Lambda::Function"))
 		outputs := state["Outputs"].(map[string]any)
@@ -66,25 +67,31 @@ func TestSampleApp(t *testing.T) {
 		require.Equal(t, jobs.LaneQueueName(samplejobs.QueueNotify, samplejobs.LaneDefault), samplejobs.Queues[samplejobs.KindSendNotification],
 			"notifications go to the default lane unless a Priority says otherwise")
 		for _, name := range names {
+			var ids []string
 			for _, key := range []string{jk.OutputQueuePrefix + name, jk.OutputDLQPrefix + name} {
 				v, ok := cfntest.Get(outputs, key+".Value").(map[string]any)
 				require.True(t, ok, "output %s", key)
 				id, _ := v["Ref"].(string)
 				require.Equal(t, "AWS::SQS::Queue", cfntest.Get(state, "Resources."+id+".Type"), "output %s is a queue URL", key)
+				ids = append(ids, id)
 			}
+			// The redrive chain: the job queue → its holding queue → its DLQ.
+			held := cfntest.Get(state, "Resources."+ids[0]+".Properties.RedrivePolicy.deadLetterTargetArn.Fn::GetAtt.0").(string)
+			require.Contains(t, held, "Moved", name)
+			require.Equal(t, cfntest.GetAtt(ids[1], "Arn"), cfntest.Get(state, "Resources."+held+".Properties.RedrivePolicy.deadLetterTargetArn"), name)
 		}
 		for _, body := range state.Resources("AWS::DynamoDB::Table") {
 			require.Equal(t, "Retain", body["DeletionPolicy"])
 			require.Equal(t, true, cfntest.Get(body, "Properties.PointInTimeRecoverySpecification.PointInTimeRecoveryEnabled"))
 		}
-		// The ledger queue is FIFO (and so is its DLQ).
+		// The ledger queue is FIFO (and so are its DLQ and holding queue).
 		var fifo int
 		for _, body := range state.Resources("AWS::SQS::Queue") {
 			if cfntest.Get(body, "Properties.FifoQueue") == true {
 				fifo++
 			}
 		}
-		require.Equal(t, 2, fifo)
+		require.Equal(t, 3, fifo)
 	})
 
 	t.Run("schedules", func(t *testing.T) {
@@ -215,31 +222,35 @@ func TestSampleApp(t *testing.T) {
 
 	t.Run("workers", func(t *testing.T) {
 		fns := workers.Resources("AWS::Lambda::Function")
-		require.Len(t, fns, 6, "email, ledger, the outbox forwarder and a notify function per lane")
+		require.Len(t, fns, 12, "email, ledger, the outbox forwarder, a notify function per lane, and a redrive recorder per job queue")
 		bySource := map[string]map[string]any{}
+		recorders := 0
 		for _, body := range fns {
 			src, _ := cfntest.Get(body, "Metadata."+jk.SourceMetadataKey).(string)
 			bySource[src] = body
+			if src == jk.RecorderPackage {
+				recorders++
+			}
 		}
-		require.ElementsMatch(t, []string{"functions/email", "functions/ledger", "functions/outbox", "functions/notify"}, keys(bySource))
+		require.ElementsMatch(t, []string{"functions/email", "functions/ledger", "functions/outbox", "functions/notify", jk.RecorderPackage}, keys(bySource))
+		require.Equal(t, 6, recorders, "email, ledger, transcode (a container worker) and the three notify lanes")
 
 		for src, body := range bySource {
 			if src == "functions/outbox" {
 				continue // the forwarder, below
 			}
+			if src == jk.RecorderPackage {
+				// Built, by import path, from the sample's module like the workers.
+				env := cfntest.Get(body, "Properties.Environment.Variables").(map[string]any)
+				require.Contains(t, env, jobs.EnvDLQURL)
+				require.Equal(t, filepath.ToSlash(mustRel(t, outdir, root)), cfntest.Get(body, "Metadata."+jk.ModuleMetadataKey))
+			} else {
+				requireWorkerEnv(t, src, body)
+			}
 			p := cfntest.Props(body)
 			require.Equal(t, "provided.al2023", p["Runtime"], src)
 			require.Equal(t, []any{"arm64"}, p["Architectures"], src)
 			require.Equal(t, "JSON", cfntest.Get(p, "LoggingConfig.LogFormat"), src)
-			env := cfntest.Get(p, "Environment.Variables").(map[string]any)
-			for _, k := range []string{jobs.EnvQueueURL, jobs.EnvDLQURL, jobs.EnvMaxAttempts, jobs.EnvVisibilityTimeout,
-				jobs.EnvConcurrency, jobs.EnvBackoffBase, jobs.EnvBackoffCap} {
-				require.Contains(t, env, k, "%s env", src)
-			}
-			require.Contains(t, env, jobs.EnvIdempotencyTable)
-			if src == "functions/ledger" {
-				require.Contains(t, env, samplejobs.EnvLedgerTable)
-			}
 
 			// The asset holds the function built for arm64 by the synth.
 			key, _ := cfntest.Get(p, "Code.S3Key").(string)
@@ -255,18 +266,24 @@ func TestSampleApp(t *testing.T) {
 		}
 
 		esms := workers.Resources("AWS::Lambda::EventSourceMapping")
-		require.Len(t, esms, 6, "email, ledger, three lanes and the outbox stream")
+		require.Len(t, esms, 12, "email, ledger, three lanes, the outbox stream and six holding queues")
 		byBatch := map[float64]map[string]any{}
 		var laneConcurrency []any
+		held := 0
 		for _, body := range esms {
 			p := cfntest.Props(body)
 			require.Equal(t, []any{"ReportBatchItemFailures"}, p["FunctionResponseTypes"])
+			if strings.Contains(fmt.Sprint(cfntest.Get(p, "EventSourceArn")), "Moved") {
+				held++ // a redrive recorder's
+				continue
+			}
 			if src := fmt.Sprint(cfntest.Get(p, "EventSourceArn")); strings.Contains(src, samplejobs.QueueNotify) {
 				laneConcurrency = append(laneConcurrency, cfntest.Get(p, "ScalingConfig.MaximumConcurrency"))
 				continue
 			}
 			byBatch[p["BatchSize"].(float64)] = p
 		}
+		require.Equal(t, 6, held)
 		// The lanes share 10 by weight 2:2:1: default 4, critical 4, bulk 2.
 		require.ElementsMatch(t, []any{float64(4), float64(4), float64(2)}, laneConcurrency)
 		require.Equal(t, float64(2), cfntest.Get(byBatch[25], "MaximumBatchingWindowInSeconds"), "email")
@@ -336,12 +353,14 @@ func TestSampleApp(t *testing.T) {
 		for _, st := range outboxStmts {
 			require.Contains(t, fmt.Sprint(st["Resource"]), "Idempotency")
 		}
-		require.Len(t, stateStmts, 1, "the email worker keeps job states")
-		require.ElementsMatch(t, jk.JobStateActions, cfntest.Actions(stateStmts[0]))
-		require.Equal(t, []any{"job#*", "batch#*"}, cfntest.Get(stateStmts[0], "Condition.ForAllValues:StringLike.dynamodb:LeadingKeys"))
+		require.Len(t, stateStmts, 2, "the email worker and its queue's redrive recorder keep job states")
+		for _, st := range stateStmts {
+			require.ElementsMatch(t, jk.JobStateActions, cfntest.Actions(st))
+			require.Equal(t, []any{"job#*", "batch#*"}, cfntest.Get(st, "Condition.ForAllValues:StringLike.dynamodb:LeadingKeys"))
+		}
 
 		require.Len(t, workers.Resources("AWS::CloudWatch::Dashboard"), 1)
-		require.Len(t, workers.Resources("AWS::Logs::LogGroup"), 8, "six functions, the containers, the VPC's flow log")
+		require.Len(t, workers.Resources("AWS::Logs::LogGroup"), 14, "twelve functions, the containers, the VPC's flow log")
 		for _, body := range workers.Resources("AWS::IAM::Role") {
 			require.NotContains(t, cfntest.Props(body), "ManagedPolicyArns")
 		}
@@ -379,6 +398,30 @@ func TestSampleApp(t *testing.T) {
 			require.Zero(t, nagAnnotations(stack), "%s: nag errors in the annotations", *stack.StackName())
 		}
 	})
+}
+
+// requireWorkerEnv checks a worker function's environment: what jobs.ConfigFromEnv reads.
+func requireWorkerEnv(t *testing.T, src string, body map[string]any) {
+	t.Helper()
+	env := cfntest.Get(body, "Properties.Environment.Variables").(map[string]any)
+	for _, k := range []string{jobs.EnvQueueURL, jobs.EnvDLQURL, jobs.EnvMaxAttempts, jobs.EnvVisibilityTimeout,
+		jobs.EnvConcurrency, jobs.EnvBackoffBase, jobs.EnvBackoffCap} {
+		require.Contains(t, env, k, "%s env", src)
+	}
+	require.Contains(t, env, jobs.EnvIdempotencyTable)
+	if src == "functions/ledger" {
+		require.Contains(t, env, samplejobs.EnvLedgerTable)
+	}
+}
+
+// mustRel is filepath.Rel of the two paths, made absolute.
+func mustRel(t *testing.T, base, target string) string {
+	t.Helper()
+	b, err := filepath.Abs(base)
+	require.NoError(t, err)
+	rel, err := filepath.Rel(b, target)
+	require.NoError(t, err)
+	return rel
 }
 
 // The nag check finds what it should: a queue without encryption, TLS or DLQ is reported.

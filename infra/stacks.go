@@ -188,8 +188,9 @@ func NewWorkersStack(scope constructs.Construct, id string, state *StateStack, m
 		Timeout:      30 * time.Second, BatchSize: 25, MaxBatchingWindow: 2 * time.Second,
 		MaxConcurrency: 10, Concurrency: 10, JobStates: true, PayloadBucket: state.Payloads,
 	})
-	// Email batches' callbacks (EmailBatchDone) go to the Email queue.
-	state.Email.Queue.GrantSendMessages(s.Email.Role)
+	// Email batches' callbacks (EmailBatchDone) go to the Email queue: the worker sends them, and
+	// so does the queue's redrive recorder when a batch's last member is one the redrive policy moved.
+	s.Email.GrantBatchCallbacks(state.Email.Queue)
 	// Ledger: FIFO, so no batching window; accounts (message groups) run 10 at a time.
 	s.Ledger = jk.NewWorker(stack, "Ledger", &jk.WorkerProps{
 		Source: src("ledger"), Queue: state.Ledger, IdempotencyTable: state.Idempotency, Kinds: kinds(samplejobs.QueueLedger),

@@ -43,4 +43,10 @@ const (
 	// would have moved it on its next receive, without its failure. The runtime dead-letters it
 	// itself instead, with the count of deliveries that did not run it in the error.
 	ReasonReceiveLimit = "receive_limit"
+	// ReasonRedrivePolicy: the queue's redrive policy moved the message, received maxReceiveCount
+	// times with no outcome reported — the function never reached the runtime (it failed at
+	// init, its code or role is broken) or its invocations were throttled on the last receive —
+	// into the queue's holding queue, and the redrive recorder (RedriveRecorder) recorded the job
+	// as dead and sent it on to the dead-letter queue.
+	ReasonRedrivePolicy = "redrive_policy"
 )

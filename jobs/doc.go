@@ -29,6 +29,13 @@
 // runtime dead-letters the job itself ([ReasonReceiveLimit]) rather than run it: SQS never moves a
 // job unnamed. On a FIFO queue, size the redrive with [MinFIFOMaxReceiveCount].
 //
+// What the runtime cannot see — a function that never reaches it (it fails at init, its role or
+// code is broken) or an invocation throttled on the last receive — the queue's redrive policy
+// moves, into the queue's holding queue under the infra constructs. There a [RedriveRecorder]
+// (the function cmd/jobkit-recorder, which the constructs deploy) records the job dead
+// ([ReasonRedrivePolicy]) through the same [StateStore] and sends it on to the dead-letter queue
+// with the attributes of dlq.go: every job the redrive policy moves still ends as a job.
+//
 // # Producing
 //
 // [NewClient] routes kinds to queues and sends with [Client.Enqueue] and [Client.EnqueueBatch]

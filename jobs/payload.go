@@ -274,21 +274,29 @@ func (c *Client) store(ctx context.Context, p *prepared) error {
 // fetchPayload reads the envelope a pointer names. The error is a *PayloadError, permanent when
 // the object cannot be read as things stand.
 func (h *sqsHandler) fetchPayload(ctx context.Context, ptr PayloadPointer) (string, error) {
+	return fetchPayload(ctx, h.cfg.S3, h.cfg.PayloadBucket, h.cfg.MaxPayloadSize, ptr)
+}
+
+// fetchPayload reads the envelope ptr names through api, from bucket only when bucket is set, and
+// never more than limit bytes of it.
+func fetchPayload(ctx context.Context, api PayloadS3API, bucket string, limit int64, ptr PayloadPointer) (string, error) {
 	fail := func(permanent bool, err error) (string, error) {
 		return "", &PayloadError{Op: "get", Bucket: ptr.Bucket, Key: ptr.Key, Permanent: permanent, Err: err}
 	}
 	switch {
-	case h.cfg.S3 == nil:
+	case api == nil:
 		return fail(true, fmt.Errorf("no S3 client (Config.S3) to read it; the function needs %s", EnvPayloadBucket))
-	case h.cfg.PayloadBucket != "" && ptr.Bucket != h.cfg.PayloadBucket:
-		return fail(true, fmt.Errorf("the pointer names bucket %q, this function reads payloads from %q", ptr.Bucket, h.cfg.PayloadBucket))
+	case bucket != "" && ptr.Bucket != bucket:
+		return fail(true, fmt.Errorf("the pointer names bucket %q, this function reads payloads from %q", ptr.Bucket, bucket))
 	}
-	out, err := h.cfg.S3.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(ptr.Bucket), Key: aws.String(ptr.Key)})
+	out, err := api.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(ptr.Bucket), Key: aws.String(ptr.Key)})
 	if err != nil {
 		return fail(payloadPermanent(err), err)
 	}
 	defer out.Body.Close()
-	limit := h.cfg.MaxPayloadSize
+	if limit <= 0 {
+		limit = DefaultMaxPayloadSize
+	}
 	tooLarge := func(n int64) (string, error) {
 		return fail(true, fmt.Errorf("%w: %d bytes or more, over this function's %d (%s)", ErrPayloadTooLarge, n, limit, EnvMaxPayloadSize))
 	}

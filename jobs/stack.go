@@ -1,5 +1,7 @@
 package jobs
 
+import "strings"
+
 // Names of the deployment contract. The CDK constructs (module infra) write them into the
 // synthesized stacks; the tools that read a deployed stack (package jobs/inspect and the jobkit
 // CLI, the local stack in localstack/deploy) look for them. They are declared here, once, and
@@ -26,7 +28,8 @@ const (
 	OutputPayloadBucketPrefix = "JobkitPayloadBucket"
 
 	// SourceMetadataKey is the CloudFormation metadata key on a worker's AWS::Lambda::Function
-	// that names its Go main package relative to the module root (e.g. "functions/email"), so a
+	// that names its Go main package relative to the module root (e.g. "functions/email"), or by
+	// import path for a package of a module it requires (IsImportPath; e.g. RecorderPackage), so a
 	// tool that reads the template (the local stack) can build the same source.
 	SourceMetadataKey = "jobkit:source"
 
@@ -36,6 +39,22 @@ const (
 	// so a tool that reads the assembly finds the sources wherever the CDK app ran.
 	ModuleMetadataKey = "jobkit:module"
 )
+
+// RecorderPackage is the import path of the redrive recorder's main package (RedriveRecorder),
+// which the infra Worker and ContainerWorker constructs build from the service's module.
+const RecorderPackage = "github.com/jobkit-go/jobkit/cmd/jobkit-recorder"
+
+// IsImportPath reports whether a package named in SourceMetadataKey (or a GoSource) is an import
+// path rather than a folder of the module: its first element holds a dot, as the first element of
+// every module path outside the standard library does ("github.com/..."); "./x" and "../x" are
+// folders.
+func IsImportPath(pkg string) bool {
+	if strings.HasPrefix(pkg, "./") || strings.HasPrefix(pkg, "../") || pkg == "." || pkg == ".." {
+		return false
+	}
+	first, _, _ := strings.Cut(pkg, "/")
+	return strings.Contains(first, ".")
+}
 
 // LaneQueueName is the name of lane lane of the queue with priority lanes named queue (the
 // PriorityQueue construct's id): queue followed by the lane with its first letter upper-cased,

@@ -2,6 +2,8 @@ package localstack_test
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"net/http"
 	"os"
 	"os/exec"
@@ -28,7 +30,8 @@ const stateStack = "JobkitState"
 
 // The cdklocal path the README names: `cdklocal bootstrap` and `cdklocal deploy JobkitState`
 // (aws-cdk-local, pinned in infra/tools) onto LocalStack, from the synthesized cdk.out. The
-// deployed queues redrive to their dead-letter queues after maxReceiveCount receives, and the
+// deployed queues redrive to their holding queues after maxReceiveCount receives (whose redrive
+// recorders are the workers stack's), the holding queues to their dead-letter queues, and the
 // tables have their TTL on. It needs LocalStack (moto's CloudFormation is what jobkit's own
 // deploy drives): make test-localstack runs it; make test, on moto, says so and skips it.
 func TestCDKLocalDeploysTheStateStack(t *testing.T) {
@@ -93,27 +96,41 @@ func stackOutputs(t *testing.T, cfg aws.Config, stack string) map[string]string 
 	return m
 }
 
-// requireRedrive receives one message maxReceiveCount times, releasing it at once each time,
-// and then finds it in the dead-letter queue the redrive policy names.
-func requireRedrive(t *testing.T, cfg aws.Config, queue, dlq string) {
+// redrivePolicy returns the URL of the queue queue's redrive policy targets, and its maxReceiveCount.
+func redrivePolicy(t *testing.T, client *sqs.Client, queue string) (target string, maxReceives int) {
 	t.Helper()
 	ctx := context.Background()
-	client := sqs.NewFromConfig(cfg)
 	attrs, err := client.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: aws.String(queue),
 		AttributeNames: []sqstypes.QueueAttributeName{sqstypes.QueueAttributeNameRedrivePolicy}})
 	require.NoError(t, err)
 	policy := attrs.Attributes[string(sqstypes.QueueAttributeNameRedrivePolicy)]
-	require.Contains(t, policy, jobs.QueueName(dlq), "the queue redrives to its DLQ")
-	var maxReceives int
-	for _, part := range strings.Split(strings.Trim(policy, "{}"), ",") {
-		if k, v, ok := strings.Cut(part, ":"); ok && strings.Contains(k, "maxReceiveCount") {
-			maxReceives, err = strconv.Atoi(strings.Trim(v, `" `))
-			require.NoError(t, err, policy)
-		}
+	var p struct {
+		Target string `json:"deadLetterTargetArn"`
+		Max    any    `json:"maxReceiveCount"` // a number, or a string
 	}
+	require.NoError(t, json.Unmarshal([]byte(policy), &p), policy)
+	maxReceives, err = strconv.Atoi(strings.Trim(fmt.Sprint(p.Max), `"`))
+	require.NoError(t, err, policy)
 	require.Positive(t, maxReceives, policy)
+	u, err := client.GetQueueUrl(ctx, &sqs.GetQueueUrlInput{QueueName: aws.String(jobs.QueueName(p.Target))})
+	require.NoError(t, err, policy)
+	return aws.ToString(u.QueueUrl), maxReceives
+}
 
-	_, err = client.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(queue), MessageBody: aws.String(`{"v":1,"id":"cdklocal-1","kind":"email.send","args":{}}`)})
+// requireRedrive receives one message maxReceiveCount times, releasing it at once each time, and
+// then finds it in the holding queue the redrive policy names, whose own redrive policy names the
+// dead-letter queue, after RecorderReceives more receives.
+func requireRedrive(t *testing.T, cfg aws.Config, queue, dlq string) {
+	t.Helper()
+	ctx := context.Background()
+	client := sqs.NewFromConfig(cfg)
+	held, maxReceives := redrivePolicy(t, client, queue)
+	require.NotEqual(t, jobs.QueueName(dlq), jobs.QueueName(held), "the queue redrives to its holding queue")
+	target, heldReceives := redrivePolicy(t, client, held)
+	require.Equal(t, jobs.QueueName(dlq), jobs.QueueName(target), "the holding queue redrives to the DLQ")
+	require.Equal(t, maxReceives+10, heldReceives, "RecorderReceives more")
+
+	_, err := client.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(queue), MessageBody: aws.String(`{"v":1,"id":"cdklocal-1","kind":"email.send","args":{}}`)})
 	require.NoError(t, err)
 	for range maxReceives {
 		got, err := client.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: aws.String(queue), WaitTimeSeconds: 5})
@@ -127,9 +144,9 @@ func requireRedrive(t *testing.T, cfg aws.Config, queue, dlq string) {
 	got, err := client.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: aws.String(queue), WaitTimeSeconds: 1})
 	require.NoError(t, err)
 	require.Empty(t, got.Messages)
-	moved, err := client.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: aws.String(dlq), WaitTimeSeconds: 5})
+	moved, err := client.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: aws.String(held), WaitTimeSeconds: 5})
 	require.NoError(t, err)
-	require.Len(t, moved.Messages, 1, "after %d receives the message is in the DLQ", maxReceives)
+	require.Len(t, moved.Messages, 1, "after %d receives the message is in the holding queue", maxReceives)
 	require.Contains(t, aws.ToString(moved.Messages[0].Body), "cdklocal-1")
 }
 

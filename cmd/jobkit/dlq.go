@@ -90,11 +90,12 @@ func newDLQCmd(a *app) *cobra.Command {
 		Short: "Inspect, redrive and purge dead-lettered jobs",
 		Long: `Dead-lettered jobs carry what the runtime knew when it gave up: kind, job id, reason,
 error, attempts, function, first/last failure time and the queue they came from
-(message attributes jobkit.*). A job the queue's RedrivePolicy moved (a crash loop)
-has only its envelope.
+(message attributes jobkit.*). A job the queue's RedrivePolicy moved into its holding
+queue carries them too, written by the queue's redrive recorder (reason redrive_policy);
+one SQS moved into the DLQ itself, unrecorded, has only its envelope.
 
-The DLQ is the one of --queue (stack output or RedrivePolicy), or --dlq, or, when the
-stack has a single DLQ, that one.`,
+The DLQ is the one of --queue (stack output or RedrivePolicy, through a holding queue),
+or --dlq, or, when the stack has a single DLQ, that one.`,
 		Example: `  jobkit dlq list --queue email
   jobkit dlq show 01JD3Q7X2V8M4N6P8R0T2V4X6Z --queue email
   jobkit dlq redrive --queue email

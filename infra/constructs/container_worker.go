@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"maps"
 	"path"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -86,6 +85,8 @@ type ContainerWorkerProps struct {
 // visibility on its queue, send to its dead-letter queue, its kinds' idempotency records), a log
 // group, a stop timeout above the drain budget, and step scaling on the queue's backlog per task
 // (visible plus in-flight messages), down to MinTasks (zero by default) and back.
+// Like a Worker, the first worker of a queue gives it its redrive recorder (a Lambda function:
+// see RedriveRecorder), which names this worker as the function that never answered.
 type ContainerWorker struct {
 	constructs.Construct
 
@@ -96,6 +97,8 @@ type ContainerWorker struct {
 	Service        awsecs.FargateService
 	TaskRole       awsiam.Role
 	LogGroup       awslogs.LogGroup
+	// Recorder is the queue's redrive recorder when this worker defined it (see Worker.Recorder).
+	Recorder *RedriveRecorder
 	// Environment is the container's environment (JOBKIT_ names and Props.Environment).
 	Environment map[string]string
 	// StopTimeout is the container's stop timeout; DrainTimeout the consumer's budget.
@@ -151,6 +154,9 @@ func NewContainerWorker(scope constructs.Construct, id string, props *ContainerW
 	w.defineTask(p)
 	w.defineService(p)
 	w.scale(p)
+	w.Recorder = defineRecorder(c, recorderProps{
+		queue: p.Queue, moduleDir: p.Source.ModuleDir, worker: id, payloads: p.PayloadBucket, logRetention: p.LogRetention,
+	})
 	return w
 }
 
@@ -166,10 +172,7 @@ func (w *ContainerWorker) defineTask(p ContainerWorkerProps) {
 		},
 		TaskRole: w.TaskRole,
 	})
-	env := map[string]*string{}
-	for _, k := range slices.Sorted(maps.Keys(w.Environment)) {
-		env[k] = jsii.String(w.Environment[k])
-	}
+	env := sortedEnv(w.Environment)
 	w.Container = w.TaskDefinition.AddContainer(jsii.String("Worker"), &awsecs.ContainerDefinitionOptions{
 		Image:       p.Source.containerImage(),
 		Environment: &env,
@@ -332,6 +335,8 @@ func (p ContainerWorkerProps) check() string {
 		return "ContainerWorkerProps.Queue is required"
 	case p.Source.validate() != nil:
 		return p.Source.validate().Error()
+	case recorderCheck(q, p.Source.ModuleDir, nil) != "":
+		return recorderCheck(q, p.Source.ModuleDir, nil)
 	case q.VisibilityTimeout < jobs.MinConsumerVisibilityTimeout:
 		return fmt.Sprintf("the visibility timeout of queue %s (%s) is shorter than %s: the heartbeat extends it every third, "+
 			"and a beat must land before it lapses", q.Name, q.VisibilityTimeout, jobs.MinConsumerVisibilityTimeout)

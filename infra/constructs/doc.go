@@ -1,6 +1,8 @@
 // Package constructs holds jobkit's AWS CDK constructs, one per capability: [JobQueue] (an SQS
 // queue with its dead-letter queue and alarms), [Worker] (a Go Lambda function consuming a
-// JobQueue), [IdempotencyTable] (the DynamoDB table of the idempotency store), [OutboxForwarder]
+// JobQueue) and [ContainerWorker] (a Fargate service consuming one), [RedriveRecorder] (which
+// the first worker of a queue adds: the function that records the jobs the queue's redrive policy
+// moves into its holding queue), [IdempotencyTable] (the DynamoDB table of the idempotency store), [OutboxForwarder]
 // (the transactional outbox's forwarder on that table's stream), [Dashboard]
 // (queue depth and the jobs runtime's metrics), [Schedule] (a recurring job) and [DelayedJobs]
 // (the schedule group and role for delays beyond SQS's 15 minutes).

@@ -2,17 +2,24 @@ package constructs
 
 import (
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path"
 	"path/filepath"
+	"slices"
 	"strings"
+	"time"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsiam"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslambda"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awslogs"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awss3assets"
 	"github.com/aws/constructs-go/constructs/v10"
 	"github.com/aws/jsii-runtime-go"
+
+	"github.com/jobkit-go/jobkit/jobs"
 )
 
 // GoSource is a Go main package that a Worker runs. It is compiled during synth for Lambda's
@@ -26,9 +33,17 @@ type GoSource struct {
 	// (localstack/deploy) builds the package from this module wherever the app ran.
 	ModuleDir string
 	// Package is the main package, slash-separated and relative to ModuleDir, e.g.
-	// "functions/email".
+	// "functions/email"; or the import path of a main package of a module ModuleDir's module
+	// requires, e.g. "github.com/jobkit-go/jobkit/cmd/jobkit-recorder" (RecorderPackage), built
+	// with that module's version in ModuleDir's build list. An import path is told from a relative
+	// path by its first element, which holds a dot (a domain name, as Go requires of a module path
+	// outside the standard library): name no folder of a module so.
 	Package string
 }
+
+// IsImportPath reports whether Package is an import path rather than a folder of ModuleDir (see
+// Package).
+func (s GoSource) IsImportPath() bool { return jobs.IsImportPath(s.Package) }
 
 // GoBuildImage is the container image used to build a GoSource when no Go toolchain is on PATH
 // (CDK's Docker bundling). With Go installed, the build runs locally and Docker is never used.
@@ -42,7 +57,10 @@ func (s GoSource) validate() error {
 		return fmt.Errorf("GoSource.Package is empty")
 	}
 	if path.IsAbs(s.Package) || strings.HasPrefix(path.Clean(s.Package), "..") {
-		return fmt.Errorf("GoSource.Package %q must be relative to ModuleDir", s.Package)
+		return fmt.Errorf("GoSource.Package %q must be relative to ModuleDir, or an import path", s.Package)
+	}
+	if s.IsImportPath() && path.Clean(s.Package) != s.Package {
+		return fmt.Errorf("GoSource.Package %q is not a clean import path", s.Package)
 	}
 	if _, err := os.Stat(filepath.Join(s.ModuleDir, "go.mod")); err != nil {
 		return fmt.Errorf("GoSource.ModuleDir %q has no go.mod: %w", s.ModuleDir, err)
@@ -75,8 +93,13 @@ func (s GoSource) assemblyRelDir(scope constructs.IConstruct) string {
 	return filepath.ToSlash(rel)
 }
 
-// pkgArg is the package as the go command takes it: "./functions/email".
-func (s GoSource) pkgArg() string { return "./" + path.Clean(s.Package) }
+// pkgArg is the package as the go command takes it: "./functions/email", or the import path.
+func (s GoSource) pkgArg() string {
+	if s.IsImportPath() {
+		return s.Package
+	}
+	return "./" + path.Clean(s.Package)
+}
 
 // Code returns the Lambda code of s: an asset bundled by compiling the package during synth.
 // The asset hash is the hash of the built bootstrap (builds are reproducible: -trimpath and
@@ -140,3 +163,57 @@ func (b *goBundler) TryBundle(outputDir *string, _ *awscdk.BundlingOptions) *boo
 }
 
 var _ awscdk.ILocalBundling = (*goBundler)(nil)
+
+// goFunction is what differs between jobkit's Go Lambda functions (workers, the redrive recorder,
+// the outbox forwarder); newGoFunction sets the rest.
+type goFunction struct {
+	source      GoSource
+	code        awslambda.Code // nil: source.Code()
+	description string
+	timeout     time.Duration
+	memoryMB    int
+	env         map[string]*string
+	role        awsiam.IRole
+	logGroup    awslogs.ILogGroup
+}
+
+// newGoFunction defines a Go Lambda function with id "Function" in scope: provided.al2023 on arm64,
+// JSON logs into its log group, and its source named in its metadata (SourceMetadataKey, and
+// ModuleMetadataKey when the module can be named relative to the cloud assembly) so the offline
+// stack builds it for this machine.
+func newGoFunction(scope constructs.Construct, f goFunction) awslambda.Function {
+	code := f.code
+	if code == nil {
+		code = f.source.Code()
+	}
+	fn := awslambda.NewFunction(scope, jsii.String("Function"), &awslambda.FunctionProps{
+		Runtime:       awslambda.Runtime_PROVIDED_AL2023(),
+		Architecture:  awslambda.Architecture_ARM_64(),
+		Handler:       jsii.String("bootstrap"),
+		Code:          code,
+		Description:   jsii.String(f.description),
+		Timeout:       cdkDuration(f.timeout),
+		MemorySize:    jsii.Number(f.memoryMB),
+		Environment:   &f.env,
+		Role:          f.role,
+		LogGroup:      f.logGroup,
+		LoggingFormat: awslambda.LoggingFormat_JSON,
+	})
+	if f.source.Package != "" {
+		cfn := fn.Node().DefaultChild().(awslambda.CfnFunction)
+		cfn.AddMetadata(jsii.String(SourceMetadataKey), jsii.String(path.Clean(f.source.Package)))
+		if mod := f.source.assemblyRelDir(fn); mod != "" {
+			cfn.AddMetadata(jsii.String(ModuleMetadataKey), jsii.String(mod))
+		}
+	}
+	return fn
+}
+
+// sortedEnv is env as CDK takes it, added in name order.
+func sortedEnv(env map[string]string) map[string]*string {
+	out := map[string]*string{}
+	for _, k := range slices.Sorted(maps.Keys(env)) {
+		out[k] = jsii.String(env[k])
+	}
+	return out
+}

@@ -93,7 +93,10 @@ type JobQueueProps struct {
 // JobQueue is an SQS queue for jobs with its dead-letter queue: SQS-managed encryption at rest,
 // TLS enforced by the queue policies, a redrive policy derived from MaxAttempts, an alarm when
 // the dead-letter queue holds any message and an alarm when the oldest message is too old.
-// It outputs the queue URLs as JobkitQueue<Name> and JobkitDlq<Name>.
+// It outputs the queue URLs as JobkitQueue<Name> and JobkitDlq<Name>. Once a Worker or
+// ContainerWorker consumes it, its redrive policy targets a holding queue of its own (Moved)
+// instead, read by that worker's RedriveRecorder, which sends each job on to the dead-letter queue
+// recorded as a job.
 type JobQueue struct {
 	constructs.Construct
 
@@ -113,6 +116,22 @@ type JobQueue struct {
 	// oldest message is older than AgeAlarmThreshold.
 	DLQDepthAlarm awscloudwatch.Alarm
 	AgeAlarm      awscloudwatch.Alarm
+
+	// Moved is the holding queue of the jobs the queue's redrive policy moves — received
+	// MaxReceiveCount times with no outcome reported, as when the function fails before it
+	// reaches the runtime — defined, in this construct, when the first Worker or ContainerWorker
+	// consumes the queue; nil before. The redrive policy then targets Moved instead of DLQ, and
+	// that worker's RedriveRecorder reads Moved: it records each job dead and sends it on to DLQ.
+	// Moved's own redrive policy moves to DLQ what the recorder could not take, so nothing stays
+	// in it. A queue no jobkit worker consumes has no holding queue: its redrive policy targets
+	// DLQ, as nothing would read Moved.
+	Moved awssqs.Queue
+	// MovedMaxReceiveCount is Moved's redrive maxReceiveCount: MaxReceiveCount + RecorderReceives.
+	// SQS counts a message's receives on from the queue it came from, so the recorder gets
+	// RecorderReceives tries.
+	MovedMaxReceiveCount int
+	// Recorder is the RedriveRecorder reading Moved; nil until a worker defines it.
+	Recorder *RedriveRecorder
 }
 
 var namePattern = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9]{0,63}$`)
@@ -185,6 +204,32 @@ func (p JobQueueProps) queueProps(dlq awssqs.IQueue, maxReceiveCount int) *awssq
 		}
 	}
 	return queue
+}
+
+// holdMoved defines the holding queue Moved, once, and points the queue's redrive policy at it
+// (see Moved): encrypted, TLS only, of the queue's type, keeping messages DLQRetentionPeriod (the
+// DLQ's, as a Standard message's expiry counts from its first send), with the recorder's timeout
+// as its visibility timeout, and a redrive to DLQ after MovedMaxReceiveCount receives.
+func (q *JobQueue) holdMoved() awssqs.Queue {
+	if q.Moved != nil {
+		return q.Moved
+	}
+	q.MovedMaxReceiveCount = min(q.MaxReceiveCount+RecorderReceives, MaxMaxReceiveCount)
+	props := &awssqs.QueueProps{
+		Encryption:        awssqs.QueueEncryption_SQS_MANAGED,
+		EnforceSSL:        jsii.Bool(true),
+		RetentionPeriod:   cdkDuration(DLQRetentionPeriod),
+		VisibilityTimeout: cdkDuration(RecorderTimeout),
+		DeadLetterQueue:   &awssqs.DeadLetterQueue{Queue: q.DLQ, MaxReceiveCount: jsii.Number(q.MovedMaxReceiveCount)},
+	}
+	if q.FIFO {
+		props.Fifo = jsii.Bool(true)
+		props.ContentBasedDeduplication = jsii.Bool(false)
+	}
+	q.Moved = awssqs.NewQueue(q.Construct, jsii.String("Moved"), props)
+	cfn := q.Queue.Node().DefaultChild().(awssqs.CfnQueue)
+	cfn.SetRedrivePolicy(map[string]any{"deadLetterTargetArn": q.Moved.QueueArn(), "maxReceiveCount": q.MaxReceiveCount})
+	return q.Moved
 }
 
 // addAlarms defines the dead-letter depth alarm and the oldest-message age alarm, with the

@@ -198,31 +198,11 @@ func (t *IdempotencyTable) EnableStream() *string {
 // newFunction defines the forwarder's function (provided.al2023, arm64, JSON logs) and names its
 // Go source in its metadata, as a Worker's.
 func (f *OutboxForwarder) newFunction(p OutboxForwarderProps) awslambda.Function {
-	code := p.Code
-	if code == nil {
-		code = p.Source.Code()
-	}
-	fn := awslambda.NewFunction(f.Construct, jsii.String("Function"), &awslambda.FunctionProps{
-		Runtime:       awslambda.Runtime_PROVIDED_AL2023(),
-		Architecture:  awslambda.Architecture_ARM_64(),
-		Handler:       jsii.String("bootstrap"),
-		Code:          code,
-		Description:   jsii.String("jobkit outbox forwarder " + p.Source.Package),
-		Timeout:       cdkDuration(p.Timeout),
-		MemorySize:    jsii.Number(p.MemorySize),
-		Environment:   &map[string]*string{jobs.EnvIdempotencyTable: p.Table.Table.TableName(), outbox.EnvQueues: queueURLs(p.Queues)},
-		Role:          f.Role,
-		LogGroup:      f.LogGroup,
-		LoggingFormat: awslambda.LoggingFormat_JSON,
+	return newGoFunction(f.Construct, goFunction{
+		source: p.Source, code: p.Code, description: "jobkit outbox forwarder " + p.Source.Package,
+		timeout: p.Timeout, memoryMB: p.MemorySize, role: f.Role, logGroup: f.LogGroup,
+		env: map[string]*string{jobs.EnvIdempotencyTable: p.Table.Table.TableName(), outbox.EnvQueues: queueURLs(p.Queues)},
 	})
-	if p.Source.Package != "" {
-		cfn := fn.Node().DefaultChild().(awslambda.CfnFunction)
-		cfn.AddMetadata(jsii.String(SourceMetadataKey), jsii.String(path.Clean(p.Source.Package)))
-		if mod := p.Source.assemblyRelDir(fn); mod != "" {
-			cfn.AddMetadata(jsii.String(ModuleMetadataKey), jsii.String(mod))
-		}
-	}
-	return fn
 }
 
 // queueURLs joins the queues' URLs with spaces (outbox.EnvQueues): the forwarder's allow-list.

@@ -49,7 +49,7 @@ func TestPayloadBucket(t *testing.T) {
 
 	objects := map[string]any{"Fn::Join": []any{"", []any{getAtt(bucketID, "Arn"), "/*"}}}
 	require.Equal(t, map[string]bool{"s3:GetObject": true, "s3:DeleteObject": true}, tpl.AllowedActions(objects))
-	_, fn := tpl.Only(t, "AWS::Lambda::Function")
+	_, fn := workerOnly(t, tpl, "AWS::Lambda::Function")
 	require.Equal(t, ref(bucketID), get(props(fn), "Environment.Variables."+jobs.EnvPayloadBucket))
 	require.Equal(t, ref(bucketID), get(tpl["Outputs"], OutputPayloadBucketPrefix+"Jobs.Value"))
 	requireNoWildcardGrant(t, tpl)

@@ -1,10 +1,12 @@
 package constructs
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/jsii-runtime-go"
+	"github.com/stretchr/testify/require"
 
 	"github.com/jobkit-go/jobkit/infra/internal/cfntest"
 )
@@ -36,4 +38,21 @@ func newApp(t *testing.T) awscdk.App {
 func newStack(t *testing.T) (awscdk.App, awscdk.Stack) {
 	app := newApp(t)
 	return app, awscdk.NewStack(app, jsii.String("Test"), nil)
+}
+
+// workerOnly is tpl.Only among a worker's own resources: the redrive recorder's, which the first
+// worker of a queue defines within it (logical ids holding "Recorder"), are left out.
+func workerOnly(t *testing.T, tpl template, typ string) (string, map[string]any) {
+	t.Helper()
+	var id string
+	var body map[string]any
+	n := 0
+	for k, v := range tpl.Resources(typ) {
+		if strings.Contains(k, "Recorder") {
+			continue
+		}
+		id, body, n = k, v, n+1
+	}
+	require.Equal(t, 1, n, "resources of type %s outside the redrive recorder", typ)
+	return id, body
 }

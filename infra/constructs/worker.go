@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"maps"
 	"path"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -14,6 +13,7 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslambda"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslambdaeventsources"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslogs"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awssqs"
 	"github.com/aws/constructs-go/constructs/v10"
 	"github.com/aws/jsii-runtime-go"
 
@@ -50,8 +50,9 @@ var JobStateActions = []string{"dynamodb:GetItem", "dynamodb:PutItem", "dynamodb
 func IdempotencyKeyPrefix(kind string) string { return kind + "#" }
 
 // SourceMetadataKey is the CloudFormation metadata key on a Worker's AWS::Lambda::Function that
-// names its Go main package relative to the module root (e.g. "functions/email"), so tools that
-// read the template (the offline stack) can build the same source for another architecture.
+// names its Go main package relative to the module root (e.g. "functions/email"), or its import
+// path (a RedriveRecorder's: RecorderPackage), so tools that read the template (the offline stack)
+// can build the same source for another architecture.
 const SourceMetadataKey = jobs.SourceMetadataKey
 
 // ModuleMetadataKey is the CloudFormation metadata key on a Worker's AWS::Lambda::Function that
@@ -66,6 +67,9 @@ type WorkerProps struct {
 	// Code replaces the build of Source with ready-made code (a prebuilt bootstrap, tests).
 	// Source.Package, when set, still names the source in the function's metadata.
 	Code awslambda.Code
+	// RecorderCode replaces the build of the queue's redrive recorder (RecorderPackage, from
+	// Source.ModuleDir) with ready-made code; needed with Code when Source.ModuleDir is unset.
+	RecorderCode awslambda.Code
 
 	// Queue is the JobQueue the function consumes. Its visibility timeout must be at least
 	// Timeout.
@@ -75,8 +79,10 @@ type WorkerProps struct {
 	IdempotencyTable *IdempotencyTable
 	// JobStates (with IdempotencyTable) names the table in JOBKIT_STATE_TABLE as the jobkit state
 	// table too, and lets the function keep job states and batch counts there (package
-	// jobs/state): the JobStateActions on the items under "job#" and "batch#" only. Sending a
-	// batch's callback job needs the callback queue's send grant besides (the caller's).
+	// jobs/state): the JobStateActions on the items under "job#" and "batch#" only. The queue's
+	// redrive recorder keeps the states of the jobs the redrive policy moves, with the same grant.
+	// Sending a batch's callback job needs the callback queue's send grant besides:
+	// GrantBatchCallbacks gives it to the worker and the recorder.
 	JobStates bool
 	// Kinds are the job kinds the function runs. With an IdempotencyTable, they limit the
 	// function to the records of its own kinds (keys "<kind>#...", see idempotency.JobKey):
@@ -132,6 +138,11 @@ type WorkerProps struct {
 // ConfigFromEnv reads, least-privilege grants (consume and change visibility on its queue, send
 // to its dead-letter queue, the idempotency store's item calls on its own kinds' records, write
 // its own log group), a log group with retention, and JSON logs.
+//
+// The first Worker (or ContainerWorker) of a queue also gives it its redrive recorder: the
+// queue's holding queue (JobQueue.Moved, in the queue's stack) and a RedriveRecorder function in
+// this construct, with the worker's job states and payload bucket, so that a job SQS's redrive
+// policy moves still ends as a job — dead, with a reason, a time and its source queue.
 type Worker struct {
 	constructs.Construct
 
@@ -142,6 +153,11 @@ type Worker struct {
 	EventSource awslambdaeventsources.SqsEventSource
 	// Environment is the environment the construct set (JOBKIT_ names and Props.Environment).
 	Environment map[string]string
+	// Recorder is the queue's redrive recorder when this worker defined it; nil when another
+	// worker of the queue did (JobQueue.Recorder names it either way).
+	Recorder *RedriveRecorder
+
+	queue *JobQueue
 }
 
 // ConfigError is the panic value of NewWorker for props that cannot deploy.
@@ -172,7 +188,7 @@ func NewWorker(scope constructs.Construct, id string, props *WorkerProps) *Worke
 	}
 
 	c := constructs.NewConstruct(scope, jsii.String(id))
-	w := &Worker{Construct: c, Name: id}
+	w := &Worker{Construct: c, Name: id, queue: p.Queue}
 
 	w.Environment = maps.Clone(p.Environment)
 	if w.Environment == nil {
@@ -215,54 +231,35 @@ func NewWorker(scope constructs.Construct, id string, props *WorkerProps) *Worke
 	if p.IdempotencyTable != nil {
 		grantIdempotency(w.Construct, w.Role, p.IdempotencyTable, p.Kinds, p.RateLimiters)
 		if p.JobStates {
-			w.Role.AddToPrincipalPolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
-				Actions:   jsii.Strings(JobStateActions...),
-				Resources: jsii.Strings(*p.IdempotencyTable.Table.TableArn()),
-				Conditions: &map[string]any{"ForAllValues:StringLike": map[string]any{
-					"dynamodb:LeadingKeys": []any{jobStatePrefix("job#"), jobStatePrefix("batch#")},
-				}},
-			}))
+			grantJobStates(w.Role, p.IdempotencyTable)
 		}
 	}
+	w.Recorder = defineRecorder(c, recorderProps{
+		queue: q, moduleDir: p.Source.ModuleDir, code: p.RecorderCode, worker: *w.Function.FunctionName(),
+		table: p.IdempotencyTable, jobStates: p.JobStates, payloads: p.PayloadBucket, logRetention: p.LogRetention,
+	})
 	return w
+}
+
+// GrantBatchCallbacks lets the worker, and its queue's redrive recorder, send to queues: the
+// callback queues of the fan-out batches whose members it runs (with JobStates). A member's end —
+// its success or failure in the worker, its move by the redrive policy in the recorder — may be
+// the batch's last, and the one that ends it sends its callback.
+func (w *Worker) GrantBatchCallbacks(queues ...awssqs.IQueue) {
+	grantSend(w.Role, w.queue, queues)
 }
 
 // newFunction defines the Lambda function (provided.al2023, arm64, JSON logs into w.LogGroup,
 // w.Role, w.Environment) and names its Go source in its metadata.
 func (w *Worker) newFunction(p WorkerProps) awslambda.Function {
-	code := p.Code
-	if code == nil {
-		code = p.Source.Code()
-	}
 	description := p.Description
 	if description == "" {
 		description = "jobkit worker " + p.Source.Package
 	}
-	env := map[string]*string{}
-	for _, k := range slices.Sorted(maps.Keys(w.Environment)) {
-		env[k] = jsii.String(w.Environment[k])
-	}
-	fn := awslambda.NewFunction(w.Construct, jsii.String("Function"), &awslambda.FunctionProps{
-		Runtime:       awslambda.Runtime_PROVIDED_AL2023(),
-		Architecture:  awslambda.Architecture_ARM_64(),
-		Handler:       jsii.String("bootstrap"),
-		Code:          code,
-		Description:   jsii.String(description),
-		Timeout:       cdkDuration(p.Timeout),
-		MemorySize:    jsii.Number(p.MemorySize),
-		Environment:   &env,
-		Role:          w.Role,
-		LogGroup:      w.LogGroup,
-		LoggingFormat: awslambda.LoggingFormat_JSON,
+	return newGoFunction(w.Construct, goFunction{
+		source: p.Source, code: p.Code, description: description, timeout: p.Timeout, memoryMB: p.MemorySize,
+		env: sortedEnv(w.Environment), role: w.Role, logGroup: w.LogGroup,
 	})
-	if p.Source.Package != "" {
-		cfn := fn.Node().DefaultChild().(awslambda.CfnFunction)
-		cfn.AddMetadata(jsii.String(SourceMetadataKey), jsii.String(path.Clean(p.Source.Package)))
-		if mod := p.Source.assemblyRelDir(fn); mod != "" {
-			cfn.AddMetadata(jsii.String(ModuleMetadataKey), jsii.String(mod))
-		}
-	}
-	return fn
 }
 
 // consume adds the SQS event source (ReportBatchItemFailures, batch size, window, maximum
@@ -354,6 +351,8 @@ func (p WorkerProps) check() string {
 		return "WorkerProps.Source (or Code) is required"
 	case p.Code == nil && p.Source.validate() != nil:
 		return p.Source.validate().Error()
+	case recorderCheck(q, p.Source.ModuleDir, p.RecorderCode) != "":
+		return recorderCheck(q, p.Source.ModuleDir, p.RecorderCode)
 	case p.Timeout < time.Second || p.Timeout > 15*time.Minute || p.Timeout%time.Second != 0:
 		return fmt.Sprintf("Timeout %s must be whole seconds between 1s and 15m", p.Timeout)
 	case q.VisibilityTimeout < p.Timeout:

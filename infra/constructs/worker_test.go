@@ -38,6 +38,9 @@ func workerFixture(t *testing.T, qp *JobQueueProps, wp WorkerProps) (awscdk.App,
 func queueIDs(t *testing.T, tpl template) (mainID, dlqID string) {
 	t.Helper()
 	for id, body := range tpl.Resources("AWS::SQS::Queue") {
+		if strings.Contains(id, "Moved") {
+			continue // the holding queue of the redrive recorder
+		}
 		if get(body, "Properties.RedrivePolicy") != nil {
 			mainID = id
 		} else {
@@ -60,11 +63,11 @@ func TestWorkerStandard(t *testing.T) {
 	tpl := synth(t, stack)
 	mainID, dlqID := queueIDs(t, tpl)
 	tableID, _ := tpl.Only(t, "AWS::DynamoDB::Table")
-	fnID, fnBody := tpl.Only(t, "AWS::Lambda::Function")
+	fnID, fnBody := workerOnly(t, tpl, "AWS::Lambda::Function")
 	fn := props(fnBody)
 
 	// The mapping: partial batch failures, batch size, window, maximum concurrency.
-	_, esm := tpl.Only(t, "AWS::Lambda::EventSourceMapping")
+	_, esm := workerOnly(t, tpl, "AWS::Lambda::EventSourceMapping")
 	m := props(esm)
 	require.Equal(t, []any{"ReportBatchItemFailures"}, m["FunctionResponseTypes"])
 	require.Equal(t, float64(50), m["BatchSize"])
@@ -80,7 +83,7 @@ func TestWorkerStandard(t *testing.T) {
 	require.Equal(t, float64(60), fn["Timeout"])
 	require.Equal(t, float64(512), fn["MemorySize"])
 	require.NotContains(t, fn, "FunctionName", "no fixed resource names")
-	logID, logGroup := tpl.Only(t, "AWS::Logs::LogGroup")
+	logID, logGroup := workerOnly(t, tpl, "AWS::Logs::LogGroup")
 	require.Equal(t, float64(30), get(logGroup, "Properties.RetentionInDays"))
 	require.Equal(t, "JSON", get(fn, "LoggingConfig.LogFormat"))
 	require.Equal(t, ref(logID), get(fn, "LoggingConfig.LogGroup"))
@@ -111,9 +114,9 @@ func TestWorkerStandard(t *testing.T) {
 	}
 
 	// Least privilege: its queue, its DLQ, its table, its log group — nothing else, no wildcards.
-	_, roleBody := tpl.Only(t, "AWS::IAM::Role")
+	_, roleBody := workerOnly(t, tpl, "AWS::IAM::Role")
 	require.NotContains(t, props(roleBody), "ManagedPolicyArns", "no AWS managed policy")
-	roleID, _ := tpl.Only(t, "AWS::IAM::Role")
+	roleID, _ := workerOnly(t, tpl, "AWS::IAM::Role")
 	require.Equal(t, getAtt(roleID, "Arn"), fn["Role"])
 	require.Equal(t, map[string]bool{
 		"sqs:ReceiveMessage": true, "sqs:ChangeMessageVisibility": true, "sqs:DeleteMessage": true,
@@ -159,13 +162,13 @@ func TestWorkerDefaultsOnFIFO(t *testing.T) {
 	warnings := assertions.Annotations_FromStack(stack).FindWarning(jsii.String("*"),
 		assertions.Match_StringLikeRegexp(jsii.String("WorkerProps.Kinds is empty.*dynamodb:LeadingKeys")))
 	require.Len(t, *warnings, 1)
-	_, esm := tpl.Only(t, "AWS::Lambda::EventSourceMapping")
+	_, esm := workerOnly(t, tpl, "AWS::Lambda::EventSourceMapping")
 	m := props(esm)
 	require.Equal(t, []any{"ReportBatchItemFailures"}, m["FunctionResponseTypes"])
 	require.Equal(t, float64(DefaultBatchSize), m["BatchSize"])
 	require.NotContains(t, m, "MaximumBatchingWindowInSeconds", "FIFO has no batching window")
 	require.NotContains(t, m, "ScalingConfig", "unset maximum concurrency")
-	_, fnBody := tpl.Only(t, "AWS::Lambda::Function")
+	_, fnBody := workerOnly(t, tpl, "AWS::Lambda::Function")
 	env := get(fnBody, "Properties.Environment.Variables").(map[string]any)
 	require.Equal(t, "5", env[jobs.EnvMaxAttempts])
 	require.Equal(t, "63", env[jobs.EnvMaxReceiveCount], "the queue's redrive maxReceiveCount: 10 × (5 + 1) + 3")
@@ -194,7 +197,7 @@ func TestWorkerVisibilityTimeoutGuard(t *testing.T) {
 	// Equal timeouts are accepted, as AWS accepts them.
 	NewWorker(stack, "Fits", &WorkerProps{Source: helloSource, Queue: q, Timeout: 30 * time.Second})
 	tpl := synth(t, stack)
-	require.Len(t, tpl.Resources("AWS::Lambda::EventSourceMapping"), 1)
+	require.Len(t, tpl.Resources("AWS::Lambda::EventSourceMapping"), 2, "the worker's and its queue's redrive recorder's")
 }
 
 func TestWorkerRejectsBadProps(t *testing.T) {
@@ -246,7 +249,7 @@ func TestWorkerBundlesGoForArm64(t *testing.T) {
 	require.Contains(t, string(raw), "provided.al2023")
 
 	tpl := synth(t, stack)
-	_, fnBody := tpl.Only(t, "AWS::Lambda::Function")
+	_, fnBody := workerOnly(t, tpl, "AWS::Lambda::Function")
 	assetPath, _ := get(fnBody, "Metadata.aws:asset:path").(string)
 	if assetPath == "" {
 		// Asset metadata is off outside the CDK CLI: find the asset by its S3 key (<hash>.zip).
@@ -283,9 +286,9 @@ func TestWorkerWithPrebuiltCode(t *testing.T) {
 	_, stack := newStack(t)
 	q := NewJobQueue(stack, "Q", nil)
 	NewWorker(stack, "Pre", &WorkerProps{Queue: q, Code: awslambda.Code_FromAsset(jsii.String(dir), nil),
-		Source: GoSource{Package: "functions/email"}})
+		RecorderCode: awslambda.Code_FromAsset(jsii.String(dir), nil), Source: GoSource{Package: "functions/email"}})
 	tpl := synth(t, stack)
-	_, fnBody := tpl.Only(t, "AWS::Lambda::Function")
+	_, fnBody := workerOnly(t, tpl, "AWS::Lambda::Function")
 	require.Equal(t, "functions/email", get(fnBody, "Metadata."+SourceMetadataKey))
 	require.NotContains(t, get(fnBody, "Properties.Environment.Variables"), jobs.EnvIdempotencyTable)
 }
@@ -299,12 +302,12 @@ func TestWorkerAcrossStacks(t *testing.T) {
 	table := NewIdempotencyTable(state, "T", nil)
 	NewWorker(workers, "W", &WorkerProps{Queue: q, IdempotencyTable: table, Source: helloSource})
 	tpl := synth(t, workers)
-	_, esm := tpl.Only(t, "AWS::Lambda::EventSourceMapping")
+	_, esm := workerOnly(t, tpl, "AWS::Lambda::EventSourceMapping")
 	require.Contains(t, get(esm, "Properties.EventSourceArn"), "Fn::ImportValue")
 	require.Empty(t, tpl.Resources("AWS::SQS::Queue"))
 	requireNoWildcardGrant(t, tpl)
 	stateTpl := synth(t, state)
-	require.Len(t, stateTpl.Resources("AWS::SQS::Queue"), 2)
+	require.Len(t, stateTpl.Resources("AWS::SQS::Queue"), 3, "the queue, its DLQ and its holding queue: in the queue's stack")
 	require.Empty(t, stateTpl.Resources("AWS::IAM::Policy"), "grants live with the function's role")
 }
 
@@ -313,7 +316,7 @@ func TestWorkerAcrossStacks(t *testing.T) {
 func TestWorkerAssetHashIsStable(t *testing.T) {
 	hash := func() string {
 		_, stack, _, _, _ := workerFixture(t, nil, WorkerProps{})
-		_, fn := synth(t, stack).Only(t, "AWS::Lambda::Function")
+		_, fn := workerOnly(t, synth(t, stack), "AWS::Lambda::Function")
 		key, _ := get(fn, "Properties.Code.S3Key").(string)
 		require.NotEmpty(t, key)
 		return key
@@ -337,12 +340,12 @@ func TestWorkerJobStates(t *testing.T) {
 			}
 		}
 	}
-	require.Equal(t, 2, n, "the idempotency grant and the job state grant")
+	require.Equal(t, 3, n, "the idempotency grant and the job state grants of the worker and its queue's redrive recorder")
 	require.NotNil(t, stateStmt, "a statement with exactly the JobStateActions")
 	require.Equal(t, map[string]any{"ForAllValues:StringLike": map[string]any{
 		"dynamodb:LeadingKeys": []any{"job#*", "batch#*"},
 	}}, stateStmt["Condition"])
-	_, fnBody := tpl.Only(t, "AWS::Lambda::Function")
+	_, fnBody := workerOnly(t, tpl, "AWS::Lambda::Function")
 	env := get(fnBody, "Properties.Environment.Variables").(map[string]any)
 	require.Equal(t, env[jobs.EnvIdempotencyTable], env[jobs.EnvStateTable])
 	requireNoWildcardGrant(t, tpl)

@@ -17,9 +17,11 @@ import (
 )
 
 // DeadJob is a message in a dead-letter queue, read back with the attributes the jobs runtime set
-// when it dead-lettered it (see the jobs.Attr* constants). A message the queue's RedrivePolicy
-// moved (a crash loop: the worker never reported back) carries none of them: its Reason is empty
-// and its Kind and JobID come from the envelope, if the body is one (see ByRedrivePolicy).
+// when it dead-lettered it (see the jobs.Attr* constants), or the redrive recorder, for a job the
+// queue's RedrivePolicy moved (jobs.ReasonRedrivePolicy). A message SQS moved into the
+// dead-letter queue itself — from a queue without a recorder, or from the holding queue when the
+// recorder failed too — carries none of them: its Reason is empty and its Kind and JobID come
+// from the envelope, if the body is one (see ByRedrivePolicy).
 type DeadJob struct {
 	MessageID       string // the message id in the dead-letter queue
 	JobID           string // the envelope id
@@ -41,8 +43,8 @@ type DeadJob struct {
 	// FIFO ones): then it is when the job was sent to its queue.
 	SentAt time.Time
 	// DeadLetteredAt is when the message entered the dead-letter queue: SentAt for the runtime's
-	// dead jobs; zero (unknown) for a message the RedrivePolicy moved, as no attribute of the
-	// message says when SQS moved it.
+	// and the redrive recorder's dead jobs (sent by them); zero (unknown) for a message SQS moved
+	// into the dead-letter queue itself, as no attribute of the message says when.
 	DeadLetteredAt time.Time
 	// DeadLetterSourceARN is the queue SQS moved the message from by its RedrivePolicy (the
 	// DeadLetterQueueSourceArn system attribute), where the endpoint reports it; "" otherwise.
@@ -116,7 +118,7 @@ func ParseDeadJob(m sqstypes.Message) DeadJob {
 	j.SourceMessageID = attr(jobs.AttrSourceMessageID)
 	j.SourceQueue = attr(jobs.AttrSourceQueue)
 	for k, v := range m.MessageAttributes {
-		if !strings.HasPrefix(k, "jobkit.") {
+		if !strings.HasPrefix(k, jobs.AttrPrefix) {
 			if j.Attributes == nil {
 				j.Attributes = map[string]sqstypes.MessageAttributeValue{}
 			}
@@ -143,10 +145,12 @@ func ParseDeadJob(m sqstypes.Message) DeadJob {
 }
 
 // ByRedrivePolicy reports whether SQS moved the message into the dead-letter queue by its source
-// queue's RedrivePolicy (received maxReceiveCount times with no outcome reported) rather than the
-// jobs runtime dead-lettering it: it carries no jobkit reason, or SQS names the queue it moved it
-// from (DeadLetterSourceARN). A job redriven by a native move keeps its jobkit.* attributes, so
-// one moved by the RedrivePolicy after that still carries the Reason of its earlier dead-lettering.
+// queue's RedrivePolicy (received maxReceiveCount times with no outcome reported), unrecorded,
+// rather than the jobs runtime or the redrive recorder sending it there: it carries no jobkit
+// reason, or SQS names the queue it moved it from (DeadLetterSourceARN). A job redriven by a native
+// move keeps its jobkit.* attributes, so one moved by the RedrivePolicy after that still carries
+// the Reason of its earlier dead-lettering. A job the recorder sent on (jobs.ReasonRedrivePolicy)
+// is not: SQS moved it into the holding queue, and the recorder's send says when and why.
 func (j *DeadJob) ByRedrivePolicy() bool {
 	return j.Reason == "" || j.DeadLetterSourceARN != ""
 }

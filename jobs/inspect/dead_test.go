@@ -11,8 +11,9 @@ import (
 	"github.com/jobkit-go/jobkit/jobs"
 )
 
-// When a message entered the DLQ is known only for the runtime's dead-letters (its own send); a
-// message SQS's RedrivePolicy moved keeps the SentTimestamp of its first send.
+// When a message entered the DLQ is known for the runtime's and the redrive recorder's dead
+// letters (their own sends); a message SQS's RedrivePolicy moved into the DLQ itself keeps the
+// SentTimestamp of its first send.
 func TestParseDeadJobDeadLetteredAt(t *testing.T) {
 	t.Parallel()
 	sent := time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
@@ -36,6 +37,13 @@ func TestParseDeadJobDeadLetteredAt(t *testing.T) {
 	require.Equal(t, sent, runtime.DeadLetteredAt)
 	require.Equal(t, ReasonHint(jobs.ReasonCancelled), runtime.Hint())
 
+	// The redrive recorder sends what the RedrivePolicy moved into the holding queue: it says why
+	// and when, as the runtime's dead letters do.
+	recorded := ParseDeadJob(msg("", map[string]sqstypes.MessageAttributeValue{jobs.AttrReason: {DataType: aws.String("String"), StringValue: aws.String(jobs.ReasonRedrivePolicy)}}))
+	require.False(t, recorded.ByRedrivePolicy())
+	require.Equal(t, sent, recorded.DeadLetteredAt)
+	require.Equal(t, ReasonHint(jobs.ReasonRedrivePolicy), recorded.Hint())
+
 	for name, j := range map[string]DeadJob{
 		"no jobkit reason":         ParseDeadJob(msg("", nil)),
 		"SQS names its source":     ParseDeadJob(msg(src, nil)),
@@ -55,7 +63,7 @@ func TestEveryReasonHasAHint(t *testing.T) {
 	t.Parallel()
 	for _, r := range []string{"", jobs.ReasonMalformed, jobs.ReasonVersion, jobs.ReasonUnknownKind, jobs.ReasonBadArgs,
 		jobs.ReasonCancelled, jobs.ReasonAttemptsUsed, jobs.ReasonPayloadMismatch, jobs.ReasonPayloadUnavailable,
-		jobs.ReasonNoOutcome, jobs.ReasonReceiveLimit} {
+		jobs.ReasonNoOutcome, jobs.ReasonReceiveLimit, jobs.ReasonRedrivePolicy} {
 		require.NotEmpty(t, ReasonHint(r), r)
 	}
 	require.Empty(t, ReasonHint("not-a-reason"))

@@ -5,7 +5,7 @@ import "github.com/jobkit-go/jobkit/jobs"
 // reasonHints are the one-line hints of ReasonHint, by jobs.Reason* value ("" is the queue's
 // RedrivePolicy).
 var reasonHints = map[string]string{
-	"":                         "received maxReceiveCount times without the runtime answering: the function fails before it runs jobs, or every invocation is killed or times out; fix it, then redrive; see docs/operations.md",
+	"":                         "received maxReceiveCount times without an answer, moved by SQS unrecorded (no redrive recorder, or it failed too): the function fails before it runs jobs; fix it, then redrive; see docs/operations.md",
 	jobs.ReasonMalformed:       "the body is not a jobkit envelope: something other than a jobkit producer sent it; fix the sender, then purge (a redrive fails again)",
 	jobs.ReasonVersion:         "the envelope's version is newer than the runtime reads: deploy a runtime that reads it, then redrive",
 	jobs.ReasonUnknownKind:     "no worker is registered for the kind: deploy its worker (or an alias for a renamed kind), then redrive",
@@ -15,6 +15,7 @@ var reasonHints = map[string]string{
 	jobs.ReasonPayloadMismatch: "its idempotency key was used before with other args: two different jobs share a key; fix the producer's keys; a redrive fails again",
 	jobs.ReasonNoOutcome:       "its runs kept killing the process or timing out (a crash loop: out of memory, a crash, a job past the timeout): read the function's logs, fix, then redrive",
 	jobs.ReasonReceiveLimit:    "received as often as the queue's redrive allows, mostly without running (snoozes, rate-limit waits, FIFO skips, throttles): raise RedriveMargin, then redrive",
+	jobs.ReasonRedrivePolicy:   "received maxReceiveCount times with no outcome: the function never reached its handler (fails at init: config, role, code) or was throttled; read its logs and errors, fix, then redrive",
 	jobs.ReasonPayloadUnavailable: "its claim-checked payload could not be read from S3 (expired, deleted, another bucket, or refused); " +
 		"see docs/operations.md; redrive after fixing, within the bucket's expiry",
 }

@@ -236,8 +236,24 @@ func (i *Inspector) StackQueues(ctx context.Context, stack string) ([]Queue, err
 }
 
 // RedriveTarget returns the URL of the dead-letter queue named in the queue's RedrivePolicy, or an
-// error wrapping ErrNoDLQ when it has none.
+// error wrapping ErrNoDLQ when it has none. When that queue has a RedrivePolicy of its own, it is
+// the queue's holding queue (the JobQueue construct's, read by the redrive recorder) and its
+// target is the dead-letter queue: RedriveTarget follows that one hop.
 func (i *Inspector) RedriveTarget(ctx context.Context, queueURL string) (string, error) {
+	target, err := i.redrivePolicyTarget(ctx, queueURL)
+	if err != nil {
+		return "", err
+	}
+	dlq, err := i.redrivePolicyTarget(ctx, target)
+	if errors.Is(err, ErrNoDLQ) {
+		return target, nil
+	}
+	return dlq, err
+}
+
+// redrivePolicyTarget returns the URL of the queue the queue's RedrivePolicy names, or an error
+// wrapping ErrNoDLQ when it has none.
+func (i *Inspector) redrivePolicyTarget(ctx context.Context, queueURL string) (string, error) {
 	out, err := i.sqs.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{
 		QueueUrl:       aws.String(queueURL),
 		AttributeNames: []sqstypes.QueueAttributeName{sqstypes.QueueAttributeNameRedrivePolicy},
@@ -269,14 +285,37 @@ func (i *Inspector) RedriveTarget(ctx context.Context, queueURL string) (string,
 	return aws.ToString(u.QueueUrl), nil
 }
 
-// DeadLetterSources lists the queues whose RedrivePolicy targets the dead-letter queue.
+// DeadLetterSources lists the job queues whose RedrivePolicy targets the dead-letter queue. A
+// queue that targets it and is itself the target of others is a holding queue (see
+// RedriveTarget): the queues that target it stand in its place, so a redrive puts jobs back on
+// their job queue, never on the holding queue.
 func (i *Inspector) DeadLetterSources(ctx context.Context, dlqURL string) ([]string, error) {
+	direct, err := i.deadLetterSources(ctx, dlqURL)
+	if err != nil {
+		return nil, err
+	}
 	var urls []string
-	p := sqs.NewListDeadLetterSourceQueuesPaginator(i.sqs, &sqs.ListDeadLetterSourceQueuesInput{QueueUrl: aws.String(dlqURL)})
+	for _, u := range direct {
+		behind, err := i.deadLetterSources(ctx, u)
+		if err != nil {
+			return nil, err
+		}
+		if len(behind) == 0 {
+			urls = append(urls, u)
+		}
+		urls = append(urls, behind...)
+	}
+	return urls, nil
+}
+
+// deadLetterSources lists the queues whose RedrivePolicy targets queueURL.
+func (i *Inspector) deadLetterSources(ctx context.Context, queueURL string) ([]string, error) {
+	var urls []string
+	p := sqs.NewListDeadLetterSourceQueuesPaginator(i.sqs, &sqs.ListDeadLetterSourceQueuesInput{QueueUrl: aws.String(queueURL)})
 	for p.HasMorePages() {
 		out, err := p.NextPage(ctx)
 		if err != nil {
-			return nil, fmt.Errorf("inspect: sources of %s: %w", dlqURL, err)
+			return nil, fmt.Errorf("inspect: sources of %s: %w", queueURL, err)
 		}
 		urls = append(urls, out.QueueUrls...)
 	}

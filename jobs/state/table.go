@@ -254,10 +254,14 @@ func uniqueKey(kind, k string) string { return PrefixUnique + kind + "#" + k }
 
 // JobSettled implements jobs.StateStore: one UpdateItem of the job's item; for a dead or
 // cancelled batch member, the transaction that counts it in its batch instead, then the batch's
-// advance (see the package doc).
+// advance (see the package doc). An Attempt of 0 (unknown: the redrive recorder's) keeps the
+// attempt recorded before.
 func (t *Table) JobSettled(ctx context.Context, row *jobs.JobRow, st jobs.JobStatus) error {
 	now := t.o.Now()
-	up := t.stateUpdate(row, st.State, now).Set(expression.Name(attrAttempt), expression.Value(st.Attempt))
+	up := t.stateUpdate(row, st.State, now)
+	if st.Attempt > 0 {
+		up = up.Set(expression.Name(attrAttempt), expression.Value(st.Attempt))
+	}
 	if st.LastError != "" {
 		up = up.Set(expression.Name(attrLastError), expression.Value(st.LastError))
 	}

@@ -10,13 +10,15 @@ import (
 	"runtime"
 	"time"
 
+	"github.com/jobkit-go/jobkit/jobs"
 	"github.com/jobkit-go/jobkit/localstack/lambdaruntime"
 )
 
 // build gives each function a bootstrap that runs on this machine. The synthesized asset is built
 // for Lambda (linux/arm64 as a rule), which need not run here, so a function whose "jobkit:source"
-// metadata names its Go main package is built from it for this machine; one without that metadata
-// runs its asset as is, if the asset is an executable for this machine.
+// metadata names its Go main package (a folder of its module, or an import path) is built from it
+// for this machine; one without that metadata runs its asset as is, if the asset is an executable
+// for this machine.
 func (dp *deployer) build(ctx context.Context, cdkOut string) error {
 	for i := range dp.d.Functions {
 		fn := &dp.d.Functions[i]
@@ -36,7 +38,7 @@ func (dp *deployer) build(ctx context.Context, cdkOut string) error {
 		if fn.ModuleDir == "" {
 			fn.ModuleDir = dp.o.ModuleDir
 		}
-		if err := buildBootstrap(ctx, filepath.Join(fn.ModuleDir, filepath.FromSlash(dp.o.sourceDir(fn.Source))), out); err != nil {
+		if err := buildBootstrap(ctx, fn.ModuleDir, dp.o.sourceDir(fn.Source), out); err != nil {
 			return &ConfigError{Stack: fn.Stack, LogicalID: fn.LogicalID, Reason: err.Error()}
 		}
 		fn.Bootstrap = out
@@ -46,7 +48,7 @@ func (dp *deployer) build(ctx context.Context, cdkOut string) error {
 		c := &dp.d.Containers[i]
 		out := filepath.Join(dp.o.BuildDir, c.Stack, c.LogicalID, c.Name)
 		start := time.Now()
-		if err := buildBootstrap(ctx, filepath.Join(dp.o.ModuleDir, filepath.FromSlash(dp.o.sourceDir(c.Source))), out); err != nil {
+		if err := buildBootstrap(ctx, dp.o.ModuleDir, dp.o.sourceDir(c.Source), out); err != nil {
 			return &ConfigError{Stack: c.Stack, LogicalID: c.LogicalID, Reason: err.Error()}
 		}
 		c.Binary = out
@@ -70,10 +72,15 @@ func checkRunnable(path string) error {
 	return checkArch(path)
 }
 
-// buildBootstrap builds the Go main package in pkgDir to out, as lambdaruntime builds a bootstrap
-// for this machine.
-func buildBootstrap(ctx context.Context, pkgDir, out string) error {
-	return lambdaruntime.Build(ctx, pkgDir, out)
+// buildBootstrap builds the Go main package source of the module in moduleDir to out, as
+// lambdaruntime builds a bootstrap for this machine: a folder of the module ("functions/email"),
+// or an import path (jobs.IsImportPath: a package of a module it requires, such as
+// jobs.RecorderPackage), built by that path in moduleDir, at the version its go.mod requires.
+func buildBootstrap(ctx context.Context, moduleDir, source, out string) error {
+	if jobs.IsImportPath(source) {
+		return lambdaruntime.BuildPackage(ctx, moduleDir, source, out)
+	}
+	return lambdaruntime.Build(ctx, filepath.Join(moduleDir, filepath.FromSlash(source)), out)
 }
 
 // checkArch reports an error unless path is an ELF executable for this machine.

@@ -1,10 +1,12 @@
 package deploy_test
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"io"
 	"os"
 	"path/filepath"
 	"testing"
@@ -20,8 +22,10 @@ import (
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/stretchr/testify/require"
 
+	"github.com/jobkit-go/jobkit/jobs"
 	"github.com/jobkit-go/jobkit/localstack/awstest"
 	"github.com/jobkit-go/jobkit/localstack/deploy"
+	"github.com/jobkit-go/jobkit/localstack/lambdaruntime"
 )
 
 // moduleDir is the module root, which "jobkit:source" paths are relative to.
@@ -315,4 +319,48 @@ func TestExplicitNamesArePrefixed(t *testing.T) {
 		groups = append(groups, d.ScheduleGroups[0].Name)
 	}
 	require.NotEqual(t, groups[0], groups[1])
+}
+
+// A function whose "jobkit:source" is an import path — the redrive recorder the constructs add,
+// jobs.RecorderPackage — is built by that path in its module (here the repository's, named by
+// "jobkit:module" relative to the assembly, as the constructs write it), and runs.
+func TestDeployBuildsAFunctionFromAnImportPath(t *testing.T) {
+	t.Parallel()
+	cfg := awstest.Config(t)
+	root, err := filepath.Abs(moduleDir)
+	require.NoError(t, err)
+	const module = "MODULE-RELATIVE-TO-THE-ASSEMBLY"
+	dir := assembly(t, func(stack string, tpl map[string]any) {
+		if stack == "JobkitWorkers" {
+			resource(tpl, "EchoFunction8D469E43")["Metadata"] = map[string]any{
+				deploy.SourceMetadataKey: jobs.RecorderPackage, deploy.ModuleMetadataKey: module,
+			}
+		}
+	})
+	rel, err := filepath.Rel(dir, root)
+	require.NoError(t, err)
+	workers := filepath.Join(dir, "JobkitWorkers.template.json")
+	raw, err := os.ReadFile(workers)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(workers, bytes.ReplaceAll(raw, []byte(module), []byte(filepath.ToSlash(rel))), 0o644))
+	d, err := deploy.Deploy(context.Background(), deploy.NewClients(cfg), &deploy.Options{
+		CDKOut: dir, Prefix: prefix(), ModuleDir: t.TempDir(), BuildDir: t.TempDir(), Stacks: []string{"JobkitState", "JobkitWorkers"},
+	})
+	if d != nil {
+		t.Cleanup(func() { _ = d.Destroy(context.Background()) })
+	}
+	require.NoError(t, err)
+	require.Len(t, d.Functions, 1)
+	fn := d.Functions[0]
+	require.Equal(t, jobs.RecorderPackage, fn.Source)
+	require.Equal(t, root, fn.ModuleDir, "the module the metadata names, not Options.ModuleDir")
+
+	rt, err := lambdaruntime.New(lambdaruntime.Function{Name: fn.Name, Bootstrap: fn.Bootstrap, Env: fn.Env, Timeout: fn.Timeout},
+		&lambdaruntime.Options{Endpoint: awstest.Endpoint(), Output: io.Discard})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = rt.Close() })
+	res, err := rt.Invoke(context.Background(), []byte(`{"Records":[]}`))
+	require.NoError(t, err)
+	require.NoError(t, res.Err())
+	require.JSONEq(t, `{"batchItemFailures":null}`, string(res.Payload), "the recorder answered an empty batch")
 }

@@ -62,3 +62,18 @@ func TestCounterCountsFromTheStacksRecords(t *testing.T) {
 	require.Equal(t, "DEV summary: succeeded=3 retried=1 dead=1 lost=0", census.Summary())
 	require.NoError(t, census.LostError())
 }
+
+// A job queue's holding queue (its redrive policy's target, read by the redrive recorder's
+// mapping) is no job queue; a job queue without a DLQ output reaches its DLQ through it.
+func TestJobQueuesLeaveTheHoldingQueueOut(t *testing.T) {
+	t.Parallel()
+	d := &deploy.Deployment{
+		Queues: []deploy.Queue{
+			{LogicalID: "MailQueue", URL: "http://q/mail", ARN: "arn:aws:sqs:us-east-1:1:mail", DeadLetterARN: "arn:aws:sqs:us-east-1:1:mail-moved"},
+			{LogicalID: "MailMoved", URL: "http://q/mail-moved", ARN: "arn:aws:sqs:us-east-1:1:mail-moved", DeadLetterARN: "arn:aws:sqs:us-east-1:1:mail-dlq"},
+			{LogicalID: "MailDLQ", URL: "http://q/mail-dlq", ARN: "arn:aws:sqs:us-east-1:1:mail-dlq"},
+		},
+		Mappings: []deploy.EventSourceMapping{{QueueURL: "http://q/mail"}, {QueueURL: "http://q/mail-moved"}},
+	}
+	require.Equal(t, []devrun.JobQueue{{Name: "MailQueue", URL: "http://q/mail", DLQURL: "http://q/mail-dlq"}}, devrun.JobQueues(d))
+}

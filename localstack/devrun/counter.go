@@ -56,7 +56,9 @@ func NewCounter(client QueueAPI, d *deploy.Deployment) *Counter {
 
 // JobQueues returns d's job queues in name order: every queue a mapping reads or a stack output
 // JobkitQueue<Name> names, with its dead-letter queue (the output JobkitDlq<Name>, else the
-// redrive policy's target).
+// redrive policy's target, through the holding queue when it is one). A queue some queue's redrive
+// policy targets is no job queue, though a mapping reads it: a JobQueue's holding queue, whose
+// mapping is its redrive recorder's.
 func JobQueues(d *deploy.Deployment) []JobQueue {
 	names, dlqs := map[string]string{}, map[string]string{}
 	for _, s := range d.Stacks {
@@ -69,24 +71,30 @@ func JobQueues(d *deploy.Deployment) []JobQueue {
 			}
 		}
 	}
-	isJob := map[string]bool{}
+	isJob, isTarget := map[string]bool{}, map[string]bool{}
 	for _, m := range d.Mappings {
 		isJob[m.QueueURL] = true
+	}
+	for _, q := range d.Queues {
+		if q.DeadLetterARN != "" {
+			isTarget[q.DeadLetterARN] = true
+		}
 	}
 	var out []JobQueue
 	for _, q := range d.Queues {
 		name, named := names[q.URL]
-		if !named && !isJob[q.URL] {
+		if !named && (!isJob[q.URL] || isTarget[q.ARN]) {
 			continue
 		}
 		if !named {
 			name = q.LogicalID
 		}
 		jq := JobQueue{Name: name, URL: q.URL, DLQURL: dlqs[name]}
-		if jq.DLQURL == "" && q.DeadLetterARN != "" {
-			if dq := d.QueueByARN(q.DeadLetterARN); dq != nil {
-				jq.DLQURL = dq.URL
+		if dq := d.QueueByARN(q.DeadLetterARN); jq.DLQURL == "" && dq != nil {
+			if held := d.QueueByARN(dq.DeadLetterARN); held != nil {
+				dq = held // the holding queue's own target: the dead-letter queue
 			}
+			jq.DLQURL = dq.URL
 		}
 		out = append(out, jq)
 	}

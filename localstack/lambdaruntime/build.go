@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strconv"
+	"strings"
 	"sync"
 )
 
@@ -16,20 +17,31 @@ import (
 // architecture, with the flags a provided.al2023 bootstrap is built with (CGO off, the lambda.norpc
 // tag, -trimpath). The go command comes from PATH.
 func Build(ctx context.Context, pkgDir, out string) error {
+	return BuildPackage(ctx, pkgDir, ".", out)
+}
+
+// BuildPackage is Build of the main package pkg as the go command names it in dir: "." or
+// "./functions/email", or an import path ("github.com/jobkit-go/jobkit/cmd/jobkit-recorder"),
+// built with the version dir's module requires.
+func BuildPackage(ctx context.Context, dir, pkg, out string) error {
+	what := filepath.Join(dir, pkg)
+	if pkg != "." && !strings.HasPrefix(pkg, "./") {
+		what = pkg + " in " + dir
+	}
 	absOut, err := filepath.Abs(out)
 	if err != nil {
-		return fmt.Errorf("lambdaruntime: build %s: %w", pkgDir, err)
+		return fmt.Errorf("lambdaruntime: build %s: %w", what, err)
 	}
 	if err := os.MkdirAll(filepath.Dir(absOut), 0o755); err != nil {
-		return fmt.Errorf("lambdaruntime: build %s: %w", pkgDir, err)
+		return fmt.Errorf("lambdaruntime: build %s: %w", what, err)
 	}
-	cmd := exec.CommandContext(ctx, "go", "build", "-tags", "lambda.norpc", "-trimpath", "-o", absOut, ".")
-	cmd.Dir = pkgDir
+	cmd := exec.CommandContext(ctx, "go", "build", "-tags", "lambda.norpc", "-trimpath", "-o", absOut, pkg)
+	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS="+runtime.GOOS, "GOARCH="+runtime.GOARCH)
 	var stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stderr, &stderr
 	if err := cmd.Run(); err != nil {
-		return fmt.Errorf("lambdaruntime: build %s: %w\n%s", pkgDir, err, bytes.TrimSpace(stderr.Bytes()))
+		return fmt.Errorf("lambdaruntime: build %s: %w\n%s", what, err, bytes.TrimSpace(stderr.Bytes()))
 	}
 	return nil
 }

@@ -177,11 +177,7 @@ func (tpl Template) AllowedActions(resource any) map[string]bool {
 		if st["Effect"] != "Allow" {
 			continue
 		}
-		rs, ok := st["Resource"].([]any)
-		if !ok {
-			rs = []any{st["Resource"]}
-		}
-		for _, r := range rs {
+		for _, r := range resources(st) {
 			if got, _ := json.Marshal(r); string(got) == string(want) {
 				for _, a := range Actions(st) {
 					out[a] = true
@@ -190,6 +186,55 @@ func (tpl Template) AllowedActions(resource any) map[string]bool {
 		}
 	}
 	return out
+}
+
+// RoleGrants returns what the identity policies attached to role roleID allow: by resource (its
+// JSON), the actions. Statements with a condition are keyed by resource and condition, joined by
+// " if ".
+func (tpl Template) RoleGrants(roleID string) map[string]map[string]bool {
+	out := map[string]map[string]bool{}
+	for _, body := range tpl.Resources("AWS::IAM::Policy") {
+		roles, _ := Get(body, "Properties.Roles").([]any)
+		attached := false
+		for _, r := range roles {
+			if m, ok := r.(map[string]any); ok && m["Ref"] == roleID {
+				attached = true
+			}
+		}
+		if !attached {
+			continue
+		}
+		sts, _ := Get(body, "Properties.PolicyDocument.Statement").([]any)
+		for _, s := range sts {
+			st, _ := s.(map[string]any)
+			if st["Effect"] != "Allow" {
+				continue
+			}
+			for _, r := range resources(st) {
+				k, _ := json.Marshal(r)
+				key := string(k)
+				if c, ok := st["Condition"]; ok {
+					cj, _ := json.Marshal(c)
+					key += " if " + string(cj)
+				}
+				if out[key] == nil {
+					out[key] = map[string]bool{}
+				}
+				for _, a := range Actions(st) {
+					out[key][a] = true
+				}
+			}
+		}
+	}
+	return out
+}
+
+// resources returns a statement's resources.
+func resources(st map[string]any) []any {
+	if rs, ok := st["Resource"].([]any); ok {
+		return rs
+	}
+	return []any{st["Resource"]}
 }
 
 // MustPanic runs f and returns what it panicked with, failing if it did not panic.

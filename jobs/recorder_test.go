@@ -1,0 +1,40 @@
+package jobs_test
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/jobkit-go/jobkit/jobs"
+)
+
+// The recorder's environment is the constructs': the job queue, its DLQ, its maxReceiveCount and
+// the worker's name.
+func TestRecorderConfigFromEnv(t *testing.T) {
+	t.Parallel()
+	env := map[string]string{
+		jobs.EnvQueueURL: "https://sqs.us-east-1.amazonaws.com/1/q", jobs.EnvDLQURL: "https://sqs.us-east-1.amazonaws.com/1/dlq",
+		jobs.EnvMaxReceiveCount: "8", jobs.EnvWorkerName: "mailer", jobs.EnvPayloadBucket: "payloads",
+	}
+	lookup := func(k string) (string, bool) { v, ok := env[k]; return v, ok }
+	cfg, err := jobs.RecorderConfigFromEnv(lookup)
+	require.NoError(t, err)
+	require.Equal(t, "https://sqs.us-east-1.amazonaws.com/1/q", cfg.QueueURL)
+	require.Equal(t, "https://sqs.us-east-1.amazonaws.com/1/dlq", cfg.DLQURL)
+	require.Equal(t, 8, cfg.MaxReceiveCount)
+	require.Equal(t, "mailer", cfg.FunctionName)
+	require.Equal(t, "payloads", cfg.PayloadBucket)
+
+	env[jobs.EnvMaxReceiveCount] = "many"
+	delete(env, jobs.EnvDLQURL)
+	_, err = jobs.RecorderConfigFromEnv(lookup)
+	require.ErrorContains(t, err, "JOBKIT_DLQ_URL is not set")
+	require.ErrorContains(t, err, `JOBKIT_MAX_RECEIVE_COUNT="many"`)
+}
+
+func TestRedrivePolicyError(t *testing.T) {
+	t.Parallel()
+	require.Contains(t, (&jobs.RedrivePolicyError{MaxReceiveCount: 8}).Error(), "received 8 times with no outcome reported: moved by the queue's redrive policy")
+	require.Contains(t, (&jobs.RedrivePolicyError{}).Error(), "received the queue's maxReceiveCount times")
+	require.Equal(t, jobs.ReasonRedrivePolicy, (&jobs.RedrivePolicyError{}).DeadLetterReason())
+}
