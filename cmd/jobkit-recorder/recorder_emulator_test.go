@@ -70,7 +70,9 @@ func newMoving(t *testing.T, fifo bool) *moving {
 	cfg := awstest.Config(t)
 	m := &moving{t: t, cfg: cfg, sqs: sqs.NewFromConfig(cfg), fifo: fifo}
 	m.dlq = awstest.CreateQueue(t, cfg, "dlq", &awstest.QueueOptions{FIFO: fifo})
-	m.moved = awstest.CreateQueue(t, cfg, "moved", &awstest.QueueOptions{FIFO: fifo, DLQ: &m.dlq, MaxReceiveCount: movedReceives + 10, VisibilityTimeout: 2})
+	// Its 12 receives, 5 s apart, outlast the callback lease (30 s) a failed recorder run holds, as
+	// the construct's 30 s × (maxReceiveCount + 10) do on AWS.
+	m.moved = awstest.CreateQueue(t, cfg, "moved", &awstest.QueueOptions{FIFO: fifo, DLQ: &m.dlq, MaxReceiveCount: movedReceives + 10, VisibilityTimeout: 5})
 	m.q = awstest.CreateQueue(t, cfg, "q", &awstest.QueueOptions{FIFO: fifo, DLQ: &m.moved, MaxReceiveCount: movedReceives, VisibilityTimeout: 1})
 	m.done = awstest.CreateQueue(t, cfg, "done", nil)
 	m.table = awstest.CreateTable(t, cfg, "state", idempotency.AttrID, "")
@@ -132,6 +134,20 @@ func (m *moving) waitDepth(q awstest.Queue, n int, within time.Duration, what st
 	}
 }
 
+// waitBatchDone waits until the fan-out batch has sent its callbacks.
+func (m *moving) waitBatchDone(ctx context.Context, batchID string, within time.Duration) {
+	deadline := time.Now().Add(within)
+	for {
+		info, err := m.states.BatchStatus(ctx, batchID)
+		require.NoError(m.t, err)
+		if info.Done() {
+			return
+		}
+		require.True(m.t, time.Now().Before(deadline), "batch %s not done within %s: %+v", batchID, within, info)
+		time.Sleep(500 * time.Millisecond)
+	}
+}
+
 // group is the enqueue options of job n: a message group of its own on a FIFO queue.
 func (m *moving) group(n int) *jobs.EnqueueOpts {
 	if !m.fifo {
@@ -176,7 +192,10 @@ func testMovesEndAsJobs(t *testing.T, fifo bool) {
 		jobs.EnvQueueURL: m.q.URL, jobs.EnvDLQURL: m.dlq.URL, jobs.EnvMaxReceiveCount: strconv.Itoa(movedReceives),
 		jobs.EnvWorkerName: "brokenworker", jobs.EnvStateTable: m.table,
 	}, m.moved)
+	// Every moved message sent on and the batch done: a recorder run whose callback send failed
+	// holds the callback's lease (30 s), and the member's next delivery sends it after that.
 	m.waitDepth(m.dlq, 3, 2*time.Minute, "the recorder sends every moved message on")
+	m.waitBatchDone(ctx, batchID, 2*time.Minute)
 	stopWorker()
 	stopRecorder()
 	require.Zero(t, m.depth(m.q))

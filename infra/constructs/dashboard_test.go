@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-cdk-go/awscdk/v2/awssqs"
 	"github.com/stretchr/testify/require"
 )
 
@@ -23,19 +24,9 @@ func TestDashboard(t *testing.T) {
 	raw, err := json.Marshal(get(body, "Properties.DashboardBody"))
 	require.NoError(t, err)
 	flat := string(raw)
-	emailID, ledgerID := "", ""
-	for id, q := range tpl.Resources("AWS::SQS::Queue") {
-		if get(q, "Properties.RedrivePolicy") == nil {
-			continue
-		}
-		if strings.HasPrefix(id, "Email") {
-			emailID = id
-		} else if strings.HasPrefix(id, "Ledger") {
-			ledgerID = id
-		}
-	}
-	require.NotEmpty(t, emailID)
-	require.NotEmpty(t, ledgerID)
+	// The job queues themselves (the Email queue's holding queue has a redrive policy too).
+	emailID := *stack.GetLogicalId(email.Queue.Node().DefaultChild().(awssqs.CfnQueue))
+	ledgerID := *stack.GetLogicalId(ledger.Queue.Node().DefaultChild().(awssqs.CfnQueue))
 	for _, name := range []string{MetricSucceeded, MetricRetried, MetricSnoozed, MetricDead, MetricDuration} {
 		// Every runtime metric of both queues: namespace, name, dimension Queue = the queue name.
 		require.Equal(t, 2, strings.Count(flat, `[\"`+MetricsNamespace+`\",\"`+name+`\",\"`+MetricsDimension+`\",\"`)/map[bool]int{true: 3, false: 1}[name == MetricDuration],

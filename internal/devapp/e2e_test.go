@@ -114,12 +114,8 @@ func readOutput(t *testing.T, out []byte) outputLines {
 		}
 		str := func(k string) string { s, _ := m[k].(string); return s }
 		attempt, _ := m["attempt"].(float64)
-		switch str("msg") {
-		case samplejobs.EmailSentMessage:
-			l.emailsSent[str("idempotency_key")]++
-		case samplejobs.TranscodeDoneMessage:
-			l.transcodes[str("job_id")]++
-		case "job failed: will retry":
+		switch str("event") { // the runtime's events (jobs.WriteEvents)
+		case string(jobs.EventRetried):
 			// A retry the plan did not inject is the emulator's doing (LocalStack's DynamoDB
 			// answering a burst's first calls after the invocation's deadline): at-least-once
 			// delivery, which the checks below still hold to one effect per job.
@@ -129,15 +125,23 @@ func readOutput(t *testing.T, out []byte) outputLines {
 			} else {
 				mark(l.otherAt, str("job_id"), int(attempt))
 			}
-		case "job still running near the Lambda deadline: reported failed":
-			mark(l.abandonedAt, str("job_id"), int(attempt))
+		case string(jobs.EventReturned):
+			if str("note") == jobs.NoteAbandoned {
+				mark(l.abandonedAt, str("job_id"), int(attempt))
+			}
+		case string(jobs.EventDead):
+			l.deadLettered[str("job_id")]++
+		}
+		switch str("msg") {
+		case samplejobs.EmailSentMessage:
+			l.emailsSent[str("idempotency_key")]++
+		case samplejobs.TranscodeDoneMessage:
+			l.transcodes[str("job_id")]++
 		case "delivery ledger: could not record a delivery that did not run; it counts as an attempt":
 			// The emulator's DynamoDB did not answer in time: the delivery counts as an attempt
 			// (the documented fallback), so the fault plan, which fails attempts by number, may
 			// inject one failure fewer.
 			l.ledgerMissed[str("job_id")]++
-		case "job dead-lettered":
-			l.deadLettered[str("job_id")]++
 		}
 		if strings.Contains(str("error"), "out of order") {
 			l.orderRefusals++

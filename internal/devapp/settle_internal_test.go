@@ -30,9 +30,9 @@ func TestFullCensusNamesTheLost(t *testing.T) {
 	tr.OnBatch("EmailFn", esm.BatchReport{QueueURL: url, MessageIDs: []string{"m1", "m2"}, Bodies: []string{env("poison"), env("gone")},
 		Verdict: esm.Partial, Deleted: []string{"m1"}, Failed: []string{"m2"}})
 	out := tr.Output(nil)
-	_, err = out.Write([]byte(`[EmailFn] {"msg":"job dead-lettered","job_id":"poison","message_id":"m1","attempt":1,"reason":"cancelled"}
-[EmailFn] {"msg":"job failed: will retry","job_id":"gone","message_id":"m2","attempt":2,"error":"smtp: 421"}
-[EmailFn] {"msg":"job dead-lettered","job_id":"poison","message_id":"m3","attempt":1,"reason":"cancelled"}
+	_, err = out.Write([]byte(`[EmailFn] {"event":"dead","job_id":"poison","message_id":"m1","attempt":1,"reason":"cancelled"}
+[EmailFn] {"event":"retried","job_id":"gone","message_id":"m2","attempt":2,"error":"smtp: 421"}
+[EmailFn] {"event":"dead","job_id":"poison","message_id":"m3","attempt":1,"reason":"cancelled"}
 `))
 	require.NoError(t, err)
 	tr.OnBatch("EmailFn", esm.BatchReport{QueueURL: url, MessageIDs: []string{"m2"}, Bodies: []string{env("gone")}, Verdict: esm.AllSucceeded, Deleted: []string{"m2"}})

@@ -108,7 +108,7 @@ func TestTrackerEffects(t *testing.T) {
 		_, err := out.Write([]byte(s))
 		require.NoError(t, err)
 	}
-	write(`[EmailFn] {"level":"WARN","msg":"job failed: will retry","job_id":"e1","attempt":1}` + "\n")
+	write(`[EmailFn] {"event":"retried","job_id":"e1","kind":"email.send","attempt":1}` + "\n")
 	write(`[EmailFn] {"level":"INFO","msg":"email sent","idempotency_key":"e1"}` + "\n[Transcode")
 	write(`Fn] {"msg":"transcode done","job_id":"v1"}` + "\nnot json\n")
 	tr.OnBatch("TranscodeFn", esm.BatchReport{Verdict: esm.BatchFailed, Bodies: []string{`{"v":1,"id":"v1","kind":"video.transcode"}`, "junk"}})
