@@ -10,17 +10,6 @@ const (
 	// DefaultStack is the CloudFormation stack that holds the job queues of jobkit's sample app,
 	// and the stack the tools read when told no other.
 	DefaultStack = "JobkitState"
-
-	
-	
-
-	
-
-	
-
-	
-
-	
 )
 
 // RecorderPackage is the import path of the redrive recorder's main package (RedriveRecorder),
