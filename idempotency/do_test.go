@@ -13,7 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/jobkit-go/jobkit/idempotency"
-	"github.com/jobkit-go/jobkit/jobs"
+	"github.com/jobkit-go/jobkit/jobs/contract"
 )
 
 // clock is a settable time source for Config.Now.
@@ -332,7 +332,7 @@ func TestDoPayloadValidation(t *testing.T) {
 	assert.NotEqual(t, mismatch.StoredHash, mismatch.Hash)
 	var reasoned interface{ DeadLetterReason() string }
 	require.ErrorAs(t, err, &reasoned)
-	assert.Equal(t, jobs.ReasonPayloadMismatch, reasoned.DeadLetterReason())
+	assert.Equal(t, contract.ReasonPayloadMismatch, reasoned.DeadLetterReason())
 	assert.EqualValues(t, 1, runs.Load())
 }
 

@@ -11,7 +11,7 @@ import (
 
 // Middleware runs each job once per idempotency key. In a worker function:
 //
-//	store := idempotency.NewDynamoDBStore(dynamodb.NewFromConfig(cfg), os.Getenv(jobs.EnvIdempotencyTable))
+//	store := idempotency.NewDynamoDBStore(dynamodb.NewFromConfig(cfg), os.Getenv(contract.EnvIdempotencyTable))
 //	workers.Use(idempotency.Middleware(store, nil))
 func ExampleMiddleware() {
 	store := idempotency.NewMemoryStore()

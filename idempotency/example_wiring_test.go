@@ -9,6 +9,7 @@ import (
 
 	"github.com/jobkit-go/jobkit/idempotency"
 	"github.com/jobkit-go/jobkit/jobs"
+	"github.com/jobkit-go/jobkit/jobs/contract"
 )
 
 // A worker function's wiring: every job runs once per key, and attempts count real runs.
@@ -21,7 +22,7 @@ func Example_wiring() {
 	if err != nil {
 		panic(err)
 	}
-	table := os.Getenv(jobs.EnvIdempotencyTable)
+	table := os.Getenv(contract.EnvIdempotencyTable)
 	db := dynamodb.NewFromConfig(awsCfg)
 	store := idempotency.NewDynamoDBStore(db, table) // table: JOBKIT_IDEMPOTENCY_TABLE
 	workers := jobs.NewWorkers()

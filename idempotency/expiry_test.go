@@ -10,14 +10,14 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/jobkit-go/jobkit/idempotency"
-	"github.com/jobkit-go/jobkit/jobs"
+	"github.com/jobkit-go/jobkit/jobs/contract"
 )
 
 // Under the Worker construct JOBKIT_IDEMPOTENCY_EXPIRY covers the queue's and DLQ's retention:
 // the middleware's records last that long by default, so a job redriven from the DLQ days
 // later is still skipped. (Not parallel: it sets the environment.)
 func TestMiddlewareExpiryFromEnvironment(t *testing.T) {
-	t.Setenv(jobs.EnvIdempotencyExpiry, "432h") // 4 d + 14 d
+	t.Setenv(contract.EnvIdempotencyExpiry, "432h") // 4 d + 14 d
 	store := idempotency.NewMemoryStore()
 	ctx := context.Background()
 	var runs atomic.Int32

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/jobkit-go/jobkit/jobs"
+	"github.com/jobkit-go/jobkit/jobs/contract"
 )
 
 // maxSnooze is the longest snooze SQS can honour (its visibility timeout limit).
@@ -27,7 +28,7 @@ func JobKey(row *jobs.JobRow) string {
 }
 
 // Middleware makes every job run at most once per idempotency key (see JobKey) while its record
-// lasts: cfg.Expiry, else the duration in JOBKIT_IDEMPOTENCY_EXPIRY (jobs.EnvIdempotencyExpiry),
+// lasts: cfg.Expiry, else the duration in JOBKIT_IDEMPOTENCY_EXPIRY (contract.EnvIdempotencyExpiry),
 // else 1 h. The Worker construct sets that variable to the queue's retention plus its DLQ's, so a
 // job that succeeded and is redriven from the DLQ is still skipped; with a shorter expiry it runs
 // again. The outcomes:
@@ -36,7 +37,7 @@ func JobKey(row *jobs.JobRow) string {
 //   - a key in progress in another run: jobs.SnoozeNotRun until that run's lease ends (the
 //     delivery did not run the job: with a delivery ledger it is not an attempt);
 //   - the same key with different args: jobs.Cancel(*PayloadMismatchError), dead-lettered with
-//     reason jobs.ReasonPayloadMismatch;
+//     reason contract.ReasonPayloadMismatch;
 //   - the handler fails (or panics): the claim is deleted and the handler's error returned, so the
 //     runtime retries the job as usual. If the delete fails the job still retries: the retry is
 //     snoozed until the claim's lease ends, then claims the key and runs.
@@ -113,17 +114,17 @@ func Middleware(store Store, cfg *Config) jobs.Middleware {
 	}
 }
 
-// expiryFromEnv reads jobs.EnvIdempotencyExpiry, a Go duration; 0 (the default expiry) when it is
+// expiryFromEnv reads contract.EnvIdempotencyExpiry, a Go duration; 0 (the default expiry) when it is
 // unset or invalid (then with a warning).
 func expiryFromEnv() time.Duration {
-	v := strings.TrimSpace(os.Getenv(jobs.EnvIdempotencyExpiry))
+	v := strings.TrimSpace(os.Getenv(contract.EnvIdempotencyExpiry))
 	if v == "" {
 		return 0
 	}
 	d, err := time.ParseDuration(v)
 	if err != nil || d <= 0 {
 		slog.Warn("idempotency: ignoring an invalid expiry; using the default",
-			slog.String("variable", jobs.EnvIdempotencyExpiry), slog.String("value", v), slog.Duration("default", DefaultExpiry))
+			slog.String("variable", contract.EnvIdempotencyExpiry), slog.String("value", v), slog.Duration("default", DefaultExpiry))
 		return 0
 	}
 	return d

@@ -13,6 +13,7 @@ import (
 
 	"github.com/jobkit-go/jobkit/idempotency"
 	"github.com/jobkit-go/jobkit/jobs"
+	"github.com/jobkit-go/jobkit/jobs/contract"
 )
 
 func jobRow(id, key, args string) *jobs.JobRow {
@@ -100,7 +101,7 @@ func TestMiddlewareCancelsPayloadMismatch(t *testing.T) {
 	require.ErrorAs(t, err, &mismatch)
 	var reasoned interface{ DeadLetterReason() string }
 	require.ErrorAs(t, err, &reasoned)
-	assert.Equal(t, jobs.ReasonPayloadMismatch, reasoned.DeadLetterReason())
+	assert.Equal(t, contract.ReasonPayloadMismatch, reasoned.DeadLetterReason())
 	assert.EqualValues(t, 1, runs.Load())
 }
 

@@ -18,6 +18,7 @@ import (
 
 	"github.com/jobkit-go/jobkit/idempotency"
 	"github.com/jobkit-go/jobkit/jobs"
+	"github.com/jobkit-go/jobkit/jobs/contract"
 	"github.com/jobkit-go/jobkit/jobs/jobstest"
 	"github.com/jobkit-go/jobkit/localstack/awstest"
 )
@@ -163,7 +164,7 @@ func TestRuntimePayloadMismatchIsDeadLettered(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, out.Messages, 1)
 	dead := jobstest.DecodeDeadLetter(out.Messages[0])
-	assert.Equal(t, jobs.ReasonPayloadMismatch, dead.Reason)
+	assert.Equal(t, contract.ReasonPayloadMismatch, dead.Reason)
 	assert.Contains(t, dead.Error, "different payload")
 	assert.EqualValues(t, 1, runs.Load())
 	assert.Equal(t, 90, l.balance(t, "acct-mm"))

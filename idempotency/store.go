@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/jobkit-go/jobkit/jobs"
+	"github.com/jobkit-go/jobkit/jobs/contract"
 )
 
 // Status is the state of an idempotency record.
@@ -146,7 +146,7 @@ func (e *InProgressError) RetryAfter(now time.Time) time.Duration {
 
 // PayloadMismatchError reports a key reused with a different payload: a permanent error, since
 // no retry can make the payloads agree. The jobs runtime dead-letters it with reason
-// jobs.ReasonPayloadMismatch.
+// contract.ReasonPayloadMismatch.
 type PayloadMismatchError struct {
 	Key        string
 	StoredHash string // the payload hash recorded with the key
@@ -157,8 +157,8 @@ func (e *PayloadMismatchError) Error() string {
 	return fmt.Sprintf("idempotency: key %q was used with a different payload (hash %s, this call %s)", e.Key, e.StoredHash, e.Hash)
 }
 
-// DeadLetterReason returns jobs.ReasonPayloadMismatch (the jobs runtime reads it via errors.As).
-func (e *PayloadMismatchError) DeadLetterReason() string { return jobs.ReasonPayloadMismatch }
+// DeadLetterReason returns contract.ReasonPayloadMismatch (the jobs runtime reads it via errors.As).
+func (e *PayloadMismatchError) DeadLetterReason() string { return contract.ReasonPayloadMismatch }
 
 // KeyError reports an idempotency key the store cannot hold.
 type KeyError struct {

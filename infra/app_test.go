@@ -23,6 +23,7 @@ import (
 	jk "github.com/jobkit-go/jobkit/infra/constructs"
 	"github.com/jobkit-go/jobkit/infra/internal/cfntest"
 	"github.com/jobkit-go/jobkit/jobs"
+	"github.com/jobkit-go/jobkit/jobs/contract"
 	"github.com/jobkit-go/jobkit/jobs/ratelimit"
 	"github.com/jobkit-go/jobkit/scheduler"
 )
@@ -242,7 +243,7 @@ func TestSampleApp(t *testing.T) {
 			if src == jk.RecorderPackage {
 				// Built, by import path, from the sample's module like the workers.
 				env := cfntest.Get(body, "Properties.Environment.Variables").(map[string]any)
-				require.Contains(t, env, jobs.EnvDLQURL)
+				require.Contains(t, env, contract.EnvDLQURL)
 				require.Equal(t, filepath.ToSlash(mustRel(t, outdir, root)), cfntest.Get(body, "Metadata."+jk.ModuleMetadataKey))
 			} else {
 				requireWorkerEnv(t, src, body)
@@ -296,7 +297,7 @@ func TestSampleApp(t *testing.T) {
 		require.Contains(t, fmt.Sprint(outbox["EventSourceArn"]), "StreamArn")
 		require.Equal(t, (*jk.OutboxStreamFilter())["pattern"], cfntest.Get(outbox, "FilterCriteria.Filters.0.Pattern"))
 		outboxFn := cfntest.Props(bySource["functions/outbox"])
-		require.Contains(t, cfntest.Get(outboxFn, "Environment.Variables"), jobs.EnvIdempotencyTable)
+		require.Contains(t, cfntest.Get(outboxFn, "Environment.Variables"), contract.EnvIdempotencyTable)
 
 		// Transcode runs in containers: an arm64 task of functions/transcode with the consumer's
 		// environment and a stop timeout above its drain budget.
@@ -308,9 +309,9 @@ func TestSampleApp(t *testing.T) {
 		for _, e := range container["Environment"].([]any) {
 			cenv[e.(map[string]any)["Name"].(string)] = e.(map[string]any)["Value"]
 		}
-		require.Equal(t, "600", cenv[jobs.EnvVisibilityTimeout])
-		require.Equal(t, "1m0s", cenv[jobs.EnvDrainTimeout])
-		require.Contains(t, cenv, jobs.EnvIdempotencyTable, "transcodes run behind idempotency")
+		require.Equal(t, "600", cenv[contract.EnvVisibilityTimeout])
+		require.Equal(t, "1m0s", cenv[contract.EnvDrainTimeout])
+		require.Contains(t, cenv, contract.EnvIdempotencyTable, "transcodes run behind idempotency")
 		require.Equal(t, float64(65), container["StopTimeout"])
 		workers.Only(t, "AWS::ECS::Service")
 		_, target := workers.Only(t, "AWS::ApplicationAutoScaling::ScalableTarget")
@@ -404,11 +405,11 @@ func TestSampleApp(t *testing.T) {
 func requireWorkerEnv(t *testing.T, src string, body map[string]any) {
 	t.Helper()
 	env := cfntest.Get(body, "Properties.Environment.Variables").(map[string]any)
-	for _, k := range []string{jobs.EnvQueueURL, jobs.EnvDLQURL, jobs.EnvMaxAttempts, jobs.EnvVisibilityTimeout,
-		jobs.EnvConcurrency, jobs.EnvBackoffBase, jobs.EnvBackoffCap} {
+	for _, k := range []string{contract.EnvQueueURL, contract.EnvDLQURL, contract.EnvMaxAttempts, contract.EnvVisibilityTimeout,
+		contract.EnvConcurrency, contract.EnvBackoffBase, contract.EnvBackoffCap} {
 		require.Contains(t, env, k, "%s env", src)
 	}
-	require.Contains(t, env, jobs.EnvIdempotencyTable)
+	require.Contains(t, env, contract.EnvIdempotencyTable)
 	if src == "functions/ledger" {
 		require.Contains(t, env, samplejobs.EnvLedgerTable)
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
+	"github.com/jobkit-go/jobkit/jobs/contract"
 )
 
 // Errors a Client returns, before any AWS call, for a job it cannot send as asked. They arrive
@@ -419,7 +420,7 @@ func (c *Client) CancelDelayed(ctx context.Context, id string) error {
 	}
 	if c.opts.State != nil {
 		now := c.opts.Now().UTC()
-		st := JobStatus{ID: id, State: StateCancelled, Since: now, FinishedAt: now, Reason: ReasonCancelled, LastError: "cancelled before delivery (CancelDelayed)"}
+		st := JobStatus{ID: id, State: StateCancelled, Since: now, FinishedAt: now, Reason: contract.ReasonCancelled, LastError: "cancelled before delivery (CancelDelayed)"}
 		if err := c.opts.State.JobSettled(ctx, &JobRow{ID: id}, st); err != nil {
 			return fmt.Errorf("jobs: delayed job %q cancelled, but its state was not recorded: %w", id, err)
 		}

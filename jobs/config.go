@@ -14,6 +14,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/jobkit-go/jobkit/jobs/contract"
 )
 
 // Defaults of Config (and of the environment variables ConfigFromEnv reads).
@@ -27,14 +28,6 @@ const (
 	// MaxVisibility is the longest visibility timeout SQS allows (12 h): no backoff or snooze is
 	// longer.
 	MaxVisibility = 12 * time.Hour
-)
-
-// Environment variables ConfigFromEnv reads besides those in env.go.
-const (
-	EnvSafetyMargin = "JOBKIT_SAFETY_MARGIN" // time kept before the Lambda deadline, Go duration; default 2s
-	EnvJobTimeout   = "JOBKIT_JOB_TIMEOUT"   // a job's own time limit, Go duration; default none
-	EnvFunctionName = "AWS_LAMBDA_FUNCTION_NAME"
-	EnvLogLevel     = "AWS_LAMBDA_LOG_LEVEL" // DEBUG, INFO, WARN or ERROR (Lambda's JSON log level); default INFO
 )
 
 // BackoffFunc returns how long a job waits before its next attempt after attempt failed
@@ -187,10 +180,10 @@ func configFromLookup(lookup func(string) (string, bool)) (Config, error) {
 		return strings.TrimSpace(v)
 	}
 	cfg := Config{
-		QueueURL:      get(EnvQueueURL),
-		DLQURL:        get(EnvDLQURL),
-		FunctionName:  get(EnvFunctionName),
-		PayloadBucket: get(EnvPayloadBucket),
+		QueueURL:      get(contract.EnvQueueURL),
+		DLQURL:        get(contract.EnvDLQURL),
+		FunctionName:  get(contract.EnvFunctionName),
+		PayloadBucket: get(contract.EnvPayloadBucket),
 		Metrics:       os.Stdout,
 	}
 	var errs []error
@@ -216,37 +209,37 @@ func configFromLookup(lookup func(string) (string, bool)) (Config, error) {
 			*dst = d
 		}
 	}
-	integer(EnvMaxAttempts, DefaultMaxAttempts, &cfg.MaxAttempts)
-	integer(EnvConcurrency, DefaultConcurrency, &cfg.Concurrency)
-	integer(EnvMaxReceiveCount, 0, &cfg.MaxReceiveCount)
+	integer(contract.EnvMaxAttempts, DefaultMaxAttempts, &cfg.MaxAttempts)
+	integer(contract.EnvConcurrency, DefaultConcurrency, &cfg.Concurrency)
+	integer(contract.EnvMaxReceiveCount, 0, &cfg.MaxReceiveCount)
 	var maxPayload int
-	integer(EnvMaxPayloadSize, DefaultMaxPayloadSize, &maxPayload)
+	integer(contract.EnvMaxPayloadSize, DefaultMaxPayloadSize, &maxPayload)
 	cfg.MaxPayloadSize = int64(maxPayload)
-	duration(EnvVisibilityTimeout, DefaultVisibilityTimeout, &cfg.VisibilityTimeout)
-	duration(EnvBackoffBase, DefaultBackoffBase, &cfg.BackoffBase)
-	duration(EnvBackoffCap, DefaultBackoffCap, &cfg.BackoffCap)
-	duration(EnvSafetyMargin, DefaultSafetyMargin, &cfg.SafetyMargin)
-	duration(EnvJobTimeout, 0, &cfg.JobTimeout)
+	duration(contract.EnvVisibilityTimeout, DefaultVisibilityTimeout, &cfg.VisibilityTimeout)
+	duration(contract.EnvBackoffBase, DefaultBackoffBase, &cfg.BackoffBase)
+	duration(contract.EnvBackoffCap, DefaultBackoffCap, &cfg.BackoffCap)
+	duration(contract.EnvSafetyMargin, DefaultSafetyMargin, &cfg.SafetyMargin)
+	duration(contract.EnvJobTimeout, 0, &cfg.JobTimeout)
 
 	level := slog.LevelInfo
-	if v := get(EnvLogLevel); v != "" {
+	if v := get(contract.EnvLogLevel); v != "" {
 		if err := level.UnmarshalText([]byte(v)); err != nil {
-			errs = append(errs, fmt.Errorf("%s=%q: want DEBUG, INFO, WARN or ERROR", EnvLogLevel, v))
+			errs = append(errs, fmt.Errorf("%s=%q: want DEBUG, INFO, WARN or ERROR", contract.EnvLogLevel, v))
 		}
 	}
 	cfg.Logger = slog.New(slog.NewJSONHandler(os.Stdout, &slog.HandlerOptions{Level: level}))
-	switch v := get(EnvEvents); v {
+	switch v := get(contract.EnvEvents); v {
 	case "":
 	case "stdout":
 		cfg.OnEvent = WriteEvents(os.Stdout)
 	default:
-		errs = append(errs, fmt.Errorf("%s=%q: want stdout or nothing", EnvEvents, v))
+		errs = append(errs, fmt.Errorf("%s=%q: want stdout or nothing", contract.EnvEvents, v))
 	}
 	if cfg.QueueURL == "" {
-		errs = append(errs, fmt.Errorf("%s is not set", EnvQueueURL))
+		errs = append(errs, fmt.Errorf("%s is not set", contract.EnvQueueURL))
 	}
 	if cfg.DLQURL == "" {
-		errs = append(errs, fmt.Errorf("%s is not set", EnvDLQURL))
+		errs = append(errs, fmt.Errorf("%s is not set", contract.EnvDLQURL))
 	}
 	if len(errs) > 0 {
 		return cfg, fmt.Errorf("jobs: config from environment: %w", errors.Join(errs...))

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jobkit-go/jobkit/jobs/contract"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -17,10 +18,10 @@ func lookup(env map[string]string) func(string) (string, bool) {
 func TestConfigFromEnvironment(t *testing.T) {
 	t.Parallel()
 	cfg, err := configFromLookup(lookup(map[string]string{
-		EnvQueueURL: "https://sqs/q.fifo", EnvDLQURL: "https://sqs/dlq.fifo",
-		EnvMaxAttempts: "7", EnvVisibilityTimeout: "45", EnvConcurrency: "3",
-		EnvBackoffBase: "250ms", EnvBackoffCap: "2m", EnvSafetyMargin: "3s", EnvJobTimeout: "30",
-		EnvFunctionName: "worker-fn", EnvLogLevel: "DEBUG", EnvMaxReceiveCount: "10",
+		contract.EnvQueueURL: "https://sqs/q.fifo", contract.EnvDLQURL: "https://sqs/dlq.fifo",
+		contract.EnvMaxAttempts: "7", contract.EnvVisibilityTimeout: "45", contract.EnvConcurrency: "3",
+		contract.EnvBackoffBase: "250ms", contract.EnvBackoffCap: "2m", contract.EnvSafetyMargin: "3s", contract.EnvJobTimeout: "30",
+		contract.EnvFunctionName: "worker-fn", contract.EnvLogLevel: "DEBUG", contract.EnvMaxReceiveCount: "10",
 	}))
 	require.NoError(t, err)
 	assert.Equal(t, 10, cfg.MaxReceiveCount)
@@ -36,7 +37,7 @@ func TestConfigFromEnvironment(t *testing.T) {
 	assert.Equal(t, "worker-fn", cfg.FunctionName)
 	assert.True(t, cfg.Logger.Enabled(context.Background(), slog.LevelDebug))
 
-	cfg, err = configFromLookup(lookup(map[string]string{EnvQueueURL: "q", EnvDLQURL: "d"}))
+	cfg, err = configFromLookup(lookup(map[string]string{contract.EnvQueueURL: "q", contract.EnvDLQURL: "d"}))
 	require.NoError(t, err)
 	assert.Equal(t, DefaultMaxAttempts, cfg.MaxAttempts)
 	assert.Equal(t, DefaultVisibilityTimeout, cfg.VisibilityTimeout)
@@ -47,9 +48,9 @@ func TestConfigFromEnvironment(t *testing.T) {
 	assert.Zero(t, cfg.MaxReceiveCount, "unknown unless set")
 	assert.False(t, cfg.Logger.Enabled(context.Background(), slog.LevelDebug))
 
-	_, err = configFromLookup(lookup(map[string]string{EnvMaxAttempts: "zero", EnvBackoffCap: "soon", EnvLogLevel: "LOUD"}))
+	_, err = configFromLookup(lookup(map[string]string{contract.EnvMaxAttempts: "zero", contract.EnvBackoffCap: "soon", contract.EnvLogLevel: "LOUD"}))
 	require.Error(t, err)
-	for _, want := range []string{EnvQueueURL, EnvDLQURL, EnvMaxAttempts, EnvBackoffCap, EnvLogLevel} {
+	for _, want := range []string{contract.EnvQueueURL, contract.EnvDLQURL, contract.EnvMaxAttempts, contract.EnvBackoffCap, contract.EnvLogLevel} {
 		assert.Contains(t, err.Error(), want)
 	}
 }
@@ -69,8 +70,8 @@ func TestConfigMaxReceiveCountExceedsAttempts(t *testing.T) {
 type noSQS struct{ SQSAPI }
 
 func TestConfigFromEnvMakesAnSQSClient(t *testing.T) {
-	t.Setenv(EnvQueueURL, "https://sqs/q")
-	t.Setenv(EnvDLQURL, "https://sqs/dlq")
+	t.Setenv(contract.EnvQueueURL, "https://sqs/q")
+	t.Setenv(contract.EnvDLQURL, "https://sqs/dlq")
 	cfg, err := ConfigFromEnv()
 	require.NoError(t, err)
 	require.NotNil(t, cfg.SQS)

@@ -15,15 +15,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
+	"github.com/jobkit-go/jobkit/jobs/contract"
 	"github.com/jobkit-go/jobkit/jobs/internal/wire"
-)
-
-// Environment variables of the container mode (set by the infra ContainerWorker construct),
-// read by ConsumerOptionsFromEnv and Start besides those of ConfigFromEnv.
-const (
-	EnvDrainTimeout = "JOBKIT_DRAIN_TIMEOUT" // time from SIGTERM until the consumer has stopped; Go duration or seconds; default 25s
-	EnvPollers      = "JOBKIT_POLLERS"       // receive calls in flight at once; default one per 10 of JOBKIT_CONCURRENCY
-	EnvWorkerName   = "JOBKIT_WORKER_NAME"   // written on dead-lettered messages (AttrFunction) when not on Lambda
 )
 
 // Defaults of ConsumerOptions.
@@ -79,7 +72,7 @@ func ConsumerOptionsFromEnv(lookup func(string) (string, bool)) (ConsumerOptions
 	var o ConsumerOptions
 	var errs []error
 	get := func(name string) string { v, _ := lookup(name); return v }
-	for name, dst := range map[string]*int{EnvConcurrency: &o.Concurrency, EnvPollers: &o.Pollers} {
+	for name, dst := range map[string]*int{contract.EnvConcurrency: &o.Concurrency, contract.EnvPollers: &o.Pollers} {
 		if v := get(name); v != "" {
 			n, err := strconv.Atoi(v)
 			if err != nil || n <= 0 {
@@ -88,10 +81,10 @@ func ConsumerOptionsFromEnv(lookup func(string) (string, bool)) (ConsumerOptions
 			*dst = n
 		}
 	}
-	if v := get(EnvDrainTimeout); v != "" {
+	if v := get(contract.EnvDrainTimeout); v != "" {
 		d, err := parseDurationOrSeconds(v)
 		if err != nil || d <= 0 {
-			errs = append(errs, fmt.Errorf("%s=%q: want a positive Go duration or seconds", EnvDrainTimeout, v))
+			errs = append(errs, fmt.Errorf("%s=%q: want a positive Go duration or seconds", contract.EnvDrainTimeout, v))
 		}
 		o.DrainTimeout = d
 	}
@@ -280,7 +273,7 @@ func (c *Consumer) poll(ctx, base context.Context) {
 			WaitTimeSeconds:     c.wait,
 			VisibilityTimeout:   c.h.vtSeconds,
 			// A claim check's size, kept on its dead-letter copy.
-			MessageAttributeNames: []string{AttrPayloadSize, AttrLegacyPayloadSize},
+			MessageAttributeNames: []string{contract.AttrPayloadSize, contract.AttrLegacyPayloadSize},
 			MessageSystemAttributeNames: []sqstypes.MessageSystemAttributeName{
 				sqstypes.MessageSystemAttributeNameApproximateReceiveCount,
 				sqstypes.MessageSystemAttributeNameApproximateFirstReceiveTimestamp,

@@ -18,6 +18,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/jobkit-go/jobkit/jobs"
+	"github.com/jobkit-go/jobkit/jobs/contract"
 	"github.com/jobkit-go/jobkit/localstack/awstest"
 )
 
@@ -156,10 +157,10 @@ func TestConsumerOutcomesOnSQS(t *testing.T) {
 	require.Len(t, dead, 2)
 	reasons := map[int]string{}
 	for _, m := range dead {
-		reasons[jobN(t, m)] = aws.ToString(m.MessageAttributes[jobs.AttrReason].StringValue)
-		assert.Equal(t, "emulator-test", aws.ToString(m.MessageAttributes[jobs.AttrFunction].StringValue))
+		reasons[jobN(t, m)] = aws.ToString(m.MessageAttributes[contract.AttrReason].StringValue)
+		assert.Equal(t, "emulator-test", aws.ToString(m.MessageAttributes[contract.AttrFunction].StringValue))
 	}
-	assert.Equal(t, map[int]string{2: jobs.ReasonCancelled, 3: jobs.ReasonAttemptsUsed}, reasons)
+	assert.Equal(t, map[int]string{2: contract.ReasonCancelled, 3: contract.ReasonAttemptsUsed}, reasons)
 	visible, inFlight := queueDepth(t, client, q.URL)
 	assert.Equal(t, "0", visible)
 	assert.Equal(t, "0", inFlight)
@@ -295,18 +296,18 @@ type sendOnly struct{ jobs.SQSAPI }
 // ConsumerOptionsFromEnv reads the container's variables and refuses bad ones.
 func TestConsumerOptionsFromEnv(t *testing.T) {
 	t.Parallel()
-	env := map[string]string{jobs.EnvConcurrency: "32", jobs.EnvPollers: "4", jobs.EnvDrainTimeout: "40"}
+	env := map[string]string{contract.EnvConcurrency: "32", contract.EnvPollers: "4", contract.EnvDrainTimeout: "40"}
 	lookup := func(k string) (string, bool) { v, ok := env[k]; return v, ok }
 	o, err := jobs.ConsumerOptionsFromEnv(lookup)
 	require.NoError(t, err)
 	assert.Equal(t, jobs.ConsumerOptions{Concurrency: 32, Pollers: 4, DrainTimeout: 40 * time.Second}, o)
-	env[jobs.EnvDrainTimeout] = "1m30s"
+	env[contract.EnvDrainTimeout] = "1m30s"
 	o, err = jobs.ConsumerOptionsFromEnv(lookup)
 	require.NoError(t, err)
 	assert.Equal(t, 90*time.Second, o.DrainTimeout)
-	env[jobs.EnvPollers] = "-1"
-	env[jobs.EnvDrainTimeout] = "soon"
+	env[contract.EnvPollers] = "-1"
+	env[contract.EnvDrainTimeout] = "soon"
 	_, err = jobs.ConsumerOptionsFromEnv(lookup)
-	require.ErrorContains(t, err, jobs.EnvPollers)
-	require.ErrorContains(t, err, jobs.EnvDrainTimeout)
+	require.ErrorContains(t, err, contract.EnvPollers)
+	require.ErrorContains(t, err, contract.EnvDrainTimeout)
 }

@@ -5,13 +5,14 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/jobkit-go/jobkit/jobs/contract"
 	"github.com/jobkit-go/jobkit/jobs/internal/wire"
 )
 
 // EnvelopeError reports a message body that is not a job this runtime can read. The runtime
 // dead-letters such a message at once with Reason (ReasonMalformed or ReasonVersion).
 type EnvelopeError struct {
-	Reason string // ReasonMalformed or ReasonVersion
+	Reason string // contract.ReasonMalformed or contract.ReasonVersion
 	Err    error
 }
 
@@ -91,17 +92,17 @@ func checkEnvelope(env *Envelope, err error) error {
 	switch {
 	case err != nil:
 		if env.V != 0 && env.V != EnvelopeVersion {
-			return &EnvelopeError{Reason: ReasonVersion, Err: fmt.Errorf("version %d: %w", env.V, err)}
+			return &EnvelopeError{Reason: contract.ReasonVersion, Err: fmt.Errorf("version %d: %w", env.V, err)}
 		}
-		return &EnvelopeError{Reason: ReasonMalformed, Err: err}
+		return &EnvelopeError{Reason: contract.ReasonMalformed, Err: err}
 	case env.V == 0:
-		return &EnvelopeError{Reason: ReasonMalformed, Err: errors.New(`no "v" (envelope version)`)}
+		return &EnvelopeError{Reason: contract.ReasonMalformed, Err: errors.New(`no "v" (envelope version)`)}
 	case env.V != EnvelopeVersion:
-		return &EnvelopeError{Reason: ReasonVersion, Err: fmt.Errorf("version %d, this runtime reads %d", env.V, EnvelopeVersion)}
+		return &EnvelopeError{Reason: contract.ReasonVersion, Err: fmt.Errorf("version %d, this runtime reads %d", env.V, EnvelopeVersion)}
 	case env.ID == "":
-		return &EnvelopeError{Reason: ReasonMalformed, Err: errors.New(`empty "id"`)}
+		return &EnvelopeError{Reason: contract.ReasonMalformed, Err: errors.New(`empty "id"`)}
 	case env.Kind == "":
-		return &EnvelopeError{Reason: ReasonMalformed, Err: errors.New(`empty "kind"`)}
+		return &EnvelopeError{Reason: contract.ReasonMalformed, Err: errors.New(`empty "kind"`)}
 	}
 	return nil
 }

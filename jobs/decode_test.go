@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jobkit-go/jobkit/jobs/contract"
 	"github.com/jobkit-go/jobkit/jobs/internal/wire"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -16,16 +17,16 @@ import (
 func TestDecodeEnvelopeReasons(t *testing.T) {
 	t.Parallel()
 	for body, reason := range map[string]string{
-		``:                            ReasonMalformed,
-		`not json`:                    ReasonMalformed,
-		`[1]`:                         ReasonMalformed,
-		`{}`:                          ReasonMalformed,
-		`{"v":1,"id":"a"}`:            ReasonMalformed, // no kind
-		`{"v":1,"kind":"k"}`:          ReasonMalformed, // no id
-		`{"v":1,"id":"a","kind":"k"`:  ReasonMalformed,
-		`{"v":2,"id":"a","kind":"k"}`: ReasonVersion,
-		`{"v":7,"id":5}`:              ReasonVersion, // a future shape
-		`{"v":1,"id":"a","kind":"k","enqueued_at":"yesterday"}`: ReasonMalformed,
+		``:                            contract.ReasonMalformed,
+		`not json`:                    contract.ReasonMalformed,
+		`[1]`:                         contract.ReasonMalformed,
+		`{}`:                          contract.ReasonMalformed,
+		`{"v":1,"id":"a"}`:            contract.ReasonMalformed, // no kind
+		`{"v":1,"kind":"k"}`:          contract.ReasonMalformed, // no id
+		`{"v":1,"id":"a","kind":"k"`:  contract.ReasonMalformed,
+		`{"v":2,"id":"a","kind":"k"}`: contract.ReasonVersion,
+		`{"v":7,"id":5}`:              contract.ReasonVersion, // a future shape
+		`{"v":1,"id":"a","kind":"k","enqueued_at":"yesterday"}`: contract.ReasonMalformed,
 	} {
 		_, err := DecodeEnvelope(body)
 		var ee *EnvelopeError

@@ -23,6 +23,7 @@ import (
 
 	"github.com/jobkit-go/jobkit/idempotency"
 	"github.com/jobkit-go/jobkit/jobs"
+	"github.com/jobkit-go/jobkit/jobs/contract"
 	"github.com/jobkit-go/jobkit/jobs/jobstest"
 	"github.com/jobkit-go/jobkit/localstack/awstest"
 	"github.com/jobkit-go/jobkit/localstack/faultproxy"
@@ -207,7 +208,7 @@ func TestHandlerDeadLetterCopyAlwaysFits(t *testing.T) {
 			assert.Empty(t, resp.BatchItemFailures, "dead-lettered, not stuck")
 			dead := rec.DeadLetters()
 			require.Len(t, dead, 1)
-			assert.Equal(t, jobs.ReasonCancelled, dead[0].Reason, "the reason is the last to go")
+			assert.Equal(t, contract.ReasonCancelled, dead[0].Reason, "the reason is the last to go")
 			assert.Equal(t, body, dead[0].Body)
 		})
 	}

@@ -24,6 +24,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/jobkit-go/jobkit/jobs"
+	"github.com/jobkit-go/jobkit/jobs/contract"
 	"github.com/jobkit-go/jobkit/jobs/jobstest"
 	"github.com/jobkit-go/jobkit/localstack/awstest"
 )
@@ -177,7 +178,7 @@ func TestRuntimeDeadLettersOnSQS(t *testing.T) {
 		byID[d.SourceMessageID] = d
 	}
 	d := byID[aws.ToString(job.MessageId)]
-	assert.Equal(t, jobs.ReasonAttemptsUsed, d.Reason)
+	assert.Equal(t, contract.ReasonAttemptsUsed, d.Reason)
 	assert.Equal(t, 2, d.Attempts)
 	assert.Equal(t, "job 1 failed", d.Error)
 	assert.Equal(t, "test.job", d.Kind)
@@ -191,13 +192,13 @@ func TestRuntimeDeadLettersOnSQS(t *testing.T) {
 	var attempts sqstypes.MessageAttributeValue
 	for _, m := range dead {
 		if aws.ToString(m.Body) == aws.ToString(job.Body) {
-			attempts = m.MessageAttributes[jobs.AttrAttempts]
+			attempts = m.MessageAttributes[contract.AttrAttempts]
 		}
 	}
 	assert.Equal(t, "Number", aws.ToString(attempts.DataType))
 
 	j := byID[aws.ToString(junk.MessageId)]
-	assert.Equal(t, jobs.ReasonMalformed, j.Reason)
+	assert.Equal(t, contract.ReasonMalformed, j.Reason)
 	assert.Equal(t, "{not an envelope", j.Body)
 	assert.Nil(t, j.Envelope)
 	assert.Empty(t, j.Kind)

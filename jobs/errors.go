@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/jobkit-go/jobkit/jobs/contract"
 )
 
 // CancelError is returned by Cancel: the job is dead-lettered now, whatever attempts remain.
@@ -79,7 +81,7 @@ func (e *UnknownKindError) Error() string {
 }
 
 // DeadLetterReason returns ReasonUnknownKind: an unknown kind is permanent.
-func (e *UnknownKindError) DeadLetterReason() string { return ReasonUnknownKind }
+func (e *UnknownKindError) DeadLetterReason() string { return contract.ReasonUnknownKind }
 
 // PanicError is a panic in a worker, recovered by the runtime. It is retryable, like any error.
 type PanicError struct {

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/jobkit-go/jobkit/jobs"
+	"github.com/jobkit-go/jobkit/jobs/contract"
 	"github.com/jobkit-go/jobkit/jobs/jobstest"
 )
 
@@ -60,10 +61,10 @@ func TestHandlerReportsEachJobsStartAndOutcome(t *testing.T) {
 	assert.Equal(t, 7*time.Second, got["m2"][1].Delay)
 	assert.Contains(t, got["m2"][1].Error, "job 2 failed")
 	assert.Equal(t, []jobs.EventType{jobs.EventStarted, jobs.EventDead}, types(got["m3"]))
-	assert.Equal(t, jobs.ReasonCancelled, got["m3"][1].Reason)
+	assert.Equal(t, contract.ReasonCancelled, got["m3"][1].Reason)
 	assert.Equal(t, []jobs.EventType{jobs.EventStarted, jobs.EventSnoozed}, types(got["m4"]))
 	assert.Equal(t, []jobs.EventType{jobs.EventDead}, types(got["m5"]), "a malformed message never starts")
-	assert.Equal(t, jobs.ReasonMalformed, got["m5"][0].Reason)
+	assert.Equal(t, contract.ReasonMalformed, got["m5"][0].Reason)
 
 	e := got["m1"][1]
 	assert.Equal(t, "test.job", e.Kind)

@@ -23,6 +23,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/jobkit-go/jobkit/jobs"
+	"github.com/jobkit-go/jobkit/jobs/contract"
 	"github.com/jobkit-go/jobkit/jobs/jobstest"
 )
 
@@ -46,7 +47,7 @@ func (OtherJob) Kind() string { return "test.other" }
 type reasonError struct{}
 
 func (reasonError) Error() string            { return "same key, different payload" }
-func (reasonError) DeadLetterReason() string { return jobs.ReasonPayloadMismatch }
+func (reasonError) DeadLetterReason() string { return contract.ReasonPayloadMismatch }
 
 // ran records which jobs ran, in order.
 type ran struct {
@@ -153,9 +154,9 @@ func TestHandlerOutcomes(t *testing.T) {
 		reasons[d.SourceMessageID] = d
 	}
 	want := map[string]string{
-		"m3": jobs.ReasonCancelled, "m5": jobs.ReasonMalformed, "m6": jobs.ReasonVersion,
-		"m11": jobs.ReasonUnknownKind, "m8": jobs.ReasonBadArgs, "m9": jobs.ReasonPayloadMismatch,
-		"m10": jobs.ReasonAttemptsUsed,
+		"m3": contract.ReasonCancelled, "m5": contract.ReasonMalformed, "m6": contract.ReasonVersion,
+		"m11": contract.ReasonUnknownKind, "m8": contract.ReasonBadArgs, "m9": contract.ReasonPayloadMismatch,
+		"m10": contract.ReasonAttemptsUsed,
 	}
 	require.Len(t, reasons, len(want))
 	for id, reason := range want {
@@ -369,8 +370,8 @@ func TestHandlerMetricsOneEMFLinePerBatch(t *testing.T) {
 	require.NoError(t, json.Unmarshal([]byte(lines[0]), &emf))
 	require.Len(t, emf.AWS.CloudWatchMetrics, 1)
 	d := emf.AWS.CloudWatchMetrics[0]
-	assert.Equal(t, jobs.MetricNamespace, d.Namespace)
-	assert.Equal(t, [][]string{{jobs.DimensionQueue}}, d.Dimensions)
+	assert.Equal(t, contract.MetricNamespace, d.Namespace)
+	assert.Equal(t, [][]string{{contract.DimensionQueue}}, d.Dimensions)
 	units := map[string]string{}
 	for _, m := range d.Metrics {
 		units[m.Name] = m.Unit

@@ -6,22 +6,8 @@ import (
 	"sync"
 	"time"
 	"unicode/utf8"
-)
 
-// Metrics the runtime writes as CloudWatch Embedded Metric Format (EMF) log lines, one line per
-// batch, in namespace MetricNamespace with the single dimension set [[DimensionQueue]]; the line's
-// "trace_ids" property lists the trace ids of its jobs. The infra
-// Dashboard and alarms use these names.
-const (
-	MetricNamespace = "Jobkit"
-	DimensionQueue  = "Queue" // the consumed queue's name
-
-	MetricSucceeded = "Succeeded" // Count: jobs that succeeded
-	MetricRetried   = "Retried"   // Count: records listed for retry (failed, skipped in a FIFO group, abandoned, dead-letter send failed)
-	MetricSnoozed   = "Snoozed"   // Count: jobs that returned Snooze
-	MetricDead      = "Dead"      // Count: jobs dead-lettered by the runtime
-	MetricDuration  = "Duration"  // Milliseconds: time in each job that ran
-	MetricAttempt   = "Attempt"   // Count: the attempt number of each job that ran
+	"github.com/jobkit-go/jobkit/jobs/contract"
 )
 
 // emfMaxValues is the most values EMF takes in one metric array.
@@ -64,20 +50,20 @@ func (h *sqsHandler) appendEMF(b []byte, now int64, records []record) []byte {
 	}
 	b = append(b, `{"_aws":{"Timestamp":`...)
 	b = strconv.AppendInt(b, now, 10)
-	b = append(b, `,"CloudWatchMetrics":[{"Namespace":"`+MetricNamespace+`","Dimensions":[["`+DimensionQueue+`"]],"Metrics":[`+
-		`{"Name":"`+MetricSucceeded+`","Unit":"Count"},`+
-		`{"Name":"`+MetricRetried+`","Unit":"Count"},`+
-		`{"Name":"`+MetricSnoozed+`","Unit":"Count"},`+
-		`{"Name":"`+MetricDead+`","Unit":"Count"},`+
-		`{"Name":"`+MetricDuration+`","Unit":"Milliseconds"},`+
-		`{"Name":"`+MetricAttempt+`","Unit":"Count"}]}]},"`+DimensionQueue+`":`...)
+	b = append(b, `,"CloudWatchMetrics":[{"Namespace":"`+contract.MetricNamespace+`","Dimensions":[["`+contract.DimensionQueue+`"]],"Metrics":[`+
+		`{"Name":"`+contract.MetricSucceeded+`","Unit":"Count"},`+
+		`{"Name":"`+contract.MetricRetried+`","Unit":"Count"},`+
+		`{"Name":"`+contract.MetricSnoozed+`","Unit":"Count"},`+
+		`{"Name":"`+contract.MetricDead+`","Unit":"Count"},`+
+		`{"Name":"`+contract.MetricDuration+`","Unit":"Milliseconds"},`+
+		`{"Name":"`+contract.MetricAttempt+`","Unit":"Count"}]}]},"`+contract.DimensionQueue+`":`...)
 	b = appendJSONString(b, h.queueName)
 	b = appendTraceIDs(b, records)
-	b = appendCount(b, MetricSucceeded, succeeded)
-	b = appendCount(b, MetricRetried, retried)
-	b = appendCount(b, MetricSnoozed, snoozed)
-	b = appendCount(b, MetricDead, dead)
-	b = append(b, `,"`+MetricDuration+`":[`...)
+	b = appendCount(b, contract.MetricSucceeded, succeeded)
+	b = appendCount(b, contract.MetricRetried, retried)
+	b = appendCount(b, contract.MetricSnoozed, snoozed)
+	b = appendCount(b, contract.MetricDead, dead)
+	b = append(b, `,"`+contract.MetricDuration+`":[`...)
 	first := true
 	for i := range records {
 		r := &records[i]
@@ -89,7 +75,7 @@ func (h *sqsHandler) appendEMF(b []byte, now int64, records []record) []byte {
 			b = appendMillis(b, r.dur)
 		}
 	}
-	b = append(b, `],"`+MetricAttempt+`":[`...)
+	b = append(b, `],"`+contract.MetricAttempt+`":[`...)
 	first = true
 	for i := range records {
 		r := &records[i]

@@ -11,6 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
+	"github.com/jobkit-go/jobkit/jobs/contract"
 )
 
 // settle sets the record's outcome from the job's error, dead-lettering permanent failures.
@@ -49,15 +50,15 @@ func (b *batch) settle(r *record, err error) {
 	}
 	lastAttempt := r.row.Attempt >= r.row.MaxAttempts
 	var unknown *UnknownKindError
-	if reason == ReasonUnknownKind && !lastAttempt && errors.As(err, &unknown) {
+	if reason == contract.ReasonUnknownKind && !lastAttempt && errors.As(err, &unknown) {
 		// Deploy skew: a producer may be deployed before the consumer that knows the kind. Retry
 		// with backoff; dead-letter as unknown_kind only once the attempts are used.
 		reason = ""
 	}
 	if reason == "" && lastAttempt {
-		reason = ReasonAttemptsUsed
+		reason = contract.ReasonAttemptsUsed
 		if unknown != nil {
-			reason = ReasonUnknownKind
+			reason = contract.ReasonUnknownKind
 		}
 	}
 	if reason != "" && r.state.Load() == stateAbandoned {
@@ -73,7 +74,7 @@ func (b *batch) settle(r *record, err error) {
 		return
 	}
 	state := StateDead
-	if reason == ReasonCancelled {
+	if reason == contract.ReasonCancelled {
 		state = StateCancelled
 	}
 	if stErr := b.recordState(r, state, reason, err); stErr != nil {
@@ -111,11 +112,11 @@ func permanentReason(err error) string {
 	}
 	var cancel *CancelError
 	if errors.As(err, &cancel) {
-		return ReasonCancelled
+		return contract.ReasonCancelled
 	}
 	var args *ArgsError
 	if errors.As(err, &args) {
-		return ReasonBadArgs
+		return contract.ReasonBadArgs
 	}
 	return ""
 }
@@ -143,23 +144,23 @@ func (b *batch) deadLetter(r *record, reason string, jobErr error) error {
 	// Most important last: deadLetterAttributes sheds from the front when the body leaves too
 	// little room, so the reason and the attempt count are the last to go.
 	list := []dlqAttr{
-		{name: AttrError, value: errString(jobErr), cut: true},
-		{name: AttrSourceQueue, value: r.row.QueueURL},
-		{name: AttrFunction, value: h.cfg.FunctionName},
-		{name: AttrFirstFailureAt, value: firstReceived},
-		{name: AttrFailedAt, value: time.Now().UTC().Format(time.RFC3339Nano)},
-		{name: AttrSourceMessageID, value: r.msg.MessageID},
-		{name: AttrJobID, value: r.row.ID},
-		{name: AttrKind, value: r.row.Kind},
-		{name: AttrAttempts, value: strconv.Itoa(r.row.Attempt), number: true},
-		{name: AttrReason, value: reason},
+		{name: contract.AttrError, value: errString(jobErr), cut: true},
+		{name: contract.AttrSourceQueue, value: r.row.QueueURL},
+		{name: contract.AttrFunction, value: h.cfg.FunctionName},
+		{name: contract.AttrFirstFailureAt, value: firstReceived},
+		{name: contract.AttrFailedAt, value: time.Now().UTC().Format(time.RFC3339Nano)},
+		{name: contract.AttrSourceMessageID, value: r.msg.MessageID},
+		{name: contract.AttrJobID, value: r.row.ID},
+		{name: contract.AttrKind, value: r.row.Kind},
+		{name: contract.AttrAttempts, value: strconv.Itoa(r.row.Attempt), number: true},
+		{name: contract.AttrReason, value: reason},
 	}
 	if r.pointer != nil {
 		// The copy keeps the pointer body (the object stays until the job succeeds) and the
 		// extended clients' size attribute, so a redrive sends back a claim check they read too.
 		// SQS allows 10 attributes: the function's name gives way.
 		if size := r.pointer.sizeOf(r.msg); size != "" {
-			list[2] = dlqAttr{name: AttrPayloadSize, value: size, number: true}
+			list[2] = dlqAttr{name: contract.AttrPayloadSize, value: size, number: true}
 		}
 	}
 	attrs, shed := deadLetterAttributes(len(r.msg.Body), list)

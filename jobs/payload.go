@@ -16,6 +16,7 @@ import (
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/aws/smithy-go"
 
+	"github.com/jobkit-go/jobkit/jobs/contract"
 	"github.com/jobkit-go/jobkit/jobs/internal/wire"
 )
 
@@ -35,21 +36,12 @@ import (
 
 // Names of the claim check's wire format, shared with AWS's SQS extended clients.
 const (
-	// AttrPayloadSize is the message attribute the extended clients set on a message whose body is
-	// a pointer: the stored payload's size in bytes (DataType Number).
-	AttrPayloadSize = "ExtendedPayloadSize"
-	// AttrLegacyPayloadSize is the attribute older extended clients set instead.
-	AttrLegacyPayloadSize = "SQSLargePayloadSize"
+
 	// PayloadPointerClass is the first element of a pointer body.
 	PayloadPointerClass = "software.amazon.payloadoffloading.PayloadS3Pointer"
 	// legacyPayloadPointerClass is the first element in pointers of older extended clients.
 	legacyPayloadPointerClass = "com.amazon.sqs.javamessaging.MessageS3Pointer"
 )
-
-// EnvPayloadBucket names the bucket of claim-checked job payloads (set by the infra Worker
-// construct when its queue has one, and by producers' wiring): ConfigFromEnv reads it into
-// Config.PayloadBucket.
-const EnvPayloadBucket = "JOBKIT_PAYLOAD_BUCKET"
 
 // Errors about large payloads.
 var (
@@ -179,7 +171,7 @@ func (e *PayloadError) Unwrap() error { return e.Err }
 // DeadLetterReason returns ReasonPayloadUnavailable for a permanent failure, else "" (retry).
 func (e *PayloadError) DeadLetterReason() string {
 	if e.Permanent {
-		return ReasonPayloadUnavailable
+		return contract.ReasonPayloadUnavailable
 	}
 	return ""
 }
@@ -201,13 +193,13 @@ func payloadPermanent(err error) bool {
 // payloadAttributes returns the message attributes of a pointer to a size-byte payload.
 func payloadAttributes(size int) map[string]sqstypes.MessageAttributeValue {
 	return map[string]sqstypes.MessageAttributeValue{
-		AttrPayloadSize: {DataType: aws.String("Number"), StringValue: aws.String(strconv.Itoa(size))},
+		contract.AttrPayloadSize: {DataType: aws.String("Number"), StringValue: aws.String(strconv.Itoa(size))},
 	}
 }
 
 // payloadAttributesSize is what payloadAttributes(size) counts toward SQS's message size.
 func payloadAttributesSize(size int) int {
-	return len(AttrPayloadSize) + len("Number") + len(strconv.Itoa(size))
+	return len(contract.AttrPayloadSize) + len("Number") + len(strconv.Itoa(size))
 }
 
 // offload makes p a claim check if its body is over threshold: the envelope is kept to be stored
@@ -285,7 +277,7 @@ func fetchPayload(ctx context.Context, api PayloadS3API, bucket string, limit in
 	}
 	switch {
 	case api == nil:
-		return fail(true, fmt.Errorf("no S3 client (Config.S3) to read it; the function needs %s", EnvPayloadBucket))
+		return fail(true, fmt.Errorf("no S3 client (Config.S3) to read it; the function needs %s", contract.EnvPayloadBucket))
 	case bucket != "" && ptr.Bucket != bucket:
 		return fail(true, fmt.Errorf("the pointer names bucket %q, this function reads payloads from %q", ptr.Bucket, bucket))
 	}
@@ -298,7 +290,7 @@ func fetchPayload(ctx context.Context, api PayloadS3API, bucket string, limit in
 		limit = DefaultMaxPayloadSize
 	}
 	tooLarge := func(n int64) (string, error) {
-		return fail(true, fmt.Errorf("%w: %d bytes or more, over this function's %d (%s)", ErrPayloadTooLarge, n, limit, EnvMaxPayloadSize))
+		return fail(true, fmt.Errorf("%w: %d bytes or more, over this function's %d (%s)", ErrPayloadTooLarge, n, limit, contract.EnvMaxPayloadSize))
 	}
 	declared := aws.ToInt64(out.ContentLength)
 	if declared > limit {
@@ -381,7 +373,7 @@ func (c *claim) sizeOf(m *wire.SQSMessage) string {
 		return strconv.Itoa(c.size)
 	}
 	for _, a := range m.MessageAttributes {
-		if (a.Name == AttrPayloadSize || a.Name == AttrLegacyPayloadSize) && a.Value.StringValue != nil {
+		if (a.Name == contract.AttrPayloadSize || a.Name == contract.AttrLegacyPayloadSize) && a.Value.StringValue != nil {
 			return *a.Value.StringValue
 		}
 	}

@@ -25,6 +25,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/jobkit-go/jobkit/jobs"
+	"github.com/jobkit-go/jobkit/jobs/contract"
 	"github.com/jobkit-go/jobkit/jobs/inspect"
 	"github.com/jobkit-go/jobkit/jobs/jobstest"
 	"github.com/jobkit-go/jobkit/localstack/awstest"
@@ -136,7 +137,7 @@ func TestLargeJobRunsFromS3OnSQS(t *testing.T) {
 	assert.Equal(t, ps.bucket, ptr.Bucket)
 	assert.True(t, strings.HasPrefix(ptr.Key, "jobs/"), ptr.Key)
 	assert.Equal(t, `["software.amazon.payloadoffloading.PayloadS3Pointer",{"s3BucketName":"`+ps.bucket+`","s3Key":"`+ptr.Key+`"}]`, body)
-	size := msgs[0].MessageAttributes[jobs.AttrPayloadSize]
+	size := msgs[0].MessageAttributes[contract.AttrPayloadSize]
 	assert.Equal(t, "Number", aws.ToString(size.DataType))
 
 	obj, err := ps.s3.GetObject(context.Background(), &s3.GetObjectInput{Bucket: aws.String(ptr.Bucket), Key: aws.String(ptr.Key)})
@@ -195,20 +196,20 @@ func TestLargeJobDeadLetterAndRedriveOnSQS(t *testing.T) {
 	require.Len(t, dead, 1)
 	assert.Equal(t, aws.ToString(msgs[0].Body), aws.ToString(dead[0].Body), "the copy keeps the pointer, not the 5 MiB")
 	d := jobstest.DecodeDeadLetter(dead[0])
-	assert.Equal(t, jobs.ReasonAttemptsUsed, d.Reason)
+	assert.Equal(t, contract.ReasonAttemptsUsed, d.Reason)
 	assert.Equal(t, "big job failed", d.Error)
 	assert.Equal(t, "test.big", d.Kind)
 	assert.Equal(t, res.ID, d.JobID)
 	assert.Equal(t, 1, d.Attempts)
 	assert.Equal(t, ps.q.URL, d.SourceQueue)
-	assert.Equal(t, aws.ToString(msgs[0].MessageAttributes[jobs.AttrPayloadSize].StringValue),
-		aws.ToString(dead[0].MessageAttributes[jobs.AttrPayloadSize].StringValue))
+	assert.Equal(t, aws.ToString(msgs[0].MessageAttributes[contract.AttrPayloadSize].StringValue),
+		aws.ToString(dead[0].MessageAttributes[contract.AttrPayloadSize].StringValue))
 	assert.True(t, ps.objectExists(t, ptr.Key), "the object outlives the dead letter")
 	dj := inspect.ParseDeadJob(dead[0])
 	require.NotNil(t, dj.Payload, "the Inspector sees the pointer")
 	assert.Equal(t, ptr, *dj.Payload)
 	assert.Equal(t, res.ID, dj.JobID)
-	assert.Contains(t, dj.Attributes, jobs.AttrPayloadSize, "kept for the redrive")
+	assert.Contains(t, dj.Attributes, contract.AttrPayloadSize, "kept for the redrive")
 	// Hand the copy back for the Inspector's redrive.
 	_, err = ps.sqs.ChangeMessageVisibility(context.Background(), &sqs.ChangeMessageVisibilityInput{
 		QueueUrl: aws.String(ps.dlq.URL), ReceiptHandle: dead[0].ReceiptHandle})
@@ -224,7 +225,7 @@ func TestLargeJobDeadLetterAndRedriveOnSQS(t *testing.T) {
 	back := awstest.Receive(t, ps.sqs, ps.q.URL, 1, 10*time.Second)
 	require.Len(t, back, 1)
 	assert.Equal(t, aws.ToString(msgs[0].Body), aws.ToString(back[0].Body))
-	assert.Contains(t, back[0].MessageAttributes, jobs.AttrPayloadSize, "a redriven claim check still reads as one to the extended clients")
+	assert.Contains(t, back[0].MessageAttributes, contract.AttrPayloadSize, "a redriven claim check still reads as one to the extended clients")
 	event, err := json.Marshal(jobstest.EventFromMessages(ps.q.ARN, back))
 	require.NoError(t, err)
 	var again bigSeen
@@ -260,7 +261,7 @@ func TestPointerToMissingObjectIsDeadLetteredOnSQS(t *testing.T) {
 	require.Len(t, dead, 2)
 	for _, m := range dead {
 		d := jobstest.DecodeDeadLetter(m)
-		assert.Equal(t, jobs.ReasonPayloadUnavailable, d.Reason)
+		assert.Equal(t, contract.ReasonPayloadUnavailable, d.Reason)
 		assert.Equal(t, 1, d.Attempts)
 		switch aws.ToString(m.Body) {
 		case missing.Body():
@@ -399,7 +400,7 @@ func TestPayloadOverTheLimitIsDeadLetteredAloneOnSQS(t *testing.T) {
 	dead := awstest.Receive(t, ps.sqs, ps.dlq.URL, 1, 10*time.Second)
 	require.Len(t, dead, 1)
 	d := jobstest.DecodeDeadLetter(dead[0])
-	assert.Equal(t, jobs.ReasonPayloadUnavailable, d.Reason)
+	assert.Equal(t, contract.ReasonPayloadUnavailable, d.Reason)
 	assert.Contains(t, d.Error, "payload too large")
-	assert.Contains(t, d.Error, jobs.EnvMaxPayloadSize)
+	assert.Contains(t, d.Error, contract.EnvMaxPayloadSize)
 }

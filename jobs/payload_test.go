@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/jobkit-go/jobkit/jobs"
+	"github.com/jobkit-go/jobkit/jobs/contract"
 	"github.com/jobkit-go/jobkit/jobs/jobstest"
 )
 
@@ -154,7 +155,7 @@ func TestClientPayloadsThreshold(t *testing.T) {
 		env, err := jobs.DecodeEnvelope(stored)
 		require.NoError(t, err, "the object is the envelope")
 		assert.Equal(t, "email.send", env.Kind)
-		size := m.MessageAttributes[jobs.AttrPayloadSize]
+		size := m.MessageAttributes[contract.AttrPayloadSize]
 		assert.Equal(t, "Number", aws.ToString(size.DataType))
 		assert.Equal(t, jsonInt(int64(len(stored))), aws.ToString(size.StringValue))
 	}
@@ -212,7 +213,7 @@ func TestPreparePayload(t *testing.T) {
 	ptr, ok := jobs.ParsePayloadPointer(j.Body)
 	require.True(t, ok)
 	assert.Equal(t, len(puts.puts["b/"+ptr.Key]), j.PayloadSize)
-	assert.Equal(t, jsonInt(int64(j.PayloadSize)), aws.ToString(j.MessageAttributes()[jobs.AttrPayloadSize].StringValue))
+	assert.Equal(t, jsonInt(int64(j.PayloadSize)), aws.ToString(j.MessageAttributes()[contract.AttrPayloadSize].StringValue))
 
 	small, err := c.Prepare(context.Background(), SendEmail{}, nil)
 	require.NoError(t, err)
@@ -252,7 +253,7 @@ func TestPayloadOverTheLimitNeverCrashesTheBatch(t *testing.T) {
 		dead := rec.DeadLetters()
 		require.Len(t, dead, 1, "declared %d", declared)
 		assert.Equal(t, "huge", dead[0].SourceMessageID)
-		assert.Equal(t, jobs.ReasonPayloadUnavailable, dead[0].Reason)
+		assert.Equal(t, contract.ReasonPayloadUnavailable, dead[0].Reason)
 		assert.Contains(t, dead[0].Error, "payload too large")
 	}
 }

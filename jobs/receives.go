@@ -5,6 +5,8 @@ import (
 	"log/slog"
 	"sort"
 	"sync"
+
+	"github.com/jobkit-go/jobkit/jobs/contract"
 )
 
 // Receives and attempts. SQS counts every receive of a message (ApproximateReceiveCount) and its
@@ -40,7 +42,7 @@ func (e *NoOutcomeError) Error() string {
 }
 
 // DeadLetterReason returns ReasonNoOutcome.
-func (e *NoOutcomeError) DeadLetterReason() string { return ReasonNoOutcome }
+func (e *NoOutcomeError) DeadLetterReason() string { return contract.ReasonNoOutcome }
 
 // ReceiveLimitError is the error a job is dead-lettered with, without running, on the last
 // receive the queue's redrive policy allows (ReasonReceiveLimit): the runtime keeps that receive
@@ -58,7 +60,7 @@ func (e *ReceiveLimitError) Error() string {
 }
 
 // DeadLetterReason returns ReasonReceiveLimit.
-func (e *ReceiveLimitError) DeadLetterReason() string { return ReasonReceiveLimit }
+func (e *ReceiveLimitError) DeadLetterReason() string { return contract.ReasonReceiveLimit }
 
 // countRealRuns makes r's Attempt the number of its real runs: ApproximateReceiveCount less the
 // deliveries the ledger says did not run; with a StartLedger it also reads the runs started on

@@ -23,6 +23,7 @@ import (
 
 	"github.com/jobkit-go/jobkit/idempotency"
 	"github.com/jobkit-go/jobkit/jobs"
+	"github.com/jobkit-go/jobkit/jobs/contract"
 	"github.com/jobkit-go/jobkit/jobs/jobstest"
 	"github.com/jobkit-go/jobkit/localstack/awstest"
 )
@@ -160,7 +161,7 @@ func TestRuntimeFIFOBacklogNeverDeadLettersUnrunOnSQS(t *testing.T) {
 	got := dead(t, client, dlq, 2)
 	require.Len(t, got, 2, "only the two heads are dead")
 	for _, n := range []int{1, 2} {
-		assert.Equal(t, jobs.ReasonAttemptsUsed, got[n].Reason, "job %d", n)
+		assert.Equal(t, contract.ReasonAttemptsUsed, got[n].Reason, "job %d", n)
 		assert.Equal(t, attempts, got[n].Attempts, "job %d", n)
 		assert.Equal(t, attempts, r.ran(n), "job %d ran all its attempts", n)
 	}
@@ -296,7 +297,7 @@ func TestRuntimeFIFOCrashLoopIsDeadLetteredAloneOnSQS(t *testing.T) {
 	assert.Equal(t, attempts+1, c.crashes, "its first delivery and one per attempt on redeliveries")
 	got := dead(t, client, dlq, 1)
 	require.Len(t, got, 1, "only the crash loop is dead")
-	assert.Equal(t, jobs.ReasonNoOutcome, got[1].Reason)
+	assert.Equal(t, contract.ReasonNoOutcome, got[1].Reason)
 	assert.Contains(t, got[1].Error, "4 runs started without reporting an outcome")
 	assert.Equal(t, []string{"1 1/1", "1 2/2", "1 3/3", "1 4/4", "2 1/5", "2 2/6", "3 1/6"}, c.runs,
 		"job 1 never runs after its 4th death; job 2's first attempt is on its 5th delivery, its second on its 6th")
@@ -324,7 +325,7 @@ func TestRuntimeCrashLoopRunsAloneOnSQS(t *testing.T) {
 
 	got := dead(t, client, dlq, 5)
 	require.Len(t, got, 1, "only the crash loop is dead: %v", got)
-	assert.Equal(t, jobs.ReasonNoOutcome, got[1].Reason)
+	assert.Equal(t, contract.ReasonNoOutcome, got[1].Reason)
 	ran := map[string]bool{}
 	for _, run := range c.runs {
 		ran[strings.Fields(run)[0]] = true
@@ -359,6 +360,6 @@ func TestRuntimeDeadLettersAtTheReceiveLimitOnSQS(t *testing.T) {
 	assert.Equal(t, []int{1, 1, 1}, attempts, "three snoozes, none charged as an attempt; the fourth, last receive is not run")
 	got := dead(t, client, dlq, 1)
 	require.Len(t, got, 1)
-	assert.Equal(t, jobs.ReasonReceiveLimit, got[1].Reason)
+	assert.Equal(t, contract.ReasonReceiveLimit, got[1].Reason)
 	assert.Contains(t, got[1].Error, "received 4 times, the queue's maxReceiveCount of 4, after 0 attempts")
 }

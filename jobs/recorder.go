@@ -15,6 +15,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
+	"github.com/jobkit-go/jobkit/jobs/contract"
 )
 
 // The redrive recorder. The runtime dead-letters a job itself before SQS's redrive policy could
@@ -30,10 +31,6 @@ import (
 // as the source queue (where a redrive sends it back). The holding queue has its own redrive
 // policy to the dead-letter queue: a recorder that fails too still ends every message there,
 // unrecorded, as SQS moved it.
-
-// AttrPrefix begins the name of every message attribute jobkit writes on a dead letter (the
-// Attr* names).
-const AttrPrefix = "jobkit."
 
 // RecorderConfig configures a RedriveRecorder. RecorderConfigFromEnv reads it from the environment
 // the infra constructs give the recorder function.
@@ -71,26 +68,26 @@ func RecorderConfigFromEnv(lookup func(string) (string, bool)) (RecorderConfig, 
 		return strings.TrimSpace(v)
 	}
 	cfg := RecorderConfig{
-		QueueURL: get(EnvQueueURL), DLQURL: get(EnvDLQURL), FunctionName: get(EnvWorkerName), PayloadBucket: get(EnvPayloadBucket),
+		QueueURL: get(contract.EnvQueueURL), DLQURL: get(contract.EnvDLQURL), FunctionName: get(contract.EnvWorkerName), PayloadBucket: get(contract.EnvPayloadBucket),
 	}
 	var errs []error
 	if cfg.QueueURL == "" {
-		errs = append(errs, fmt.Errorf("%s is not set", EnvQueueURL))
+		errs = append(errs, fmt.Errorf("%s is not set", contract.EnvQueueURL))
 	}
 	if cfg.DLQURL == "" {
-		errs = append(errs, fmt.Errorf("%s is not set", EnvDLQURL))
+		errs = append(errs, fmt.Errorf("%s is not set", contract.EnvDLQURL))
 	}
-	if v := get(EnvMaxReceiveCount); v != "" {
+	if v := get(contract.EnvMaxReceiveCount); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n <= 0 {
-			errs = append(errs, fmt.Errorf("%s=%q: want a positive integer", EnvMaxReceiveCount, v))
+			errs = append(errs, fmt.Errorf("%s=%q: want a positive integer", contract.EnvMaxReceiveCount, v))
 		}
 		cfg.MaxReceiveCount = n
 	}
 	level := slog.LevelInfo
-	if v := get(EnvLogLevel); v != "" {
+	if v := get(contract.EnvLogLevel); v != "" {
 		if err := level.UnmarshalText([]byte(v)); err != nil {
-			errs = append(errs, fmt.Errorf("%s=%q: want DEBUG, INFO, WARN or ERROR", EnvLogLevel, v))
+			errs = append(errs, fmt.Errorf("%s=%q: want DEBUG, INFO, WARN or ERROR", contract.EnvLogLevel, v))
 		}
 	}
 	cfg.Logger = slog.New(slog.NewJSONHandler(os.Stdout, &slog.HandlerOptions{Level: level}))
@@ -117,7 +114,7 @@ func (e *RedrivePolicyError) Error() string {
 }
 
 // DeadLetterReason returns ReasonRedrivePolicy.
-func (e *RedrivePolicyError) DeadLetterReason() string { return ReasonRedrivePolicy }
+func (e *RedrivePolicyError) DeadLetterReason() string { return contract.ReasonRedrivePolicy }
 
 // RedriveRecorder records the jobs a queue's redrive policy moved into its holding queue and sends
 // them on to the dead-letter queue (see the top of this file). Its Handle is the Lambda handler of
@@ -180,7 +177,7 @@ func (r *RedriveRecorder) record(ctx context.Context, m *events.SQSMessage) erro
 		now := time.Now().UTC()
 		st := JobStatus{
 			ID: row.ID, Kind: row.Kind, State: StateDead, Queue: row.QueueURL, Batch: row.Batch, Since: now, FinishedAt: now,
-			Reason: ReasonRedrivePolicy, LastError: truncateUTF8(errString(jobErr), maxStateError),
+			Reason: contract.ReasonRedrivePolicy, LastError: truncateUTF8(errString(jobErr), maxStateError),
 		}
 		if err := r.cfg.States.JobSettled(ctx, row, st); err != nil {
 			return fmt.Errorf("record the job's state: %w", err)
@@ -190,7 +187,7 @@ func (r *RedriveRecorder) record(ctx context.Context, m *events.SQSMessage) erro
 		return fmt.Errorf("send to the dead-letter queue: %w", err)
 	}
 	attrs := []slog.Attr{LogString("job_id", row.ID), LogString("kind", row.Kind), slog.Int("attempt", 0),
-		slog.String("message_id", m.MessageId), slog.String("reason", ReasonRedrivePolicy), LogString("error", jobErr.Error())}
+		slog.String("message_id", m.MessageId), slog.String("reason", contract.ReasonRedrivePolicy), LogString("error", jobErr.Error())}
 	if row.GroupID != "" {
 		attrs = append(attrs, LogString("group_id", row.GroupID))
 	}
@@ -267,21 +264,21 @@ func (r *RedriveRecorder) attributes(m *events.SQSMessage, row *JobRow, jobErr e
 	out := map[string]sqstypes.MessageAttributeValue{}
 	size := len(m.Body)
 	for k, v := range m.MessageAttributes {
-		if strings.HasPrefix(k, AttrPrefix) || (v.StringValue == nil && v.BinaryValue == nil) {
+		if strings.HasPrefix(k, contract.AttrPrefix) || (v.StringValue == nil && v.BinaryValue == nil) {
 			continue
 		}
 		out[k] = sqstypes.MessageAttributeValue{DataType: aws.String(v.DataType), StringValue: v.StringValue, BinaryValue: v.BinaryValue}
 		size += len(k) + len(v.DataType) + len(aws.ToString(v.StringValue)) + len(v.BinaryValue)
 	}
 	list := []dlqAttr{
-		{name: AttrError, value: errString(jobErr), cut: true},
-		{name: AttrSourceQueue, value: r.cfg.QueueURL},
-		{name: AttrFunction, value: r.cfg.FunctionName},
-		{name: AttrFailedAt, value: time.Now().UTC().Format(time.RFC3339Nano)},
-		{name: AttrSourceMessageID, value: m.MessageId},
-		{name: AttrJobID, value: row.ID},
-		{name: AttrKind, value: row.Kind},
-		{name: AttrReason, value: ReasonRedrivePolicy},
+		{name: contract.AttrError, value: errString(jobErr), cut: true},
+		{name: contract.AttrSourceQueue, value: r.cfg.QueueURL},
+		{name: contract.AttrFunction, value: r.cfg.FunctionName},
+		{name: contract.AttrFailedAt, value: time.Now().UTC().Format(time.RFC3339Nano)},
+		{name: contract.AttrSourceMessageID, value: m.MessageId},
+		{name: contract.AttrJobID, value: row.ID},
+		{name: contract.AttrKind, value: row.Kind},
+		{name: contract.AttrReason, value: contract.ReasonRedrivePolicy},
 	}
 	room := maxMessageAttributes - len(out)
 	n := 0

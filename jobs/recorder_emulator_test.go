@@ -18,6 +18,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/jobkit-go/jobkit/jobs"
+	"github.com/jobkit-go/jobkit/jobs/contract"
 	"github.com/jobkit-go/jobkit/jobs/jobstest"
 	"github.com/jobkit-go/jobkit/localstack/awstest"
 )
@@ -95,7 +96,7 @@ func TestRedriveRecorderAttributesOnSQS(t *testing.T) {
 	t.Parallel()
 	e := newRecorderEnv(t, false)
 	attrs := map[string]sqstypes.MessageAttributeValue{
-		jobs.AttrReason: {DataType: aws.String("String"), StringValue: aws.String(jobs.ReasonCancelled)}, // an earlier dead-lettering's
+		contract.AttrReason: {DataType: aws.String("String"), StringValue: aws.String(contract.ReasonCancelled)}, // an earlier dead-lettering's
 	}
 	for i := range 8 {
 		attrs["own"+strconv.Itoa(i)] = sqstypes.MessageAttributeValue{DataType: aws.String("String"), StringValue: aws.String("v" + strconv.Itoa(i))}
@@ -109,7 +110,7 @@ func TestRedriveRecorderAttributesOnSQS(t *testing.T) {
 
 	for _, m := range e.receive(e.dlq, 2) {
 		d := jobstest.DecodeDeadLetter(m)
-		assert.Equal(t, jobs.ReasonRedrivePolicy, d.Reason)
+		assert.Equal(t, contract.ReasonRedrivePolicy, d.Reason)
 		if d.Body == "<xml>not a job</xml>" {
 			assert.Equal(t, e.q.URL, d.SourceQueue)
 			assert.Equal(t, "mailer", d.Function)
@@ -128,7 +129,7 @@ func TestRedriveRecorderAttributesOnSQS(t *testing.T) {
 	st, err := states.JobStatus(context.Background(), "job-1")
 	require.NoError(t, err)
 	assert.Equal(t, jobs.StateDead, st.State)
-	assert.Equal(t, jobs.ReasonRedrivePolicy, st.Reason)
+	assert.Equal(t, contract.ReasonRedrivePolicy, st.Reason)
 	assert.Equal(t, e.q.URL, st.Queue)
 }
 
@@ -178,7 +179,7 @@ func TestRedriveRecorderClaimCheckOnSQS(t *testing.T) {
 		Body: strings.NewReader(jobstest.Body(TestJob{N: 9}, &jobstest.MessageOpts{ID: "job-9"}))})
 	require.NoError(t, err)
 	e.hold(&sqs.SendMessageInput{MessageBody: aws.String(ptr.Body()),
-		MessageAttributes: map[string]sqstypes.MessageAttributeValue{jobs.AttrPayloadSize: {DataType: aws.String("Number"), StringValue: aws.String("123")}}})
+		MessageAttributes: map[string]sqstypes.MessageAttributeValue{contract.AttrPayloadSize: {DataType: aws.String("Number"), StringValue: aws.String("123")}}})
 	states := jobstest.NewStateStore()
 	require.Empty(t, e.handle(e.recorder(states, s3c), e.receive(e.moved, 1)))
 	st, err := states.JobStatus(context.Background(), "job-9")
@@ -188,5 +189,5 @@ func TestRedriveRecorderClaimCheckOnSQS(t *testing.T) {
 	dl := jobstest.DecodeDeadLetter(d)
 	assert.Equal(t, ptr.Body(), dl.Body)
 	assert.Equal(t, "job-9", dl.JobID)
-	assert.Equal(t, "123", aws.ToString(d.MessageAttributes[jobs.AttrPayloadSize].StringValue))
+	assert.Equal(t, "123", aws.ToString(d.MessageAttributes[contract.AttrPayloadSize].StringValue))
 }

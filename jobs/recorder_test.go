@@ -6,6 +6,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/jobkit-go/jobkit/jobs"
+	"github.com/jobkit-go/jobkit/jobs/contract"
 )
 
 // The recorder's environment is the constructs': the job queue, its DLQ, its maxReceiveCount and
@@ -13,8 +14,8 @@ import (
 func TestRecorderConfigFromEnv(t *testing.T) {
 	t.Parallel()
 	env := map[string]string{
-		jobs.EnvQueueURL: "https://sqs.us-east-1.amazonaws.com/1/q", jobs.EnvDLQURL: "https://sqs.us-east-1.amazonaws.com/1/dlq",
-		jobs.EnvMaxReceiveCount: "8", jobs.EnvWorkerName: "mailer", jobs.EnvPayloadBucket: "payloads",
+		contract.EnvQueueURL: "https://sqs.us-east-1.amazonaws.com/1/q", contract.EnvDLQURL: "https://sqs.us-east-1.amazonaws.com/1/dlq",
+		contract.EnvMaxReceiveCount: "8", contract.EnvWorkerName: "mailer", contract.EnvPayloadBucket: "payloads",
 	}
 	lookup := func(k string) (string, bool) { v, ok := env[k]; return v, ok }
 	cfg, err := jobs.RecorderConfigFromEnv(lookup)
@@ -25,8 +26,8 @@ func TestRecorderConfigFromEnv(t *testing.T) {
 	require.Equal(t, "mailer", cfg.FunctionName)
 	require.Equal(t, "payloads", cfg.PayloadBucket)
 
-	env[jobs.EnvMaxReceiveCount] = "many"
-	delete(env, jobs.EnvDLQURL)
+	env[contract.EnvMaxReceiveCount] = "many"
+	delete(env, contract.EnvDLQURL)
 	_, err = jobs.RecorderConfigFromEnv(lookup)
 	require.ErrorContains(t, err, "JOBKIT_DLQ_URL is not set")
 	require.ErrorContains(t, err, `JOBKIT_MAX_RECEIVE_COUNT="many"`)
@@ -36,5 +37,5 @@ func TestRedrivePolicyError(t *testing.T) {
 	t.Parallel()
 	require.Contains(t, (&jobs.RedrivePolicyError{MaxReceiveCount: 8}).Error(), "received 8 times with no outcome reported: moved by the queue's redrive policy")
 	require.Contains(t, (&jobs.RedrivePolicyError{}).Error(), "received the queue's maxReceiveCount times")
-	require.Equal(t, jobs.ReasonRedrivePolicy, (&jobs.RedrivePolicyError{}).DeadLetterReason())
+	require.Equal(t, contract.ReasonRedrivePolicy, (&jobs.RedrivePolicyError{}).DeadLetterReason())
 }

@@ -10,34 +10,6 @@ const (
 	// DefaultStack is the CloudFormation stack that holds the job queues of jobkit's sample app,
 	// and the stack the tools read when told no other.
 	DefaultStack = "JobkitState"
-
-	// OutputQueuePrefix and OutputDLQPrefix prefix the stack outputs that name a deployment's
-	// queues: an output JobkitQueue<Name> holds the URL of job queue <Name>, and JobkitDlq<Name>
-	// the URL of its dead-letter queue.
-	OutputQueuePrefix = "JobkitQueue"
-	OutputDLQPrefix   = "JobkitDlq"
-
-	// OutputStateTable is the stack output that holds the name of the jobkit state table (the
-	// table the IdempotencyTable construct deploys: idempotency records, job states, unique keys,
-	// batches), read by the CLI's job and batch verbs and the console.
-	OutputStateTable = "JobkitStateTable"
-
-	// OutputPayloadBucketPrefix prefixes the stack output that names a bucket of claim-checked
-	// job payloads: JobkitPayloadBucket<Name> holds the name of the PayloadBucket construct
-	// <Name>, for producers to set Payloads.Bucket (see Payloads).
-	OutputPayloadBucketPrefix = "JobkitPayloadBucket"
-
-	// SourceMetadataKey is the CloudFormation metadata key on a worker's AWS::Lambda::Function
-	// that names its Go main package relative to the module root (e.g. "functions/email"), or by
-	// import path for a package of a module it requires (IsImportPath; e.g. RecorderPackage), so a
-	// tool that reads the template (the local stack) can build the same source.
-	SourceMetadataKey = "jobkit:source"
-
-	// ModuleMetadataKey is the CloudFormation metadata key on a worker's AWS::Lambda::Function
-	// that names the directory of the Go module its SourceMetadataKey package belongs to,
-	// slash-separated and relative to the directory of the template (the cloud assembly, cdk.out),
-	// so a tool that reads the assembly finds the sources wherever the CDK app ran.
-	ModuleMetadataKey = "jobkit:module"
 )
 
 // RecorderPackage is the import path of the redrive recorder's main package (RedriveRecorder),

@@ -8,11 +8,8 @@ import (
 	"syscall"
 
 	"github.com/aws/aws-lambda-go/lambda"
+	"github.com/jobkit-go/jobkit/jobs/contract"
 )
-
-// EnvLambdaRuntimeAPI is set by AWS Lambda (and by local Lambda runtimes): Start then serves
-// Lambda invocations.
-const EnvLambdaRuntimeAPI = "AWS_LAMBDA_RUNTIME_API"
 
 // Start runs workers wherever the process finds itself, so one main serves both:
 //
@@ -25,12 +22,12 @@ const EnvLambdaRuntimeAPI = "AWS_LAMBDA_RUNTIME_API"
 //
 // Start exits the process with status 1 when the options in the environment or cfg are invalid.
 func Start(workers *Workers, cfg Config) {
-	if _, ok := os.LookupEnv(EnvLambdaRuntimeAPI); ok {
+	if _, ok := os.LookupEnv(contract.EnvLambdaRuntimeAPI); ok {
 		lambda.Start(NewLambdaHandler(workers, cfg))
 		return
 	}
 	if cfg.FunctionName == "" {
-		cfg.FunctionName = os.Getenv(EnvWorkerName)
+		cfg.FunctionName = os.Getenv(contract.EnvWorkerName)
 	}
 	log := cfg.Logger
 	if log == nil {

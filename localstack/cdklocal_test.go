@@ -22,6 +22,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/jobkit-go/jobkit/jobs"
+	"github.com/jobkit-go/jobkit/jobs/contract"
 	"github.com/jobkit-go/jobkit/localstack/awstest"
 )
 
@@ -68,7 +69,7 @@ func TestCDKLocalDeploysTheStateStack(t *testing.T) {
 	t.Cleanup(func() { run("destroy", stateStack, "--app", "cdk.out", "--force") })
 
 	outputs := stackOutputs(t, cfg, stateStack)
-	queue, dlq := outputs[jobs.OutputQueuePrefix+"Email"], outputs[jobs.OutputDLQPrefix+"Email"]
+	queue, dlq := outputs[contract.OutputQueuePrefix+"Email"], outputs[contract.OutputDLQPrefix+"Email"]
 	require.NotEmpty(t, queue, "the Email queue is a stack output: %v", outputs)
 	require.NotEmpty(t, dlq, "its DLQ too")
 	requireRedrive(t, cfg, queue, dlq)

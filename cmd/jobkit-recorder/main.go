@@ -1,7 +1,7 @@
 // Command jobkit-recorder is the redrive recorder's Lambda function (jobs.RedriveRecorder): the
 // infra Worker and ContainerWorker constructs build it from the service's own module, by import
 // path, and run it on the holding queue that a job queue's redrive policy moves messages into.
-// It records each moved job dead (jobs.ReasonRedrivePolicy) in the jobkit state table when
+// It records each moved job dead (contract.ReasonRedrivePolicy) in the jobkit state table when
 // JOBKIT_STATE_TABLE names one, and sends the message on to the dead-letter queue.
 //
 // A service module makes it one of its tools, so that go.sum covers what it imports:
@@ -20,6 +20,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/jobkit-go/jobkit/jobs"
+	"github.com/jobkit-go/jobkit/jobs/contract"
 	"github.com/jobkit-go/jobkit/jobs/state"
 )
 
@@ -34,7 +35,7 @@ func main() {
 	}
 	client := sqs.NewFromConfig(awsCfg)
 	cfg.SQS, cfg.S3 = client, jobs.NewPayloadS3Client(awsCfg)
-	if table := os.Getenv(jobs.EnvStateTable); table != "" {
+	if table := os.Getenv(contract.EnvStateTable); table != "" {
 		// Options.SQS sends the callbacks of the fan-out batches whose last member it records.
 		if cfg.States, err = state.New(dynamodb.NewFromConfig(awsCfg), table, &state.Options{SQS: client}); err != nil {
 			fail(err)

@@ -20,6 +20,7 @@ import (
 
 	"github.com/jobkit-go/jobkit/idempotency"
 	"github.com/jobkit-go/jobkit/jobs"
+	"github.com/jobkit-go/jobkit/jobs/contract"
 	"github.com/jobkit-go/jobkit/jobs/inspect"
 	"github.com/jobkit-go/jobkit/jobs/state"
 	"github.com/jobkit-go/jobkit/localstack/awstest"
@@ -189,8 +190,8 @@ func testMovesEndAsJobs(t *testing.T, fifo bool) {
 	start := time.Now()
 	stopWorker := m.run(ctx, "brokenworker", "testdata/brokenworker", nil, m.q)
 	stopRecorder := m.run(ctx, "recorder", ".", map[string]string{
-		jobs.EnvQueueURL: m.q.URL, jobs.EnvDLQURL: m.dlq.URL, jobs.EnvMaxReceiveCount: strconv.Itoa(movedReceives),
-		jobs.EnvWorkerName: "brokenworker", jobs.EnvStateTable: m.table,
+		contract.EnvQueueURL: m.q.URL, contract.EnvDLQURL: m.dlq.URL, contract.EnvMaxReceiveCount: strconv.Itoa(movedReceives),
+		contract.EnvWorkerName: "brokenworker", contract.EnvStateTable: m.table,
 	}, m.moved)
 	// Every moved message sent on and the batch done: a recorder run whose callback send failed
 	// holds the callback's lease (30 s), and the member's next delivery sends it after that.
@@ -247,7 +248,7 @@ func (m *moving) checkStates(ctx context.Context, ids map[string]int, batchID st
 		st, err := m.states.JobStatus(ctx, id)
 		require.NoError(t, err)
 		assert.Equal(t, jobs.StateDead, st.State, id)
-		assert.Equal(t, jobs.ReasonRedrivePolicy, st.Reason, id)
+		assert.Equal(t, contract.ReasonRedrivePolicy, st.Reason, id)
 		assert.Contains(t, st.LastError, "received 2 times with no outcome reported: moved by the queue's redrive policy", id)
 		assert.Equal(t, m.q.URL, st.Queue, id)
 	}
@@ -267,9 +268,9 @@ func (m *moving) checkDeadLetters(ctx context.Context, ids map[string]int, start
 	require.NoError(t, err)
 	require.Len(t, list.Jobs, 3)
 	for _, j := range list.Jobs {
-		assert.Equal(t, jobs.ReasonRedrivePolicy, j.Reason, j.Body)
+		assert.Equal(t, contract.ReasonRedrivePolicy, j.Reason, j.Body)
 		assert.False(t, j.ByRedrivePolicy(), "recorded, not moved unnamed: %s", j.Body)
-		assert.Equal(t, inspect.ReasonHint(jobs.ReasonRedrivePolicy), j.Hint())
+		assert.Equal(t, inspect.ReasonHint(contract.ReasonRedrivePolicy), j.Hint())
 		assert.WithinRange(t, j.DeadLetteredAt, start, time.Now(), j.Body)
 		assert.Equal(t, m.q.URL, j.SourceQueue, j.Body)
 		assert.Equal(t, "brokenworker", j.Function)

@@ -11,7 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/jobkit-go/jobkit/jobs"
+	"github.com/jobkit-go/jobkit/jobs/contract"
 	"github.com/jobkit-go/jobkit/jobs/inspect/console"
 )
 
@@ -86,7 +86,7 @@ through an SSH tunnel (ssh -L 7700:127.0.0.1:7700 host) and keep it on loopback.
 	f.BoolVar(&c.readOnly, "read-only", false, "show no action and refuse them all (HTTP 403); hide the jobs' bodies")
 	f.BoolVar(&c.showBodies, "show-bodies", false, "with --read-only: show the jobs' bodies all the same")
 	f.StringVar(&c.secretFile, "secret-file", "", "a file holding the secret every request must carry (default: $"+consoleSecretEnv+"); required beyond loopback")
-	f.StringVar(&c.stateTable, "state-table", "", "the jobkit state table, for job status by id (default: the stack's "+jobs.OutputStateTable+" output, if any)")
+	f.StringVar(&c.stateTable, "state-table", "", "the jobkit state table, for job status by id (default: the stack's "+contract.OutputStateTable+" output, if any)")
 	f.StringVar(&c.group, "schedule-group", "", "show the schedules of this group only (default: every group)")
 	f.StringArrayVar(&c.hosts, "host", nil, "another host name the console answers to (repeatable; loopback names always)")
 	f.DurationVar(&c.refresh, "refresh", 3*time.Second, "how often the page refreshes queue statistics")

@@ -18,6 +18,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/jobkit-go/jobkit/jobs"
+	"github.com/jobkit-go/jobkit/jobs/contract"
 	"github.com/jobkit-go/jobkit/localstack/awstest"
 	"github.com/jobkit-go/jobkit/localstack/lambdaruntime"
 )
@@ -87,14 +88,14 @@ func seedDeadFrom(t testing.TB, client *sqs.Client, dlqURL string, sources []str
 				Id:          aws.String("e" + strconv.Itoa(i-start)),
 				MessageBody: aws.String(envelopeBody(id, kind, i)),
 				MessageAttributes: map[string]sqstypes.MessageAttributeValue{
-					jobs.AttrReason:      strAttr(jobs.ReasonAttemptsUsed),
-					jobs.AttrError:       strAttr(fmt.Sprintf("smtp: 421 try again later (job %d)", i)),
-					jobs.AttrKind:        strAttr(kind),
-					jobs.AttrJobID:       strAttr(id),
-					jobs.AttrAttempts:    {DataType: aws.String("Number"), StringValue: aws.String("5")},
-					jobs.AttrFunction:    strAttr("email-worker"),
-					jobs.AttrFailedAt:    strAttr("2026-11-21T12:05:00Z"),
-					jobs.AttrSourceQueue: strAttr(sources[i%len(sources)]),
+					contract.AttrReason:      strAttr(contract.ReasonAttemptsUsed),
+					contract.AttrError:       strAttr(fmt.Sprintf("smtp: 421 try again later (job %d)", i)),
+					contract.AttrKind:        strAttr(kind),
+					contract.AttrJobID:       strAttr(id),
+					contract.AttrAttempts:    {DataType: aws.String("Number"), StringValue: aws.String("5")},
+					contract.AttrFunction:    strAttr("email-worker"),
+					contract.AttrFailedAt:    strAttr("2026-11-21T12:05:00Z"),
+					contract.AttrSourceQueue: strAttr(sources[i%len(sources)]),
 				},
 			})
 		}
@@ -134,14 +135,14 @@ func dropSeedCopies(t testing.TB, client *sqs.Client, dlqURL string, n int) {
 	for empty := 0; empty < 3; {
 		out, err := client.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: aws.String(dlqURL),
 			MaxNumberOfMessages: 10, VisibilityTimeout: 120, WaitTimeSeconds: 1,
-			MessageAttributeNames: []string{jobs.AttrJobID}})
+			MessageAttributeNames: []string{contract.AttrJobID}})
 		require.NoError(t, err)
 		if len(out.Messages) == 0 {
 			empty++
 			continue
 		}
 		for _, m := range out.Messages {
-			id := aws.ToString(m.MessageAttributes[jobs.AttrJobID].StringValue)
+			id := aws.ToString(m.MessageAttributes[contract.AttrJobID].StringValue)
 			if seen[id] {
 				_, err := client.DeleteMessage(ctx, &sqs.DeleteMessageInput{QueueUrl: aws.String(dlqURL), ReceiptHandle: m.ReceiptHandle})
 				require.NoError(t, err)

@@ -23,6 +23,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/jobkit-go/jobkit/jobs"
+	"github.com/jobkit-go/jobkit/jobs/contract"
 	"github.com/jobkit-go/jobkit/localstack/awstest"
 )
 
@@ -71,8 +72,8 @@ func createStack(t *testing.T, cfg aws.Config) (stack, queueURL, dlqURL string) 
 			}},
 		},
 		"Outputs": map[string]any{
-			jobs.OutputQueuePrefix + "Email": map[string]any{"Value": map[string]any{"Ref": "Q"}},
-			jobs.OutputDLQPrefix + "Email":   map[string]any{"Value": map[string]any{"Ref": "Dlq"}},
+			contract.OutputQueuePrefix + "Email": map[string]any{"Value": map[string]any{"Ref": "Q"}},
+			contract.OutputDLQPrefix + "Email":   map[string]any{"Value": map[string]any{"Ref": "Dlq"}},
 		},
 	})
 	_, err := cfn.CreateStack(ctx, &cloudformation.CreateStackInput{StackName: aws.String(stack), TemplateBody: aws.String(string(tpl))})
@@ -182,7 +183,7 @@ func TestDLQListAndShowCommands(t *testing.T) {
 	}
 	j := got[ids[4]]
 	require.Equal(t, "ledger.post", j.Kind)
-	require.Equal(t, jobs.ReasonAttemptsUsed, j.Reason)
+	require.Equal(t, contract.ReasonAttemptsUsed, j.Reason)
 	require.Equal(t, "smtp: 421 try again later (job 4)", j.Error)
 	require.Equal(t, 5, j.Attempts)
 	require.Equal(t, "email-worker", j.Function)
@@ -584,8 +585,8 @@ func TestDLQOutputEscapesHostileJobData(t *testing.T) {
 	longKind := "k" + strings.Repeat("K", 19999)
 	attrs := func(id, kind, errText string) map[string]sqstypes.MessageAttributeValue {
 		return map[string]sqstypes.MessageAttributeValue{
-			jobs.AttrJobID: strAttr(id), jobs.AttrKind: strAttr(kind), jobs.AttrError: strAttr(errText),
-			jobs.AttrReason: strAttr(jobs.ReasonCancelled),
+			contract.AttrJobID: strAttr(id), contract.AttrKind: strAttr(kind), contract.AttrError: strAttr(errText),
+			contract.AttrReason: strAttr(contract.ReasonCancelled),
 		}
 	}
 	// SQS refuses a raw ESC in a body or attribute, but "\u001b" in the JSON envelope decodes to

@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/jobkit-go/jobkit/jobs"
+	"github.com/jobkit-go/jobkit/jobs/contract"
 	"github.com/jobkit-go/jobkit/jobs/jobstest"
 	"github.com/jobkit-go/jobkit/localstack/awstest"
 )
@@ -130,7 +131,7 @@ func TestDLQJobRecordedByTheRedriveRecorder(t *testing.T) {
 	var doc deadShowJSON
 	require.NoError(t, json.Unmarshal([]byte(show), &doc))
 	require.Equal(t, dlq.URL, doc.Queue)
-	require.Equal(t, jobs.ReasonRedrivePolicy, doc.Job.Reason)
+	require.Equal(t, contract.ReasonRedrivePolicy, doc.Job.Reason)
 	require.False(t, doc.Job.RedrivePolicy, "recorded: not moved into the DLQ unnamed")
 	require.NotNil(t, doc.Job.DeadLetteredAt)
 	require.WithinRange(t, *doc.Job.DeadLetteredAt, start.Add(-time.Second), time.Now())

@@ -28,6 +28,7 @@ import (
 
 	"github.com/jobkit-go/jobkit/jobs"
 	"github.com/jobkit-go/jobkit/jobs/inspect"
+	"github.com/jobkit-go/jobkit/jobs/sdkfix"
 )
 
 // jsonVersion is the version of every --json document; it changes only when a field changes
@@ -154,7 +155,7 @@ func (a *app) awsConfig(ctx context.Context) (aws.Config, error) {
 		opts = append(opts, config.WithRegion(region))
 	}
 	if a.endpoint != "" && loopback(a.endpoint) {
-		opts = append(opts, config.WithAPIOptions([]func(*middleware.Stack) error{jobs.NoBodyWriteTo}))
+		opts = append(opts, config.WithAPIOptions([]func(*middleware.Stack) error{sdkfix.NoBodyWriteTo}))
 	}
 	cfg, err := config.LoadDefaultConfig(ctx, opts...)
 	if err != nil {

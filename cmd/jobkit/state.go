@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/jobkit-go/jobkit/jobs"
+	"github.com/jobkit-go/jobkit/jobs/contract"
 	"github.com/jobkit-go/jobkit/jobs/state"
 )
 
@@ -20,12 +21,12 @@ import (
 func (s *session) stateTable(flag string) (*state.Table, error) {
 	name := flag
 	if name == "" {
-		out, err := s.in.StackOutput(s.ctx, s.a.stack, jobs.OutputStateTable)
+		out, err := s.in.StackOutput(s.ctx, s.a.stack, contract.OutputStateTable)
 		if err != nil {
 			return nil, err
 		}
 		if out == "" {
-			return nil, fmt.Errorf("no job state table: stack %s has no %s output; give --state-table", s.a.stack, jobs.OutputStateTable)
+			return nil, fmt.Errorf("no job state table: stack %s has no %s output; give --state-table", s.a.stack, contract.OutputStateTable)
 		}
 		name = out
 	}
@@ -75,7 +76,7 @@ result a succeeded job set. Jobs are recorded when a client with a state table s
 		}),
 	}
 	show.Flags().BoolVar(&asJSON, "json", false, "print JSON (schema in docs/cli.md)")
-	show.Flags().StringVar(&table, "state-table", "", "the jobkit state table (default: the stack's "+jobs.OutputStateTable+" output)")
+	show.Flags().StringVar(&table, "state-table", "", "the jobkit state table (default: the stack's "+contract.OutputStateTable+" output)")
 	cmd.AddCommand(show)
 	return cmd
 }
@@ -139,7 +140,7 @@ func newBatchCmd(a *app) *cobra.Command {
 		}),
 	}
 	show.Flags().BoolVar(&asJSON, "json", false, "print JSON (schema in docs/cli.md)")
-	show.Flags().StringVar(&table, "state-table", "", "the jobkit state table (default: the stack's "+jobs.OutputStateTable+" output)")
+	show.Flags().StringVar(&table, "state-table", "", "the jobkit state table (default: the stack's "+contract.OutputStateTable+" output)")
 	cmd.AddCommand(show)
 	return cmd
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/jobkit-go/jobkit/jobs"
+	"github.com/jobkit-go/jobkit/jobs/contract"
 )
 
 // The schema describes the claim check as the Go client writes it and the runtime reads it: a
@@ -55,7 +56,7 @@ func TestSchemaDescribesThePayloadPointer(t *testing.T) {
 		assert.False(t, ok, body)
 	}
 
-	attrs := map[string]any{jobs.AttrReason: jobs.ReasonPayloadUnavailable, jobs.AttrPayloadSize: "5242912"}
+	attrs := map[string]any{contract.AttrReason: contract.ReasonPayloadUnavailable, contract.AttrPayloadSize: "5242912"}
 	assert.NoError(t, s[1].Validate(attrs))
 	var raw map[string]any
 	b, err := os.ReadFile(filepath.Join("..", "envelope.schema.json"))

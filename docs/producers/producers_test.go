@@ -30,6 +30,7 @@ import (
 
 	"github.com/jobkit-go/jobkit/functions/samplejobs"
 	"github.com/jobkit-go/jobkit/jobs"
+	"github.com/jobkit-go/jobkit/jobs/contract"
 	"github.com/jobkit-go/jobkit/jobs/jobstest"
 	"github.com/jobkit-go/jobkit/localstack/awstest"
 	"github.com/jobkit-go/jobkit/scheduler"
@@ -177,7 +178,7 @@ func TestGoClientBodiesMatchTheSchema(t *testing.T) {
 	s, err := schemas()
 	require.NoError(t, err)
 	assert.NoError(t, s[1].Validate(attrs), "%v", attrs)
-	assert.Equal(t, jobs.ReasonCancelled, attrs[jobs.AttrReason])
+	assert.Equal(t, contract.ReasonCancelled, attrs[contract.AttrReason])
 	validBody(t, aws.ToString(dead[0].Body))
 }
 

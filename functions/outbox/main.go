@@ -15,16 +15,16 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
-	"github.com/jobkit-go/jobkit/jobs"
+	"github.com/jobkit-go/jobkit/jobs/contract"
 	"github.com/jobkit-go/jobkit/jobs/outbox"
 )
 
 func main() {
 	awsCfg, err := config.LoadDefaultConfig(context.Background())
 	exitOn(err)
-	table := os.Getenv(jobs.EnvIdempotencyTable)
+	table := os.Getenv(contract.EnvIdempotencyTable)
 	if table == "" {
-		exitOn(errors.New(jobs.EnvIdempotencyTable + " is not set"))
+		exitOn(errors.New(contract.EnvIdempotencyTable + " is not set"))
 	}
 	fw, err := outbox.NewForwarder(outbox.ForwarderConfig{
 		SQS: sqs.NewFromConfig(awsCfg), DynamoDB: dynamodb.NewFromConfig(awsCfg), Table: table,

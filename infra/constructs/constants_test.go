@@ -8,6 +8,7 @@ import (
 
 	"github.com/jobkit-go/jobkit/idempotency"
 	"github.com/jobkit-go/jobkit/jobs"
+	"github.com/jobkit-go/jobkit/jobs/contract"
 	"github.com/jobkit-go/jobkit/localstack/deploy"
 	"github.com/jobkit-go/jobkit/scheduler"
 )
@@ -28,15 +29,15 @@ func TestConstantsPinnedToTheLibrary(t *testing.T) {
 		require.Equal(t, IdempotencyKeyPrefix(kind)+"id", key)
 	}
 
-	// The construct refuses a caller's variable by jobs.EnvPrefix: every name it sets or the
+	// The construct refuses a caller's variable by contract.EnvPrefix: every name it sets or the
 	// runtime reads carries it.
 	for _, name := range []string{
-		jobs.EnvQueueURL, jobs.EnvDLQURL, jobs.EnvMaxAttempts, jobs.EnvVisibilityTimeout, jobs.EnvConcurrency,
-		jobs.EnvBackoffBase, jobs.EnvBackoffCap, jobs.EnvIdempotencyTable, jobs.EnvSafetyMargin, jobs.EnvJobTimeout,
+		contract.EnvQueueURL, contract.EnvDLQURL, contract.EnvMaxAttempts, contract.EnvVisibilityTimeout, contract.EnvConcurrency,
+		contract.EnvBackoffBase, contract.EnvBackoffCap, contract.EnvIdempotencyTable, contract.EnvSafetyMargin, contract.EnvJobTimeout,
 		scheduler.EnvScheduleGroup, scheduler.EnvSchedulerRoleARN, scheduler.EnvScheduleDLQARN,
 		scheduler.EnvScheduleRetries, scheduler.EnvScheduleMaxAge,
 	} {
-		require.True(t, strings.HasPrefix(name, jobs.EnvPrefix), name)
+		require.True(t, strings.HasPrefix(name, contract.EnvPrefix), name)
 	}
 
 	// The age alarm must not fire on a job that is only backing off: its threshold stays above

@@ -20,6 +20,7 @@ import (
 	"github.com/cdklabs/cdk-nag-go/cdknag/v2"
 
 	"github.com/jobkit-go/jobkit/jobs"
+	"github.com/jobkit-go/jobkit/jobs/contract"
 )
 
 // Defaults of ContainerWorkerProps.
@@ -276,22 +277,22 @@ func (p ContainerWorkerProps) environment(name string) map[string]string {
 		env = map[string]string{}
 	}
 	q := p.Queue
-	env[jobs.EnvQueueURL] = *q.Queue.QueueUrl()
-	env[jobs.EnvDLQURL] = *q.DLQ.QueueUrl()
-	env[jobs.EnvMaxAttempts] = strconv.Itoa(q.MaxAttempts)
-	env[jobs.EnvMaxReceiveCount] = strconv.Itoa(q.MaxReceiveCount)
-	env[jobs.EnvVisibilityTimeout] = strconv.Itoa(int(q.VisibilityTimeout / time.Second))
-	env[jobs.EnvConcurrency] = strconv.Itoa(p.Concurrency)
-	env[jobs.EnvBackoffBase] = p.BackoffBase.String()
-	env[jobs.EnvBackoffCap] = p.BackoffCap.String()
-	env[jobs.EnvDrainTimeout] = p.DrainTimeout.String()
-	env[jobs.EnvWorkerName] = name
+	env[contract.EnvQueueURL] = *q.Queue.QueueUrl()
+	env[contract.EnvDLQURL] = *q.DLQ.QueueUrl()
+	env[contract.EnvMaxAttempts] = strconv.Itoa(q.MaxAttempts)
+	env[contract.EnvMaxReceiveCount] = strconv.Itoa(q.MaxReceiveCount)
+	env[contract.EnvVisibilityTimeout] = strconv.Itoa(int(q.VisibilityTimeout / time.Second))
+	env[contract.EnvConcurrency] = strconv.Itoa(p.Concurrency)
+	env[contract.EnvBackoffBase] = p.BackoffBase.String()
+	env[contract.EnvBackoffCap] = p.BackoffCap.String()
+	env[contract.EnvDrainTimeout] = p.DrainTimeout.String()
+	env[contract.EnvWorkerName] = name
 	if p.IdempotencyTable != nil {
-		env[jobs.EnvIdempotencyTable] = *p.IdempotencyTable.Table.TableName()
-		env[jobs.EnvIdempotencyExpiry] = (q.RetentionPeriod + DLQRetentionPeriod).String()
+		env[contract.EnvIdempotencyTable] = *p.IdempotencyTable.Table.TableName()
+		env[contract.EnvIdempotencyExpiry] = (q.RetentionPeriod + DLQRetentionPeriod).String()
 	}
 	if p.PayloadBucket != nil {
-		env[jobs.EnvPayloadBucket] = *p.PayloadBucket.Bucket.BucketName()
+		env[contract.EnvPayloadBucket] = *p.PayloadBucket.Bucket.BucketName()
 	}
 	return env
 }
@@ -360,8 +361,8 @@ func (p ContainerWorkerProps) check() string {
 		}
 	}
 	for k := range p.Environment {
-		if strings.HasPrefix(k, jobs.EnvPrefix) {
-			return fmt.Sprintf("Environment sets %s: %s names are set by the construct", k, jobs.EnvPrefix)
+		if strings.HasPrefix(k, contract.EnvPrefix) {
+			return fmt.Sprintf("Environment sets %s: %s names are set by the construct", k, contract.EnvPrefix)
 		}
 	}
 	for _, k := range p.Kinds {

@@ -5,10 +5,9 @@ import (
 	"time"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
+	"github.com/jobkit-go/jobkit/jobs/contract"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-
-	"github.com/jobkit-go/jobkit/jobs"
 )
 
 // A ContainerWorker: an arm64 Fargate service of the source's binary, with the consumer's
@@ -36,13 +35,13 @@ func TestContainerWorker(t *testing.T) {
 		m := e.(map[string]any)
 		env[m["Name"].(string)] = m["Value"]
 	}
-	assert.Equal(t, "1m0s", env[jobs.EnvDrainTimeout])
-	assert.Equal(t, "4", env[jobs.EnvConcurrency])
-	assert.Equal(t, "300", env[jobs.EnvVisibilityTimeout])
-	assert.Equal(t, "3", env[jobs.EnvMaxAttempts])
-	assert.Equal(t, "Encoder", env[jobs.EnvWorkerName])
-	assert.NotNil(t, env[jobs.EnvQueueURL])
-	assert.NotNil(t, env[jobs.EnvIdempotencyTable])
+	assert.Equal(t, "1m0s", env[contract.EnvDrainTimeout])
+	assert.Equal(t, "4", env[contract.EnvConcurrency])
+	assert.Equal(t, "300", env[contract.EnvVisibilityTimeout])
+	assert.Equal(t, "3", env[contract.EnvMaxAttempts])
+	assert.Equal(t, "Encoder", env[contract.EnvWorkerName])
+	assert.NotNil(t, env[contract.EnvQueueURL])
+	assert.NotNil(t, env[contract.EnvIdempotencyTable])
 	assert.Equal(t, 65*time.Second, w.StopTimeout)
 
 	_, svc := tpl.Only(t, "AWS::ECS::Service")

@@ -7,20 +7,19 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/awscloudwatch"
 	"github.com/aws/constructs-go/constructs/v10"
 	"github.com/aws/jsii-runtime-go"
-
-	"github.com/jobkit-go/jobkit/jobs"
+	"github.com/jobkit-go/jobkit/jobs/contract"
 )
 
 // The jobs runtime's metrics (CloudWatch Embedded Metric Format lines), as package jobs names them.
 const (
-	MetricsNamespace = jobs.MetricNamespace // "Jobkit"
-	MetricsDimension = jobs.DimensionQueue  // "Queue": the consumed queue's name
+	MetricsNamespace = contract.MetricNamespace // "Jobkit"
+	MetricsDimension = contract.DimensionQueue  // "Queue": the consumed queue's name
 
-	MetricSucceeded = jobs.MetricSucceeded // count
-	MetricRetried   = jobs.MetricRetried   // count
-	MetricSnoozed   = jobs.MetricSnoozed   // count
-	MetricDead      = jobs.MetricDead      // count: dead-lettered by the runtime
-	MetricDuration  = jobs.MetricDuration  // milliseconds per job
+	MetricSucceeded = contract.MetricSucceeded // count
+	MetricRetried   = contract.MetricRetried   // count
+	MetricSnoozed   = contract.MetricSnoozed   // count
+	MetricDead      = contract.MetricDead      // count: dead-lettered by the runtime
+	MetricDuration  = contract.MetricDuration  // milliseconds per job
 )
 
 // DashboardProps configures a Dashboard.

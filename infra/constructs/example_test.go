@@ -8,7 +8,7 @@ import (
 	"github.com/aws/jsii-runtime-go"
 
 	"github.com/jobkit-go/jobkit/infra/constructs"
-	"github.com/jobkit-go/jobkit/jobs"
+	"github.com/jobkit-go/jobkit/jobs/contract"
 )
 
 // A job queue, its worker and their idempotency table in one stack. The queue's id names its
@@ -41,8 +41,8 @@ func Example() {
 	app.Synth(nil)
 
 	fmt.Println("redrive after", queue.MaxReceiveCount, "receives")
-	fmt.Println(jobs.EnvMaxAttempts, "=", worker.Environment[jobs.EnvMaxAttempts])
-	fmt.Println(jobs.EnvVisibilityTimeout, "=", worker.Environment[jobs.EnvVisibilityTimeout])
+	fmt.Println(contract.EnvMaxAttempts, "=", worker.Environment[contract.EnvMaxAttempts])
+	fmt.Println(contract.EnvVisibilityTimeout, "=", worker.Environment[contract.EnvVisibilityTimeout])
 	// Output:
 	// redrive after 8 receives
 	// JOBKIT_MAX_ATTEMPTS = 5

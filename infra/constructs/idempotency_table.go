@@ -8,7 +8,7 @@ import (
 	"github.com/aws/jsii-runtime-go"
 
 	"github.com/jobkit-go/jobkit/idempotency"
-	"github.com/jobkit-go/jobkit/jobs"
+	"github.com/jobkit-go/jobkit/jobs/contract"
 )
 
 // Attribute names of the idempotency table: the idempotency package's DynamoDB store owns them.
@@ -22,7 +22,7 @@ type IdempotencyTableProps struct {
 	// EncryptionKey encrypts the table with this customer-managed KMS key; nil means the
 	// AWS-managed key (aws/dynamodb), stated in the template (SSESpecification).
 	EncryptionKey awskms.IKey
-	// NoOutput leaves out the stack output JobkitStateTable (jobs.OutputStateTable) that names
+	// NoOutput leaves out the stack output JobkitStateTable (contract.OutputStateTable) that names
 	// the table to the CLI and the console: set it on a second table in the same stack.
 	NoOutput bool
 }
@@ -68,7 +68,7 @@ func NewIdempotencyTable(scope constructs.Construct, id string, props *Idempoten
 			Value:       t.TableName(),
 			Description: jsii.String("jobkit state table (idempotency records, job states, unique keys, batches)"),
 		})
-		out.OverrideLogicalId(jsii.String(jobs.OutputStateTable))
+		out.OverrideLogicalId(jsii.String(contract.OutputStateTable))
 	}
 	return &IdempotencyTable{Construct: c, Table: t}
 }

@@ -5,7 +5,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/jobkit-go/jobkit/jobs"
+	"github.com/jobkit-go/jobkit/jobs/contract"
 	"github.com/jobkit-go/jobkit/jobs/state"
 )
 
@@ -24,7 +24,7 @@ func TestIdempotencyTable(t *testing.T) {
 	require.Equal(t, "Retain", body["DeletionPolicy"])
 	require.Equal(t, "Retain", body["UpdateReplacePolicy"])
 	require.Equal(t, true, get(p, "SSESpecification.SSEEnabled"), "encrypted with a KMS key (AWS-managed unless EncryptionKey is set; SSEEnabled without SSEType means KMS)")
-	require.Contains(t, tpl["Outputs"], jobs.OutputStateTable, "the CLI and the console find the table by this output")
+	require.Contains(t, tpl["Outputs"], contract.OutputStateTable, "the CLI and the console find the table by this output")
 }
 
 func TestJobStateGrant(t *testing.T) {

@@ -11,6 +11,7 @@ import (
 	"github.com/aws/constructs-go/constructs/v10"
 	"github.com/aws/jsii-runtime-go"
 	"github.com/jobkit-go/jobkit/jobs"
+	"github.com/jobkit-go/jobkit/jobs/contract"
 )
 
 // Defaults of JobQueueProps. MaxAttempts and VisibilityTimeout are the jobs runtime's defaults
@@ -35,8 +36,8 @@ const (
 // dead-letter queue URL as JobkitDlq<N>, in the stack that holds it. The Inspector (and so the
 // CLI) finds the queues by them: package inspect owns the names.
 const (
-	OutputQueuePrefix = jobs.OutputQueuePrefix
-	OutputDLQPrefix   = jobs.OutputDLQPrefix
+	OutputQueuePrefix = contract.OutputQueuePrefix
+	OutputDLQPrefix   = contract.OutputDLQPrefix
 )
 
 // JobQueueProps configures a JobQueue. The zero value is a Standard queue with the defaults above.

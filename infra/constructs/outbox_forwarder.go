@@ -18,7 +18,7 @@ import (
 	"github.com/aws/jsii-runtime-go"
 	"github.com/cdklabs/cdk-nag-go/cdknag/v2"
 
-	"github.com/jobkit-go/jobkit/jobs"
+	"github.com/jobkit-go/jobkit/jobs/contract"
 	"github.com/jobkit-go/jobkit/jobs/outbox"
 )
 
@@ -201,7 +201,7 @@ func (f *OutboxForwarder) newFunction(p OutboxForwarderProps) awslambda.Function
 	return newGoFunction(f.Construct, goFunction{
 		source: p.Source, code: p.Code, description: "jobkit outbox forwarder " + p.Source.Package,
 		timeout: p.Timeout, memoryMB: p.MemorySize, role: f.Role, logGroup: f.LogGroup,
-		env: map[string]*string{jobs.EnvIdempotencyTable: p.Table.Table.TableName(), outbox.EnvQueues: queueURLs(p.Queues)},
+		env: map[string]*string{contract.EnvIdempotencyTable: p.Table.Table.TableName(), outbox.EnvQueues: queueURLs(p.Queues)},
 	})
 }
 

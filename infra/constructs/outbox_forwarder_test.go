@@ -10,7 +10,7 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/awssqs"
 	"github.com/stretchr/testify/require"
 
-	"github.com/jobkit-go/jobkit/jobs"
+	"github.com/jobkit-go/jobkit/jobs/contract"
 	"github.com/jobkit-go/jobkit/jobs/outbox"
 )
 
@@ -66,7 +66,7 @@ func TestOutboxForwarder(t *testing.T) {
 	require.Equal(t, []any{"arm64"}, fn["Architectures"])
 	require.Equal(t, "JSON", get(fn, "LoggingConfig.LogFormat"))
 	env := get(fn, "Environment.Variables").(map[string]any)
-	require.Equal(t, ref(tableID), env[jobs.EnvIdempotencyTable])
+	require.Equal(t, ref(tableID), env[contract.EnvIdempotencyTable])
 	// Its allow-list: the queues it may send to, and no other (one queue: its URL, the Ref).
 	emailID := *stack.GetLogicalId(email.Queue.Node().DefaultChild().(awssqs.CfnQueue))
 	require.Equal(t, ref(emailID), env[outbox.EnvQueues])

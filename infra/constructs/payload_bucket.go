@@ -10,8 +10,7 @@ import (
 	"github.com/aws/constructs-go/constructs/v10"
 	"github.com/aws/jsii-runtime-go"
 	"github.com/cdklabs/cdk-nag-go/cdknag/v2"
-
-	"github.com/jobkit-go/jobkit/jobs"
+	"github.com/jobkit-go/jobkit/jobs/contract"
 )
 
 // Actions of the claim check: producers put payloads, workers read them and delete them after
@@ -22,7 +21,7 @@ var (
 )
 
 // OutputPayloadBucketPrefix prefixes the output naming a PayloadBucket (package jobs owns it).
-const OutputPayloadBucketPrefix = jobs.OutputPayloadBucketPrefix
+const OutputPayloadBucketPrefix = contract.OutputPayloadBucketPrefix
 
 // PayloadExpirySlack is added to what a PayloadBucket's objects must outlive (see
 // PayloadBucketProps.Queues): a day, S3's lifecycle unit.

@@ -4,9 +4,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jobkit-go/jobkit/jobs/contract"
 	"github.com/stretchr/testify/require"
-
-	"github.com/jobkit-go/jobkit/jobs"
 )
 
 // The payload bucket: SSE, public access blocked, TLS only, objects expiring after the longest
@@ -21,7 +20,7 @@ func TestPayloadBucket(t *testing.T) {
 	require.Equal(t, 23*24*time.Hour, PayloadExpiry(short), "2×4 d + 14 d + 1 d")
 	require.Equal(t, 35*24*time.Hour, b.Expiry, "2×10 d + 14 d + 1 d: the longest queue's")
 	w := NewWorker(stack, "Worker", &WorkerProps{Source: helloSource, Queue: long, PayloadBucket: b})
-	require.Equal(t, *b.Bucket.BucketName(), w.Environment[jobs.EnvPayloadBucket])
+	require.Equal(t, *b.Bucket.BucketName(), w.Environment[contract.EnvPayloadBucket])
 
 	other := NewJobQueue(stack, "Other", &JobQueueProps{RetentionPeriod: 14 * 24 * time.Hour})
 	v := mustPanic(t, func() {
@@ -50,7 +49,7 @@ func TestPayloadBucket(t *testing.T) {
 	objects := map[string]any{"Fn::Join": []any{"", []any{getAtt(bucketID, "Arn"), "/*"}}}
 	require.Equal(t, map[string]bool{"s3:GetObject": true, "s3:DeleteObject": true}, tpl.AllowedActions(objects))
 	_, fn := workerOnly(t, tpl, "AWS::Lambda::Function")
-	require.Equal(t, ref(bucketID), get(props(fn), "Environment.Variables."+jobs.EnvPayloadBucket))
+	require.Equal(t, ref(bucketID), get(props(fn), "Environment.Variables."+contract.EnvPayloadBucket))
 	require.Equal(t, ref(bucketID), get(tpl["Outputs"], OutputPayloadBucketPrefix+"Jobs.Value"))
 	requireNoWildcardGrant(t, tpl)
 	requireNoNagErrors(t, app, stack)

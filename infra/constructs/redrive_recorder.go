@@ -14,6 +14,7 @@ import (
 	"github.com/aws/jsii-runtime-go"
 
 	"github.com/jobkit-go/jobkit/jobs"
+	"github.com/jobkit-go/jobkit/jobs/contract"
 )
 
 // The redrive recorder's settings.
@@ -48,7 +49,7 @@ var PayloadReadActions = []string{"s3:GetObject"}
 // code is broken) or whose invocation was throttled on its last receive, which the runtime cannot
 // dead-letter itself. The redrive policy moves it into the JobQueue's holding queue (Moved); the
 // recorder (jobs.RedriveRecorder, built from RecorderPackage) records it dead
-// (jobs.ReasonRedrivePolicy) in the jobkit state table when the worker keeps job states —
+// (contract.ReasonRedrivePolicy) in the jobkit state table when the worker keeps job states —
 // counting a fan-out batch member dead, so its batch completes — and sends it on to the
 // dead-letter queue with the jobkit.* attributes the runtime's dead letters carry, the job queue
 // as their source queue.
@@ -119,16 +120,16 @@ func defineRecorder(scope constructs.Construct, p recorderProps) *RedriveRecorde
 	r := &RedriveRecorder{Construct: c}
 	q := p.queue
 	r.Environment = map[string]string{
-		jobs.EnvQueueURL:        *q.Queue.QueueUrl(),
-		jobs.EnvDLQURL:          *q.DLQ.QueueUrl(),
-		jobs.EnvMaxReceiveCount: strconv.Itoa(q.MaxReceiveCount),
-		jobs.EnvWorkerName:      p.worker,
+		contract.EnvQueueURL:        *q.Queue.QueueUrl(),
+		contract.EnvDLQURL:          *q.DLQ.QueueUrl(),
+		contract.EnvMaxReceiveCount: strconv.Itoa(q.MaxReceiveCount),
+		contract.EnvWorkerName:      p.worker,
 	}
 	if p.table != nil && p.jobStates {
-		r.Environment[jobs.EnvStateTable] = *p.table.Table.TableName()
+		r.Environment[contract.EnvStateTable] = *p.table.Table.TableName()
 	}
 	if p.payloads != nil {
-		r.Environment[jobs.EnvPayloadBucket] = *p.payloads.Bucket.BucketName()
+		r.Environment[contract.EnvPayloadBucket] = *p.payloads.Bucket.BucketName()
 	}
 	r.LogGroup = awslogs.NewLogGroup(c, jsii.String("Logs"), &awslogs.LogGroupProps{Retention: p.logRetention})
 	r.Role = awsiam.NewRole(c, jsii.String("Role"), &awsiam.RoleProps{

@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/jobkit-go/jobkit/jobs"
+	"github.com/jobkit-go/jobkit/jobs/contract"
 )
 
 // logicalID returns the logical id of construct c's default resource in stack.
@@ -138,12 +139,12 @@ func (f *recorderFixture) checkFunction(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, wantModule, filepath.Join(*awscdk.Stage_Of(f.stack).Outdir(), filepath.FromSlash(mod)))
 	require.Equal(t, map[string]any{
-		jobs.EnvQueueURL:        ref(f.mainID),
-		jobs.EnvDLQURL:          ref(f.dlqID),
-		jobs.EnvMaxReceiveCount: "7",
-		jobs.EnvWorkerName:      ref(logicalID(f.stack, f.w.Function)),
-		jobs.EnvStateTable:      ref(f.tableID),
-		jobs.EnvPayloadBucket:   ref(f.bucketID),
+		contract.EnvQueueURL:        ref(f.mainID),
+		contract.EnvDLQURL:          ref(f.dlqID),
+		contract.EnvMaxReceiveCount: "7",
+		contract.EnvWorkerName:      ref(logicalID(f.stack, f.w.Function)),
+		contract.EnvStateTable:      ref(f.tableID),
+		contract.EnvPayloadBucket:   ref(f.bucketID),
 	}, get(fn, "Environment.Variables"))
 	cfg, err := jobs.RecorderConfigFromEnv(func(k string) (string, bool) {
 		v, ok := get(fn, "Environment.Variables."+k).(string)
@@ -211,9 +212,9 @@ func TestContainerWorkerRedriveRecorder(t *testing.T) {
 	tpl := synth(t, stack)
 	require.NotNil(t, w.Recorder)
 	env := get(props(tpl["Resources"].(map[string]any)[logicalID(stack, w.Recorder.Function)].(map[string]any)), "Environment.Variables").(map[string]any)
-	require.Equal(t, "Encoder", env[jobs.EnvWorkerName])
-	require.NotContains(t, env, jobs.EnvStateTable)
-	require.NotContains(t, env, jobs.EnvPayloadBucket)
+	require.Equal(t, "Encoder", env[contract.EnvWorkerName])
+	require.NotContains(t, env, contract.EnvStateTable)
+	require.NotContains(t, env, contract.EnvPayloadBucket)
 }
 
 // What a recorder cannot be built or sized for stops the synth: a redrive whose receives leave the

@@ -19,6 +19,7 @@ import (
 
 	"github.com/jobkit-go/jobkit/idempotency"
 	"github.com/jobkit-go/jobkit/jobs"
+	"github.com/jobkit-go/jobkit/jobs/contract"
 	"github.com/jobkit-go/jobkit/jobs/ratelimit"
 )
 
@@ -53,12 +54,12 @@ func IdempotencyKeyPrefix(kind string) string { return kind + "#" }
 // names its Go main package relative to the module root (e.g. "functions/email"), or its import
 // path (a RedriveRecorder's: RecorderPackage), so tools that read the template (the offline stack)
 // can build the same source for another architecture.
-const SourceMetadataKey = jobs.SourceMetadataKey
+const SourceMetadataKey = contract.SourceMetadataKey
 
 // ModuleMetadataKey is the CloudFormation metadata key on a Worker's AWS::Lambda::Function that
 // names the directory of its Go module relative to the cloud assembly (cdk.out), so the offline
 // stack builds the source from the right module wherever the CDK app ran.
-const ModuleMetadataKey = jobs.ModuleMetadataKey
+const ModuleMetadataKey = contract.ModuleMetadataKey
 
 // WorkerProps configures a Worker. Queue and one of Source or Code are required.
 type WorkerProps struct {
@@ -195,24 +196,24 @@ func NewWorker(scope constructs.Construct, id string, props *WorkerProps) *Worke
 		w.Environment = map[string]string{}
 	}
 	q := p.Queue
-	w.Environment[jobs.EnvQueueURL] = *q.Queue.QueueUrl()
-	w.Environment[jobs.EnvDLQURL] = *q.DLQ.QueueUrl()
-	w.Environment[jobs.EnvMaxAttempts] = strconv.Itoa(q.MaxAttempts)
-	w.Environment[jobs.EnvMaxReceiveCount] = strconv.Itoa(q.MaxReceiveCount)
-	w.Environment[jobs.EnvVisibilityTimeout] = strconv.Itoa(int(q.VisibilityTimeout / time.Second))
-	w.Environment[jobs.EnvConcurrency] = strconv.Itoa(p.Concurrency)
-	w.Environment[jobs.EnvBackoffBase] = p.BackoffBase.String()
-	w.Environment[jobs.EnvBackoffCap] = p.BackoffCap.String()
+	w.Environment[contract.EnvQueueURL] = *q.Queue.QueueUrl()
+	w.Environment[contract.EnvDLQURL] = *q.DLQ.QueueUrl()
+	w.Environment[contract.EnvMaxAttempts] = strconv.Itoa(q.MaxAttempts)
+	w.Environment[contract.EnvMaxReceiveCount] = strconv.Itoa(q.MaxReceiveCount)
+	w.Environment[contract.EnvVisibilityTimeout] = strconv.Itoa(int(q.VisibilityTimeout / time.Second))
+	w.Environment[contract.EnvConcurrency] = strconv.Itoa(p.Concurrency)
+	w.Environment[contract.EnvBackoffBase] = p.BackoffBase.String()
+	w.Environment[contract.EnvBackoffCap] = p.BackoffCap.String()
 	if p.IdempotencyTable != nil {
-		w.Environment[jobs.EnvIdempotencyTable] = *p.IdempotencyTable.Table.TableName()
+		w.Environment[contract.EnvIdempotencyTable] = *p.IdempotencyTable.Table.TableName()
 		// Records outlive any message of the queue or its DLQ: a redriven job is still skipped.
-		w.Environment[jobs.EnvIdempotencyExpiry] = (q.RetentionPeriod + DLQRetentionPeriod).String()
+		w.Environment[contract.EnvIdempotencyExpiry] = (q.RetentionPeriod + DLQRetentionPeriod).String()
 		if p.JobStates {
-			w.Environment[jobs.EnvStateTable] = *p.IdempotencyTable.Table.TableName()
+			w.Environment[contract.EnvStateTable] = *p.IdempotencyTable.Table.TableName()
 		}
 	}
 	if p.PayloadBucket != nil {
-		w.Environment[jobs.EnvPayloadBucket] = *p.PayloadBucket.Bucket.BucketName()
+		w.Environment[contract.EnvPayloadBucket] = *p.PayloadBucket.Bucket.BucketName()
 	}
 	w.LogGroup = awslogs.NewLogGroup(c, jsii.String("Logs"), &awslogs.LogGroupProps{
 		Retention: p.LogRetention,
@@ -386,8 +387,8 @@ func (p WorkerProps) check() string {
 		}
 	}
 	for k := range p.Environment {
-		if strings.HasPrefix(k, jobs.EnvPrefix) {
-			return fmt.Sprintf("Environment sets %s: %s names are set by the construct", k, jobs.EnvPrefix)
+		if strings.HasPrefix(k, contract.EnvPrefix) {
+			return fmt.Sprintf("Environment sets %s: %s names are set by the construct", k, contract.EnvPrefix)
 		}
 	}
 	for _, k := range p.Kinds {

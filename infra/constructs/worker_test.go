@@ -17,7 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/jobkit-go/jobkit/idempotency"
-	"github.com/jobkit-go/jobkit/jobs"
+	"github.com/jobkit-go/jobkit/jobs/contract"
 )
 
 // workerFixture builds a stack with a queue, a table and a worker consuming the queue.
@@ -96,17 +96,17 @@ func TestWorkerStandard(t *testing.T) {
 
 	// The environment is exactly what jobs.ConfigFromEnv reads, plus the caller's.
 	require.Equal(t, map[string]any{
-		jobs.EnvQueueURL:          ref(mainID),
-		jobs.EnvDLQURL:            ref(dlqID),
-		jobs.EnvMaxAttempts:       "7",
-		jobs.EnvMaxReceiveCount:   "10", // the queue's redrive: 7 attempts + the Standard margin of 3
-		jobs.EnvVisibilityTimeout: "90",
-		jobs.EnvConcurrency:       "8",
-		jobs.EnvBackoffBase:       "2s",
-		jobs.EnvBackoffCap:        "10m0s",
-		jobs.EnvIdempotencyTable:  ref(tableID),
-		jobs.EnvIdempotencyExpiry: "432h0m0s", // the queue's 4 d + the DLQ's 14 d: redriven jobs are still skipped
-		"SENDER":                  "jobs@example.com",
+		contract.EnvQueueURL:          ref(mainID),
+		contract.EnvDLQURL:            ref(dlqID),
+		contract.EnvMaxAttempts:       "7",
+		contract.EnvMaxReceiveCount:   "10", // the queue's redrive: 7 attempts + the Standard margin of 3
+		contract.EnvVisibilityTimeout: "90",
+		contract.EnvConcurrency:       "8",
+		contract.EnvBackoffBase:       "2s",
+		contract.EnvBackoffCap:        "10m0s",
+		contract.EnvIdempotencyTable:  ref(tableID),
+		contract.EnvIdempotencyExpiry: "432h0m0s", // the queue's 4 d + the DLQ's 14 d: redriven jobs are still skipped
+		"SENDER":                      "jobs@example.com",
 	}, get(fn, "Environment.Variables"))
 	for _, d := range []string{"2s", "10m0s"} {
 		_, err := time.ParseDuration(d)
@@ -170,12 +170,12 @@ func TestWorkerDefaultsOnFIFO(t *testing.T) {
 	require.NotContains(t, m, "ScalingConfig", "unset maximum concurrency")
 	_, fnBody := workerOnly(t, tpl, "AWS::Lambda::Function")
 	env := get(fnBody, "Properties.Environment.Variables").(map[string]any)
-	require.Equal(t, "5", env[jobs.EnvMaxAttempts])
-	require.Equal(t, "63", env[jobs.EnvMaxReceiveCount], "the queue's redrive maxReceiveCount: 10 × (5 + 1) + 3")
-	require.Equal(t, "30", env[jobs.EnvVisibilityTimeout])
-	require.Equal(t, "10", env[jobs.EnvConcurrency])
-	require.Equal(t, "1s", env[jobs.EnvBackoffBase])
-	require.Equal(t, "15m0s", env[jobs.EnvBackoffCap])
+	require.Equal(t, "5", env[contract.EnvMaxAttempts])
+	require.Equal(t, "63", env[contract.EnvMaxReceiveCount], "the queue's redrive maxReceiveCount: 10 × (5 + 1) + 3")
+	require.Equal(t, "30", env[contract.EnvVisibilityTimeout])
+	require.Equal(t, "10", env[contract.EnvConcurrency])
+	require.Equal(t, "1s", env[contract.EnvBackoffBase])
+	require.Equal(t, "15m0s", env[contract.EnvBackoffCap])
 	require.Equal(t, float64(30), get(fnBody, "Properties.Timeout"))
 }
 
@@ -222,7 +222,7 @@ func TestWorkerRejectsBadProps(t *testing.T) {
 		"max concurrency": {WorkerProps{Queue: std, Source: helloSource, MaxConcurrency: 1}, "between 2 and 1000"},
 		"backoff":         {WorkerProps{Queue: std, Source: helloSource, BackoffBase: time.Minute, BackoffCap: time.Second}, "base <= cap"},
 		"backoff cap":     {WorkerProps{Queue: std, Source: helloSource, BackoffCap: 13 * time.Hour}, "12h"},
-		"env":             {WorkerProps{Queue: std, Source: helloSource, Environment: map[string]string{jobs.EnvMaxAttempts: "9"}}, "JOBKIT_ names"},
+		"env":             {WorkerProps{Queue: std, Source: helloSource, Environment: map[string]string{contract.EnvMaxAttempts: "9"}}, "JOBKIT_ names"},
 		"empty kind":      {WorkerProps{Queue: std, Source: helloSource, Kinds: []string{""}}, "Kinds"},
 		"wildcard kind":   {WorkerProps{Queue: std, Source: helloSource, Kinds: []string{"email.*"}}, "Kinds"},
 		"limiter":         {WorkerProps{Queue: std, Source: helloSource, RateLimiters: []string{"api#1"}}, "RateLimiters"},
@@ -290,7 +290,7 @@ func TestWorkerWithPrebuiltCode(t *testing.T) {
 	tpl := synth(t, stack)
 	_, fnBody := workerOnly(t, tpl, "AWS::Lambda::Function")
 	require.Equal(t, "functions/email", get(fnBody, "Metadata."+SourceMetadataKey))
-	require.NotContains(t, get(fnBody, "Properties.Environment.Variables"), jobs.EnvIdempotencyTable)
+	require.NotContains(t, get(fnBody, "Properties.Environment.Variables"), contract.EnvIdempotencyTable)
 }
 
 // A worker in another stack than its queue (stateful resources apart) references it across stacks.
@@ -347,7 +347,7 @@ func TestWorkerJobStates(t *testing.T) {
 	}}, stateStmt["Condition"])
 	_, fnBody := workerOnly(t, tpl, "AWS::Lambda::Function")
 	env := get(fnBody, "Properties.Environment.Variables").(map[string]any)
-	require.Equal(t, env[jobs.EnvIdempotencyTable], env[jobs.EnvStateTable])
+	require.Equal(t, env[contract.EnvIdempotencyTable], env[contract.EnvStateTable])
 	requireNoWildcardGrant(t, tpl)
 }
 

@@ -14,6 +14,7 @@ import (
 	"github.com/jobkit-go/jobkit/functions/samplejobs"
 	"github.com/jobkit-go/jobkit/internal/sampleapp/instrument"
 	"github.com/jobkit-go/jobkit/jobs"
+	"github.com/jobkit-go/jobkit/jobs/contract"
 	"github.com/jobkit-go/jobkit/jobs/state"
 )
 
@@ -58,12 +59,12 @@ func (r *runner) enqueueBatches(ctx context.Context) error {
 	}
 	name := ""
 	for _, st := range r.stack.Deployment.Stacks {
-		if v := st.Outputs[jobs.OutputStateTable]; v != "" {
+		if v := st.Outputs[contract.OutputStateTable]; v != "" {
 			name = v
 		}
 	}
 	if name == "" {
-		return fmt.Errorf("chaos: the deployment has no %s output", jobs.OutputStateTable)
+		return fmt.Errorf("chaos: the deployment has no %s output", contract.OutputStateTable)
 	}
 	table, err := state.New(dynamodb.NewFromConfig(r.stack.Direct), name, nil)
 	if err != nil {

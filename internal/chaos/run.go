@@ -26,6 +26,7 @@ import (
 	"github.com/jobkit-go/jobkit/functions/samplejobs"
 	"github.com/jobkit-go/jobkit/internal/sampleapp/instrument"
 	"github.com/jobkit-go/jobkit/jobs"
+	"github.com/jobkit-go/jobkit/jobs/contract"
 	"github.com/jobkit-go/jobkit/jobs/inspect"
 	"github.com/jobkit-go/jobkit/localstack/devstack"
 	"github.com/jobkit-go/jobkit/localstack/esm"
@@ -257,13 +258,13 @@ func (r *runner) shortenVisibility(ctx context.Context, s *Stack, kind string, v
 	}
 	secs := strconv.Itoa(int(vt / time.Second))
 	_, err := sqs.NewFromConfig(s.Direct).SetQueueAttributes(ctx, &sqs.SetQueueAttributesInput{
-		QueueUrl:   aws.String(env[jobs.EnvQueueURL]),
+		QueueUrl:   aws.String(env[contract.EnvQueueURL]),
 		Attributes: map[string]string{string(sqstypes.QueueAttributeNameVisibilityTimeout): secs},
 	})
 	if err != nil {
 		return fmt.Errorf("chaos: set the visibility timeout of %s's queue: %w", kind, err)
 	}
-	env[jobs.EnvVisibilityTimeout] = secs
+	env[contract.EnvVisibilityTimeout] = secs
 	return nil
 }
 
@@ -278,13 +279,13 @@ func (r *runner) customize(ctx context.Context, s *Stack) error {
 	}
 	vt := strconv.Itoa(int(r.cfg.LongJobVisibility / time.Second))
 	_, err := sqs.NewFromConfig(s.Direct).SetQueueAttributes(ctx, &sqs.SetQueueAttributesInput{
-		QueueUrl:   aws.String(long[jobs.EnvQueueURL]),
+		QueueUrl:   aws.String(long[contract.EnvQueueURL]),
 		Attributes: map[string]string{string(sqstypes.QueueAttributeNameVisibilityTimeout): vt},
 	})
 	if err != nil {
 		return fmt.Errorf("chaos: set the transcode queue's visibility timeout: %w", err)
 	}
-	long[jobs.EnvVisibilityTimeout] = vt
+	long[contract.EnvVisibilityTimeout] = vt
 	if err := r.shortenVisibility(ctx, s, samplejobs.KindSendEmail, r.cfg.EmailVisibility); err != nil {
 		return err
 	}
@@ -302,7 +303,7 @@ func (r *runner) customize(ctx context.Context, s *Stack) error {
 	}
 	if r.cfg.FunctionLogLevel != "" {
 		for i := range s.Deployment.Functions {
-			s.Deployment.Functions[i].Env[jobs.EnvLogLevel] = r.cfg.FunctionLogLevel
+			s.Deployment.Functions[i].Env[contract.EnvLogLevel] = r.cfg.FunctionLogLevel
 		}
 	}
 	if err := r.enqueueBursts(ctx, s); err != nil {

@@ -20,6 +20,7 @@ import (
 	"github.com/jobkit-go/jobkit/functions/samplejobs"
 	"github.com/jobkit-go/jobkit/internal/sampleapp/instrument"
 	"github.com/jobkit-go/jobkit/jobs"
+	"github.com/jobkit-go/jobkit/jobs/contract"
 	"github.com/jobkit-go/jobkit/localstack/deploy"
 	"github.com/jobkit-go/jobkit/localstack/devstack"
 	"github.com/jobkit-go/jobkit/localstack/esm"
@@ -205,10 +206,10 @@ func (s *Stack) WorkerEnv(kind string) map[string]string {
 }
 
 // QueueURL returns the queue the kind's worker consumes, and DLQURL its dead-letter queue.
-func (s *Stack) QueueURL(kind string) string { return s.env(kind, jobs.EnvQueueURL) }
+func (s *Stack) QueueURL(kind string) string { return s.env(kind, contract.EnvQueueURL) }
 
 // DLQURL returns the dead-letter queue of the kind's queue.
-func (s *Stack) DLQURL(kind string) string { return s.env(kind, jobs.EnvDLQURL) }
+func (s *Stack) DLQURL(kind string) string { return s.env(kind, contract.EnvDLQURL) }
 
 func (s *Stack) env(kind, name string) string { return s.WorkerEnv(kind)[name] }
 
@@ -216,7 +217,7 @@ func (s *Stack) env(kind, name string) string { return s.WorkerEnv(kind)[name] }
 func (s *Stack) MaxAttempts() map[string]int {
 	out := map[string]int{}
 	for kind := range samplejobs.Queues {
-		if n, err := strconv.Atoi(s.env(kind, jobs.EnvMaxAttempts)); err == nil {
+		if n, err := strconv.Atoi(s.env(kind, contract.EnvMaxAttempts)); err == nil {
 			out[kind] = n
 		}
 	}

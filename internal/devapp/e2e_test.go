@@ -28,6 +28,7 @@ import (
 	"github.com/jobkit-go/jobkit/internal/devapp"
 	"github.com/jobkit-go/jobkit/internal/sampleapp/instrument"
 	"github.com/jobkit-go/jobkit/jobs"
+	"github.com/jobkit-go/jobkit/jobs/contract"
 	"github.com/jobkit-go/jobkit/jobs/inspect"
 	"github.com/jobkit-go/jobkit/jobs/ratelimit"
 	"github.com/jobkit-go/jobkit/jobs/state"
@@ -400,7 +401,7 @@ func TestEndToEnd(t *testing.T) {
 				firstLatest = first
 				require.GreaterOrEqual(t, first, 1, id)
 			}
-			if reason == jobs.ReasonAttemptsUsed {
+			if reason == contract.ReasonAttemptsUsed {
 				require.GreaterOrEqual(t, dj.Attempts, max(qu.MaxAttempts, first), id)
 				require.LessOrEqual(t, dj.Attempts, max(qu.MaxAttempts, firstLatest), id)
 				require.Contains(t, dj.Error, instrument.ErrInjected.Error(), id)
@@ -470,7 +471,7 @@ func TestEndToEnd(t *testing.T) {
 	var bucket string
 	for _, st := range d.Stacks {
 		for k, v := range st.Outputs {
-			if strings.HasPrefix(k, jobs.OutputPayloadBucketPrefix) {
+			if strings.HasPrefix(k, contract.OutputPayloadBucketPrefix) {
 				bucket = v
 			}
 		}

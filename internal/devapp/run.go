@@ -18,6 +18,7 @@ import (
 
 	"github.com/jobkit-go/jobkit/internal/sampleapp/instrument"
 	"github.com/jobkit-go/jobkit/jobs"
+	"github.com/jobkit-go/jobkit/jobs/contract"
 	"github.com/jobkit-go/jobkit/localstack/deploy"
 	"github.com/jobkit-go/jobkit/localstack/devstack"
 )
@@ -324,7 +325,7 @@ func enqueueWorkload(ctx context.Context, cfg Config, res *Result, workload []Jo
 func payloadBucket(d *deploy.Deployment) string {
 	for _, s := range d.Stacks {
 		for k, v := range s.Outputs {
-			if strings.HasPrefix(k, jobs.OutputPayloadBucketPrefix) {
+			if strings.HasPrefix(k, contract.OutputPayloadBucketPrefix) {
 				return v
 			}
 		}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/jobkit-go/jobkit/functions/samplejobs"
 	"github.com/jobkit-go/jobkit/jobs"
+	"github.com/jobkit-go/jobkit/jobs/contract"
 	"github.com/jobkit-go/jobkit/jobs/inspect"
 	"github.com/jobkit-go/jobkit/localstack/deploy"
 	"github.com/jobkit-go/jobkit/localstack/esm"
@@ -20,7 +21,7 @@ func TestFullCensusNamesTheLost(t *testing.T) {
 	t.Parallel()
 	url, dlq := "https://sqs/Email", "https://sqs/Email-dlq"
 	d := &deploy.Deployment{Stacks: []deploy.Stack{{Outputs: map[string]string{
-		jobs.OutputQueuePrefix + samplejobs.QueueEmail: url, jobs.OutputDLQPrefix + samplejobs.QueueEmail: dlq}}}}
+		contract.OutputQueuePrefix + samplejobs.QueueEmail: url, contract.OutputDLQPrefix + samplejobs.QueueEmail: dlq}}}}
 	tr, err := newTracker(nil, nil, d)
 	require.NoError(t, err)
 	for _, id := range []string{"poison", "gone", "waiting"} {

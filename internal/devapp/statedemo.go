@@ -12,6 +12,7 @@ import (
 	"github.com/jobkit-go/jobkit/functions/samplejobs"
 	"github.com/jobkit-go/jobkit/internal/sampleapp/instrument"
 	"github.com/jobkit-go/jobkit/jobs"
+	"github.com/jobkit-go/jobkit/jobs/contract"
 	"github.com/jobkit-go/jobkit/jobs/state"
 	"github.com/jobkit-go/jobkit/localstack/deploy"
 )
@@ -57,7 +58,7 @@ func (r *StateResult) UniqueLine() string {
 // stateTableOf returns the deployment's jobkit state table (the stack output JobkitStateTable).
 func stateTableOf(d *deploy.Deployment) string {
 	for _, s := range d.Stacks {
-		if v := s.Outputs[jobs.OutputStateTable]; v != "" {
+		if v := s.Outputs[contract.OutputStateTable]; v != "" {
 			return v
 		}
 	}
@@ -74,7 +75,7 @@ func runStateDemo(ctx context.Context, cfg Config, tr *Tracker, d *deploy.Deploy
 	}
 	name := stateTableOf(d)
 	if name == "" {
-		return res, fmt.Errorf("demo: the deployment has no %s output: no job state table", jobs.OutputStateTable)
+		return res, fmt.Errorf("demo: the deployment has no %s output: no job state table", contract.OutputStateTable)
 	}
 	table, err := state.New(dynamodb.NewFromConfig(cfg.AWS), name, nil)
 	if err != nil {

@@ -19,6 +19,7 @@ import (
 	"github.com/jobkit-go/jobkit/functions/samplejobs"
 	"github.com/jobkit-go/jobkit/internal/sampleapp/instrument"
 	"github.com/jobkit-go/jobkit/jobs"
+	"github.com/jobkit-go/jobkit/jobs/contract"
 	"github.com/jobkit-go/jobkit/jobs/inspect"
 	"github.com/jobkit-go/jobkit/localstack/deploy"
 	"github.com/jobkit-go/jobkit/localstack/devstack"
@@ -117,16 +118,16 @@ func newTracker(sq SQSAPI, ddb DynamoDBAPI, d *deploy.Deployment) (*Tracker, err
 	dlqs := map[string]string{}
 	for _, s := range d.Stacks {
 		for k, v := range s.Outputs {
-			if name, ok := strings.CutPrefix(k, jobs.OutputQueuePrefix); ok && name != "" {
+			if name, ok := strings.CutPrefix(k, contract.OutputQueuePrefix); ok && name != "" {
 				t.byURL[v] = &Queue{Name: name, URL: v, MaxAttempts: jobs.DefaultMaxAttempts}
 			}
-			if name, ok := strings.CutPrefix(k, jobs.OutputDLQPrefix); ok && name != "" {
+			if name, ok := strings.CutPrefix(k, contract.OutputDLQPrefix); ok && name != "" {
 				dlqs[name] = v
 			}
 		}
 	}
 	if len(t.byURL) == 0 {
-		return nil, errors.New("demo: the deployment has no stack output " + jobs.OutputQueuePrefix + "<Name>: not a jobkit sample stack")
+		return nil, errors.New("demo: the deployment has no stack output " + contract.OutputQueuePrefix + "<Name>: not a jobkit sample stack")
 	}
 	for _, q := range t.byURL {
 		q.DLQURL = dlqs[q.Name]
@@ -158,28 +159,28 @@ func newTracker(sq SQSAPI, ddb DynamoDBAPI, d *deploy.Deployment) (*Tracker, err
 			continue
 		}
 		q.Function = fn.Name
-		if n, err := strconv.Atoi(fn.Env[jobs.EnvMaxAttempts]); err == nil && n > 0 {
+		if n, err := strconv.Atoi(fn.Env[contract.EnvMaxAttempts]); err == nil && n > 0 {
 			q.MaxAttempts = n
 		}
-		q.IdempotencyTable = fn.Env[jobs.EnvIdempotencyTable]
+		q.IdempotencyTable = fn.Env[contract.EnvIdempotencyTable]
 		if q.DLQURL == "" {
-			q.DLQURL = fn.Env[jobs.EnvDLQURL]
+			q.DLQURL = fn.Env[contract.EnvDLQURL]
 		}
 		t.byFunc[fn.Name] = q
 	}
 	for _, c := range d.Containers { // workers run as local processes (ContainerWorker)
-		q := t.byURL[c.Env[jobs.EnvQueueURL]]
+		q := t.byURL[c.Env[contract.EnvQueueURL]]
 		if q == nil {
 			continue
 		}
 		name := devstack.ContainerName(c)
 		q.Function = name
-		if n, err := strconv.Atoi(c.Env[jobs.EnvMaxAttempts]); err == nil && n > 0 {
+		if n, err := strconv.Atoi(c.Env[contract.EnvMaxAttempts]); err == nil && n > 0 {
 			q.MaxAttempts = n
 		}
-		q.IdempotencyTable = c.Env[jobs.EnvIdempotencyTable]
+		q.IdempotencyTable = c.Env[contract.EnvIdempotencyTable]
 		if q.DLQURL == "" {
-			q.DLQURL = c.Env[jobs.EnvDLQURL]
+			q.DLQURL = c.Env[contract.EnvDLQURL]
 		}
 		t.byFunc[name] = q
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/jobkit-go/jobkit/functions/samplejobs"
 	"github.com/jobkit-go/jobkit/internal/devapp"
 	"github.com/jobkit-go/jobkit/jobs"
+	"github.com/jobkit-go/jobkit/jobs/contract"
 	"github.com/jobkit-go/jobkit/localstack/deploy"
 	"github.com/jobkit-go/jobkit/localstack/esm"
 	"github.com/jobkit-go/jobkit/localstack/schedfire"
@@ -29,11 +30,11 @@ func sampleDeployment() *deploy.Deployment {
 		}
 		outputs["JobkitQueue"+name] = url
 		outputs["JobkitDlq"+name] = url + "-dlq"
-		env := map[string]string{jobs.EnvMaxAttempts: "5", jobs.EnvDLQURL: url + "-dlq"}
+		env := map[string]string{contract.EnvMaxAttempts: "5", contract.EnvDLQURL: url + "-dlq"}
 		if name != "Transcode" {
-			env[jobs.EnvIdempotencyTable] = "idem"
+			env[contract.EnvIdempotencyTable] = "idem"
 		} else {
-			env[jobs.EnvMaxAttempts] = "3"
+			env[contract.EnvMaxAttempts] = "3"
 		}
 		d.Functions = append(d.Functions, deploy.Function{Name: name + "Fn", Env: env})
 		d.Mappings = append(d.Mappings, deploy.EventSourceMapping{Function: name + "Fn", QueueURL: url, Enabled: true})

@@ -8,6 +8,7 @@ import (
 	"github.com/jobkit-go/jobkit/functions/samplejobs"
 	"github.com/jobkit-go/jobkit/internal/sampleapp/instrument"
 	"github.com/jobkit-go/jobkit/jobs"
+	"github.com/jobkit-go/jobkit/jobs/contract"
 )
 
 // Workload describes a demo workload over the sample stack's three functions. Faulty jobs are a
@@ -318,9 +319,9 @@ func (o Outcome) String() string {
 func Expect(f instrument.Faults, maxAttempts int) (Outcome, string) {
 	switch {
 	case f.Poison:
-		return DeadLettered, jobs.ReasonCancelled
+		return DeadLettered, contract.ReasonCancelled
 	case f.FailAttempts >= maxAttempts:
-		return DeadLettered, jobs.ReasonAttemptsUsed
+		return DeadLettered, contract.ReasonAttemptsUsed
 	}
 	return Succeeds, ""
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/jobkit-go/jobkit/internal/devapp"
 	"github.com/jobkit-go/jobkit/internal/sampleapp/instrument"
 	"github.com/jobkit-go/jobkit/jobs"
+	"github.com/jobkit-go/jobkit/jobs/contract"
 )
 
 // The dev workload has the jobs and faults it promises, in a reproducible order, with each
@@ -130,9 +131,9 @@ func TestExpect(t *testing.T) {
 	}{
 		{instrument.Faults{}, 5, devapp.Succeeds, ""},
 		{instrument.Faults{FailAttempts: 4}, 5, devapp.Succeeds, ""},
-		{instrument.Faults{FailAttempts: 5}, 5, devapp.DeadLettered, jobs.ReasonAttemptsUsed},
-		{instrument.Faults{FailAttempts: devapp.UnlimitedFailures}, 3, devapp.DeadLettered, jobs.ReasonAttemptsUsed},
-		{instrument.Faults{Poison: true, FailAttempts: 1}, 5, devapp.DeadLettered, jobs.ReasonCancelled},
+		{instrument.Faults{FailAttempts: 5}, 5, devapp.DeadLettered, contract.ReasonAttemptsUsed},
+		{instrument.Faults{FailAttempts: devapp.UnlimitedFailures}, 3, devapp.DeadLettered, contract.ReasonAttemptsUsed},
+		{instrument.Faults{Poison: true, FailAttempts: 1}, 5, devapp.DeadLettered, contract.ReasonCancelled},
 	} {
 		outcome, reason := devapp.Expect(c.f, c.max)
 		require.Equal(t, c.outcome, outcome, "%+v", c.f)

@@ -14,11 +14,12 @@ import (
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/jobkit-go/jobkit/jobs"
+	"github.com/jobkit-go/jobkit/jobs/contract"
 )
 
 // DeadJob is a message in a dead-letter queue, read back with the attributes the jobs runtime set
 // when it dead-lettered it (see the jobs.Attr* constants), or the redrive recorder, for a job the
-// queue's RedrivePolicy moved (jobs.ReasonRedrivePolicy). A message SQS moved into the
+// queue's RedrivePolicy moved (contract.ReasonRedrivePolicy). A message SQS moved into the
 // dead-letter queue itself — from a queue without a recorder, or from the holding queue when the
 // recorder failed too — carries none of them: its Reason is empty and its Kind and JobID come
 // from the envelope, if the body is one (see ByRedrivePolicy).
@@ -32,7 +33,7 @@ type DeadJob struct {
 	Function        string    // the Lambda function that gave up
 	FirstReceivedAt time.Time // zero if unknown
 	FailedAt        time.Time // zero if unknown
-	SourceQueue     string    // the queue the job came from (jobs.AttrSourceQueue)
+	SourceQueue     string    // the queue the job came from (contract.AttrSourceQueue)
 	SourceMessageID string
 	GroupID         string // FIFO message group id
 	ReceiveCount    int    // receives from the dead-letter queue, this one included
@@ -107,18 +108,18 @@ func ParseDeadJob(m sqstypes.Message) DeadJob {
 		}
 		return ""
 	}
-	j.Reason = attr(jobs.AttrReason)
-	j.Error = attr(jobs.AttrError)
-	j.Kind = attr(jobs.AttrKind)
-	j.JobID = attr(jobs.AttrJobID)
-	j.Attempts, _ = strconv.Atoi(attr(jobs.AttrAttempts))
-	j.Function = attr(jobs.AttrFunction)
-	j.FirstReceivedAt = parseTime(attr(jobs.AttrFirstFailureAt))
-	j.FailedAt = parseTime(attr(jobs.AttrFailedAt))
-	j.SourceMessageID = attr(jobs.AttrSourceMessageID)
-	j.SourceQueue = attr(jobs.AttrSourceQueue)
+	j.Reason = attr(contract.AttrReason)
+	j.Error = attr(contract.AttrError)
+	j.Kind = attr(contract.AttrKind)
+	j.JobID = attr(contract.AttrJobID)
+	j.Attempts, _ = strconv.Atoi(attr(contract.AttrAttempts))
+	j.Function = attr(contract.AttrFunction)
+	j.FirstReceivedAt = parseTime(attr(contract.AttrFirstFailureAt))
+	j.FailedAt = parseTime(attr(contract.AttrFailedAt))
+	j.SourceMessageID = attr(contract.AttrSourceMessageID)
+	j.SourceQueue = attr(contract.AttrSourceQueue)
 	for k, v := range m.MessageAttributes {
-		if !strings.HasPrefix(k, jobs.AttrPrefix) {
+		if !strings.HasPrefix(k, contract.AttrPrefix) {
 			if j.Attributes == nil {
 				j.Attributes = map[string]sqstypes.MessageAttributeValue{}
 			}
@@ -149,7 +150,7 @@ func ParseDeadJob(m sqstypes.Message) DeadJob {
 // rather than the jobs runtime or the redrive recorder sending it there: it carries no jobkit
 // reason, or SQS names the queue it moved it from (DeadLetterSourceARN). A job redriven by a native
 // move keeps its jobkit.* attributes, so one moved by the RedrivePolicy after that still carries
-// the Reason of its earlier dead-lettering. A job the recorder sent on (jobs.ReasonRedrivePolicy)
+// the Reason of its earlier dead-lettering. A job the recorder sent on (contract.ReasonRedrivePolicy)
 // is not: SQS moved it into the holding queue, and the recorder's send says when and why.
 func (j *DeadJob) ByRedrivePolicy() bool {
 	return j.Reason == "" || j.DeadLetterSourceARN != ""

@@ -6,9 +6,8 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
+	"github.com/jobkit-go/jobkit/jobs/contract"
 	"github.com/stretchr/testify/require"
-
-	"github.com/jobkit-go/jobkit/jobs"
 )
 
 // When a message entered the DLQ is known for the runtime's and the redrive recorder's dead
@@ -28,21 +27,21 @@ func TestParseDeadJobDeadLetteredAt(t *testing.T) {
 		}
 		return m
 	}
-	reason := map[string]sqstypes.MessageAttributeValue{jobs.AttrReason: {DataType: aws.String("String"), StringValue: aws.String(jobs.ReasonCancelled)}}
+	reason := map[string]sqstypes.MessageAttributeValue{contract.AttrReason: {DataType: aws.String("String"), StringValue: aws.String(contract.ReasonCancelled)}}
 	src := "arn:aws:sqs:us-east-1:123456789012:email"
 
 	runtime := ParseDeadJob(msg("", reason))
 	require.False(t, runtime.ByRedrivePolicy())
 	require.Equal(t, sent, runtime.SentAt)
 	require.Equal(t, sent, runtime.DeadLetteredAt)
-	require.Equal(t, ReasonHint(jobs.ReasonCancelled), runtime.Hint())
+	require.Equal(t, ReasonHint(contract.ReasonCancelled), runtime.Hint())
 
 	// The redrive recorder sends what the RedrivePolicy moved into the holding queue: it says why
 	// and when, as the runtime's dead letters do.
-	recorded := ParseDeadJob(msg("", map[string]sqstypes.MessageAttributeValue{jobs.AttrReason: {DataType: aws.String("String"), StringValue: aws.String(jobs.ReasonRedrivePolicy)}}))
+	recorded := ParseDeadJob(msg("", map[string]sqstypes.MessageAttributeValue{contract.AttrReason: {DataType: aws.String("String"), StringValue: aws.String(contract.ReasonRedrivePolicy)}}))
 	require.False(t, recorded.ByRedrivePolicy())
 	require.Equal(t, sent, recorded.DeadLetteredAt)
-	require.Equal(t, ReasonHint(jobs.ReasonRedrivePolicy), recorded.Hint())
+	require.Equal(t, ReasonHint(contract.ReasonRedrivePolicy), recorded.Hint())
 
 	for name, j := range map[string]DeadJob{
 		"no jobkit reason":         ParseDeadJob(msg("", nil)),
@@ -61,9 +60,9 @@ func TestParseDeadJobDeadLetteredAt(t *testing.T) {
 // Every reason the runtime writes has a hint.
 func TestEveryReasonHasAHint(t *testing.T) {
 	t.Parallel()
-	for _, r := range []string{"", jobs.ReasonMalformed, jobs.ReasonVersion, jobs.ReasonUnknownKind, jobs.ReasonBadArgs,
-		jobs.ReasonCancelled, jobs.ReasonAttemptsUsed, jobs.ReasonPayloadMismatch, jobs.ReasonPayloadUnavailable,
-		jobs.ReasonNoOutcome, jobs.ReasonReceiveLimit, jobs.ReasonRedrivePolicy} {
+	for _, r := range []string{"", contract.ReasonMalformed, contract.ReasonVersion, contract.ReasonUnknownKind, contract.ReasonBadArgs,
+		contract.ReasonCancelled, contract.ReasonAttemptsUsed, contract.ReasonPayloadMismatch, contract.ReasonPayloadUnavailable,
+		contract.ReasonNoOutcome, contract.ReasonReceiveLimit, contract.ReasonRedrivePolicy} {
 		require.NotEmpty(t, ReasonHint(r), r)
 	}
 	require.Empty(t, ReasonHint("not-a-reason"))

@@ -9,7 +9,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/config"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
-	"github.com/jobkit-go/jobkit/jobs"
+	"github.com/jobkit-go/jobkit/jobs/contract"
 	"github.com/jobkit-go/jobkit/jobs/inspect"
 )
 
@@ -73,10 +73,10 @@ func ExampleParseDeadJob() {
 			"ApproximateReceiveCount": "1",
 		},
 		MessageAttributes: map[string]sqstypes.MessageAttributeValue{
-			jobs.AttrReason:   str(jobs.ReasonAttemptsUsed),
-			jobs.AttrError:    str("smtp: 421 try again later"),
-			jobs.AttrAttempts: {DataType: aws.String("Number"), StringValue: aws.String("5")},
-			jobs.AttrFailedAt: str("2026-11-21T12:05:00Z"),
+			contract.AttrReason:   str(contract.ReasonAttemptsUsed),
+			contract.AttrError:    str("smtp: 421 try again later"),
+			contract.AttrAttempts: {DataType: aws.String("Number"), StringValue: aws.String("5")},
+			contract.AttrFailedAt: str("2026-11-21T12:05:00Z"),
 		},
 	}
 	j := inspect.ParseDeadJob(msg)

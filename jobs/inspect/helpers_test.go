@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/jobkit-go/jobkit/jobs"
+	"github.com/jobkit-go/jobkit/jobs/contract"
 	"github.com/jobkit-go/jobkit/jobs/inspect"
 )
 
@@ -56,15 +57,15 @@ func seedDead(t testing.TB, client *sqs.Client, dlqURL string, specs []deadSpec)
 					failed = time.Date(2026, 11, 21, 12, 5, 0, 0, time.UTC)
 				}
 				e.MessageAttributes = map[string]sqstypes.MessageAttributeValue{
-					jobs.AttrReason:         strAttr(s.Reason),
-					jobs.AttrError:          strAttr(s.Error),
-					jobs.AttrKind:           strAttr(s.Kind),
-					jobs.AttrJobID:          strAttr(s.ID),
-					jobs.AttrAttempts:       {DataType: aws.String("Number"), StringValue: aws.String(strconv.Itoa(s.Attempts))},
-					jobs.AttrFunction:       strAttr("email-worker"),
-					jobs.AttrFirstFailureAt: strAttr(failed.Add(-time.Minute).Format(time.RFC3339Nano)),
-					jobs.AttrFailedAt:       strAttr(failed.Format(time.RFC3339Nano)),
-					jobs.AttrSourceQueue:    strAttr(s.Source),
+					contract.AttrReason:         strAttr(s.Reason),
+					contract.AttrError:          strAttr(s.Error),
+					contract.AttrKind:           strAttr(s.Kind),
+					contract.AttrJobID:          strAttr(s.ID),
+					contract.AttrAttempts:       {DataType: aws.String("Number"), StringValue: aws.String(strconv.Itoa(s.Attempts))},
+					contract.AttrFunction:       strAttr("email-worker"),
+					contract.AttrFirstFailureAt: strAttr(failed.Add(-time.Minute).Format(time.RFC3339Nano)),
+					contract.AttrFailedAt:       strAttr(failed.Format(time.RFC3339Nano)),
+					contract.AttrSourceQueue:    strAttr(s.Source),
 				}
 				// SQS refuses a string attribute with an empty value (LocalStack enforces it; moto
 				// does not): leave unset what the spec leaves empty.

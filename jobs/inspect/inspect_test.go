@@ -24,6 +24,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/jobkit-go/jobkit/jobs"
+	"github.com/jobkit-go/jobkit/jobs/contract"
 	"github.com/jobkit-go/jobkit/jobs/inspect"
 	"github.com/jobkit-go/jobkit/localstack/awstest"
 )
@@ -126,7 +127,7 @@ func TestStatsCountsAndAges(t *testing.T) {
 	out, err := client.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: aws.String(q.URL), VisibilityTimeout: 300})
 	require.NoError(t, err)
 	require.Len(t, out.Messages, 1)
-	seedDead(t, client, dlq.URL, []deadSpec{{ID: "d1", Kind: "k", Reason: jobs.ReasonCancelled, Attempts: 1}, {ID: "d2", Kind: "k", Attempts: 1}})
+	seedDead(t, client, dlq.URL, []deadSpec{{ID: "d1", Kind: "k", Reason: contract.ReasonCancelled, Attempts: 1}, {ID: "d2", Kind: "k", Attempts: 1}})
 	time.Sleep(1100 * time.Millisecond) // so the sampled age is at least a second
 
 	in := inspect.New(cfg)
@@ -190,7 +191,7 @@ func TestListDeadParsesAttributesAndConsumesNothing(t *testing.T) {
 		if i%3 == 0 {
 			kind, errText = "ledger.post", "ledger: TIMEOUT talking to bank"
 		}
-		specs = append(specs, deadSpec{ID: fmt.Sprintf("job-%02d", i), Kind: kind, Reason: jobs.ReasonAttemptsUsed, Error: errText, Attempts: 5, Source: src.URL})
+		specs = append(specs, deadSpec{ID: fmt.Sprintf("job-%02d", i), Kind: kind, Reason: contract.ReasonAttemptsUsed, Error: errText, Attempts: 5, Source: src.URL})
 	}
 	specs = append(specs,
 		deadSpec{ID: "crash", Kind: "email.send", NoAttrs: true},
@@ -210,7 +211,7 @@ func TestListDeadParsesAttributesAndConsumesNothing(t *testing.T) {
 	}
 	j := byID["job-03"]
 	require.Equal(t, "ledger.post", j.Kind)
-	require.Equal(t, jobs.ReasonAttemptsUsed, j.Reason)
+	require.Equal(t, contract.ReasonAttemptsUsed, j.Reason)
 	require.Equal(t, "ledger: TIMEOUT talking to bank", j.Error)
 	require.Equal(t, 5, j.Attempts)
 	require.Equal(t, "email-worker", j.Function)
@@ -273,11 +274,11 @@ func TestListDeadFIFO(t *testing.T) {
 	var specs []deadSpec
 	for _, g := range []string{"a", "b", "c"} {
 		for i := range 3 {
-			specs = append(specs, deadSpec{ID: fmt.Sprintf("%s%d", g, i), Kind: "ledger.post", Reason: jobs.ReasonCancelled, Group: g, Attempts: 1})
+			specs = append(specs, deadSpec{ID: fmt.Sprintf("%s%d", g, i), Kind: "ledger.post", Reason: contract.ReasonCancelled, Group: g, Attempts: 1})
 		}
 	}
 	for i := range 14 { // more than one receive returns
-		specs = append(specs, deadSpec{ID: fmt.Sprintf("z%d", i), Kind: "ledger.post", Reason: jobs.ReasonCancelled, Group: "z", Attempts: 1})
+		specs = append(specs, deadSpec{ID: fmt.Sprintf("z%d", i), Kind: "ledger.post", Reason: contract.ReasonCancelled, Group: "z", Attempts: 1})
 	}
 	seedDead(t, client, dlq.URL, specs)
 	list, err := inspect.New(cfg).ListDead(ctx, dlq.URL, nil)
@@ -317,7 +318,7 @@ func TestRedriveManualWithFilterAndDestinations(t *testing.T) {
 		if i%2 == 1 {
 			kind = "ledger.post"
 		}
-		s := deadSpec{ID: fmt.Sprintf("j%02d", i), Kind: kind, Reason: jobs.ReasonCancelled, Error: "boom", Attempts: 1, Source: src.URL}
+		s := deadSpec{ID: fmt.Sprintf("j%02d", i), Kind: kind, Reason: contract.ReasonCancelled, Error: "boom", Attempts: 1, Source: src.URL}
 		if i >= 25 {
 			s.Source = other.URL // not a source of the DLQ: no valid destination
 		}
@@ -399,13 +400,13 @@ func TestRedriveRefusesForgedSourceQueue(t *testing.T) {
 	require.NoError(t, err)
 	u.Host = "attacker.invalid:1" // the same queue, spelled with another host
 	seedDead(t, client, dlq.URL, []deadSpec{
-		{ID: "ok1", Kind: "k", Reason: jobs.ReasonCancelled, Source: src.URL},
-		{ID: "ok2", Kind: "k", Reason: jobs.ReasonCancelled, Source: src.URL},
-		{ID: "respelled", Kind: "k", Reason: jobs.ReasonCancelled, Source: u.String()},
-		{ID: "forged1", Kind: "k", Reason: jobs.ReasonCancelled, Source: victim.URL},
-		{ID: "forged2", Kind: "k", Reason: jobs.ReasonCancelled, Source: victim.URL},
-		{ID: "itself", Kind: "k", Reason: jobs.ReasonCancelled, Source: dlq.URL},
-		{ID: "garbage", Kind: "k", Reason: jobs.ReasonCancelled, Source: "not a queue"},
+		{ID: "ok1", Kind: "k", Reason: contract.ReasonCancelled, Source: src.URL},
+		{ID: "ok2", Kind: "k", Reason: contract.ReasonCancelled, Source: src.URL},
+		{ID: "respelled", Kind: "k", Reason: contract.ReasonCancelled, Source: u.String()},
+		{ID: "forged1", Kind: "k", Reason: contract.ReasonCancelled, Source: victim.URL},
+		{ID: "forged2", Kind: "k", Reason: contract.ReasonCancelled, Source: victim.URL},
+		{ID: "itself", Kind: "k", Reason: contract.ReasonCancelled, Source: dlq.URL},
+		{ID: "garbage", Kind: "k", Reason: contract.ReasonCancelled, Source: "not a queue"},
 	})
 
 	// Only the manual move reads the attribute: a native move (SQS's StartMessageMoveTask) sends
@@ -443,7 +444,7 @@ func TestRedriveNativeUnsupportedFallsBack(t *testing.T) {
 	client := sqs.NewFromConfig(cfg)
 	dlq := awstest.CreateQueue(t, cfg, "dlq", nil)
 	src := awstest.CreateQueue(t, cfg, "src", &awstest.QueueOptions{DLQ: &dlq})
-	seedDead(t, client, dlq.URL, []deadSpec{{ID: "a", Kind: "k", Reason: jobs.ReasonCancelled, Source: src.URL}})
+	seedDead(t, client, dlq.URL, []deadSpec{{ID: "a", Kind: "k", Reason: contract.ReasonCancelled, Source: src.URL}})
 	in := inspect.New(cfg)
 	if awstest.HasMessageMoveTasks(t) {
 		// AWS (and LocalStack) implement StartMessageMoveTask; moto does not. Where the endpoint
@@ -508,7 +509,7 @@ func TestRedriveFIFOKeepsGroupsAndOrder(t *testing.T) {
 	var specs []deadSpec
 	for _, g := range []string{"g1", "g2", "g3"} {
 		for i := range 12 {
-			specs = append(specs, deadSpec{ID: fmt.Sprintf("%s-%d", g, i), Kind: "ledger.post", Reason: jobs.ReasonCancelled, Group: g, Attempts: 1, Source: src.URL})
+			specs = append(specs, deadSpec{ID: fmt.Sprintf("%s-%d", g, i), Kind: "ledger.post", Reason: contract.ReasonCancelled, Group: g, Attempts: 1, Source: src.URL})
 		}
 	}
 	seedDead(t, client, dlq.URL, specs)
@@ -556,7 +557,7 @@ func TestRedriveSendsOncePerRunWhenADeleteFails(t *testing.T) {
 	src := awstest.CreateQueue(t, cfg, "src", &awstest.QueueOptions{DLQ: &dlq})
 	var specs []deadSpec
 	for i := range 20 {
-		specs = append(specs, deadSpec{ID: fmt.Sprintf("j%d", i), Kind: "k", Reason: jobs.ReasonCancelled, Source: src.URL})
+		specs = append(specs, deadSpec{ID: fmt.Sprintf("j%d", i), Kind: "k", Reason: contract.ReasonCancelled, Source: src.URL})
 	}
 	seedDead(t, client, dlq.URL, specs)
 	in := inspect.New(cfg, func(o *inspect.Options) { o.SQS = &faultySQS{SQSAPI: client} })
@@ -608,7 +609,7 @@ func TestRedriveLeavesJobsThatComeBackDuringTheRun(t *testing.T) {
 	src := awstest.CreateQueue(t, cfg, "src", &awstest.QueueOptions{DLQ: &dlq})
 	var specs []deadSpec
 	for i := range 20 {
-		specs = append(specs, deadSpec{ID: fmt.Sprintf("j%02d", i), Kind: "k", Reason: jobs.ReasonCancelled, Source: src.URL})
+		specs = append(specs, deadSpec{ID: fmt.Sprintf("j%02d", i), Kind: "k", Reason: contract.ReasonCancelled, Source: src.URL})
 	}
 	seedDead(t, client, dlq.URL, specs)
 
@@ -634,7 +635,7 @@ func TestRedriveLeavesJobsThatComeBackDuringTheRun(t *testing.T) {
 				entries = append(entries, sqstypes.SendMessageBatchRequestEntry{
 					Id: aws.String(strconv.Itoa(n)), MessageBody: m.Body,
 					MessageAttributes: map[string]sqstypes.MessageAttributeValue{
-						jobs.AttrJobID: strAttr(env.ID), jobs.AttrReason: strAttr(jobs.ReasonCancelled), jobs.AttrSourceQueue: strAttr(src.URL),
+						contract.AttrJobID: strAttr(env.ID), contract.AttrReason: strAttr(contract.ReasonCancelled), contract.AttrSourceQueue: strAttr(src.URL),
 					},
 				})
 			}
@@ -669,8 +670,8 @@ func TestRedriveMovesOlderDuplicatesOfAJob(t *testing.T) {
 	dlq := awstest.CreateQueue(t, cfg, "dlq", nil)
 	src := awstest.CreateQueue(t, cfg, "src", &awstest.QueueOptions{DLQ: &dlq})
 	seedDead(t, client, dlq.URL, []deadSpec{
-		{ID: "twice", Kind: "k", Reason: jobs.ReasonCancelled, Source: src.URL},
-		{ID: "twice", Kind: "k", Reason: jobs.ReasonCancelled, Source: src.URL},
+		{ID: "twice", Kind: "k", Reason: contract.ReasonCancelled, Source: src.URL},
+		{ID: "twice", Kind: "k", Reason: contract.ReasonCancelled, Source: src.URL},
 	})
 	time.Sleep(6 * time.Second) // older than the run by more than the clock-skew allowance (5 s)
 	res, err := inspect.New(cfg).Redrive(ctx, dlq.URL, &inspect.RedriveOptions{Method: inspect.RedriveManual, Concurrency: 1})
@@ -725,7 +726,7 @@ func TestRedriveReportsPossibleDuplicatesAfterA200WithoutBody(t *testing.T) {
 	src := awstest.CreateQueue(t, cfg, "src", &awstest.QueueOptions{DLQ: &dlq})
 	var specs []deadSpec
 	for i := range 10 {
-		specs = append(specs, deadSpec{ID: fmt.Sprintf("j%d", i), Kind: "k", Reason: jobs.ReasonCancelled, Source: src.URL})
+		specs = append(specs, deadSpec{ID: fmt.Sprintf("j%d", i), Kind: "k", Reason: contract.ReasonCancelled, Source: src.URL})
 	}
 	seedDead(t, client, dlq.URL, specs)
 	lossy := sqs.NewFromConfig(cfg, func(o *sqs.Options) {
@@ -760,7 +761,7 @@ func TestRedriveReportsPossibleDuplicatesAfterALostAnswer(t *testing.T) {
 	src := awstest.CreateQueue(t, cfg, "src", &awstest.QueueOptions{DLQ: &dlq})
 	var specs []deadSpec
 	for i := range 10 {
-		specs = append(specs, deadSpec{ID: fmt.Sprintf("j%d", i), Kind: "k", Reason: jobs.ReasonCancelled, Source: src.URL})
+		specs = append(specs, deadSpec{ID: fmt.Sprintf("j%d", i), Kind: "k", Reason: contract.ReasonCancelled, Source: src.URL})
 	}
 	seedDead(t, client, dlq.URL, specs)
 	in := inspect.New(cfg, func(o *inspect.Options) { o.SQS = &lostAnswerSQS{SQSAPI: client} })

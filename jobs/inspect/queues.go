@@ -20,6 +20,7 @@ import (
 	"github.com/aws/smithy-go"
 
 	"github.com/jobkit-go/jobkit/jobs"
+	"github.com/jobkit-go/jobkit/jobs/contract"
 )
 
 // Queue is a job queue and its dead-letter queue, as a deployment names them.
@@ -70,7 +71,7 @@ func (i *Inspector) Resolve(ctx context.Context, t Target) ([]Queue, error) {
 			return nil, err
 		}
 		if len(qs) == 0 {
-			return nil, fmt.Errorf("%w: stack %s has no %s*/%s* outputs", ErrNoQueues, stack, jobs.OutputQueuePrefix, jobs.OutputDLQPrefix)
+			return nil, fmt.Errorf("%w: stack %s has no %s*/%s* outputs", ErrNoQueues, stack, contract.OutputQueuePrefix, contract.OutputDLQPrefix)
 		}
 		return qs, nil
 	}
@@ -214,10 +215,10 @@ func (i *Inspector) StackQueues(ctx context.Context, stack string) ([]Queue, err
 	for _, o := range out.Stacks[0].Outputs {
 		key, val := aws.ToString(o.OutputKey), aws.ToString(o.OutputValue)
 		switch {
-		case strings.HasPrefix(key, jobs.OutputQueuePrefix) && len(key) > len(jobs.OutputQueuePrefix):
-			get(key[len(jobs.OutputQueuePrefix):]).URL = val
-		case strings.HasPrefix(key, jobs.OutputDLQPrefix) && len(key) > len(jobs.OutputDLQPrefix):
-			get(key[len(jobs.OutputDLQPrefix):]).DLQURL = val
+		case strings.HasPrefix(key, contract.OutputQueuePrefix) && len(key) > len(contract.OutputQueuePrefix):
+			get(key[len(contract.OutputQueuePrefix):]).URL = val
+		case strings.HasPrefix(key, contract.OutputDLQPrefix) && len(key) > len(contract.OutputDLQPrefix):
+			get(key[len(contract.OutputDLQPrefix):]).DLQURL = val
 		}
 	}
 	qs := make([]Queue, 0, len(byName))

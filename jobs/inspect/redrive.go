@@ -46,10 +46,10 @@ type RedriveOptions struct {
 	// operator's --to) vouches for it: it is not checked against the DLQ's source queues.
 	To string
 	// Source is the queue URL for messages that do not name their source queue
-	// (jobs.AttrSourceQueue). Empty means the one queue whose RedrivePolicy targets the DLQ, if
+	// (contract.AttrSourceQueue). Empty means the one queue whose RedrivePolicy targets the DLQ, if
 	// there is exactly one. The caller vouches for it: a message naming it is sent there.
 	Source string
-	// Sources are more queue URLs a message's jobs.AttrSourceQueue may name, besides Source and
+	// Sources are more queue URLs a message's contract.AttrSourceQueue may name, besides Source and
 	// the queues ListDeadLetterSourceQueues returns for the DLQ: the deployed stack's queues that
 	// use this DLQ, for one. See Inspector.Redrive.
 	Sources []string
@@ -116,7 +116,7 @@ type RedriveResult struct {
 	// Skipped messages stayed in the DLQ because the filter did not select them.
 	Skipped int64
 	// NoDestination messages stayed in the DLQ because they have no valid destination: their
-	// jobs.AttrSourceQueue names a queue that is not one of the DLQ's source queues (a forged or
+	// contract.AttrSourceQueue names a queue that is not one of the DLQ's source queues (a forged or
 	// stale attribute), or they name none and no Source applies.
 	NoDestination int64
 	// Returned messages are jobs this run had already moved that failed again and came back to the
@@ -159,7 +159,7 @@ type RedriveResult struct {
 //
 // Manual method — what RedriveAuto falls back to where the endpoint lacks StartMessageMoveTask, and
 // what filters and FIFO queues need. Workers receive up to 10 messages each with the Visibility
-// timeout, send each to its queue (To, else the jobs.AttrSourceQueue attribute, else Source) with
+// timeout, send each to its queue (To, else the contract.AttrSourceQueue attribute, else Source) with
 // SendMessageBatch, and only then delete the sent ones from the DLQ. Its counts say what it left
 // in the DLQ and why; Remaining, read at the end, adds what arrived meanwhile.
 //
@@ -246,7 +246,7 @@ func redriveDefaults(opts *RedriveOptions) RedriveOptions {
 	return o
 }
 
-// trustedDestinations returns the queues a message's jobs.AttrSourceQueue may name (by queueKey),
+// trustedDestinations returns the queues a message's contract.AttrSourceQueue may name (by queueKey),
 // none when To is set, and sets o.Source to the DLQ's one source queue when it is unset.
 func (i *Inspector) trustedDestinations(ctx context.Context, dlqURL string, o *RedriveOptions) (map[string]string, error) {
 	if o.To != "" {

@@ -10,7 +10,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/stretchr/testify/require"
 
-	"github.com/jobkit-go/jobkit/jobs"
+	"github.com/jobkit-go/jobkit/jobs/contract"
 	"github.com/jobkit-go/jobkit/jobs/inspect"
 	"github.com/jobkit-go/jobkit/localstack/awstest"
 )
@@ -125,8 +125,8 @@ func TestRedriveReportsWhatStaysInTheDLQ(t *testing.T) {
 	dlq := awstest.CreateQueue(t, cfg, "dlq", nil)
 	src := awstest.CreateQueue(t, cfg, "src", &awstest.QueueOptions{DLQ: &dlq})
 	seedDead(t, client, dlq.URL, []deadSpec{
-		{ID: "a", Kind: "k", Reason: jobs.ReasonCancelled, Source: src.URL},
-		{ID: "b", Kind: "k", Reason: jobs.ReasonCancelled, Source: src.URL},
+		{ID: "a", Kind: "k", Reason: contract.ReasonCancelled, Source: src.URL},
+		{ID: "b", Kind: "k", Reason: contract.ReasonCancelled, Source: src.URL},
 	})
 	held, err := client.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: aws.String(dlq.URL), MaxNumberOfMessages: 1, VisibilityTimeout: 120, WaitTimeSeconds: 1})
 	require.NoError(t, err)

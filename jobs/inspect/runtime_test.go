@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/jobkit-go/jobkit/jobs"
+	"github.com/jobkit-go/jobkit/jobs/contract"
 	"github.com/jobkit-go/jobkit/jobs/inspect"
 	"github.com/jobkit-go/jobkit/jobs/jobstest"
 	"github.com/jobkit-go/jobkit/localstack/awstest"
@@ -69,7 +70,7 @@ func TestRuntimeDeadLetterIsReadBackAndRedriven(t *testing.T) {
 	j := list.Jobs[0]
 	require.Equal(t, enq.ID, j.JobID)
 	require.Equal(t, "card.charge", j.Kind)
-	require.Equal(t, jobs.ReasonCancelled, j.Reason)
+	require.Equal(t, contract.ReasonCancelled, j.Reason)
 	require.Contains(t, j.Error, "card declined")
 	require.Equal(t, 1, j.Attempts)
 	require.Equal(t, "charge-worker", j.Function)
@@ -89,7 +90,7 @@ func TestRuntimeDeadLetterIsReadBackAndRedriven(t *testing.T) {
 	if res.Method == inspect.RedriveNative {
 		// Where SQS has message move tasks (AWS, LocalStack; not moto), Redrive uses one, and a
 		// move task keeps a message's attributes.
-		require.Equal(t, enq.ID, aws.ToString(back[0].Attrs[jobs.AttrJobID].StringValue), "SQS moves the message with its attributes")
+		require.Equal(t, enq.ID, aws.ToString(back[0].Attrs[contract.AttrJobID].StringValue), "SQS moves the message with its attributes")
 	} else {
 		require.Empty(t, back[0].Attrs, "without the dead-letter attributes")
 	}

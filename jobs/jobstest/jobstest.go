@@ -29,6 +29,7 @@ import (
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/jobkit-go/jobkit/jobs"
+	"github.com/jobkit-go/jobkit/jobs/contract"
 )
 
 // Queue URLs and ARN the helpers use by default.
@@ -262,13 +263,13 @@ func DecodeDeadLetter(msg sqstypes.Message) DeadLetter {
 func deadLetter(body string, attrs map[string]sqstypes.MessageAttributeValue) DeadLetter {
 	get := func(name string) string { return aws.ToString(attrs[name].StringValue) }
 	d := DeadLetter{
-		Body: body, Reason: get(jobs.AttrReason), Error: get(jobs.AttrError), Kind: get(jobs.AttrKind),
-		JobID: get(jobs.AttrJobID), Function: get(jobs.AttrFunction),
-		SourceMessageID: get(jobs.AttrSourceMessageID), SourceQueue: get(jobs.AttrSourceQueue),
+		Body: body, Reason: get(contract.AttrReason), Error: get(contract.AttrError), Kind: get(contract.AttrKind),
+		JobID: get(contract.AttrJobID), Function: get(contract.AttrFunction),
+		SourceMessageID: get(contract.AttrSourceMessageID), SourceQueue: get(contract.AttrSourceQueue),
 	}
-	d.Attempts, _ = strconv.Atoi(get(jobs.AttrAttempts))
-	d.FirstReceivedAt, _ = time.Parse(time.RFC3339Nano, get(jobs.AttrFirstFailureAt))
-	d.FailedAt, _ = time.Parse(time.RFC3339Nano, get(jobs.AttrFailedAt))
+	d.Attempts, _ = strconv.Atoi(get(contract.AttrAttempts))
+	d.FirstReceivedAt, _ = time.Parse(time.RFC3339Nano, get(contract.AttrFirstFailureAt))
+	d.FailedAt, _ = time.Parse(time.RFC3339Nano, get(contract.AttrFailedAt))
 	if env, err := jobs.DecodeEnvelope(body); err == nil {
 		d.Envelope = &env
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/jobkit-go/jobkit/jobs"
+	"github.com/jobkit-go/jobkit/jobs/contract"
 	"github.com/jobkit-go/jobkit/jobs/jobstest"
 )
 
@@ -84,7 +85,7 @@ func TestRecorderDeadLetters(t *testing.T) {
 	dead := rec.DeadLetters()
 	require.Len(t, dead, 1)
 	d := dead[0]
-	assert.Equal(t, jobs.ReasonCancelled, d.Reason)
+	assert.Equal(t, contract.ReasonCancelled, d.Reason)
 	assert.Equal(t, "r9", d.JobID)
 	assert.Equal(t, 2, d.Attempts)
 	assert.Equal(t, "jobs: cancelled: no such image", d.Error)

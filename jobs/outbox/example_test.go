@@ -12,6 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/jobkit-go/jobkit/jobs"
+	"github.com/jobkit-go/jobkit/jobs/contract"
 	"github.com/jobkit-go/jobkit/jobs/outbox"
 )
 
@@ -28,7 +29,7 @@ func ExampleOutbox_Write() {
 	if err != nil {
 		panic(err)
 	}
-	ob, err := outbox.New(outbox.Config{Table: os.Getenv(jobs.EnvIdempotencyTable), Client: client})
+	ob, err := outbox.New(outbox.Config{Table: os.Getenv(contract.EnvIdempotencyTable), Client: client})
 	if err != nil {
 		panic(err)
 	}
@@ -51,7 +52,7 @@ func ExampleForwarder() {
 		panic(err)
 	}
 	fw, err := outbox.NewForwarder(outbox.ForwarderConfig{
-		SQS: sqs.NewFromConfig(cfg), DynamoDB: dynamodb.NewFromConfig(cfg), Table: os.Getenv(jobs.EnvIdempotencyTable),
+		SQS: sqs.NewFromConfig(cfg), DynamoDB: dynamodb.NewFromConfig(cfg), Table: os.Getenv(contract.EnvIdempotencyTable),
 	})
 	if err != nil {
 		panic(err)

@@ -21,6 +21,7 @@ import (
 	"github.com/aws/smithy-go"
 
 	"github.com/jobkit-go/jobkit/jobs"
+	"github.com/jobkit-go/jobkit/jobs/contract"
 )
 
 // SQSAPI is the SQS call a Forwarder makes (a *sqs.Client).
@@ -242,7 +243,7 @@ func (it item) entry(id string, now time.Time) sqstypes.SendMessageBatchRequestE
 	if it.payloadSize != "" {
 		// As the client sends a claim check: the extended clients' size attribute.
 		e.MessageAttributes = map[string]sqstypes.MessageAttributeValue{
-			jobs.AttrPayloadSize: {DataType: aws.String("Number"), StringValue: aws.String(it.payloadSize)},
+			contract.AttrPayloadSize: {DataType: aws.String("Number"), StringValue: aws.String(it.payloadSize)},
 		}
 	}
 	if it.deliverAt > 0 && it.dedup == "" {
@@ -286,7 +287,7 @@ func (f *Forwarder) skip(ctx context.Context, it item, why, detail string) {
 // writeSkipped writes the OutboxItemsSkipped embedded-metric line.
 func (f *Forwarder) writeSkipped(n int) {
 	line := fmt.Sprintf(`{"_aws":{"Timestamp":%d,"CloudWatchMetrics":[{"Namespace":%q,"Dimensions":[["Table"]],"Metrics":[{"Name":%q,"Unit":"Count"}]}]},"Table":%q,%q:%d}`+"\n",
-		f.cfg.Now().UnixMilli(), jobs.MetricNamespace, MetricItemsSkipped, f.cfg.Table, MetricItemsSkipped, n)
+		f.cfg.Now().UnixMilli(), contract.MetricNamespace, MetricItemsSkipped, f.cfg.Table, MetricItemsSkipped, n)
 	_, _ = io.WriteString(f.cfg.Metrics, line)
 }
 

@@ -20,6 +20,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/jobkit-go/jobkit/jobs"
+	"github.com/jobkit-go/jobkit/jobs/contract"
 	"github.com/jobkit-go/jobkit/jobs/outbox"
 	"github.com/jobkit-go/jobkit/localstack/awstest"
 	"github.com/jobkit-go/jobkit/localstack/esm"
@@ -61,7 +62,7 @@ func TestOutboxForwarderKilledMidBatchLosesNothingOnEmulator(t *testing.T) {
 	var invocations, killed atomic.Int32
 	rt, err := lambdaruntime.New(lambdaruntime.Function{
 		Name: "outbox-forwarder", Bootstrap: bin, Timeout: 30 * time.Second, MaxInstances: 1,
-		Env: map[string]string{jobs.EnvIdempotencyTable: f.state},
+		Env: map[string]string{contract.EnvIdempotencyTable: f.state},
 	}, &lambdaruntime.Options{
 		Endpoint: proxy.URL(), Output: io.Discard,
 		OnStart: func(_ string, pid int) {

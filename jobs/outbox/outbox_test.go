@@ -26,6 +26,7 @@ import (
 
 	"github.com/jobkit-go/jobkit/idempotency"
 	"github.com/jobkit-go/jobkit/jobs"
+	"github.com/jobkit-go/jobkit/jobs/contract"
 	"github.com/jobkit-go/jobkit/jobs/jobstest"
 	"github.com/jobkit-go/jobkit/jobs/outbox"
 	"github.com/jobkit-go/jobkit/localstack/awstest"
@@ -338,7 +339,7 @@ func TestOutboxForwardsClaimChecks(t *testing.T) {
 	ptr, ok := jobs.ParsePayloadPointer(aws.ToString(out.Messages[0].Body))
 	require.True(t, ok, "the body is a claim-check pointer: %.200s", aws.ToString(out.Messages[0].Body))
 	assert.Equal(t, bucket, ptr.Bucket)
-	size := out.Messages[0].MessageAttributes[jobs.AttrPayloadSize]
+	size := out.Messages[0].MessageAttributes[contract.AttrPayloadSize]
 	require.NotNil(t, size.StringValue, "the size attribute is sent")
 	assert.Equal(t, "Number", aws.ToString(size.DataType))
 	obj, err := awstest.S3Client(f.cfg).GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(ptr.Bucket), Key: aws.String(ptr.Key)})

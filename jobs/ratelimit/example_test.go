@@ -12,6 +12,7 @@ import (
 
 	"github.com/jobkit-go/jobkit/idempotency"
 	"github.com/jobkit-go/jobkit/jobs"
+	"github.com/jobkit-go/jobkit/jobs/contract"
 	"github.com/jobkit-go/jobkit/jobs/ratelimit"
 )
 
@@ -35,7 +36,7 @@ func ExampleMiddleware() {
 		panic(err)
 	}
 	db := dynamodb.NewFromConfig(awsCfg)
-	table := os.Getenv(jobs.EnvIdempotencyTable) // jobkit's state table
+	table := os.Getenv(contract.EnvIdempotencyTable) // jobkit's state table
 	state := idempotency.NewDynamoDBStore(db, table)
 	cfg.Deliveries = state // a snooze for a token is not an attempt
 

@@ -101,7 +101,7 @@ type DynamoDBAPI interface {
 var _ DynamoDBAPI = (*dynamodb.Client)(nil)
 
 // Store keeps buckets in a DynamoDB table with the string partition key "id" and TTL on
-// "expiration": jobkit's state table (jobs.EnvIdempotencyTable names it in a worker).
+// "expiration": jobkit's state table (contract.EnvIdempotencyTable names it in a worker).
 type Store struct {
 	client DynamoDBAPI
 	table  string

@@ -28,6 +28,7 @@ import (
 
 	"github.com/jobkit-go/jobkit/idempotency"
 	"github.com/jobkit-go/jobkit/jobs"
+	"github.com/jobkit-go/jobkit/jobs/contract"
 	"github.com/jobkit-go/jobkit/jobs/state"
 )
 
@@ -73,9 +74,9 @@ func New(ctx context.Context, name string) (*Main, error) {
 	if err != nil {
 		return nil, err
 	}
-	table := os.Getenv(jobs.EnvIdempotencyTable)
+	table := os.Getenv(contract.EnvIdempotencyTable)
 	if table == "" {
-		return nil, errors.New(jobs.EnvIdempotencyTable + " is not set")
+		return nil, errors.New(contract.EnvIdempotencyTable + " is not set")
 	}
 	awsCfg, err := config.LoadDefaultConfig(ctx)
 	if err != nil {
@@ -85,7 +86,7 @@ func New(ctx context.Context, name string) (*Main, error) {
 	m.DB = dynamodb.NewFromConfig(awsCfg)
 	m.Store = idempotency.NewDynamoDBStore(m.DB, table)
 	m.Config.Deliveries = m.Store // attempts count real runs, not skipped deliveries
-	if name := os.Getenv(jobs.EnvStateTable); name != "" {
+	if name := os.Getenv(contract.EnvStateTable); name != "" {
 		// Job states: running and succeeded in the idempotency records, batch members counted;
 		// SQS sends a fan-out batch's callback job.
 		m.States, err = state.New(m.DB, name, &state.Options{SQS: sqs.NewFromConfig(awsCfg)})

@@ -11,6 +11,7 @@ import (
 
 	"github.com/jobkit-go/jobkit/idempotency"
 	"github.com/jobkit-go/jobkit/jobs"
+	"github.com/jobkit-go/jobkit/jobs/contract"
 	"github.com/jobkit-go/jobkit/jobs/jobstest"
 	"github.com/jobkit-go/jobkit/jobs/setup"
 	"github.com/jobkit-go/jobkit/localstack/awstest"
@@ -26,10 +27,10 @@ func env(t *testing.T, table, states string) {
 	t.Setenv("AWS_ACCESS_KEY_ID", "test")
 	t.Setenv("AWS_SECRET_ACCESS_KEY", "test")
 	t.Setenv("AWS_REGION", awstest.Region)
-	t.Setenv(jobs.EnvQueueURL, "http://127.0.0.1:1/000000000000/q")
-	t.Setenv(jobs.EnvDLQURL, "http://127.0.0.1:1/000000000000/q-dlq")
-	t.Setenv(jobs.EnvIdempotencyTable, table)
-	t.Setenv(jobs.EnvStateTable, states)
+	t.Setenv(contract.EnvQueueURL, "http://127.0.0.1:1/000000000000/q")
+	t.Setenv(contract.EnvDLQURL, "http://127.0.0.1:1/000000000000/q-dlq")
+	t.Setenv(contract.EnvIdempotencyTable, table)
+	t.Setenv(contract.EnvStateTable, states)
 }
 
 // The middleware wraps the workers in the documented order: Use's outside the idempotency claim,
@@ -92,5 +93,5 @@ func TestNewRefusesAMissingIdempotencyTable(t *testing.T) {
 	env(t, "", "")
 	_, err := setup.New(context.Background(), "ping")
 	require.Error(t, err)
-	assert.Contains(t, err.Error(), jobs.EnvIdempotencyTable+" is not set")
+	assert.Contains(t, err.Error(), contract.EnvIdempotencyTable+" is not set")
 }

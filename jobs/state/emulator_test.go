@@ -22,6 +22,7 @@ import (
 
 	"github.com/jobkit-go/jobkit/idempotency"
 	"github.com/jobkit-go/jobkit/jobs"
+	"github.com/jobkit-go/jobkit/jobs/contract"
 	"github.com/jobkit-go/jobkit/jobs/jobstest"
 	"github.com/jobkit-go/jobkit/jobs/state"
 	"github.com/jobkit-go/jobkit/localstack/awstest"
@@ -196,7 +197,7 @@ func TestStatusByID(t *testing.T) {
 			st, err = e.client.Status(ctx, gone.ID)
 			require.NoError(t, err)
 			assert.Equal(t, jobs.StateCancelled, st.State)
-			assert.Equal(t, jobs.ReasonCancelled, st.Reason)
+			assert.Equal(t, contract.ReasonCancelled, st.Reason)
 			assert.Contains(t, st.LastError, "image gone")
 
 			_, err = e.client.Status(ctx, "no-such-job")

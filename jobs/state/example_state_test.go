@@ -11,6 +11,7 @@ import (
 
 	"github.com/jobkit-go/jobkit/idempotency"
 	"github.com/jobkit-go/jobkit/jobs"
+	"github.com/jobkit-go/jobkit/jobs/contract"
 	"github.com/jobkit-go/jobkit/jobs/state"
 )
 
@@ -37,7 +38,7 @@ func ExampleTable_Middleware() {
 		panic(err)
 	}
 	db, sqsClient := dynamodb.NewFromConfig(awsCfg), sqs.NewFromConfig(awsCfg)
-	tableName := os.Getenv(jobs.EnvStateTable) // the IdempotencyTable construct's table
+	tableName := os.Getenv(contract.EnvStateTable) // the IdempotencyTable construct's table
 	table, err := state.New(db, tableName, &state.Options{SQS: sqsClient})
 	if err != nil {
 		panic(err)

@@ -26,8 +26,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/smithy-go/middleware"
-
-	"github.com/jobkit-go/jobkit/jobs"
+	"github.com/jobkit-go/jobkit/jobs/sdkfix"
 )
 
 // Region is the region tests use unless AWS_REGION says otherwise.
@@ -105,7 +104,7 @@ func LoadConfig(ctx context.Context) (aws.Config, error) {
 	}
 	opts := []func(*config.LoadOptions) error{
 		config.WithRegion(region),
-		config.WithAPIOptions([]func(*middleware.Stack) error{jobs.NoBodyWriteTo}),
+		config.WithAPIOptions([]func(*middleware.Stack) error{sdkfix.NoBodyWriteTo}),
 	}
 	if ep := Endpoint(); ep != "" {
 		opts = append(opts,
@@ -186,7 +185,7 @@ func DynamoDBLocalConfig(tb testing.TB) aws.Config {
 		config.WithRegion(region),
 		config.WithBaseEndpoint(ep),
 		config.WithCredentialsProvider(credentials.NewStaticCredentialsProvider("test", "test", "")),
-		config.WithAPIOptions([]func(*middleware.Stack) error{jobs.NoBodyWriteTo}),
+		config.WithAPIOptions([]func(*middleware.Stack) error{sdkfix.NoBodyWriteTo}),
 	)
 	if err != nil {
 		tb.Fatalf("awstest: load config: %v", err)

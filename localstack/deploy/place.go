@@ -3,7 +3,7 @@ package deploy
 import (
 	"strings"
 
-	"github.com/jobkit-go/jobkit/jobs"
+	"github.com/jobkit-go/jobkit/jobs/contract"
 )
 
 // Where a resource type goes. Every active resource of a template gets one place: the emulator
@@ -38,11 +38,11 @@ const (
 
 // SourceMetadataKey is the metadata key naming a function's Go main package, relative to the
 // module, or by import path (jobs.IsImportPath; infra/constructs writes it).
-const SourceMetadataKey = jobs.SourceMetadataKey
+const SourceMetadataKey = contract.SourceMetadataKey
 
 // ModuleMetadataKey is the metadata key naming the directory of a function's Go module, relative
 // to the template's directory (infra/constructs writes it).
-const ModuleMetadataKey = jobs.ModuleMetadataKey
+const ModuleMetadataKey = contract.ModuleMetadataKey
 
 // placeOf says where a resource of type typ goes. Functions and their event source mappings are
 // run by lambdaruntime and esm, ECS task definitions' containers as local processes (the emulator runs no Lambda code without Docker); schedule groups

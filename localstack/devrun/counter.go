@@ -9,7 +9,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
-	"github.com/jobkit-go/jobkit/jobs"
+	"github.com/jobkit-go/jobkit/jobs/contract"
 	"github.com/jobkit-go/jobkit/jobs/inspect"
 	"github.com/jobkit-go/jobkit/localstack/deploy"
 	"github.com/jobkit-go/jobkit/localstack/esm"
@@ -63,10 +63,10 @@ func JobQueues(d *deploy.Deployment) []JobQueue {
 	names, dlqs := map[string]string{}, map[string]string{}
 	for _, s := range d.Stacks {
 		for k, v := range s.Outputs {
-			if n, ok := strings.CutPrefix(k, jobs.OutputQueuePrefix); ok && n != "" {
+			if n, ok := strings.CutPrefix(k, contract.OutputQueuePrefix); ok && n != "" {
 				names[v] = n
 			}
-			if n, ok := strings.CutPrefix(k, jobs.OutputDLQPrefix); ok && n != "" {
+			if n, ok := strings.CutPrefix(k, contract.OutputDLQPrefix); ok && n != "" {
 				dlqs[n] = v
 			}
 		}

@@ -7,7 +7,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 
-	"github.com/jobkit-go/jobkit/jobs"
+	"github.com/jobkit-go/jobkit/jobs/contract"
 	"github.com/jobkit-go/jobkit/localstack/deploy"
 	"github.com/jobkit-go/jobkit/localstack/taskrun"
 )
@@ -15,7 +15,7 @@ import (
 // ContainerName is how the stack names a deployment's container: the worker name its environment
 // gives (JOBKIT_WORKER_NAME, set by the ContainerWorker construct), else "<task definition>/<container>".
 func ContainerName(c deploy.Container) string {
-	if n := c.Env[jobs.EnvWorkerName]; n != "" {
+	if n := c.Env[contract.EnvWorkerName]; n != "" {
 		return n
 	}
 	return c.LogicalID + "/" + c.Name

@@ -22,7 +22,7 @@ import (
 	awsscheduler "github.com/aws/aws-sdk-go-v2/service/scheduler"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
-	"github.com/jobkit-go/jobkit/jobs"
+	"github.com/jobkit-go/jobkit/jobs/contract"
 	"github.com/jobkit-go/jobkit/localstack/deploy"
 	"github.com/jobkit-go/jobkit/localstack/esm"
 	"github.com/jobkit-go/jobkit/localstack/lambdaruntime"
@@ -406,12 +406,12 @@ func askForEvents(d *deploy.Deployment) {
 		if d.Functions[i].Env == nil {
 			d.Functions[i].Env = map[string]string{}
 		}
-		d.Functions[i].Env[jobs.EnvEvents] = "stdout"
+		d.Functions[i].Env[contract.EnvEvents] = "stdout"
 	}
 	for i := range d.Containers {
 		if d.Containers[i].Env == nil {
 			d.Containers[i].Env = map[string]string{}
 		}
-		d.Containers[i].Env[jobs.EnvEvents] = "stdout"
+		d.Containers[i].Env[contract.EnvEvents] = "stdout"
 	}
 }

@@ -21,6 +21,7 @@ import (
 
 	"github.com/jobkit-go/jobkit/internal/awsarn"
 	"github.com/jobkit-go/jobkit/jobs"
+	"github.com/jobkit-go/jobkit/jobs/contract"
 	"github.com/jobkit-go/jobkit/scheduler"
 )
 
@@ -58,7 +59,7 @@ var (
 	_ SchedulerAPI = (*awsscheduler.Client)(nil)
 )
 
-// ReasonUndeliverable is the jobs.AttrReason Runner puts on a tick it sends to a schedule's
+// ReasonUndeliverable is the contract.AttrReason Runner puts on a tick it sends to a schedule's
 // dead-letter queue because the target queue refused it.
 const ReasonUndeliverable = "schedule_undeliverable"
 
@@ -525,16 +526,16 @@ func (r *Runner) deadLetter(ctx context.Context, src *source, f Firing) {
 		return sqstypes.MessageAttributeValue{DataType: aws.String("String"), StringValue: aws.String(v)}
 	}
 	attrs := map[string]sqstypes.MessageAttributeValue{
-		jobs.AttrReason:      str(ReasonUndeliverable),
-		jobs.AttrError:       str(truncate(f.Err.Error(), 4096)),
-		jobs.AttrSourceQueue: str(src.queueURL),
-		jobs.AttrFailedAt:    str(r.clock.Now().UTC().Format(time.RFC3339)),
+		contract.AttrReason:      str(ReasonUndeliverable),
+		contract.AttrError:       str(truncate(f.Err.Error(), 4096)),
+		contract.AttrSourceQueue: str(src.queueURL),
+		contract.AttrFailedAt:    str(r.clock.Now().UTC().Format(time.RFC3339)),
 	}
 	if f.JobID != "" {
-		attrs[jobs.AttrJobID] = str(f.JobID)
+		attrs[contract.AttrJobID] = str(f.JobID)
 	}
 	if f.Kind != "" {
-		attrs[jobs.AttrKind] = str(f.Kind)
+		attrs[contract.AttrKind] = str(f.Kind)
 	}
 	if _, err := r.cfg.SQS.SendMessage(ctx, &sqs.SendMessageInput{
 		QueueUrl: aws.String(src.dlqURL), MessageBody: aws.String(f.Body), MessageAttributes: attrs,

@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/jobkit-go/jobkit/jobs"
+	"github.com/jobkit-go/jobkit/jobs/contract"
 	"github.com/jobkit-go/jobkit/localstack/awstest"
 	"github.com/jobkit-go/jobkit/scheduler"
 )
@@ -366,11 +367,11 @@ func TestRunnerDeadLettersUndeliverableTicksOnEmulator(t *testing.T) {
 	msgs := receiveAll(t, sqsClient, dlq.URL, 1)
 	assert.Equal(t, f.Body, aws.ToString(msgs[0].Body), "the tick's body, unchanged")
 	attr := func(name string) string { return aws.ToString(msgs[0].MessageAttributes[name].StringValue) }
-	assert.Equal(t, ReasonUndeliverable, attr(jobs.AttrReason))
-	assert.Equal(t, "sched:nightly-report:2026-11-22T01:00:00Z", attr(jobs.AttrJobID))
-	assert.Equal(t, "report.nightly", attr(jobs.AttrKind))
-	assert.Equal(t, gone.URL, attr(jobs.AttrSourceQueue))
-	assert.Contains(t, attr(jobs.AttrError), "send tick of nightly-report")
+	assert.Equal(t, ReasonUndeliverable, attr(contract.AttrReason))
+	assert.Equal(t, "sched:nightly-report:2026-11-22T01:00:00Z", attr(contract.AttrJobID))
+	assert.Equal(t, "report.nightly", attr(contract.AttrKind))
+	assert.Equal(t, gone.URL, attr(contract.AttrSourceQueue))
+	assert.Contains(t, attr(contract.AttrError), "send tick of nightly-report")
 }
 
 type nightlyReport struct {

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/jobkit-go/jobkit/jobs"
+	"github.com/jobkit-go/jobkit/jobs/contract"
 	"github.com/jobkit-go/jobkit/jobs/jobstest"
 	"github.com/jobkit-go/jobkit/localstack/tally"
 )
@@ -77,7 +78,7 @@ func TestParseLineReadsTheRuntimesEvents(t *testing.T) {
 	}
 	require.Equal(t, tally.Event{Type: tally.EventFailed, JobID: "f", Kind: "tally.task", MessageID: "m-f", Attempt: 3, Error: "boom"}, got["f"])
 	require.Equal(t, tally.EventDeadLettered, got["c"].Type)
-	require.Equal(t, jobs.ReasonCancelled, got["c"].Reason)
+	require.Equal(t, contract.ReasonCancelled, got["c"].Reason)
 	require.Contains(t, got["c"].Error, "poison")
 	require.Equal(t, tally.Event{Type: tally.EventReturned, JobID: "s", Kind: "tally.task", MessageID: "m-s", Attempt: 2, Note: "snoozed"}, got["s"])
 	require.Equal(t, tally.EventReturned, got["g2"].Type)

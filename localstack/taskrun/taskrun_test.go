@@ -18,6 +18,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/jobkit-go/jobkit/jobs"
+	"github.com/jobkit-go/jobkit/jobs/contract"
 	"github.com/jobkit-go/jobkit/localstack/awstest"
 	"github.com/jobkit-go/jobkit/localstack/lambdaruntime"
 	"github.com/jobkit-go/jobkit/localstack/taskrun"
@@ -107,8 +108,8 @@ func startTask(t *testing.T, vt int, env map[string]string, args ...testJob) (*t
 	creds, err := cfg.Credentials.Retrieve(context.Background())
 	require.NoError(t, err)
 	full := map[string]string{
-		jobs.EnvQueueURL: q.URL, jobs.EnvDLQURL: dlq.URL, jobs.EnvVisibilityTimeout: fmt.Sprint(vt),
-		jobs.EnvWorkerName: "test-worker",
+		contract.EnvQueueURL: q.URL, contract.EnvDLQURL: dlq.URL, contract.EnvVisibilityTimeout: fmt.Sprint(vt),
+		contract.EnvWorkerName: "test-worker",
 	}
 	for k, v := range env {
 		full[k] = v
@@ -165,7 +166,7 @@ func TestTaskLongJobOnSQS(t *testing.T) {
 // it) and finishes each once. Nothing is lost, dead-lettered or finished twice.
 func TestTaskSIGTERMMidJobOnSQS(t *testing.T) {
 	t.Parallel()
-	task, out, q, dlq, client := startTask(t, 60, map[string]string{jobs.EnvDrainTimeout: "2s", jobs.EnvConcurrency: "2"},
+	task, out, q, dlq, client := startTask(t, 60, map[string]string{contract.EnvDrainTimeout: "2s", contract.EnvConcurrency: "2"},
 		testJob{N: 1, Seconds: 6}, testJob{N: 2, Seconds: 6, Stubborn: true})
 	waitFor(t, time.Minute, "both jobs to start", func() bool { return out.count("start 1") == 1 && out.count("start 2") == 1 })
 	first := task.PID()

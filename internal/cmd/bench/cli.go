@@ -14,6 +14,7 @@ import (
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/jobkit-go/jobkit/jobs"
+	"github.com/jobkit-go/jobkit/jobs/contract"
 	"github.com/jobkit-go/jobkit/jobs/inspect"
 	"github.com/jobkit-go/jobkit/localstack/awstest"
 )
@@ -108,13 +109,13 @@ func cliSeed(ctx context.Context, client *sqs.Client, dlq, source string, n int)
 			id := "bench-" + strconv.Itoa(i)
 			body, _ := json.Marshal(jobs.Envelope{V: jobs.EnvelopeVersion, ID: id, Kind: "bench.dead", Args: json.RawMessage(`{}`), EnqueuedAt: time.Now().UTC()})
 			attrs := map[string]sqstypes.MessageAttributeValue{
-				jobs.AttrReason: {DataType: aws.String("String"), StringValue: aws.String(jobs.ReasonAttemptsUsed)},
-				jobs.AttrError:  {DataType: aws.String("String"), StringValue: aws.String("bench: failed")},
-				jobs.AttrKind:   {DataType: aws.String("String"), StringValue: aws.String("bench.dead")},
-				jobs.AttrJobID:  {DataType: aws.String("String"), StringValue: aws.String(id)},
+				contract.AttrReason: {DataType: aws.String("String"), StringValue: aws.String(contract.ReasonAttemptsUsed)},
+				contract.AttrError:  {DataType: aws.String("String"), StringValue: aws.String("bench: failed")},
+				contract.AttrKind:   {DataType: aws.String("String"), StringValue: aws.String("bench.dead")},
+				contract.AttrJobID:  {DataType: aws.String("String"), StringValue: aws.String(id)},
 			}
 			if source != "" {
-				attrs[jobs.AttrSourceQueue] = sqstypes.MessageAttributeValue{DataType: aws.String("String"), StringValue: aws.String(source)}
+				attrs[contract.AttrSourceQueue] = sqstypes.MessageAttributeValue{DataType: aws.String("String"), StringValue: aws.String(source)}
 			}
 			entries = append(entries, sqstypes.SendMessageBatchRequestEntry{
 				Id: aws.String(strconv.Itoa(i - start)), MessageBody: aws.String(string(body)), MessageAttributes: attrs,

@@ -10,7 +10,7 @@ import (
 	"runtime"
 	"time"
 
-	"github.com/jobkit-go/jobkit/jobs"
+	"github.com/jobkit-go/jobkit/jobs/contract"
 	"github.com/jobkit-go/jobkit/localstack/awstest"
 	"github.com/jobkit-go/jobkit/localstack/lambdaruntime"
 )
@@ -77,9 +77,9 @@ func benchColdStart(ctx context.Context, emit func(string, any)) error {
 		Bootstrap: goBootstrap,
 		Timeout:   10 * time.Second,
 		Env: map[string]string{
-			jobs.EnvQueueURL:         "http://127.0.0.1/000000000000/jobkit-bench-email",
-			jobs.EnvDLQURL:           "http://127.0.0.1/000000000000/jobkit-bench-email-dlq",
-			jobs.EnvIdempotencyTable: "jobkit-bench-idempotency",
+			contract.EnvQueueURL:         "http://127.0.0.1/000000000000/jobkit-bench-email",
+			contract.EnvDLQURL:           "http://127.0.0.1/000000000000/jobkit-bench-email-dlq",
+			contract.EnvIdempotencyTable: "jobkit-bench-idempotency",
 		},
 	}
 	pyFn := lambdaruntime.Function{

@@ -18,6 +18,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/jobkit-go/jobkit/jobs"
+	"github.com/jobkit-go/jobkit/jobs/contract"
 	"github.com/jobkit-go/jobkit/localstack/awstest"
 	"github.com/jobkit-go/jobkit/localstack/emulator"
 	"github.com/jobkit-go/jobkit/localstack/esm"
@@ -190,7 +191,7 @@ func benchPriority(ctx context.Context, emit func(string, any)) error {
 		lanes[lane] = q.url
 		rt, err := lambdaruntime.New(lambdaruntime.Function{
 			Name: "bench-lane-" + lane, Bootstrap: self, Timeout: 30 * time.Second, MaxInstances: priorityLaneConcurrency,
-			Env: map[string]string{benchFunctionEnv: "priority", jobs.EnvQueueURL: q.url, jobs.EnvDLQURL: q.dlqURL},
+			Env: map[string]string{benchFunctionEnv: "priority", contract.EnvQueueURL: q.url, contract.EnvDLQURL: q.dlqURL},
 		}, &lambdaruntime.Options{Output: out, Endpoint: endpoints[lane]})
 		if err != nil {
 			return err

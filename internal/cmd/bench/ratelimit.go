@@ -26,6 +26,7 @@ import (
 
 	"github.com/jobkit-go/jobkit/idempotency"
 	"github.com/jobkit-go/jobkit/jobs"
+	"github.com/jobkit-go/jobkit/jobs/contract"
 	"github.com/jobkit-go/jobkit/jobs/ratelimit"
 	"github.com/jobkit-go/jobkit/localstack/awstest"
 	"github.com/jobkit-go/jobkit/localstack/esm"
@@ -94,7 +95,7 @@ func runRateLimitFunction() {
 	}
 	limit, _ := strconv.Atoi(os.Getenv(envRateLimit))
 	var bucketWrites, ledgerWrites, ledgerReads, snoozes atomic.Int64
-	table := os.Getenv(jobs.EnvIdempotencyTable)
+	table := os.Getenv(contract.EnvIdempotencyTable)
 	bucketDB := dynamodb.NewFromConfig(awsCfg, countCalls(func(string) { bucketWrites.Add(1) }))
 	ledgerDB := dynamodb.NewFromConfig(awsCfg, countCalls(func(op string) {
 		if op == "GetItem" {
@@ -224,8 +225,8 @@ func benchRateLimit(ctx context.Context, emit func(string, any)) error {
 		Name: "bench-ratelimit", Bootstrap: self, Timeout: 30 * time.Second, MaxInstances: rateEnvironments,
 		Env: map[string]string{
 			benchFunctionEnv: "ratelimit", envRateLimit: strconv.Itoa(rateLimit),
-			jobs.EnvQueueURL: q.url, jobs.EnvDLQURL: q.dlqURL, jobs.EnvIdempotencyTable: table,
-			jobs.EnvVisibilityTimeout: "30",
+			contract.EnvQueueURL: q.url, contract.EnvDLQURL: q.dlqURL, contract.EnvIdempotencyTable: table,
+			contract.EnvVisibilityTimeout: "30",
 		},
 	}, &lambdaruntime.Options{Output: out, Endpoint: awstest.Endpoint()})
 	if err != nil {

@@ -27,6 +27,7 @@ import (
 
 	"github.com/jobkit-go/jobkit/internal/devapp"
 	"github.com/jobkit-go/jobkit/jobs"
+	"github.com/jobkit-go/jobkit/jobs/contract"
 	"github.com/jobkit-go/jobkit/jobs/inspect"
 	"github.com/jobkit-go/jobkit/jobs/inspect/console"
 	"github.com/jobkit-go/jobkit/jobs/state"
@@ -247,7 +248,7 @@ func (s *stackStates) JobStatus(ctx context.Context, id string) (jobs.JobStatus,
 	t := s.table
 	s.mu.Unlock()
 	if t == nil {
-		name, err := s.in.StackOutput(ctx, s.stack, jobs.OutputStateTable)
+		name, err := s.in.StackOutput(ctx, s.stack, contract.OutputStateTable)
 		if err != nil {
 			return jobs.JobStatus{}, err
 		}

@@ -35,7 +35,7 @@ type Faults struct {
 	OverrunMS int `json:"overrun_ms,omitempty"`
 	// Crash kills the process on every delivery of the job, once its work has started — a crash
 	// loop (a poison pill that makes the runtime die: a segfault in C code, an out-of-memory
-	// kill). The runtime dead-letters it as jobs.ReasonNoOutcome once those deliveries have used
+	// kill). The runtime dead-letters it as contract.ReasonNoOutcome once those deliveries have used
 	// its attempts. Only for a process of its own: never set it on a job run in a test binary.
 	Crash bool `json:"crash,omitempty"`
 }

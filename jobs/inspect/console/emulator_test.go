@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/jobkit-go/jobkit/jobs"
+	"github.com/jobkit-go/jobkit/jobs/contract"
 	"github.com/jobkit-go/jobkit/jobs/inspect"
 	"github.com/jobkit-go/jobkit/localstack/awstest"
 )
@@ -69,15 +70,15 @@ func (f *fixture) seed(t *testing.T, jobsToSeed ...deadSeed) {
 			entries = append(entries, sqstypes.SendMessageBatchRequestEntry{
 				Id: aws.String("e" + strconv.Itoa(n)), MessageBody: aws.String(body),
 				MessageAttributes: map[string]sqstypes.MessageAttributeValue{
-					jobs.AttrReason:         strAttr(jobs.ReasonAttemptsUsed),
-					jobs.AttrError:          strAttr(j.Error),
-					jobs.AttrKind:           strAttr(j.Kind),
-					jobs.AttrJobID:          strAttr(j.ID),
-					jobs.AttrAttempts:       {DataType: aws.String("Number"), StringValue: aws.String("5")},
-					jobs.AttrFunction:       strAttr("email-worker"),
-					jobs.AttrFirstFailureAt: strAttr("2026-11-21T12:00:01Z"),
-					jobs.AttrFailedAt:       strAttr("2026-11-21T12:05:00Z"),
-					jobs.AttrSourceQueue:    strAttr(f.queue.URL),
+					contract.AttrReason:         strAttr(contract.ReasonAttemptsUsed),
+					contract.AttrError:          strAttr(j.Error),
+					contract.AttrKind:           strAttr(j.Kind),
+					contract.AttrJobID:          strAttr(j.ID),
+					contract.AttrAttempts:       {DataType: aws.String("Number"), StringValue: aws.String("5")},
+					contract.AttrFunction:       strAttr("email-worker"),
+					contract.AttrFirstFailureAt: strAttr("2026-11-21T12:00:01Z"),
+					contract.AttrFailedAt:       strAttr("2026-11-21T12:05:00Z"),
+					contract.AttrSourceQueue:    strAttr(f.queue.URL),
 				},
 			})
 		}

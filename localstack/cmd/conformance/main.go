@@ -22,7 +22,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/smithy-go/middleware"
 
-	"github.com/jobkit-go/jobkit/jobs"
+	"github.com/jobkit-go/jobkit/jobs/sdkfix"
 	"github.com/jobkit-go/jobkit/localstack/conformance"
 )
 
@@ -80,6 +80,6 @@ func loadConfig(ctx context.Context, endpoint string) (aws.Config, error) {
 		config.WithRegion(region),
 		config.WithBaseEndpoint(endpoint),
 		config.WithCredentialsProvider(credentials.NewStaticCredentialsProvider("test", "test", "")),
-		config.WithAPIOptions([]func(*middleware.Stack) error{jobs.NoBodyWriteTo}),
+		config.WithAPIOptions([]func(*middleware.Stack) error{sdkfix.NoBodyWriteTo}),
 	)
 }

@@ -39,7 +39,7 @@ import (
 	"github.com/aws/smithy-go/middleware"
 	"golang.org/x/term"
 
-	"github.com/jobkit-go/jobkit/jobs"
+	"github.com/jobkit-go/jobkit/jobs/sdkfix"
 	"github.com/jobkit-go/jobkit/localstack/devrun"
 	"github.com/jobkit-go/jobkit/localstack/emulator"
 )
@@ -349,7 +349,7 @@ func awsConfig(ctx context.Context, endpoint, region string) (aws.Config, error)
 	region = cmp.Or(region, os.Getenv("AWS_REGION"), os.Getenv("AWS_DEFAULT_REGION"), "us-east-1")
 	opts := []func(*config.LoadOptions) error{
 		config.WithBaseEndpoint(endpoint), config.WithRegion(region),
-		config.WithAPIOptions([]func(*middleware.Stack) error{jobs.NoBodyWriteTo}),
+		config.WithAPIOptions([]func(*middleware.Stack) error{sdkfix.NoBodyWriteTo}),
 	}
 	if os.Getenv("AWS_ACCESS_KEY_ID") == "" && os.Getenv("AWS_PROFILE") == "" {
 		opts = append(opts, config.WithCredentialsProvider(credentials.NewStaticCredentialsProvider("test", "test", "")))

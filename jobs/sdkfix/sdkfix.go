@@ -1,4 +1,6 @@
-package jobs
+// Package sdkfix holds workarounds for aws-sdk-go-v2 behaviour that jobkit's clients of a local
+// emulator need.
+package sdkfix
 
 import (
 	"context"

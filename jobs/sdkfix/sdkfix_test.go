@@ -1,4 +1,4 @@
-package jobs_test
+package sdkfix_test
 
 import (
 	"bytes"
@@ -12,9 +12,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/smithy-go/middleware"
+	"github.com/jobkit-go/jobkit/jobs/sdkfix"
 	"github.com/stretchr/testify/require"
-
-	"github.com/jobkit-go/jobkit/jobs"
 )
 
 // answerFirst plays net/http's part in the race: it reads the body's declared length (the
@@ -73,7 +72,7 @@ func TestSDKBodyAnswersWriteToWithEOFOnceClosed(t *testing.T) {
 
 func TestNoBodyWriteToEndsTheBodyCleanlyAfterClose(t *testing.T) {
 	doer := &answerFirst{}
-	out, err := client(doer, jobs.NoBodyWriteTo).GetQueueUrl(context.Background(), &sqs.GetQueueUrlInput{QueueName: aws.String("q")})
+	out, err := client(doer, sdkfix.NoBodyWriteTo).GetQueueUrl(context.Background(), &sqs.GetQueueUrlInput{QueueName: aws.String("q")})
 	require.NoError(t, err)
 	require.Equal(t, "http://127.0.0.1:4566/000000000000/q", aws.ToString(out.QueueUrl))
 	require.Equal(t, []error{nil}, doer.drainErrs)
@@ -83,7 +82,7 @@ func TestNoBodyWriteToEndsTheBodyCleanlyAfterClose(t *testing.T) {
 // A retried attempt sends the whole body again: the wrapper keeps the stream's rewind.
 func TestNoBodyWriteToKeepsRetriesWhole(t *testing.T) {
 	doer := &answerFirst{failFirst: true}
-	_, err := client(doer, jobs.NoBodyWriteTo).GetQueueUrl(context.Background(), &sqs.GetQueueUrlInput{QueueName: aws.String("q")})
+	_, err := client(doer, sdkfix.NoBodyWriteTo).GetQueueUrl(context.Background(), &sqs.GetQueueUrlInput{QueueName: aws.String("q")})
 	require.NoError(t, err)
 	require.Len(t, doer.bodies, 2)
 	require.Equal(t, doer.bodies[0], doer.bodies[1])
