@@ -8,8 +8,9 @@
 #   javaemu.sh install                   fetch both, start nothing
 #   javaemu.sh lock                      fetch both afresh and write their jars' SHA-256 locks
 #
-# Every jar fetched must match localstack/maven/<profile>.sha256 (a version pin alone trusts the
-# repository); a mismatch, or a jar the lock does not list, removes the fetch and fails.
+# Every file fetched (jars and native libraries) must match localstack/maven/<profile>.sha256 (a
+# version pin alone trusts the repository); a mismatch, or a file the lock does not list, removes
+# the fetch and fails.
 #
 # Ports: JOBKIT_DYNAMODB_LOCAL_PORT (default 4570), JOBKIT_ELASTICMQ_PORT (default 4571).
 set -euo pipefail
@@ -35,12 +36,12 @@ fetch() { # fetch <maven profile> <dir> [nocheck]
   touch "$lib/.installed"
 }
 
-# verify <dir> <lock>: the jars in dir are exactly those the lock lists, with its hashes.
+# verify <dir> <lock>: the files in dir are exactly those the lock lists, with its hashes.
 verify() {
   local lib="$1" lock="$2"
   [[ -f "$lock" ]] || { echo "javaemu: no lock $lock (javaemu.sh lock writes it)" >&2; return 1; }
   (cd "$lib" && sha256sum --quiet --strict -c "$lock") >&2 || return 1
-  diff <(cd "$lib" && ls -1 -- *.jar | LC_ALL=C sort) <(awk '{print $2}' "$lock" | LC_ALL=C sort) >&2
+  diff <(cd "$lib" && ls -1 | LC_ALL=C sort) <(awk '{print $2}' "$lock" | LC_ALL=C sort) >&2
 }
 
 # lock <profile>: fetch afresh into a scratch directory and write the profile's lock.
@@ -48,7 +49,7 @@ lock() {
   local profile="$1" scratch
   scratch="$(mktemp -d)"
   fetch "$profile" "$scratch/lib" nocheck
-  (cd "$scratch/lib" && sha256sum -- *.jar | LC_ALL=C sort -k2) >"$ROOT/localstack/maven/$profile.sha256"
+  (cd "$scratch/lib" && sha256sum -- * | LC_ALL=C sort -k2) >"$ROOT/localstack/maven/$profile.sha256"
   rm -rf "$scratch"
   echo "javaemu: wrote localstack/maven/$profile.sha256" >&2
 }
