@@ -365,10 +365,8 @@ func (p ContainerWorkerProps) check() string {
 			return fmt.Sprintf("Environment sets %s: %s names are set by the construct", k, contract.EnvPrefix)
 		}
 	}
-	for _, k := range p.Kinds {
-		if k == "" || strings.ContainsAny(k, "*?$") {
-			return fmt.Sprintf("Kinds: %q is not a kind the idempotency grant can name (empty, or holds *, ? or $)", k)
-		}
+	if reason := checkKinds(p.Kinds); reason != "" {
+		return reason
 	}
 	return ""
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"maps"
 	"path"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -20,7 +21,9 @@ import (
 	"github.com/jobkit-go/jobkit/idempotency"
 	"github.com/jobkit-go/jobkit/jobs"
 	"github.com/jobkit-go/jobkit/jobs/contract"
+	"github.com/jobkit-go/jobkit/jobs/outbox"
 	"github.com/jobkit-go/jobkit/jobs/ratelimit"
+	"github.com/jobkit-go/jobkit/jobs/state"
 )
 
 // Defaults of WorkerProps. The runtime's defaults are package jobs' (one owner): a worker the
@@ -391,11 +394,8 @@ func (p WorkerProps) check() string {
 			return fmt.Sprintf("Environment sets %s: %s names are set by the construct", k, contract.EnvPrefix)
 		}
 	}
-	for _, k := range p.Kinds {
-		// The prefixes are IAM StringLike patterns: a wildcard in a kind would widen them.
-		if k == "" || strings.ContainsAny(k, "*?$") {
-			return fmt.Sprintf("Kinds: %q is not a kind the idempotency grant can name (empty, or holds *, ? or $)", k)
-		}
+	if reason := checkKinds(p.Kinds); reason != "" {
+		return reason
 	}
 	for _, l := range p.RateLimiters {
 		if l == "" || strings.ContainsAny(l, "*?$#") {
@@ -413,4 +413,28 @@ func fifoReceivesShort(q *JobQueue, batchSize int) string {
 		"(batch size × (attempts + 1) + 1): each job ahead of another in its message group costs it a receive per run that fails or dies, "+
 		"so a job could be dead-lettered before it ran; raise JobQueueProps.RedriveMargin to %d or more, "+
 		"or lower the batch size or MaxAttempts", q.Name, q.MaxReceiveCount, batchSize, q.MaxAttempts, need, need-q.MaxAttempts)
+}
+
+// reservedKinds are the first elements of the keys of jobkit's own items in the state table: a
+// kind named one of them would stretch its grant ("<kind>#*") over them.
+var reservedKinds = []string{
+	strings.TrimSuffix(state.PrefixJob, "#"), strings.TrimSuffix(state.PrefixUnique, "#"),
+	strings.TrimSuffix(state.PrefixBatch, "#"), strings.TrimSuffix(ratelimit.KeyPrefix, "#"),
+	strings.TrimSuffix(outbox.KeyPrefix, "#"), strings.Split(idempotency.NotRunKeyPrefix, "#")[0],
+}
+
+// checkKinds says why kinds cannot scope an idempotency grant, or "". The grant's prefixes
+// ("<kind>#*") are IAM StringLike patterns: a wildcard would widen them, a '#' would let one kind's
+// prefix cover another's keys ("a#b#*" within "a#*"), and a reserved name would cover jobkit's
+// own items.
+func checkKinds(kinds []string) string {
+	for _, k := range kinds {
+		switch {
+		case k == "" || strings.ContainsAny(k, "*?$#"):
+			return fmt.Sprintf("Kinds: %q is not a kind the idempotency grant can name (empty, or holds *, ?, $ or #)", k)
+		case slices.Contains(reservedKinds, k):
+			return fmt.Sprintf("Kinds: %q names jobkit's own items in the state table (%s#...): its grant would reach them", k, k)
+		}
+	}
+	return ""
 }

@@ -225,6 +225,10 @@ func TestWorkerRejectsBadProps(t *testing.T) {
 		"env":             {WorkerProps{Queue: std, Source: helloSource, Environment: map[string]string{contract.EnvMaxAttempts: "9"}}, "JOBKIT_ names"},
 		"empty kind":      {WorkerProps{Queue: std, Source: helloSource, Kinds: []string{""}}, "Kinds"},
 		"wildcard kind":   {WorkerProps{Queue: std, Source: helloSource, Kinds: []string{"email.*"}}, "Kinds"},
+		"kind with #":     {WorkerProps{Queue: std, Source: helloSource, Kinds: []string{"email#send"}}, "Kinds"},
+		"kind job":        {WorkerProps{Queue: std, Source: helloSource, Kinds: []string{"job"}}, "jobkit's own items"},
+		"kind rate":       {WorkerProps{Queue: std, Source: helloSource, Kinds: []string{"rate"}}, "jobkit's own items"},
+		"kind jobkit":     {WorkerProps{Queue: std, Source: helloSource, Kinds: []string{"jobkit"}}, "jobkit's own items"},
 		"limiter":         {WorkerProps{Queue: std, Source: helloSource, RateLimiters: []string{"api#1"}}, "RateLimiters"},
 	}
 	NewWorker(stack, "Fits", &WorkerProps{Queue: tight, Source: helloSource, BatchSize: 4})
