@@ -303,8 +303,8 @@ func TestImportRules(t *testing.T) {
 		ok       bool
 	}{
 		{"jobs", "jobs/internal/wire", true},
-		{"scheduler", "internal/awsarn", true},
-		{"internal/awsarn", "jobs", true},
+		{"scheduler", "jobs/awsarn", true},
+		{"cmd/jobkit", "jobs/awsarn", true},
 		{"jobs/jobstest", "localstack/awstest", false},
 		{"idempotency", "functions/samplejobs", false},
 		{"scheduler", "internal/devapp", false},

@@ -3,7 +3,7 @@ package scheduler
 import (
 	"fmt"
 
-	"github.com/jobkit-go/jobkit/internal/awsarn"
+	"github.com/jobkit-go/jobkit/jobs/awsarn"
 )
 
 // QueueARN derives an SQS queue's ARN from its URL. The path is /<account>/<name> (AWS, moto,

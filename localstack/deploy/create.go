@@ -16,7 +16,7 @@ import (
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
-	"github.com/jobkit-go/jobkit/internal/awsarn"
+	"github.com/jobkit-go/jobkit/jobs/awsarn"
 )
 
 // createStack creates the stack on the emulator and waits until it is complete, returning its

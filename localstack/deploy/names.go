@@ -12,7 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
-	"github.com/jobkit-go/jobkit/internal/awsarn"
+	"github.com/jobkit-go/jobkit/jobs/awsarn"
 )
 
 // synthName is the physical id CloudFormation would give a resource this package handles or skips:

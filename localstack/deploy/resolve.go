@@ -6,7 +6,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/jobkit-go/jobkit/internal/awsarn"
+	"github.com/jobkit-go/jobkit/jobs/awsarn"
 )
 
 // noValue stands for AWS::NoValue: the property it is the value of is removed (CDK uses it with

@@ -7,7 +7,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/jobkit-go/jobkit/internal/awsarn"
+	"github.com/jobkit-go/jobkit/jobs/awsarn"
 )
 
 // deployer carries one Deploy call: its clients and options, the Deployment it fills in, and the

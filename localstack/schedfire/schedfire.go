@@ -19,8 +19,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
-	"github.com/jobkit-go/jobkit/internal/awsarn"
 	"github.com/jobkit-go/jobkit/jobs"
+	"github.com/jobkit-go/jobkit/jobs/awsarn"
 	"github.com/jobkit-go/jobkit/jobs/contract"
 	"github.com/jobkit-go/jobkit/scheduler"
 )

@@ -6,7 +6,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/jobkit-go/jobkit/internal/awsarn"
+	"github.com/jobkit-go/jobkit/jobs/awsarn"
 )
 
 func TestPartition(t *testing.T) {

@@ -1,6 +1,6 @@
 // Package awsarn holds what the kit knows about AWS names: partitions, SQS queue ARNs and URLs.
 // It is a leaf (the standard library and the SDK's ARN parser only), so the library, the
-// constructs and the offline stack read a name the same way.
+// CLI, the constructs and the offline stack read a name the same way.
 package awsarn
 
 import (
