@@ -739,17 +739,7 @@ func (c *Client) sendQueue(ctx context.Context, queue string, idx []int, prepare
 		chunks = append(chunks, idx[start:end])
 		start = end
 	}
-	sem := make(chan struct{}, c.opts.BatchConcurrency)
-	var wg sync.WaitGroup
-	for _, chunk := range chunks {
-		sem <- struct{}{}
-		wg.Add(1)
-		go func() {
-			defer func() { <-sem; wg.Done() }()
-			c.sendChunk(ctx, queue, chunk, prepared, results)
-		}()
-	}
-	wg.Wait()
+	eachAtMost(c.opts.BatchConcurrency, chunks, func(chunk []int) { c.sendChunk(ctx, queue, chunk, prepared, results) })
 }
 
 // fifoChunks splits a FIFO queue's jobs into calls of at most 10 entries and 1 MiB holding at

@@ -89,14 +89,19 @@ func (b *batch) changeAll(ctx context.Context, recs []*record, vt func(*record) 
 		b.changeVisibility(ctx, chunks[0], vt, single, failMsg)
 		return
 	}
-	sem := make(chan struct{}, visibilityCalls)
+	eachAtMost(visibilityCalls, chunks, func(chunk []*record) { b.changeVisibility(ctx, chunk, vt, single, failMsg) })
+}
+
+// eachAtMost calls fn on every item, at most limit calls at once, and returns when all are done.
+func eachAtMost[T any](limit int, items []T, fn func(T)) {
+	sem := make(chan struct{}, max(limit, 1))
 	var wg sync.WaitGroup
-	for _, chunk := range chunks {
+	for _, it := range items {
 		sem <- struct{}{}
 		wg.Add(1)
 		go func() {
 			defer func() { <-sem; wg.Done() }()
-			b.changeVisibility(ctx, chunk, vt, single, failMsg)
+			fn(it)
 		}()
 	}
 	wg.Wait()
