@@ -28,23 +28,24 @@ func DeadLetterByPolicy(tb testing.TB, cfg aws.Config, src, dlq Queue, n int) {
 		if err != nil {
 			tb.Fatalf("awstest: receive from %s: %v", src.Name, err)
 		}
-		if depth(tb, client, dlq) >= n {
+		if Depth(tb, client, dlq) >= n {
 			return
 		}
 		if time.Now().After(deadline) {
-			tb.Fatalf("awstest: %s holds %d of the %d messages %s's RedrivePolicy should have moved there", dlq.Name, depth(tb, client, dlq), n, src.Name)
+			tb.Fatalf("awstest: %s holds %d of the %d messages %s's RedrivePolicy should have moved there", dlq.Name, Depth(tb, client, dlq), n, src.Name)
 		}
 		time.Sleep(time.Second) // let the visibility timeout of what was received lapse
 	}
 }
 
-// depth returns a queue's visible and in-flight messages.
-func depth(tb testing.TB, client *sqs.Client, q Queue) int {
+// Depth returns a queue's visible, in-flight and delayed messages, as SQS approximates them.
+func Depth(tb testing.TB, client *sqs.Client, q Queue) int {
 	tb.Helper()
 	out, err := client.GetQueueAttributes(context.Background(), &sqs.GetQueueAttributesInput{
 		QueueUrl: aws.String(q.URL),
 		AttributeNames: []sqstypes.QueueAttributeName{
 			sqstypes.QueueAttributeNameApproximateNumberOfMessages, sqstypes.QueueAttributeNameApproximateNumberOfMessagesNotVisible,
+			sqstypes.QueueAttributeNameApproximateNumberOfMessagesDelayed,
 		},
 	})
 	if err != nil {
@@ -52,5 +53,6 @@ func depth(tb testing.TB, client *sqs.Client, q Queue) int {
 	}
 	v, _ := strconv.Atoi(out.Attributes[string(sqstypes.QueueAttributeNameApproximateNumberOfMessages)])
 	f, _ := strconv.Atoi(out.Attributes[string(sqstypes.QueueAttributeNameApproximateNumberOfMessagesNotVisible)])
-	return v + f
+	d, _ := strconv.Atoi(out.Attributes[string(sqstypes.QueueAttributeNameApproximateNumberOfMessagesDelayed)])
+	return v + f + d
 }
