@@ -305,26 +305,26 @@ func TestImportRules(t *testing.T) {
 		{"jobs", "jobs/internal/wire", true},
 		{"scheduler", "jobs/awsarn", true},
 		{"cmd/jobkit", "jobs/awsarn", true},
-		{"jobs/jobstest", "localstack/awstest", false},
+		{"jobs/jobstest", "testkit/awstest", false},
 		{"idempotency", "functions/samplejobs", false},
 		{"scheduler", "internal/devapp", false},
-		{"localstack/devstack", "localstack/esm", true},
-		{"localstack/schedfire", "scheduler", true},
-		{"localstack/deploy", "functions/samplejobs", false},
-		{"localstack/devstack", "internal/sampleapp", false},
+		{"offline/devstack", "offline/esm", true},
+		{"offline/schedfire", "scheduler", true},
+		{"offline/deploy", "functions/samplejobs", false},
+		{"offline/devstack", "functions/instrument", false},
 		{"functions/email", "functions/samplejobs", true},
-		{"functions/samplejobs", "localstack/awstest", false},
-		{"functions/samplejobs", "internal/sampleapp", false},
+		{"functions/samplejobs", "testkit/awstest", false},
+		{"functions/samplejobs", "functions/instrument", false},
 		{"cmd/jobkit", "jobs/inspect", true},
 		{"cmd/jobkit", "localstack/emulator", false},
 		{"cmd/jobkit", "functions/samplejobs", false},
-		{"internal/devapp", "localstack/deploy", true},
+		{"internal/devapp", "offline/deploy", true},
 		{"internal/cmd/bench", "functions/samplejobs", true},
 		{"infra", "functions/samplejobs", true},
 		{"infra/constructs", "functions/samplejobs", false},
-		{"infra/constructs", "localstack/deploy", false},
+		{"infra/constructs", "offline/deploy", false},
 		{"infra/constructs", "jobs", true},
-		{"docs", "localstack/deploy", false},
+		{"docs", "offline/deploy", false},
 	} {
 		rule := m.ruleFor(c.from)
 		if rule == nil {
@@ -341,7 +341,7 @@ func TestImportRules(t *testing.T) {
 }
 
 // mapFolder is the name a package folder goes by in the map: its first two path elements
-// ("jobs/inspect", "localstack/deploy", "jobs/internal" for everything under it, "infra/internal"),
+// ("jobs/inspect", "offline/deploy", "jobs/internal" for everything under it, "infra/internal"),
 // or three under internal/ ("internal/cmd/dev"), where every program is named.
 func mapFolder(rel string) string {
 	parts := strings.Split(rel, "/")

@@ -25,8 +25,8 @@ import (
 	"github.com/jobkit-go/jobkit/jobs"
 	"github.com/jobkit-go/jobkit/jobs/contract"
 	"github.com/jobkit-go/jobkit/jobs/jobstest"
-	"github.com/jobkit-go/jobkit/localstack/awstest"
-	"github.com/jobkit-go/jobkit/localstack/faultproxy"
+	"github.com/jobkit-go/jobkit/testkit/awstest"
+	"github.com/jobkit-go/jobkit/testkit/faultproxy"
 )
 
 // receiveAgain makes received messages visible at once and receives them again, so their

@@ -4,7 +4,7 @@ import "strings"
 
 // Names of the deployment contract. The CDK constructs (module infra) write them into the
 // synthesized stacks; the tools that read a deployed stack (package jobs/inspect and the jobkit
-// CLI, the local stack in localstack/deploy) look for them. They are declared here, once, and
+// CLI, the local stack in offline/deploy) look for them. They are declared here, once, and
 // every side imports them.
 const (
 	// DefaultStack is the CloudFormation stack that holds the job queues of jobkit's sample app,

@@ -13,7 +13,7 @@
 //     envelope, and deletes it when the job is cancelled.
 //
 // Offline, where emulators store schedules but never run them, the local stack fires them
-// (package localstack/schedfire) with the same expressions and rendered envelopes.
+// (package offline/schedfire) with the same expressions and rendered envelopes.
 //
 // Expressions follow EventBridge Scheduler: cron has six fields (minutes hours day-of-month month
 // day-of-week year) with exactly one of day-of-month and day-of-week set to ?, days of the week are

@@ -62,7 +62,7 @@ func (p RetryPolicy) validate(schedule string) error {
 
 // Schedule is a recurring (or one-time) job declared once in Go: the CDK construct
 // (infra/constructs.NewSchedule) renders it as an EventBridge Scheduler schedule, and the offline
-// stack (localstack/schedfire) fires it. Every tick sends one envelope to the target queue whose id is
+// stack (offline/schedfire) fires it. Every tick sends one envelope to the target queue whose id is
 // sched:<Name>:<scheduled-time>, so a tick delivered twice is the same job.
 type Schedule struct {
 	// Name identifies the schedule: 1-64 letters, digits, '-', '_' or '.'; unique in its group.
@@ -74,7 +74,7 @@ type Schedule struct {
 	// TimeZone is the IANA time zone cron and at are evaluated in (e.g. "Europe/Berlin"); "" is UTC.
 	TimeZone string
 	// FlexibleWindow lets Scheduler deliver a tick up to this long after its time (whole minutes,
-	// at most 24 h); 0 turns the window off. The offline runner (localstack/schedfire) always fires on time.
+	// at most 24 h); 0 turns the window off. The offline runner (offline/schedfire) always fires on time.
 	FlexibleWindow time.Duration
 	// Args is the job each tick runs: its Kind and JSON are the envelope's kind and args.
 	Args jobs.JobArgs

@@ -23,9 +23,9 @@ import (
 	"github.com/jobkit-go/jobkit/jobs/contract"
 	"github.com/jobkit-go/jobkit/jobs/inspect"
 	"github.com/jobkit-go/jobkit/jobs/state"
-	"github.com/jobkit-go/jobkit/localstack/awstest"
-	"github.com/jobkit-go/jobkit/localstack/esm"
-	"github.com/jobkit-go/jobkit/localstack/lambdaruntime"
+	"github.com/jobkit-go/jobkit/offline/esm"
+	"github.com/jobkit-go/jobkit/offline/lambdaruntime"
+	"github.com/jobkit-go/jobkit/testkit/awstest"
 )
 
 // Mail is a job; MailsDone and MailsFailed are its fan-out batch's callbacks.

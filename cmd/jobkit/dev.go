@@ -21,7 +21,7 @@ import (
 // requires.
 const (
 	devProgram = "./internal/cmd/dev"
-	appProgram = libraryModule + "/localstack/cmd/jobkit-dev"
+	appProgram = libraryModule + "/offline/cmd/jobkit-dev"
 )
 
 // libraryModule is the module whose repository holds devProgram.

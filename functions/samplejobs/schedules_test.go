@@ -14,7 +14,7 @@ import (
 	"github.com/jobkit-go/jobkit/functions/samplejobs"
 	"github.com/jobkit-go/jobkit/jobs"
 	"github.com/jobkit-go/jobkit/jobs/jobstest"
-	"github.com/jobkit-go/jobkit/localstack/schedfire"
+	"github.com/jobkit-go/jobkit/offline/schedfire"
 	"github.com/jobkit-go/jobkit/scheduler"
 )
 

@@ -9,7 +9,7 @@ import (
 	"github.com/jobkit-go/jobkit/idempotency"
 	"github.com/jobkit-go/jobkit/jobs"
 	"github.com/jobkit-go/jobkit/jobs/contract"
-	"github.com/jobkit-go/jobkit/localstack/deploy"
+	"github.com/jobkit-go/jobkit/offline/deploy"
 	"github.com/jobkit-go/jobkit/scheduler"
 )
 
@@ -17,7 +17,7 @@ import (
 // the library declares it in a form the constructs cannot use, or in a package the constructs
 // must not depend on), a test pins the two equal.
 func TestConstantsPinnedToTheLibrary(t *testing.T) {
-	// The offline stack (localstack/deploy) reads the Go source of a function from this
+	// The offline stack (offline/deploy) reads the Go source of a function from this
 	// metadata key; the constructs must not import the emulator, nor it the CDK module.
 	require.Equal(t, deploy.SourceMetadataKey, SourceMetadataKey)
 

@@ -30,7 +30,7 @@ type GoSource struct {
 	// working directory of the CDK app (under NewApp, the directory of cdk.json, so a service whose
 	// go.mod sits beside cdk.json passes "."). The Worker records it in its
 	// function's metadata relative to the cloud assembly, so the offline stack
-	// (localstack/deploy) builds the package from this module wherever the app ran.
+	// (offline/deploy) builds the package from this module wherever the app ran.
 	ModuleDir string
 	// Package is the main package, slash-separated and relative to ModuleDir, e.g.
 	// "functions/email"; or the import path of a main package of a module ModuleDir's module

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/jobkit-go/jobkit/functions/samplejobs"
-	"github.com/jobkit-go/jobkit/localstack/devstack"
+	"github.com/jobkit-go/jobkit/offline/devstack"
 )
 
 // DefaultContainerKillRate is the default Config.ContainerKillRate.

@@ -25,7 +25,7 @@
 // another share back before forwarding it (slow answers), and a share of the function
 // invocations have their process killed (SIGKILL) while it works on the batch.
 //
-// The functions run instrumented (internal/sampleapp/instrument: the sample workers wrapped with
+// The functions run instrumented (functions/instrument: the sample workers wrapped with
 // a fault-injection and an effect-counting middleware) with instrument.EnvEffectsTable set: each
 // job's effect is counted in an effects table in the same DynamoDB transaction as its idempotency
 // record, and the ledger keeps

@@ -3,9 +3,9 @@ package chaos_test
 import (
 	"fmt"
 
+	"github.com/jobkit-go/jobkit/functions/instrument"
 	"github.com/jobkit-go/jobkit/functions/samplejobs"
 	"github.com/jobkit-go/jobkit/internal/chaos"
-	"github.com/jobkit-go/jobkit/internal/sampleapp/instrument"
 )
 
 // Evaluate judges a run from the state it left: here, a run in which every job but the poison

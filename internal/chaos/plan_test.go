@@ -8,9 +8,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/jobkit-go/jobkit/functions/instrument"
 	"github.com/jobkit-go/jobkit/functions/samplejobs"
 	"github.com/jobkit-go/jobkit/internal/chaos"
-	"github.com/jobkit-go/jobkit/internal/sampleapp/instrument"
 )
 
 func TestNewPlanDefaults(t *testing.T) {

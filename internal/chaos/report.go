@@ -6,11 +6,11 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/jobkit-go/jobkit/functions/instrument"
 	"github.com/jobkit-go/jobkit/functions/samplejobs"
-	"github.com/jobkit-go/jobkit/internal/sampleapp/instrument"
 	"github.com/jobkit-go/jobkit/jobs"
-	"github.com/jobkit-go/jobkit/localstack/faultproxy"
-	"github.com/jobkit-go/jobkit/localstack/tally"
+	"github.com/jobkit-go/jobkit/offline/tally"
+	"github.com/jobkit-go/jobkit/testkit/faultproxy"
 )
 
 // State is what a run left behind, read from the emulator after the stack stopped.

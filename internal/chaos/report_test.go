@@ -5,10 +5,10 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/jobkit-go/jobkit/functions/instrument"
 	"github.com/jobkit-go/jobkit/functions/samplejobs"
 	"github.com/jobkit-go/jobkit/internal/chaos"
-	"github.com/jobkit-go/jobkit/internal/sampleapp/instrument"
-	"github.com/jobkit-go/jobkit/localstack/tally"
+	"github.com/jobkit-go/jobkit/offline/tally"
 )
 
 var maxAttempts = map[string]int{samplejobs.KindSendEmail: 5, samplejobs.KindPostLedger: 5, samplejobs.KindTranscodeVideo: 3}

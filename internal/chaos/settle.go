@@ -4,7 +4,7 @@ import (
 	"sort"
 
 	"github.com/jobkit-go/jobkit/functions/samplejobs"
-	"github.com/jobkit-go/jobkit/localstack/tally"
+	"github.com/jobkit-go/jobkit/offline/tally"
 )
 
 // inDLQ reports whether job id was in a dead-letter queue: when the redrive began, or at the end.

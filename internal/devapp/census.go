@@ -16,8 +16,8 @@ import (
 	"github.com/jobkit-go/jobkit/idempotency"
 	"github.com/jobkit-go/jobkit/jobs"
 	"github.com/jobkit-go/jobkit/jobs/inspect"
-	"github.com/jobkit-go/jobkit/localstack/devstack"
-	"github.com/jobkit-go/jobkit/localstack/tally"
+	"github.com/jobkit-go/jobkit/offline/devstack"
+	"github.com/jobkit-go/jobkit/offline/tally"
 )
 
 // Counts are the numbers of jobs in each state.

@@ -12,8 +12,8 @@ import (
 	"github.com/jobkit-go/jobkit/functions/samplejobs"
 	"github.com/jobkit-go/jobkit/jobs"
 	"github.com/jobkit-go/jobkit/jobs/outbox"
-	"github.com/jobkit-go/jobkit/localstack/deploy"
-	"github.com/jobkit-go/jobkit/localstack/devstack"
+	"github.com/jobkit-go/jobkit/offline/deploy"
+	"github.com/jobkit-go/jobkit/offline/devstack"
 )
 
 // OutboxDemo is the transactional outbox part of a demo workload: accounts opened with

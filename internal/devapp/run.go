@@ -16,11 +16,11 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/smithy-go/logging"
 
-	"github.com/jobkit-go/jobkit/internal/sampleapp/instrument"
+	"github.com/jobkit-go/jobkit/functions/instrument"
 	"github.com/jobkit-go/jobkit/jobs"
 	"github.com/jobkit-go/jobkit/jobs/contract"
-	"github.com/jobkit-go/jobkit/localstack/deploy"
-	"github.com/jobkit-go/jobkit/localstack/devstack"
+	"github.com/jobkit-go/jobkit/offline/deploy"
+	"github.com/jobkit-go/jobkit/offline/devstack"
 )
 
 // Synth modes of Config.Synth.

@@ -16,16 +16,16 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
+	"github.com/jobkit-go/jobkit/functions/instrument"
 	"github.com/jobkit-go/jobkit/functions/samplejobs"
-	"github.com/jobkit-go/jobkit/internal/sampleapp/instrument"
 	"github.com/jobkit-go/jobkit/jobs"
 	"github.com/jobkit-go/jobkit/jobs/contract"
 	"github.com/jobkit-go/jobkit/jobs/inspect"
-	"github.com/jobkit-go/jobkit/localstack/deploy"
-	"github.com/jobkit-go/jobkit/localstack/devstack"
-	"github.com/jobkit-go/jobkit/localstack/esm"
-	"github.com/jobkit-go/jobkit/localstack/schedfire"
-	"github.com/jobkit-go/jobkit/localstack/tally"
+	"github.com/jobkit-go/jobkit/offline/deploy"
+	"github.com/jobkit-go/jobkit/offline/devstack"
+	"github.com/jobkit-go/jobkit/offline/esm"
+	"github.com/jobkit-go/jobkit/offline/schedfire"
+	"github.com/jobkit-go/jobkit/offline/tally"
 )
 
 // SQSAPI is the part of the SQS client the Tracker calls (inspect.SQSAPI: it lists dead-letter

@@ -22,10 +22,10 @@ import (
 	"github.com/jobkit-go/jobkit/jobs"
 	"github.com/jobkit-go/jobkit/jobs/contract"
 	"github.com/jobkit-go/jobkit/jobs/outbox"
-	"github.com/jobkit-go/jobkit/localstack/awstest"
-	"github.com/jobkit-go/jobkit/localstack/esm"
-	"github.com/jobkit-go/jobkit/localstack/faultproxy"
-	"github.com/jobkit-go/jobkit/localstack/lambdaruntime"
+	"github.com/jobkit-go/jobkit/offline/esm"
+	"github.com/jobkit-go/jobkit/offline/lambdaruntime"
+	"github.com/jobkit-go/jobkit/testkit/awstest"
+	"github.com/jobkit-go/jobkit/testkit/faultproxy"
 )
 
 // The sample forwarder's real binary, run as Lambda runs it and fed by the local DynamoDB Streams

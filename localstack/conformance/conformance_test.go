@@ -13,8 +13,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/jobkit-go/jobkit/localstack/awstest"
 	"github.com/jobkit-go/jobkit/localstack/conformance"
+	"github.com/jobkit-go/jobkit/testkit/awstest"
 )
 
 // The suite against the endpoint the tests run on (moto under `make test`), each check a subtest:

@@ -16,7 +16,7 @@ import (
 
 	"github.com/jobkit-go/jobkit/internal/benchfix"
 	"github.com/jobkit-go/jobkit/jobs"
-	"github.com/jobkit-go/jobkit/localstack/awstest"
+	"github.com/jobkit-go/jobkit/testkit/awstest"
 )
 
 // The consumer benchmark measures the container mode (jobs.Consumer) against a plain

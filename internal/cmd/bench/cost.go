@@ -12,8 +12,8 @@ import (
 	"github.com/jobkit-go/jobkit/functions/samplejobs"
 	"github.com/jobkit-go/jobkit/internal/chaos"
 	"github.com/jobkit-go/jobkit/jobs"
-	"github.com/jobkit-go/jobkit/localstack/awstest"
-	"github.com/jobkit-go/jobkit/localstack/faultproxy"
+	"github.com/jobkit-go/jobkit/testkit/awstest"
+	"github.com/jobkit-go/jobkit/testkit/faultproxy"
 )
 
 // The cost benchmark runs costJobs idempotent jobs (the sample's email jobs, each behind the

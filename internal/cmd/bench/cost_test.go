@@ -5,7 +5,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/jobkit-go/jobkit/localstack/faultproxy"
+	"github.com/jobkit-go/jobkit/testkit/faultproxy"
 )
 
 func TestCostMixes(t *testing.T) {

@@ -22,9 +22,9 @@ import (
 	"github.com/jobkit-go/jobkit/functions/samplejobs"
 	"github.com/jobkit-go/jobkit/internal/chaos"
 	"github.com/jobkit-go/jobkit/jobs"
-	"github.com/jobkit-go/jobkit/localstack/awstest"
-	"github.com/jobkit-go/jobkit/localstack/esm"
-	"github.com/jobkit-go/jobkit/localstack/faultproxy"
+	"github.com/jobkit-go/jobkit/offline/esm"
+	"github.com/jobkit-go/jobkit/testkit/awstest"
+	"github.com/jobkit-go/jobkit/testkit/faultproxy"
 )
 
 // The e2e benchmark measures jobs end to end on the offline stack against the plainest loop the

@@ -14,7 +14,7 @@ import (
 	"github.com/aws/smithy-go/middleware"
 
 	"github.com/jobkit-go/jobkit/idempotency"
-	"github.com/jobkit-go/jobkit/localstack/awstest"
+	"github.com/jobkit-go/jobkit/testkit/awstest"
 )
 
 // The idempotency benchmark counts the DynamoDB requests of a first run, a duplicate from another

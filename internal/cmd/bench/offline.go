@@ -13,9 +13,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
-	"github.com/jobkit-go/jobkit/localstack/awstest"
-	"github.com/jobkit-go/jobkit/localstack/esm"
-	"github.com/jobkit-go/jobkit/localstack/lambdaruntime"
+	"github.com/jobkit-go/jobkit/offline/esm"
+	"github.com/jobkit-go/jobkit/offline/lambdaruntime"
+	"github.com/jobkit-go/jobkit/testkit/awstest"
 )
 
 // The offline stack's own costs: a function's cold start and warm invoke through the local Lambda
@@ -39,7 +39,7 @@ func buildOfflineFunction(ctx context.Context, pkg string) (string, func(), erro
 }
 
 func benchOfflineRuntime(ctx context.Context, emit func(string, any)) error {
-	bootstrap, cleanup, err := buildOfflineFunction(ctx, "localstack/lambdaruntime/testdata/probe")
+	bootstrap, cleanup, err := buildOfflineFunction(ctx, "offline/lambdaruntime/testdata/probe")
 	if err != nil {
 		return err
 	}
@@ -82,7 +82,7 @@ func benchOfflineESM(ctx context.Context, emit func(string, any)) error {
 		return err
 	}
 	client := sqs.NewFromConfig(cfg)
-	bootstrap, cleanup, err := buildOfflineFunction(ctx, "localstack/esm/testdata/rbi")
+	bootstrap, cleanup, err := buildOfflineFunction(ctx, "offline/esm/testdata/rbi")
 	if err != nil {
 		return err
 	}

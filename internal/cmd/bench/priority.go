@@ -19,10 +19,10 @@ import (
 
 	"github.com/jobkit-go/jobkit/jobs"
 	"github.com/jobkit-go/jobkit/jobs/contract"
-	"github.com/jobkit-go/jobkit/localstack/awstest"
 	"github.com/jobkit-go/jobkit/localstack/emulator"
-	"github.com/jobkit-go/jobkit/localstack/esm"
-	"github.com/jobkit-go/jobkit/localstack/lambdaruntime"
+	"github.com/jobkit-go/jobkit/offline/esm"
+	"github.com/jobkit-go/jobkit/offline/lambdaruntime"
+	"github.com/jobkit-go/jobkit/testkit/awstest"
 )
 
 // The priority benchmark runs one logical queue with two lanes on the offline stack, each lane a

@@ -15,7 +15,7 @@ import (
 
 	"github.com/jobkit-go/jobkit/internal/benchfix"
 	"github.com/jobkit-go/jobkit/jobs"
-	"github.com/jobkit-go/jobkit/localstack/awstest"
+	"github.com/jobkit-go/jobkit/testkit/awstest"
 )
 
 // The producer benchmark sends the same producerJobs jobs to the endpoint (AWS_ENDPOINT_URL: the

@@ -28,9 +28,9 @@ import (
 	"github.com/jobkit-go/jobkit/jobs"
 	"github.com/jobkit-go/jobkit/jobs/contract"
 	"github.com/jobkit-go/jobkit/jobs/ratelimit"
-	"github.com/jobkit-go/jobkit/localstack/awstest"
-	"github.com/jobkit-go/jobkit/localstack/esm"
-	"github.com/jobkit-go/jobkit/localstack/lambdaruntime"
+	"github.com/jobkit-go/jobkit/offline/esm"
+	"github.com/jobkit-go/jobkit/offline/lambdaruntime"
+	"github.com/jobkit-go/jobkit/testkit/awstest"
 )
 
 // The rate-limit benchmark runs a rate-limited kind on the offline stack as Lambda would: this

@@ -17,7 +17,7 @@ import (
 	"github.com/jobkit-go/jobkit/internal/benchfix"
 	"github.com/jobkit-go/jobkit/jobs"
 	"github.com/jobkit-go/jobkit/jobs/jobstest"
-	"github.com/jobkit-go/jobkit/localstack/awstest"
+	"github.com/jobkit-go/jobkit/testkit/awstest"
 )
 
 // The retry benchmark measures how soon a job that failed with a transient error is offered again,

@@ -28,7 +28,7 @@ import (
 	"time"
 
 	"github.com/jobkit-go/jobkit/internal/chaos"
-	"github.com/jobkit-go/jobkit/localstack/awstest"
+	"github.com/jobkit-go/jobkit/testkit/awstest"
 )
 
 func main() {

@@ -1,0 +1,98 @@
+package deploy
+
+import (
+	"context"
+	"debug/elf"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"time"
+
+	"github.com/jobkit-go/jobkit/jobs"
+	"github.com/jobkit-go/jobkit/offline/lambdaruntime"
+)
+
+// build gives each function a bootstrap that runs on this machine. The synthesized asset is built
+// for Lambda (linux/arm64 as a rule), which need not run here, so a function whose "jobkit:source"
+// metadata names its Go main package (a folder of its module, or an import path) is built from it
+// for this machine; one without that metadata runs its asset as is, if the asset is an executable
+// for this machine.
+func (dp *deployer) build(ctx context.Context, cdkOut string) error {
+	for i := range dp.d.Functions {
+		fn := &dp.d.Functions[i]
+		out := filepath.Join(dp.o.BuildDir, fn.Stack, fn.LogicalID, "bootstrap")
+		if fn.Source == "" {
+			asset := filepath.Join(cdkOut, fn.AssetPath, "bootstrap")
+			if fn.AssetPath == "" {
+				return &ConfigError{Stack: fn.Stack, LogicalID: fn.LogicalID, Reason: "no " + SourceMetadataKey + " metadata and no asset: nothing to run"}
+			}
+			if err := checkRunnable(asset); err != nil {
+				return &ConfigError{Stack: fn.Stack, LogicalID: fn.LogicalID, Reason: "no " + SourceMetadataKey + " metadata to build from, and the asset cannot run here: " + err.Error()}
+			}
+			fn.Bootstrap = asset
+			continue
+		}
+		start := time.Now()
+		if fn.ModuleDir == "" {
+			fn.ModuleDir = dp.o.ModuleDir
+		}
+		if err := buildBootstrap(ctx, fn.ModuleDir, dp.o.sourceDir(fn.Source), out); err != nil {
+			return &ConfigError{Stack: fn.Stack, LogicalID: fn.LogicalID, Reason: err.Error()}
+		}
+		fn.Bootstrap = out
+		dp.log.Info("function built", "function", fn.Name, "source", fn.Source, "bootstrap", out, "duration_ms", time.Since(start).Milliseconds())
+	}
+	for i := range dp.d.Containers {
+		c := &dp.d.Containers[i]
+		out := filepath.Join(dp.o.BuildDir, c.Stack, c.LogicalID, c.Name)
+		start := time.Now()
+		if err := buildBootstrap(ctx, dp.o.ModuleDir, dp.o.sourceDir(c.Source), out); err != nil {
+			return &ConfigError{Stack: c.Stack, LogicalID: c.LogicalID, Reason: err.Error()}
+		}
+		c.Binary = out
+		dp.log.Info("container built", "container", c.LogicalID+"/"+c.Name, "source", c.Source, "binary", out, "duration_ms", time.Since(start).Milliseconds())
+	}
+	return nil
+}
+
+// errNotExecutable is checkRunnable's answer for a directory or a file with no execute bit.
+var errNotExecutable = errors.New("not an executable file")
+
+// checkRunnable reports an error unless path is an executable file for this machine.
+func checkRunnable(path string) error {
+	st, err := os.Stat(path)
+	if err != nil {
+		return err
+	}
+	if st.IsDir() || st.Mode()&0o111 == 0 {
+		return errNotExecutable
+	}
+	return checkArch(path)
+}
+
+// buildBootstrap builds the Go main package source of the module in moduleDir to out, as
+// lambdaruntime builds a bootstrap for this machine: a folder of the module ("functions/email"),
+// or an import path (jobs.IsImportPath: a package of a module it requires, such as
+// jobs.RecorderPackage), built by that path in moduleDir, at the version its go.mod requires.
+func buildBootstrap(ctx context.Context, moduleDir, source, out string) error {
+	if jobs.IsImportPath(source) {
+		return lambdaruntime.BuildPackage(ctx, moduleDir, source, out)
+	}
+	return lambdaruntime.Build(ctx, filepath.Join(moduleDir, filepath.FromSlash(source)), out)
+}
+
+// checkArch reports an error unless path is an ELF executable for this machine.
+func checkArch(path string) error {
+	f, err := elf.Open(path)
+	if err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	defer f.Close()
+	want := map[string]elf.Machine{"amd64": elf.EM_X86_64, "arm64": elf.EM_AARCH64, "386": elf.EM_386, "arm": elf.EM_ARM}[runtime.GOARCH]
+	if runtime.GOOS != "linux" || f.Machine != want {
+		return fmt.Errorf("%s is built for %s, this machine is %s/%s", path, f.Machine, runtime.GOOS, runtime.GOARCH)
+	}
+	return nil
+}

@@ -1,0 +1,83 @@
+package deploy_test
+
+import (
+	"context"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/jobkit-go/jobkit/offline/deploy"
+	"github.com/jobkit-go/jobkit/testkit/awstest"
+)
+
+// An ECS task definition whose metadata names a Go source becomes a Container: its environment as
+// the task definition gives it, every reference resolved, its stop timeout, and a binary built for
+// this machine. Clusters and services are skipped with a reason; a task definition without a
+// source is skipped too.
+func TestDeployContainers(t *testing.T) {
+	t.Parallel()
+	cfg := awstest.Config(t)
+	ctx := context.Background()
+	edit := func(stack string, tpl map[string]any) {
+		if stack != "JobkitWorkers" {
+			return
+		}
+		res := tpl["Resources"].(map[string]any)
+		res["EncoderTask1A2B3C4D"] = map[string]any{
+			"Type":     "AWS::ECS::TaskDefinition",
+			"Metadata": map[string]any{deploy.SourceMetadataKey: "offline/deploy/testdata/echofn"},
+			"Properties": map[string]any{
+				"ContainerDefinitions": []any{map[string]any{
+					"Name":        "Worker",
+					"Image":       map[string]any{"Fn::Sub": "${AWS::AccountId}.dkr.ecr.${AWS::Region}.${AWS::URLSuffix}/assets:abc"},
+					"StopTimeout": 65,
+					"Environment": []any{
+						map[string]any{"Name": "JOBKIT_QUEUE_URL", "Value": map[string]any{"Fn::ImportValue": "JobkitState:ExportsOutputRefEchoQueue2E8F3C41A1B2C3D4"}},
+						map[string]any{"Name": "JOBKIT_DRAIN_TIMEOUT", "Value": "1m0s"},
+						map[string]any{"Name": "LOG_GROUP", "Value": map[string]any{"Ref": "EchoLogs8FF0C9F6"}},
+					},
+				}},
+			},
+		}
+		res["OtherTask5E6F7A8B"] = map[string]any{
+			"Type":       "AWS::ECS::TaskDefinition",
+			"Properties": map[string]any{"ContainerDefinitions": []any{map[string]any{"Name": "Web", "Image": "nginx"}}},
+		}
+		res["EncoderService9C8D7E6F"] = map[string]any{
+			"Type":       "AWS::ECS::Service",
+			"Properties": map[string]any{"TaskDefinition": map[string]any{"Ref": "EncoderTask1A2B3C4D"}},
+		}
+	}
+	p := prefix()
+	d, err := deploy.Deploy(ctx, deploy.NewClients(cfg), &deploy.Options{
+		CDKOut: assembly(t, edit), Prefix: p, ModuleDir: moduleDir, BuildDir: t.TempDir(),
+	})
+	if d != nil {
+		t.Cleanup(func() { _ = d.Destroy(context.Background()) })
+	}
+	require.NoError(t, err)
+
+	require.Len(t, d.Containers, 1)
+	c := d.Containers[0]
+	require.Equal(t, "EncoderTask1A2B3C4D", c.LogicalID)
+	require.Equal(t, "Worker", c.Name)
+	require.Equal(t, "offline/deploy/testdata/echofn", c.Source)
+	require.Equal(t, 65*time.Second, c.StopTimeout)
+	require.Equal(t, map[string]string{
+		"JOBKIT_QUEUE_URL":     d.Queue("EchoQueue2E8F3C41").URL,
+		"JOBKIT_DRAIN_TIMEOUT": "1m0s",
+		"LOG_GROUP":            p + "JobkitWorkers-EchoLogs8FF0C9F6",
+	}, c.Env)
+	st, err := os.Stat(c.Binary)
+	require.NoError(t, err)
+	require.NotZero(t, st.Mode()&0o111, "the binary is executable")
+
+	skipped := map[string]string{}
+	for _, s := range d.Skipped {
+		skipped[s.LogicalID] = s.Reason
+	}
+	require.Contains(t, skipped["OtherTask5E6F7A8B"], deploy.SourceMetadataKey)
+	require.Contains(t, skipped["EncoderService9C8D7E6F"], "local processes")
+}

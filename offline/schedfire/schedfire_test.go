@@ -1,0 +1,408 @@
+package schedfire
+
+import (
+	"context"
+	"encoding/json"
+	"sort"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	awsscheduler "github.com/aws/aws-sdk-go-v2/service/scheduler"
+	"github.com/aws/aws-sdk-go-v2/service/scheduler/types"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/jobkit-go/jobkit/jobs"
+	"github.com/jobkit-go/jobkit/jobs/contract"
+	"github.com/jobkit-go/jobkit/scheduler"
+	"github.com/jobkit-go/jobkit/testkit/awstest"
+)
+
+// testRoleARN is a role in the endpoint's own account for schedules to name (the emulators do not
+// assume it).
+func testRoleARN(t testing.TB) string {
+	return "arn:aws:iam::" + awstest.Account(t) + ":role/jobkit-scheduler"
+}
+
+type sendEmail struct {
+	To string `json:"to"`
+}
+
+func (sendEmail) Kind() string { return "email.send" }
+
+// createGroup creates a schedule group for the test and deletes it (and its schedules) after.
+func createGroup(t *testing.T, client *awsscheduler.Client) string {
+	t.Helper()
+	name := awstest.Name(t, "grp")
+	_, err := client.CreateScheduleGroup(context.Background(), &awsscheduler.CreateScheduleGroupInput{Name: aws.String(name)})
+	require.NoError(t, err)
+	awstest.Cleanup(t, "schedule group "+name, func(ctx context.Context) error {
+		for _, s := range listSchedules(t, client, name) {
+			_, _ = client.DeleteSchedule(ctx, &awsscheduler.DeleteScheduleInput{GroupName: aws.String(name), Name: s.Name})
+		}
+		_, err := client.DeleteScheduleGroup(ctx, &awsscheduler.DeleteScheduleGroupInput{Name: aws.String(name)})
+		return err
+	})
+	return name
+}
+
+func listSchedules(t *testing.T, client *awsscheduler.Client, group string) []types.ScheduleSummary {
+	t.Helper()
+	var out []types.ScheduleSummary
+	p := awsscheduler.NewListSchedulesPaginator(client, &awsscheduler.ListSchedulesInput{GroupName: aws.String(group)})
+	for p.HasMorePages() {
+		page, err := p.NextPage(context.Background())
+		require.NoError(t, err)
+		out = append(out, page.Schedules...)
+	}
+	return out
+}
+
+func decodeEnvelope(t *testing.T, body string) jobs.Envelope {
+	t.Helper()
+	var env jobs.Envelope
+	require.NoError(t, json.Unmarshal([]byte(body), &env), body)
+	return env
+}
+
+// manualClock is a Clock that moves only when the test says so.
+type manualClock struct {
+	ch      chan struct{} // a token: whoever holds it may touch the fields
+	now     time.Time
+	waiters []manualWaiter
+	added   chan struct{} // signalled when a waiter is added
+}
+
+type manualWaiter struct {
+	at time.Time
+	ch chan time.Time
+}
+
+func newManualClock(now time.Time) *manualClock {
+	c := &manualClock{ch: make(chan struct{}, 1), now: now, added: make(chan struct{}, 1000)}
+	c.ch <- struct{}{}
+	return c
+}
+
+func (c *manualClock) lock()   { <-c.ch }
+func (c *manualClock) unlock() { c.ch <- struct{}{} }
+
+func (c *manualClock) Now() time.Time {
+	c.lock()
+	defer c.unlock()
+	return c.now
+}
+
+func (c *manualClock) After(d time.Duration) <-chan time.Time {
+	c.lock()
+	defer c.unlock()
+	ch := make(chan time.Time, 1)
+	if d <= 0 {
+		ch <- c.now
+		return ch
+	}
+	c.waiters = append(c.waiters, manualWaiter{at: c.now.Add(d), ch: ch})
+	c.added <- struct{}{}
+	return ch
+}
+
+// waitForWaiter blocks until the runner waits on the clock, and returns when it wants to wake.
+// The runner is then idle: everything it did before is complete.
+func (c *manualClock) waitForWaiter(t *testing.T) time.Time {
+	t.Helper()
+	select {
+	case <-c.added:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the runner never waited on the clock")
+	}
+	c.lock()
+	defer c.unlock()
+	require.Len(t, c.waiters, 1)
+	return c.waiters[0].at
+}
+
+// set moves the clock to now and wakes the waiters that are due.
+func (c *manualClock) set(now time.Time) {
+	c.lock()
+	defer c.unlock()
+	c.now = now
+	kept := c.waiters[:0]
+	for _, w := range c.waiters {
+		if !w.at.After(now) {
+			w.ch <- now
+		} else {
+			kept = append(kept, w)
+		}
+	}
+	c.waiters = kept
+}
+
+// runLocal starts r.Run and returns a function that stops it and waits for it to return.
+func runLocal(t *testing.T, r *Runner) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- r.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case err := <-done:
+			assert.NoError(t, err)
+		case <-time.After(30 * time.Second):
+			t.Error("Run did not return after cancel")
+		}
+	})
+}
+
+// drain returns the firings reported so far.
+func drain(ch chan Firing) []Firing {
+	var out []Firing
+	for {
+		select {
+		case f := <-ch:
+			out = append(out, f)
+		default:
+			return out
+		}
+	}
+}
+
+// The emulators (moto, LocalStack) store schedules but never fire them, unlike AWS: these tests
+// check the Runner that fires them in the service's place, against the emulator's Scheduler API
+// and queues.
+
+func TestRunnerFiresDeclaredSchedulesOnEmulator(t *testing.T) {
+	t.Parallel()
+	cfg := awstest.Config(t)
+	sqsClient := sqs.NewFromConfig(cfg)
+	queue := awstest.CreateQueue(t, cfg, "reports", nil)
+	fifo := awstest.CreateQueue(t, cfg, "orders", &awstest.QueueOptions{FIFO: true})
+
+	berlinDaily := scheduler.Schedule{
+		Name: "berlin-0230", Expression: "cron(30 2 * * ? *)", TimeZone: "Europe/Berlin",
+		Args: nightlyReport{Team: "ops"}, Queue: "reports",
+	}
+	everyHour := scheduler.Schedule{
+		Name: "hourly-fifo", Expression: "rate(1 hour)", Args: sendEmail{To: "ops@example.com"},
+		Queue: "orders", GroupID: "ops",
+	}
+	// Start the evening before Berlin's spring-forward night (2026-03-29, 02:00 CET -> 03:00 CEST).
+	start := utc("2026-03-28T20:00:00Z")
+	clk := newManualClock(start)
+	fired := make(chan Firing, 100)
+	r, err := New(Config{
+		SQS: sqsClient, Schedules: []scheduler.Schedule{berlinDaily, everyHour},
+		Queues: map[string]string{"reports": queue.URL, "orders": fifo.URL},
+		Clock:  clk, OnFire: func(f Firing) { fired <- f },
+	})
+	require.NoError(t, err)
+	runLocal(t, r)
+
+	// Step the clock from wake to wake until 01:00 UTC on the 30th, recording what fired when.
+	type record struct {
+		at time.Time
+		f  Firing
+	}
+	var records []record
+	end := utc("2026-03-30T01:00:00Z")
+	for {
+		wake := clk.waitForWaiter(t)
+		for _, f := range drain(fired) {
+			require.NoError(t, f.Err)
+			records = append(records, record{clk.Now(), f})
+		}
+		if wake.After(end) {
+			break
+		}
+		clk.set(wake)
+	}
+	var berlin, hourly []string
+	for _, rec := range records {
+		assert.True(t, rec.at.Equal(rec.f.ScheduledTime), "%s fired on time", rec.f.JobID)
+		if rec.f.Schedule == "berlin-0230" {
+			berlin = append(berlin, rec.f.JobID)
+		} else {
+			hourly = append(hourly, rec.f.JobID)
+		}
+	}
+	// 2026-03-29 02:30 does not exist in Berlin: no tick that night; the next is 02:30 CEST.
+	assert.Equal(t, []string{"sched:berlin-0230:2026-03-30T00:30:00Z"}, berlin)
+	require.Len(t, hourly, 30, "rate(1 hour) from 20:00 on the 28th to 01:00 on the 30th, first tick at start")
+	for i, id := range hourly {
+		assert.Equal(t, "sched:hourly-fifo:"+start.Add(time.Duration(i)*time.Hour).Format(time.RFC3339), id)
+	}
+
+	// The queues hold exactly those envelopes.
+	msgs := receiveAll(t, sqsClient, queue.URL, 1)
+	env := decodeEnvelope(t, aws.ToString(msgs[0].Body))
+	assert.Equal(t, "sched:berlin-0230:2026-03-30T00:30:00Z", env.ID)
+	assert.Equal(t, "report.nightly", env.Kind)
+	assert.True(t, env.EnqueuedAt.Equal(utc("2026-03-30T00:30:00Z")))
+	assert.JSONEq(t, `{"team":"ops"}`, string(env.Args))
+
+	fmsgs := receiveAll(t, sqsClient, fifo.URL, 30)
+	var ids []string
+	for _, m := range fmsgs {
+		assert.Equal(t, "ops", m.Attributes[string(sqstypes.MessageSystemAttributeNameMessageGroupId)])
+		env := decodeEnvelope(t, aws.ToString(m.Body))
+		assert.Equal(t, env.ID, m.Attributes[string(sqstypes.MessageSystemAttributeNameMessageDeduplicationId)], "dedup id = envelope id")
+		ids = append(ids, env.ID)
+	}
+	assert.True(t, sort.StringsAreSorted(ids), "one FIFO group keeps the ticks in order")
+	assert.Equal(t, "sched:hourly-fifo:2026-03-28T20:00:00Z", ids[0])
+}
+
+func TestRunnerDuplicateTickOnEmulator(t *testing.T) {
+	t.Parallel()
+	cfg := awstest.Config(t)
+	sqsClient := sqs.NewFromConfig(cfg)
+	queue := awstest.CreateQueue(t, cfg, "dup", nil)
+	fifo := awstest.CreateQueue(t, cfg, "dup", &awstest.QueueOptions{FIFO: true})
+	r, err := New(Config{SQS: sqsClient, Clock: newManualClock(time.Now())})
+	require.NoError(t, err)
+	ctx := context.Background()
+	tick := utc("2026-11-22T01:00:00Z")
+
+	std := validSchedule()
+	std.Queue = queue.URL
+	f1, err := r.Send(ctx, std, tick)
+	require.NoError(t, err)
+	f2, err := r.Send(ctx, std, tick)
+	require.NoError(t, err)
+	assert.Equal(t, "sched:nightly-report:2026-11-22T01:00:00Z", f1.JobID)
+	assert.Equal(t, f1.JobID, f2.JobID, "a duplicate tick has the same envelope id")
+	assert.Equal(t, f1.Body, f2.Body)
+	msgs := receiveAll(t, sqsClient, queue.URL, 2)
+	assert.Equal(t, decodeEnvelope(t, aws.ToString(msgs[0].Body)).ID, decodeEnvelope(t, aws.ToString(msgs[1].Body)).ID,
+		"a Standard queue holds both; the idempotent worker runs it once")
+
+	ff := validSchedule()
+	ff.Queue, ff.GroupID = fifo.URL, "reports"
+	for i := 0; i < 2; i++ {
+		_, err := r.Send(ctx, ff, tick)
+		require.NoError(t, err)
+	}
+	receiveAll(t, sqsClient, fifo.URL, 1) // SQS deduplicates the FIFO duplicate
+}
+
+func TestRunnerFiresStoredOneTimeSchedulesOnEmulator(t *testing.T) {
+	t.Parallel()
+	cfg := awstest.Config(t)
+	sched := awsscheduler.NewFromConfig(cfg)
+	sqsClient := sqs.NewFromConfig(cfg)
+	group := createGroup(t, sched)
+	queue := awstest.CreateQueue(t, cfg, "delayed", nil)
+	ctx := context.Background()
+
+	start := time.Now().UTC().Truncate(time.Second)
+	clk := newManualClock(start)
+	d, err := scheduler.NewDelayer(sched, scheduler.DelayerConfig{Group: group, RoleARN: testRoleARN(t)})
+	require.NoError(t, err)
+	client, err := jobs.NewClient(sqsClient, jobs.ClientOptions{DefaultQueueURL: queue.URL, LongDelayer: d, Now: clk.Now})
+	require.NoError(t, err)
+	var ids []string
+	for i := 1; i <= 3; i++ {
+		res, err := client.Enqueue(ctx, sendEmail{To: "user" + strconv.Itoa(i) + "@example.com"}, &jobs.EnqueueOpts{Delay: time.Duration(i) * 24 * time.Hour})
+		require.NoError(t, err)
+		require.True(t, res.Scheduled)
+		ids = append(ids, res.ID)
+	}
+	require.Len(t, listSchedules(t, sched, group), 3)
+
+	fired := make(chan Firing, 10)
+	r, err := New(Config{
+		SQS: sqsClient, Scheduler: sched, Groups: []string{group},
+		Clock: clk, PollInterval: time.Hour, OnFire: func(f Firing) { fired <- f },
+	})
+	require.NoError(t, err)
+	runLocal(t, r)
+
+	// Day 1 fires the first job only.
+	clk.waitForWaiter(t)
+	require.Empty(t, drain(fired), "nothing is due at the start")
+	clk.set(start.Add(24*time.Hour + time.Second))
+	clk.waitForWaiter(t)
+	day1 := drain(fired)
+	require.Len(t, day1, 1)
+	assert.Equal(t, ids[0], day1[0].JobID)
+	assert.Equal(t, group, day1[0].Group)
+	msgs := receiveAll(t, sqsClient, queue.URL, 1)
+	env := decodeEnvelope(t, aws.ToString(msgs[0].Body))
+	assert.Equal(t, ids[0], env.ID)
+	assert.JSONEq(t, `{"to":"user1@example.com"}`, string(env.Args))
+	assert.Len(t, listSchedules(t, sched, group), 2, "ActionAfterCompletion DELETE: the fired schedule is gone")
+
+	// The second job is cancelled before it is due: it never fires. The third fires on day 3.
+	require.NoError(t, client.CancelDelayed(ctx, ids[1]))
+	clk.set(start.Add(72*time.Hour + time.Second))
+	clk.waitForWaiter(t)
+	rest := drain(fired)
+	require.Len(t, rest, 1)
+	assert.Equal(t, ids[2], rest[0].JobID)
+	msgs = receiveAll(t, sqsClient, queue.URL, 1)
+	assert.Equal(t, ids[2], decodeEnvelope(t, aws.ToString(msgs[0].Body)).ID)
+	assert.Empty(t, listSchedules(t, sched, group))
+}
+
+func TestRunnerDeadLettersUndeliverableTicksOnEmulator(t *testing.T) {
+	t.Parallel()
+	cfg := awstest.Config(t)
+	sqsClient := sqs.NewFromConfig(cfg)
+	dlq := awstest.CreateQueue(t, cfg, "dlq", nil)
+	gone := awstest.CreateQueue(t, cfg, "gone", nil)
+	_, err := sqsClient.DeleteQueue(context.Background(), &sqs.DeleteQueueInput{QueueUrl: aws.String(gone.URL)})
+	require.NoError(t, err)
+
+	s := validSchedule()
+	s.Queue, s.DeadLetterQueue = gone.URL, "dlq"
+	r, err := New(Config{SQS: sqsClient, Queues: map[string]string{"dlq": dlq.URL}})
+	require.NoError(t, err)
+	f, err := r.Send(context.Background(), s, utc("2026-11-22T01:00:00Z"))
+	require.Error(t, err)
+	assert.Equal(t, f.Err, err)
+	msgs := receiveAll(t, sqsClient, dlq.URL, 1)
+	assert.Equal(t, f.Body, aws.ToString(msgs[0].Body), "the tick's body, unchanged")
+	attr := func(name string) string { return aws.ToString(msgs[0].MessageAttributes[name].StringValue) }
+	assert.Equal(t, ReasonUndeliverable, attr(contract.AttrReason))
+	assert.Equal(t, "sched:nightly-report:2026-11-22T01:00:00Z", attr(contract.AttrJobID))
+	assert.Equal(t, "report.nightly", attr(contract.AttrKind))
+	assert.Equal(t, gone.URL, attr(contract.AttrSourceQueue))
+	assert.Contains(t, attr(contract.AttrError), "send tick of nightly-report")
+}
+
+type nightlyReport struct {
+	Team  string `json:"team"`
+	Notes string `json:"notes,omitempty"`
+}
+
+func (nightlyReport) Kind() string { return "report.nightly" }
+func utc(s string) time.Time {
+	t, err := time.Parse(time.RFC3339, s)
+	if err != nil {
+		panic(err)
+	}
+	return t
+}
+
+func validSchedule() scheduler.Schedule {
+	return scheduler.Schedule{
+		Name:       "nightly-report",
+		Expression: "cron(0 2 * * ? *)",
+		TimeZone:   "Europe/Berlin",
+		Args:       nightlyReport{Team: "ops"},
+		Queue:      "reports",
+	}
+}
+
+// receiveAll takes exactly n messages from url (deleting them as it goes) and checks that no
+// further one arrives.
+func receiveAll(t *testing.T, client *sqs.Client, url string, n int) []sqstypes.Message {
+	t.Helper()
+	got := awstest.Take(t, client, url, n)
+	awstest.ExpectEmpty(t, client, url)
+	return got
+}
