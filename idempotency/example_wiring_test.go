@@ -28,5 +28,5 @@ func Example_wiring() {
 	workers := jobs.NewWorkers()
 	workers.Use(idempotency.Middleware(store, nil))
 	cfg.Deliveries = store // attempts count real runs, not skipped deliveries
-	_ = jobs.NewSQSHandler(workers, cfg)
+	_ = jobs.NewLambdaHandler(workers, cfg).HandleSQS
 }

@@ -19,7 +19,7 @@ import (
 //
 //	id = "jobkit#not_run#<message id>", not_run (N), started (N), expiration (TTL, epoch s)
 //
-// started counts the runs begun on a redelivery that have not reported (jobs.StartLedger): a run
+// started counts the runs begun on a redelivery that have not reported (jobs.DeliveryLedger): a run
 // that died leaves its mark.
 // It is keyed by message id, not job key: a job redriven from the DLQ is a new message and gets
 // its attempts afresh. The item lives as long as SQS can keep a message (14 days).
@@ -36,16 +36,11 @@ const (
 )
 
 var (
-	_ jobs.StartLedger = (*DynamoDBStore)(nil)
-	_ jobs.StartLedger = (*MemoryStore)(nil)
+	_ jobs.DeliveryLedger = (*DynamoDBStore)(nil)
+	_ jobs.DeliveryLedger = (*MemoryStore)(nil)
 )
 
-// AddNotRun implements jobs.DeliveryLedger: one UpdateItem adding 1.
-func (s *DynamoDBStore) AddNotRun(ctx context.Context, messageID string) error {
-	return s.AddDeliveries(ctx, messageID, 1, 0)
-}
-
-// AddDeliveries implements jobs.StartLedger: one UpdateItem adding both counts.
+// AddDeliveries implements jobs.DeliveryLedger: one UpdateItem adding both counts.
 func (s *DynamoDBStore) AddDeliveries(ctx context.Context, messageID string, notRun, started int) error {
 	exp := strconv.FormatInt(time.Now().Add(notRunExpiry).Unix(), 10)
 	_, err := s.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
@@ -65,13 +60,7 @@ func (s *DynamoDBStore) AddDeliveries(ctx context.Context, messageID string, not
 	return nil
 }
 
-// NotRun implements jobs.DeliveryLedger: one strongly consistent GetItem.
-func (s *DynamoDBStore) NotRun(ctx context.Context, messageID string) (int, error) {
-	n, _, err := s.Deliveries(ctx, messageID)
-	return n, err
-}
-
-// Deliveries implements jobs.StartLedger: one strongly consistent GetItem.
+// Deliveries implements jobs.DeliveryLedger: one strongly consistent GetItem.
 func (s *DynamoDBStore) Deliveries(ctx context.Context, messageID string) (notRun, started int, err error) {
 	out, err := s.client.GetItem(ctx, &dynamodb.GetItemInput{
 		TableName:      aws.String(s.table),
@@ -100,19 +89,7 @@ type notRunCounts struct {
 	started map[string]int
 }
 
-// AddNotRun implements jobs.DeliveryLedger.
-func (s *MemoryStore) AddNotRun(ctx context.Context, messageID string) error {
-	return s.AddDeliveries(ctx, messageID, 1, 0)
-}
-
-// NotRun implements jobs.DeliveryLedger.
-func (s *MemoryStore) NotRun(_ context.Context, messageID string) (int, error) {
-	s.notRun.mu.Lock()
-	defer s.notRun.mu.Unlock()
-	return s.notRun.n[messageID], nil
-}
-
-// AddDeliveries implements jobs.StartLedger.
+// AddDeliveries implements jobs.DeliveryLedger.
 func (s *MemoryStore) AddDeliveries(_ context.Context, messageID string, notRun, started int) error {
 	s.notRun.mu.Lock()
 	defer s.notRun.mu.Unlock()
@@ -124,7 +101,7 @@ func (s *MemoryStore) AddDeliveries(_ context.Context, messageID string, notRun,
 	return nil
 }
 
-// Deliveries implements jobs.StartLedger.
+// Deliveries implements jobs.DeliveryLedger.
 func (s *MemoryStore) Deliveries(_ context.Context, messageID string) (notRun, started int, err error) {
 	s.notRun.mu.Lock()
 	defer s.notRun.mu.Unlock()

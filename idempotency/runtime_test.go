@@ -48,14 +48,14 @@ func newWorker(t *testing.T, cfg aws.Config, table string, l *ledger, q, dlq aws
 		runs.Add(1)
 		return idempotency.TransactWrite(ctx, l.debit(t, job.Args.Account, job.Args.Payment, job.Args.Amount), nil)
 	}))
-	handle := jobs.NewSQSHandler(workers, jobs.Config{
+	handle := jobs.NewLambdaHandler(workers, jobs.Config{
 		QueueURL:     q.URL,
 		DLQURL:       dlq.URL,
 		SQS:          sqs.NewFromConfig(cfg),
 		FunctionName: "charge-worker",
 		Metrics:      io.Discard,
 		Logger:       slog.New(slog.NewJSONHandler(io.Discard, nil)),
-	})
+	}).HandleSQS
 	return &worker{handle: handle, runs: runs}
 }
 

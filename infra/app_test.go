@@ -63,9 +63,9 @@ func TestSampleApp(t *testing.T) {
 		outputs := state["Outputs"].(map[string]any)
 		names := []string{samplejobs.QueueEmail, samplejobs.QueueLedger, samplejobs.QueueTranscode}
 		for _, lane := range samplejobs.NotifyLanes {
-			names = append(names, jobs.LaneQueueName(samplejobs.QueueNotify, lane))
+			names = append(names, contract.LaneQueueName(samplejobs.QueueNotify, lane))
 		}
-		require.Equal(t, jobs.LaneQueueName(samplejobs.QueueNotify, samplejobs.LaneDefault), samplejobs.Queues[samplejobs.KindSendNotification],
+		require.Equal(t, contract.LaneQueueName(samplejobs.QueueNotify, samplejobs.LaneDefault), samplejobs.Queues[samplejobs.KindSendNotification],
 			"notifications go to the default lane unless a Priority says otherwise")
 		for _, name := range names {
 			var ids []string

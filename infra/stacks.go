@@ -12,7 +12,7 @@ import (
 	"github.com/aws/jsii-runtime-go"
 
 	jk "github.com/jobkit-go/jobkit/infra/constructs"
-	"github.com/jobkit-go/jobkit/jobs"
+	"github.com/jobkit-go/jobkit/jobs/contract"
 
 	"github.com/jobkit-go/jobkit/functions/samplejobs"
 )
@@ -21,7 +21,7 @@ import (
 // functions (queues with jobs in them, tables) and what produces jobs on its own (schedules);
 // deleting JobkitWorkers leaves jobs waiting, and the schedules go on adding to them.
 const (
-	StateStackID   = jobs.DefaultStack
+	StateStackID   = contract.DefaultStack
 	WorkersStackID = "JobkitWorkers"
 )
 
@@ -65,7 +65,7 @@ func (s *StateStack) Queue(name string) *jk.JobQueue {
 		return s.Transcode
 	}
 	for _, l := range s.Notify.Lanes {
-		if name == jobs.LaneQueueName(samplejobs.QueueNotify, l.Name) {
+		if name == contract.LaneQueueName(samplejobs.QueueNotify, l.Name) {
 			return l.Queue
 		}
 	}
@@ -214,7 +214,7 @@ func NewWorkersStack(scope constructs.Construct, id string, state *StateStack, m
 	})
 	notifyQueues := []*jk.JobQueue{}
 	for _, lane := range state.Notify.Lanes {
-		name := jobs.LaneQueueName(samplejobs.QueueNotify, lane.Name)
+		name := contract.LaneQueueName(samplejobs.QueueNotify, lane.Name)
 		s.Notify = append(s.Notify, jk.NewWorker(stack, name, &jk.WorkerProps{
 			Source: src("notify"), Queue: lane.Queue, IdempotencyTable: state.Idempotency, Kinds: kinds(samplejobs.Queues[samplejobs.KindSendNotification]),
 			Timeout: 30 * time.Second, BatchSize: 10, MaxConcurrency: lane.MaxConcurrency,

@@ -11,15 +11,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
+	"github.com/jobkit-go/jobkit/jobs/awsarn"
 )
-
-// QueueAttributesAPI is the SQS call Backpressure makes to read a queue's backlog. *sqs.Client
-// implements it.
-type QueueAttributesAPI interface {
-	GetQueueAttributes(ctx context.Context, in *sqs.GetQueueAttributesInput, optFns ...func(*sqs.Options)) (*sqs.GetQueueAttributesOutput, error)
-}
-
-var _ QueueAttributesAPI = (*sqs.Client)(nil)
 
 // Backpressure makes a Client refuse, or slow, enqueues onto a queue whose backlog has passed a
 // threshold, so a producer sheds load (a web tier answers 429) instead of piling up work the
@@ -31,7 +24,7 @@ var _ QueueAttributesAPI = (*sqs.Client)(nil)
 // per minute): the JobQueue construct alarms on it; Backpressure sheds on the backlog.
 type Backpressure struct {
 	// API reads the queues' attributes (required).
-	API QueueAttributesAPI
+	API SQSAPI
 	// MaxBacklog is the backlog from which enqueues onto a queue are refused with an
 	// *OverloadedError (required, above 0). MaxBacklogs overrides it per queue URL (a lane).
 	MaxBacklog  int
@@ -41,12 +34,12 @@ type Backpressure struct {
 	// SlowFrom towards MaxBacklog.
 	SlowFrom    int
 	MaxSlowdown time.Duration
-	// Refresh is how long a queue's backlog reading is used. Default DefaultBackpressureRefresh.
+	// Refresh is how long a queue's backlog reading is used. Default defaultBackpressureRefresh.
 	Refresh time.Duration
 }
 
-// DefaultBackpressureRefresh is Backpressure.Refresh's default.
-const DefaultBackpressureRefresh = 5 * time.Second
+// defaultBackpressureRefresh is Backpressure.Refresh's default.
+const defaultBackpressureRefresh = 5 * time.Second
 
 // ErrOverloaded is matched by errors.Is on an *OverloadedError.
 var ErrOverloaded = errors.New("jobs: queue overloaded")
@@ -63,7 +56,7 @@ type OverloadedError struct {
 // Error describes the refusal.
 func (e *OverloadedError) Error() string {
 	return fmt.Sprintf("jobs: queue %s overloaded: backlog %d, limit %d; retry after %s",
-		QueueName(e.QueueURL), e.Backlog, e.MaxBacklog, e.RetryAfter.Round(time.Second))
+		awsarn.QueueName(e.QueueURL), e.Backlog, e.MaxBacklog, e.RetryAfter.Round(time.Second))
 }
 
 // Is reports whether target is ErrOverloaded.
@@ -103,7 +96,7 @@ type backlogReading struct {
 
 func newBacklogs(cfg Backpressure, now func() time.Time) *backlogs {
 	if cfg.Refresh == 0 {
-		cfg.Refresh = DefaultBackpressureRefresh
+		cfg.Refresh = defaultBackpressureRefresh
 	}
 	return &backlogs{byURL: map[string]*backlogReading{}, cfg: cfg, now: now, sleeps: sleepErr}
 }

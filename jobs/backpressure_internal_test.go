@@ -12,6 +12,16 @@ import (
 
 type attrsFunc func() (map[string]string, error)
 
+// attrsOnly is an SQSAPI that answers GetQueueAttributes alone.
+type attrsOnly struct {
+	SQSAPI
+	f attrsFunc
+}
+
+func (a attrsOnly) GetQueueAttributes(ctx context.Context, in *sqs.GetQueueAttributesInput, o ...func(*sqs.Options)) (*sqs.GetQueueAttributesOutput, error) {
+	return a.f.GetQueueAttributes(ctx, in, o...)
+}
+
 func (f attrsFunc) GetQueueAttributes(context.Context, *sqs.GetQueueAttributesInput, ...func(*sqs.Options)) (*sqs.GetQueueAttributesOutput, error) {
 	a, err := f()
 	return &sqs.GetQueueAttributesOutput{Attributes: a}, err
@@ -27,7 +37,7 @@ func TestBackpressureSlowsBetweenTheThresholds(t *testing.T) {
 		return map[string]string{"ApproximateNumberOfMessages": strconv.Itoa(backlog), "ApproximateNumberOfMessagesDelayed": strconv.Itoa(delayed)}, fail
 	})
 	now := time.Unix(0, 0)
-	b := newBacklogs(Backpressure{API: api, MaxBacklog: 1000, SlowFrom: 200, MaxSlowdown: 800 * time.Millisecond}, func() time.Time { return now })
+	b := newBacklogs(Backpressure{API: attrsOnly{f: api}, MaxBacklog: 1000, SlowFrom: 200, MaxSlowdown: 800 * time.Millisecond}, func() time.Time { return now })
 	b.cfg.Refresh = time.Nanosecond // read on every call
 	var slept time.Duration
 	b.sleeps = func(_ context.Context, d time.Duration) error { slept = d; return nil }

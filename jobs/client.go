@@ -14,6 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
+	"github.com/jobkit-go/jobkit/jobs/awsarn"
 	"github.com/jobkit-go/jobkit/jobs/contract"
 )
 
@@ -436,8 +437,9 @@ func (c *Client) QueueFor(kind string) string {
 	return c.opts.DefaultQueueURL
 }
 
-// PreparedJob is a job checked and encoded for sending, as Client.Prepare returns it: what a
-// transactional outbox stores and its forwarder sends (see package outbox).
+// PreparedJob is a job checked and encoded for sending: as Client.Prepare returns it, what a
+// transactional outbox stores and its forwarder sends (see package outbox); and what the Client
+// hands a LongDelayer for a job more than MaxSQSDelay away.
 type PreparedJob struct {
 	ID       string // the job id
 	Kind     string // the job kind
@@ -445,8 +447,9 @@ type PreparedJob struct {
 	Body     string // the envelope
 	GroupID  string // the message group id (FIFO; on a Standard queue, a fair-queue tenant)
 	DedupID  string // the FIFO deduplication id
-	// DeliverAt is when the job becomes visible (zero: at once); at most MaxSQSDelay after
-	// Prepare: the sender sets DelaySeconds to what is left of it.
+	// DeliverAt is when the job becomes visible (zero: at once). From Prepare it is at most
+	// MaxSQSDelay away, and the sender sets DelaySeconds to what is left of it; a LongDelayer
+	// gets jobs further away.
 	DeliverAt time.Time
 	// PayloadSize, when not 0, says Body is a claim-check pointer to the envelope Prepare
 	// stored in S3 (PayloadSize bytes): send it with MessageAttributes.
@@ -530,13 +533,13 @@ func (c *Client) prepare(ctx context.Context, args JobArgs, opts *EnqueueOpts) (
 		return p, p.invalid(err)
 	}
 	switch {
-	case o.Trace != "" && !ValidTraceparent(o.Trace):
+	case o.Trace != "" && !validTraceparent(o.Trace):
 		return p, p.invalid(fmt.Errorf("%w: %q", ErrInvalidTrace, o.Trace))
 	case o.Trace != "":
-	case ValidTraceparent(TraceFromContext(ctx)):
+	case validTraceparent(TraceFromContext(ctx)):
 		o.Trace = childTraceparent(TraceFromContext(ctx))
 	default:
-		o.Trace = NewTraceparent()
+		o.Trace = newTraceparent()
 	}
 	if o.Unique != nil {
 		if c.opts.State == nil {
@@ -584,7 +587,7 @@ func (c *Client) route(p *prepared, o *EnqueueOpts) error {
 		}
 		p.queue = lane
 	}
-	p.fifo = IsFIFOQueue(p.queue)
+	p.fifo = awsarn.IsFIFO(p.queue)
 	p.group = o.GroupID
 	if p.group != "" && !validMessageID(p.group) {
 		return fmt.Errorf("%w: %q", ErrInvalidGroupID, p.group)
@@ -627,7 +630,7 @@ func (c *Client) delivery(p *prepared, o *EnqueueOpts, now time.Time) error {
 		}
 		p.scheduled = true
 	case p.fifo:
-		return fmt.Errorf("%w: delay %s on %s", ErrDelayOnFIFO, delay, QueueName(p.queue))
+		return fmt.Errorf("%w: delay %s on %s", ErrDelayOnFIFO, delay, awsarn.QueueName(p.queue))
 	default:
 		// Round up: never deliver early.
 		p.delaySeconds = int32((delay + time.Second - 1) / time.Second)
@@ -694,8 +697,8 @@ func validMessageID(s string) bool {
 }
 
 func (c *Client) schedule(ctx context.Context, p *prepared) error {
-	err := c.opts.LongDelayer.ScheduleJob(ctx, DelayedJob{
-		ID: p.id, Kind: p.kind, Body: p.body, QueueURL: p.queue, GroupID: p.group, At: p.at,
+	err := c.opts.LongDelayer.ScheduleJob(ctx, PreparedJob{
+		ID: p.id, Kind: p.kind, Body: p.body, QueueURL: p.queue, GroupID: p.group, DeliverAt: p.at,
 	})
 	if err != nil {
 		return fmt.Errorf("jobs: schedule %s job %q for %s: %w", p.kind, p.id, p.at.Format(time.RFC3339), err)
@@ -705,7 +708,7 @@ func (c *Client) schedule(ctx context.Context, p *prepared) error {
 
 // sendQueue sends the jobs idx (input order) of one queue in chunks.
 func (c *Client) sendQueue(ctx context.Context, queue string, idx []int, prepared []prepared, results []EnqueueResult) {
-	if IsFIFOQueue(queue) {
+	if awsarn.IsFIFO(queue) {
 		chunks := fifoChunks(idx, prepared)
 		failedGroups := map[string]bool{}
 		for _, chunk := range chunks {

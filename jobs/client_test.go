@@ -32,11 +32,11 @@ func (emptyKind) Kind() string { return "" }
 // delayer records what a Client hands it.
 type delayer struct {
 	mu        sync.Mutex
-	scheduled []jobs.DelayedJob
+	scheduled []jobs.PreparedJob
 	cancelled []string
 }
 
-func (d *delayer) ScheduleJob(_ context.Context, job jobs.DelayedJob) error {
+func (d *delayer) ScheduleJob(_ context.Context, job jobs.PreparedJob) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.scheduled = append(d.scheduled, job)
@@ -175,7 +175,7 @@ func TestClientEnqueueEnvelopeAndRouting(t *testing.T) {
 	require.Len(t, std, 1)
 	assert.Equal(t, "fixed", std[0].ID)
 	assert.JSONEq(t, `{"n":4}`, string(std[0].Args))
-	assert.True(t, jobs.ValidTraceparent(std[0].Trace), "no trace given, none in the context: a new one (%q)", std[0].Trace)
+	assert.Regexp(t, `^00-[0-9a-f]{32}-[0-9a-f]{16}-01$`, std[0].Trace, "no trace given, none in the context: a new one")
 	assert.NotEqual(t, jobs.TraceID(env.Trace), jobs.TraceID(std[0].Trace))
 
 	// The context's trace is continued: same trace id and flags, a new parent id.
@@ -209,7 +209,7 @@ func TestClientLongDelaysGoToTheLongDelayer(t *testing.T) {
 	require.Len(t, d.scheduled, 2)
 	assert.Equal(t, "later", d.scheduled[0].ID)
 	assert.Equal(t, jobstest.QueueURL, d.scheduled[0].QueueURL)
-	assert.Equal(t, now.Add(2*time.Hour), d.scheduled[0].At)
+	assert.Equal(t, now.Add(2*time.Hour), d.scheduled[0].DeliverAt)
 	env, err := jobs.DecodeEnvelope(d.scheduled[0].Body)
 	require.NoError(t, err)
 	assert.Equal(t, "later", env.ID)

@@ -15,6 +15,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/jobkit-go/jobkit/jobs/contract"
+	"github.com/jobkit-go/jobkit/jobs/event"
 )
 
 // Defaults of Config (and of the environment variables ConfigFromEnv reads).
@@ -24,7 +25,7 @@ const (
 	DefaultConcurrency       = 10
 	DefaultBackoffBase       = time.Second
 	DefaultBackoffCap        = 15 * time.Minute
-	DefaultSafetyMargin      = 2 * time.Second
+	defaultSafetyMargin      = 2 * time.Second
 	// MaxVisibility is the longest visibility timeout SQS allows (12 h): no backoff or snooze is
 	// longer.
 	MaxVisibility = 12 * time.Hour
@@ -34,7 +35,7 @@ const (
 // (attempt is 1 on the first delivery).
 type BackoffFunc func(attempt int) time.Duration
 
-// Config configures the worker runtime (NewSQSHandler). ConfigFromEnv fills it from the
+// Config configures the worker runtime (NewLambdaHandler). ConfigFromEnv fills it from the
 // environment the infra Worker construct sets.
 type Config struct {
 	// QueueURL is the queue the function consumes (required). Its name is the Queue dimension of
@@ -71,8 +72,8 @@ type Config struct {
 	Logger *slog.Logger
 	// OnEvent, when set, is called with each job's start and outcome (see Event), on the goroutine
 	// that ran the job, before the batch reports: keep it quick and safe for concurrent calls.
-	// WriteEvents writes them as JSON lines (JOBKIT_EVENTS=stdout).
-	OnEvent func(Event)
+	// event.Write writes them as JSON lines (JOBKIT_EVENTS=stdout).
+	OnEvent func(event.Event)
 	// Metrics receives one CloudWatch Embedded Metric Format line per batch; nil means stdout.
 	// Use io.Discard to turn metrics off.
 	Metrics io.Writer
@@ -108,30 +109,27 @@ type Config struct {
 	PayloadBucket string
 	// MaxPayloadSize is the largest claim-checked payload the runtime reads, in bytes (it holds
 	// it in memory): an object declaring more, or yielding more, is dead-lettered as
-	// ReasonPayloadUnavailable without being read further. Default DefaultMaxPayloadSize; from
+	// ReasonPayloadUnavailable without being read further. Default defaultMaxPayloadSize; from
 	// JOBKIT_MAX_PAYLOAD_SIZE.
 	MaxPayloadSize int64
 }
 
-// DeliveryLedger counts, per SQS message id, the deliveries that did not run the job. The
-// runtime adds one after each such delivery and, on a message's later delivery (receive count
-// above 1), subtracts the count from ApproximateReceiveCount to get the attempt. A failed call is
-// logged and the receive count is used as it is: the job is charged, never run more often.
+// DeliveryLedger counts, per SQS message id, the deliveries that did not run the job, and the
+// runs the runtime began on a redelivery that have not reported an outcome.
+//
+// The runtime adds a delivery that did not run after each such delivery and, on a message's
+// later delivery (receive count above 1), subtracts the count from ApproximateReceiveCount to get
+// the attempt. A failed call is logged and the receive count is used as it is: the job is
+// charged, never run more often.
+//
+// A start is added before each run on a redelivery (a first delivery writes nothing) and taken
+// back once the run reports and its message goes back to the queue. A run that died — the process
+// crashed or was killed, the invocation timed out — leaves its mark, which a receive that never
+// reached the runtime (a throttled invocation) does not. So the runtime runs a job whose run died
+// alone, after the rest of its batch, so that a crash loop takes no other job down with it, and
+// dead-letters it once its runs have died MaxAttempts times (ReasonNoOutcome).
+// idempotency.DynamoDBStore implements it.
 type DeliveryLedger interface {
-	AddNotRun(ctx context.Context, messageID string) error
-	NotRun(ctx context.Context, messageID string) (int, error)
-}
-
-// StartLedger is a DeliveryLedger that also counts, per SQS message id, the runs the runtime
-// began on a redelivery and that have not reported an outcome: one is added before each such run
-// (a first delivery writes nothing) and taken back once the run reports and its message goes back
-// to the queue. A run that died — the process crashed or was killed, the invocation timed out —
-// leaves its mark, which a receive that never reached the runtime (a throttled invocation) does
-// not. So the runtime runs a job whose run died alone, after the rest of its batch, so that a crash
-// loop takes no other job down with it, and dead-letters it once its runs have died MaxAttempts
-// times (ReasonNoOutcome). idempotency.DynamoDBStore implements it.
-type StartLedger interface {
-	DeliveryLedger
 	// AddDeliveries adds notRun and started (either may be negative) to the message's counts.
 	AddDeliveries(ctx context.Context, messageID string, notRun, started int) error
 	// Deliveries returns the message's counts, in one read.
@@ -152,7 +150,7 @@ type StartLedger interface {
 //	JOBKIT_JOB_TIMEOUT         each job's own time limit; default none
 //	JOBKIT_PAYLOAD_BUCKET      the bucket of claim-checked payloads (Config.PayloadBucket); default any
 //	JOBKIT_MAX_PAYLOAD_SIZE    the largest claim-checked payload read, bytes; default 64 MiB
-//	JOBKIT_EVENTS              "stdout": each job's start and outcome as JSON lines (WriteEvents); default none
+//	JOBKIT_EVENTS              "stdout": each job's start and outcome as JSON lines (event.Write); default none
 //	AWS_LAMBDA_FUNCTION_NAME   set by Lambda; written on dead-lettered messages
 //	AWS_LAMBDA_LOG_LEVEL       set by Lambda's JSON logging controls; the log level, default INFO
 //
@@ -213,12 +211,12 @@ func configFromLookup(lookup func(string) (string, bool)) (Config, error) {
 	integer(contract.EnvConcurrency, DefaultConcurrency, &cfg.Concurrency)
 	integer(contract.EnvMaxReceiveCount, 0, &cfg.MaxReceiveCount)
 	var maxPayload int
-	integer(contract.EnvMaxPayloadSize, DefaultMaxPayloadSize, &maxPayload)
+	integer(contract.EnvMaxPayloadSize, defaultMaxPayloadSize, &maxPayload)
 	cfg.MaxPayloadSize = int64(maxPayload)
 	duration(contract.EnvVisibilityTimeout, DefaultVisibilityTimeout, &cfg.VisibilityTimeout)
 	duration(contract.EnvBackoffBase, DefaultBackoffBase, &cfg.BackoffBase)
 	duration(contract.EnvBackoffCap, DefaultBackoffCap, &cfg.BackoffCap)
-	duration(contract.EnvSafetyMargin, DefaultSafetyMargin, &cfg.SafetyMargin)
+	duration(contract.EnvSafetyMargin, defaultSafetyMargin, &cfg.SafetyMargin)
 	duration(contract.EnvJobTimeout, 0, &cfg.JobTimeout)
 
 	level := slog.LevelInfo
@@ -231,7 +229,7 @@ func configFromLookup(lookup func(string) (string, bool)) (Config, error) {
 	switch v := get(contract.EnvEvents); v {
 	case "":
 	case "stdout":
-		cfg.OnEvent = WriteEvents(os.Stdout)
+		cfg.OnEvent = event.Write(os.Stdout)
 	default:
 		errs = append(errs, fmt.Errorf("%s=%q: want stdout or nothing", contract.EnvEvents, v))
 	}
@@ -258,7 +256,7 @@ func parseDuration(v string) (time.Duration, error) {
 	return time.ParseDuration(v)
 }
 
-// Validate reports what is missing or out of range; NewSQSHandler panics on such a Config.
+// Validate reports what is missing or out of range; NewLambdaHandler panics on such a Config.
 func (c *Config) Validate() error {
 	var errs []error
 	if c.QueueURL == "" {
@@ -312,10 +310,10 @@ func (c Config) withDefaults() Config {
 		c.BackoffCap = MaxVisibility
 	}
 	if c.SafetyMargin == 0 {
-		c.SafetyMargin = DefaultSafetyMargin
+		c.SafetyMargin = defaultSafetyMargin
 	}
 	if c.MaxPayloadSize <= 0 {
-		c.MaxPayloadSize = DefaultMaxPayloadSize
+		c.MaxPayloadSize = defaultMaxPayloadSize
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.NewJSONHandler(os.Stdout, nil))

@@ -19,34 +19,14 @@ import (
 	"github.com/jobkit-go/jobkit/jobs/internal/wire"
 )
 
-// Defaults of ConsumerOptions.
-const (
-	// DefaultDrainTimeout leaves 5 s of ECS's default 30 s stop timeout for the process to exit.
-	DefaultDrainTimeout = 25 * time.Second
-	// DefaultWaitTime is the long poll of each receive: SQS's longest, so an idle consumer makes
-	// 180 receives an hour per poller.
-	DefaultWaitTime = 20 * time.Second
-	// MinConsumerVisibilityTimeout is the shortest Config.VisibilityTimeout a Consumer takes: its
-	// heartbeat runs every third of it, and each beat must land before the visibility lapses.
-	MinConsumerVisibilityTimeout = 3 * time.Second
-	// MaxStopTimeout is the longest stop timeout ECS gives a Fargate task (SIGTERM to SIGKILL).
-	MaxStopTimeout = 120 * time.Second
-)
+// defaultWaitTime is the long poll of each receive: SQS's longest, so an idle consumer makes 180
+// receives an hour per poller.
+const defaultWaitTime = 20 * time.Second
 
 // ErrDraining is the cause (context.Cause) of a job's context ended by the Consumer's drain: the
 // process is stopping. A job that returns a retryable error after it is released at once, with
 // visibility 0, for another consumer; its attempt is not judged (no dead-letter for attempts).
 var ErrDraining = errors.New("jobs: the consumer is draining (the process is stopping)")
-
-// ConsumerSQSAPI is the part of the SQS API the Consumer calls: the runtime's calls and receives
-// and batch deletes. *sqs.Client implements it.
-type ConsumerSQSAPI interface {
-	SQSAPI
-	ReceiveMessage(ctx context.Context, in *sqs.ReceiveMessageInput, optFns ...func(*sqs.Options)) (*sqs.ReceiveMessageOutput, error)
-	DeleteMessageBatch(ctx context.Context, in *sqs.DeleteMessageBatchInput, optFns ...func(*sqs.Options)) (*sqs.DeleteMessageBatchOutput, error)
-}
-
-var _ ConsumerSQSAPI = (*sqs.Client)(nil)
 
 // ConsumerOptions tune a Consumer; nil or zero fields mean defaults.
 type ConsumerOptions struct {
@@ -100,7 +80,7 @@ func parseDurationOrSeconds(v string) (time.Duration, error) {
 }
 
 // Consumer runs Workers in a long-running process (a container): it long-polls the queue and
-// runs what it receives through the same runtime as NewSQSHandler — middleware, outcomes,
+// runs what it receives through the same runtime as NewLambdaHandler — middleware, outcomes,
 // backoff, snoozes, FIFO skip-group-on-error, dead letters with reasons — and deletes what
 // succeeded or was dead-lettered, in batch calls.
 //
@@ -117,7 +97,7 @@ func parseDurationOrSeconds(v string) (time.Duration, error) {
 // A Consumer's Run is called once.
 type Consumer struct {
 	h           *sqsHandler
-	sqs         ConsumerSQSAPI
+	sqs         SQSAPI
 	queue       *string
 	concurrency int
 	pollers     int
@@ -167,8 +147,8 @@ type unit struct {
 
 type deleteEntry struct{ receipt string }
 
-// NewConsumer returns a Consumer of cfg.QueueURL running workers. cfg.SQS must implement
-// ConsumerSQSAPI (an *sqs.Client does). It returns an error for an invalid Config or options.
+// NewConsumer returns a Consumer of cfg.QueueURL running workers. It returns an error for an
+// invalid Config or options.
 func NewConsumer(workers *Workers, cfg Config, opts *ConsumerOptions) (*Consumer, error) {
 	if workers == nil {
 		return nil, errors.New("jobs: NewConsumer: nil Workers")
@@ -176,10 +156,7 @@ func NewConsumer(workers *Workers, cfg Config, opts *ConsumerOptions) (*Consumer
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	client, ok := cfg.SQS.(ConsumerSQSAPI)
-	if !ok {
-		return nil, errors.New("jobs: NewConsumer: Config.SQS must also receive and delete messages (ConsumerSQSAPI)")
-	}
+	client := cfg.SQS
 	var o ConsumerOptions
 	if opts != nil {
 		o = *opts
@@ -195,15 +172,15 @@ func NewConsumer(workers *Workers, cfg Config, opts *ConsumerOptions) (*Consumer
 	}
 	o.Pollers = min(o.Pollers, o.Concurrency)
 	if o.WaitTime <= 0 {
-		o.WaitTime = DefaultWaitTime
+		o.WaitTime = defaultWaitTime
 	}
 	if o.WaitTime < time.Second || o.WaitTime > 20*time.Second {
 		return nil, fmt.Errorf("jobs: NewConsumer: WaitTime %v: want 1s to 20s", o.WaitTime)
 	}
 	if o.DrainTimeout <= 0 {
-		o.DrainTimeout = DefaultDrainTimeout
+		o.DrainTimeout = contract.DefaultDrainTimeout
 	}
-	if vt := h.cfg.VisibilityTimeout; vt < MinConsumerVisibilityTimeout {
+	if vt := h.cfg.VisibilityTimeout; vt < contract.MinConsumerVisibilityTimeout {
 		return nil, fmt.Errorf("jobs: NewConsumer: VisibilityTimeout %v: want at least 3s (heartbeats every third)", vt)
 	}
 	return &Consumer{

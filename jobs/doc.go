@@ -22,7 +22,7 @@
 // ledger a message attribute cannot record them (a received message cannot be changed), so the
 // attempt is the receive count: a job may get fewer than MaxAttempts runs, but it is never
 // dead-lettered for its attempts without having run. Snoozed deliveries are recorded too, so a
-// snooze is not an attempt. A [StartLedger] (idempotency.DynamoDBStore is one) also marks each run
+// snooze is not an attempt. A [DeliveryLedger] (idempotency.DynamoDBStore is one) also marks each run
 // begun on a redelivery, which tells a crash loop from receives that never reached the runtime:
 // the runtime dead-letters a job whose runs kept dying ([ReasonNoOutcome]) without running it
 // again. On the last receive the queue's redrive policy allows ([Config.MaxReceiveCount]) the
@@ -50,8 +50,8 @@
 //
 // # Running
 //
-// [NewLambdaHandler] (the event's bytes in, the response's out) and [NewSQSHandler] (aws-lambda-go's
-// typed event) are the one runtime, as a Lambda handler for an SQS event source mapping with
+// [NewLambdaHandler] is the runtime, as a Lambda handler (the event's bytes in, the response's
+// out; [LambdaHandler.HandleSQS] for aws-lambda-go's typed event) for an SQS event source mapping with
 // ReportBatchItemFailures, configured by [ConfigFromEnv] from the variables the infra Worker
 // construct sets (see env.go). It lists retryable records in batchItemFailures after setting
 // their visibility to the backoff, sends permanent failures to the dead-letter queue itself with

@@ -61,7 +61,7 @@ func TestRuntimeNothingStartsAfterTheSoftDeadlineOnSQS(t *testing.T) {
 	var r ran
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second) // jobs end at 2 s
 	defer cancel()
-	resp, err := jobs.NewSQSHandler(testWorkers(&r), rc)(ctx, jobstest.EventFromMessages(q.ARN, msgs))
+	resp, err := jobs.NewLambdaHandler(testWorkers(&r), rc).HandleSQS(ctx, jobstest.EventFromMessages(q.ARN, msgs))
 	require.NoError(t, err)
 	assert.Equal(t, []string{messageIDOf(t, msgs, 2)}, jobstest.FailedIDs(resp))
 	assert.Equal(t, []int{1}, r.list(), "job 2 never started")
@@ -107,7 +107,7 @@ func TestRuntimePostJobWorkIsBoundedOnSQS(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Second)
 	defer cancel()
 	deadline, _ := ctx.Deadline()
-	resp, err := jobs.NewSQSHandler(testWorkers(nil), rc)(ctx, jobstest.EventFromMessages(q.ARN, msgs))
+	resp, err := jobs.NewLambdaHandler(testWorkers(nil), rc).HandleSQS(ctx, jobstest.EventFromMessages(q.ARN, msgs))
 	require.NoError(t, err)
 	left := time.Until(deadline)
 	assert.Greater(t, left, 250*time.Millisecond, "answered well before the Lambda deadline (%s left)", left)
@@ -143,7 +143,7 @@ func TestRuntimeDeadLetterSendInFlightAtTheHardStopOnSQS(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Second)
 	defer cancel()
 	deadline, _ := ctx.Deadline()
-	resp, err := jobs.NewSQSHandler(testWorkers(nil), rc)(ctx, jobstest.EventFromMessages(q.ARN, msgs))
+	resp, err := jobs.NewLambdaHandler(testWorkers(nil), rc).HandleSQS(ctx, jobstest.EventFromMessages(q.ARN, msgs))
 	require.NoError(t, err)
 	assert.True(t, time.Now().Before(deadline), "answered before the Lambda deadline")
 	assert.Empty(t, resp.BatchItemFailures, "dead-lettered during the hard stop: not also listed failed")
@@ -159,7 +159,7 @@ func TestHandlerVisibilityLimitCountsFromReceipt(t *testing.T) {
 	rec := jobstest.NewRecorder()
 	cfg := jobstest.Config(rec)
 	cfg.Backoff = fixedBackoff(24 * time.Hour)
-	handler := jobs.NewSQSHandler(testWorkers(nil), cfg)
+	handler := jobs.NewLambdaHandler(testWorkers(nil), cfg).HandleSQS
 	snooze := jobstest.Message(TestJob{N: 1, Mode: "snooze", Seconds: 12 * 3600}, &jobstest.MessageOpts{MessageID: "m1"})
 	resp, err := handler(context.Background(), jobstest.Event(snooze, msg(2, "fail", nil)))
 	require.NoError(t, err)
@@ -199,7 +199,7 @@ func TestHandlerDeadLetterCopyAlwaysFits(t *testing.T) {
 	for _, room := range []int{200, 6000} {
 		t.Run(fmt.Sprint(room), func(t *testing.T) {
 			rec := jobstest.NewRecorder()
-			handler := jobs.NewSQSHandler(w, jobstest.Config(sizeCheckingSQS{rec}))
+			handler := jobs.NewLambdaHandler(w, jobstest.Config(sizeCheckingSQS{rec})).HandleSQS
 			prefix := `{"v":1,"id":"big","kind":"test.job","args":{"n":1,"pad":"`
 			body := prefix + strings.Repeat("x", jobs.MaxMessageSize-room-len(prefix)-3) + `"}}`
 			require.Len(t, body, jobs.MaxMessageSize-room)
@@ -232,7 +232,7 @@ func TestRuntimeFirstHeartbeatAtStartOnSQS(t *testing.T) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		_, err := jobs.NewSQSHandler(testWorkers(nil), rc)(context.Background(), jobstest.EventFromMessages(q.ARN, msgs))
+		_, err := jobs.NewLambdaHandler(testWorkers(nil), rc).HandleSQS(context.Background(), jobstest.EventFromMessages(q.ARN, msgs))
 		assert.NoError(t, err)
 	}()
 	time.Sleep(300 * time.Millisecond)
@@ -266,7 +266,7 @@ func TestRuntimeLostMessageCancelsTheJobOnSQS(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	start := time.Now()
-	resp, err := jobs.NewSQSHandler(w, rc)(ctx, jobstest.EventFromMessages(q.ARN, msgs))
+	resp, err := jobs.NewLambdaHandler(w, rc).HandleSQS(ctx, jobstest.EventFromMessages(q.ARN, msgs))
 	require.NoError(t, err)
 	assert.Less(t, time.Since(start), 5*time.Second, "cancelled by the heartbeat, not the deadline")
 	assert.ErrorIs(t, cause.Load().(error), jobs.ErrMessageLost)
@@ -289,7 +289,7 @@ func TestRuntimeSeveralQueuesOnSQS(t *testing.T) {
 
 	rc := runtimeConfig(client, a.URL, dlq.URL)
 	rc.Backoff = fixedBackoff(time.Second)
-	resp, err := jobs.NewSQSHandler(testWorkers(nil), rc)(context.Background(), jobstest.EventFromMessages(b.ARN, msgs))
+	resp, err := jobs.NewLambdaHandler(testWorkers(nil), rc).HandleSQS(context.Background(), jobstest.EventFromMessages(b.ARN, msgs))
 	require.NoError(t, err)
 	failed := jobstest.FailedIDs(resp)
 	require.Equal(t, []string{messageIDOf(t, msgs, 1)}, failed)
@@ -324,7 +324,7 @@ func TestRuntimeFIFOSkipsAreNotAttemptsOnSQS(t *testing.T) {
 			return next(ctx, row)
 		}
 	})
-	handler := jobs.NewSQSHandler(w, rc)
+	handler := jobs.NewLambdaHandler(w, rc).HandleSQS
 
 	// Delivery 1: A fails, B is skipped.
 	msgs := awstest.Receive(t, client, q.URL, 2, 10*time.Second)
@@ -379,7 +379,7 @@ func TestHandlerWaitsForAJobRecordingItsOutcome(t *testing.T) {
 					return err
 				}
 			})
-			handler := jobs.NewSQSHandler(w, cfg)
+			handler := jobs.NewLambdaHandler(w, cfg).HandleSQS
 			// Deadline in 4 s: jobs end at 2 s, the hard stop is at 3 s, the post-job budget
 			// ends at 3.5 s. The worker returns at 0.5 s; the recording ends at 3.25 s or 4 s.
 			ctx, cancel := context.WithTimeout(context.Background(), 4*time.Second)

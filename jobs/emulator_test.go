@@ -105,7 +105,7 @@ func TestRuntimeRetryFollowsBackoffOnSQS(t *testing.T) {
 
 	rc := runtimeConfig(client, q.URL, dlq.URL)
 	rc.Backoff = fixedBackoff(6 * time.Second)
-	handler := jobs.NewSQSHandler(testWorkers(nil), rc)
+	handler := jobs.NewLambdaHandler(testWorkers(nil), rc).HandleSQS
 	resp, err := handler(context.Background(), jobstest.EventFromMessages(q.ARN, msgs))
 	require.NoError(t, err)
 	failed := jobstest.FailedIDs(resp)
@@ -160,13 +160,13 @@ func TestRuntimeDeadLettersOnSQS(t *testing.T) {
 	// A DLQ that does not exist: both are listed, nothing is lost.
 	rc := runtimeConfig(client, q.URL, q.URL+"-missing")
 	rc.MaxAttempts = 2
-	resp, err := jobs.NewSQSHandler(testWorkers(nil), rc)(context.Background(), jobstest.EventFromMessages(q.ARN, msgs))
+	resp, err := jobs.NewLambdaHandler(testWorkers(nil), rc).HandleSQS(context.Background(), jobstest.EventFromMessages(q.ARN, msgs))
 	require.NoError(t, err)
 	assert.ElementsMatch(t, []string{aws.ToString(job.MessageId), aws.ToString(junk.MessageId)}, jobstest.FailedIDs(resp))
 
 	// The real DLQ: both are dead-lettered and reported as successes.
 	rc.DLQURL = dlq.URL
-	resp, err = jobs.NewSQSHandler(testWorkers(nil), rc)(context.Background(), jobstest.EventFromMessages(q.ARN, msgs))
+	resp, err = jobs.NewLambdaHandler(testWorkers(nil), rc).HandleSQS(context.Background(), jobstest.EventFromMessages(q.ARN, msgs))
 	require.NoError(t, err)
 	assert.Empty(t, resp.BatchItemFailures)
 
@@ -224,7 +224,7 @@ func TestRuntimeFIFOSkipGroupOnSQS(t *testing.T) {
 	r := &ran{}
 	rc := runtimeConfig(client, q.URL, dlq.URL)
 	rc.Backoff = fixedBackoff(2 * time.Second)
-	resp, err := jobs.NewSQSHandler(testWorkers(r), rc)(context.Background(), jobstest.EventFromMessages(q.ARN, msgs))
+	resp, err := jobs.NewLambdaHandler(testWorkers(r), rc).HandleSQS(context.Background(), jobstest.EventFromMessages(q.ARN, msgs))
 	require.NoError(t, err)
 	failed := jobstest.FailedIDs(resp)
 	assert.ElementsMatch(t, []string{messageIDOf(t, msgs, 2), messageIDOf(t, msgs, 3)}, failed)
@@ -263,7 +263,7 @@ func TestRuntimeHeartbeatOnSQS(t *testing.T) {
 	}))
 	rc := runtimeConfig(client, q.URL, dlq.URL)
 	rc.VisibilityTimeout = 2 * time.Second
-	handler := jobs.NewSQSHandler(w, rc)
+	handler := jobs.NewLambdaHandler(w, rc).HandleSQS
 
 	done := make(chan struct{})
 	var stolen []string
@@ -314,7 +314,7 @@ func TestRuntimePanicAndTimeoutOnSQS(t *testing.T) {
 	rc := runtimeConfig(client, q.URL, dlq.URL)
 	rc.JobTimeout = time.Second
 	rc.Backoff = fixedBackoff(time.Second)
-	resp, err := jobs.NewSQSHandler(testWorkers(nil), rc)(context.Background(), jobstest.EventFromMessages(q.ARN, msgs))
+	resp, err := jobs.NewLambdaHandler(testWorkers(nil), rc).HandleSQS(context.Background(), jobstest.EventFromMessages(q.ARN, msgs))
 	require.NoError(t, err)
 	failed := jobstest.FailedIDs(resp)
 	assert.ElementsMatch(t, []string{messageIDOf(t, msgs, 1), messageIDOf(t, msgs, 2)}, failed)

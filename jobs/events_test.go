@@ -12,31 +12,33 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/jobkit-go/jobkit/jobs"
+	"github.com/jobkit-go/jobkit/jobs/awsarn"
 	"github.com/jobkit-go/jobkit/jobs/contract"
+	"github.com/jobkit-go/jobkit/jobs/event"
 	"github.com/jobkit-go/jobkit/jobs/jobstest"
 )
 
-// eventsByMessage runs ev through a handler whose events WriteEvents writes, and reads them back
-// with ParseEvent: the types each message met, in order.
-func eventsByMessage(t *testing.T, cfg jobs.Config, workers *jobs.Workers, ev []events.SQSMessage) map[string][]jobs.Event {
+// eventsByMessage runs ev through a handler whose events event.Write writes, and reads them back
+// with event.Parse: the types each message met, in order.
+func eventsByMessage(t *testing.T, cfg jobs.Config, workers *jobs.Workers, ev []events.SQSMessage) map[string][]event.Event {
 	t.Helper()
 	var buf bytes.Buffer
-	cfg.OnEvent = jobs.WriteEvents(&buf)
-	handler := jobs.NewSQSHandler(workers, cfg)
+	cfg.OnEvent = event.Write(&buf)
+	handler := jobs.NewLambdaHandler(workers, cfg).HandleSQS
 	_, err := handler(context.Background(), jobstest.Event(ev...))
 	require.NoError(t, err)
-	out := map[string][]jobs.Event{}
+	out := map[string][]event.Event{}
 	sc := bufio.NewScanner(&buf)
 	for sc.Scan() {
-		e, ok := jobs.ParseEvent(append([]byte("[fn] "), sc.Bytes()...))
-		require.True(t, ok, "every line WriteEvents writes parses: %s", sc.Text())
+		e, ok := event.Parse(append([]byte("[fn] "), sc.Bytes()...))
+		require.True(t, ok, "every line event.Write writes parses: %s", sc.Text())
 		out[e.MessageID] = append(out[e.MessageID], e)
 	}
 	return out
 }
 
-func types(list []jobs.Event) []jobs.EventType {
-	var out []jobs.EventType
+func types(list []event.Event) []event.Type {
+	var out []event.Type
 	for _, e := range list {
 		out = append(out, e.Type)
 	}
@@ -56,21 +58,21 @@ func TestHandlerReportsEachJobsStartAndOutcome(t *testing.T) {
 	}
 	got := eventsByMessage(t, cfg, testWorkers(nil), ev)
 
-	assert.Equal(t, []jobs.EventType{jobs.EventStarted, jobs.EventSucceeded}, types(got["m1"]))
-	assert.Equal(t, []jobs.EventType{jobs.EventStarted, jobs.EventRetried}, types(got["m2"]))
+	assert.Equal(t, []event.Type{event.Started, event.Succeeded}, types(got["m1"]))
+	assert.Equal(t, []event.Type{event.Started, event.Retried}, types(got["m2"]))
 	assert.Equal(t, 7*time.Second, got["m2"][1].Delay)
 	assert.Contains(t, got["m2"][1].Error, "job 2 failed")
-	assert.Equal(t, []jobs.EventType{jobs.EventStarted, jobs.EventDead}, types(got["m3"]))
+	assert.Equal(t, []event.Type{event.Started, event.Dead}, types(got["m3"]))
 	assert.Equal(t, contract.ReasonCancelled, got["m3"][1].Reason)
-	assert.Equal(t, []jobs.EventType{jobs.EventStarted, jobs.EventSnoozed}, types(got["m4"]))
-	assert.Equal(t, []jobs.EventType{jobs.EventDead}, types(got["m5"]), "a malformed message never starts")
+	assert.Equal(t, []event.Type{event.Started, event.Snoozed}, types(got["m4"]))
+	assert.Equal(t, []event.Type{event.Dead}, types(got["m5"]), "a malformed message never starts")
 	assert.Equal(t, contract.ReasonMalformed, got["m5"][0].Reason)
 
 	e := got["m1"][1]
 	assert.Equal(t, "test.job", e.Kind)
 	assert.NotEmpty(t, e.JobID)
 	assert.Equal(t, 1, e.Attempt)
-	assert.Equal(t, jobs.QueueName(jobstest.QueueURL), e.Queue)
+	assert.Equal(t, awsarn.QueueName(jobstest.QueueURL), e.Queue)
 	assert.False(t, e.Time.IsZero())
 }
 
@@ -79,9 +81,9 @@ func TestHandlerReportsFIFOSkipsAsNotRun(t *testing.T) {
 	cfg := jobstest.Config(jobstest.NewRecorder(), true)
 	a := &jobstest.MessageOpts{GroupID: "A"}
 	got := eventsByMessage(t, cfg, testWorkers(nil), []events.SQSMessage{msg(1, "fail", a), msg(2, "", a)})
-	assert.Equal(t, []jobs.EventType{jobs.EventStarted, jobs.EventRetried}, types(got["m1"]))
-	require.Equal(t, []jobs.EventType{jobs.EventNotRun}, types(got["m2"]))
-	assert.Equal(t, jobs.NoteFIFOSkipped, got["m2"][0].Note)
+	assert.Equal(t, []event.Type{event.Started, event.Retried}, types(got["m1"]))
+	require.Equal(t, []event.Type{event.NotRun}, types(got["m2"]))
+	assert.Equal(t, event.NoteFIFOSkipped, got["m2"][0].Note)
 	assert.Equal(t, "A", got["m2"][0].GroupID)
 }
 
@@ -93,7 +95,7 @@ func TestParseEventRefusesLogLines(t *testing.T) {
 		`{"event":""}`,
 		``,
 	} {
-		_, ok := jobs.ParseEvent([]byte(line))
+		_, ok := event.Parse([]byte(line))
 		assert.False(t, ok, line)
 	}
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/jobkit-go/jobkit/functions/samplejobs"
 	"github.com/jobkit-go/jobkit/jobs"
+	"github.com/jobkit-go/jobkit/jobs/awsarn"
 	"github.com/jobkit-go/jobkit/jobs/jobstest"
 )
 
@@ -31,7 +32,7 @@ func ExampleNewClient() {
 	if err != nil {
 		panic(err)
 	}
-	fmt.Println(res.ID, "->", jobs.QueueName(res.QueueURL))
+	fmt.Println(res.ID, "->", awsarn.QueueName(res.QueueURL))
 
 	// Bad input is refused before any AWS call, with a typed error.
 	_, err = client.Enqueue(ctx, Welcome{UserID: 8}, nil)
@@ -77,7 +78,7 @@ func ExampleContextWithTrace() {
 		return nil
 	}))
 	sent := jobstest.RawMessage(*rec.Sent()[0].MessageBody, nil) // as the worker's function receives it
-	if _, err := jobs.NewSQSHandler(w, jobstest.Config(rec))(context.Background(), jobstest.Event(sent)); err != nil {
+	if _, err := jobs.NewLambdaHandler(w, jobstest.Config(rec)).HandleSQS(context.Background(), jobstest.Event(sent)); err != nil {
 		panic(err)
 	}
 	// Output:

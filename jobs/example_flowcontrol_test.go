@@ -11,6 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/jobkit-go/jobkit/jobs"
+	"github.com/jobkit-go/jobkit/jobs/awsarn"
 	"github.com/jobkit-go/jobkit/jobs/jobstest"
 )
 
@@ -30,9 +31,9 @@ func ExampleEnqueueOpts_priority() {
 	}
 	ctx := context.Background()
 	res, _ := client.Enqueue(ctx, SendEmail{To: "ada@example.com"}, &jobs.EnqueueOpts{Priority: "critical"})
-	fmt.Println(jobs.QueueName(res.QueueURL))
+	fmt.Println(awsarn.QueueName(res.QueueURL))
 	res, _ = client.Enqueue(ctx, SendEmail{To: "list@example.com"}, &jobs.EnqueueOpts{Priority: "bulk"})
-	fmt.Println(jobs.QueueName(res.QueueURL))
+	fmt.Println(awsarn.QueueName(res.QueueURL))
 	_, err = client.Enqueue(ctx, SendEmail{To: "ada@example.com"}, &jobs.EnqueueOpts{Priority: "urgent"})
 	fmt.Println(errors.Is(err, jobs.ErrUnknownPriority))
 	// Output:

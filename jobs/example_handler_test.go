@@ -24,7 +24,7 @@ func (Welcome) Kind() string { return "user.welcome" }
 //	cfg, err := jobs.ConfigFromEnv()
 //	if err != nil { log.Fatal(err) }
 //	lambda.Start(jobs.NewLambdaHandler(workers, cfg))
-func ExampleNewSQSHandler() {
+func ExampleLambdaHandler_HandleSQS() {
 	workers := jobs.NewWorkers()
 	jobs.AddWorker(workers, jobs.WorkFunc[Welcome](func(ctx context.Context, job *jobs.Job[Welcome]) error {
 		if job.Args.Email == "" {
@@ -35,7 +35,7 @@ func ExampleNewSQSHandler() {
 	}))
 
 	rec := jobstest.NewRecorder()
-	handler := jobs.NewSQSHandler(workers, jobstest.Config(rec))
+	handler := jobs.NewLambdaHandler(workers, jobstest.Config(rec)).HandleSQS
 	resp, err := handler(context.Background(), jobstest.Event(
 		jobstest.Message(Welcome{UserID: 1, Email: "ada@example.com"}, nil),
 		jobstest.Message(Welcome{UserID: 2}, nil),

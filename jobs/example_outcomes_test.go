@@ -31,7 +31,7 @@ func ExampleSnooze() {
 		return nil
 	}))
 	rec := jobstest.NewRecorder()
-	handler := jobs.NewSQSHandler(workers, jobstest.Config(rec))
+	handler := jobs.NewLambdaHandler(workers, jobstest.Config(rec)).HandleSQS
 	msg := jobstest.Message(Charge{OrderID: "o-1", Cents: 500}, &jobstest.MessageOpts{MessageID: "m-1"})
 	resp, _ := handler(context.Background(), jobstest.Event(msg))
 	visible, _ := rec.VisibilityOf(msg.ReceiptHandle)
@@ -51,7 +51,7 @@ func ExampleCancel() {
 		return charge(job.Args)
 	}))
 	rec := jobstest.NewRecorder()
-	handler := jobs.NewSQSHandler(workers, jobstest.Config(rec))
+	handler := jobs.NewLambdaHandler(workers, jobstest.Config(rec)).HandleSQS
 	resp, _ := handler(context.Background(), jobstest.Event(jobstest.Message(Charge{OrderID: "o-2"}, nil)))
 	fmt.Println("listed for retry:", len(resp.BatchItemFailures))
 	for _, d := range rec.DeadLetters() {

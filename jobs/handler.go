@@ -15,66 +15,7 @@ import (
 	"github.com/jobkit-go/jobkit/jobs/internal/wire"
 )
 
-// NewSQSHandler returns the Lambda handler for an SQS event source mapping with
-// ReportBatchItemFailures: it runs every record of a batch as a job of workers and reports the
-// records to retry.
-//
-//   - Success: the record is not listed, so the event source mapping deletes it.
-//   - A retryable error (any error but those below): the message's visibility is set to the backoff
-//     for its attempt (ApproximateReceiveCount) and it is listed, so it comes back after the backoff,
-//     not after the queue's visibility timeout.
-//   - Snooze(d): the same with d, and it does not count as a failure in the metrics.
-//   - A permanent error — Cancel, an undecodable or unknown-version envelope, args that do not
-//     decode (ArgsError), an error with a DeadLetterReason() string method, or a retryable error
-//     on the last attempt (Config.MaxAttempts) — is sent to the dead-letter queue by the runtime,
-//     with the attributes in dlq.go, and then reported as success. If that send fails, the record
-//     is listed instead: nothing is lost. The copy always fits SQS's size limit: attributes are
-//     left off, the error text first and the reason last, when the body leaves too little room.
-//   - A kind this function has no worker for is retried with backoff (a producer may be deployed
-//     before its consumer) and dead-lettered as ReasonUnknownKind on its last attempt.
-//   - Retry and snooze delays end at most 12 h after the message's receipt, as SQS requires: 12 h
-//     less the time since the invocation began and 6 minutes for the batching window.
-//   - A panic fails only its record (retryable, *PanicError).
-//   - Before anything runs (screen, receives.go): a record on the last receive the queue's redrive
-//     policy allows (Config.MaxReceiveCount) is dead-lettered without running (ReceiveLimitError),
-//     so SQS never moves a job unnamed; with a StartLedger, a job whose runs kept ending without
-//     an outcome (a crash loop) is dead-lettered without running again (NoOutcomeError), and a job
-//     whose earlier run died runs alone, after the rest of the batch (runPhases).
-//
-// On a FIFO queue the message groups of a batch run concurrently (up to Config.Concurrency) and
-// each group in order; once a record of a group is listed, the rest of the group is listed
-// without running (skip-group-on-error) and returns with it. On a Standard queue up to
-// Config.Concurrency records run at once.
-//
-// While a batch runs, a heartbeat extends the visibility of all its messages (10 per call) every
-// third of the visibility timeout, so none is handed to a second consumer while the batch is
-// alive. The first is due a third of the timeout after the messages' receipt when every record is
-// a first delivery (its ApproximateFirstReceiveTimestamp is that receipt), else 2 ms after the
-// start of the invocation (the batching window has used an unknown part of the timeout). When SQS
-// says a message is no longer ours (ReceiptHandleIsInvalid, MessageNotInflight), that job's
-// context is cancelled with ErrMessageLost and the record is listed and left alone.
-// Visibility changes and dead-letter sends use each record's own queue (its eventSourceARN), so
-// one function may be fed by several queues.
-//
-// Jobs' contexts end Config.SafetyMargin before the Lambda deadline (or after Config.JobTimeout).
-// After that no record starts: the rest are listed without running, visible again at once, and
-// not dead-lettered. A job still running half the margin before the deadline is abandoned and
-// listed — unless its worker has returned and only its middleware is still recording the outcome
-// (an idempotency completion, a job state): that one is waited for until the post-job budget
-// below ends, so a job whose work is done is not run again for want of time. Every AWS call after the jobs (retry and snooze delays, in calls of 10, 8 at once; a
-// heartbeat in flight; dead-letter sends) ends a quarter of the margin before the deadline: what
-// does not fit is listed, never lost.
-//
-// Each batch writes one Embedded Metric Format line to Config.Metrics; log lines are JSON with the
-// job id, kind, attempt and message id. NewSQSHandler panics on an invalid Config (see Validate).
-func NewSQSHandler(workers *Workers, cfg Config) func(context.Context, events.SQSEvent) (events.SQSEventResponse, error) {
-	if workers == nil {
-		panic("jobs: NewSQSHandler: nil Workers")
-	}
-	return newSQSHandler(workers, cfg).handle
-}
-
-// newSQSHandler validates cfg and makes the runtime NewSQSHandler and NewLambdaHandler share.
+// newSQSHandler validates cfg and makes the runtime of NewLambdaHandler and NewConsumer.
 func newSQSHandler(workers *Workers, cfg Config) *sqsHandler {
 	if err := cfg.Validate(); err != nil {
 		panic(err)
@@ -85,9 +26,9 @@ func newSQSHandler(workers *Workers, cfg Config) *sqsHandler {
 		lookup:    workers.lookup,
 		cfg:       cfg,
 		log:       cfg.Logger,
-		queueName: QueueName(cfg.QueueURL),
-		fifo:      IsFIFOQueue(cfg.QueueURL),
-		dlqFIFO:   IsFIFOQueue(cfg.DLQURL),
+		queueName: awsarn.QueueName(cfg.QueueURL),
+		fifo:      awsarn.IsFIFO(cfg.QueueURL),
+		dlqFIFO:   awsarn.IsFIFO(cfg.DLQURL),
 		vtSeconds: ceilSeconds(cfg.VisibilityTimeout),
 	}
 	return h
@@ -164,7 +105,7 @@ type record struct {
 	notRun  bool  // abandoned before it started, or SnoozeNotRun: the delivery did not run the job
 	counted bool  // Attempt already counts real runs (screen read the ledger)
 	credit  int16 // earlier deliveries to record as not run: they ended with a crash-looping job (screen)
-	started int16 // runs begun on earlier redeliveries that never reported (StartLedger), read by countRealRuns
+	started int16 // runs begun on earlier redeliveries that never reported (Config.Deliveries), read by countRealRuns
 	// Crash isolation (receives.go): suspect: an earlier run died, so it runs alone, after the
 	// rest; marked: this delivery's run left a start mark; precredited: counted in advance as a
 	// delivery that did not run (a suspect, before the first runs alone); ledgered: its ledger

@@ -115,7 +115,7 @@ func TestHandlerOutcomes(t *testing.T) {
 	cfg := jobstest.Config(rec)
 	cfg.Backoff = fixedBackoff(7 * time.Second)
 	cfg.MaxAttempts = 3
-	handler := jobs.NewSQSHandler(testWorkers(nil), cfg)
+	handler := jobs.NewLambdaHandler(testWorkers(nil), cfg).HandleSQS
 
 	first := time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC)
 	ev := jobstest.Event(
@@ -184,7 +184,7 @@ func TestHandlerDeadLetterSendFailureIsReported(t *testing.T) {
 	rec.SendMessageFunc = func(context.Context, *sqs.SendMessageInput) (*sqs.SendMessageOutput, error) {
 		return nil, errors.New("dlq down")
 	}
-	handler := jobs.NewSQSHandler(testWorkers(nil), jobstest.Config(rec))
+	handler := jobs.NewLambdaHandler(testWorkers(nil), jobstest.Config(rec)).HandleSQS
 	resp, err := handler(context.Background(), jobstest.Event(msg(1, "cancel", nil), msg(2, "", nil)))
 	require.NoError(t, err)
 	assert.Equal(t, []string{"m1"}, jobstest.FailedIDs(resp))
@@ -193,7 +193,7 @@ func TestHandlerDeadLetterSendFailureIsReported(t *testing.T) {
 func TestHandlerPanicFailsOnlyItsRecord(t *testing.T) {
 	t.Parallel()
 	rec := jobstest.NewRecorder()
-	handler := jobs.NewSQSHandler(testWorkers(nil), jobstest.Config(rec))
+	handler := jobs.NewLambdaHandler(testWorkers(nil), jobstest.Config(rec)).HandleSQS
 	resp, err := handler(context.Background(), jobstest.Event(msg(1, "", nil), msg(2, "panic", nil), msg(3, "", nil)))
 	require.NoError(t, err)
 	assert.Equal(t, []string{"m2"}, jobstest.FailedIDs(resp))
@@ -204,7 +204,7 @@ func TestHandlerJobTimeoutFailsOnlyThatJob(t *testing.T) {
 	rec := jobstest.NewRecorder()
 	cfg := jobstest.Config(rec)
 	cfg.JobTimeout = 300 * time.Millisecond
-	handler := jobs.NewSQSHandler(testWorkers(nil), cfg)
+	handler := jobs.NewLambdaHandler(testWorkers(nil), cfg).HandleSQS
 	resp, err := handler(context.Background(), jobstest.Event(msg(1, "", nil), msg(2, "block", nil), msg(3, "", nil)))
 	require.NoError(t, err)
 	assert.Equal(t, []string{"m2"}, jobstest.FailedIDs(resp))
@@ -215,7 +215,7 @@ func TestHandlerLambdaDeadline(t *testing.T) {
 	rec := jobstest.NewRecorder()
 	cfg := jobstest.Config(rec)
 	cfg.SafetyMargin = time.Second
-	handler := jobs.NewSQSHandler(testWorkers(nil), cfg)
+	handler := jobs.NewLambdaHandler(testWorkers(nil), cfg).HandleSQS
 
 	// A job that honours its context fails when the deadline nears; one that ignores it is
 	// abandoned and reported failed; the handler returns before the Lambda deadline either way.
@@ -250,7 +250,7 @@ func TestHandlerConcurrencyLimit(t *testing.T) {
 			}))
 			cfg := jobstest.Config(jobstest.NewRecorder())
 			cfg.Concurrency = tc.limit
-			handler := jobs.NewSQSHandler(w, cfg)
+			handler := jobs.NewLambdaHandler(w, cfg).HandleSQS
 			var recs []events.SQSMessage
 			for i := 0; i < tc.jobs; i++ {
 				recs = append(recs, msg(i, "", nil))
@@ -269,7 +269,7 @@ func TestHandlerFIFOSkipGroup(t *testing.T) {
 	rec := jobstest.NewRecorder()
 	cfg := jobstest.Config(rec, true)
 	cfg.Backoff = fixedBackoff(5 * time.Second)
-	handler := jobs.NewSQSHandler(testWorkers(r), cfg)
+	handler := jobs.NewLambdaHandler(testWorkers(r), cfg).HandleSQS
 	a := &jobstest.MessageOpts{GroupID: "A"}
 	b := &jobstest.MessageOpts{GroupID: "B"}
 	ev := jobstest.Event(msg(1, "", a), msg(10, "", b), msg(2, "fail", a), msg(11, "", b), msg(3, "", a), msg(12, "", b))
@@ -289,7 +289,7 @@ func TestHandlerFIFOGroupsRunInOrder(t *testing.T) {
 	t.Parallel()
 	r := &ran{}
 	cfg := jobstest.Config(jobstest.NewRecorder(), true)
-	handler := jobs.NewSQSHandler(testWorkers(r), cfg)
+	handler := jobs.NewLambdaHandler(testWorkers(r), cfg).HandleSQS
 	var recs []events.SQSMessage
 	for i := 0; i < 10; i++ {
 		recs = append(recs, msg(i, "", &jobstest.MessageOpts{GroupID: fmt.Sprint("g", i%2)}))
@@ -328,7 +328,7 @@ func TestHandlerMiddlewareWrapsEveryJob(t *testing.T) {
 			return next(ctx, row)
 		}
 	})
-	handler := jobs.NewSQSHandler(w, jobstest.Config(jobstest.NewRecorder()))
+	handler := jobs.NewLambdaHandler(w, jobstest.Config(jobstest.NewRecorder())).HandleSQS
 	ev := jobstest.Event(
 		msg(1, "", &jobstest.MessageOpts{Attempt: 2}),
 		jobstest.Message(TestJob{N: 2, Mode: "fail"}, &jobstest.MessageOpts{MessageID: "m2", Key: "skip"}),
@@ -345,7 +345,7 @@ func TestHandlerMetricsOneEMFLinePerBatch(t *testing.T) {
 	cfg := jobstest.Config(jobstest.NewRecorder())
 	cfg.Metrics = &buf
 	cfg.MaxAttempts = 2
-	handler := jobs.NewSQSHandler(testWorkers(nil), cfg)
+	handler := jobs.NewLambdaHandler(testWorkers(nil), cfg).HandleSQS
 	_, err := handler(context.Background(), jobstest.Event(
 		msg(1, "", nil), msg(2, "", nil), msg(3, "fail", nil), msg(4, "snooze", nil), msg(5, "cancel", nil),
 		msg(6, "fail", &jobstest.MessageOpts{Attempt: 2}),
@@ -400,7 +400,7 @@ func TestHandlerLogLinesCarryJobIdentity(t *testing.T) {
 		job.Logger().Info("working", "step", 1)
 		return nil
 	}))
-	handler := jobs.NewSQSHandler(w, cfg)
+	handler := jobs.NewLambdaHandler(w, cfg).HandleSQS
 	_, err := handler(context.Background(), jobstest.Event(
 		msg(1, "", nil), msg(2, "fail", nil), msg(3, "cancel", nil), msg(4, "snooze", nil),
 		jobstest.Message(LoggingJob{}, &jobstest.MessageOpts{ID: "log-1", Attempt: 3}),
@@ -434,7 +434,7 @@ func TestHandlerHeartbeatExtendsUnfinishedRecords(t *testing.T) {
 	rec := jobstest.NewRecorder()
 	cfg := jobstest.Config(rec)
 	cfg.VisibilityTimeout = 3 * time.Second // a beat every second
-	handler := jobs.NewSQSHandler(testWorkers(nil), cfg)
+	handler := jobs.NewLambdaHandler(testWorkers(nil), cfg).HandleSQS
 	var recs []events.SQSMessage
 	for i := 0; i < 12; i++ {
 		mode := ""
@@ -460,30 +460,30 @@ func TestHandlerHeartbeatExtendsUnfinishedRecords(t *testing.T) {
 
 func TestHandlerEmptyBatch(t *testing.T) {
 	t.Parallel()
-	handler := jobs.NewSQSHandler(testWorkers(nil), jobstest.Config(jobstest.NewRecorder()))
+	handler := jobs.NewLambdaHandler(testWorkers(nil), jobstest.Config(jobstest.NewRecorder())).HandleSQS
 	resp, err := handler(context.Background(), events.SQSEvent{})
 	require.NoError(t, err)
 	assert.Empty(t, resp.BatchItemFailures)
 }
 
-func TestNewSQSHandlerPanicsOnInvalidConfig(t *testing.T) {
+func TestNewLambdaHandlerPanicsOnInvalidConfig(t *testing.T) {
 	t.Parallel()
-	assert.Panics(t, func() { jobs.NewSQSHandler(jobs.NewWorkers(), jobs.Config{}) })
+	assert.Panics(t, func() { jobs.NewLambdaHandler(jobs.NewWorkers(), jobs.Config{}) })
 	cfg := jobstest.Config(jobstest.NewRecorder())
 	cfg.DLQURL = ""
-	assert.PanicsWithError(t, "jobs: invalid Config: DLQURL is empty", func() { jobs.NewSQSHandler(jobs.NewWorkers(), cfg) })
+	assert.PanicsWithError(t, "jobs: invalid Config: DLQURL is empty", func() { jobs.NewLambdaHandler(jobs.NewWorkers(), cfg) })
 }
 
 var _ = io.Discard
 
 // Job data is untrusted: a huge enqueued_at, a 100,000-digit number or a 20,000-character kind
-// reaches the log capped at jobs.MaxLogValue per value, and every line stays valid JSON.
+// reaches the log capped at 1 KiB per value, and every line stays valid JSON.
 func TestHandlerLogsCapJobData(t *testing.T) {
 	t.Parallel()
 	var buf awstest.SyncBuffer
 	cfg := jobstest.Config(jobstest.NewRecorder())
 	cfg.Logger = slog.New(slog.NewJSONHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	handler := jobs.NewSQSHandler(testWorkers(nil), cfg)
+	handler := jobs.NewLambdaHandler(testWorkers(nil), cfg).HandleSQS
 	huge := strings.Repeat("9", 100_000)
 	_, err := handler(context.Background(), jobstest.Event(
 		jobstest.RawMessage(`{"v":1,"id":"a","kind":"test.job","args":{},"enqueued_at":"`+strings.Repeat("2", 1<<20)+`"}`, &jobstest.MessageOpts{MessageID: "m1"}),
@@ -500,7 +500,7 @@ func TestHandlerLogsCapJobData(t *testing.T) {
 		require.NoError(t, json.Unmarshal(sc.Bytes(), &line), "a log line is JSON")
 		for k, v := range line {
 			if s, ok := v.(string); ok {
-				assert.LessOrEqual(t, len(s), jobs.MaxLogValue+32, "%s of %q is %d bytes", k, line["msg"], len(s))
+				assert.LessOrEqual(t, len(s), 1024+32, "%s of %q is %d bytes", k, line["msg"], len(s))
 			}
 		}
 	}

@@ -57,7 +57,7 @@ func TestHandlerJobContext(t *testing.T) {
 			}))
 			cfg := jobstest.Config(jobstest.NewRecorder())
 			cfg.SafetyMargin = time.Second
-			handler := jobs.NewSQSHandler(w, cfg)
+			handler := jobs.NewLambdaHandler(w, cfg).HandleSQS
 
 			ctx, cancel := context.WithTimeout(context.WithValue(context.Background(), ctxKey{}, "from the invocation"), 3*time.Second)
 			defer cancel()
@@ -93,7 +93,7 @@ func TestHandlerJobContextEndsWithTheBatch(t *testing.T) {
 		kept = append(kept, ctx)
 		return nil
 	}))
-	handler := jobs.NewSQSHandler(w, jobstest.Config(jobstest.NewRecorder()))
+	handler := jobs.NewLambdaHandler(w, jobstest.Config(jobstest.NewRecorder())).HandleSQS
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	resp, err := handler(ctx, jobstest.Event(msg(1, "", nil)))
@@ -122,7 +122,7 @@ func TestHandlerJobContextFollowsInvocation(t *testing.T) {
 		jobErr = ctx.Err()
 		return jobErr
 	}))
-	handler := jobs.NewSQSHandler(w, jobstest.Config(jobstest.NewRecorder()))
+	handler := jobs.NewLambdaHandler(w, jobstest.Config(jobstest.NewRecorder())).HandleSQS
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	go func() {
@@ -142,7 +142,7 @@ func TestHandlerConcurrentBatchesKeepTheirOwnTime(t *testing.T) {
 	cfg := jobstest.Config(rec)
 	cfg.VisibilityTimeout = 3 * time.Second // a beat every second
 	cfg.SafetyMargin = time.Second
-	handler := jobs.NewSQSHandler(testWorkers(nil), cfg)
+	handler := jobs.NewLambdaHandler(testWorkers(nil), cfg).HandleSQS
 
 	// Batch a sleeps past one beat; batch b blocks until its jobs' deadline (2 s after it starts).
 	ctxB, cancel := context.WithTimeout(context.Background(), 3*time.Second)
@@ -221,7 +221,7 @@ func TestHandlerArgsFollowMiddleware(t *testing.T) {
 				return nil
 			}))
 			w.Use(tc.mw)
-			handler := jobs.NewSQSHandler(w, jobstest.Config(jobstest.NewRecorder()))
+			handler := jobs.NewLambdaHandler(w, jobstest.Config(jobstest.NewRecorder())).HandleSQS
 			resp, err := handler(context.Background(), jobstest.Event(msg(7, "", &jobstest.MessageOpts{Key: "k"})))
 			require.NoError(t, err)
 			assert.Empty(t, resp.BatchItemFailures)

@@ -33,7 +33,7 @@ func outcomesEvent() events.SQSEvent {
 }
 
 // TestLambdaHandlerMatchesSQSHandler runs the same payload through NewLambdaHandler and through
-// NewSQSHandler behind aws-lambda-go's typed handler: the same response bytes, the same calls.
+// NewLambdaHandler behind aws-lambda-go's typed handler: the same response bytes, the same calls.
 func TestLambdaHandlerMatchesSQSHandler(t *testing.T) {
 	t.Parallel()
 	payload, err := json.Marshal(outcomesEvent())
@@ -43,7 +43,7 @@ func TestLambdaHandlerMatchesSQSHandler(t *testing.T) {
 		cfg := jobstest.Config(rec)
 		cfg.Backoff = fixedBackoff(7e9)
 		cfg.MaxAttempts = 3
-		var h lambda.Handler = lambda.NewHandler(jobs.NewSQSHandler(testWorkers(nil), cfg))
+		var h lambda.Handler = lambda.NewHandler(jobs.NewLambdaHandler(testWorkers(nil), cfg).HandleSQS)
 		if raw {
 			h = jobs.NewLambdaHandler(testWorkers(nil), cfg)
 		}

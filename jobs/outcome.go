@@ -12,6 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/jobkit-go/jobkit/jobs/contract"
+	"github.com/jobkit-go/jobkit/jobs/event"
 )
 
 // settle sets the record's outcome from the job's error, dead-lettering permanent failures.
@@ -22,14 +23,14 @@ func (b *batch) settle(r *record, err error) {
 		if h.log.Enabled(b.ctx, slog.LevelDebug) {
 			b.logRecord(slog.LevelDebug, r, "job succeeded", nil, slog.Float64("duration_ms", ms(r.dur)))
 		}
-		b.event(r, EventSucceeded, "", nil, "")
+		b.event(r, event.Succeeded, "", nil, "")
 		return
 	}
 	if r.isLost() {
 		// Another consumer has it, or it is gone: neither retry delay nor dead-letter is ours.
 		r.out = outRetry
 		b.logRecord(slog.LevelWarn, r, "job failed after its message was lost: reported failed, left alone", err)
-		b.event(r, EventReturned, NoteLost, err, "")
+		b.event(r, event.Returned, event.NoteLost, err, "")
 		return
 	}
 	var snooze *SnoozeError
@@ -37,7 +38,7 @@ func (b *batch) settle(r *record, err error) {
 		r.out, r.visible, r.delay = outSnoozed, true, b.clampVisibility(snooze.Duration)
 		r.notRun = snooze.NotRun
 		b.logRecord(slog.LevelInfo, r, "job snoozed", nil, slog.Float64("snooze_s", r.delay.Seconds()))
-		b.event(r, EventSnoozed, "", nil, "")
+		b.event(r, event.Snoozed, "", nil, "")
 		b.recordState(r, StateRetrying, "", err)
 		return
 	}
@@ -45,7 +46,7 @@ func (b *batch) settle(r *record, err error) {
 	if reason == "" && b.draining() {
 		r.out, r.visible, r.delay = outRetry, true, 0
 		b.logRecord(slog.LevelWarn, r, "job interrupted by the consumer's drain: released for another consumer", err)
-		b.event(r, EventReturned, NoteReleased, err, "")
+		b.event(r, event.Returned, event.NoteReleased, err, "")
 		return
 	}
 	lastAttempt := r.row.Attempt >= r.row.MaxAttempts
@@ -69,7 +70,7 @@ func (b *batch) settle(r *record, err error) {
 	if reason == "" {
 		r.out, r.visible, r.delay = outRetry, true, b.clampVisibility(h.cfg.Backoff(r.row.Attempt))
 		b.logRecord(slog.LevelWarn, r, "job failed: will retry", err, slog.Float64("retry_in_s", r.delay.Seconds()))
-		b.event(r, EventRetried, "", err, "")
+		b.event(r, event.Retried, "", err, "")
 		b.recordState(r, StateRetrying, "", err)
 		return
 	}
@@ -81,7 +82,7 @@ func (b *batch) settle(r *record, err error) {
 		r.out = outDeadFailed
 		b.logRecord(slog.LevelError, r, "job state not recorded: dead job reported failed, to be dead-lettered on its next delivery", err,
 			slog.String("reason", reason), LogString("state_error", stErr.Error()))
-		b.event(r, EventReturned, NoteDeadStateNotRecorded, err, reason)
+		b.event(r, event.Returned, event.NoteDeadStateNotRecorded, err, reason)
 		return
 	}
 	if !r.state.CompareAndSwap(stateRunning, stateDeadLettering) {
@@ -94,12 +95,12 @@ func (b *batch) settle(r *record, err error) {
 		r.out = outDeadFailed
 		b.logRecord(slog.LevelError, r, "dead-letter send failed: job reported failed", err,
 			slog.String("reason", reason), LogString("dlq_error", dlqErr.Error()))
-		b.event(r, EventReturned, NoteDeadLetterFailed, err, reason)
+		b.event(r, event.Returned, event.NoteDeadLetterFailed, err, reason)
 		return
 	}
 	r.out = outDead
 	b.logRecord(slog.LevelError, r, "job dead-lettered", err, slog.String("reason", reason))
-	b.event(r, EventDead, "", err, reason)
+	b.event(r, event.Dead, "", err, reason)
 }
 
 // permanentReason returns the dead-letter reason of a permanent error, or "" for a retryable one.
@@ -129,7 +130,7 @@ func (b *batch) skip(r, failed *record) {
 	r.out, r.visible, r.delay = outSkipped, failed.visible, failed.delay
 	b.logRecord(slog.LevelWarn, r, "job not run: an earlier job of its FIFO group failed", nil,
 		LogString("failed_job_id", failed.row.ID))
-	b.event(r, EventNotRun, NoteFIFOSkipped, nil, "")
+	b.event(r, event.NotRun, event.NoteFIFOSkipped, nil, "")
 	r.state.CompareAndSwap(stateRunning, stateDone)
 }
 

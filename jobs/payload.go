@@ -34,14 +34,9 @@ import (
 // runtime reads what those clients send, including the older pointer class
 // "com.amazon.sqs.javamessaging.MessageS3Pointer" and attribute SQSLargePayloadSize.
 
-// Names of the claim check's wire format, shared with AWS's SQS extended clients.
-const (
-
-	// PayloadPointerClass is the first element of a pointer body.
-	PayloadPointerClass = "software.amazon.payloadoffloading.PayloadS3Pointer"
-	// legacyPayloadPointerClass is the first element in pointers of older extended clients.
-	legacyPayloadPointerClass = "com.amazon.sqs.javamessaging.MessageS3Pointer"
-)
+// legacyPayloadPointerClass is the first element in pointers of older extended clients
+// (contract.PayloadPointerClass is the current one).
+const legacyPayloadPointerClass = "com.amazon.sqs.javamessaging.MessageS3Pointer"
 
 // Errors about large payloads.
 var (
@@ -109,7 +104,7 @@ type PayloadPointer struct {
 
 // Body returns the message body of the pointer, as the Java extended client writes it.
 func (p PayloadPointer) Body() string {
-	b, _ := json.Marshal([]any{PayloadPointerClass, struct {
+	b, _ := json.Marshal([]any{contract.PayloadPointerClass, struct {
 		Bucket string `json:"s3BucketName"`
 		Key    string `json:"s3Key"`
 	}{p.Bucket, p.Key}}) // strings always encode
@@ -128,7 +123,7 @@ func ParsePayloadPointer(body string) (PayloadPointer, bool) {
 		return PayloadPointer{}, false
 	}
 	var class string
-	if json.Unmarshal(parts[0], &class) != nil || (class != PayloadPointerClass && class != legacyPayloadPointerClass) {
+	if json.Unmarshal(parts[0], &class) != nil || (class != contract.PayloadPointerClass && class != legacyPayloadPointerClass) {
 		return PayloadPointer{}, false
 	}
 	var ptr struct {
@@ -141,9 +136,9 @@ func ParsePayloadPointer(body string) (PayloadPointer, bool) {
 	return PayloadPointer{Bucket: ptr.Bucket, Key: ptr.Key}, true
 }
 
-// DefaultMaxPayloadSize is the largest claim-checked payload the runtime reads unless
+// defaultMaxPayloadSize is the largest claim-checked payload the runtime reads unless
 // Config.MaxPayloadSize says otherwise: 64 MiB, which a function of the default 256 MB holds.
-const DefaultMaxPayloadSize = 64 << 20
+const defaultMaxPayloadSize = 64 << 20
 
 // ErrPayloadTooLarge is wrapped by the permanent *PayloadError of a payload over
 // Config.MaxPayloadSize.
@@ -287,7 +282,7 @@ func fetchPayload(ctx context.Context, api PayloadS3API, bucket string, limit in
 	}
 	defer out.Body.Close()
 	if limit <= 0 {
-		limit = DefaultMaxPayloadSize
+		limit = defaultMaxPayloadSize
 	}
 	tooLarge := func(n int64) (string, error) {
 		return fail(true, fmt.Errorf("%w: %d bytes or more, over this function's %d (%s)", ErrPayloadTooLarge, n, limit, contract.EnvMaxPayloadSize))

@@ -151,7 +151,7 @@ func TestLargeJobRunsFromS3OnSQS(t *testing.T) {
 	assert.Equal(t, aws.ToString(size.StringValue), jsonInt(aws.ToInt64(obj.ContentLength)))
 
 	var seen bigSeen
-	handler := jobs.NewSQSHandler(bigWorkers(&seen, false), runtimeConfigS3(ps))
+	handler := jobs.NewLambdaHandler(bigWorkers(&seen, false), runtimeConfigS3(ps)).HandleSQS
 	resp, err := handler(context.Background(), jobstest.EventFromMessages(ps.q.ARN, msgs))
 	require.NoError(t, err)
 	assert.Empty(t, resp.BatchItemFailures)
@@ -186,7 +186,7 @@ func TestLargeJobDeadLetterAndRedriveOnSQS(t *testing.T) {
 	var seen bigSeen
 	rc := runtimeConfigS3(ps)
 	rc.MaxAttempts = 1
-	resp, err := jobs.NewSQSHandler(bigWorkers(&seen, true), rc)(context.Background(), jobstest.EventFromMessages(ps.q.ARN, msgs))
+	resp, err := jobs.NewLambdaHandler(bigWorkers(&seen, true), rc).HandleSQS(context.Background(), jobstest.EventFromMessages(ps.q.ARN, msgs))
 	require.NoError(t, err)
 	assert.Empty(t, resp.BatchItemFailures, "dead-lettered by the runtime: reported done")
 	assert.Equal(t, []bool{true}, seen.intact, "the failing run had the whole blob")
@@ -252,7 +252,7 @@ func TestPointerToMissingObjectIsDeadLetteredOnSQS(t *testing.T) {
 	require.Len(t, msgs, 2)
 	var seen bigSeen
 	rc := runtimeConfigS3(ps) // MaxAttempts 5: not dead-lettered for its attempts
-	resp, err := jobs.NewSQSHandler(bigWorkers(&seen, false), rc)(context.Background(), jobstest.EventFromMessages(ps.q.ARN, msgs))
+	resp, err := jobs.NewLambdaHandler(bigWorkers(&seen, false), rc).HandleSQS(context.Background(), jobstest.EventFromMessages(ps.q.ARN, msgs))
 	require.NoError(t, err)
 	assert.Empty(t, resp.BatchItemFailures)
 	assert.Empty(t, seen.sizes)
@@ -315,7 +315,7 @@ func benchmarkRoundTrip(b *testing.B, size int) {
 	ps := newPayloadSetup(b)
 	job := newBigJob(size)
 	var seen bigSeen
-	handler := jobs.NewSQSHandler(bigWorkers(&seen, false), runtimeConfigS3(ps))
+	handler := jobs.NewLambdaHandler(bigWorkers(&seen, false), runtimeConfigS3(ps)).HandleSQS
 	ctx := context.Background()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
@@ -367,7 +367,7 @@ func TestLargeJobKeepsFIFOOrderOnSQS(t *testing.T) {
 	_, ok := jobs.ParsePayloadPointer(aws.ToString(msgs[1].Body))
 	require.True(t, ok, "the second message is the claim check")
 	var seen bigSeen
-	resp, err := jobs.NewSQSHandler(bigWorkers(&seen, false), runtimeConfigS3(ps))(context.Background(), jobstest.EventFromMessages(ps.q.ARN, msgs))
+	resp, err := jobs.NewLambdaHandler(bigWorkers(&seen, false), runtimeConfigS3(ps)).HandleSQS(context.Background(), jobstest.EventFromMessages(ps.q.ARN, msgs))
 	require.NoError(t, err)
 	assert.Empty(t, resp.BatchItemFailures)
 	assert.Equal(t, []string{res[0].ID, res[1].ID, res[2].ID}, seen.ids, "run in the group's order")
@@ -392,7 +392,7 @@ func TestPayloadOverTheLimitIsDeadLetteredAloneOnSQS(t *testing.T) {
 	var seen bigSeen
 	rc := runtimeConfigS3(ps)
 	rc.MaxPayloadSize = 1 << 20
-	resp, err := jobs.NewSQSHandler(bigWorkers(&seen, false), rc)(context.Background(), jobstest.EventFromMessages(ps.q.ARN, msgs))
+	resp, err := jobs.NewLambdaHandler(bigWorkers(&seen, false), rc).HandleSQS(context.Background(), jobstest.EventFromMessages(ps.q.ARN, msgs))
 	require.NoError(t, err)
 	assert.Empty(t, resp.BatchItemFailures)
 	assert.Len(t, seen.sizes, 1, "the small job ran")

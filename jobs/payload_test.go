@@ -247,7 +247,7 @@ func TestPayloadOverTheLimitNeverCrashesTheBatch(t *testing.T) {
 		cfg.S3, cfg.MaxPayloadSize = hugeS3{declared: declared}, 1<<20
 		ptr := jobs.PayloadPointer{Bucket: "b", Key: "k"}
 		ev := jobstest.Event(jobstest.RawMessage(ptr.Body(), &jobstest.MessageOpts{MessageID: "huge"}), msg(1, "", nil))
-		resp, err := jobs.NewSQSHandler(testWorkers(nil), cfg)(context.Background(), ev)
+		resp, err := jobs.NewLambdaHandler(testWorkers(nil), cfg).HandleSQS(context.Background(), ev)
 		require.NoError(t, err)
 		require.Empty(t, resp.BatchItemFailures, "declared %d", declared)
 		dead := rec.DeadLetters()

@@ -14,7 +14,7 @@ import (
 // runtime counts attempts, the deliveries that ran the job. With a DeliveryLedger the two are told
 // apart: a delivery that did not run the job (a FIFO record skipped behind a failed one, one not
 // started before the deadline, a SnoozeNotRun) or that ended in a Snooze is recorded, and Attempt
-// is the receive count less those. With a StartLedger, each run begun on a redelivery is marked
+// is the receive count less those. With the ledger, each run begun on a redelivery is marked
 // too, so a run that ended without an outcome (the process crashed, the invocation timed out) is
 // told from a receive that never reached the runtime (a throttled invocation).
 //
@@ -26,44 +26,44 @@ import (
 //     a crash loop), crediting the other jobs of the batch with the receives that crash loop cost
 //     them.
 
-// NoOutcomeError is the error a job is dead-lettered with when its runs kept ending without an
+// noOutcomeError is the error a job is dead-lettered with when its runs kept ending without an
 // outcome the runtime could report (ReasonNoOutcome): it started MaxAttempts runs on redeliveries
-// (StartLedger), besides its first delivery, and came back after the last.
-type NoOutcomeError struct {
+// (the ledger), besides its first delivery, and came back after the last.
+type noOutcomeError struct {
 	Deliveries int // ApproximateReceiveCount
 	Started    int // runs started: those the ledger marked, and the first delivery's
 	Attempts   int // MaxAttempts
 }
 
 // Error describes the failure.
-func (e *NoOutcomeError) Error() string {
+func (e *noOutcomeError) Error() string {
 	return fmt.Sprintf("jobs: %d runs started without reporting an outcome (the process crashed or was killed, or the invocation timed out): a crash loop, dead-lettered after %d attempts, on delivery %d",
 		e.Started, e.Attempts, e.Deliveries)
 }
 
 // DeadLetterReason returns ReasonNoOutcome.
-func (e *NoOutcomeError) DeadLetterReason() string { return contract.ReasonNoOutcome }
+func (e *noOutcomeError) DeadLetterReason() string { return contract.ReasonNoOutcome }
 
-// ReceiveLimitError is the error a job is dead-lettered with, without running, on the last
+// receiveLimitError is the error a job is dead-lettered with, without running, on the last
 // receive the queue's redrive policy allows (ReasonReceiveLimit): the runtime keeps that receive
 // to dead-letter the job with its reason, so SQS never moves it unnamed.
-type ReceiveLimitError struct {
+type receiveLimitError struct {
 	Deliveries      int // ApproximateReceiveCount: the queue's maxReceiveCount or more
 	MaxReceiveCount int // Config.MaxReceiveCount
 	Attempt         int // real runs before it, as counted
 }
 
 // Error describes the failure.
-func (e *ReceiveLimitError) Error() string {
+func (e *receiveLimitError) Error() string {
 	return fmt.Sprintf("jobs: received %d times, the queue's maxReceiveCount of %d, after %d attempts: dead-lettered before the redrive policy moves it; raise the queue's redrive margin if its jobs snooze or wait for rate-limit tokens",
 		e.Deliveries, e.MaxReceiveCount, e.Attempt-1)
 }
 
 // DeadLetterReason returns ReasonReceiveLimit.
-func (e *ReceiveLimitError) DeadLetterReason() string { return contract.ReasonReceiveLimit }
+func (e *receiveLimitError) DeadLetterReason() string { return contract.ReasonReceiveLimit }
 
 // countRealRuns makes r's Attempt the number of its real runs: ApproximateReceiveCount less the
-// deliveries the ledger says did not run; with a StartLedger it also reads the runs started on
+// deliveries the ledger says did not run; it also reads the runs started on
 // earlier redeliveries (r.started), in the same read. Only a redelivery asks (the first delivery
 // is a run). It reports whether the counts are known (false: the ledger could not be read).
 func (b *batch) countRealRuns(r *record) bool {
@@ -74,13 +74,7 @@ func (b *batch) countRealRuns(r *record) bool {
 	if ledger == nil || r.row.Deliveries <= 1 {
 		return ledger != nil
 	}
-	var n, started int
-	var err error
-	if sl, ok := ledger.(StartLedger); ok {
-		n, started, err = sl.Deliveries(b.post(), r.msg.MessageID)
-	} else {
-		n, err = ledger.NotRun(b.post(), r.msg.MessageID)
-	}
+	n, started, err := ledger.Deliveries(b.post(), r.msg.MessageID)
 	if err != nil {
 		b.logRecord(slog.LevelWarn, r, "delivery ledger: could not read deliveries that did not run; counting every receive", err)
 		return false
@@ -92,14 +86,14 @@ func (b *batch) countRealRuns(r *record) bool {
 	return true
 }
 
-// markStarted records, before a redelivered job runs, that a run is starting (StartLedger): if
+// markStarted records, before a redelivered job runs, that a run is starting (in the ledger): if
 // the process dies in it, the mark tells the next delivery that the job did run and never
 // reported. A suspect counted in advance as not run (precredited) takes that back in the same
 // write. A first delivery writes nothing. A failed write is logged and the job runs: unmarked, a
 // crash loop is caught later (by the receive limit), never a job that did not run.
 func (b *batch) markStarted(r *record) {
-	sl, ok := b.h.cfg.Deliveries.(StartLedger)
-	if !ok || r.row.Deliveries <= 1 {
+	sl := b.h.cfg.Deliveries
+	if sl == nil || r.row.Deliveries <= 1 {
 		return
 	}
 	notRun := 0
@@ -115,11 +109,11 @@ func (b *batch) markStarted(r *record) {
 
 // screen runs before any job of the batch. A record on the last receive the queue's redrive
 // policy allows (Config.MaxReceiveCount) is not run: it is dead-lettered with ReasonReceiveLimit,
-// so that however its delivery ends — a crash, a timeout — SQS never moves it unnamed. With a
-// StartLedger, it then counts the runs of every redelivery (visibilityCalls reads at once): a
+// so that however its delivery ends — a crash, a timeout — SQS never moves it unnamed. With the
+// ledger, it then counts the runs of every redelivery (visibilityCalls reads at once): a
 // job that started MaxAttempts runs on redeliveries (and, before them, its first delivery) and is
 // delivered again ended its last run without an outcome — a crash loop — and is dead-lettered
-// without running again, as NoOutcomeError. On a FIFO queue only the first record of a group can
+// without running again, as noOutcomeError. On a FIFO queue only the first record of a group can
 // be one: the records behind it never ran while it was ahead of them.
 //
 // A crash ends every record of its batch, so the jobs delivered with a crash-looping one were
@@ -142,11 +136,11 @@ func (b *batch) screen() {
 		for i := range b.records {
 			r := &b.records[i]
 			if r.pre == nil && r.row.Deliveries >= limit {
-				r.pre = &ReceiveLimitError{Deliveries: r.row.Deliveries, MaxReceiveCount: limit, Attempt: r.row.Attempt}
+				r.pre = &receiveLimitError{Deliveries: r.row.Deliveries, MaxReceiveCount: limit, Attempt: r.row.Attempt}
 			}
 		}
 	}
-	if _, ok := ledger.(StartLedger); !ok {
+	if ledger == nil {
 		return
 	}
 	crashes := 0
@@ -156,7 +150,7 @@ func (b *batch) screen() {
 			continue
 		}
 		if int(r.started) >= r.row.MaxAttempts && b.headOfGroup(i) {
-			r.pre = &NoOutcomeError{Deliveries: r.row.Deliveries, Started: int(r.started) + 1, Attempts: r.row.MaxAttempts}
+			r.pre = &noOutcomeError{Deliveries: r.row.Deliveries, Started: int(r.started) + 1, Attempts: r.row.MaxAttempts}
 			crashes = max(crashes, int(r.started)+1)
 			continue
 		}
@@ -247,8 +241,8 @@ func (b *batch) phaseUnits() (first, later []int32) {
 // precredit counts every record of a unit still to run alone as a delivery that did not run (one
 // ledger write each); markStarted takes it back for those that run.
 func (b *batch) precredit() {
-	sl, ok := b.h.cfg.Deliveries.(StartLedger)
-	if !ok {
+	sl := b.h.cfg.Deliveries
+	if sl == nil {
 		return
 	}
 	var recs []*record
@@ -311,7 +305,6 @@ func (b *batch) recordNotRun(unmarkSucceeded bool) {
 	if ledger == nil {
 		return
 	}
-	sl, _ := ledger.(StartLedger)
 	var recs []*record
 	adds := make(map[*record][2]int)
 	for i := range b.records {
@@ -335,24 +328,14 @@ func (b *batch) recordNotRun(unmarkSucceeded bool) {
 		if r.marked && st == stateDone && (r.out != outSucceeded || unmarkSucceeded) {
 			started = -1 // it reported (a success needs it only while a later run may kill the process)
 		}
-		if notRun != 0 || (started != 0 && sl != nil) {
+		if notRun != 0 || started != 0 {
 			recs = append(recs, r)
 			adds[r] = [2]int{notRun, started}
 		}
 	}
 	b.each(recs, func(r *record) {
 		a := adds[r]
-		var err error
-		if sl != nil {
-			err = sl.AddDeliveries(b.post(), r.msg.MessageID, a[0], a[1])
-		} else {
-			for range a[0] {
-				if err = ledger.AddNotRun(b.post(), r.msg.MessageID); err != nil {
-					break
-				}
-			}
-		}
-		if err != nil {
+		if err := ledger.AddDeliveries(b.post(), r.msg.MessageID, a[0], a[1]); err != nil {
 			b.logRecord(slog.LevelWarn, r, "delivery ledger: could not record a delivery that did not run; it counts as an attempt", err)
 		}
 	})

@@ -117,7 +117,7 @@ func ledgerConfig(t *testing.T, cfg aws.Config, client *sqs.Client, q, dlq awste
 }
 
 func sqsHandler(w *jobs.Workers, rc jobs.Config) func(context.Context, events.SQSEvent) []string {
-	h := jobs.NewSQSHandler(w, rc)
+	h := jobs.NewLambdaHandler(w, rc).HandleSQS
 	return func(ctx context.Context, ev events.SQSEvent) []string {
 		resp, err := h(ctx, ev)
 		if err != nil {
@@ -258,7 +258,7 @@ func crashChildMain(t *testing.T, attempts, receives int) {
 	require.NoError(t, err)
 	var ev events.SQSEvent
 	require.NoError(t, json.Unmarshal(b, &ev))
-	resp, err := jobs.NewSQSHandler(w, rc)(context.Background(), ev)
+	resp, err := jobs.NewLambdaHandler(w, rc).HandleSQS(context.Background(), ev)
 	require.NoError(t, err)
 	for _, id := range jobstest.FailedIDs(resp) {
 		fmt.Printf("LISTED %s\n", id)

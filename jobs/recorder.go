@@ -15,6 +15,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
+	"github.com/jobkit-go/jobkit/jobs/awsarn"
 	"github.com/jobkit-go/jobkit/jobs/contract"
 )
 
@@ -97,14 +98,14 @@ func RecorderConfigFromEnv(lookup func(string) (string, bool)) (RecorderConfig, 
 	return cfg, nil
 }
 
-// RedrivePolicyError is the error a job is recorded dead with when the queue's redrive policy
+// redrivePolicyError is the error a job is recorded dead with when the queue's redrive policy
 // moved it (ReasonRedrivePolicy).
-type RedrivePolicyError struct {
+type redrivePolicyError struct {
 	MaxReceiveCount int // the job queue's maxReceiveCount; 0: unknown
 }
 
 // Error describes the failure.
-func (e *RedrivePolicyError) Error() string {
+func (e *redrivePolicyError) Error() string {
 	n := "the queue's maxReceiveCount"
 	if e.MaxReceiveCount > 0 {
 		n = strconv.Itoa(e.MaxReceiveCount)
@@ -114,7 +115,7 @@ func (e *RedrivePolicyError) Error() string {
 }
 
 // DeadLetterReason returns ReasonRedrivePolicy.
-func (e *RedrivePolicyError) DeadLetterReason() string { return contract.ReasonRedrivePolicy }
+func (e *redrivePolicyError) DeadLetterReason() string { return contract.ReasonRedrivePolicy }
 
 // RedriveRecorder records the jobs a queue's redrive policy moved into its holding queue and sends
 // them on to the dead-letter queue (see the top of this file). Its Handle is the Lambda handler of
@@ -134,7 +135,7 @@ func NewRedriveRecorder(cfg RecorderConfig) *RedriveRecorder {
 	if log == nil {
 		log = slog.New(slog.NewJSONHandler(os.Stdout, nil))
 	}
-	return &RedriveRecorder{cfg: cfg, log: log, fifo: IsFIFOQueue(cfg.DLQURL)}
+	return &RedriveRecorder{cfg: cfg, log: log, fifo: awsarn.IsFIFO(cfg.DLQURL)}
 }
 
 // Handle records each message of the batch, in order: the job's state first (a repeat changes
@@ -172,7 +173,7 @@ func (r *RedriveRecorder) record(ctx context.Context, m *events.SQSMessage) erro
 		MessageID: m.MessageId, GroupID: m.Attributes["MessageGroupId"],
 	}
 	row.Deliveries, _ = strconv.Atoi(m.Attributes["ApproximateReceiveCount"])
-	jobErr := &RedrivePolicyError{MaxReceiveCount: r.cfg.MaxReceiveCount}
+	jobErr := &redrivePolicyError{MaxReceiveCount: r.cfg.MaxReceiveCount}
 	if r.cfg.States != nil && row.ID != "" {
 		now := time.Now().UTC()
 		st := JobStatus{
@@ -205,7 +206,7 @@ func (r *RedriveRecorder) envelope(ctx context.Context, m *events.SQSMessage) (E
 		if r.cfg.S3 == nil {
 			return Envelope{}, nil
 		}
-		fetched, err := fetchPayload(ctx, r.cfg.S3, r.cfg.PayloadBucket, DefaultMaxPayloadSize, ptr)
+		fetched, err := fetchPayload(ctx, r.cfg.S3, r.cfg.PayloadBucket, defaultMaxPayloadSize, ptr)
 		var pe *PayloadError
 		if errors.As(err, &pe) && pe.Permanent {
 			r.log.LogAttrs(ctx, slog.LevelWarn, "redrive recorder: the claim-checked envelope cannot be read: sent on without its job's state",

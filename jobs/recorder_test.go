@@ -32,10 +32,3 @@ func TestRecorderConfigFromEnv(t *testing.T) {
 	require.ErrorContains(t, err, "JOBKIT_DLQ_URL is not set")
 	require.ErrorContains(t, err, `JOBKIT_MAX_RECEIVE_COUNT="many"`)
 }
-
-func TestRedrivePolicyError(t *testing.T) {
-	t.Parallel()
-	require.Contains(t, (&jobs.RedrivePolicyError{MaxReceiveCount: 8}).Error(), "received 8 times with no outcome reported: moved by the queue's redrive policy")
-	require.Contains(t, (&jobs.RedrivePolicyError{}).Error(), "received the queue's maxReceiveCount times")
-	require.Equal(t, contract.ReasonRedrivePolicy, (&jobs.RedrivePolicyError{}).DeadLetterReason())
-}

@@ -3,7 +3,7 @@ package jobs
 // MinFIFOMaxReceiveCount is the smallest redrive maxReceiveCount that lets every job of a FIFO
 // queue make its maxAttempts runs before it can be dead-lettered, and so never reach the
 // dead-letter queue unrun, for batches of up to batchSize records (the event source mapping's
-// BatchSize, at most 10 on FIFO) with a StartLedger: batchSize·(maxAttempts+1)+1.
+// BatchSize, at most 10 on FIFO) with a DeliveryLedger: batchSize·(maxAttempts+1)+1.
 //
 // Why it holds. SQS counts every receive; the runtime counts runs. A FIFO batch holds the first
 // batchSize messages of a group, and a job is received only while it is among them, so at most

@@ -9,6 +9,8 @@ import (
 	"runtime/debug"
 	"sync/atomic"
 	"time"
+
+	"github.com/jobkit-go/jobkit/jobs/event"
 )
 
 // runAll runs the records on pooled goroutines and waits for them, or, once the jobs' context
@@ -151,14 +153,14 @@ func (b *batch) abandon() {
 		if r.state.CompareAndSwap(statePending, stateAbandoned) {
 			r.notRun = true // no worker touches r any more
 			b.logRecord(slog.LevelError, r, "job not started near the Lambda deadline: reported failed", nil)
-			b.event(r, EventNotRun, NoteDeadlineNotStarted, nil, "")
+			b.event(r, event.NotRun, event.NoteDeadlineNotStarted, nil, "")
 		} else if atomic.LoadUint32(&r.row.settling) == 1 && r.state.Load() == stateRunning {
 			// The job's work is done; its middleware is recording it (an idempotency completion,
 			// a job state). Abandoning it now would run the work again on the next delivery.
 			sending = append(sending, r)
 		} else if r.state.CompareAndSwap(stateRunning, stateAbandoned) {
 			b.logRecord(slog.LevelError, r, "job still running near the Lambda deadline: reported failed", nil)
-			b.event(r, EventReturned, NoteAbandoned, nil, "")
+			b.event(r, event.Returned, event.NoteAbandoned, nil, "")
 		} else if r.state.Load() == stateDeadLettering {
 			sending = append(sending, r)
 		}
@@ -188,7 +190,7 @@ func (b *batch) waitSettled(r *record) {
 		case !b.postEnd.IsZero() && !time.Now().Before(b.postEnd):
 			if r.state.CompareAndSwap(stateRunning, stateAbandoned) {
 				b.logRecord(slog.LevelError, r, "job done but still recording its outcome at the Lambda deadline: reported failed", nil)
-				b.event(r, EventReturned, NoteAbandonedRecording, nil, "")
+				b.event(r, event.Returned, event.NoteAbandonedRecording, nil, "")
 			}
 			return
 		}
@@ -207,7 +209,7 @@ func (b *batch) runRecord(r *record, clock *time.Duration) outcome {
 		// had (on its last, a dead-letter): list it untouched; it comes back at once.
 		r.out, r.visible, r.delay = outNotStarted, true, 0
 		b.logRecord(slog.LevelWarn, r, "job not started: the batch reached its deadline; reported failed", nil)
-		b.event(r, EventNotRun, NoteBatchDeadline, nil, "")
+		b.event(r, event.NotRun, event.NoteBatchDeadline, nil, "")
 		r.state.CompareAndSwap(stateRunning, stateDone)
 		return r.out
 	}
@@ -220,7 +222,7 @@ func (b *batch) runRecord(r *record, clock *time.Duration) outcome {
 		err = safely(func() error { return b.loadPayload(r) })
 	}
 	if err == nil {
-		b.event(r, EventStarted, "", nil, "")
+		b.event(r, event.Started, "", nil, "")
 		// One clock read per job: a job starts when the worker's previous one ended.
 		start := *clock
 		err = b.call(r)
@@ -283,7 +285,7 @@ func (c *recordContext) Deadline() (time.Time, bool) { return c.parent.Deadline(
 // Value returns the parent's value for key (through the cancellable context once made, so
 // context.Cause finds ErrMessageLost).
 func (c *recordContext) Value(key any) any {
-	if _, ok := key.(traceKey); ok && ValidTraceparent(c.r.row.Trace) {
+	if _, ok := key.(traceKey); ok && validTraceparent(c.r.row.Trace) {
 		return c.r.row.Trace
 	}
 	c.r.lostMu.Lock()

@@ -2,11 +2,8 @@ package jobs
 
 import (
 	"context"
-	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
-
-	"github.com/jobkit-go/jobkit/jobs/awsarn"
 )
 
 // SQSAPI is the part of the SQS API this package calls: the producer Client sends messages, the
@@ -17,6 +14,11 @@ type SQSAPI interface {
 	SendMessageBatch(ctx context.Context, in *sqs.SendMessageBatchInput, optFns ...func(*sqs.Options)) (*sqs.SendMessageBatchOutput, error)
 	ChangeMessageVisibility(ctx context.Context, in *sqs.ChangeMessageVisibilityInput, optFns ...func(*sqs.Options)) (*sqs.ChangeMessageVisibilityOutput, error)
 	ChangeMessageVisibilityBatch(ctx context.Context, in *sqs.ChangeMessageVisibilityBatchInput, optFns ...func(*sqs.Options)) (*sqs.ChangeMessageVisibilityBatchOutput, error)
+	// The container Consumer's receives and deletes.
+	ReceiveMessage(ctx context.Context, in *sqs.ReceiveMessageInput, optFns ...func(*sqs.Options)) (*sqs.ReceiveMessageOutput, error)
+	DeleteMessageBatch(ctx context.Context, in *sqs.DeleteMessageBatchInput, optFns ...func(*sqs.Options)) (*sqs.DeleteMessageBatchOutput, error)
+	// A queue's backlog, for Backpressure.
+	GetQueueAttributes(ctx context.Context, in *sqs.GetQueueAttributesInput, optFns ...func(*sqs.Options)) (*sqs.GetQueueAttributesOutput, error)
 }
 
 var _ SQSAPI = (*sqs.Client)(nil)
@@ -26,9 +28,3 @@ const MaxMessageSize = 1 << 20
 
 // MaxBatchEntries is the most entries one SQS batch call takes.
 const MaxBatchEntries = 10
-
-// IsFIFOQueue reports whether a queue URL (or ARN) names a FIFO queue: its name ends in ".fifo".
-func IsFIFOQueue(queueURLOrARN string) bool { return strings.HasSuffix(queueURLOrARN, ".fifo") }
-
-// QueueName returns the queue name in a queue URL or ARN: the part after the last '/' or ':'.
-func QueueName(queueURLOrARN string) string { return awsarn.QueueName(queueURLOrARN) }

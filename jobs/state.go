@@ -93,11 +93,11 @@ type UniqueOpts struct {
 	Window time.Duration // how long the key holds from the first enqueue; > 0
 }
 
-// MaxUniqueKey is the longest UniqueOpts.Key.
-const MaxUniqueKey = 512
+// maxUniqueKey is the longest UniqueOpts.Key.
+const maxUniqueKey = 512
 
 func (u *UniqueOpts) check() error {
-	if u.Key == "" || len(u.Key) > MaxUniqueKey || u.Window <= 0 {
+	if u.Key == "" || len(u.Key) > maxUniqueKey || u.Window <= 0 {
 		return fmt.Errorf("%w: key %d bytes, window %s", ErrInvalidUnique, len(u.Key), u.Window)
 	}
 	return nil
@@ -114,12 +114,12 @@ func (c *Client) Status(ctx context.Context, id string) (JobStatus, error) {
 	return c.opts.State.JobStatus(ctx, id)
 }
 
-// MaxResultSize is the largest result SetResult keeps (its JSON): results share the job's state
+// maxResultSize is the largest result SetResult keeps (its JSON): results share the job's state
 // item, which DynamoDB bills per KiB.
-const MaxResultSize = 1024
+const maxResultSize = 1024
 
-// ErrResultTooLarge is returned by SetResult for a result whose JSON exceeds MaxResultSize.
-var ErrResultTooLarge = fmt.Errorf("jobs: a job result is at most %d bytes of JSON", MaxResultSize)
+// ErrResultTooLarge is returned by SetResult for a result whose JSON exceeds maxResultSize.
+var ErrResultTooLarge = fmt.Errorf("jobs: a job result is at most %d bytes of JSON", maxResultSize)
 
 // ErrNoResultSlot is returned by SetResult outside a job run by a middleware that records results
 // (idempotency.Middleware with RecordJobs, or jobs/state's middleware).
@@ -147,7 +147,7 @@ func WithResultSlot(ctx context.Context) (context.Context, *ResultSlot) {
 	return context.WithValue(ctx, resultKey{}, s), s
 }
 
-// SetResult records v (encoded as JSON, at most MaxResultSize bytes) as the running job's result:
+// SetResult records v (encoded as JSON, at most maxResultSize bytes) as the running job's result:
 // Client.Status shows it once the job has succeeded. The last call wins.
 func SetResult(ctx context.Context, v any) error {
 	s, _ := ctx.Value(resultKey{}).(*ResultSlot)
@@ -158,7 +158,7 @@ func SetResult(ctx context.Context, v any) error {
 	if err != nil {
 		return fmt.Errorf("jobs: SetResult: %w", err)
 	}
-	if len(raw) > MaxResultSize {
+	if len(raw) > maxResultSize {
 		return fmt.Errorf("%w: %d bytes", ErrResultTooLarge, len(raw))
 	}
 	s.mu.Lock()

@@ -13,9 +13,9 @@ import (
 )
 
 // keepDelayer is a LongDelayer that keeps the jobs it was given.
-type keepDelayer struct{ jobs map[string]jobs.DelayedJob }
+type keepDelayer struct{ jobs map[string]jobs.PreparedJob }
 
-func (d *keepDelayer) ScheduleJob(_ context.Context, j jobs.DelayedJob) error {
+func (d *keepDelayer) ScheduleJob(_ context.Context, j jobs.PreparedJob) error {
 	d.jobs[j.ID] = j
 	return nil
 }
@@ -30,7 +30,7 @@ func (d *keepDelayer) CancelJob(_ context.Context, id string) error {
 func TestStateOfDelayedJobs(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	states, d := jobstest.NewStateStore(), &keepDelayer{jobs: map[string]jobs.DelayedJob{}}
+	states, d := jobstest.NewStateStore(), &keepDelayer{jobs: map[string]jobs.PreparedJob{}}
 	client, err := jobs.NewClient(jobstest.NewRecorder(), jobs.ClientOptions{
 		DefaultQueueURL: "https://sqs.us-east-1.amazonaws.com/1/q", State: states, LongDelayer: d,
 	})

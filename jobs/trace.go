@@ -23,7 +23,7 @@ type traceKey struct{}
 // ContextWithTrace returns ctx carrying traceparent: jobs enqueued with it continue that trace.
 // An invalid traceparent is ignored (ctx is returned unchanged).
 func ContextWithTrace(ctx context.Context, traceparent string) context.Context {
-	if !ValidTraceparent(traceparent) {
+	if !validTraceparent(traceparent) {
 		return ctx
 	}
 	return context.WithValue(ctx, traceKey{}, traceparent)
@@ -37,15 +37,15 @@ func TraceFromContext(ctx context.Context) string {
 
 // TraceID returns the 32-hex trace id of a traceparent, or "" if it is not one.
 func TraceID(traceparent string) string {
-	if !ValidTraceparent(traceparent) {
+	if !validTraceparent(traceparent) {
 		return ""
 	}
 	return traceparent[3:35]
 }
 
-// ValidTraceparent reports whether s is a version-00 W3C traceparent: lowercase hex fields of 32,
+// validTraceparent reports whether s is a version-00 W3C traceparent: lowercase hex fields of 32,
 // 16 and 2 digits, a trace id and a parent id that are not all zeros.
-func ValidTraceparent(s string) bool {
+func validTraceparent(s string) bool {
 	if len(s) != 55 || s[:3] != "00-" || s[35] != '-' || s[52] != '-' {
 		return false
 	}
@@ -62,8 +62,8 @@ func lowerHex(s string) bool {
 	return true
 }
 
-// NewTraceparent returns a traceparent of a new trace: random trace and parent ids, sampled.
-func NewTraceparent() string {
+// newTraceparent returns a traceparent of a new trace: random trace and parent ids, sampled.
+func newTraceparent() string {
 	var id [24]byte
 	fillRandom(id[:])
 	return buildTraceparent(hex.EncodeToString(id[:16]), id[16:], "01")
@@ -132,10 +132,10 @@ func traceFromXRay(h string) (string, bool) {
 	}
 	if len(parent) == 16 && lowerHex(parent) && parent != strings.Repeat("0", 16) {
 		tp := "00-" + root + "-" + parent + "-" + flags
-		return tp, ValidTraceparent(tp)
+		return tp, validTraceparent(tp)
 	}
 	var span [8]byte
 	fillRandom(span[:])
 	tp := buildTraceparent(root, span[:], flags)
-	return tp, ValidTraceparent(tp)
+	return tp, validTraceparent(tp)
 }

@@ -73,7 +73,7 @@ func TestTraceFromEnqueueToWorkerThroughARedriveOnSQS(t *testing.T) {
 	run := func() {
 		msgs := awstest.Receive(t, client, q.URL, 1, 10*time.Second)
 		require.Len(t, msgs, 1)
-		resp, err := jobs.NewSQSHandler(w, rc)(context.Background(), jobstest.EventFromMessages(q.ARN, msgs))
+		resp, err := jobs.NewLambdaHandler(w, rc).HandleSQS(context.Background(), jobstest.EventFromMessages(q.ARN, msgs))
 		require.NoError(t, err)
 		require.Empty(t, resp.BatchItemFailures)
 		deleteExcept(t, client, q.URL, msgs, nil)
@@ -147,7 +147,7 @@ func TestTraceFromAWSTraceHeaderOnSQS(t *testing.T) {
 		return nil
 	}))
 	ev := jobstest.EventFromMessages(q.ARN, msgs)
-	resp, err := jobs.NewSQSHandler(w, runtimeConfig(client, q.URL, dlq.URL))(context.Background(), ev)
+	resp, err := jobs.NewLambdaHandler(w, runtimeConfig(client, q.URL, dlq.URL)).HandleSQS(context.Background(), ev)
 	require.NoError(t, err)
 	require.Empty(t, resp.BatchItemFailures)
 	assert.Equal(t, "00-5759e988bd862e3fe1be46a994272793-53995c3f42cd8ad8-01", got, "typed handler")

@@ -19,13 +19,13 @@ func TestValidTraceparent(t *testing.T) {
 		"00-4bf92f3577b34da6a3ce929d0e0e473g-00f067aa0ba902b7-01": false,
 		"": false,
 	} {
-		assert.Equal(t, ok, ValidTraceparent(s), s)
+		assert.Equal(t, ok, validTraceparent(s), s)
 	}
 	for range 100 {
-		tp := NewTraceparent()
-		assert.True(t, ValidTraceparent(tp), tp)
+		tp := newTraceparent()
+		assert.True(t, validTraceparent(tp), tp)
 		child := childTraceparent(tp)
-		assert.True(t, ValidTraceparent(child), child)
+		assert.True(t, validTraceparent(child), child)
 		assert.Equal(t, TraceID(tp), TraceID(child), "a child continues the trace")
 		assert.NotEqual(t, tp[36:52], child[36:52], "with a new parent id")
 	}
@@ -54,6 +54,6 @@ func TestContextWithTrace(t *testing.T) {
 	ctx := context.Background()
 	assert.Empty(t, TraceFromContext(ctx))
 	assert.Empty(t, TraceFromContext(ContextWithTrace(ctx, "not a trace")), "an invalid trace is ignored")
-	tp := NewTraceparent()
+	tp := newTraceparent()
 	assert.Equal(t, tp, TraceFromContext(ContextWithTrace(ctx, tp)))
 }

@@ -21,7 +21,7 @@ import (
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/stretchr/testify/require"
 
-	"github.com/jobkit-go/jobkit/jobs"
+	"github.com/jobkit-go/jobkit/jobs/awsarn"
 	"github.com/jobkit-go/jobkit/jobs/contract"
 	"github.com/jobkit-go/jobkit/testkit/awstest"
 )
@@ -113,7 +113,7 @@ func redrivePolicy(t *testing.T, client *sqs.Client, queue string) (target strin
 	maxReceives, err = strconv.Atoi(strings.Trim(fmt.Sprint(p.Max), `"`))
 	require.NoError(t, err, policy)
 	require.Positive(t, maxReceives, policy)
-	u, err := client.GetQueueUrl(ctx, &sqs.GetQueueUrlInput{QueueName: aws.String(jobs.QueueName(p.Target))})
+	u, err := client.GetQueueUrl(ctx, &sqs.GetQueueUrlInput{QueueName: aws.String(awsarn.QueueName(p.Target))})
 	require.NoError(t, err, policy)
 	return aws.ToString(u.QueueUrl), maxReceives
 }
@@ -126,9 +126,9 @@ func requireRedrive(t *testing.T, cfg aws.Config, queue, dlq string) {
 	ctx := context.Background()
 	client := sqs.NewFromConfig(cfg)
 	held, maxReceives := redrivePolicy(t, client, queue)
-	require.NotEqual(t, jobs.QueueName(dlq), jobs.QueueName(held), "the queue redrives to its holding queue")
+	require.NotEqual(t, awsarn.QueueName(dlq), awsarn.QueueName(held), "the queue redrives to its holding queue")
 	target, heldReceives := redrivePolicy(t, client, held)
-	require.Equal(t, jobs.QueueName(dlq), jobs.QueueName(target), "the holding queue redrives to the DLQ")
+	require.Equal(t, awsarn.QueueName(dlq), awsarn.QueueName(target), "the holding queue redrives to the DLQ")
 	require.Equal(t, maxReceives+10, heldReceives, "RecorderReceives more")
 
 	_, err := client.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(queue), MessageBody: aws.String(`{"v":1,"id":"cdklocal-1","kind":"email.send","args":{}}`)})

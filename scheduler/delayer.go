@@ -17,6 +17,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/scheduler/types"
 
 	"github.com/jobkit-go/jobkit/jobs"
+	"github.com/jobkit-go/jobkit/jobs/awsarn"
 )
 
 // Environment variables DelayerConfigFromEnv reads (set by the infra DelayedJobs construct on the
@@ -142,28 +143,28 @@ func (d *Delayer) Group() string {
 }
 
 // CreateScheduleInput returns the request ScheduleJob sends for job, without sending it.
-func (d *Delayer) CreateScheduleInput(job jobs.DelayedJob) (*scheduler.CreateScheduleInput, error) {
+func (d *Delayer) CreateScheduleInput(job jobs.PreparedJob) (*scheduler.CreateScheduleInput, error) {
 	bad := func(field, reason string, err error) (*scheduler.CreateScheduleInput, error) {
-		return nil, &ValidationError{Schedule: job.ID, Field: "DelayedJob." + field, Reason: reason, Err: err}
+		return nil, &ValidationError{Schedule: job.ID, Field: "PreparedJob." + field, Reason: reason, Err: err}
 	}
 	switch {
 	case job.ID == "":
 		return bad("ID", "empty job id", nil)
 	case job.Body == "":
 		return bad("Body", "empty envelope", nil)
-	case job.At.IsZero():
-		return bad("At", "no delivery time", nil)
+	case job.DeliverAt.IsZero():
+		return bad("DeliverAt", "no delivery time", nil)
 	}
 	arn, err := QueueARN(job.QueueURL, d.cfg.Region)
 	if err != nil {
 		return bad("QueueURL", "no queue ARN", err)
 	}
-	fifo := jobs.IsFIFOQueue(job.QueueURL)
+	fifo := awsarn.IsFIFO(job.QueueURL)
 	if fifo && job.GroupID == "" {
 		return bad("GroupID", "a FIFO queue needs a message group id", nil)
 	}
 	// Whole seconds, rounded up: never deliver early.
-	at := job.At.UTC().Add(time.Second - 1).Truncate(time.Second)
+	at := job.DeliverAt.UTC().Add(time.Second - 1).Truncate(time.Second)
 	target := &types.Target{
 		Arn:     aws.String(arn),
 		RoleArn: aws.String(d.cfg.RoleARN),
@@ -200,10 +201,10 @@ func (d *Delayer) CreateScheduleInput(job jobs.DelayedJob) (*scheduler.CreateSch
 	return in, nil
 }
 
-// ScheduleJob creates the one-time schedule that delivers job at job.At. A schedule that already
+// ScheduleJob creates the one-time schedule that delivers job at job.DeliverAt. A schedule that already
 // exists for the same job id is success: the job is already scheduled (a retried Enqueue must not
 // fail, and the first schedule wins).
-func (d *Delayer) ScheduleJob(ctx context.Context, job jobs.DelayedJob) error {
+func (d *Delayer) ScheduleJob(ctx context.Context, job jobs.PreparedJob) error {
 	in, err := d.CreateScheduleInput(job)
 	if err != nil {
 		return err

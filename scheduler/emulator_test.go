@@ -82,7 +82,7 @@ func TestDelayerOnEmulator(t *testing.T) {
 	require.NoError(t, err)
 
 	at := time.Now().Add(72 * time.Hour)
-	job := jobs.DelayedJob{ID: "01JDELAYEDJOB0000000000001", Kind: "email.send", Body: `{"v":1,"id":"01JDELAYEDJOB0000000000001","kind":"email.send","args":{"to":"a@example.com"},"enqueued_at":"2026-11-21T12:00:00Z"}`, QueueURL: queue.URL, At: at}
+	job := jobs.PreparedJob{ID: "01JDELAYEDJOB0000000000001", Kind: "email.send", Body: `{"v":1,"id":"01JDELAYEDJOB0000000000001","kind":"email.send","args":{"to":"a@example.com"},"enqueued_at":"2026-11-21T12:00:00Z"}`, QueueURL: queue.URL, DeliverAt: at}
 	require.NoError(t, d.ScheduleJob(ctx, job))
 
 	list := listSchedules(t, sched, group)
@@ -111,7 +111,7 @@ func TestDelayerOnEmulator(t *testing.T) {
 	assert.Len(t, listSchedules(t, sched, group), 1)
 
 	// A FIFO job carries its message group.
-	fjob := jobs.DelayedJob{ID: "order:42", Kind: "order.ship", Body: `{"v":1}`, QueueURL: fifo.URL, GroupID: "customer-7", At: at}
+	fjob := jobs.PreparedJob{ID: "order:42", Kind: "order.ship", Body: `{"v":1}`, QueueURL: fifo.URL, GroupID: "customer-7", DeliverAt: at}
 	require.NoError(t, d.ScheduleJob(ctx, fjob))
 	fgot, err := sched.GetSchedule(ctx, &scheduler.GetScheduleInput{GroupName: aws.String(group), Name: aws.String(ScheduleNameForJob(fjob.ID))})
 	require.NoError(t, err)

@@ -253,8 +253,8 @@ func TestCreateScheduleInput(t *testing.T) {
 	})
 	require.NoError(t, err)
 	at := time.Date(2026, 11, 24, 9, 30, 0, 1, mustLoad(t, "Europe/Berlin"))
-	in, err := d.CreateScheduleInput(jobs.DelayedJob{
-		ID: "01JD", Kind: "email.send", Body: `{"v":1}`, At: at,
+	in, err := d.CreateScheduleInput(jobs.PreparedJob{
+		ID: "01JD", Kind: "email.send", Body: `{"v":1}`, DeliverAt: at,
 		QueueURL: "https://sqs.eu-west-1.amazonaws.com/123456789012/mail.fifo", GroupID: "tenant-1",
 	})
 	require.NoError(t, err)
@@ -269,11 +269,11 @@ func TestCreateScheduleInput(t *testing.T) {
 	assert.Equal(t, int32(0), *in.Target.RetryPolicy.MaximumRetryAttempts)
 	assert.Equal(t, int32(3600), *in.Target.RetryPolicy.MaximumEventAgeInSeconds)
 
-	_, err = d.CreateScheduleInput(jobs.DelayedJob{ID: "x", Body: "{}", At: at, QueueURL: "https://sqs.eu-west-1.amazonaws.com/123456789012/mail.fifo"})
+	_, err = d.CreateScheduleInput(jobs.PreparedJob{ID: "x", Body: "{}", DeliverAt: at, QueueURL: "https://sqs.eu-west-1.amazonaws.com/123456789012/mail.fifo"})
 	assert.ErrorContains(t, err, "message group id")
-	_, err = d.CreateScheduleInput(jobs.DelayedJob{ID: "x", Body: "{}", QueueURL: "https://sqs.eu-west-1.amazonaws.com/123456789012/q"})
+	_, err = d.CreateScheduleInput(jobs.PreparedJob{ID: "x", Body: "{}", QueueURL: "https://sqs.eu-west-1.amazonaws.com/123456789012/q"})
 	assert.ErrorContains(t, err, "no delivery time")
-	_, err = d.CreateScheduleInput(jobs.DelayedJob{ID: "x", Body: "{}", At: at, QueueURL: "not a url"})
+	_, err = d.CreateScheduleInput(jobs.PreparedJob{ID: "x", Body: "{}", DeliverAt: at, QueueURL: "not a url"})
 	assert.ErrorContains(t, err, "no queue ARN")
 }
 

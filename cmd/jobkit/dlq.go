@@ -12,7 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/jobkit-go/jobkit/jobs"
+	"github.com/jobkit-go/jobkit/jobs/awsarn"
 	"github.com/jobkit-go/jobkit/jobs/inspect"
 )
 
@@ -171,7 +171,7 @@ func printDeadList(w io.Writer, list *inspect.DeadList) {
 	if list.Truncated {
 		more = " (truncated: raise --limit)"
 	}
-	fmt.Fprintf(w, "%d shown, %d scanned, about %d in %s%s\n", len(list.Jobs), list.Scanned, list.Approximate, safe(jobs.QueueName(list.QueueURL), nameWidth), more)
+	fmt.Fprintf(w, "%d shown, %d scanned, about %d in %s%s\n", len(list.Jobs), list.Scanned, list.Approximate, safe(awsarn.QueueName(list.QueueURL), nameWidth), more)
 	printHints(w, list.Jobs)
 }
 
@@ -367,7 +367,7 @@ jobkit asks for confirmation on stdin unless --yes is given. SQS finishes a purg
 					return err
 				}
 				fmt.Fprintf(s.stderr, "Purge about %d messages from dead-letter queue %s? This cannot be undone. [y/N] ",
-					d.Total(), safe(jobs.QueueName(q.DLQURL), nameWidth))
+					d.Total(), safe(awsarn.QueueName(q.DLQURL), nameWidth))
 				answer, _ := bufio.NewReader(s.stdin).ReadString('\n')
 				switch strings.ToLower(strings.TrimSpace(answer)) {
 				case "y", "yes":
@@ -379,7 +379,7 @@ jobkit asks for confirmation on stdin unless --yes is given. SQS finishes a purg
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(s.stdout, "purged %s (about %d messages; SQS finishes within 60 s)\n", safe(jobs.QueueName(q.DLQURL), nameWidth), n)
+			fmt.Fprintf(s.stdout, "purged %s (about %d messages; SQS finishes within 60 s)\n", safe(awsarn.QueueName(q.DLQURL), nameWidth), n)
 			return nil
 		}),
 	}

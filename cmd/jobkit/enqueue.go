@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/jobkit-go/jobkit/jobs"
+	"github.com/jobkit-go/jobkit/jobs/awsarn"
 	"github.com/jobkit-go/jobkit/jobs/inspect"
 )
 
@@ -124,7 +125,7 @@ func (e *enqueueCmd) runOne(s *session, kind string) error {
 		return err
 	}
 	fmt.Fprintf(s.stdout, "enqueued %s job %s to %s (message %s)", safe(res.Kind, kindWidth), safe(res.ID, idWidth),
-		safe(jobs.QueueName(res.QueueURL), nameWidth), safe(res.MessageID, idWidth))
+		safe(awsarn.QueueName(res.QueueURL), nameWidth), safe(res.MessageID, idWidth))
 	if !res.DeliverAt.IsZero() {
 		fmt.Fprintf(s.stdout, ", visible at %s", res.DeliverAt.Format(time.RFC3339))
 	}
@@ -213,7 +214,7 @@ func (e *enqueueCmd) runFile(s *session) error {
 	}
 	defer closeFile()
 	urls := &queueRefs{s: s, urls: map[string]string{}}
-	lines, err := readJobs(r, func(ref string) bool { return jobs.IsFIFOQueue(urls.url(ref)) })
+	lines, err := readJobs(r, func(ref string) bool { return awsarn.IsFIFO(urls.url(ref)) })
 	if urls.err != nil {
 		return urls.err
 	}

@@ -23,6 +23,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/jobkit-go/jobkit/jobs"
+	"github.com/jobkit-go/jobkit/jobs/awsarn"
 	"github.com/jobkit-go/jobkit/jobs/contract"
 	"github.com/jobkit-go/jobkit/testkit/awstest"
 )
@@ -170,7 +171,7 @@ func TestDLQListAndShowCommands(t *testing.T) {
 	var doc deadListJSON
 	require.NoError(t, json.Unmarshal([]byte(out), &doc))
 	require.Equal(t, 1, doc.Version)
-	require.Equal(t, jobs.QueueName(dlq), jobs.QueueName(doc.Queue))
+	require.Equal(t, awsarn.QueueName(dlq), awsarn.QueueName(doc.Queue))
 	require.Equal(t, int64(12), doc.ApproximateCount)
 	require.False(t, doc.Truncated)
 	require.Len(t, doc.Jobs, 12)

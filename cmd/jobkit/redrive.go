@@ -8,7 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/jobkit-go/jobkit/jobs"
+	"github.com/jobkit-go/jobkit/jobs/awsarn"
 	"github.com/jobkit-go/jobkit/jobs/inspect"
 )
 
@@ -202,7 +202,7 @@ func redriveCounts(r *inspect.RedriveResult) []redriveCount {
 // reason, and what is still in the DLQ when checked — then why the manual move was used.
 func printRedrive(w io.Writer, q inspect.Queue, r *inspect.RedriveResult, checked bool) {
 	var b strings.Builder
-	fmt.Fprintf(&b, "moved %d of %d jobs from %s (%s", r.Moved, r.Total, safe(jobs.QueueName(q.DLQURL), nameWidth), r.Method)
+	fmt.Fprintf(&b, "moved %d of %d jobs from %s (%s", r.Moved, r.Total, safe(awsarn.QueueName(q.DLQURL), nameWidth), r.Method)
 	if r.TaskHandle != "" {
 		fmt.Fprintf(&b, ", task %s", safe(r.TaskHandle, valueWidth))
 	}

@@ -62,5 +62,5 @@ func TestSchemaDescribesThePayloadPointer(t *testing.T) {
 	b, err := os.ReadFile(filepath.Join("..", "envelope.schema.json"))
 	require.NoError(t, err)
 	require.NoError(t, json.Unmarshal(b, &raw))
-	assert.Equal(t, jobs.PayloadPointerClass, raw["$defs"].(map[string]any)["payloadPointer"].(map[string]any)["prefixItems"].([]any)[0].(map[string]any)["enum"].([]any)[0])
+	assert.Equal(t, contract.PayloadPointerClass, raw["$defs"].(map[string]any)["payloadPointer"].(map[string]any)["prefixItems"].([]any)[0].(map[string]any)["enum"].([]any)[0])
 }

@@ -167,7 +167,7 @@ func TestGoClientBodiesMatchTheSchema(t *testing.T) {
 	jobs.AddWorker(w, jobs.WorkFunc[samplejobs.SendEmail](func(context.Context, *jobs.Job[samplejobs.SendEmail]) error {
 		return jobs.Cancel(errors.New("mailbox <gone>"))
 	}))
-	resp, err := jobs.NewSQSHandler(w, runtimeConfig(client, std.URL, dlq.URL))(ctx, jobstest.EventFromMessages(std.ARN, msgs))
+	resp, err := jobs.NewLambdaHandler(w, runtimeConfig(client, std.URL, dlq.URL)).HandleSQS(ctx, jobstest.EventFromMessages(std.ARN, msgs))
 	require.NoError(t, err)
 	require.Empty(t, resp.BatchItemFailures)
 	dead := awstest.ReceiveN(t, client, dlq.URL, 1)
@@ -332,7 +332,7 @@ func TestOtherLanguageProducersRunOnTheGoWorkers(t *testing.T) {
 		for _, m := range msgs {
 			validBody(t, aws.ToString(m.Body))
 		}
-		resp, err := jobs.NewSQSHandler(w, runtimeConfig(client, q.URL, dlq.URL))(context.Background(), jobstest.EventFromMessages(q.ARN, msgs))
+		resp, err := jobs.NewLambdaHandler(w, runtimeConfig(client, q.URL, dlq.URL)).HandleSQS(context.Background(), jobstest.EventFromMessages(q.ARN, msgs))
 		require.NoError(t, err)
 		require.Empty(t, resp.BatchItemFailures, "every job ran")
 	}

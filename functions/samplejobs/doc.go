@@ -19,7 +19,7 @@
 // daily digest email (cron, Europe/Berlin) and an hourly interest posting on the FIFO Ledger queue.
 package samplejobs
 
-import "github.com/jobkit-go/jobkit/jobs"
+import "github.com/jobkit-go/jobkit/jobs/contract"
 
 // Queue names of the sample stack: the JobQueue construct ids, so queue N's URL is the stack
 // output JobkitQueue<N> and its dead-letter queue's JobkitDlq<N>.
@@ -28,7 +28,7 @@ const (
 	QueueLedger    = "Ledger"
 	QueueTranscode = "Transcode"
 	// QueueNotify is a queue with priority lanes (NotifyLanes): lane L's queue is named
-	// jobs.LaneQueueName(QueueNotify, L) ("NotifyCritical"), each with its outputs.
+	// contract.LaneQueueName(QueueNotify, L) ("NotifyCritical"), each with its outputs.
 	QueueNotify = "Notify"
 )
 
@@ -39,7 +39,7 @@ var Queues = map[string]string{
 	KindPostLedger:     QueueLedger,
 	KindTranscodeVideo: QueueTranscode,
 	// The default lane's queue: EnqueueOpts.Priority picks another (jobs.ClientOptions.Lanes).
-	KindSendNotification: jobs.LaneQueueName(QueueNotify, LaneDefault),
+	KindSendNotification: contract.LaneQueueName(QueueNotify, LaneDefault),
 }
 
 // Environment variables of the sample functions besides the runtime's (jobs/env.go).

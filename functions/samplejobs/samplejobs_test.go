@@ -15,6 +15,7 @@ import (
 
 	"github.com/jobkit-go/jobkit/functions/samplejobs"
 	"github.com/jobkit-go/jobkit/jobs"
+	"github.com/jobkit-go/jobkit/jobs/contract"
 	"github.com/jobkit-go/jobkit/jobs/jobstest"
 )
 
@@ -33,7 +34,7 @@ func TestArgsJSON(t *testing.T) {
 	require.Equal(t, samplejobs.TranscodeVideo{VideoID: "v1", Seconds: 3}, v)
 
 	require.Equal(t, "acct-1", samplejobs.PostLedger{Account: "acct-1"}.GroupID())
-	notifyDefault := jobs.LaneQueueName(samplejobs.QueueNotify, samplejobs.LaneDefault)
+	notifyDefault := contract.LaneQueueName(samplejobs.QueueNotify, samplejobs.LaneDefault)
 	for kind, queue := range samplejobs.Queues {
 		require.NotEmpty(t, kind)
 		require.Contains(t, []string{samplejobs.QueueEmail, samplejobs.QueueLedger, samplejobs.QueueTranscode, notifyDefault}, queue)

@@ -102,7 +102,7 @@ func TestScheduleTickRunsAsJob(t *testing.T) {
 		return nil
 	})})
 	rec := jobstest.NewRecorder()
-	handler := jobs.NewSQSHandler(workers, jobstest.Config(rec))
+	handler := jobs.NewLambdaHandler(workers, jobstest.Config(rec)).HandleSQS
 	resp, err := handler(context.Background(), jobstest.Event(jobstest.RawMessage(body, nil)))
 	require.NoError(t, err)
 	require.Empty(t, jobstest.FailedIDs(resp))

@@ -28,7 +28,7 @@ const (
 	DefaultContainerCPU       = 1024 // CPU units (1 vCPU)
 	DefaultContainerMemoryMiB = 2048
 	DefaultMaxTasks           = 4
-	DefaultDrainTimeout       = jobs.DefaultDrainTimeout
+	DefaultDrainTimeout       = contract.DefaultDrainTimeout
 	// StopTimeoutMargin is how much longer than the drain budget ECS waits before SIGKILL: the
 	// time for the process to exit after the consumer has returned.
 	StopTimeoutMargin = 5 * time.Second
@@ -40,7 +40,7 @@ type ContainerWorkerProps struct {
 	// jobs.Consumer); it is built for linux/arm64 at synth.
 	Source GoSource
 	// Queue is the JobQueue the tasks consume. Its visibility timeout is the heartbeat's period
-	// (a beat every third of it): at least jobs.MinConsumerVisibilityTimeout.
+	// (a beat every third of it): at least contract.MinConsumerVisibilityTimeout.
 	Queue *JobQueue
 	// IdempotencyTable and Kinds: as WorkerProps (the same grant, on the task role).
 	IdempotencyTable *IdempotencyTable
@@ -338,12 +338,12 @@ func (p ContainerWorkerProps) check() string {
 		return p.Source.validate().Error()
 	case recorderCheck(q, p.Source.ModuleDir, nil) != "":
 		return recorderCheck(q, p.Source.ModuleDir, nil)
-	case q.VisibilityTimeout < jobs.MinConsumerVisibilityTimeout:
+	case q.VisibilityTimeout < contract.MinConsumerVisibilityTimeout:
 		return fmt.Sprintf("the visibility timeout of queue %s (%s) is shorter than %s: the heartbeat extends it every third, "+
-			"and a beat must land before it lapses", q.Name, q.VisibilityTimeout, jobs.MinConsumerVisibilityTimeout)
-	case p.DrainTimeout < time.Second || p.DrainTimeout+StopTimeoutMargin > jobs.MaxStopTimeout || p.DrainTimeout%time.Second != 0:
+			"and a beat must land before it lapses", q.Name, q.VisibilityTimeout, contract.MinConsumerVisibilityTimeout)
+	case p.DrainTimeout < time.Second || p.DrainTimeout+StopTimeoutMargin > contract.MaxStopTimeout || p.DrainTimeout%time.Second != 0:
 		return fmt.Sprintf("DrainTimeout %s must be whole seconds from 1s to %s: the stop timeout (%s more) is at most %s on Fargate",
-			p.DrainTimeout, jobs.MaxStopTimeout-StopTimeoutMargin, StopTimeoutMargin, jobs.MaxStopTimeout)
+			p.DrainTimeout, contract.MaxStopTimeout-StopTimeoutMargin, StopTimeoutMargin, contract.MaxStopTimeout)
 	case p.Concurrency < 1:
 		return fmt.Sprintf("Concurrency %d must be at least 1", p.Concurrency)
 	case q.FIFO && q.MaxReceiveCount < jobs.MinFIFOMaxReceiveCount(MaxFIFOBatchSize, q.MaxAttempts):

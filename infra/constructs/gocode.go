@@ -18,8 +18,7 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/awss3assets"
 	"github.com/aws/constructs-go/constructs/v10"
 	"github.com/aws/jsii-runtime-go"
-
-	"github.com/jobkit-go/jobkit/jobs"
+	"github.com/jobkit-go/jobkit/jobs/contract"
 )
 
 // GoSource is a Go main package that a Worker runs. It is compiled during synth for Lambda's
@@ -43,7 +42,7 @@ type GoSource struct {
 
 // IsImportPath reports whether Package is an import path rather than a folder of ModuleDir (see
 // Package).
-func (s GoSource) IsImportPath() bool { return jobs.IsImportPath(s.Package) }
+func (s GoSource) IsImportPath() bool { return contract.IsImportPath(s.Package) }
 
 // GoBuildImage is the container image used to build a GoSource when no Go toolchain is on PATH
 // (CDK's Docker bundling). With Go installed, the build runs locally and Docker is never used.

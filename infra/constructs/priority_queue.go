@@ -8,8 +8,7 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/awscloudwatch"
 	"github.com/aws/constructs-go/constructs/v10"
 	"github.com/aws/jsii-runtime-go"
-
-	"github.com/jobkit-go/jobkit/jobs"
+	"github.com/jobkit-go/jobkit/jobs/contract"
 )
 
 // Lane is one priority lane of a PriorityQueue.
@@ -45,7 +44,7 @@ type PriorityQueueProps struct {
 // redrive, DLQ-depth and age alarms), a backlog alarm per lane, and each lane's share of the
 // concurrency for the Worker that consumes it (one Worker per lane, the same code: a dedicated
 // pool per lane, as "drop everything" priority needs). A lane's queue is named
-// jobs.LaneQueueName(id, lane), <id><Lane> (outputs JobkitQueue<id><Lane>).
+// contract.LaneQueueName(id, lane), <id><Lane> (outputs JobkitQueue<id><Lane>).
 type PriorityQueue struct {
 	constructs.Construct
 	Name  string
@@ -80,7 +79,7 @@ func NewPriorityQueue(scope constructs.Construct, id string, props *PriorityQueu
 			l.BacklogAlarmThreshold = DefaultBacklogAlarmThreshold
 		}
 		qp := props.Queue
-		q := NewJobQueue(c, jobs.LaneQueueName(id, l.Name), &qp)
+		q := NewJobQueue(c, contract.LaneQueueName(id, l.Name), &qp)
 		lane := &PriorityLane{Lane: l, Queue: q, MaxConcurrency: conc[i]}
 		lane.BacklogAlarm = awscloudwatch.NewAlarm(q.Construct, jsii.String("BacklogAlarm"), &awscloudwatch.AlarmProps{
 			AlarmDescription: jsii.String(fmt.Sprintf("jobkit %s: lane %s holds more than %d jobs", id, l.Name, l.BacklogAlarmThreshold)),

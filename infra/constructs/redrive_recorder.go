@@ -13,7 +13,6 @@ import (
 	"github.com/aws/constructs-go/constructs/v10"
 	"github.com/aws/jsii-runtime-go"
 
-	"github.com/jobkit-go/jobkit/jobs"
 	"github.com/jobkit-go/jobkit/jobs/contract"
 )
 
@@ -21,7 +20,7 @@ import (
 const (
 	// RecorderPackage is the recorder's main package, built from the worker's module by import
 	// path (the module must require it: `go get -tool github.com/jobkit-go/jobkit/cmd/jobkit-recorder`).
-	RecorderPackage = jobs.RecorderPackage
+	RecorderPackage = contract.RecorderPackage
 	// RecorderTimeout is the recorder function's timeout, and the holding queue's visibility
 	// timeout: a failed record comes back after it.
 	RecorderTimeout = 30 * time.Second

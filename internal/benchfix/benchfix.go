@@ -88,7 +88,7 @@ func SampleEvents(n, batchSize int) []events.SQSEvent {
 }
 
 // NewBenchRunner returns a function that runs one SQS batch of batchSize SampleArgs jobs through
-// NewSQSHandler with a no-op worker. The handler's SQS client is a real *sqs.Client whose HTTP
+// NewLambdaHandler with a no-op worker. The handler's SQS client is a real *sqs.Client whose HTTP
 // transport answers in-process, so what it measures is jobkit's own code (decode, dispatch,
 // concurrency, outcome, metrics line), not the network. It fails if any record is not a success.
 func NewBenchRunner(batchSize int) func(ctx context.Context) error {
@@ -103,7 +103,7 @@ func NewBenchRunner(batchSize int) func(ctx context.Context) error {
 	cfg := jobstest.Config(client)
 	cfg.Metrics = io.Discard
 	cfg.Logger = slog.New(slog.NewJSONHandler(io.Discard, nil))
-	handler := jobs.NewSQSHandler(workers, cfg)
+	handler := jobs.NewLambdaHandler(workers, cfg).HandleSQS
 	ev := SampleEvents(batchSize, batchSize)[0]
 	return func(ctx context.Context) error {
 		resp, err := handler(ctx, ev)

@@ -31,7 +31,7 @@
 // record, and the ledger keeps
 // the order it applied each account's postings, so the checks read real state, not expectations.
 // The runtime reports each real run of a job and each outcome as an event line on the functions'
-// output (jobs.WriteEvents, asked for by the offline stack), so a dead-lettered job can be told
+// output (event.Write, asked for by the offline stack), so a dead-lettered job can be told
 // from one that never ran; its not-run events at a deadline, matched by message id to the batches
 // that listed them, count the batches that reached their deadline.
 //

@@ -8,7 +8,7 @@ import (
 	"sync/atomic"
 
 	"github.com/jobkit-go/jobkit/functions/instrument"
-	"github.com/jobkit-go/jobkit/jobs"
+	"github.com/jobkit-go/jobkit/jobs/event"
 	"github.com/jobkit-go/jobkit/offline/tally"
 )
 
@@ -43,7 +43,7 @@ func (o *outputWatch) Write(p []byte) (int, error) {
 			o.failures.Add(1)
 		}
 		o.readCallback(line)
-		if e, ok := jobs.ParseEvent(line); ok && e.Type == jobs.EventStarted {
+		if e, ok := event.Parse(line); ok && e.Type == event.Started {
 			o.mu.Lock()
 			o.runs[e.JobID]++
 			o.mu.Unlock()
@@ -61,8 +61,8 @@ func (o *outputWatch) Write(p []byte) (int, error) {
 }
 
 // readOutcome records the runtime's outcome in line, if it is one (an event line), and counts the
-// records not started at their batch's deadline (jobs.NoteBatchDeadline, the soft deadline passed
-// before it could start, and jobs.NoteDeadlineNotStarted, still waiting at the hard stop) by
+// records not started at their batch's deadline (event.NoteBatchDeadline, the soft deadline passed
+// before it could start, and event.NoteDeadlineNotStarted, still waiting at the hard stop) by
 // message id.
 func (o *outputWatch) readOutcome(line []byte) {
 	e, ok := tally.ParseLine(line)

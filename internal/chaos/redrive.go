@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/jobkit-go/jobkit/jobs"
+	"github.com/jobkit-go/jobkit/jobs/awsarn"
 	"github.com/jobkit-go/jobkit/jobs/inspect"
 )
 
@@ -58,7 +58,7 @@ func (r *runner) redriveAll(ctx context.Context) (*RedriveState, error) {
 		}
 		rs.Moved += res.Moved
 		fmt.Fprintf(r.cfg.Progress, "chaos: redrive of %s: %d listed (%d not shown), %s move: moved=%d returned=%d failed=%d no_destination=%d left_in_flight=%d\n",
-			jobs.QueueName(dlq), list.Scanned, unlisted, res.Method, res.Moved, res.Returned, res.Failed, res.NoDestination, res.LeftInFlight)
+			awsarn.QueueName(dlq), list.Scanned, unlisted, res.Method, res.Moved, res.Returned, res.Failed, res.NoDestination, res.LeftInFlight)
 	}
 	return rs, nil
 }
@@ -84,7 +84,7 @@ func (r *runner) redriveOne(ctx context.Context, mover *inspect.Inspector, dlq, 
 		if attempt == redriveAttempts || ctx.Err() != nil {
 			return nil, fmt.Errorf("chaos: redrive %s (%d attempts): %w", dlq, attempt, err)
 		}
-		fmt.Fprintf(r.cfg.Progress, "chaos: redrive of %s failed, running it again: %v\n", jobs.QueueName(dlq), err)
+		fmt.Fprintf(r.cfg.Progress, "chaos: redrive of %s failed, running it again: %v\n", awsarn.QueueName(dlq), err)
 		time.Sleep(time.Duration(attempt) * time.Second)
 	}
 }

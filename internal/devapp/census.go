@@ -14,7 +14,7 @@ import (
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/jobkit-go/jobkit/idempotency"
-	"github.com/jobkit-go/jobkit/jobs"
+	"github.com/jobkit-go/jobkit/jobs/awsarn"
 	"github.com/jobkit-go/jobkit/jobs/inspect"
 	"github.com/jobkit-go/jobkit/offline/devstack"
 	"github.com/jobkit-go/jobkit/offline/tally"
@@ -323,7 +323,7 @@ func (t *Tracker) total(c *Census, per map[*Queue]*Counts, lists []*inspect.Dead
 func (t *Tracker) depth(ctx context.Context, url string) (total, inFlight int, err error) {
 	st, err := t.inspector.Depth(ctx, url)
 	if err != nil {
-		return 0, 0, fmt.Errorf("attributes of %s: %w", jobs.QueueName(url), err)
+		return 0, 0, fmt.Errorf("attributes of %s: %w", awsarn.QueueName(url), err)
 	}
 	return int(st.Total()), int(st.InFlight), nil
 }

@@ -29,6 +29,7 @@ import (
 	"github.com/jobkit-go/jobkit/internal/devapp"
 	"github.com/jobkit-go/jobkit/jobs"
 	"github.com/jobkit-go/jobkit/jobs/contract"
+	"github.com/jobkit-go/jobkit/jobs/event"
 	"github.com/jobkit-go/jobkit/jobs/inspect"
 	"github.com/jobkit-go/jobkit/jobs/ratelimit"
 	"github.com/jobkit-go/jobkit/jobs/state"
@@ -115,8 +116,8 @@ func readOutput(t *testing.T, out []byte) outputLines {
 		}
 		str := func(k string) string { s, _ := m[k].(string); return s }
 		attempt, _ := m["attempt"].(float64)
-		switch str("event") { // the runtime's events (jobs.WriteEvents)
-		case string(jobs.EventRetried):
+		switch str("event") { // the runtime's events (event.Write)
+		case string(event.Retried):
 			// A retry the plan did not inject is the emulator's doing (LocalStack's DynamoDB
 			// answering a burst's first calls after the invocation's deadline): at-least-once
 			// delivery, which the checks below still hold to one effect per job.
@@ -126,11 +127,11 @@ func readOutput(t *testing.T, out []byte) outputLines {
 			} else {
 				mark(l.otherAt, str("job_id"), int(attempt))
 			}
-		case string(jobs.EventReturned):
-			if str("note") == jobs.NoteAbandoned {
+		case string(event.Returned):
+			if str("note") == event.NoteAbandoned {
 				mark(l.abandonedAt, str("job_id"), int(attempt))
 			}
-		case string(jobs.EventDead):
+		case string(event.Dead):
 			l.deadLettered[str("job_id")]++
 		}
 		switch str("msg") {

@@ -19,6 +19,7 @@ import (
 	"github.com/jobkit-go/jobkit/functions/instrument"
 	"github.com/jobkit-go/jobkit/functions/samplejobs"
 	"github.com/jobkit-go/jobkit/jobs"
+	"github.com/jobkit-go/jobkit/jobs/awsarn"
 	"github.com/jobkit-go/jobkit/jobs/contract"
 	"github.com/jobkit-go/jobkit/jobs/inspect"
 	"github.com/jobkit-go/jobkit/offline/deploy"
@@ -131,12 +132,12 @@ func newTracker(sq SQSAPI, ddb DynamoDBAPI, d *deploy.Deployment) (*Tracker, err
 	}
 	for _, q := range t.byURL {
 		q.DLQURL = dlqs[q.Name]
-		q.FIFO = jobs.IsFIFOQueue(q.URL)
+		q.FIFO = awsarn.IsFIFO(q.URL)
 		t.queues = append(t.queues, q)
 	}
 	rank := map[string]int{samplejobs.QueueEmail: 1, samplejobs.QueueLedger: 2, samplejobs.QueueTranscode: 3}
 	for i, lane := range samplejobs.NotifyLanes {
-		rank[jobs.LaneQueueName(samplejobs.QueueNotify, lane)] = 4 + i
+		rank[contract.LaneQueueName(samplejobs.QueueNotify, lane)] = 4 + i
 	}
 	sort.Slice(t.queues, func(i, j int) bool {
 		a, b := t.queues[i], t.queues[j]
@@ -222,7 +223,7 @@ func (t *Tracker) Routes() map[string]string {
 func (t *Tracker) Lanes() map[string]map[string]string {
 	lanes := map[string]string{}
 	for _, lane := range samplejobs.NotifyLanes {
-		if u := t.QueueURL(jobs.LaneQueueName(samplejobs.QueueNotify, lane)); u != "" {
+		if u := t.QueueURL(contract.LaneQueueName(samplejobs.QueueNotify, lane)); u != "" {
 			lanes[lane] = u
 		}
 	}

@@ -73,7 +73,7 @@ func TestTrackerLanes(t *testing.T) {
 	d := sampleDeployment()
 	urls := map[string]string{}
 	for _, lane := range []string{"bulk", "critical", "default"} {
-		name := jobs.LaneQueueName(samplejobs.QueueNotify, lane)
+		name := contract.LaneQueueName(samplejobs.QueueNotify, lane)
 		urls[lane] = base + name + "Queue"
 		d.Stacks[0].Outputs["JobkitQueue"+name] = urls[lane]
 	}

@@ -130,7 +130,7 @@ func (w Workload) notifications() []Job {
 		case i < w.BulkNotifications+w.CriticalNotifications:
 			lane, text = samplejobs.LaneCritical, "Your sign-in code"
 		}
-		j := Job{Queue: jobs.LaneQueueName(samplejobs.QueueNotify, lane),
+		j := Job{Queue: contract.LaneQueueName(samplejobs.QueueNotify, lane),
 			Args: samplejobs.SendNotification{User: fmt.Sprintf("user-%03d", i+1), Text: text}}
 		if lane != samplejobs.LaneDefault {
 			j.Priority = lane

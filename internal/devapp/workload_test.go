@@ -34,7 +34,7 @@ func TestDevWorkload(t *testing.T) {
 		if j.Priority == "" {
 			require.Equal(t, samplejobs.Queues[j.Args.Kind()], j.Queue)
 		} else {
-			require.Equal(t, jobs.LaneQueueName(samplejobs.QueueNotify, j.Priority), j.Queue, "a job sent at a priority is its lane's")
+			require.Equal(t, contract.LaneQueueName(samplejobs.QueueNotify, j.Priority), j.Queue, "a job sent at a priority is its lane's")
 		}
 		n := per[j.Queue]
 		if n == nil {
@@ -81,7 +81,7 @@ func TestDevWorkload(t *testing.T) {
 	require.Equal(t, tally{w.Postings, w.PostingRetries, w.PostingExhausted, w.PostingPoison}, *per[samplejobs.QueueLedger])
 	require.Equal(t, tally{w.Transcodes + w.LongTranscodes, w.TranscodeRetries, 0, w.TranscodePoison}, *per[samplejobs.QueueTranscode])
 	require.Equal(t, w.LongTranscodes, long)
-	lane := func(l string) int { return per[jobs.LaneQueueName(samplejobs.QueueNotify, l)].jobs }
+	lane := func(l string) int { return per[contract.LaneQueueName(samplejobs.QueueNotify, l)].jobs }
 	require.Equal(t, w.CriticalNotifications, lane(samplejobs.LaneCritical))
 	require.Equal(t, w.BulkNotifications, lane(samplejobs.LaneBulk))
 	require.Equal(t, w.Notifications-w.CriticalNotifications-w.BulkNotifications, lane(samplejobs.LaneDefault))

@@ -136,6 +136,9 @@ func QueueURL(known, queueARN string) string {
 	return base + "/" + q.Account + "/" + q.Name
 }
 
+// IsFIFO reports whether a queue URL (or ARN) names a FIFO queue: its name ends in ".fifo".
+func IsFIFO(queueURLOrARN string) bool { return strings.HasSuffix(queueURLOrARN, ".fifo") }
+
 // QueueName returns the queue name in a queue URL or ARN: the part after the last '/' or ':'.
 func QueueName(queueURLOrARN string) string {
 	s := strings.TrimRight(queueURLOrARN, "/")

@@ -14,6 +14,7 @@ import (
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/jobkit-go/jobkit/jobs"
+	"github.com/jobkit-go/jobkit/jobs/awsarn"
 	"github.com/jobkit-go/jobkit/jobs/contract"
 )
 
@@ -305,7 +306,7 @@ func (i *Inspector) ShowDead(ctx context.Context, dlqURL, id string, opts *ListO
 		return nil, err
 	}
 	if len(list.Jobs) == 0 {
-		return nil, fmt.Errorf("%w: no job or message %q among the %d messages of %s", ErrNotFound, id, list.Scanned, jobs.QueueName(dlqURL))
+		return nil, fmt.Errorf("%w: no job or message %q among the %d messages of %s", ErrNotFound, id, list.Scanned, awsarn.QueueName(dlqURL))
 	}
 	return &list.Jobs[0], nil
 }
@@ -341,7 +342,7 @@ func (i *Inspector) Purge(ctx context.Context, queueURL string) (int64, error) {
 
 // Depth returns a queue's approximate counts.
 func (i *Inspector) Depth(ctx context.Context, queueURL string) (QueueStats, error) {
-	s := QueueStats{Name: jobs.QueueName(queueURL), URL: queueURL}
+	s := QueueStats{Name: awsarn.QueueName(queueURL), URL: queueURL}
 	err := i.counts(ctx, &s)
 	return s, err
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/jobkit-go/jobkit/jobs"
+	"github.com/jobkit-go/jobkit/jobs/awsarn"
 	"github.com/jobkit-go/jobkit/jobs/contract"
 	"github.com/jobkit-go/jobkit/jobs/inspect"
 )
@@ -42,7 +43,7 @@ func strAttr(v string) sqstypes.MessageAttributeValue {
 func seedDead(t testing.TB, client *sqs.Client, dlqURL string, specs []deadSpec) {
 	t.Helper()
 	ctx := context.Background()
-	fifo := jobs.IsFIFOQueue(dlqURL)
+	fifo := awsarn.IsFIFO(dlqURL)
 	for start := 0; start < len(specs); start += 10 {
 		var entries []sqstypes.SendMessageBatchRequestEntry
 		for n, s := range specs[start:min(start+10, len(specs))] {

@@ -24,6 +24,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/jobkit-go/jobkit/jobs"
+	"github.com/jobkit-go/jobkit/jobs/awsarn"
 	"github.com/jobkit-go/jobkit/jobs/contract"
 	"github.com/jobkit-go/jobkit/jobs/inspect"
 	"github.com/jobkit-go/jobkit/testkit/awstest"
@@ -82,12 +83,12 @@ func TestResolveFromStackOutputsAndFlags(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, qs, 2)
 	require.Equal(t, "Email", qs[0].Name)
-	require.Equal(t, prefix+"-email", jobs.QueueName(qs[0].URL))
-	require.Equal(t, prefix+"-email-dlq", jobs.QueueName(qs[0].DLQURL))
+	require.Equal(t, prefix+"-email", awsarn.QueueName(qs[0].URL))
+	require.Equal(t, prefix+"-email-dlq", awsarn.QueueName(qs[0].DLQURL))
 	require.Equal(t, "Ledger", qs[1].Name)
-	require.Equal(t, prefix+"-ledger.fifo", jobs.QueueName(qs[1].URL))
+	require.Equal(t, prefix+"-ledger.fifo", awsarn.QueueName(qs[1].URL))
 	// No output for the ledger DLQ: found through the RedrivePolicy.
-	require.Equal(t, prefix+"-ledger-dlq.fifo", jobs.QueueName(qs[1].DLQURL))
+	require.Equal(t, prefix+"-ledger-dlq.fifo", awsarn.QueueName(qs[1].DLQURL))
 
 	// By output name (any case), by queue name, by URL.
 	for _, ref := range []string{"email", prefix + "-email", qs[0].URL} {
@@ -99,7 +100,7 @@ func TestResolveFromStackOutputsAndFlags(t *testing.T) {
 	got, err := in.Resolve(ctx, inspect.Target{Stack: "no-such-stack", DLQ: qs[1].DLQURL})
 	require.NoError(t, err)
 	// (ListDeadLetterSourceQueues answers with the endpoint's own URL spelling.)
-	require.Equal(t, jobs.QueueName(qs[1].URL), jobs.QueueName(got[0].URL))
+	require.Equal(t, awsarn.QueueName(qs[1].URL), awsarn.QueueName(got[0].URL))
 	require.Equal(t, qs[1].DLQURL, got[0].DLQURL)
 
 	_, err = in.Resolve(ctx, inspect.Target{Stack: awstest.Name(t, "missing")})
@@ -394,7 +395,7 @@ func TestRedriveRefusesForgedSourceQueue(t *testing.T) {
 	sources, err := in.DeadLetterSources(ctx, dlq.URL)
 	require.NoError(t, err)
 	require.Len(t, sources, 1)
-	require.Equal(t, jobs.QueueName(src.URL), jobs.QueueName(sources[0]))
+	require.Equal(t, awsarn.QueueName(src.URL), awsarn.QueueName(sources[0]))
 
 	u, err := url.Parse(src.URL)
 	require.NoError(t, err)

@@ -19,7 +19,7 @@ import (
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/aws/smithy-go"
 
-	"github.com/jobkit-go/jobkit/jobs"
+	"github.com/jobkit-go/jobkit/jobs/awsarn"
 	"github.com/jobkit-go/jobkit/jobs/contract"
 )
 
@@ -30,9 +30,9 @@ type Queue struct {
 	DLQURL string // the dead-letter queue; empty when the queue has none
 }
 
-// Target says which queues to look at. The zero Target means every queue in jobs.DefaultStack's outputs.
+// Target says which queues to look at. The zero Target means every queue in contract.DefaultStack's outputs.
 type Target struct {
-	// Stack is the CloudFormation stack whose outputs name the queues; "" means jobs.DefaultStack.
+	// Stack is the CloudFormation stack whose outputs name the queues; "" means contract.DefaultStack.
 	Stack string
 	// Queues are queue URLs or names. A name is looked up among the stack's output names first,
 	// then with GetQueueUrl. A queue's DLQ comes from the stack, or else its RedrivePolicy.
@@ -47,7 +47,7 @@ type Target struct {
 func (i *Inspector) Resolve(ctx context.Context, t Target) ([]Queue, error) {
 	stack := t.Stack
 	if stack == "" {
-		stack = jobs.DefaultStack
+		stack = contract.DefaultStack
 	}
 	if len(t.Queues) > 1 && t.DLQ != "" {
 		return nil, fmt.Errorf("inspect: a DLQ can be given with one queue, not %d", len(t.Queues))
@@ -81,10 +81,10 @@ func (i *Inspector) Resolve(ctx context.Context, t Target) ([]Queue, error) {
 		if err != nil {
 			return nil, err
 		}
-		q := Queue{Name: jobs.QueueName(dlq), DLQURL: dlq}
+		q := Queue{Name: awsarn.QueueName(dlq), DLQURL: dlq}
 		if sources, err := i.DeadLetterSources(ctx, dlq); err == nil && len(sources) == 1 {
 			q.URL = sources[0]
-			q.Name = jobs.QueueName(sources[0])
+			q.Name = awsarn.QueueName(sources[0])
 		}
 		return []Queue{q}, nil
 	}
@@ -114,13 +114,13 @@ func (i *Inspector) resolveQueue(ctx context.Context, ref string, fromStack func
 	if qs, err := fromStack(); err == nil {
 		name := ref
 		if isURL(ref) {
-			name = jobs.QueueName(ref)
+			name = awsarn.QueueName(ref)
 		}
 		for _, q := range qs {
 			if q.URL == "" {
 				continue
 			}
-			if (!isURL(ref) && strings.EqualFold(q.Name, ref)) || jobs.QueueName(q.URL) == name {
+			if (!isURL(ref) && strings.EqualFold(q.Name, ref)) || awsarn.QueueName(q.URL) == name {
 				return q, nil
 			}
 		}
@@ -129,7 +129,7 @@ func (i *Inspector) resolveQueue(ctx context.Context, ref string, fromStack func
 	if err != nil {
 		return Queue{}, err
 	}
-	q := Queue{Name: jobs.QueueName(u), URL: u}
+	q := Queue{Name: awsarn.QueueName(u), URL: u}
 	dlq, err := i.RedriveTarget(ctx, u)
 	if err != nil && !errors.Is(err, ErrNoDLQ) {
 		return Queue{}, err
@@ -418,7 +418,7 @@ func (i *Inspector) Stats(ctx context.Context, queues []Queue, opts *StatsOption
 	for n, q := range queues {
 		rep.Queues[n] = QueueStats{Name: q.Name, URL: q.URL}
 		if q.DLQURL != "" {
-			rep.Queues[n].DLQ = &QueueStats{Name: jobs.QueueName(q.DLQURL), URL: q.DLQURL}
+			rep.Queues[n].DLQ = &QueueStats{Name: awsarn.QueueName(q.DLQURL), URL: q.DLQURL}
 		}
 	}
 	for n := range rep.Queues {
@@ -544,7 +544,7 @@ func (i *Inspector) cloudWatchAges(ctx context.Context, qs []*QueueStats) error 
 				Metric: &cwtypes.Metric{
 					Namespace:  aws.String("AWS/SQS"),
 					MetricName: aws.String("ApproximateAgeOfOldestMessage"),
-					Dimensions: []cwtypes.Dimension{{Name: aws.String("QueueName"), Value: aws.String(jobs.QueueName(s.URL))}},
+					Dimensions: []cwtypes.Dimension{{Name: aws.String("QueueName"), Value: aws.String(awsarn.QueueName(s.URL))}},
 				},
 			},
 		})

@@ -4,7 +4,7 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/jobkit-go/jobkit/jobs"
+	"github.com/jobkit-go/jobkit/jobs/awsarn"
 )
 
 // ErrNativeFIFO: RedriveNative was asked for on a FIFO dead-letter queue (or towards a FIFO queue),
@@ -54,10 +54,10 @@ func fifoQueue(dlq QueueStats, o *RedriveOptions) string {
 		dest = o.Source
 	}
 	switch {
-	case dlq.FIFO || jobs.IsFIFOQueue(dlq.URL):
-		return jobs.QueueName(dlq.URL)
-	case jobs.IsFIFOQueue(dest):
-		return jobs.QueueName(dest)
+	case dlq.FIFO || awsarn.IsFIFO(dlq.URL):
+		return awsarn.QueueName(dlq.URL)
+	case awsarn.IsFIFO(dest):
+		return awsarn.QueueName(dest)
 	}
 	return ""
 }

@@ -45,10 +45,10 @@ func TestRuntimeDeadLetterIsReadBackAndRedriven(t *testing.T) {
 	jobs.AddWorker(workers, jobs.WorkFunc[chargeCard](func(context.Context, *jobs.Job[chargeCard]) error {
 		return jobs.Cancel(errors.New("card declined"))
 	}))
-	handler := jobs.NewSQSHandler(workers, jobs.Config{
+	handler := jobs.NewLambdaHandler(workers, jobs.Config{
 		QueueURL: q.URL, DLQURL: dlq.URL, SQS: client, FunctionName: "charge-worker",
 		Logger: slog.New(slog.NewJSONHandler(io.Discard, nil)), Metrics: io.Discard,
-	})
+	}).HandleSQS
 	out, err := client.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{
 		QueueUrl: aws.String(q.URL), WaitTimeSeconds: 1,
 		MessageSystemAttributeNames: []sqstypes.MessageSystemAttributeName{sqstypes.MessageSystemAttributeNameAll},

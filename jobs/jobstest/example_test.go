@@ -22,7 +22,7 @@ func Example() {
 		return nil
 	}))
 	rec := jobstest.NewRecorder()
-	handler := jobs.NewSQSHandler(workers, jobstest.Config(rec))
+	handler := jobs.NewLambdaHandler(workers, jobstest.Config(rec)).HandleSQS
 	resp, _ := handler(context.Background(), jobstest.Event(
 		jobstest.Message(Resize{URL: "a.png", Width: 64}, &jobstest.MessageOpts{MessageID: "ok"}),
 		jobstest.Message(Resize{Width: 64}, &jobstest.MessageOpts{MessageID: "later"}),

@@ -3,7 +3,7 @@
 // the runtime dead-lettered, retried or snoozed through a recording SQS client.
 //
 //	rec := jobstest.NewRecorder()
-//	handler := jobs.NewSQSHandler(workers, jobstest.Config(rec))
+//	handler := jobs.NewLambdaHandler(workers, jobstest.Config(rec)).HandleSQS
 //	resp, _ := handler(ctx, jobstest.Event(jobstest.Message(SendEmail{To: "a@b.c"}, nil)))
 //	dead := rec.DeadLetters() // what went to the DLQ, with reason and error
 //
@@ -349,6 +349,25 @@ func (r *Recorder) ChangeMessageVisibilityBatch(_ context.Context, in *sqs.Chang
 		out.Successful = append(out.Successful, sqstypes.ChangeMessageVisibilityBatchResultEntry{Id: e.Id})
 	}
 	return out, nil
+}
+
+// ReceiveMessage receives nothing: a Recorder's queues are write-only.
+func (r *Recorder) ReceiveMessage(context.Context, *sqs.ReceiveMessageInput, ...func(*sqs.Options)) (*sqs.ReceiveMessageOutput, error) {
+	return &sqs.ReceiveMessageOutput{}, nil
+}
+
+// DeleteMessageBatch reports every entry deleted.
+func (r *Recorder) DeleteMessageBatch(_ context.Context, in *sqs.DeleteMessageBatchInput, _ ...func(*sqs.Options)) (*sqs.DeleteMessageBatchOutput, error) {
+	out := &sqs.DeleteMessageBatchOutput{}
+	for _, e := range in.Entries {
+		out.Successful = append(out.Successful, sqstypes.DeleteMessageBatchResultEntry{Id: e.Id})
+	}
+	return out, nil
+}
+
+// GetQueueAttributes answers no attributes: an empty queue.
+func (r *Recorder) GetQueueAttributes(context.Context, *sqs.GetQueueAttributesInput, ...func(*sqs.Options)) (*sqs.GetQueueAttributesOutput, error) {
+	return &sqs.GetQueueAttributesOutput{Attributes: map[string]string{}}, nil
 }
 
 // DeadLetters returns the messages sent to dlqURL (default DLQURL), decoded.

@@ -78,7 +78,7 @@ func TestRecorderDeadLetters(t *testing.T) {
 		return jobs.Cancel(errors.New("no such image"))
 	}))
 	rec := jobstest.NewRecorder()
-	resp, err := jobs.NewSQSHandler(workers, jobstest.Config(rec))(context.Background(),
+	resp, err := jobs.NewLambdaHandler(workers, jobstest.Config(rec)).HandleSQS(context.Background(),
 		jobstest.Event(jobstest.Message(Resize{URL: "x"}, &jobstest.MessageOpts{ID: "r9", Attempt: 2})))
 	require.NoError(t, err)
 	assert.Empty(t, jobstest.FailedIDs(resp))

@@ -304,7 +304,7 @@ func (f *fixture) runBehindIdempotency(t *testing.T, msgs []sqstypes.Message) ma
 		Metrics: io.Discard, Logger: slog.New(slog.NewJSONHandler(io.Discard, nil)),
 	}
 	for _, m := range msgs {
-		resp, err := jobs.NewSQSHandler(w, rc)(context.Background(), jobstest.EventFromMessages(f.queue.ARN, []sqstypes.Message{m}))
+		resp, err := jobs.NewLambdaHandler(w, rc).HandleSQS(context.Background(), jobstest.EventFromMessages(f.queue.ARN, []sqstypes.Message{m}))
 		require.NoError(t, err)
 		require.Empty(t, resp.BatchItemFailures)
 	}

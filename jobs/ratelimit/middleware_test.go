@@ -62,10 +62,10 @@ func TestRateLimitedJobIsSnoozedNotChargedOnSQS(t *testing.T) {
 		Limit: PerMinute(1),
 		Key:   KeyFromArgs(func(a callAPI) string { return a.Tenant }),
 	}}, nil))
-	handler := jobs.NewSQSHandler(workers, jobs.Config{
+	handler := jobs.NewLambdaHandler(workers, jobs.Config{
 		QueueURL: q.URL, DLQURL: dlq.URL, SQS: client, MaxAttempts: 1, Deliveries: ledger,
 		Metrics: io.Discard, Logger: slog.New(slog.NewJSONHandler(io.Discard, nil)),
-	})
+	}).HandleSQS
 
 	producer, err := jobs.NewClient(client, jobs.ClientOptions{DefaultQueueURL: q.URL})
 	require.NoError(t, err)
@@ -104,7 +104,7 @@ func TestRateLimitedJobIsSnoozedNotChargedOnSQS(t *testing.T) {
 	mu.Lock()
 	assert.Equal(t, map[int]int{1: 1, 2: 1}, attempts, "each job ran once, as attempt 1")
 	mu.Unlock()
-	n, err := ledger.NotRun(context.Background(), snoozed)
+	n, _, err := ledger.Deliveries(context.Background(), snoozed)
 	require.NoError(t, err)
 	assert.Equal(t, 1, n)
 }

@@ -18,6 +18,7 @@ import (
 
 	"github.com/jobkit-go/jobkit/idempotency"
 	"github.com/jobkit-go/jobkit/jobs"
+	"github.com/jobkit-go/jobkit/jobs/awsarn"
 )
 
 // Shard counts of a batch.
@@ -187,7 +188,7 @@ func (t *Table) OpenBatch(ctx context.Context, client *jobs.Client, opts BatchOp
 	if queue == "" {
 		return nil, fmt.Errorf("state: OpenBatch: %w", jobs.ErrNoQueue)
 	}
-	if jobs.IsFIFOQueue(queue) && opts.GroupID == "" {
+	if awsarn.IsFIFO(queue) && opts.GroupID == "" {
 		return nil, fmt.Errorf("state: OpenBatch: %w", jobs.ErrGroupRequired)
 	}
 	args, err := json.Marshal(opts.Callback)
@@ -577,7 +578,7 @@ func (t *Table) sendBatchJob(ctx context.Context, meta map[string]types.Attribut
 	in := &sqs.SendMessageInput{QueueUrl: aws.String(queue), MessageBody: aws.String(string(body))}
 	if g := str(meta, attrCbGroup); g != "" {
 		in.MessageGroupId = aws.String(g)
-		if jobs.IsFIFOQueue(queue) {
+		if awsarn.IsFIFO(queue) {
 			in.MessageDeduplicationId = aws.String(id)
 		}
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/jobkit-go/jobkit/jobs"
+	"github.com/jobkit-go/jobkit/jobs/awsarn"
 )
 
 // BatchDeadlineKind is the kind of a batch's deadline job (BatchOpts.Deadline).
@@ -54,7 +55,7 @@ func failureAttrs(item map[string]types.AttributeValue, client *jobs.Client, opt
 	if queue == "" {
 		return fmt.Errorf("state: OpenBatch: failure callback: %w", jobs.ErrNoQueue)
 	}
-	if jobs.IsFIFOQueue(queue) && opts.GroupID == "" {
+	if awsarn.IsFIFO(queue) && opts.GroupID == "" {
 		return fmt.Errorf("state: OpenBatch: failure callback: %w", jobs.ErrGroupRequired)
 	}
 	args, err := json.Marshal(opts.OnFailure)

@@ -113,11 +113,11 @@ func newEnv(t *testing.T, folded bool) *env {
 		return nil
 	}))
 	jobs.AddWorker(workers, e.table.DeadlineWorker(e.client))
-	e.handle = jobs.NewSQSHandler(workers, jobs.Config{
+	e.handle = jobs.NewLambdaHandler(workers, jobs.Config{
 		QueueURL: e.q.URL, DLQURL: e.dlq.URL, SQS: e.sqs, MaxAttempts: 3, States: e.table,
 		Backoff: func(int) time.Duration { return 0 },
 		Metrics: io.Discard, Logger: slog.New(slog.NewJSONHandler(io.Discard, nil)),
-	})
+	}).HandleSQS
 	return e
 }
 

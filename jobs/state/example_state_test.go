@@ -57,7 +57,7 @@ func ExampleTable_Middleware() {
 		panic(err)
 	}
 	cfg.SQS, cfg.States = sqsClient, table
-	_ = jobs.NewSQSHandler(workers, cfg) // lambda.Start(...)
+	_ = jobs.NewLambdaHandler(workers, cfg).HandleSQS // lambda.Start(...)
 }
 
 // Fan out: enqueue N jobs as one batch; AlbumReady is enqueued once when every member has

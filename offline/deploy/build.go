@@ -10,7 +10,7 @@ import (
 	"runtime"
 	"time"
 
-	"github.com/jobkit-go/jobkit/jobs"
+	"github.com/jobkit-go/jobkit/jobs/contract"
 	"github.com/jobkit-go/jobkit/offline/lambdaruntime"
 )
 
@@ -74,10 +74,10 @@ func checkRunnable(path string) error {
 
 // buildBootstrap builds the Go main package source of the module in moduleDir to out, as
 // lambdaruntime builds a bootstrap for this machine: a folder of the module ("functions/email"),
-// or an import path (jobs.IsImportPath: a package of a module it requires, such as
-// jobs.RecorderPackage), built by that path in moduleDir, at the version its go.mod requires.
+// or an import path (contract.IsImportPath: a package of a module it requires, such as
+// contract.RecorderPackage), built by that path in moduleDir, at the version its go.mod requires.
 func buildBootstrap(ctx context.Context, moduleDir, source, out string) error {
-	if jobs.IsImportPath(source) {
+	if contract.IsImportPath(source) {
 		return lambdaruntime.BuildPackage(ctx, moduleDir, source, out)
 	}
 	return lambdaruntime.Build(ctx, filepath.Join(moduleDir, filepath.FromSlash(source)), out)

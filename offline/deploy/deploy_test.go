@@ -22,7 +22,7 @@ import (
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/stretchr/testify/require"
 
-	"github.com/jobkit-go/jobkit/jobs"
+	"github.com/jobkit-go/jobkit/jobs/contract"
 	"github.com/jobkit-go/jobkit/offline/deploy"
 	"github.com/jobkit-go/jobkit/offline/lambdaruntime"
 	"github.com/jobkit-go/jobkit/testkit/awstest"
@@ -322,7 +322,7 @@ func TestExplicitNamesArePrefixed(t *testing.T) {
 }
 
 // A function whose "jobkit:source" is an import path — the redrive recorder the constructs add,
-// jobs.RecorderPackage — is built by that path in its module (here the repository's, named by
+// contract.RecorderPackage — is built by that path in its module (here the repository's, named by
 // "jobkit:module" relative to the assembly, as the constructs write it), and runs.
 func TestDeployBuildsAFunctionFromAnImportPath(t *testing.T) {
 	t.Parallel()
@@ -333,7 +333,7 @@ func TestDeployBuildsAFunctionFromAnImportPath(t *testing.T) {
 	dir := assembly(t, func(stack string, tpl map[string]any) {
 		if stack == "JobkitWorkers" {
 			resource(tpl, "EchoFunction8D469E43")["Metadata"] = map[string]any{
-				deploy.SourceMetadataKey: jobs.RecorderPackage, deploy.ModuleMetadataKey: module,
+				deploy.SourceMetadataKey: contract.RecorderPackage, deploy.ModuleMetadataKey: module,
 			}
 		}
 	})
@@ -352,7 +352,7 @@ func TestDeployBuildsAFunctionFromAnImportPath(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, d.Functions, 1)
 	fn := d.Functions[0]
-	require.Equal(t, jobs.RecorderPackage, fn.Source)
+	require.Equal(t, contract.RecorderPackage, fn.Source)
 	require.Equal(t, root, fn.ModuleDir, "the module the metadata names, not Options.ModuleDir")
 
 	rt, err := lambdaruntime.New(lambdaruntime.Function{Name: fn.Name, Bootstrap: fn.Bootstrap, Env: fn.Env, Timeout: fn.Timeout},

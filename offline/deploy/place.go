@@ -37,7 +37,7 @@ const (
 )
 
 // SourceMetadataKey is the metadata key naming a function's Go main package, relative to the
-// module, or by import path (jobs.IsImportPath; infra/constructs writes it).
+// module, or by import path (contract.IsImportPath; infra/constructs writes it).
 const SourceMetadataKey = contract.SourceMetadataKey
 
 // ModuleMetadataKey is the metadata key naming the directory of a function's Go module, relative

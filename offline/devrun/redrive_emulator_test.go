@@ -18,6 +18,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/jobkit-go/jobkit/jobs"
+	"github.com/jobkit-go/jobkit/jobs/event"
 	"github.com/jobkit-go/jobkit/jobs/inspect"
 	"github.com/jobkit-go/jobkit/jobs/jobstest"
 	"github.com/jobkit-go/jobkit/offline/devrun"
@@ -87,10 +88,10 @@ func TestCounterRedrivenJobDeadAgainIsDead(t *testing.T) {
 		}
 		return nil
 	}))
-	handler := jobs.NewSQSHandler(workers, jobs.Config{
+	handler := jobs.NewLambdaHandler(workers, jobs.Config{
 		QueueURL: main.URL, DLQURL: dlq.URL, SQS: client, FunctionName: "mail", Metrics: io.Discard,
-		Logger: slog.New(slog.NewJSONHandler(io.Discard, nil)), OnEvent: jobs.WriteEvents(&lines{read: counter.ReadLine}),
-	})
+		Logger: slog.New(slog.NewJSONHandler(io.Discard, nil)), OnEvent: event.Write(&lines{read: counter.ReadLine}),
+	}).HandleSQS
 	poller, err := esm.New(client, inProcess(handler), esm.Mapping{QueueURL: main.URL, QueueARN: main.ARN, ReportBatchItemFailures: true},
 		&esm.Options{OnBatch: func(rep esm.BatchReport) { counter.OnBatch("mail", rep) }, LongPoll: time.Second})
 	require.NoError(t, err)

@@ -41,7 +41,7 @@ type Config struct {
 	// Output receives the functions' output, each line prefixed with "[<function>] "; default os.Stderr.
 	Output io.Writer
 	// Events sets JOBKIT_EVENTS=stdout for every function and container, so their output carries
-	// each job's start and outcome as JSON lines (jobs.WriteEvents), which offline/tally reads.
+	// each job's start and outcome as JSON lines (event.Write), which offline/tally reads.
 	Events bool
 	// Logger receives the stack's own events; default discards.
 	Logger *slog.Logger

@@ -19,7 +19,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
-	"github.com/jobkit-go/jobkit/jobs"
 	"github.com/jobkit-go/jobkit/jobs/awsarn"
 	"github.com/jobkit-go/jobkit/jobs/contract"
 	"github.com/jobkit-go/jobkit/scheduler"
@@ -252,8 +251,8 @@ func (r *Runner) declared(ctx context.Context, s scheduler.Schedule) (*source, e
 			return nil, &scheduler.ValidationError{Schedule: s.Name, Field: "DeadLetterQueue", Reason: "cannot resolve it to a queue URL", Err: err}
 		}
 	}
-	if jobs.IsFIFOQueue(src.queueURL) && src.groupID == "" {
-		return nil, &scheduler.ValidationError{Schedule: s.Name, Field: "GroupID", Reason: "the target queue " + jobs.QueueName(src.queueURL) + " is FIFO: it needs a message group id"}
+	if awsarn.IsFIFO(src.queueURL) && src.groupID == "" {
+		return nil, &scheduler.ValidationError{Schedule: s.Name, Field: "GroupID", Reason: "the target queue " + awsarn.QueueName(src.queueURL) + " is FIFO: it needs a message group id"}
 	}
 	return src, nil
 }
@@ -498,18 +497,18 @@ func (r *Runner) send(ctx context.Context, src *source, tick time.Time) Firing {
 		f.JobID, f.Kind = env.ID, env.Kind
 	}
 	in := &sqs.SendMessageInput{QueueUrl: aws.String(src.queueURL), MessageBody: aws.String(body)}
-	if jobs.IsFIFOQueue(src.queueURL) {
+	if awsarn.IsFIFO(src.queueURL) {
 		in.MessageGroupId = aws.String(src.groupID)
 		in.MessageDeduplicationId = aws.String(dedupID(f.JobID, body))
 	}
 	out, err := r.cfg.SQS.SendMessage(ctx, in)
 	attrs := []any{"schedule", src.name, "group", src.group, "scheduled_time", scheduler.FormatScheduledTime(tick),
-		"job_id", f.JobID, "kind", f.Kind, "queue", jobs.QueueName(src.queueURL)}
+		"job_id", f.JobID, "kind", f.Kind, "queue", awsarn.QueueName(src.queueURL)}
 	if err == nil {
 		f.MessageID = aws.ToString(out.MessageId)
 		r.log.Info("scheduler: tick sent", append(attrs, "message_id", f.MessageID)...)
 	} else {
-		f.Err = fmt.Errorf("scheduler: send tick of %s to %s: %w", src.name, jobs.QueueName(src.queueURL), err)
+		f.Err = fmt.Errorf("scheduler: send tick of %s to %s: %w", src.name, awsarn.QueueName(src.queueURL), err)
 		r.log.Error("scheduler: tick not delivered", append(attrs, "error", err.Error())...)
 		if src.dlqURL != "" {
 			r.deadLetter(ctx, src, f)

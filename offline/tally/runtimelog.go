@@ -1,6 +1,6 @@
 package tally
 
-import "github.com/jobkit-go/jobkit/jobs"
+import "github.com/jobkit-go/jobkit/jobs/event"
 
 // EventType is what the runtime did with one record.
 type EventType int
@@ -83,29 +83,29 @@ func (b *Book) ReadLine(line []byte) {
 }
 
 // ParseLine reads the runtime's outcome of a record from one line of a function's output: an
-// event line (jobs.WriteEvents, asked for with JOBKIT_EVENTS=stdout; devstack.Config.Events), with
+// event line (event.Write, asked for with JOBKIT_EVENTS=stdout; devstack.Config.Events), with
 // or without a "[<function>] " prefix. ok is false for any other line, and for a start or a
 // success, which the book learns from the queues.
 func ParseLine(line []byte) (e Event, ok bool) {
-	ev, ok := jobs.ParseEvent(line)
+	ev, ok := event.Parse(line)
 	if !ok {
 		return Event{}, false
 	}
 	e = Event{JobID: ev.JobID, Kind: ev.Kind, MessageID: ev.MessageID, Attempt: ev.Attempt,
 		Error: ev.Error, Reason: ev.Reason, Note: ev.Note}
 	switch ev.Type {
-	case jobs.EventRetried:
+	case event.Retried:
 		e.Type = EventFailed
-	case jobs.EventDead:
+	case event.Dead:
 		e.Type = EventDeadLettered
-	case jobs.EventNotRun:
+	case event.NotRun:
 		e.Type = EventReturned
-		if ev.Note == jobs.NoteDeadlineNotStarted || ev.Note == jobs.NoteBatchDeadline {
+		if ev.Note == event.NoteDeadlineNotStarted || ev.Note == event.NoteBatchDeadline {
 			e.Type = EventNotStarted
 		}
-	case jobs.EventSnoozed:
+	case event.Snoozed:
 		e.Type, e.Note = EventReturned, "snoozed"
-	case jobs.EventReturned:
+	case event.Returned:
 		e.Type = EventReturned
 	default:
 		return Event{}, false

@@ -13,6 +13,7 @@ import (
 
 	"github.com/jobkit-go/jobkit/jobs"
 	"github.com/jobkit-go/jobkit/jobs/contract"
+	"github.com/jobkit-go/jobkit/jobs/event"
 	"github.com/jobkit-go/jobkit/jobs/jobstest"
 	"github.com/jobkit-go/jobkit/offline/tally"
 )
@@ -47,8 +48,8 @@ func runLines(t *testing.T, fifo bool, records ...events.SQSMessage) [][]byte {
 	var out bytes.Buffer
 	cfg := jobstest.Config(jobstest.NewRecorder(), fifo)
 	cfg.Logger = slog.New(slog.NewJSONHandler(&out, nil))
-	cfg.OnEvent = jobs.WriteEvents(&out)
-	_, err := jobs.NewSQSHandler(workers(), cfg)(context.Background(), jobstest.Event(records...))
+	cfg.OnEvent = event.Write(&out)
+	_, err := jobs.NewLambdaHandler(workers(), cfg).HandleSQS(context.Background(), jobstest.Event(records...))
 	require.NoError(t, err)
 	var lines [][]byte
 	for _, l := range bytes.Split(out.Bytes(), []byte("\n")) {

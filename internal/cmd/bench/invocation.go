@@ -34,7 +34,7 @@ import (
 //
 //   - raw: jobs.NewLambdaHandler (the functions' handler) with a no-op worker: decodes the event
 //     itself and writes the response.
-//   - typed: jobs.NewSQSHandler behind aws-lambda-go's typed handler (lambda.NewHandler(fn).Invoke),
+//   - typed: jobs.NewLambdaHandler(…).HandleSQS behind aws-lambda-go's typed handler (lambda.NewHandler(fn).Invoke),
 //     which decodes the event into events.SQSEvent with encoding/json and marshals the response.
 //   - naive: an aws-lambda-go typed handler that only json.Unmarshals each body into the envelope
 //     with typed args and reports no failures — less than any real consumer does.
@@ -95,7 +95,7 @@ func benchInvocation(ctx context.Context, emit func(string, any)) error {
 		h    lambda.Handler
 	}{
 		{"raw", jobs.NewLambdaHandler(noopWorkers(), benchConfig(&calls))},
-		{"typed", lambda.NewHandler(jobs.NewSQSHandler(noopWorkers(), benchConfig(&calls)))},
+		{"typed", lambda.NewHandler(jobs.NewLambdaHandler(noopWorkers(), benchConfig(&calls)).HandleSQS)},
 		{"naive", lambda.NewHandler(naiveHandler)},
 	}
 	passes := make([][]float64, len(sides)+1) // the sides', then powertools'
@@ -127,7 +127,7 @@ func benchInvocation(ctx context.Context, emit func(string, any)) error {
 	emitRatio(emit, "invocation_speedup_vs_powertools", pt, raw)
 	emitRatio(emit, "invocation_vs_naive", raw, naive)
 	emitRatio(emit, "invocation_typed_vs_raw", typed, raw)
-	// Batches whose first heartbeat (due at once, see NewSQSHandler) ran before they ended: on a
+	// Batches whose first heartbeat (due at once, see NewLambdaHandler) ran before they ended: on a
 	// loaded machine the watchdog's timer often fires inside a batch, and the call costs CPU.
 	emit("invocation_heartbeat_batches_share", float64(heartbeats.Load())/float64(2*(invocationRounds+1)*len(payloads)))
 	return nil

@@ -30,7 +30,7 @@ func TestInvocationSidesAgree(t *testing.T) {
 	var calls atomic.Int64
 	for _, h := range []lambda.Handler{
 		jobs.NewLambdaHandler(noopWorkers(), benchConfig(&calls)),
-		lambda.NewHandler(jobs.NewSQSHandler(noopWorkers(), benchConfig(&calls))),
+		lambda.NewHandler(jobs.NewLambdaHandler(noopWorkers(), benchConfig(&calls)).HandleSQS),
 		lambda.NewHandler(naiveHandler),
 	} {
 		if _, err := invocationPass(context.Background(), h, payloads, &calls); err != nil {

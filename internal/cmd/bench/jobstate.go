@@ -180,10 +180,10 @@ func newStateRig(ctx context.Context, sqsClient *sqs.Client, name string, st job
 		r.callbacks.Add(1)
 		return nil
 	}))
-	h := jobs.NewSQSHandler(workers, jobs.Config{
+	h := jobs.NewLambdaHandler(workers, jobs.Config{
 		QueueURL: r.url, DLQURL: r.url, SQS: sqsClient, States: st,
 		Metrics: io.Discard, Logger: slog.New(slog.NewJSONHandler(io.Discard, nil)),
-	})
+	}).HandleSQS
 	r.handle = func(ctx context.Context, msgs []sqstypes.Message) error {
 		lctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 		defer cancel()

@@ -31,7 +31,7 @@ import (
 // (benchfix.SampleEvents: deterministic) and written to one JSON file; each side decodes that file
 // before timing, as its Lambda runtime would hand it decoded events.
 //
-//   - jobkit: jobs.NewSQSHandler with a no-op typed worker; its SQS client answers in-process. A
+//   - jobkit: jobs.NewLambdaHandler(…).HandleSQS with a no-op typed worker; its SQS client answers in-process. A
 //     batch that succeeds makes no SQS call: a call (a job retried or dead-lettered) fails the
 //     run, as a listed record does. The envelope and its args decode into Go structs.
 //   - Powertools: BatchProcessor(EventType.SQS) + process_partial_response; the record handler
@@ -229,7 +229,7 @@ func runtimePass(ctx context.Context, evs []events.SQSEvent) (func() error, erro
 	cfg := jobstest.Config(client)
 	cfg.Metrics = io.Discard
 	cfg.Logger = slog.New(slog.NewJSONHandler(io.Discard, nil))
-	handler := jobs.NewSQSHandler(workers, cfg)
+	handler := jobs.NewLambdaHandler(workers, cfg).HandleSQS
 	pass := func() error {
 		for _, ev := range evs {
 			resp, err := handler(ctx, ev)

@@ -116,7 +116,7 @@ func runRateLimitFunction() {
 	workers.Use(ratelimit.Middleware(ratelimit.NewStore(bucketDB, table), ratelimit.Rules{
 		rateKind: {Limit: ratelimit.PerSecond(limit)},
 	}, nil))
-	h := jobs.NewSQSHandler(workers, cfg)
+	h := jobs.NewLambdaHandler(workers, cfg).HandleSQS
 	lambda.Start(func(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
 		resp, err := h(ctx, ev)
 		snoozes.Add(int64(len(resp.BatchItemFailures)))

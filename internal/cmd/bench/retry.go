@@ -16,6 +16,7 @@ import (
 
 	"github.com/jobkit-go/jobkit/internal/benchfix"
 	"github.com/jobkit-go/jobkit/jobs"
+	"github.com/jobkit-go/jobkit/jobs/awsarn"
 	"github.com/jobkit-go/jobkit/jobs/jobstest"
 	"github.com/jobkit-go/jobkit/testkit/awstest"
 )
@@ -24,7 +25,7 @@ import (
 // on the endpoint's real SQS queues (the emulator under `make bench`), whose visibility timeout is
 // retryVisibility. Two consumers run side by side, each on its own queue of retryMessages jobs:
 //
-//   - jobkit: jobs.NewSQSHandler (BackoffBase retryBackoffBase) runs the received batch; the worker
+//   - jobkit: jobs.NewLambdaHandler(…).HandleSQS (BackoffBase retryBackoffBase) runs the received batch; the worker
 //     fails every job's first attempt, so the runtime sets each message's visibility to its backoff
 //     and lists it in batchItemFailures. The re-received batch must then succeed (attempt 2).
 //   - fixed visibility timeout: a consumer that fails the batch and leaves the messages alone, as a
@@ -159,12 +160,12 @@ func retryWithJobkit(ctx context.Context, client *sqs.Client) (float64, error) {
 		}
 		return nil
 	}))
-	handler := jobs.NewSQSHandler(workers, jobs.Config{
+	handler := jobs.NewLambdaHandler(workers, jobs.Config{
 		QueueURL: queue, DLQURL: dlq, SQS: client,
 		VisibilityTimeout: retryVisibility, BackoffBase: retryBackoffBase,
 		Metrics: io.Discard, Logger: slog.New(slog.NewJSONHandler(io.Discard, nil)),
-	})
-	arn := "arn:aws:sqs:us-east-1:000000000000:" + jobs.QueueName(queue)
+	}).HandleSQS
+	arn := "arn:aws:sqs:us-east-1:000000000000:" + awsarn.QueueName(queue)
 	invoke := func(msgs []sqstypes.Message) ([]string, error) {
 		ctx, cancel := context.WithTimeout(ctx, retryVisibility) // the function's timeout
 		defer cancel()

@@ -11,7 +11,7 @@ import (
 )
 
 // The runtime benchmark runs one SQS batch of 10 jobs with a no-op worker through
-// jobs.NewSQSHandler again and again, whose SQS client answers in-process
+// jobs.NewLambdaHandler(…).HandleSQS again and again, whose SQS client answers in-process
 // (benchfix.NewBenchRunner): it measures jobkit's own cost per message — envelope and args
 // decoding, dispatch, concurrency, outcomes, the metrics line — not the network. It needs no
 // emulator. The same batch every time keeps it in the CPU caches: the canonical figure,

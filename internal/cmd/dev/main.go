@@ -169,7 +169,7 @@ func runDev(ctx context.Context, a *app, o *devOptions, stdout, stderr io.Writer
 	if err != nil {
 		return err
 	}
-	stopConsole := serveConsole(ctx, o.console, awsCfg, o.prefix+jobs.DefaultStack, note)
+	stopConsole := serveConsole(ctx, o.console, awsCfg, o.prefix+contract.DefaultStack, note)
 	defer stopConsole()
 	workload, stateDemo, outboxDemo := devapp.DevWorkload(), devapp.DevStateDemo(), devapp.DevOutboxDemo()
 	if o.noDemo {

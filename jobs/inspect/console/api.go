@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/jobkit-go/jobkit/jobs"
+	"github.com/jobkit-go/jobkit/jobs/awsarn"
+	"github.com/jobkit-go/jobkit/jobs/contract"
 	"github.com/jobkit-go/jobkit/jobs/inspect"
 )
 
@@ -232,7 +234,7 @@ func (s *Server) redrive(t *task, q inspect.Queue, req redriveRequest) {
 	o := inspect.RedriveOptions{Source: q.URL, InFlightWait: -1}
 	stack := s.o.Target.Stack
 	if stack == "" {
-		stack = jobs.DefaultStack
+		stack = contract.DefaultStack
 	}
 	// The deployed stack's queues on this DLQ are trusted destinations too (no stack: none).
 	o.Sources, _ = s.in.StackSources(ctx, stack, q.DLQURL)
@@ -283,7 +285,7 @@ func (s *Server) apiPurge(w http.ResponseWriter, r *http.Request) {
 		fail(w, err)
 		return
 	}
-	if want := jobs.QueueName(q.DLQURL); req.Confirm != want {
+	if want := awsarn.QueueName(q.DLQURL); req.Confirm != want {
 		writeError(w, http.StatusBadRequest, "type the dead-letter queue's name (%s) to confirm the purge", want)
 		return
 	}

@@ -12,6 +12,8 @@ import (
 	"sync"
 
 	"github.com/jobkit-go/jobkit/jobs"
+	"github.com/jobkit-go/jobkit/jobs/awsarn"
+	"github.com/jobkit-go/jobkit/jobs/contract"
 )
 
 //go:embed assets
@@ -118,7 +120,7 @@ func (s *Server) pageStatus(ctx context.Context, d *pageData) {
 
 func (s *Server) stack() string {
 	if s.o.Target.Stack == "" {
-		return jobs.DefaultStack
+		return contract.DefaultStack
 	}
 	return s.o.Target.Stack
 }
@@ -148,7 +150,7 @@ func (s *Server) pageSchedules(ctx context.Context, d *pageData) {
 // what it reads) the selected job's envelope.
 func (s *Server) pageDead(ctx context.Context, d *pageData) {
 	if q, err := s.queue(ctx, d.Selected); err == nil && q.DLQURL != "" {
-		d.DLQName = text(jobs.QueueName(q.DLQURL), fieldWidth)
+		d.DLQName = text(awsarn.QueueName(q.DLQURL), fieldWidth)
 	}
 	v, err := s.listDead(ctx, d.Selected)
 	if err != nil {

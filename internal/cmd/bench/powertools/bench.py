@@ -1,4 +1,4 @@
-"""Time handler.handler on a file of SQS events, as the jobkit benchmark times jobs.NewSQSHandler.
+"""Time handler.handler on a file of SQS events, as the jobkit benchmark times jobs.NewLambdaHandler(…).HandleSQS.
 
     python bench.py EVENTS.json
 

@@ -6,7 +6,7 @@ such a batch: BatchProcessor(EventType.SQS) with process_partial_response, a rec
 parses the body into a pydantic model with Powertools' parser, and idempotency on a DynamoDB table.
 
 - `handler` runs every record through `record_handler`: parse the envelope, call a no-op. It is the
-  peer of jobs.NewSQSHandler with a no-op worker (the throughput benchmark, bench.py).
+  peer of jobs.NewLambdaHandler(…).HandleSQS with a no-op worker (the throughput benchmark, bench.py).
 - `idempotent_handler` runs every record through the same steps inside Powertools idempotency
   (DynamoDB persistence, keyed on the envelope id): the peer of a jobkit function with the
   idempotency middleware (functions/email). The cold start benchmark starts this one.

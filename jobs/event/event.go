@@ -1,4 +1,8 @@
-package jobs
+// Package event is what the jobs runtime did with each delivery of a job, as values: the typed
+// hook Config.OnEvent receives (for Lambda and container workers alike), and the JSON lines
+// Write makes of them (JOBKIT_EVENTS=stdout) and Parse reads back, which the offline stack's job
+// accounting counts instead of reading log text.
+package event
 
 import (
 	"bytes"
@@ -8,38 +12,38 @@ import (
 	"time"
 )
 
-// EventType is what the runtime did with one delivery of a job.
-type EventType string
+// Type is what the runtime did with one delivery of a job.
+type Type string
 
 // Event types, in the order a delivery meets them: Started, then one outcome.
 const (
-	// EventStarted: the runtime calls the job's middleware and worker: a run, charged as an
+	// Started: the runtime calls the job's middleware and worker: a run, charged as an
 	// attempt.
-	EventStarted EventType = "started"
-	// EventSucceeded: the run succeeded (a duplicate the idempotency middleware skipped too);
+	Started Type = "started"
+	// Succeeded: the run succeeded (a duplicate the idempotency middleware skipped too);
 	// the message is deleted.
-	EventSucceeded EventType = "succeeded"
-	// EventRetried: the run failed; the job runs again after Delay.
-	EventRetried EventType = "retried"
-	// EventSnoozed: the job asked to run again after Delay (jobs.Snooze); not a failure.
-	EventSnoozed EventType = "snoozed"
-	// EventDead: the runtime dead-lettered the job, for Reason (a Reason* value; ReasonCancelled
-	// for a cancelled job).
-	EventDead EventType = "dead"
-	// EventNotRun: the delivery did not run the job, which comes back with no attempt charged:
+	Succeeded Type = "succeeded"
+	// Retried: the run failed; the job runs again after Delay.
+	Retried Type = "retried"
+	// Snoozed: the job asked to run again after Delay (jobs.Snooze); not a failure.
+	Snoozed Type = "snoozed"
+	// Dead: the runtime dead-lettered the job, for Reason (a contract.Reason* value;
+	// contract.ReasonCancelled for a cancelled job).
+	Dead Type = "dead"
+	// NotRun: the delivery did not run the job, which comes back with no attempt charged:
 	// Note says why (not started before the deadline, behind a failed job of its FIFO group).
-	EventNotRun EventType = "not_run"
-	// EventReturned: the job ran, or was dead, but no outcome could be kept for it: its message
+	NotRun Type = "not_run"
+	// Returned: the job ran, or was dead, but no outcome could be kept for it: its message
 	// goes back to the queue (abandoned at the deadline, released by a container's drain, its
 	// dead-letter send or state write failed, its message lost to another delivery). Note says
 	// which.
-	EventReturned EventType = "returned"
+	Returned Type = "returned"
 )
 
-// Event is one thing the runtime did with a delivery of a job (Config.OnEvent), for Lambda and
+// Event is one thing the runtime did with a delivery of a job (jobs.Config.OnEvent), for Lambda and
 // container workers alike. It is what the runtime's log lines say, as a value.
 type Event struct {
-	Type      EventType     `json:"event"`
+	Type      Type     `json:"event"`
 	Time      time.Time     `json:"time"`
 	JobID     string        `json:"job_id,omitempty"`
 	Kind      string        `json:"kind,omitempty"`
@@ -67,13 +71,13 @@ const (
 	NoteDeadStateNotRecorded = "dead, but its state was not recorded: to be dead-lettered on its next delivery"
 )
 
-// EventMarker is the key that opens an event's JSON line (WriteEvents); no log line opens so.
-const EventMarker = `"event"`
+// Marker is the key that opens an event's JSON line (Write); no log line of the runtime opens so.
+const Marker = `"event"`
 
-// WriteEvents returns an OnEvent that writes each event to w as one JSON object a line, whole
-// even when jobs end at once. JOBKIT_EVENTS=stdout sets it on stdout (ConfigFromEnv): the
+// Write returns an OnEvent that writes each event to w as one JSON object a line, whole
+// even when jobs end at once. JOBKIT_EVENTS=stdout sets it on stdout (jobs.ConfigFromEnv): the
 // offline stack's job accounting reads these lines, not the log text.
-func WriteEvents(w io.Writer) func(Event) {
+func Write(w io.Writer) func(Event) {
 	var mu sync.Mutex
 	return func(e Event) {
 		line, err := json.Marshal(e)
@@ -87,11 +91,11 @@ func WriteEvents(w io.Writer) func(Event) {
 	}
 }
 
-// ParseEvent reads a line WriteEvents wrote (after any prefix before its '{'). ok is false for any
+// Parse reads a line Write wrote (after any prefix before its '{'). ok is false for any
 // other line.
-func ParseEvent(line []byte) (e Event, ok bool) {
+func Parse(line []byte) (e Event, ok bool) {
 	i := bytes.IndexByte(line, '{')
-	if i < 0 || !bytes.HasPrefix(line[i+1:], []byte(EventMarker)) {
+	if i < 0 || !bytes.HasPrefix(line[i+1:], []byte(Marker)) {
 		return Event{}, false
 	}
 	if json.Unmarshal(line[i:], &e) != nil || e.Type == "" {
@@ -100,23 +104,3 @@ func ParseEvent(line []byte) (e Event, ok bool) {
 	return e, true
 }
 
-// event reports an event of r to Config.OnEvent, if set.
-func (b *batch) event(r *record, typ EventType, note string, err error, reason string) {
-	on := b.h.cfg.OnEvent
-	if on == nil {
-		return
-	}
-	e := Event{Type: typ, Time: time.Now(), JobID: r.row.ID, Kind: r.row.Kind, Queue: QueueName(r.row.QueueURL),
-		MessageID: r.msg.MessageID, GroupID: r.row.GroupID, Attempt: r.row.Attempt, Reason: reason, Note: note}
-	if err != nil {
-		e.Error = err.Error()
-	}
-	switch typ {
-	case EventRetried, EventSnoozed:
-		e.Delay = r.delay
-	}
-	if r.ran {
-		e.Duration = r.dur
-	}
-	on(e)
-}

@@ -1,6 +1,9 @@
-package jobs
+package contract
 
-import "strings"
+import (
+	"strings"
+	"time"
+)
 
 // Names of the deployment contract. The CDK constructs (module infra) write them into the
 // synthesized stacks; the tools that read a deployed stack (package jobs/inspect and the jobkit
@@ -42,3 +45,18 @@ func LaneQueueName(queue, lane string) string {
 	}
 	return queue + string(first) + lane[1:]
 }
+
+// The claim check's wire format, shared with AWS's SQS extended clients: PayloadPointerClass is
+// the first element of a pointer body.
+const PayloadPointerClass = "software.amazon.payloadoffloading.PayloadS3Pointer"
+
+// The container consumer's bounds (jobs.Consumer), which the ContainerWorker construct checks.
+const (
+	// DefaultDrainTimeout leaves 5 s of ECS's default 30 s stop timeout for the process to exit.
+	DefaultDrainTimeout = 25 * time.Second
+	// MinConsumerVisibilityTimeout is the shortest visibility timeout a consumer takes: its
+	// heartbeat runs every third of it, and each beat must land before the visibility lapses.
+	MinConsumerVisibilityTimeout = 3 * time.Second
+	// MaxStopTimeout is the longest stop timeout ECS gives a Fargate task (SIGTERM to SIGKILL).
+	MaxStopTimeout = 120 * time.Second
+)
