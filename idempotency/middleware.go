@@ -1,6 +1,7 @@
 package idempotency
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -21,9 +22,7 @@ const maxSnooze = 12 * time.Hour
 // jobs of different kinds that share a key apart.
 func JobKey(row *jobs.JobRow) string {
 	key := row.Key
-	if key == "" {
-		key = row.ID
-	}
+	key = cmp.Or(key, row.ID)
 	return row.Kind + "#" + key
 }
 

@@ -1,6 +1,7 @@
 package jobs
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -95,9 +96,7 @@ type backlogReading struct {
 }
 
 func newBacklogs(cfg Backpressure, now func() time.Time) *backlogs {
-	if cfg.Refresh == 0 {
-		cfg.Refresh = defaultBackpressureRefresh
-	}
+	cfg.Refresh = cmp.Or(cfg.Refresh, defaultBackpressureRefresh)
 	return &backlogs{byURL: map[string]*backlogReading{}, cfg: cfg, now: now, sleeps: sleepErr}
 }
 

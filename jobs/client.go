@@ -1,6 +1,7 @@
 package jobs
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -443,10 +444,14 @@ func (c *Client) QueueFor(kind string) string {
 type PreparedJob struct {
 	ID       string // the job id
 	Kind     string // the job kind
+	Key      string // the idempotency key (EnqueueOpts.Key; empty: the id)
+	Batch    string // the fan-out batch it belongs to, if any
 	QueueURL string // the queue it is routed to
 	Body     string // the envelope
 	GroupID  string // the message group id (FIFO; on a Standard queue, a fair-queue tenant)
 	DedupID  string // the FIFO deduplication id
+	// EnqueuedAt is when the Client took the job (the envelope's enqueued_at).
+	EnqueuedAt time.Time
 	// DeliverAt is when the job becomes visible (zero: at once). From Prepare it is at most
 	// MaxSQSDelay away, and the sender sets DelaySeconds to what is left of it; a LongDelayer
 	// gets jobs further away.
@@ -486,7 +491,8 @@ func (c *Client) Prepare(ctx context.Context, args JobArgs, opts *EnqueueOpts) (
 	if err := c.store(ctx, &p); err != nil {
 		return PreparedJob{ID: p.id, Kind: p.kind}, err
 	}
-	j := PreparedJob{ID: p.id, Kind: p.kind, QueueURL: p.queue, Body: p.body, GroupID: p.group, DeliverAt: p.at, PayloadSize: len(p.payload)}
+	j := p.enqueued()
+	j.Body, j.GroupID, j.PayloadSize = p.body, p.group, len(p.payload)
 	if p.fifo {
 		j.DedupID = p.dedup
 	}
@@ -654,9 +660,7 @@ func (p *prepared) encode(args JobArgs, o *EnqueueOpts, now time.Time) error {
 		p.id = NewID() // only for a job that passed the checks before
 	}
 	if p.fifo && !p.scheduled {
-		if p.dedup == "" {
-			p.dedup = p.id
-		}
+		p.dedup = cmp.Or(p.dedup, p.id)
 		if !validMessageID(p.dedup) {
 			return fmt.Errorf("%w: %q (the job id unless EnqueueOpts.DedupID is set)", ErrInvalidDedupID, p.dedup)
 		}

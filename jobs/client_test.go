@@ -1,6 +1,7 @@
 package jobs_test
 
 import (
+	"cmp"
 	"context"
 	"strconv"
 	"strings"
@@ -52,9 +53,7 @@ func (d *delayer) CancelJob(_ context.Context, id string) error {
 
 func newTestClient(t *testing.T, rec *jobstest.Recorder, opts jobs.ClientOptions) *jobs.Client {
 	t.Helper()
-	if opts.DefaultQueueURL == "" {
-		opts.DefaultQueueURL = jobstest.QueueURL
-	}
+	opts.DefaultQueueURL = cmp.Or(opts.DefaultQueueURL, jobstest.QueueURL)
 	c, err := jobs.NewClient(rec, opts)
 	require.NoError(t, err)
 	return c

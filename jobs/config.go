@@ -1,6 +1,7 @@
 package jobs
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -273,9 +274,7 @@ func (c *Config) Validate() error {
 		errs = append(errs, errors.New("negative value"))
 	}
 	if attempts := max(c.MaxAttempts, 0); c.MaxReceiveCount > 0 {
-		if attempts == 0 {
-			attempts = DefaultMaxAttempts
-		}
+		attempts = cmp.Or(attempts, DefaultMaxAttempts)
 		if c.MaxReceiveCount <= attempts {
 			errs = append(errs, fmt.Errorf("MaxReceiveCount %d must exceed MaxAttempts %d: the last receive the redrive policy allows is kept for dead-lettering, never a run", c.MaxReceiveCount, attempts))
 		}
@@ -291,27 +290,15 @@ func (c *Config) Validate() error {
 
 // withDefaults fills the zero fields.
 func (c Config) withDefaults() Config {
-	if c.MaxAttempts == 0 {
-		c.MaxAttempts = DefaultMaxAttempts
-	}
-	if c.VisibilityTimeout == 0 {
-		c.VisibilityTimeout = DefaultVisibilityTimeout
-	}
-	if c.Concurrency == 0 {
-		c.Concurrency = DefaultConcurrency
-	}
-	if c.BackoffBase == 0 {
-		c.BackoffBase = DefaultBackoffBase
-	}
-	if c.BackoffCap == 0 {
-		c.BackoffCap = DefaultBackoffCap
-	}
+	c.MaxAttempts = cmp.Or(c.MaxAttempts, DefaultMaxAttempts)
+	c.VisibilityTimeout = cmp.Or(c.VisibilityTimeout, DefaultVisibilityTimeout)
+	c.Concurrency = cmp.Or(c.Concurrency, DefaultConcurrency)
+	c.BackoffBase = cmp.Or(c.BackoffBase, DefaultBackoffBase)
+	c.BackoffCap = cmp.Or(c.BackoffCap, DefaultBackoffCap)
 	if c.BackoffCap > MaxVisibility {
 		c.BackoffCap = MaxVisibility
 	}
-	if c.SafetyMargin == 0 {
-		c.SafetyMargin = defaultSafetyMargin
-	}
+	c.SafetyMargin = cmp.Or(c.SafetyMargin, defaultSafetyMargin)
 	if c.MaxPayloadSize <= 0 {
 		c.MaxPayloadSize = defaultMaxPayloadSize
 	}

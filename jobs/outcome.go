@@ -3,6 +3,7 @@ package jobs
 // Outcomes: a job's error decides retry, snooze or dead-letter; dead letters carry the failure.
 
 import (
+	"cmp"
 	"errors"
 	"log/slog"
 	"strconv"
@@ -176,9 +177,7 @@ func (b *batch) deadLetter(r *record, reason string, jobErr error) error {
 	}
 	if h.dlqFIFO {
 		group := r.row.GroupID
-		if group == "" {
-			group = "jobkit"
-		}
+		group = cmp.Or(group, "jobkit")
 		in.MessageGroupId = aws.String(group)
 		in.MessageDeduplicationId = aws.String(dedupID(r.msg.MessageID))
 	}

@@ -16,6 +16,7 @@ import (
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/aws/smithy-go"
 
+	"github.com/jobkit-go/jobkit/jobs/awsarn"
 	"github.com/jobkit-go/jobkit/jobs/contract"
 	"github.com/jobkit-go/jobkit/jobs/internal/wire"
 )
@@ -68,7 +69,9 @@ type Payloads struct {
 	// MaximumMessageSize (ClientOptions.MaxMessageSizes). Set it lower to keep messages small
 	// (256 KiB is the extended clients' default); 0 < Threshold <= MaxMessageSize.
 	Threshold int
-	// KeyPrefix begins every object key, e.g. "jobs/"; each key then has a new ULID.
+	// KeyPrefix follows the queue's own prefix in every object key: a payload of a job for queue
+	// q is stored at contract.PayloadKeyPrefix(q) + KeyPrefix + a new ULID, e.g.
+	// "Email/jobs/01JD3Q7X2V…" for KeyPrefix "jobs/". A worker reads only its own queue's keys.
 	KeyPrefix string
 }
 
@@ -214,7 +217,7 @@ func (p *prepared) offload(o *Payloads, limit int) error {
 		return fmt.Errorf("%w: %d bytes", ErrPayloadDelayed, len(p.body))
 	}
 	p.payload = p.body
-	p.pointer = PayloadPointer{Bucket: o.Bucket, Key: o.KeyPrefix + NewID()}
+	p.pointer = PayloadPointer{Bucket: o.Bucket, Key: contract.PayloadKeyPrefix(awsarn.QueueName(p.queue)) + o.KeyPrefix + NewID()}
 	p.body = p.pointer.Body()
 	if n := len(p.body) + payloadAttributesSize(len(p.payload)); n > limit {
 		return fmt.Errorf("%w: the pointer message is %d bytes (KeyPrefix too long?), the queue takes %d", ErrBodyTooLarge, n, limit)
@@ -258,15 +261,17 @@ func (c *Client) store(ctx context.Context, p *prepared) error {
 	return nil
 }
 
-// fetchPayload reads the envelope a pointer names. The error is a *PayloadError, permanent when
-// the object cannot be read as things stand.
-func (h *sqsHandler) fetchPayload(ctx context.Context, ptr PayloadPointer) (string, error) {
-	return fetchPayload(ctx, h.cfg.S3, h.cfg.PayloadBucket, h.cfg.MaxPayloadSize, ptr)
+// fetchPayload reads the envelope a pointer of a message from queueURL names. The error is a
+// *PayloadError, permanent when the object cannot be read as things stand.
+func (h *sqsHandler) fetchPayload(ctx context.Context, queueURL string, ptr PayloadPointer) (string, error) {
+	return fetchPayload(ctx, h.cfg.S3, h.cfg.PayloadBucket, queueURL, h.cfg.MaxPayloadSize, ptr)
 }
 
-// fetchPayload reads the envelope ptr names through api, from bucket only when bucket is set, and
-// never more than limit bytes of it.
-func fetchPayload(ctx context.Context, api PayloadS3API, bucket string, limit int64, ptr PayloadPointer) (string, error) {
+// fetchPayload reads the envelope ptr names through api, never more than limit bytes of it. With
+// bucket set (a deployed worker: JOBKIT_PAYLOAD_BUCKET), it reads only from that bucket and only
+// under the payload prefix of queueURL, the queue the pointer came from: another queue's
+// payloads are not this worker's to read or delete, whatever its role allows.
+func fetchPayload(ctx context.Context, api PayloadS3API, bucket, queueURL string, limit int64, ptr PayloadPointer) (string, error) {
 	fail := func(permanent bool, err error) (string, error) {
 		return "", &PayloadError{Op: "get", Bucket: ptr.Bucket, Key: ptr.Key, Permanent: permanent, Err: err}
 	}
@@ -275,6 +280,9 @@ func fetchPayload(ctx context.Context, api PayloadS3API, bucket string, limit in
 		return fail(true, fmt.Errorf("no S3 client (Config.S3) to read it; the function needs %s", contract.EnvPayloadBucket))
 	case bucket != "" && ptr.Bucket != bucket:
 		return fail(true, fmt.Errorf("the pointer names bucket %q, this function reads payloads from %q", ptr.Bucket, bucket))
+	case bucket != "" && !strings.HasPrefix(ptr.Key, contract.PayloadKeyPrefix(awsarn.QueueName(queueURL))):
+		return fail(true, fmt.Errorf("the pointer names key %q, outside the payloads of queue %s (%s…)", ptr.Key,
+			awsarn.QueueName(queueURL), contract.PayloadKeyPrefix(awsarn.QueueName(queueURL))))
 	}
 	out, err := api.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(ptr.Bucket), Key: aws.String(ptr.Key)})
 	if err != nil {
@@ -343,7 +351,7 @@ func isPointer(body string) bool {
 // for an envelope in the body. Its errors are the record's: a permanent *PayloadError, an
 // *EnvelopeError or an *UnknownKindError are dead-lettered, a transient *PayloadError retried.
 func (b *batch) loadPayload(r *record) error {
-	body, err := b.h.fetchPayload(b.jobCtx, r.pointer.PayloadPointer)
+	body, err := b.h.fetchPayload(b.jobCtx, r.row.QueueURL, r.pointer.PayloadPointer)
 	if err != nil {
 		return err
 	}

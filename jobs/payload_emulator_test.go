@@ -135,7 +135,7 @@ func TestLargeJobRunsFromS3OnSQS(t *testing.T) {
 	body := aws.ToString(msgs[0].Body)
 	ptr := pointerOf(t, msgs[0])
 	assert.Equal(t, ps.bucket, ptr.Bucket)
-	assert.True(t, strings.HasPrefix(ptr.Key, "jobs/"), ptr.Key)
+	assert.True(t, strings.HasPrefix(ptr.Key, contract.PayloadKeyPrefix(ps.q.Name)+"jobs/"), "under its queue's prefix, then KeyPrefix: %s", ptr.Key)
 	assert.Equal(t, `["software.amazon.payloadoffloading.PayloadS3Pointer",{"s3BucketName":"`+ps.bucket+`","s3Key":"`+ptr.Key+`"}]`, body)
 	size := msgs[0].MessageAttributes[contract.AttrPayloadSize]
 	assert.Equal(t, "Number", aws.ToString(size.DataType))
@@ -238,18 +238,24 @@ func TestLargeJobDeadLetterAndRedriveOnSQS(t *testing.T) {
 }
 
 // A pointer to an object that is not there is dead-lettered at once with payload_unavailable and
-// an error naming the object; so is a pointer into another bucket than the function's.
+// an error naming the object; so is a pointer into another bucket than the function's, and one
+// to another queue's payload — an object that exists, in the right bucket, which the worker
+// neither reads nor deletes.
 func TestPointerToMissingObjectIsDeadLetteredOnSQS(t *testing.T) {
 	t.Parallel()
 	ps := newPayloadSetup(t)
-	missing := jobs.PayloadPointer{Bucket: ps.bucket, Key: "jobs/not-there"}
+	missing := jobs.PayloadPointer{Bucket: ps.bucket, Key: contract.PayloadKeyPrefix(ps.q.Name) + "jobs/not-there"}
 	foreign := jobs.PayloadPointer{Bucket: "someone-elses-bucket", Key: "k"}
-	for _, p := range []jobs.PayloadPointer{missing, foreign} {
+	otherQueue := jobs.PayloadPointer{Bucket: ps.bucket, Key: contract.PayloadKeyPrefix("Billing") + "jobs/01JD"}
+	_, err := ps.s3.PutObject(context.Background(), &s3.PutObjectInput{Bucket: aws.String(ps.bucket), Key: aws.String(otherQueue.Key),
+		Body: strings.NewReader(jobstest.Body(TestJob{N: 7}, nil))})
+	require.NoError(t, err)
+	for _, p := range []jobs.PayloadPointer{missing, foreign, otherQueue} {
 		_, err := ps.sqs.SendMessage(context.Background(), &sqs.SendMessageInput{QueueUrl: aws.String(ps.q.URL), MessageBody: aws.String(p.Body())})
 		require.NoError(t, err)
 	}
-	msgs := awstest.Receive(t, ps.sqs, ps.q.URL, 2, 10*time.Second)
-	require.Len(t, msgs, 2)
+	msgs := awstest.Receive(t, ps.sqs, ps.q.URL, 3, 10*time.Second)
+	require.Len(t, msgs, 3)
 	var seen bigSeen
 	rc := runtimeConfigS3(ps) // MaxAttempts 5: not dead-lettered for its attempts
 	resp, err := jobs.NewLambdaHandler(bigWorkers(&seen, false), rc).HandleSQS(context.Background(), jobstest.EventFromMessages(ps.q.ARN, msgs))
@@ -257,22 +263,25 @@ func TestPointerToMissingObjectIsDeadLetteredOnSQS(t *testing.T) {
 	assert.Empty(t, resp.BatchItemFailures)
 	assert.Empty(t, seen.sizes)
 
-	dead := awstest.Receive(t, ps.sqs, ps.dlq.URL, 2, 10*time.Second)
-	require.Len(t, dead, 2)
+	dead := awstest.Receive(t, ps.sqs, ps.dlq.URL, 3, 10*time.Second)
+	require.Len(t, dead, 3)
 	for _, m := range dead {
 		d := jobstest.DecodeDeadLetter(m)
 		assert.Equal(t, contract.ReasonPayloadUnavailable, d.Reason)
 		assert.Equal(t, 1, d.Attempts)
 		switch aws.ToString(m.Body) {
 		case missing.Body():
-			assert.Contains(t, d.Error, "s3://"+ps.bucket+"/jobs/not-there")
+			assert.Contains(t, d.Error, "s3://"+ps.bucket+"/"+missing.Key)
 			assert.Contains(t, d.Error, "NoSuchKey")
 		case foreign.Body():
 			assert.Contains(t, d.Error, `the pointer names bucket "someone-elses-bucket"`)
+		case otherQueue.Body():
+			assert.Contains(t, d.Error, "outside the payloads of queue "+ps.q.Name)
 		default:
 			t.Fatalf("unexpected dead letter %q", aws.ToString(m.Body))
 		}
 	}
+	assert.True(t, ps.objectExists(t, otherQueue.Key), "another queue's payload is left alone")
 }
 
 // EnqueueBatch offloads each oversize entry and sends small ones as they are, and the container

@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/jobkit-go/jobkit/jobs"
+	"github.com/jobkit-go/jobkit/jobs/awsarn"
 	"github.com/jobkit-go/jobkit/jobs/contract"
 	"github.com/jobkit-go/jobkit/jobs/jobstest"
 )
@@ -150,7 +151,8 @@ func TestClientPayloadsThreshold(t *testing.T) {
 		ptr, ok := jobs.ParsePayloadPointer(aws.ToString(m.MessageBody))
 		require.True(t, ok)
 		assert.Equal(t, "payloads", ptr.Bucket)
-		assert.True(t, strings.HasPrefix(ptr.Key, "jobs/"))
+		assert.True(t, strings.HasPrefix(ptr.Key, contract.PayloadKeyPrefix(awsarn.QueueName(aws.ToString(m.QueueUrl)))+"jobs/"),
+			"under the destination queue's prefix, then KeyPrefix: %s", ptr.Key)
 		stored := puts.puts["payloads/"+ptr.Key]
 		env, err := jobs.DecodeEnvelope(stored)
 		require.NoError(t, err, "the object is the envelope")

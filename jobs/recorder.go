@@ -1,6 +1,7 @@
 package jobs
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -206,7 +207,7 @@ func (r *RedriveRecorder) envelope(ctx context.Context, m *events.SQSMessage) (E
 		if r.cfg.S3 == nil {
 			return Envelope{}, nil
 		}
-		fetched, err := fetchPayload(ctx, r.cfg.S3, r.cfg.PayloadBucket, defaultMaxPayloadSize, ptr)
+		fetched, err := fetchPayload(ctx, r.cfg.S3, r.cfg.PayloadBucket, r.cfg.QueueURL, defaultMaxPayloadSize, ptr)
 		var pe *PayloadError
 		if errors.As(err, &pe) && pe.Permanent {
 			r.log.LogAttrs(ctx, slog.LevelWarn, "redrive recorder: the claim-checked envelope cannot be read: sent on without its job's state",
@@ -245,9 +246,7 @@ func (r *RedriveRecorder) send(ctx context.Context, m *events.SQSMessage, row *J
 	}
 	if r.fifo {
 		group := row.GroupID
-		if group == "" {
-			group = "jobkit"
-		}
+		group = cmp.Or(group, "jobkit")
 		in.MessageGroupId = aws.String(group)
 		in.MessageDeduplicationId = aws.String(dedupID(m.MessageId))
 	}

@@ -42,20 +42,14 @@ type JobStatus struct {
 	DuplicateOf   string          `json:"duplicate_of,omitempty"`   // succeeded as a duplicate of this job (same idempotency key)
 }
 
-// EnqueuedJob is a job a Client records as enqueued, before it sends it.
-type EnqueuedJob struct {
-	ID, Kind, Key, Queue, Batch string
-	EnqueuedAt                  time.Time
-	DeliverAt                   time.Time // zero: at once
-}
-
 // StateStore keeps job states, unique keys and batch membership: package jobs/state implements
 // it on the jobkit state table (DynamoDB). A Client with ClientOptions.State records each job it
 // sends, honours EnqueueOpts.Unique and answers Status; the runtime with Config.States records
 // retries and dead letters.
 type StateStore interface {
-	// JobsEnqueued records jobs as enqueued; the Client calls it before sending them.
-	JobsEnqueued(ctx context.Context, jobs []EnqueuedJob) error
+	// JobsEnqueued records jobs as enqueued (their id, kind, key, queue, batch and times); the
+	// Client calls it before sending them.
+	JobsEnqueued(ctx context.Context, jobs []PreparedJob) error
 	// JobsNotSent forgets jobs JobsEnqueued recorded that the Client then failed to send.
 	JobsNotSent(ctx context.Context, ids []string) error
 	// ReserveUnique reserves the unique key of kind for job id until until. It returns the id of
@@ -168,8 +162,8 @@ func SetResult(ctx context.Context, v any) error {
 }
 
 // enqueued is p as the state table records it.
-func (p *prepared) enqueued() EnqueuedJob {
-	return EnqueuedJob{ID: p.id, Kind: p.kind, Key: p.key, Queue: p.queue, Batch: p.batch, EnqueuedAt: p.now, DeliverAt: p.at}
+func (p *prepared) enqueued() PreparedJob {
+	return PreparedJob{ID: p.id, Kind: p.kind, Key: p.key, QueueURL: p.queue, Batch: p.batch, EnqueuedAt: p.now, DeliverAt: p.at}
 }
 
 // reserve reserves p's unique key, if any, and records p as enqueued. dup reports a unique key
@@ -187,7 +181,7 @@ func (c *Client) reserve(ctx context.Context, p *prepared, res *EnqueueResult) (
 		}
 		p.reserved = true
 	}
-	if err := st.JobsEnqueued(ctx, []EnqueuedJob{p.enqueued()}); err != nil {
+	if err := st.JobsEnqueued(ctx, []PreparedJob{p.enqueued()}); err != nil {
 		c.releaseUnique(ctx, p)
 		return false, &SendError{Kind: p.kind, ID: p.id, QueueURL: p.queue, Err: fmt.Errorf("record job state: %w", err)}
 	}
@@ -197,7 +191,7 @@ func (c *Client) reserve(ctx context.Context, p *prepared, res *EnqueueResult) (
 // recordBatch records the jobs of an EnqueueBatch as enqueued; on failure every result carries
 // the error and nothing is sent.
 func (c *Client) recordBatch(ctx context.Context, preps []prepared, results []EnqueueResult) error {
-	list := make([]EnqueuedJob, len(preps))
+	list := make([]PreparedJob, len(preps))
 	for i := range preps {
 		list[i] = preps[i].enqueued()
 	}

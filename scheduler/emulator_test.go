@@ -18,45 +18,11 @@ import (
 	"github.com/jobkit-go/jobkit/testkit/awstest"
 )
 
-// testRoleARN is a role in the endpoint's own account for schedules to name (the emulators do not
-// assume it).
-func testRoleARN(t testing.TB) string {
-	return "arn:aws:iam::" + awstest.Account(t) + ":role/jobkit-scheduler"
-}
-
 type sendEmail struct {
 	To string `json:"to"`
 }
 
 func (sendEmail) Kind() string { return "email.send" }
-
-// createGroup creates a schedule group for the test and deletes it (and its schedules) after.
-func createGroup(t *testing.T, client *scheduler.Client) string {
-	t.Helper()
-	name := awstest.Name(t, "grp")
-	_, err := client.CreateScheduleGroup(context.Background(), &scheduler.CreateScheduleGroupInput{Name: aws.String(name)})
-	require.NoError(t, err)
-	awstest.Cleanup(t, "schedule group "+name, func(ctx context.Context) error {
-		for _, s := range listSchedules(t, client, name) {
-			_, _ = client.DeleteSchedule(ctx, &scheduler.DeleteScheduleInput{GroupName: aws.String(name), Name: s.Name})
-		}
-		_, err := client.DeleteScheduleGroup(ctx, &scheduler.DeleteScheduleGroupInput{Name: aws.String(name)})
-		return err
-	})
-	return name
-}
-
-func listSchedules(t *testing.T, client *scheduler.Client, group string) []types.ScheduleSummary {
-	t.Helper()
-	var out []types.ScheduleSummary
-	p := scheduler.NewListSchedulesPaginator(client, &scheduler.ListSchedulesInput{GroupName: aws.String(group)})
-	for p.HasMorePages() {
-		page, err := p.NextPage(context.Background())
-		require.NoError(t, err)
-		out = append(out, page.Schedules...)
-	}
-	return out
-}
 
 func decodeEnvelope(t *testing.T, body string) jobs.Envelope {
 	t.Helper()
@@ -69,14 +35,14 @@ func TestDelayerOnEmulator(t *testing.T) {
 	t.Parallel()
 	cfg := awstest.Config(t)
 	sched := scheduler.NewFromConfig(cfg)
-	group := createGroup(t, sched)
+	group := awstest.CreateScheduleGroup(t, sched)
 	queue := awstest.CreateQueue(t, cfg, "jobs", nil)
 	fifo := awstest.CreateQueue(t, cfg, "jobs", &awstest.QueueOptions{FIFO: true, Attributes: map[string]string{"ContentBasedDeduplication": "true"}})
 	dlq := awstest.CreateQueue(t, cfg, "sched-dlq", nil)
 	ctx := context.Background()
 
 	d, err := NewDelayer(sched, DelayerConfig{
-		Group: group, RoleARN: testRoleARN(t), DeadLetterARN: dlq.ARN,
+		Group: group, RoleARN: awstest.SchedulerRoleARN(t), DeadLetterARN: dlq.ARN,
 		Retry: &RetryPolicy{MaxRetries: 5, MaxEventAge: 2 * time.Hour},
 	})
 	require.NoError(t, err)
@@ -85,7 +51,7 @@ func TestDelayerOnEmulator(t *testing.T) {
 	job := jobs.PreparedJob{ID: "01JDELAYEDJOB0000000000001", Kind: "email.send", Body: `{"v":1,"id":"01JDELAYEDJOB0000000000001","kind":"email.send","args":{"to":"a@example.com"},"enqueued_at":"2026-11-21T12:00:00Z"}`, QueueURL: queue.URL, DeliverAt: at}
 	require.NoError(t, d.ScheduleJob(ctx, job))
 
-	list := listSchedules(t, sched, group)
+	list := awstest.ListSchedules(t, sched, group)
 	require.Len(t, list, 1, "exactly one schedule")
 	assert.Equal(t, ScheduleNameForJob(job.ID), aws.ToString(list[0].Name))
 	got, err := sched.GetSchedule(ctx, &scheduler.GetScheduleInput{GroupName: aws.String(group), Name: list[0].Name})
@@ -97,7 +63,7 @@ func TestDelayerOnEmulator(t *testing.T) {
 	assert.Equal(t, group, aws.ToString(got.GroupName))
 	require.NotNil(t, got.Target)
 	assert.Equal(t, queue.ARN, aws.ToString(got.Target.Arn), "the target is the queue's own ARN")
-	assert.Equal(t, testRoleARN(t), aws.ToString(got.Target.RoleArn))
+	assert.Equal(t, awstest.SchedulerRoleARN(t), aws.ToString(got.Target.RoleArn))
 	assert.Equal(t, job.Body, aws.ToString(got.Target.Input))
 	require.NotNil(t, got.Target.DeadLetterConfig)
 	assert.Equal(t, dlq.ARN, aws.ToString(got.Target.DeadLetterConfig.Arn))
@@ -108,7 +74,7 @@ func TestDelayerOnEmulator(t *testing.T) {
 
 	// Scheduling the same job again is not an error and adds nothing.
 	require.NoError(t, d.ScheduleJob(ctx, job))
-	assert.Len(t, listSchedules(t, sched, group), 1)
+	assert.Len(t, awstest.ListSchedules(t, sched, group), 1)
 
 	// A FIFO job carries its message group.
 	fjob := jobs.PreparedJob{ID: "order:42", Kind: "order.ship", Body: `{"v":1}`, QueueURL: fifo.URL, GroupID: "customer-7", DeliverAt: at}
@@ -121,7 +87,7 @@ func TestDelayerOnEmulator(t *testing.T) {
 
 	// Cancel deletes exactly that schedule; cancelling again reports ErrNotFound.
 	require.NoError(t, d.CancelJob(ctx, job.ID))
-	left := listSchedules(t, sched, group)
+	left := awstest.ListSchedules(t, sched, group)
 	require.Len(t, left, 1)
 	assert.Equal(t, ScheduleNameForJob(fjob.ID), aws.ToString(left[0].Name))
 	err = d.CancelJob(ctx, job.ID)
@@ -130,7 +96,7 @@ func TestDelayerOnEmulator(t *testing.T) {
 	require.ErrorAs(t, err, &nf)
 	assert.Equal(t, job.ID, nf.JobID)
 	require.NoError(t, d.CancelJob(ctx, fjob.ID))
-	assert.Empty(t, listSchedules(t, sched, group))
+	assert.Empty(t, awstest.ListSchedules(t, sched, group))
 }
 
 // TestClientLongDelayOnEmulator goes through jobs.Client: a 3-day delay becomes exactly one
@@ -141,12 +107,12 @@ func TestClientLongDelayOnEmulator(t *testing.T) {
 	cfg := awstest.Config(t)
 	sched := scheduler.NewFromConfig(cfg)
 	sqsClient := sqs.NewFromConfig(cfg)
-	group := createGroup(t, sched)
+	group := awstest.CreateScheduleGroup(t, sched)
 	queue := awstest.CreateQueue(t, cfg, "jobs", nil)
 	dlq := awstest.CreateQueue(t, cfg, "sched-dlq", nil)
 	ctx := context.Background()
 
-	d, err := NewDelayer(sched, DelayerConfig{Group: group, RoleARN: testRoleARN(t), DeadLetterARN: dlq.ARN})
+	d, err := NewDelayer(sched, DelayerConfig{Group: group, RoleARN: awstest.SchedulerRoleARN(t), DeadLetterARN: dlq.ARN})
 	require.NoError(t, err)
 	client, err := jobs.NewClient(sqsClient, jobs.ClientOptions{DefaultQueueURL: queue.URL, LongDelayer: d})
 	require.NoError(t, err)
@@ -154,12 +120,12 @@ func TestClientLongDelayOnEmulator(t *testing.T) {
 	res, err := client.Enqueue(ctx, sendEmail{To: "later@example.com"}, &jobs.EnqueueOpts{Delay: 72 * time.Hour})
 	require.NoError(t, err)
 	assert.True(t, res.Scheduled)
-	list := listSchedules(t, sched, group)
+	list := awstest.ListSchedules(t, sched, group)
 	require.Len(t, list, 1, "a 3-day delay creates exactly one schedule")
 	got, err := sched.GetSchedule(ctx, &scheduler.GetScheduleInput{GroupName: aws.String(group), Name: list[0].Name})
 	require.NoError(t, err)
 	assert.Equal(t, queue.ARN, aws.ToString(got.Target.Arn))
-	assert.Equal(t, testRoleARN(t), aws.ToString(got.Target.RoleArn))
+	assert.Equal(t, awstest.SchedulerRoleARN(t), aws.ToString(got.Target.RoleArn))
 	assert.Equal(t, dlq.ARN, aws.ToString(got.Target.DeadLetterConfig.Arn))
 	assert.Equal(t, types.ActionAfterCompletionDelete, got.ActionAfterCompletion)
 	env := decodeEnvelope(t, aws.ToString(got.Target.Input))
@@ -172,7 +138,7 @@ func TestClientLongDelayOnEmulator(t *testing.T) {
 	require.NoError(t, err)
 	assert.False(t, short.Scheduled)
 	assert.NotEmpty(t, short.MessageID)
-	assert.Len(t, listSchedules(t, sched, group), 1, "a 10-minute delay creates no schedule")
+	assert.Len(t, awstest.ListSchedules(t, sched, group), 1, "a 10-minute delay creates no schedule")
 	attrs, err := sqsClient.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{
 		QueueUrl:       aws.String(queue.URL),
 		AttributeNames: []sqstypes.QueueAttributeName{sqstypes.QueueAttributeNameApproximateNumberOfMessagesDelayed},
@@ -181,6 +147,6 @@ func TestClientLongDelayOnEmulator(t *testing.T) {
 	assert.Equal(t, "1", attrs.Attributes[string(sqstypes.QueueAttributeNameApproximateNumberOfMessagesDelayed)], "the short delay is an SQS delayed message")
 
 	require.NoError(t, client.CancelDelayed(ctx, res.ID))
-	assert.Empty(t, listSchedules(t, sched, group), "cancel deletes the schedule")
+	assert.Empty(t, awstest.ListSchedules(t, sched, group), "cancel deletes the schedule")
 	assert.ErrorIs(t, client.CancelDelayed(ctx, res.ID), ErrNotFound)
 }

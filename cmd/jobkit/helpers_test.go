@@ -160,60 +160,17 @@ func dropSeedCopies(t testing.TB, client *sqs.Client, dlqURL string, n int) {
 	require.Len(t, seen, n, "every seeded job is in the DLQ once")
 }
 
-// drainVisibility hides what drainIDs has received until it deletes it; drainWait is how long
-// drainIDs waits for messages in flight on the queue to come back.
-const (
-	drainVisibility = 20
-	drainWait       = (drainVisibility + 40) * time.Second
-)
-
-// drainIDs receives and deletes every message of a queue and returns how many messages carried
-// each envelope id. It stops when a receive comes back empty and the queue has nothing visible and
-// nothing in flight (delayed messages are not waited for). Deleting as it goes keeps the queue
-// shallow: the emulator's SQS spends time in proportion to a queue's depth on every receive.
-//
-// A receive can be carried out by SQS and its answer lost: the connection fails while the 200 is
-// read, and aws-sdk-go-v2 makes the call again (it retries "use of closed network connection").
-// The first attempt's messages stay in flight, unseen, until their visibility timeout ends; on a
-// loaded machine this happens now and then. Stopping at the first empty receive would miss them
-// (and report their jobs lost), so drainIDs waits for in-flight messages to come back. A message
-// delivered twice that way counts once (by its SQS message id); two sends of one job count twice.
+// drainIDs takes every message of a queue (awstest.TakeAll) and counts them by job id: two sends
+// of one job count twice.
 func drainIDs(t testing.TB, client *sqs.Client, queueURL string) map[string]int {
 	t.Helper()
-	ctx := context.Background()
 	got := map[string]int{}
-	seen := map[string]bool{}
-	deadline := time.Now().Add(drainWait)
-	for {
-		out, err := client.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{
-			QueueUrl: aws.String(queueURL), MaxNumberOfMessages: 10, VisibilityTimeout: drainVisibility, WaitTimeSeconds: 1,
-		})
-		require.NoError(t, err)
-		if len(out.Messages) == 0 {
-			v, f := depth(t, client, queueURL)
-			if v == 0 && f == 0 {
-				return got
-			}
-			require.True(t, time.Now().Before(deadline), "drain %s: %d visible and %d in flight did not come to it", queueURL, v, f)
-			if v == 0 {
-				time.Sleep(time.Second)
-			}
-			continue
-		}
-		entries := make([]sqstypes.DeleteMessageBatchRequestEntry, len(out.Messages))
-		for n, m := range out.Messages {
-			if id := aws.ToString(m.MessageId); !seen[id] {
-				seen[id] = true
-				var env jobs.Envelope
-				require.NoError(t, json.Unmarshal([]byte(aws.ToString(m.Body)), &env))
-				got[env.ID]++
-			}
-			entries[n] = sqstypes.DeleteMessageBatchRequestEntry{Id: aws.String(strconv.Itoa(n)), ReceiptHandle: m.ReceiptHandle}
-		}
-		del, err := client.DeleteMessageBatch(ctx, &sqs.DeleteMessageBatchInput{QueueUrl: aws.String(queueURL), Entries: entries})
-		require.NoError(t, err)
-		require.Empty(t, del.Failed)
+	for _, m := range awstest.TakeAll(t, client, queueURL) {
+		var env jobs.Envelope
+		require.NoError(t, json.Unmarshal([]byte(aws.ToString(m.Body)), &env))
+		got[env.ID]++
 	}
+	return got
 }
 
 // sourceQueues creates n source queues whose RedrivePolicy targets dlq.

@@ -1,6 +1,7 @@
 package samplejobs
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"log/slog"
@@ -86,8 +87,6 @@ func (w *EmailWorker) Work(ctx context.Context, job *jobs.Job[SendEmail]) error 
 		return jobs.Cancel(errors.New("samplejobs: invalid recipient " + job.Args.To))
 	}
 	key := job.Key
-	if key == "" {
-		key = job.ID
-	}
+	key = cmp.Or(key, job.ID)
 	return w.Mailer.Send(ctx, Email{To: job.Args.To, Subject: job.Args.Subject, Body: job.Args.Body, IdempotencyKey: key})
 }

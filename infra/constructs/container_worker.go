@@ -1,6 +1,7 @@
 package constructs
 
 import (
+	"cmp"
 	"fmt"
 	"maps"
 	"path"
@@ -116,13 +117,7 @@ func NewContainerWorker(scope constructs.Construct, id string, props *ContainerW
 		props = &ContainerWorkerProps{}
 	}
 	p := props.withDefaults()
-	where := id
-	if scope != nil {
-		where = path.Join(*scope.Node().Path(), id)
-	}
-	if reason := p.check(); reason != "" {
-		panic(&ConfigError{Construct: where, Reason: reason})
-	}
+	where := mustCheck(scope, id, p.check())
 	c := constructs.NewConstruct(scope, jsii.String(id))
 	w := &ContainerWorker{
 		Construct: c, Name: id, DrainTimeout: p.DrainTimeout, StopTimeout: p.DrainTimeout + StopTimeoutMargin,
@@ -150,7 +145,7 @@ func NewContainerWorker(scope constructs.Construct, id string, props *ContainerW
 		grantIdempotency(c, w.TaskRole, p.IdempotencyTable, p.Kinds, nil)
 	}
 	if p.PayloadBucket != nil {
-		p.PayloadBucket.grantWorker(w.TaskRole)
+		p.PayloadBucket.grantWorker(w.TaskRole, p.Queue)
 	}
 	w.defineTask(p)
 	w.defineService(p)
@@ -298,33 +293,15 @@ func (p ContainerWorkerProps) environment(name string) map[string]string {
 }
 
 func (p ContainerWorkerProps) withDefaults() ContainerWorkerProps {
-	if p.CPU == 0 {
-		p.CPU = DefaultContainerCPU
-	}
-	if p.MemoryMiB == 0 {
-		p.MemoryMiB = DefaultContainerMemoryMiB
-	}
-	if p.Concurrency == 0 {
-		p.Concurrency = DefaultConcurrency
-	}
-	if p.DrainTimeout == 0 {
-		p.DrainTimeout = DefaultDrainTimeout
-	}
-	if p.BackoffBase == 0 {
-		p.BackoffBase = DefaultBackoffBase
-	}
-	if p.BackoffCap == 0 {
-		p.BackoffCap = DefaultBackoffCap
-	}
-	if p.MaxTasks == 0 {
-		p.MaxTasks = max(DefaultMaxTasks, p.MinTasks)
-	}
-	if p.BacklogPerTask == 0 {
-		p.BacklogPerTask = p.Concurrency
-	}
-	if p.LogRetention == "" {
-		p.LogRetention = DefaultLogRetention
-	}
+	p.CPU = cmp.Or(p.CPU, DefaultContainerCPU)
+	p.MemoryMiB = cmp.Or(p.MemoryMiB, DefaultContainerMemoryMiB)
+	p.Concurrency = cmp.Or(p.Concurrency, DefaultConcurrency)
+	p.DrainTimeout = cmp.Or(p.DrainTimeout, DefaultDrainTimeout)
+	p.BackoffBase = cmp.Or(p.BackoffBase, DefaultBackoffBase)
+	p.BackoffCap = cmp.Or(p.BackoffCap, DefaultBackoffCap)
+	p.MaxTasks = cmp.Or(p.MaxTasks, max(DefaultMaxTasks, p.MinTasks))
+	p.BacklogPerTask = cmp.Or(p.BacklogPerTask, p.Concurrency)
+	p.LogRetention = cmp.Or(p.LogRetention, DefaultLogRetention)
 	return p
 }
 
@@ -344,28 +321,14 @@ func (p ContainerWorkerProps) check() string {
 	case p.DrainTimeout < time.Second || p.DrainTimeout+StopTimeoutMargin > contract.MaxStopTimeout || p.DrainTimeout%time.Second != 0:
 		return fmt.Sprintf("DrainTimeout %s must be whole seconds from 1s to %s: the stop timeout (%s more) is at most %s on Fargate",
 			p.DrainTimeout, contract.MaxStopTimeout-StopTimeoutMargin, StopTimeoutMargin, contract.MaxStopTimeout)
-	case p.Concurrency < 1:
-		return fmt.Sprintf("Concurrency %d must be at least 1", p.Concurrency)
 	case q.FIFO && q.MaxReceiveCount < jobs.MinFIFOMaxReceiveCount(MaxFIFOBatchSize, q.MaxAttempts):
 		return fifoReceivesShort(q, MaxFIFOBatchSize) // the consumer receives up to 10 at once
 	case p.MinTasks < 0 || p.MaxTasks < 1 || p.MaxTasks < p.MinTasks:
 		return fmt.Sprintf("tasks %d..%d: want 0 <= MinTasks <= MaxTasks, MaxTasks >= 1", p.MinTasks, p.MaxTasks)
 	case p.BacklogPerTask < 1:
 		return fmt.Sprintf("BacklogPerTask %d must be at least 1", p.BacklogPerTask)
-	case p.BackoffBase < 0 || p.BackoffCap < p.BackoffBase || p.BackoffCap > jobs.MaxVisibility:
-		return fmt.Sprintf("backoff base %s and cap %s must satisfy 0 <= base <= cap <= %s", p.BackoffBase, p.BackoffCap, jobs.MaxVisibility)
 	}
-	if p.PayloadBucket != nil {
-		if reason := p.PayloadBucket.covers(q); reason != "" {
-			return reason
-		}
-	}
-	for k := range p.Environment {
-		if strings.HasPrefix(k, contract.EnvPrefix) {
-			return fmt.Sprintf("Environment sets %s: %s names are set by the construct", k, contract.EnvPrefix)
-		}
-	}
-	if reason := checkKinds(p.Kinds); reason != "" {
+	if reason := checkRuntime(q, p.Concurrency, p.BackoffBase, p.BackoffCap, p.PayloadBucket, p.Environment, p.Kinds); reason != "" {
 		return reason
 	}
 	return ""

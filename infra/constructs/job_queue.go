@@ -1,6 +1,7 @@
 package constructs
 
 import (
+	"cmp"
 	"fmt"
 	"regexp"
 	"time"
@@ -279,9 +280,7 @@ func (q *JobQueue) addOutputs() {
 }
 
 func (p JobQueueProps) withDefaults() JobQueueProps {
-	if p.MaxAttempts == 0 {
-		p.MaxAttempts = DefaultMaxAttempts
-	}
+	p.MaxAttempts = cmp.Or(p.MaxAttempts, DefaultMaxAttempts)
 	if p.RedriveMargin == 0 {
 		p.RedriveMargin = DefaultRedriveMargin
 		if p.FIFO {
@@ -289,15 +288,9 @@ func (p JobQueueProps) withDefaults() JobQueueProps {
 			p.RedriveMargin = max(n-p.MaxAttempts, 0)
 		}
 	}
-	if p.VisibilityTimeout == 0 {
-		p.VisibilityTimeout = DefaultVisibilityTimeout
-	}
-	if p.RetentionPeriod == 0 {
-		p.RetentionPeriod = DefaultRetentionPeriod
-	}
-	if p.AgeAlarmThreshold == 0 {
-		p.AgeAlarmThreshold = DefaultAgeAlarmThreshold
-	}
+	p.VisibilityTimeout = cmp.Or(p.VisibilityTimeout, DefaultVisibilityTimeout)
+	p.RetentionPeriod = cmp.Or(p.RetentionPeriod, DefaultRetentionPeriod)
+	p.AgeAlarmThreshold = cmp.Or(p.AgeAlarmThreshold, DefaultAgeAlarmThreshold)
 	return p
 }
 

@@ -1,9 +1,9 @@
 package constructs
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
-	"path"
 	"time"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
@@ -124,13 +124,7 @@ func NewOutboxForwarder(scope constructs.Construct, id string, props *OutboxForw
 		props = &OutboxForwarderProps{}
 	}
 	p := props.withDefaults()
-	where := id
-	if scope != nil {
-		where = path.Join(*scope.Node().Path(), id)
-	}
-	if reason := p.check(); reason != "" {
-		panic(&ConfigError{Construct: where, Reason: reason})
-	}
+	where := mustCheck(scope, id, p.check())
 	c := constructs.NewConstruct(scope, jsii.String(id))
 	f := &OutboxForwarder{Construct: c, StreamArn: p.Table.EnableStream()}
 
@@ -285,24 +279,12 @@ func optionalDuration(d time.Duration) awscdk.Duration {
 }
 
 func (p OutboxForwarderProps) withDefaults() OutboxForwarderProps {
-	if p.BatchSize == 0 {
-		p.BatchSize = DefaultOutboxBatchSize
-	}
-	if p.Timeout == 0 {
-		p.Timeout = DefaultOutboxTimeout
-	}
-	if p.MemorySize == 0 {
-		p.MemorySize = DefaultMemorySize
-	}
-	if p.MaxRecordAge == 0 {
-		p.MaxRecordAge = DefaultOutboxMaxRecordAge
-	}
-	if p.LogRetention == "" {
-		p.LogRetention = DefaultLogRetention
-	}
-	if p.IteratorAgeAlarmThreshold == 0 {
-		p.IteratorAgeAlarmThreshold = DefaultIteratorAgeAlarmAge
-	}
+	p.BatchSize = cmp.Or(p.BatchSize, DefaultOutboxBatchSize)
+	p.Timeout = cmp.Or(p.Timeout, DefaultOutboxTimeout)
+	p.MemorySize = cmp.Or(p.MemorySize, DefaultMemorySize)
+	p.MaxRecordAge = cmp.Or(p.MaxRecordAge, DefaultOutboxMaxRecordAge)
+	p.LogRetention = cmp.Or(p.LogRetention, DefaultLogRetention)
+	p.IteratorAgeAlarmThreshold = cmp.Or(p.IteratorAgeAlarmThreshold, DefaultIteratorAgeAlarmAge)
 	return p
 }
 

@@ -99,28 +99,40 @@ func NewPayloadBucket(scope constructs.Construct, id string, props *PayloadBucke
 	return b
 }
 
-// GrantPut lets a producer store payloads (PayloadPutActions on the bucket's objects).
-func (b *PayloadBucket) GrantPut(role awsiam.IRole) {
-	b.grant(role, PayloadPutActions)
+// GrantPut lets a producer store payloads (PayloadPutActions): for the jobs of queues only, when
+// given, else of any queue.
+func (b *PayloadBucket) GrantPut(role awsiam.IRole, queues ...*JobQueue) {
+	if len(queues) == 0 {
+		b.grant(role, PayloadPutActions, nil)
+	}
+	for _, q := range queues {
+		b.grant(role, PayloadPutActions, q)
+	}
 }
 
-// grantWorker lets a worker read and delete payloads (PayloadWorkerActions on the objects).
-func (b *PayloadBucket) grantWorker(role awsiam.IRole) {
-	b.grant(role, PayloadWorkerActions)
+// grantWorker lets a worker of q read and delete q's payloads (PayloadWorkerActions on the
+// objects under q's prefix).
+func (b *PayloadBucket) grantWorker(role awsiam.IRole, q *JobQueue) {
+	b.grant(role, PayloadWorkerActions, q)
 }
 
-// grant allows actions on the bucket's objects to role. The keys are new ULIDs, so the resource
-// is every object of this one bucket; the cdk-nag IAM5 finding for that wildcard is suppressed
-// on the role with the reason.
-func (b *PayloadBucket) grant(role awsiam.IRole, actions []string) {
+// grant allows actions on the bucket's objects to role: with q, only on q's payloads (the objects
+// under contract.PayloadKeyPrefix of its queue name); without, on every object. The keys are new
+// ULIDs, so the resource ends in a wildcard; the cdk-nag IAM5 finding for it is suppressed on the
+// role with the reason.
+func (b *PayloadBucket) grant(role awsiam.IRole, actions []string, q *JobQueue) {
+	objects := "*"
+	if q != nil {
+		objects = contract.PayloadKeyPrefix(*q.Queue.QueueName()) + "*"
+	}
 	role.AddToPrincipalPolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
 		Actions:   jsii.Strings(actions...),
-		Resources: jsii.Strings(*b.Bucket.ArnForObjects(jsii.String("*"))),
+		Resources: jsii.Strings(*b.Bucket.ArnForObjects(jsii.String(objects))),
 	}))
 	cdknag.NagSuppressions_AddResourceSuppressions(role, &[]*cdknag.NagPackSuppression{{
 		Id: jsii.String("AwsSolutions-IAM5"),
 		Reason: jsii.String("Claim-checked job payloads have a new ULID key each: the grant covers the objects of the jobkit " +
-			"payload bucket only, with exact actions (" + fmt.Sprint(actions) + ")."),
+			"payload bucket only (a worker's: its own queue's key prefix), with exact actions (" + fmt.Sprint(actions) + ")."),
 		AppliesTo: &[]any{&cdknag.RegexAppliesTo{Regex: jsii.String(`/^Resource::.*\/\*$/`)}},
 	}}, jsii.Bool(true))
 }

@@ -46,11 +46,19 @@ func TestPayloadBucket(t *testing.T) {
 	require.Equal(t, "Deny", st["Effect"])
 	require.Equal(t, "false", get(st, "Condition.Bool.aws:SecureTransport"), "TLS only")
 
-	objects := map[string]any{"Fn::Join": []any{"", []any{getAtt(bucketID, "Arn"), "/*"}}}
+	// A worker's grant covers its own queue's payloads only: the keys under its queue's name.
+	objects := queuePayloads(bucketID, logicalID(stack, long.Queue))
 	require.Equal(t, map[string]bool{"s3:GetObject": true, "s3:DeleteObject": true}, tpl.AllowedActions(objects))
+	require.Empty(t, tpl.AllowedActions(map[string]any{"Fn::Join": []any{"", []any{getAtt(bucketID, "Arn"), "/*"}}}), "nothing on the whole bucket")
 	_, fn := workerOnly(t, tpl, "AWS::Lambda::Function")
 	require.Equal(t, ref(bucketID), get(props(fn), "Environment.Variables."+contract.EnvPayloadBucket))
 	require.Equal(t, ref(bucketID), get(tpl["Outputs"], OutputPayloadBucketPrefix+"Jobs.Value"))
 	requireNoWildcardGrant(t, tpl)
 	requireNoNagErrors(t, app, stack)
+}
+
+// queuePayloads is the resource of a grant on the payloads of the queue queueID in bucketID:
+// contract.PayloadKeyPrefix of its name, then any key.
+func queuePayloads(bucketID, queueID string) map[string]any {
+	return map[string]any{"Fn::Join": []any{"", []any{getAtt(bucketID, "Arn"), "/", getAtt(queueID, "QueueName"), "/*"}}}
 }

@@ -1,6 +1,7 @@
 package constructs
 
 import (
+	"cmp"
 	"fmt"
 	"regexp"
 
@@ -75,9 +76,7 @@ func NewPriorityQueue(scope constructs.Construct, id string, props *PriorityQueu
 	c := constructs.NewConstruct(scope, jsii.String(id))
 	pq := &PriorityQueue{Construct: c, Name: id}
 	for i, l := range props.Lanes {
-		if l.BacklogAlarmThreshold == 0 {
-			l.BacklogAlarmThreshold = DefaultBacklogAlarmThreshold
-		}
+		l.BacklogAlarmThreshold = cmp.Or(l.BacklogAlarmThreshold, DefaultBacklogAlarmThreshold)
 		qp := props.Queue
 		q := NewJobQueue(c, contract.LaneQueueName(id, l.Name), &qp)
 		lane := &PriorityLane{Lane: l, Queue: q, MaxConcurrency: conc[i]}

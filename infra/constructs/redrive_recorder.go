@@ -149,7 +149,7 @@ func defineRecorder(scope constructs.Construct, p recorderProps) *RedriveRecorde
 		grantJobStates(r.Role, p.table)
 	}
 	if p.payloads != nil {
-		p.payloads.grant(r.Role, PayloadReadActions)
+		p.payloads.grant(r.Role, PayloadReadActions, p.queue)
 	}
 	q.Recorder = r
 	return r

@@ -168,7 +168,7 @@ func (f *recorderFixture) checkFunction(t *testing.T) {
 
 // checkGrants: least privilege, exactly these grants on these resources.
 func (f *recorderFixture) checkGrants(t *testing.T) {
-	objects := map[string]any{"Fn::Join": []any{"", []any{getAtt(f.bucketID, "Arn"), "/*"}}}
+	objects := queuePayloads(f.bucketID, f.mainID)
 	jobStates := map[string]any{"ForAllValues:StringLike": map[string]any{"dynamodb:LeadingKeys": []any{"job#*", "batch#*"}}}
 	send := set("sqs:SendMessage", "sqs:GetQueueAttributes", "sqs:GetQueueUrl")
 	require.Equal(t, map[string]map[string]bool{

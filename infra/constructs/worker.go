@@ -1,6 +1,7 @@
 package constructs
 
 import (
+	"cmp"
 	"fmt"
 	"maps"
 	"path"
@@ -175,6 +176,42 @@ func (e *ConfigError) Error() string {
 	return fmt.Sprintf("jobkit: %s: %s", e.Construct, e.Reason)
 }
 
+// mustCheck returns the path of the construct id defines in scope ("Stack/Email"), for messages,
+// and panics with a *ConfigError there when reason, what its props' check found, is not "".
+func mustCheck(scope constructs.Construct, id, reason string) string {
+	where := id
+	if scope != nil {
+		where = path.Join(*scope.Node().Path(), id)
+	}
+	if reason != "" {
+		panic(&ConfigError{Construct: where, Reason: reason})
+	}
+	return where
+}
+
+// checkRuntime checks what a Worker and a ContainerWorker both give the jobs runtime: its
+// concurrency and backoff, a payload bucket whose expiry covers queue q, an environment that
+// leaves the construct's own names alone, and kinds that keep the idempotency grant narrow.
+func checkRuntime(q *JobQueue, concurrency int, base, ceiling time.Duration, bucket *PayloadBucket, env map[string]string, kinds []string) string {
+	switch {
+	case concurrency < 1:
+		return fmt.Sprintf("Concurrency %d must be at least 1", concurrency)
+	case base < 0 || ceiling < base || ceiling > jobs.MaxVisibility:
+		return fmt.Sprintf("backoff base %s and cap %s must satisfy 0 <= base <= cap <= %s", base, ceiling, jobs.MaxVisibility)
+	}
+	if bucket != nil {
+		if reason := bucket.covers(q); reason != "" {
+			return reason
+		}
+	}
+	for k := range env {
+		if strings.HasPrefix(k, contract.EnvPrefix) {
+			return fmt.Sprintf("Environment sets %s: %s names are set by the construct", k, contract.EnvPrefix)
+		}
+	}
+	return checkKinds(kinds)
+}
+
 // NewWorker defines a Worker. It panics with a *ConfigError when the props cannot deploy, among
 // them a queue visibility timeout shorter than the function timeout, which AWS refuses when it
 // creates the event source mapping; the synth stops before anything reaches CloudFormation.
@@ -183,13 +220,7 @@ func NewWorker(scope constructs.Construct, id string, props *WorkerProps) *Worke
 		props = &WorkerProps{}
 	}
 	p := props.withDefaults()
-	where := id
-	if scope != nil {
-		where = path.Join(*scope.Node().Path(), id)
-	}
-	if reason := p.check(); reason != "" {
-		panic(&ConfigError{Construct: where, Reason: reason})
-	}
+	where := mustCheck(scope, id, p.check())
 
 	c := constructs.NewConstruct(scope, jsii.String(id))
 	w := &Worker{Construct: c, Name: id, queue: p.Queue}
@@ -230,7 +261,7 @@ func NewWorker(scope constructs.Construct, id string, props *WorkerProps) *Worke
 	w.Function = w.newFunction(p)
 	w.consume(p)
 	if p.PayloadBucket != nil {
-		p.PayloadBucket.grantWorker(w.Role)
+		p.PayloadBucket.grantWorker(w.Role, p.Queue)
 	}
 	if p.IdempotencyTable != nil {
 		grantIdempotency(w.Construct, w.Role, p.IdempotencyTable, p.Kinds, p.RateLimiters)
@@ -321,27 +352,13 @@ func grantIdempotency(scope constructs.Construct, role awsiam.Role, t *Idempoten
 func jobStatePrefix(prefix string) string { return prefix + "*" }
 
 func (p WorkerProps) withDefaults() WorkerProps {
-	if p.Timeout == 0 {
-		p.Timeout = DefaultWorkerTimeout
-	}
-	if p.MemorySize == 0 {
-		p.MemorySize = DefaultMemorySize
-	}
-	if p.BatchSize == 0 {
-		p.BatchSize = DefaultBatchSize
-	}
-	if p.Concurrency == 0 {
-		p.Concurrency = DefaultConcurrency
-	}
-	if p.BackoffBase == 0 {
-		p.BackoffBase = DefaultBackoffBase
-	}
-	if p.BackoffCap == 0 {
-		p.BackoffCap = DefaultBackoffCap
-	}
-	if p.LogRetention == "" {
-		p.LogRetention = DefaultLogRetention
-	}
+	p.Timeout = cmp.Or(p.Timeout, DefaultWorkerTimeout)
+	p.MemorySize = cmp.Or(p.MemorySize, DefaultMemorySize)
+	p.BatchSize = cmp.Or(p.BatchSize, DefaultBatchSize)
+	p.Concurrency = cmp.Or(p.Concurrency, DefaultConcurrency)
+	p.BackoffBase = cmp.Or(p.BackoffBase, DefaultBackoffBase)
+	p.BackoffCap = cmp.Or(p.BackoffCap, DefaultBackoffCap)
+	p.LogRetention = cmp.Or(p.LogRetention, DefaultLogRetention)
 	return p
 }
 
@@ -379,22 +396,8 @@ func (p WorkerProps) check() string {
 		return fmt.Sprintf("BatchSize %d above 10 needs a MaxBatchingWindow of at least 1s", p.BatchSize)
 	case p.MaxConcurrency != 0 && (p.MaxConcurrency < 2 || p.MaxConcurrency > 1000):
 		return fmt.Sprintf("MaxConcurrency %d must be between 2 and 1000 (or 0 for unset)", p.MaxConcurrency)
-	case p.Concurrency < 1:
-		return fmt.Sprintf("Concurrency %d must be at least 1", p.Concurrency)
-	case p.BackoffBase < 0 || p.BackoffCap < p.BackoffBase || p.BackoffCap > jobs.MaxVisibility:
-		return fmt.Sprintf("backoff base %s and cap %s must satisfy 0 <= base <= cap <= %s", p.BackoffBase, p.BackoffCap, jobs.MaxVisibility)
 	}
-	if p.PayloadBucket != nil {
-		if reason := p.PayloadBucket.covers(q); reason != "" {
-			return reason
-		}
-	}
-	for k := range p.Environment {
-		if strings.HasPrefix(k, contract.EnvPrefix) {
-			return fmt.Sprintf("Environment sets %s: %s names are set by the construct", k, contract.EnvPrefix)
-		}
-	}
-	if reason := checkKinds(p.Kinds); reason != "" {
+	if reason := checkRuntime(q, p.Concurrency, p.BackoffBase, p.BackoffCap, p.PayloadBucket, p.Environment, p.Kinds); reason != "" {
 		return reason
 	}
 	for _, l := range p.RateLimiters {

@@ -1,6 +1,7 @@
 package chaos
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -57,42 +58,18 @@ type PlanConfig struct {
 }
 
 func (c PlanConfig) withDefaults() PlanConfig {
-	if c.Jobs == 0 {
-		c.Jobs = 10000
-	}
-	if c.Groups == 0 {
-		c.Groups = 100
-	}
-	if c.GroupJobs == 0 {
-		c.GroupJobs = 20
-	}
-	if c.TransientRate == 0 {
-		c.TransientRate = 0.10
-	}
-	if c.MaxFailAttempts == 0 {
-		c.MaxFailAttempts = 2
-	}
-	if c.PoisonRate == 0 {
-		c.PoisonRate = 0.01
-	}
-	if c.LongJobSeconds == 0 {
-		c.LongJobSeconds = 60
-	}
-	if c.Seed == 0 {
-		c.Seed = 1
-	}
-	if c.TranscodeSeconds == 0 {
-		c.TranscodeSeconds = 2
-	}
-	if c.OverrunRate == 0 {
-		c.OverrunRate = 0.001
-	}
-	if c.OverrunMS == 0 {
-		c.OverrunMS = 300
-	}
-	if c.DuplicateRate == 0 {
-		c.DuplicateRate = 0.02
-	}
+	c.Jobs = cmp.Or(c.Jobs, 10000)
+	c.Groups = cmp.Or(c.Groups, 100)
+	c.GroupJobs = cmp.Or(c.GroupJobs, 20)
+	c.TransientRate = cmp.Or(c.TransientRate, 0.10)
+	c.MaxFailAttempts = cmp.Or(c.MaxFailAttempts, 2)
+	c.PoisonRate = cmp.Or(c.PoisonRate, 0.01)
+	c.LongJobSeconds = cmp.Or(c.LongJobSeconds, 60)
+	c.Seed = cmp.Or(c.Seed, 1)
+	c.TranscodeSeconds = cmp.Or(c.TranscodeSeconds, 2)
+	c.OverrunRate = cmp.Or(c.OverrunRate, 0.001)
+	c.OverrunMS = cmp.Or(c.OverrunMS, 300)
+	c.DuplicateRate = cmp.Or(c.DuplicateRate, 0.02)
 	return c
 }
 
@@ -347,9 +324,7 @@ func (p *Plan) ExpectedDead(maxAttempts map[string]int) int {
 	n := 0
 	for _, j := range p.byID {
 		max := maxAttempts[j.Args.Kind()]
-		if max == 0 {
-			max = jobs.DefaultMaxAttempts
-		}
+		max = cmp.Or(max, jobs.DefaultMaxAttempts)
 		if j.Poison || j.Crash || j.FailAttempts >= max {
 			n++
 		}

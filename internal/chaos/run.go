@@ -1,6 +1,7 @@
 package chaos
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -120,12 +121,8 @@ type Config struct {
 }
 
 func (c Config) withDefaults() Config {
-	if c.ThrottleRate == 0 {
-		c.ThrottleRate = DefaultThrottleRate
-	}
-	if c.KillRate == 0 {
-		c.KillRate = DefaultKillRate
-	}
+	c.ThrottleRate = cmp.Or(c.ThrottleRate, DefaultThrottleRate)
+	c.KillRate = cmp.Or(c.KillRate, DefaultKillRate)
 	if c.LongJobVisibility <= 0 {
 		c.LongJobVisibility = DefaultLongJobVisibility
 	}
@@ -135,24 +132,16 @@ func (c Config) withDefaults() Config {
 	if c.Timeout <= 0 {
 		c.Timeout = DefaultTimeout
 	}
-	if c.LatencyRate == 0 {
-		c.LatencyRate = DefaultLatencyRate
-	}
-	if c.ContainerKillRate == 0 {
-		c.ContainerKillRate = DefaultContainerKillRate
-	}
+	c.LatencyRate = cmp.Or(c.LatencyRate, DefaultLatencyRate)
+	c.ContainerKillRate = cmp.Or(c.ContainerKillRate, DefaultContainerKillRate)
 	if c.MaxLatency <= 0 {
 		c.MaxLatency = DefaultMaxLatency
 	}
-	if c.Seed == 0 {
-		c.Seed = 1
-	}
+	c.Seed = cmp.Or(c.Seed, 1)
 	if c.RedriveTimeout <= 0 {
 		c.RedriveTimeout = DefaultRedriveTimeout
 	}
-	if c.Batches == 0 {
-		c.Batches = DefaultBatches
-	}
+	c.Batches = cmp.Or(c.Batches, DefaultBatches)
 	if c.BatchMembers <= 0 {
 		c.BatchMembers = DefaultBatchMembers
 	}

@@ -1,6 +1,7 @@
 package chaos
 
 import (
+	"cmp"
 	"sort"
 
 	"github.com/jobkit-go/jobkit/functions/samplejobs"
@@ -19,9 +20,7 @@ func (st State) last(j *PlannedJob) tally.Job {
 	if !ok {
 		l = tally.Job{ID: j.ID}
 	}
-	if l.Kind == "" {
-		l.Kind = kind
-	}
+	l.Kind = cmp.Or(l.Kind, kind)
 	if l.Queue == "" {
 		l.Queue = samplejobs.Queues[kind]
 	}

@@ -11,7 +11,6 @@ import (
 	"os"
 	"sort"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -45,23 +44,6 @@ var e2eWorkload = devapp.Workload{
 	Transcodes: 19, TranscodeSeconds: 1, LongTranscodes: 1, LongTranscodeSeconds: 12,
 	TranscodeRetries: 1, TranscodePoison: 2,
 	RetryAttempts: 2, Seed: 300,
-}
-
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) Bytes() []byte {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return append([]byte(nil), l.b.Bytes()...)
 }
 
 // testDisplay logs a progress line every 5 s.
@@ -226,7 +208,7 @@ func TestEndToEnd(t *testing.T) {
 	_, _ = rand.Read(b[:])
 	prefix := "e2e" + hex.EncodeToString(b[:]) + "-"
 
-	out := &lockedBuffer{}
+	out := &awstest.SyncBuffer{}
 	t.Cleanup(func() {
 		// On failure, keep the functions' output for a look.
 		if !t.Failed() {

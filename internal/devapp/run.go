@@ -1,6 +1,7 @@
 package devapp
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -466,9 +467,7 @@ func DeadReasons(c *Census) []string {
 	n := map[string]int{}
 	for _, j := range c.DeadJobs {
 		r := j.Reason
-		if r == "" {
-			r = "redrive_policy"
-		}
+		r = cmp.Or(r, "redrive_policy")
 		n[r]++
 	}
 	var out []string

@@ -2,6 +2,7 @@ package devapp
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -72,9 +73,7 @@ type Tracked struct {
 // IdempotencyKey returns the record key the idempotency middleware uses for the job.
 func (t *Tracked) IdempotencyKey() string {
 	key := t.Key
-	if key == "" {
-		key = t.ID
-	}
+	key = cmp.Or(key, t.ID)
 	return t.Kind + "#" + key
 }
 
@@ -142,12 +141,8 @@ func newTracker(sq SQSAPI, ddb DynamoDBAPI, d *deploy.Deployment) (*Tracker, err
 	sort.Slice(t.queues, func(i, j int) bool {
 		a, b := t.queues[i], t.queues[j]
 		ra, rb := rank[a.Name], rank[b.Name]
-		if ra == 0 {
-			ra = 99
-		}
-		if rb == 0 {
-			rb = 99
-		}
+		ra = cmp.Or(ra, 99)
+		rb = cmp.Or(rb, 99)
 		if ra != rb {
 			return ra < rb
 		}
@@ -410,9 +405,7 @@ func (t *Tracker) Effects(j *Tracked) Effects {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	key := j.Key
-	if key == "" {
-		key = j.ID
-	}
+	key = cmp.Or(key, j.ID)
 	e := Effects{
 		FailedAttempts: last.Failures, BatchFailed: t.batchRet[j.ID], DeadReason: last.Reason,
 		TranscodesDone: t.done[j.ID],

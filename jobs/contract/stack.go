@@ -50,6 +50,12 @@ func LaneQueueName(queue, lane string) string {
 // the first element of a pointer body.
 const PayloadPointerClass = "software.amazon.payloadoffloading.PayloadS3Pointer"
 
+// PayloadKeyPrefix begins the key of every claim-checked payload of the queue named queue (its
+// name, not its URL): the Client stores a job's payload under its destination queue's prefix,
+// a worker's grant covers its own queue's prefix only, and the runtime refuses a pointer outside
+// it.
+func PayloadKeyPrefix(queue string) string { return queue + "/" }
+
 // The container consumer's bounds (jobs.Consumer), which the ContainerWorker construct checks.
 const (
 	// DefaultDrainTimeout leaves 5 s of ECS's default 30 s stop timeout for the process to exit.

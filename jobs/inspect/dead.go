@@ -1,6 +1,7 @@
 package inspect
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -136,12 +137,8 @@ func ParseDeadJob(m sqstypes.Message) DeadJob {
 	var env jobs.Envelope
 	if err := json.Unmarshal([]byte(j.Body), &env); err == nil && (env.ID != "" || env.Kind != "") {
 		j.Envelope = &env
-		if j.JobID == "" {
-			j.JobID = env.ID
-		}
-		if j.Kind == "" {
-			j.Kind = env.Kind
-		}
+		j.JobID = cmp.Or(j.JobID, env.ID)
+		j.Kind = cmp.Or(j.Kind, env.Kind)
 	}
 	return j
 }

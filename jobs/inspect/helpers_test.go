@@ -1,6 +1,7 @@
 package inspect_test
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -18,6 +19,7 @@ import (
 	"github.com/jobkit-go/jobkit/jobs/awsarn"
 	"github.com/jobkit-go/jobkit/jobs/contract"
 	"github.com/jobkit-go/jobkit/jobs/inspect"
+	"github.com/jobkit-go/jobkit/testkit/awstest"
 )
 
 // deadSpec describes a dead-lettered job as the runtime writes it.
@@ -27,6 +29,22 @@ type deadSpec struct {
 	FailedAt                               time.Time
 	Body                                   string // overrides the envelope
 	NoAttrs                                bool   // as the queue's RedrivePolicy would move it
+}
+
+// seedRedrive makes a queue src with its dead-letter queue dlq, and puts n jobs into dlq as
+// cancelled jobs of kind "k" from src (ids fmt.Sprintf(idFormat, i)), for a redrive to move.
+func seedRedrive(t *testing.T, n int, idFormat string) (aws.Config, *sqs.Client, awstest.Queue, awstest.Queue) {
+	t.Helper()
+	cfg := awstest.Config(t)
+	client := sqs.NewFromConfig(cfg)
+	dlq := awstest.CreateQueue(t, cfg, "dlq", nil)
+	src := awstest.CreateQueue(t, cfg, "src", &awstest.QueueOptions{DLQ: &dlq})
+	specs := make([]deadSpec, n)
+	for i := range specs {
+		specs[i] = deadSpec{ID: fmt.Sprintf(idFormat, i), Kind: "k", Reason: contract.ReasonCancelled, Source: src.URL}
+	}
+	seedDead(t, client, dlq.URL, specs)
+	return cfg, client, dlq, src
 }
 
 func envelopeBody(id, kind string, args any) string {
@@ -105,61 +123,16 @@ type received struct {
 	Attrs   map[string]sqstypes.MessageAttributeValue
 }
 
-// drainVisibility hides what drain has received until it deletes it; drainWait is how long drain
-// waits for messages in flight on the queue to come back.
-const (
-	drainVisibility = 20
-	drainWait       = (drainVisibility + 40) * time.Second
-)
-
-// drain receives and deletes every message of a queue and returns them in the order received. It
-// stops when a receive comes back empty and the queue has nothing visible and nothing in flight.
-//
-// A receive can be carried out by SQS and its answer lost: the connection fails while the 200 is
-// read, and aws-sdk-go-v2 makes the call again (it retries "use of closed network connection").
-// The first attempt's messages stay in flight, unseen, until their visibility timeout ends; on a
-// loaded machine this happens now and then. So drain does not stop at the first empty receive: it
-// waits for in-flight messages to come back and reads them then. A message delivered twice that
-// way is kept once (by its SQS message id); two sends of one job are two messages and both kept.
+// drain takes every message of a queue (awstest.TakeAll), decoded.
 func drain(t testing.TB, client *sqs.Client, queueURL string) []received {
 	t.Helper()
-	ctx := context.Background()
 	var got []received
-	seen := map[string]bool{}
-	deadline := time.Now().Add(drainWait)
-	for {
-		out, err := client.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{
-			QueueUrl: aws.String(queueURL), MaxNumberOfMessages: 10, VisibilityTimeout: drainVisibility, WaitTimeSeconds: 1,
-			MessageAttributeNames:       []string{"All"},
-			MessageSystemAttributeNames: []sqstypes.MessageSystemAttributeName{sqstypes.MessageSystemAttributeNameAll},
-		})
-		require.NoError(t, err)
-		if len(out.Messages) == 0 {
-			v, f := counts(t, client, queueURL)
-			if v == 0 && f == 0 {
-				return got
-			}
-			require.True(t, time.Now().Before(deadline), "drain %s: %d visible and %d in flight did not come to it", queueURL, v, f)
-			if v == 0 {
-				time.Sleep(time.Second)
-			}
-			continue
-		}
-		entries := make([]sqstypes.DeleteMessageBatchRequestEntry, len(out.Messages))
-		for n, m := range out.Messages {
-			if id := aws.ToString(m.MessageId); !seen[id] {
-				seen[id] = true
-				r := received{Body: aws.ToString(m.Body), GroupID: m.Attributes["MessageGroupId"], DedupID: m.Attributes["MessageDeduplicationId"], Attrs: m.MessageAttributes}
-				_ = json.Unmarshal([]byte(r.Body), &r.Env)
-				got = append(got, r)
-			}
-			entries[n] = sqstypes.DeleteMessageBatchRequestEntry{Id: aws.String(strconv.Itoa(n)), ReceiptHandle: m.ReceiptHandle}
-		}
-		// Deleting also frees a FIFO group, so its next message can be received.
-		del, err := client.DeleteMessageBatch(ctx, &sqs.DeleteMessageBatchInput{QueueUrl: aws.String(queueURL), Entries: entries})
-		require.NoError(t, err)
-		require.Empty(t, del.Failed)
+	for _, m := range awstest.TakeAll(t, client, queueURL) {
+		r := received{Body: aws.ToString(m.Body), GroupID: m.Attributes["MessageGroupId"], DedupID: m.Attributes["MessageDeduplicationId"], Attrs: m.MessageAttributes}
+		_ = json.Unmarshal([]byte(r.Body), &r.Env)
+		got = append(got, r)
 	}
+	return got
 }
 
 // counts returns visible and in-flight counts of a queue.
@@ -178,13 +151,23 @@ func counts(t testing.TB, client *sqs.Client, queueURL string) (visible, inFligh
 }
 
 // unique counts the distinct envelope ids (bodies, for non-envelopes) among received messages.
+// requireRedriven checks a redrive's end: queue to holds n jobs in total messages (duplicates
+// the redrive reported included), and the dead-letter queue is empty.
+func requireRedriven(t *testing.T, client *sqs.Client, to, dlqURL string, n, total int, msgAndArgs ...any) []received {
+	t.Helper()
+	got := drain(t, client, to)
+	require.Equal(t, n, unique(got))
+	require.Len(t, got, total, msgAndArgs...)
+	v, f := counts(t, client, dlqURL)
+	require.Zero(t, v+f, "the dead-letter queue is empty")
+	return got
+}
+
 func unique(rs []received) int {
 	seen := map[string]bool{}
 	for _, r := range rs {
 		key := r.Env.ID
-		if key == "" {
-			key = r.Body
-		}
+		key = cmp.Or(key, r.Body)
 		seen[key] = true
 	}
 	return len(seen)

@@ -370,11 +370,7 @@ func TestRedriveManualWithFilterAndDestinations(t *testing.T) {
 	res, err = in.Redrive(ctx, dlq.URL, &inspect.RedriveOptions{To: other.URL, Method: inspect.RedriveManual})
 	require.NoError(t, err)
 	require.Equal(t, int64(17), res.Moved)
-	got := drain(t, client, other.URL)
-	require.Equal(t, 17, unique(got))
-	require.Len(t, got, 17+int(res.PossibleDuplicates))
-	v, f = counts(t, client, dlq.URL)
-	require.Zero(t, v+f)
+	requireRedriven(t, client, other.URL, dlq.URL, 17, 17+int(res.PossibleDuplicates))
 }
 
 // A dead job's jobkit.source_queue is data from whoever could send to the DLQ. Redrive sends a
@@ -551,27 +547,15 @@ func (f *faultySQS) DeleteMessageBatch(ctx context.Context, in *sqs.DeleteMessag
 
 func TestRedriveSendsOncePerRunWhenADeleteFails(t *testing.T) {
 	t.Parallel()
-	cfg := awstest.Config(t)
 	ctx := context.Background()
-	client := sqs.NewFromConfig(cfg)
-	dlq := awstest.CreateQueue(t, cfg, "dlq", nil)
-	src := awstest.CreateQueue(t, cfg, "src", &awstest.QueueOptions{DLQ: &dlq})
-	var specs []deadSpec
-	for i := range 20 {
-		specs = append(specs, deadSpec{ID: fmt.Sprintf("j%d", i), Kind: "k", Reason: contract.ReasonCancelled, Source: src.URL})
-	}
-	seedDead(t, client, dlq.URL, specs)
+	cfg, client, dlq, src := seedRedrive(t, 20, "j%d")
 	in := inspect.New(cfg, func(o *inspect.Options) { o.SQS = &faultySQS{SQSAPI: client} })
 
 	res, err := in.Redrive(ctx, dlq.URL, &inspect.RedriveOptions{Method: inspect.RedriveManual, Concurrency: 1, Visibility: 2 * time.Second})
 	require.NoError(t, err)
 	require.Equal(t, int64(20), res.Moved)
 	require.Zero(t, res.Unconfirmed)
-	got := drain(t, client, src.URL)
-	require.Equal(t, 20, unique(got))
-	require.Len(t, got, 20+int(res.PossibleDuplicates), "the batch whose delete failed was not sent again")
-	v, f := counts(t, client, dlq.URL)
-	require.Zero(t, v+f)
+	requireRedriven(t, client, src.URL, dlq.URL, 20, 20+int(res.PossibleDuplicates), "the batch whose delete failed was not sent again")
 }
 
 func TestPurge(t *testing.T) {
@@ -603,16 +587,8 @@ func TestRedriveDeduplicationID(t *testing.T) {
 // which dead-letters the first batch again as soon as it has been moved.
 func TestRedriveLeavesJobsThatComeBackDuringTheRun(t *testing.T) {
 	t.Parallel()
-	cfg := awstest.Config(t)
 	ctx := context.Background()
-	client := sqs.NewFromConfig(cfg)
-	dlq := awstest.CreateQueue(t, cfg, "dlq", nil)
-	src := awstest.CreateQueue(t, cfg, "src", &awstest.QueueOptions{DLQ: &dlq})
-	var specs []deadSpec
-	for i := range 20 {
-		specs = append(specs, deadSpec{ID: fmt.Sprintf("j%02d", i), Kind: "k", Reason: contract.ReasonCancelled, Source: src.URL})
-	}
-	seedDead(t, client, dlq.URL, specs)
+	cfg, client, dlq, src := seedRedrive(t, 20, "j%02d")
 
 	// The callback runs on a redrive goroutine: no require in it, errors are checked afterwards.
 	bounced := 0
@@ -720,16 +696,8 @@ func (l *lostBodyHTTP) Do(r *http.Request) (*http.Response, error) {
 // batch twice, and the redrive reports it.
 func TestRedriveReportsPossibleDuplicatesAfterA200WithoutBody(t *testing.T) {
 	t.Parallel()
-	cfg := awstest.Config(t)
 	ctx := context.Background()
-	client := sqs.NewFromConfig(cfg)
-	dlq := awstest.CreateQueue(t, cfg, "dlq", nil)
-	src := awstest.CreateQueue(t, cfg, "src", &awstest.QueueOptions{DLQ: &dlq})
-	var specs []deadSpec
-	for i := range 10 {
-		specs = append(specs, deadSpec{ID: fmt.Sprintf("j%d", i), Kind: "k", Reason: contract.ReasonCancelled, Source: src.URL})
-	}
-	seedDead(t, client, dlq.URL, specs)
+	cfg, client, dlq, src := seedRedrive(t, 10, "j%d")
 	lossy := sqs.NewFromConfig(cfg, func(o *sqs.Options) {
 		next := o.HTTPClient
 		if next == nil {
@@ -744,27 +712,15 @@ func TestRedriveReportsPossibleDuplicatesAfterA200WithoutBody(t *testing.T) {
 	require.Equal(t, int64(10), res.Moved)
 	require.Zero(t, res.Failed, "the SDK's retry sent it")
 	require.Equal(t, int64(10), res.PossibleDuplicates)
-	got := drain(t, client, src.URL)
-	require.Equal(t, 10, unique(got))
-	require.Len(t, got, 20, "each twice: exactly what was reported")
-	v, f := counts(t, client, dlq.URL)
-	require.Zero(t, v+f)
+	requireRedriven(t, client, src.URL, dlq.URL, 10, 20, "each twice: exactly what was reported")
 }
 
 // A send whose answer is lost is ambiguous: the run cannot know the messages went through, sends
 // them again when they come back, and reports them as possible duplicates.
 func TestRedriveReportsPossibleDuplicatesAfterALostAnswer(t *testing.T) {
 	t.Parallel()
-	cfg := awstest.Config(t)
 	ctx := context.Background()
-	client := sqs.NewFromConfig(cfg)
-	dlq := awstest.CreateQueue(t, cfg, "dlq", nil)
-	src := awstest.CreateQueue(t, cfg, "src", &awstest.QueueOptions{DLQ: &dlq})
-	var specs []deadSpec
-	for i := range 10 {
-		specs = append(specs, deadSpec{ID: fmt.Sprintf("j%d", i), Kind: "k", Reason: contract.ReasonCancelled, Source: src.URL})
-	}
-	seedDead(t, client, dlq.URL, specs)
+	cfg, client, dlq, src := seedRedrive(t, 10, "j%d")
 	in := inspect.New(cfg, func(o *inspect.Options) { o.SQS = &lostAnswerSQS{SQSAPI: client} })
 
 	res, err := in.Redrive(ctx, dlq.URL, &inspect.RedriveOptions{Method: inspect.RedriveManual, Concurrency: 1, Visibility: 2 * time.Second})
@@ -772,9 +728,5 @@ func TestRedriveReportsPossibleDuplicatesAfterALostAnswer(t *testing.T) {
 	require.Equal(t, int64(10), res.Moved)
 	require.Zero(t, res.Failed, "sent on the second try")
 	require.Equal(t, int64(10), res.PossibleDuplicates)
-	got := drain(t, client, src.URL)
-	require.Equal(t, 10, unique(got))
-	require.Len(t, got, 20, "each twice: exactly what was reported")
-	v, f := counts(t, client, dlq.URL)
-	require.Zero(t, v+f)
+	requireRedriven(t, client, src.URL, dlq.URL, 10, 20, "each twice: exactly what was reported")
 }

@@ -1,6 +1,7 @@
 package inspect
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -46,9 +47,7 @@ type Target struct {
 // the stack and the stack does not exist, and ErrNoQueues when the stack names no queues.
 func (i *Inspector) Resolve(ctx context.Context, t Target) ([]Queue, error) {
 	stack := t.Stack
-	if stack == "" {
-		stack = contract.DefaultStack
-	}
+	stack = cmp.Or(stack, contract.DefaultStack)
 	if len(t.Queues) > 1 && t.DLQ != "" {
 		return nil, fmt.Errorf("inspect: a DLQ can be given with one queue, not %d", len(t.Queues))
 	}

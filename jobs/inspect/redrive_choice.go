@@ -1,6 +1,7 @@
 package inspect
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 
@@ -50,9 +51,7 @@ func chooseMethod(dlq QueueStats, o *RedriveOptions, res *RedriveResult) (Redriv
 // too, so the DLQ's type is its source queues' type.)
 func fifoQueue(dlq QueueStats, o *RedriveOptions) string {
 	dest := o.To
-	if dest == "" {
-		dest = o.Source
-	}
+	dest = cmp.Or(dest, o.Source)
 	switch {
 	case dlq.FIFO || awsarn.IsFIFO(dlq.URL):
 		return awsarn.QueueName(dlq.URL)

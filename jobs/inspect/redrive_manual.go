@@ -1,6 +1,7 @@
 package inspect
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -338,9 +339,7 @@ func (m *mover) send(ctx context.Context, queueURL string, items []moveItem) []s
 		}
 		if fifo {
 			g := it.job.GroupID
-			if g == "" {
-				g = "jobkit-redrive"
-			}
+			g = cmp.Or(g, "jobkit-redrive")
 			e.MessageGroupId = aws.String(g)
 			e.MessageDeduplicationId = aws.String(RedriveDeduplicationID(it.job.JobID, it.job.MessageID))
 		}

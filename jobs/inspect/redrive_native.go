@@ -1,6 +1,7 @@
 package inspect
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -18,9 +19,7 @@ import (
 // message's original source.
 func (i *Inspector) destinationARN(ctx context.Context, o *RedriveOptions) (string, error) {
 	u := o.To
-	if u == "" {
-		u = o.Source
-	}
+	u = cmp.Or(u, o.Source)
 	if u == "" {
 		return "", nil
 	}

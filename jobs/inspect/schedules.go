@@ -1,6 +1,7 @@
 package inspect
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"sort"
@@ -69,9 +70,7 @@ func (i *Inspector) Schedules(ctx context.Context, opts *ScheduleOptions) ([]Sch
 				break
 			}
 			group := aws.ToString(s.GroupName)
-			if group == "" {
-				group = "default"
-			}
+			group = cmp.Or(group, "default")
 			out = append(out, ScheduleInfo{Group: group, Name: aws.ToString(s.Name), State: string(s.State)})
 			if s.Target != nil {
 				out[len(out)-1].TargetARN = aws.ToString(s.Target.Arn)

@@ -31,11 +31,11 @@ func NewStateStore() *StateStore {
 }
 
 // JobsEnqueued implements jobs.StateStore.
-func (s *StateStore) JobsEnqueued(_ context.Context, list []jobs.EnqueuedJob) error {
+func (s *StateStore) JobsEnqueued(_ context.Context, list []jobs.PreparedJob) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, j := range list {
-		s.jobs[j.ID] = jobs.JobStatus{ID: j.ID, Kind: j.Kind, State: jobs.StateEnqueued, Queue: j.Queue, Batch: j.Batch,
+		s.jobs[j.ID] = jobs.JobStatus{ID: j.ID, Kind: j.Kind, State: jobs.StateEnqueued, Queue: j.QueueURL, Batch: j.Batch,
 			EnqueuedAt: j.EnqueuedAt, DeliverAt: j.DeliverAt, Since: j.EnqueuedAt}
 	}
 	return nil

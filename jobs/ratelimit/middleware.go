@@ -1,6 +1,7 @@
 package ratelimit
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -87,9 +88,7 @@ func Middleware(store *Store, rules Rules, opts *Options) jobs.Middleware {
 	}
 	checked := make(Rules, len(rules))
 	for kind, r := range rules {
-		if r.Name == "" {
-			r.Name = kind
-		}
+		r.Name = cmp.Or(r.Name, kind)
 		if err := checkName(r.Name); err != nil {
 			panic(fmt.Errorf("ratelimit: rule for kind %q: %w", kind, err))
 		}

@@ -74,7 +74,7 @@ func TestMainWiresIdempotencyBetweenUseAndUseInside(t *testing.T) {
 	m.Workers.Use(m.Middleware()...)
 
 	opts := &jobstest.JobOpts{ID: "01JSETUP0000000000000000AA", Key: "ping-1"}
-	require.NoError(t, m.States.JobsEnqueued(ctx, []jobs.EnqueuedJob{{ID: opts.ID, Kind: ping{}.Kind(), Key: opts.Key, EnqueuedAt: time.Now()}}))
+	require.NoError(t, m.States.JobsEnqueued(ctx, []jobs.PreparedJob{{ID: opts.ID, Kind: ping{}.Kind(), Key: opts.Key, EnqueuedAt: time.Now()}}))
 	require.NoError(t, jobstest.Run(ctx, m.Workers, ping{N: 1}, opts))
 	opts.Attempt = 2
 	require.NoError(t, jobstest.Run(ctx, m.Workers, ping{N: 1}, opts))

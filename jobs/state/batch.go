@@ -572,7 +572,7 @@ func (t *Table) sendBatchJob(ctx context.Context, meta map[string]types.Attribut
 	if err != nil {
 		return err
 	}
-	if err := t.JobsEnqueued(ctx, []jobs.EnqueuedJob{{ID: id, Kind: kind, Queue: queue, EnqueuedAt: now}}); err != nil {
+	if err := t.JobsEnqueued(ctx, []jobs.PreparedJob{{ID: id, Kind: kind, QueueURL: queue, EnqueuedAt: now}}); err != nil {
 		return err
 	}
 	in := &sqs.SendMessageInput{QueueUrl: aws.String(queue), MessageBody: aws.String(string(body))}

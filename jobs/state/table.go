@@ -1,6 +1,7 @@
 package state
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -104,9 +105,7 @@ func New(db DynamoDBAPI, name string, opts *Options) (*Table, error) {
 	if o.Expiry <= 0 {
 		o.Expiry = DefaultExpiry
 	}
-	if o.Shards == 0 {
-		o.Shards = DefaultShards
-	}
+	o.Shards = cmp.Or(o.Shards, DefaultShards)
 	if o.Shards < 1 || o.Shards > MaxShards {
 		return nil, fmt.Errorf("state: Shards %d: want 1-%d", o.Shards, MaxShards)
 	}
@@ -139,7 +138,7 @@ func idemKey(kind, key, id string) string {
 }
 
 // JobsEnqueued implements jobs.StateStore: one write per job (BatchWriteItem, 25 a call).
-func (t *Table) JobsEnqueued(ctx context.Context, list []jobs.EnqueuedJob) error {
+func (t *Table) JobsEnqueued(ctx context.Context, list []jobs.PreparedJob) error {
 	exp := n(t.o.Now().Add(t.o.Expiry).Unix())
 	reqs := make([]types.WriteRequest, 0, len(list))
 	for _, j := range list {
@@ -152,8 +151,8 @@ func (t *Table) JobsEnqueued(ctx context.Context, list []jobs.EnqueuedJob) error
 			attrEnqueuedAt:             ms(j.EnqueuedAt),
 			attrSince:                  ms(j.EnqueuedAt),
 		}
-		if j.Queue != "" {
-			item[attrQueue] = s(j.Queue)
+		if j.QueueURL != "" {
+			item[attrQueue] = s(j.QueueURL)
 		}
 		if j.Batch != "" {
 			item[attrBatch] = s(j.Batch)

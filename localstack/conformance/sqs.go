@@ -156,25 +156,12 @@ func checkDeepQueueHandles(ctx context.Context, env *Env) error {
 // ChangeMessageVisibility with the receipt handle of a message since moved to the dead-letter
 // queue is an error: the message is no longer in the queue.
 func checkChangeVisibilityMoved(ctx context.Context, env *Env) error {
-	dlq, err := createQueue(ctx, env, "dlq", queueSpec{})
+	q, dlq, err := withDLQ(ctx, env, queueSpec{}, 1, "", "m1")
 	if err != nil {
 		return err
 	}
-	q, err := createQueue(ctx, env, "q", queueSpec{dlq: &dlq, maxReceiveCount: 1})
+	first, err := receiveAndRelease(ctx, env, q, 1)
 	if err != nil {
-		return err
-	}
-	if err := send(ctx, env, q, "", "m1"); err != nil {
-		return err
-	}
-	first, err := receive(ctx, env, q, 1, 1)
-	if err != nil {
-		return err
-	}
-	if len(first) != 1 {
-		return fmt.Errorf("received %d messages, want 1", len(first))
-	}
-	if err := release(ctx, env, q, first...); err != nil {
 		return err
 	}
 	// The second receive finds the receive count used up and moves the message.
@@ -312,27 +299,13 @@ func checkFIFOOrderAfterPartialFailure(ctx context.Context, env *Env) error {
 // A Standard queue's message received maxReceiveCount (2) times without being deleted moves to
 // the dead-letter queue at the next receive.
 func checkRedriveStandard(ctx context.Context, env *Env) error {
-	dlq, err := createQueue(ctx, env, "dlq", queueSpec{})
+	q, dlq, err := withDLQ(ctx, env, queueSpec{}, 2, "", "poison")
 	if err != nil {
-		return err
-	}
-	q, err := createQueue(ctx, env, "q", queueSpec{dlq: &dlq, maxReceiveCount: 2})
-	if err != nil {
-		return err
-	}
-	if err := send(ctx, env, q, "", "poison"); err != nil {
 		return err
 	}
 	for i := 1; i <= 2; i++ {
-		ms, err := receive(ctx, env, q, 1, 1)
-		if err != nil {
-			return err
-		}
-		if len(ms) != 1 {
-			return fmt.Errorf("receive %d: %d messages, want 1", i, len(ms))
-		}
-		if err := release(ctx, env, q, ms...); err != nil {
-			return err
+		if _, err := receiveAndRelease(ctx, env, q, 1); err != nil {
+			return fmt.Errorf("receive %d: %w", i, err)
 		}
 	}
 	if ms, err := receive(ctx, env, q, 1, 1); err != nil || len(ms) != 0 {
@@ -351,15 +324,8 @@ func checkRedriveStandard(ctx context.Context, env *Env) error {
 // A FIFO queue with maxReceiveCount 1 moves every message of a group received once and released
 // (three of three), to its FIFO dead-letter queue in order.
 func checkRedriveFIFO(ctx context.Context, env *Env) error {
-	dlq, err := createQueue(ctx, env, "dlq", queueSpec{fifo: true})
+	q, dlq, err := withDLQ(ctx, env, queueSpec{fifo: true}, 1, "g", "m1", "m2", "m3")
 	if err != nil {
-		return err
-	}
-	q, err := createQueue(ctx, env, "q", queueSpec{fifo: true, dlq: &dlq, maxReceiveCount: 1})
-	if err != nil {
-		return err
-	}
-	if err := send(ctx, env, q, "g", "m1", "m2", "m3"); err != nil {
 		return err
 	}
 	ms, err := receive(ctx, env, q, 10, 1)
@@ -387,25 +353,11 @@ func checkRedriveFIFO(ctx context.Context, env *Env) error {
 
 // A message moved to a dead-letter queue carries DeadLetterQueueSourceArn, the source queue's ARN.
 func checkDLQSourceARN(ctx context.Context, env *Env) error {
-	dlq, err := createQueue(ctx, env, "dlq", queueSpec{})
+	q, dlq, err := withDLQ(ctx, env, queueSpec{}, 1, "", "m1")
 	if err != nil {
 		return err
 	}
-	q, err := createQueue(ctx, env, "q", queueSpec{dlq: &dlq, maxReceiveCount: 1})
-	if err != nil {
-		return err
-	}
-	if err := send(ctx, env, q, "", "m1"); err != nil {
-		return err
-	}
-	ms, err := receive(ctx, env, q, 1, 1)
-	if err != nil {
-		return err
-	}
-	if len(ms) != 1 {
-		return fmt.Errorf("received %d messages, want 1", len(ms))
-	}
-	if err := release(ctx, env, q, ms...); err != nil {
+	if _, err := receiveAndRelease(ctx, env, q, 1); err != nil {
 		return err
 	}
 	if _, err := receive(ctx, env, q, 1, 1); err != nil {

@@ -89,6 +89,32 @@ func receive(ctx context.Context, env *Env, q queue, max, wait int32) ([]sqstype
 	return out.Messages, nil
 }
 
+// withDLQ creates a queue of spec whose redrive policy moves a message to a new dead-letter queue
+// after maxReceiveCount receives, and sends bodies to it (in group, on a FIFO queue).
+func withDLQ(ctx context.Context, env *Env, spec queueSpec, maxReceiveCount int, group string, bodies ...string) (q, dlq queue, err error) {
+	if dlq, err = createQueue(ctx, env, "dlq", spec); err != nil {
+		return q, dlq, err
+	}
+	spec.dlq, spec.maxReceiveCount = &dlq, maxReceiveCount
+	if q, err = createQueue(ctx, env, "q", spec); err != nil {
+		return q, dlq, err
+	}
+	return q, dlq, send(ctx, env, q, group, bodies...)
+}
+
+// receiveAndRelease receives n messages of q (up to 10) and makes them visible again at once;
+// fewer is an error.
+func receiveAndRelease(ctx context.Context, env *Env, q queue, n int32) ([]sqstypes.Message, error) {
+	ms, err := receive(ctx, env, q, n, 1)
+	if err != nil {
+		return nil, err
+	}
+	if len(ms) != int(n) {
+		return nil, fmt.Errorf("received %d messages, want %d", len(ms), n)
+	}
+	return ms, release(ctx, env, q, ms...)
+}
+
 // receiveAll receives until it holds n messages or a receive comes back empty.
 func receiveAll(ctx context.Context, env *Env, q queue, n int) ([]sqstypes.Message, error) {
 	var got []sqstypes.Message

@@ -1,6 +1,7 @@
 package deploy
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -61,9 +62,7 @@ func readStacks(dir string) (map[string]*StackArtifact, error) {
 			continue
 		}
 		s := &StackArtifact{ID: id, Name: a.Properties.StackName, TemplateFile: filepath.Join(dir, a.Properties.TemplateFile)}
-		if s.Name == "" {
-			s.Name = id
-		}
+		s.Name = cmp.Or(s.Name, id)
 		body, err := os.ReadFile(s.TemplateFile)
 		if err != nil {
 			return nil, fmt.Errorf("deploy: stack %s: %w", id, err)

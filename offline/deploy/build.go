@@ -1,6 +1,7 @@
 package deploy
 
 import (
+	"cmp"
 	"context"
 	"debug/elf"
 	"errors"
@@ -35,9 +36,7 @@ func (dp *deployer) build(ctx context.Context, cdkOut string) error {
 			continue
 		}
 		start := time.Now()
-		if fn.ModuleDir == "" {
-			fn.ModuleDir = dp.o.ModuleDir
-		}
+		fn.ModuleDir = cmp.Or(fn.ModuleDir, dp.o.ModuleDir)
 		if err := buildBootstrap(ctx, fn.ModuleDir, dp.o.sourceDir(fn.Source), out); err != nil {
 			return &ConfigError{Stack: fn.Stack, LogicalID: fn.LogicalID, Reason: err.Error()}
 		}

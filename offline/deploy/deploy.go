@@ -1,6 +1,7 @@
 package deploy
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"log/slog"
@@ -208,9 +209,7 @@ func Deploy(ctx context.Context, clients Clients, opts *Options) (*Deployment, e
 // The module directory defaults to the parent of cdk.out because that is where `cdk synth` runs
 // (cdk.json sits beside cdk.out), and "jobkit:source" paths are relative to it.
 func (o *Options) withDefaults() (cdkOut string, err error) {
-	if o.CDKOut == "" {
-		o.CDKOut = "cdk.out"
-	}
+	o.CDKOut = cmp.Or(o.CDKOut, "cdk.out")
 	cdkOut, err = filepath.Abs(o.CDKOut)
 	if err != nil {
 		return "", fmt.Errorf("deploy: %w", err)
@@ -221,9 +220,7 @@ func (o *Options) withDefaults() (cdkOut string, err error) {
 	if o.BuildDir == "" {
 		o.BuildDir = filepath.Join(o.ModuleDir, ".run", "functions")
 	}
-	if o.Region == "" {
-		o.Region = "us-east-1"
-	}
+	o.Region = cmp.Or(o.Region, "us-east-1")
 	if o.AccountID == "" {
 		// moto's default account (LocalStack's is 000000000000); replaced by the emulator's own
 		// as soon as a created queue's ARN names it.

@@ -1,6 +1,7 @@
 package deploy
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -39,9 +40,7 @@ func (d *Deployment) Destroy(ctx context.Context) error {
 	for i := len(d.Stacks) - 1; i >= 0; i-- {
 		s := d.Stacks[i]
 		name := s.ID
-		if name == "" {
-			name = s.Name
-		}
+		name = cmp.Or(name, s.Name)
 		if _, err := c.CloudFormation.DeleteStack(ctx, &cloudformation.DeleteStackInput{StackName: aws.String(name)}); err != nil {
 			errs = append(errs, fmt.Errorf("stack %s: %w", s.Name, err))
 			continue

@@ -1,6 +1,7 @@
 package deploy
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"time"
@@ -38,9 +39,7 @@ func (dp *deployer) schedule(ctx context.Context, run *stackRun, id string) erro
 		return &ConfigError{Stack: run.name, LogicalID: id, Reason: fmt.Sprintf("create schedule %s: %v", aws.ToString(in.Name), err)}
 	}
 	group := aws.ToString(in.GroupName)
-	if group == "" {
-		group = "default"
-	}
+	group = cmp.Or(group, "default")
 	dp.d.Schedules = append(dp.d.Schedules, Schedule{
 		Stack: run.name, LogicalID: id, Name: aws.ToString(in.Name), Group: group,
 		Expression: aws.ToString(in.ScheduleExpression), TargetARN: aws.ToString(in.Target.Arn),

@@ -8,6 +8,7 @@ package devstack
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -201,9 +202,7 @@ func startRuntime(cfg *Config, fn deploy.Function, mappings []deploy.EventSource
 	instances := streams
 	for _, m := range mappings {
 		c := m.MaximumConcurrency
-		if c == 0 {
-			c = esm.DefaultMaximumConcurrency
-		}
+		c = cmp.Or(c, esm.DefaultMaximumConcurrency)
 		instances += c
 	}
 	if fn.ReservedConcurrency > 0 {

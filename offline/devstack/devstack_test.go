@@ -1,7 +1,6 @@
 package devstack_test
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -56,23 +55,6 @@ func fixture(t *testing.T, at time.Time) string {
 	return dir
 }
 
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 func gone(pid int) bool {
 	if err := syscall.Kill(pid, 0); errors.Is(err, syscall.ESRCH) {
 		return true
@@ -112,7 +94,7 @@ func TestStackRunsTheDeployment(t *testing.T) {
 		fired   []schedfire.Firing
 		invoked []string // "<function> <pid>" per invocation taken
 	)
-	out := &lockedBuffer{}
+	out := &awstest.SyncBuffer{}
 	stack, err := devstack.Start(ctx, devstack.Config{
 		AWS: cfg, Deployment: d, Output: out, SchedulerPollInterval: time.Second,
 		OnBatch: func(fn string, rep esm.BatchReport) {

@@ -29,7 +29,7 @@ func TestUpAndDown(t *testing.T) {
 	_, _ = rand.Read(b[:])
 	prefix := "jkup" + hex.EncodeToString(b[:]) + "-"
 	up := devstack.UpConfig{
-		Config: devstack.Config{AWS: cfg, Output: &lockedBuffer{}, NoScheduler: true},
+		Config: devstack.Config{AWS: cfg, Output: &awstest.SyncBuffer{}, NoScheduler: true},
 		Deploy: deploy.Options{CDKOut: fixture(t, time.Now().Add(time.Hour)), Prefix: prefix, ModuleDir: "../..", BuildDir: t.TempDir()},
 		Prepare: func(_ context.Context, d *deploy.Deployment, c *devstack.Config) error {
 			require.Same(t, d, c.Deployment)

@@ -1,6 +1,7 @@
 package esm_test
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"os"
@@ -124,12 +125,8 @@ func newHarness(t *testing.T, s setup) *harness {
 	fn := s.function
 	fn.Name = "rbi"
 	fn.Bootstrap = rbi(t)
-	if fn.Timeout == 0 {
-		fn.Timeout = 30 * time.Second
-	}
-	if fn.MaxInstances == 0 {
-		fn.MaxInstances = 5
-	}
+	fn.Timeout = cmp.Or(fn.Timeout, 30*time.Second)
+	fn.MaxInstances = cmp.Or(fn.MaxInstances, 5)
 	rt, err := lambdaruntime.New(fn, &lambdaruntime.Options{Endpoint: awstest.Endpoint(), Output: testWriter{t}})
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, rt.Close()) })

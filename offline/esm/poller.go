@@ -1,6 +1,7 @@
 package esm
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -76,9 +77,7 @@ func (m *Mapping) validate() error {
 	if m.QueueURL == "" || m.QueueARN == "" {
 		return &ConfigError{Reason: "QueueURL and QueueARN are required"}
 	}
-	if m.BatchSize == 0 {
-		m.BatchSize = DefaultBatchSize
-	}
+	m.BatchSize = cmp.Or(m.BatchSize, DefaultBatchSize)
 	max := MaxBatchSizeStandard
 	if m.IsFIFO() {
 		max = MaxBatchSizeFIFO
@@ -92,9 +91,7 @@ func (m *Mapping) validate() error {
 	if m.BatchSize > maxReceive && m.MaximumBatchingWindow < time.Second {
 		return &ConfigError{Reason: "a BatchSize above 10 needs a MaximumBatchingWindow of at least 1s"}
 	}
-	if m.MaximumConcurrency == 0 {
-		m.MaximumConcurrency = DefaultMaximumConcurrency
-	}
+	m.MaximumConcurrency = cmp.Or(m.MaximumConcurrency, DefaultMaximumConcurrency)
 	if m.MaximumConcurrency < MinMaximumConcurrency || m.MaximumConcurrency > MaxMaximumConcurrency {
 		return &ConfigError{Reason: fmt.Sprintf("MaximumConcurrency %d is outside 2-1000", m.MaximumConcurrency)}
 	}

@@ -1,6 +1,7 @@
 package esm
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -100,9 +101,7 @@ func NewStreamPoller(api StreamsAPI, fn Invoker, m StreamMapping, logger *slog.L
 	if m.StreamARN == "" {
 		return nil, &ConfigError{Reason: "StreamARN is required"}
 	}
-	if m.BatchSize == 0 {
-		m.BatchSize = DefaultStreamBatchSize
-	}
+	m.BatchSize = cmp.Or(m.BatchSize, DefaultStreamBatchSize)
 	if m.BatchSize < 1 || m.BatchSize > MaxStreamBatchSize {
 		return nil, &ConfigError{Reason: fmt.Sprintf("BatchSize %d is outside 1-%d", m.BatchSize, MaxStreamBatchSize)}
 	}

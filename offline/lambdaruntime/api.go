@@ -1,6 +1,7 @@
 package lambdaruntime
 
 import (
+	"cmp"
 	"context"
 	"encoding/base64"
 	"encoding/json"
@@ -336,9 +337,7 @@ func readErrorPayload(r *http.Request) *ErrorPayload {
 	if errPay.Type == "" {
 		errPay.Type = r.Header.Get(HeaderFunctionErrorType)
 	}
-	if errPay.Type == "" {
-		errPay.Type = ErrorTypeUnhandled
-	}
+	errPay.Type = cmp.Or(errPay.Type, ErrorTypeUnhandled)
 	return errPay
 }
 

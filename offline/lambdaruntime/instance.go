@@ -2,6 +2,7 @@ package lambdaruntime
 
 import (
 	"bytes"
+	"cmp"
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
@@ -131,9 +132,7 @@ func (in *instance) kill() {
 // variables, then the variables Lambda reserves (which nothing overrides).
 func (r *Runtime) environ(runtimeAPI string) []string {
 	path := os.Getenv("PATH")
-	if path == "" {
-		path = "/usr/local/bin:/usr/bin:/bin"
-	}
+	path = cmp.Or(path, "/usr/local/bin:/usr/bin:/bin")
 	env := map[string]string{
 		"PATH": path,
 		"LANG": "en_US.UTF-8",

@@ -1,6 +1,7 @@
 package lambdaruntime
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -211,12 +212,8 @@ func New(fn Function, opts *Options) (*Runtime, error) {
 	if opts != nil {
 		o = *opts
 	}
-	if o.Region == "" {
-		o.Region = DefaultRegion
-	}
-	if o.AccountID == "" {
-		o.AccountID = DefaultAccountID
-	}
+	o.Region = cmp.Or(o.Region, DefaultRegion)
+	o.AccountID = cmp.Or(o.AccountID, DefaultAccountID)
 	if o.AccessKeyID == "" && o.Endpoint != "" {
 		o.AccessKeyID, o.SecretAccessKey = "test", "test"
 	}

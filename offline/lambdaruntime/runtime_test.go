@@ -1,6 +1,7 @@
 package lambdaruntime_test
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -42,9 +43,7 @@ func probe(t *testing.T) string {
 
 func newRuntime(t *testing.T, fn lambdaruntime.Function, opts *lambdaruntime.Options) *lambdaruntime.Runtime {
 	t.Helper()
-	if fn.Name == "" {
-		fn.Name = "probe"
-	}
+	fn.Name = cmp.Or(fn.Name, "probe")
 	fn.Bootstrap = probe(t)
 	if opts == nil {
 		opts = &lambdaruntime.Options{}

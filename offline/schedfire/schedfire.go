@@ -1,6 +1,7 @@
 package schedfire
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -550,9 +551,7 @@ func dedupID(jobID, body string) string {
 		return jobID
 	}
 	src := jobID
-	if src == "" {
-		src = body
-	}
+	src = cmp.Or(src, body)
 	sum := sha256.Sum256([]byte(src))
 	return hex.EncodeToString(sum[:])
 }

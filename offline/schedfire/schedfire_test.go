@@ -10,7 +10,6 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	awsscheduler "github.com/aws/aws-sdk-go-v2/service/scheduler"
-	"github.com/aws/aws-sdk-go-v2/service/scheduler/types"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/stretchr/testify/assert"
@@ -22,45 +21,11 @@ import (
 	"github.com/jobkit-go/jobkit/testkit/awstest"
 )
 
-// testRoleARN is a role in the endpoint's own account for schedules to name (the emulators do not
-// assume it).
-func testRoleARN(t testing.TB) string {
-	return "arn:aws:iam::" + awstest.Account(t) + ":role/jobkit-scheduler"
-}
-
 type sendEmail struct {
 	To string `json:"to"`
 }
 
 func (sendEmail) Kind() string { return "email.send" }
-
-// createGroup creates a schedule group for the test and deletes it (and its schedules) after.
-func createGroup(t *testing.T, client *awsscheduler.Client) string {
-	t.Helper()
-	name := awstest.Name(t, "grp")
-	_, err := client.CreateScheduleGroup(context.Background(), &awsscheduler.CreateScheduleGroupInput{Name: aws.String(name)})
-	require.NoError(t, err)
-	awstest.Cleanup(t, "schedule group "+name, func(ctx context.Context) error {
-		for _, s := range listSchedules(t, client, name) {
-			_, _ = client.DeleteSchedule(ctx, &awsscheduler.DeleteScheduleInput{GroupName: aws.String(name), Name: s.Name})
-		}
-		_, err := client.DeleteScheduleGroup(ctx, &awsscheduler.DeleteScheduleGroupInput{Name: aws.String(name)})
-		return err
-	})
-	return name
-}
-
-func listSchedules(t *testing.T, client *awsscheduler.Client, group string) []types.ScheduleSummary {
-	t.Helper()
-	var out []types.ScheduleSummary
-	p := awsscheduler.NewListSchedulesPaginator(client, &awsscheduler.ListSchedulesInput{GroupName: aws.String(group)})
-	for p.HasMorePages() {
-		page, err := p.NextPage(context.Background())
-		require.NoError(t, err)
-		out = append(out, page.Schedules...)
-	}
-	return out
-}
 
 func decodeEnvelope(t *testing.T, body string) jobs.Envelope {
 	t.Helper()
@@ -294,13 +259,13 @@ func TestRunnerFiresStoredOneTimeSchedulesOnEmulator(t *testing.T) {
 	cfg := awstest.Config(t)
 	sched := awsscheduler.NewFromConfig(cfg)
 	sqsClient := sqs.NewFromConfig(cfg)
-	group := createGroup(t, sched)
+	group := awstest.CreateScheduleGroup(t, sched)
 	queue := awstest.CreateQueue(t, cfg, "delayed", nil)
 	ctx := context.Background()
 
 	start := time.Now().UTC().Truncate(time.Second)
 	clk := newManualClock(start)
-	d, err := scheduler.NewDelayer(sched, scheduler.DelayerConfig{Group: group, RoleARN: testRoleARN(t)})
+	d, err := scheduler.NewDelayer(sched, scheduler.DelayerConfig{Group: group, RoleARN: awstest.SchedulerRoleARN(t)})
 	require.NoError(t, err)
 	client, err := jobs.NewClient(sqsClient, jobs.ClientOptions{DefaultQueueURL: queue.URL, LongDelayer: d, Now: clk.Now})
 	require.NoError(t, err)
@@ -311,7 +276,7 @@ func TestRunnerFiresStoredOneTimeSchedulesOnEmulator(t *testing.T) {
 		require.True(t, res.Scheduled)
 		ids = append(ids, res.ID)
 	}
-	require.Len(t, listSchedules(t, sched, group), 3)
+	require.Len(t, awstest.ListSchedules(t, sched, group), 3)
 
 	fired := make(chan Firing, 10)
 	r, err := New(Config{
@@ -334,7 +299,7 @@ func TestRunnerFiresStoredOneTimeSchedulesOnEmulator(t *testing.T) {
 	env := decodeEnvelope(t, aws.ToString(msgs[0].Body))
 	assert.Equal(t, ids[0], env.ID)
 	assert.JSONEq(t, `{"to":"user1@example.com"}`, string(env.Args))
-	assert.Len(t, listSchedules(t, sched, group), 2, "ActionAfterCompletion DELETE: the fired schedule is gone")
+	assert.Len(t, awstest.ListSchedules(t, sched, group), 2, "ActionAfterCompletion DELETE: the fired schedule is gone")
 
 	// The second job is cancelled before it is due: it never fires. The third fires on day 3.
 	require.NoError(t, client.CancelDelayed(ctx, ids[1]))
@@ -345,7 +310,7 @@ func TestRunnerFiresStoredOneTimeSchedulesOnEmulator(t *testing.T) {
 	assert.Equal(t, ids[2], rest[0].JobID)
 	msgs = receiveAll(t, sqsClient, queue.URL, 1)
 	assert.Equal(t, ids[2], decodeEnvelope(t, aws.ToString(msgs[0].Body)).ID)
-	assert.Empty(t, listSchedules(t, sched, group))
+	assert.Empty(t, awstest.ListSchedules(t, sched, group))
 }
 
 func TestRunnerDeadLettersUndeliverableTicksOnEmulator(t *testing.T) {

@@ -1,6 +1,9 @@
 package tally
 
-import "sync"
+import (
+	"cmp"
+	"sync"
+)
 
 // Book records what each job of a run did, keyed by job id. It is safe for concurrent use.
 type Book struct {
@@ -78,12 +81,8 @@ func (b *Book) entry(id, kind, queue string) *entry {
 		b.jobs[id] = e
 		b.order = append(b.order, e)
 	}
-	if e.job.Kind == "" {
-		e.job.Kind = kind
-	}
-	if e.job.Queue == "" {
-		e.job.Queue = queue
-	}
+	e.job.Kind = cmp.Or(e.job.Kind, kind)
+	e.job.Queue = cmp.Or(e.job.Queue, queue)
 	return e
 }
 

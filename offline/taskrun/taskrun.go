@@ -6,6 +6,7 @@ package taskrun
 
 import (
 	"bytes"
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
@@ -100,9 +101,7 @@ func Start(o Options) (*Task, error) {
 // ECS's task role and endpoint give (which the container's variables do not override).
 func (t *Task) environ() []string {
 	path := os.Getenv("PATH")
-	if path == "" {
-		path = "/usr/local/bin:/usr/bin:/bin"
-	}
+	path = cmp.Or(path, "/usr/local/bin:/usr/bin:/bin")
 	env := map[string]string{"PATH": path, "LANG": "en_US.UTF-8", "TZ": ":UTC"}
 	for k, v := range t.o.Env {
 		env[k] = v

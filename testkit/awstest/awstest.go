@@ -8,6 +8,7 @@
 package awstest
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -99,9 +100,7 @@ func Config(tb testing.TB) aws.Config {
 // LoadConfig is Config without a test: the configuration for Endpoint(), for tools and benchmarks.
 func LoadConfig(ctx context.Context) (aws.Config, error) {
 	region := os.Getenv("AWS_REGION")
-	if region == "" {
-		region = Region
-	}
+	region = cmp.Or(region, Region)
 	opts := []func(*config.LoadOptions) error{
 		config.WithRegion(region),
 		config.WithAPIOptions([]func(*middleware.Stack) error{sdkfix.NoBodyWriteTo}),
@@ -178,9 +177,7 @@ func DynamoDBLocalConfig(tb testing.TB) aws.Config {
 		tb.Skip("awstest: " + how)
 	}
 	region := os.Getenv("AWS_REGION")
-	if region == "" {
-		region = Region
-	}
+	region = cmp.Or(region, Region)
 	cfg, err := config.LoadDefaultConfig(context.Background(),
 		config.WithRegion(region),
 		config.WithBaseEndpoint(ep),

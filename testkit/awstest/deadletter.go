@@ -41,6 +41,13 @@ func DeadLetterByPolicy(tb testing.TB, cfg aws.Config, src, dlq Queue, n int) {
 // Depth returns a queue's visible, in-flight and delayed messages, as SQS approximates them.
 func Depth(tb testing.TB, client *sqs.Client, q Queue) int {
 	tb.Helper()
+	v, f, d := depths(tb, client, q)
+	return v + f + d
+}
+
+// depths returns a queue's visible, in-flight and delayed messages.
+func depths(tb testing.TB, client *sqs.Client, q Queue) (visible, inFlight, delayed int) {
+	tb.Helper()
 	out, err := client.GetQueueAttributes(context.Background(), &sqs.GetQueueAttributesInput{
 		QueueUrl: aws.String(q.URL),
 		AttributeNames: []sqstypes.QueueAttributeName{
@@ -51,8 +58,8 @@ func Depth(tb testing.TB, client *sqs.Client, q Queue) int {
 	if err != nil {
 		tb.Fatalf("awstest: attributes of %s: %v", q.Name, err)
 	}
-	v, _ := strconv.Atoi(out.Attributes[string(sqstypes.QueueAttributeNameApproximateNumberOfMessages)])
-	f, _ := strconv.Atoi(out.Attributes[string(sqstypes.QueueAttributeNameApproximateNumberOfMessagesNotVisible)])
-	d, _ := strconv.Atoi(out.Attributes[string(sqstypes.QueueAttributeNameApproximateNumberOfMessagesDelayed)])
-	return v + f + d
+	visible, _ = strconv.Atoi(out.Attributes[string(sqstypes.QueueAttributeNameApproximateNumberOfMessages)])
+	inFlight, _ = strconv.Atoi(out.Attributes[string(sqstypes.QueueAttributeNameApproximateNumberOfMessagesNotVisible)])
+	delayed, _ = strconv.Atoi(out.Attributes[string(sqstypes.QueueAttributeNameApproximateNumberOfMessagesDelayed)])
+	return visible, inFlight, delayed
 }

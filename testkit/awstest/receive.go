@@ -98,6 +98,47 @@ func Drain(tb testing.TB, client *sqs.Client, url string) []sqstypes.Message {
 	return got
 }
 
+// TakeAll receives and deletes every message of url until the queue holds none, visible or in
+// flight (delayed messages are left), and returns them. A receive can be carried out by SQS and its answer lost (the
+// connection fails while the 200 is read, and the SDK makes the call again): that receive's
+// messages stay in flight, unseen, until their visibility timeout ends. So TakeAll receives with
+// a visibility timeout of 20 s and waits up to a minute for in-flight messages to come back,
+// rather than stop at the first empty receive; a message delivered twice that way is kept once
+// (by its SQS message id). Deleting also frees a FIFO group's next message.
+func TakeAll(tb testing.TB, client *sqs.Client, url string) []sqstypes.Message {
+	tb.Helper()
+	const visibility = 20
+	var got []sqstypes.Message
+	seen := map[string]bool{}
+	for deadline := time.Now().Add((visibility + 40) * time.Second); ; {
+		out, err := client.ReceiveMessage(context.Background(), &sqs.ReceiveMessageInput{
+			QueueUrl: aws.String(url), MaxNumberOfMessages: 10, VisibilityTimeout: visibility, WaitTimeSeconds: 1,
+			MessageSystemAttributeNames: []sqstypes.MessageSystemAttributeName{sqstypes.MessageSystemAttributeNameAll},
+			MessageAttributeNames:       []string{"All"},
+		})
+		if err != nil {
+			tb.Fatalf("awstest: receive from %s: %v", url, err)
+		}
+		if len(out.Messages) == 0 {
+			if v, f, _ := depths(tb, client, Queue{URL: url, Name: url}); v+f == 0 {
+				return got
+			}
+			if time.Now().After(deadline) {
+				tb.Fatalf("awstest: %s still holds messages in flight after %s", url, (visibility+40)*time.Second)
+			}
+			time.Sleep(time.Second)
+			continue
+		}
+		for _, m := range out.Messages {
+			if id := aws.ToString(m.MessageId); !seen[id] {
+				seen[id] = true
+				got = append(got, m)
+			}
+		}
+		Delete(tb, client, url, out.Messages)
+	}
+}
+
 // SyncBuffer is a bytes.Buffer that goroutines (a process's output) may write while a test reads.
 type SyncBuffer struct {
 	mu  sync.Mutex
@@ -116,4 +157,11 @@ func (b *SyncBuffer) String() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.buf.String()
+}
+
+// Bytes returns a copy of what was written so far.
+func (b *SyncBuffer) Bytes() []byte {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return bytes.Clone(b.buf.Bytes())
 }

@@ -1,6 +1,7 @@
 package awstest
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"strconv"
@@ -51,9 +52,7 @@ func CreateQueue(tb testing.TB, cfg aws.Config, suffix string, opts *QueueOption
 	}
 	if opts.DLQ != nil {
 		n := opts.MaxReceiveCount
-		if n == 0 {
-			n = 3
-		}
+		n = cmp.Or(n, 3)
 		attrs[string(sqstypes.QueueAttributeNameRedrivePolicy)] =
 			`{"deadLetterTargetArn":"` + opts.DLQ.ARN + `","maxReceiveCount":"` + strconv.Itoa(n) + `"}`
 	}

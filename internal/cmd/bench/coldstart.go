@@ -43,15 +43,7 @@ func init() {
 const coldStarts = 11
 
 func benchColdStart(ctx context.Context, emit func(string, any)) error {
-	root, err := repoRoot()
-	if err != nil {
-		return err
-	}
-	python, err := peerPython(root)
-	if err != nil {
-		return err
-	}
-	dir, err := os.MkdirTemp("", "jobkit-bench-coldstart-")
+	root, python, dir, err := peerWorkdir("coldstart")
 	if err != nil {
 		return err
 	}

@@ -62,15 +62,7 @@ func init() {
 const invocationRounds = 9
 
 func benchInvocation(ctx context.Context, emit func(string, any)) error {
-	root, err := repoRoot()
-	if err != nil {
-		return err
-	}
-	python, err := peerPython(root)
-	if err != nil {
-		return err
-	}
-	dir, err := os.MkdirTemp("", "jobkit-bench-invocation-")
+	root, python, dir, err := peerWorkdir("invocation")
 	if err != nil {
 		return err
 	}

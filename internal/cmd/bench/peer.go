@@ -66,3 +66,16 @@ func median(xs []float64) float64 {
 	}
 	return (s[n/2-1] + s[n/2]) / 2
 }
+
+// peerWorkdir returns what a benchmark against the Python peer needs: the repository root, the
+// peer's Python and a fresh temporary directory for bench, which the caller removes.
+func peerWorkdir(bench string) (root, python, dir string, err error) {
+	if root, err = repoRoot(); err != nil {
+		return "", "", "", err
+	}
+	if python, err = peerPython(root); err != nil {
+		return "", "", "", err
+	}
+	dir, err = os.MkdirTemp("", "jobkit-bench-"+bench+"-")
+	return root, python, dir, err
+}

@@ -68,23 +68,15 @@ const (
 )
 
 func benchPowertools(ctx context.Context, emit func(string, any)) error {
-	root, err := repoRoot()
-	if err != nil {
-		return err
-	}
-	python, err := peerPython(root)
-	if err != nil {
-		return err
-	}
-	raw, err := json.Marshal(compareEvents())
-	if err != nil {
-		return err
-	}
-	dir, err := os.MkdirTemp("", "jobkit-bench-powertools-")
+	root, python, dir, err := peerWorkdir("powertools")
 	if err != nil {
 		return err
 	}
 	defer os.RemoveAll(dir)
+	raw, err := json.Marshal(compareEvents())
+	if err != nil {
+		return err
+	}
 	eventsFile := filepath.Join(dir, "events.json")
 	if err := os.WriteFile(eventsFile, raw, 0o644); err != nil {
 		return err

@@ -146,9 +146,7 @@ func runDev(ctx context.Context, a *app, o *devOptions, stdout, stderr io.Writer
 	}
 	defer closeLogs()
 
-	if a.endpoint == "" {
-		a.endpoint = defaultDevEndpoint
-	}
+	a.endpoint = cmp.Or(a.endpoint, defaultDevEndpoint)
 	emu, err := emulator.Start(ctx, root, a.endpoint)
 	if err != nil {
 		return err

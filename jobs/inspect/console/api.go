@@ -1,6 +1,7 @@
 package console
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -233,9 +234,7 @@ func (s *Server) redrive(t *task, q inspect.Queue, req redriveRequest) {
 	ctx := s.base
 	o := inspect.RedriveOptions{Source: q.URL, InFlightWait: -1}
 	stack := s.o.Target.Stack
-	if stack == "" {
-		stack = contract.DefaultStack
-	}
+	stack = cmp.Or(stack, contract.DefaultStack)
 	// The deployed stack's queues on this DLQ are trusted destinations too (no stack: none).
 	o.Sources, _ = s.in.StackSources(ctx, stack, q.DLQURL)
 	var errs []error

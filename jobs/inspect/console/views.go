@@ -2,6 +2,7 @@ package console
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"strconv"
 	"strings"
@@ -116,9 +117,7 @@ func stamp(t time.Time) string {
 func toDeadView(j *inspect.DeadJob) deadView {
 	preview := text(j.Body, previewWidth)
 	ref := j.JobID
-	if ref == "" {
-		ref = j.MessageID
-	}
+	ref = cmp.Or(ref, j.MessageID)
 	return deadView{
 		MessageID: text(j.MessageID, fieldWidth), JobID: text(j.JobID, fieldWidth), Kind: text(j.Kind, fieldWidth),
 		Reason: text(j.Reason, fieldWidth), Error: text(j.Error, errorWidth), Attempts: j.Attempts,
@@ -185,9 +184,7 @@ func toScheduleViews(in []inspect.ScheduleInfo) []scheduleView {
 			TimeZone: text(s.TimeZone, fieldWidth), State: text(s.State, fieldWidth), Target: text(s.TargetARN, fieldWidth),
 			Problem: text(s.Problem, errorWidth), Next: []string{},
 		}
-		if v.TimeZone == "" {
-			v.TimeZone = "UTC"
-		}
+		v.TimeZone = cmp.Or(v.TimeZone, "UTC")
 		for _, t := range s.Next {
 			v.Next = append(v.Next, stamp(t))
 		}

@@ -1,6 +1,7 @@
 package wire
 
 import (
+	"cmp"
 	"encoding"
 	"encoding/json"
 	"reflect"
@@ -59,9 +60,7 @@ func CompileArgsPlan(t reflect.Type) *ArgsPlan {
 		if !isValidTag(name) {
 			name = ""
 		}
-		if name == "" {
-			name = f.Name
-		}
+		name = cmp.Or(name, f.Name)
 		for j := 0; j < len(name); j++ {
 			if name[j] >= utf8.RuneSelf {
 				return nil

@@ -10,6 +10,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"flag"
 	"fmt"
@@ -73,9 +74,7 @@ func main() {
 // region from AWS_REGION (default us-east-1), the SDK's own HTTP client (AWS_CA_BUNDLE-safe).
 func loadConfig(ctx context.Context, endpoint string) (aws.Config, error) {
 	region := os.Getenv("AWS_REGION")
-	if region == "" {
-		region = "us-east-1"
-	}
+	region = cmp.Or(region, "us-east-1")
 	return config.LoadDefaultConfig(ctx,
 		config.WithRegion(region),
 		config.WithBaseEndpoint(endpoint),
