@@ -43,7 +43,7 @@ const (
 // Event is one thing the runtime did with a delivery of a job (jobs.Config.OnEvent), for Lambda and
 // container workers alike. It is what the runtime's log lines say, as a value.
 type Event struct {
-	Type      Type     `json:"event"`
+	Type      Type          `json:"event"`
 	Time      time.Time     `json:"time"`
 	JobID     string        `json:"job_id,omitempty"`
 	Kind      string        `json:"kind,omitempty"`
@@ -103,4 +103,3 @@ func Parse(line []byte) (e Event, ok bool) {
 	}
 	return e, true
 }
-
