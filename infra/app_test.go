@@ -118,6 +118,8 @@ func TestSampleApp(t *testing.T) {
 			name := strings.TrimSuffix(strings.TrimPrefix(env.ID, scheduler.TickIDPrefix), ":2026-01-01T00:00:00Z")
 			byName[name] = p
 		}
+		recurringGroup := resolved(t, st, jk.RecurringScheduleGroup(st).ScheduleGroupName())
+		require.NotEqual(t, resolved(t, st, sample.State.Delayed.Group.ScheduleGroupName()), recurringGroup)
 		for _, s := range samplejobs.Schedules {
 			p := byName[s.Name]
 			require.NotNil(t, p, "schedule %s rendered", s.Name)
@@ -129,7 +131,7 @@ func TestSampleApp(t *testing.T) {
 			require.Equal(t, s.Expression, p["ScheduleExpression"], s.Name)
 			require.Equal(t, s.TimeZoneName(), p["ScheduleExpressionTimezone"], s.Name)
 			require.Equal(t, "ENABLED", p["State"], s.Name)
-			require.NotContains(t, p, "GroupName", "%s: the default group, not the delayed jobs' group", s.Name)
+			require.Equal(t, recurringGroup, p["GroupName"], "%s: the recurring schedules' group, neither the default group nor the delayed jobs'", s.Name)
 			if s.FlexibleWindow > 0 {
 				require.Equal(t, map[string]any{"Mode": "FLEXIBLE", "MaximumWindowInMinutes": s.FlexibleWindow.Minutes()}, p["FlexibleTimeWindow"], s.Name)
 			} else {
@@ -139,7 +141,7 @@ func TestSampleApp(t *testing.T) {
 			require.NotNil(t, q, s.Name)
 			require.Equal(t, resolved(t, st, q.Queue.QueueArn()), cfntest.Get(p, "Target.Arn"), "%s targets queue %s", s.Name, s.Queue)
 			// Not the delayed jobs' role (its producers differ): one per target queue, trusted
-			// for this account's schedules in the default group only.
+			// for this account's schedules in the recurring schedules' group only.
 			schedRole := cfntest.Get(p, "Target.RoleArn")
 			require.NotEqual(t, roleArn, schedRole, s.Name)
 			if prev, ok := roleByQueue[s.Queue]; ok {
@@ -148,8 +150,8 @@ func TestSampleApp(t *testing.T) {
 			roleByQueue[s.Queue] = schedRole
 			schedTrust := cfntest.Get(state, "Resources."+cfntest.Get(schedRole, "Fn::GetAtt.0").(string)+".Properties.AssumeRolePolicyDocument.Statement.0")
 			require.Equal(t, map[string]any{"Ref": "AWS::AccountId"}, cfntest.Get(schedTrust, "Condition.StringEquals.aws:SourceAccount"), s.Name)
-			sourceArn, _ := json.Marshal(cfntest.Get(schedTrust, "Condition.StringEquals.aws:SourceArn"))
-			require.Contains(t, string(sourceArn), ":schedule-group/default", s.Name)
+			require.Equal(t, resolved(t, st, jk.RecurringScheduleGroup(st).ScheduleGroupArn()),
+				cfntest.Get(schedTrust, "Condition.StringEquals.aws:SourceArn"), s.Name)
 			require.Equal(t, dlqArn, cfntest.Get(p, "Target.DeadLetterConfig.Arn"), s.Name)
 			require.Equal(t, map[string]any{
 				"MaximumRetryAttempts":     float64(s.Retry.MaxRetries),
@@ -175,10 +177,12 @@ func TestSampleApp(t *testing.T) {
 		require.Equal(t, true, cfntest.Get(state, "Resources."+ledgerID+".Properties.ContentBasedDeduplication"),
 			"Scheduler sends no deduplication id to the FIFO queue")
 
-		// Delayed jobs: one schedule group; one role, assumed by Scheduler for this account's
-		// schedules in that group only, that may send to the three queues and the DLQ and do
-		// nothing else.
-		_, group := state.Only(t, "AWS::Scheduler::ScheduleGroup")
+		// Delayed jobs: a schedule group of their own (the recurring schedules have another);
+		// one role, assumed by Scheduler for this account's schedules in that group only, that
+		// may send to the three queues and the DLQ and do nothing else.
+		require.Len(t, state.Resources("AWS::Scheduler::ScheduleGroup"), 2, "the delayed jobs' group and the recurring schedules'")
+		groupID := cfntest.Get(resolved(t, st, delayed.Group.ScheduleGroupArn()), "Fn::GetAtt.0").(string)
+		group := cfntest.Get(state, "Resources."+groupID)
 		groupName, _ := cfntest.Get(group, "Properties.Name").(string)
 		require.True(t, strings.HasPrefix(groupName, StateStackID+"-"), "CDK names the group after the stack and path: %q", groupName)
 		require.LessOrEqual(t, len(groupName), 64)
@@ -187,7 +191,6 @@ func TestSampleApp(t *testing.T) {
 		require.Equal(t, "scheduler.amazonaws.com", cfntest.Get(trust, "Principal.Service"))
 		require.Equal(t, "sts:AssumeRole", cfntest.Get(trust, "Action"))
 		require.Equal(t, map[string]any{"Ref": "AWS::AccountId"}, cfntest.Get(trust, "Condition.StringEquals.aws:SourceAccount"))
-		groupID, _ := state.Only(t, "AWS::Scheduler::ScheduleGroup")
 		require.Equal(t, cfntest.GetAtt(groupID, "Arn"), cfntest.Get(trust, "Condition.ArnEquals.aws:SourceArn"), "its own group's schedules only")
 		for _, q := range []*jk.JobQueue{sample.State.Email, sample.State.Ledger, sample.State.Transcode} {
 			require.Equal(t, map[string]bool{"sqs:SendMessage": true}, state.AllowedActions(resolved(t, st, q.Queue.QueueArn())), q.Name)

@@ -125,16 +125,17 @@ func NewStateStack(scope constructs.Construct, id string, props *awscdk.StackPro
 		delayed = append(delayed, l.Queue.Queue)
 	}
 	s.Delayed = jk.NewDelayedJobs(stack, samplejobs.DelayedJobsName, &jk.DelayedJobsProps{Queues: delayed})
-	// The recurring schedules, in the account's default schedule group: the delayed jobs' group
-	// is the producers' to create and delete schedules in.
+	// The recurring schedules, in the stack's group of recurring schedules (the constructs' own,
+	// jk.RecurringScheduleGroup): the delayed jobs' group is the producers' to create and delete
+	// schedules in, and the account's default group anyone's.
 	schedules := constructs.NewConstruct(stack, jsii.String("Schedules"))
 	for _, sch := range samplejobs.Schedules {
 		q := s.Queue(sch.Queue)
 		if q == nil {
 			panic(fmt.Sprintf("jobkit sample: schedule %s targets the unknown queue %q", sch.Name, sch.Queue))
 		}
-		// No Role: each target queue gets its own, trusted for the default group only; the
-		// delayed jobs' role serves the producers' one-time schedules in their group.
+		// No Role: each target queue gets its own, trusted for the recurring schedules' group
+		// only; the delayed jobs' role serves the producers' one-time schedules in their group.
 		props := &jk.ScheduleProps{Schedule: sch, Queue: q.Queue}
 		switch sch.DeadLetterQueue {
 		case "":

@@ -2,6 +2,7 @@ package constructs
 
 import (
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
@@ -36,7 +37,10 @@ type ScheduleProps struct {
 	// dead-letter queue): a recurring schedule's role is not the delayed jobs' role, whose
 	// producers differ.
 	Role awsiam.IRole
-	// Group is the schedule group; nil is the account's default group.
+	// Group is the schedule group. nil is the stack's group of recurring schedules
+	// (RecurringScheduleGroup), made with the first Schedule of the stack: not the account's
+	// default group, so that the role Scheduler assumes for them — trusted for the schedules of
+	// their group only — serves no schedule anyone else makes there.
 	Group awsscheduler.IScheduleGroup
 	// Disabled deploys the schedule turned off.
 	Disabled bool
@@ -116,13 +120,33 @@ func NewSchedule(scope constructs.Construct, id string, props *ScheduleProps) *S
 			description = description[:512]
 		}
 	}
+	group := props.Group
+	if group == nil {
+		group = RecurringScheduleGroup(scope)
+	}
 	res := awsscheduler.NewSchedule(c, jsii.String("Schedule"), &awsscheduler.ScheduleProps{
 		Schedule:      awsscheduler.ScheduleExpression_Expression(jsii.String(s.Expression), awscdk.TimeZone_Of(jsii.String(s.TimeZoneName()))),
 		Target:        awsschedulertargets.NewSqsSendMessage(props.Queue, target),
 		TimeWindow:    window,
 		Description:   jsii.String(description),
 		Enabled:       jsii.Bool(!props.Disabled),
-		ScheduleGroup: props.Group,
+		ScheduleGroup: group,
 	})
 	return &Schedule{Construct: c, Name: s.Name, Resource: res, Input: input}
+}
+
+// recurringGroups holds each stack's group of recurring schedules, by the stack's address.
+var recurringGroups sync.Map
+
+// RecurringScheduleGroup returns the schedule group of the recurring schedules in scope's stack,
+// defining it (id JobkitSchedules, a generated name) on first use. A Schedule without a Group
+// goes there.
+func RecurringScheduleGroup(scope constructs.Construct) awsscheduler.IScheduleGroup {
+	stack := awscdk.Stack_Of(scope)
+	if g, ok := recurringGroups.Load(*stack.Node().Addr()); ok {
+		return g.(awsscheduler.IScheduleGroup)
+	}
+	g := awsscheduler.NewScheduleGroup(stack, jsii.String("JobkitSchedules"), &awsscheduler.ScheduleGroupProps{})
+	recurringGroups.Store(*stack.Node().Addr(), g)
+	return g
 }

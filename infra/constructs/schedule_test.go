@@ -210,13 +210,14 @@ func TestScheduleConstruct(t *testing.T) {
 	roleID := roleArn["Fn::GetAtt"].([]any)[0].(string)
 	role := tpl["Resources"].(map[string]any)[roleID].(map[string]any)
 	assert.Equal(t, "scheduler.amazonaws.com", dig(role, "Properties.AssumeRolePolicyDocument.Statement.0.Principal.Service"))
-	// It trusts Scheduler for this account's schedules in the schedule's group (here the
-	// default group) only.
+	// It trusts Scheduler for this account's schedules in the schedule's group only: the stack's
+	// group of recurring schedules, not the account's default group, where anyone may make one.
+	groupID, group := tpl.one(t, "AWS::Scheduler::ScheduleGroup")
+	assert.Equal(t, group["Name"], p["GroupName"])
+	assert.NotEqual(t, "default", p["GroupName"])
 	trust := dig(role, "Properties.AssumeRolePolicyDocument.Statement.0.Condition.StringEquals").(map[string]any)
 	assert.Equal(t, "123456789012", trust["aws:SourceAccount"])
-	sourceArn, _ := json.Marshal(trust["aws:SourceArn"])
-	assert.Contains(t, string(sourceArn), ":scheduler:")
-	assert.Contains(t, string(sourceArn), ":schedule-group/default")
+	assert.Equal(t, map[string]any{"Fn::GetAtt": []any{groupID, "Arn"}}, trust["aws:SourceArn"])
 	assert.Equal(t, []string{"sqs:SendMessage"}, tpl.grantsOn(queueArn))
 	assert.Equal(t, []string{"sqs:SendMessage"}, tpl.grantsOn(dlqArn))
 	requireNoWildcardActions(t, tpl)
