@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -28,7 +29,13 @@ const (
 	EnvScheduleDLQARN   = "JOBKIT_SCHEDULE_DLQ_ARN"   // where undeliverable delayed jobs go (optional)
 	EnvScheduleRetries  = "JOBKIT_SCHEDULE_RETRIES"   // delivery retries, 0-185 (optional)
 	EnvScheduleMaxAge   = "JOBKIT_SCHEDULE_MAX_AGE"   // how long delivery is retried, Go duration (optional)
+	EnvDelayQueues      = "JOBKIT_DELAY_QUEUES"       // the queue ARNs the role may send to, comma-separated (optional)
 )
+
+// ErrNotADelayQueue: the job's queue is not among DelayerConfig.Queues, the queues the delayed
+// jobs' role may send to (a FIFO queue without content-based deduplication never is: the
+// DelayedJobs construct refuses it, as Scheduler sends no deduplication id).
+var ErrNotADelayQueue = errors.New("scheduler: not a queue of the delayed jobs")
 
 // SchedulerAPI is the part of the EventBridge Scheduler client that Delayer uses.
 type SchedulerAPI interface {
@@ -51,6 +58,10 @@ type DelayerConfig struct {
 	DeadLetterARN string
 	// Retry is the delivery retry policy; nil means Scheduler's defaults (185 retries over 24 h).
 	Retry *RetryPolicy
+	// Queues, when set, are the ARNs of the only queues the role may send to (DelayedJobs.Queues):
+	// a job for another queue is refused before any call, where EventBridge Scheduler would take
+	// the schedule and fail to deliver it when it fires.
+	Queues []string
 	// Region is used to build queue ARNs from URLs whose host names no region (an emulator's
 	// http://127.0.0.1:4566/...); "" means the client's region when it has one.
 	Region string
@@ -62,6 +73,11 @@ func DelayerConfigFromEnv() (DelayerConfig, error) {
 		Group:         os.Getenv(EnvScheduleGroup),
 		RoleARN:       os.Getenv(EnvSchedulerRoleARN),
 		DeadLetterARN: os.Getenv(EnvScheduleDLQARN),
+	}
+	for arn := range strings.SplitSeq(os.Getenv(EnvDelayQueues), ",") {
+		if arn = strings.TrimSpace(arn); arn != "" {
+			cfg.Queues = append(cfg.Queues, arn)
+		}
 	}
 	retries, maxAge := os.Getenv(EnvScheduleRetries), os.Getenv(EnvScheduleMaxAge)
 	if retries != "" || maxAge != "" {
@@ -158,6 +174,10 @@ func (d *Delayer) CreateScheduleInput(job jobs.PreparedJob) (*scheduler.CreateSc
 	arn, err := QueueARN(job.QueueURL, d.cfg.Region)
 	if err != nil {
 		return bad("QueueURL", "no queue ARN", err)
+	}
+	if len(d.cfg.Queues) > 0 && !slices.Contains(d.cfg.Queues, arn) {
+		return bad("QueueURL", fmt.Sprintf("queue %s is not one the delayed jobs' role may send to (DelayedJobs queues: %s): "+
+			"Scheduler would take the schedule and fail to deliver it", awsarn.QueueName(arn), strings.Join(d.cfg.Queues, ", ")), ErrNotADelayQueue)
 	}
 	fifo := awsarn.IsFIFO(job.QueueURL)
 	if fifo && job.GroupID == "" {

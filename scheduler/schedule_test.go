@@ -277,6 +277,31 @@ func TestCreateScheduleInput(t *testing.T) {
 	assert.ErrorContains(t, err, "no queue ARN")
 }
 
+// With the queues of the delayed jobs known (JOBKIT_DELAY_QUEUES, which the DelayedJobs construct
+// sets), a job for any other queue — one Scheduler's role cannot send to, or a FIFO queue without
+// content-based deduplication, which the construct never lists — is refused before any call.
+func TestDelayerRefusesQueuesOutsideItsRole(t *testing.T) {
+	t.Setenv(EnvSchedulerRoleARN, "arn:aws:iam::123456789012:role/scheduler")
+	t.Setenv(EnvDelayQueues, "arn:aws:sqs:eu-west-1:123456789012:mail, arn:aws:sqs:eu-west-1:123456789012:ledger.fifo")
+	cfg, err := DelayerConfigFromEnv()
+	require.NoError(t, err)
+	require.Equal(t, []string{"arn:aws:sqs:eu-west-1:123456789012:mail", "arn:aws:sqs:eu-west-1:123456789012:ledger.fifo"}, cfg.Queues)
+	calls := 0
+	d, err := NewDelayer(funcScheduler{create: func(*scheduler.CreateScheduleInput) (*scheduler.CreateScheduleOutput, error) { calls++; return &scheduler.CreateScheduleOutput{}, nil }}, cfg)
+	require.NoError(t, err)
+	at := time.Now().Add(time.Hour)
+	err = d.ScheduleJob(context.Background(), jobs.PreparedJob{ID: "j1", Body: "{}", DeliverAt: at,
+		QueueURL: "https://sqs.eu-west-1.amazonaws.com/123456789012/orders.fifo", GroupID: "g"})
+	require.ErrorIs(t, err, ErrNotADelayQueue)
+	var ve *ValidationError
+	require.ErrorAs(t, err, &ve)
+	assert.Equal(t, "PreparedJob.QueueURL", ve.Field)
+	assert.Zero(t, calls, "refused before any call")
+	require.NoError(t, d.ScheduleJob(context.Background(), jobs.PreparedJob{ID: "j2", Body: "{}", DeliverAt: at,
+		QueueURL: "https://sqs.eu-west-1.amazonaws.com/123456789012/ledger.fifo", GroupID: "g"}))
+	assert.Equal(t, 1, calls)
+}
+
 // funcScheduler is a SchedulerAPI for tests that never reach AWS (configuration checks).
 type funcScheduler struct {
 	create func(*scheduler.CreateScheduleInput) (*scheduler.CreateScheduleOutput, error)

@@ -75,6 +75,8 @@ type DelayedJobs struct {
 	DLQDepthAlarm awscloudwatch.Alarm
 	// Retry is the delivery retry policy (nil: Scheduler's default).
 	Retry *scheduler.RetryPolicy
+
+	queues []awssqs.IQueue // the queues Role may send to (AddQueue)
 }
 
 // NewDelayedJobs defines DelayedJobs. id must be alphanumeric (it names the outputs). It panics
@@ -195,7 +197,13 @@ type probeArgs struct{}
 func (probeArgs) Kind() string { return "probe" }
 
 // AddQueue lets Scheduler send delayed jobs to q (sqs:SendMessage, and KMS use when q has a key).
+// It panics on a FIFO JobQueue without content-based deduplication: Scheduler sends no
+// deduplication id, so SQS would refuse every delayed job.
 func (d *DelayedJobs) AddQueue(q awssqs.IQueue) {
+	if reason := needsSchedulerDedup(q); reason != "" {
+		panic("jobkit: DelayedJobs: " + reason)
+	}
+	d.queues = append(d.queues, q)
 	q.Grant(d.Role, jsii.String("sqs:SendMessage"))
 	if key := q.EncryptionMasterKey(); key != nil {
 		key.Grant(d.Role, jsii.String("kms:Decrypt"), jsii.String("kms:GenerateDataKey*"))
@@ -243,12 +251,21 @@ func (d *DelayedJobs) GrantProducer(grantee awsiam.IGrantable) {
 }
 
 // Environment returns the producer's configuration, read by scheduler.DelayerConfigFromEnv:
-// the group name, the role ARN, the dead-letter queue ARN and the retry policy.
+// the group name, the role ARN, the dead-letter queue ARN, the queues the role may send to (the
+// Delayer refuses others before any call) and the retry policy. Call it once every queue is
+// added.
 func (d *DelayedJobs) Environment() map[string]*string {
 	env := map[string]*string{
 		scheduler.EnvScheduleGroup:    d.Group.ScheduleGroupName(),
 		scheduler.EnvSchedulerRoleARN: d.Role.RoleArn(),
 		scheduler.EnvScheduleDLQARN:   d.DLQ.QueueArn(),
+	}
+	if len(d.queues) > 0 {
+		arns := make([]*string, len(d.queues))
+		for i, q := range d.queues {
+			arns[i] = q.QueueArn()
+		}
+		env[scheduler.EnvDelayQueues] = awscdk.Fn_Join(jsii.String(","), &arns)
 	}
 	if d.Retry != nil {
 		env[scheduler.EnvScheduleRetries] = jsii.String(strconv.Itoa(d.Retry.MaxRetries))

@@ -109,7 +109,16 @@ func TestDelayedJobsConstruct(t *testing.T) {
 		scheduler.EnvScheduleDLQARN:   dlqArn,
 		scheduler.EnvScheduleRetries:  "10",
 		scheduler.EnvScheduleMaxAge:   "6h0m0s",
+		scheduler.EnvDelayQueues: map[string]any{"Fn::Join": []any{",", []any{
+			resolved(t, stack, jobsQ.Queue.QueueArn()), resolved(t, stack, orders.Queue.QueueArn()),
+		}}},
 	}, env)
+	// A FIFO queue without content-based deduplication is refused: Scheduler sends no
+	// deduplication id, so SQS would refuse every delayed job.
+	noDedup := NewJobQueue(stack, "Ledger", &JobQueueProps{FIFO: true})
+	assert.PanicsWithValue(t, "jobkit: DelayedJobs: FIFO queue Ledger has no content-based deduplication, and EventBridge Scheduler sends no "+
+		"deduplication id: SQS would refuse every job Scheduler delivers; set JobQueueProps.ContentBasedDeduplication",
+		func() { d.AddQueue(noDedup.Queue) })
 	// The same configuration as stack outputs, for producers outside the stack.
 	outputs := map[string]any{}
 	for k, v := range tpl["Outputs"].(map[string]any) {

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"regexp"
+	"sync"
 	"time"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
@@ -108,11 +109,14 @@ type JobQueue struct {
 	Queue awssqs.Queue
 	DLQ   awssqs.Queue
 
-	FIFO              bool
-	MaxAttempts       int
-	MaxReceiveCount   int
-	VisibilityTimeout time.Duration
-	RetentionPeriod   time.Duration // of the queue; its DLQ keeps messages DLQRetentionPeriod
+	FIFO bool
+	// ContentBasedDeduplication: SQS deduplicates by the body when a sender gives no
+	// deduplication id, as EventBridge Scheduler never does (FIFO only).
+	ContentBasedDeduplication bool
+	MaxAttempts               int
+	MaxReceiveCount           int
+	VisibilityTimeout         time.Duration
+	RetentionPeriod           time.Duration // of the queue; its DLQ keeps messages DLQRetentionPeriod
 
 	// DLQDepthAlarm fires when the dead-letter queue holds a message; AgeAlarm when the queue's
 	// oldest message is older than AgeAlarmThreshold.
@@ -153,19 +157,42 @@ func NewJobQueue(scope constructs.Construct, id string, props *JobQueueProps) *J
 
 	c := constructs.NewConstruct(scope, jsii.String(id))
 	q := &JobQueue{
-		Construct:         c,
-		Name:              id,
-		FIFO:              p.FIFO,
-		MaxAttempts:       p.MaxAttempts,
-		MaxReceiveCount:   p.MaxAttempts + p.RedriveMargin,
-		VisibilityTimeout: p.VisibilityTimeout,
-		RetentionPeriod:   p.RetentionPeriod,
+		Construct:                 c,
+		Name:                      id,
+		FIFO:                      p.FIFO,
+		MaxAttempts:               p.MaxAttempts,
+		ContentBasedDeduplication: p.ContentBasedDeduplication,
+		MaxReceiveCount:           p.MaxAttempts + p.RedriveMargin,
+		VisibilityTimeout:         p.VisibilityTimeout,
+		RetentionPeriod:           p.RetentionPeriod,
 	}
 	q.DLQ = awssqs.NewQueue(c, jsii.String("DLQ"), p.dlqProps())
 	q.Queue = awssqs.NewQueue(c, jsii.String("Queue"), p.queueProps(q.DLQ, q.MaxReceiveCount))
 	q.addAlarms(p)
 	q.addOutputs()
+	jobQueues.Store(*q.Queue.Node().Addr(), q)
 	return q
+}
+
+// jobQueues holds every JobQueue defined, by its SQS queue's construct address.
+var jobQueues sync.Map
+
+// jobQueueOf returns the JobQueue whose SQS queue q is, or nil for a queue defined otherwise.
+func jobQueueOf(q awssqs.IQueue) *JobQueue {
+	if jq, ok := jobQueues.Load(*q.Node().Addr()); ok {
+		return jq.(*JobQueue)
+	}
+	return nil
+}
+
+// needsSchedulerDedup returns why EventBridge Scheduler could not deliver to q — a FIFO JobQueue
+// without content-based deduplication, since Scheduler sends no deduplication id — or "".
+func needsSchedulerDedup(q awssqs.IQueue) string {
+	if jq := jobQueueOf(q); jq != nil && jq.FIFO && !jq.ContentBasedDeduplication {
+		return fmt.Sprintf("FIFO queue %s has no content-based deduplication, and EventBridge Scheduler sends no deduplication id: "+
+			"SQS would refuse every job Scheduler delivers; set JobQueueProps.ContentBasedDeduplication", jq.Name)
+	}
+	return ""
 }
 
 // dlqProps describes the dead-letter queue: encrypted, TLS only, the longest retention.

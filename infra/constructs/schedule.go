@@ -90,6 +90,8 @@ func NewSchedule(scope constructs.Construct, id string, props *ScheduleProps) *S
 		fail("the schedule names the dead-letter queue %q: pass it as DeadLetterQueue", s.DeadLetterQueue)
 	case props.DeadLetterQueue != nil && props.DeadLetterQueue.Fifo() != nil && *props.DeadLetterQueue.Fifo():
 		fail("EventBridge Scheduler needs a Standard dead-letter queue, not a FIFO one")
+	case needsSchedulerDedup(props.Queue) != "":
+		fail("%s", needsSchedulerDedup(props.Queue))
 	}
 	input, err := s.Input()
 	if err != nil {

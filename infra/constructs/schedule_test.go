@@ -269,7 +269,7 @@ func TestScheduleConstructRefusesMismatches(t *testing.T) {
 		}, "Standard dead-letter queue"},
 		"FIFO target without content-based deduplication": {func(s *scheduler.Schedule) { s.GroupID = "g" }, func(stack awscdk.Stack, p *ScheduleProps) {
 			p.Queue = NewJobQueue(stack, "F", &JobQueueProps{FIFO: true}).Queue
-		}, "contentBasedDeduplication"},
+		}, "has no content-based deduplication"},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {

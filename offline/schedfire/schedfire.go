@@ -1,10 +1,7 @@
 package schedfire
 
 import (
-	"cmp"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -497,10 +494,12 @@ func (r *Runner) send(ctx context.Context, src *source, tick time.Time) Firing {
 	if json.Unmarshal([]byte(body), &env) == nil {
 		f.JobID, f.Kind = env.ID, env.Kind
 	}
+	// Exactly what EventBridge Scheduler sends: the body and, on a FIFO queue, the message group
+	// (SqsParameters) — never a deduplication id, so a FIFO queue without content-based
+	// deduplication refuses the tick here as SQS refuses it on AWS.
 	in := &sqs.SendMessageInput{QueueUrl: aws.String(src.queueURL), MessageBody: aws.String(body)}
 	if awsarn.IsFIFO(src.queueURL) {
 		in.MessageGroupId = aws.String(src.groupID)
-		in.MessageDeduplicationId = aws.String(dedupID(f.JobID, body))
 	}
 	out, err := r.cfg.SQS.SendMessage(ctx, in)
 	attrs := []any{"schedule", src.name, "group", src.group, "scheduled_time", scheduler.FormatScheduledTime(tick),
@@ -542,29 +541,6 @@ func (r *Runner) deadLetter(ctx context.Context, src *source, f Firing) {
 	}); err != nil {
 		r.log.Error("scheduler: tick not dead-lettered either", "schedule", src.name, "error", err.Error())
 	}
-}
-
-// dedupID is the FIFO deduplication id of a tick: the envelope id when SQS accepts it as one,
-// else a hash of it (or of the body when the input is not an envelope).
-func dedupID(jobID, body string) string {
-	if jobID != "" && len(jobID) <= 128 && validDedup(jobID) {
-		return jobID
-	}
-	src := jobID
-	src = cmp.Or(src, body)
-	sum := sha256.Sum256([]byte(src))
-	return hex.EncodeToString(sum[:])
-}
-
-// validDedup reports whether s uses only the characters SQS allows in a deduplication id
-// (alphanumerics and punctuation).
-func validDedup(s string) bool {
-	for _, c := range s {
-		if c < '!' || c > '~' {
-			return false
-		}
-	}
-	return true
 }
 
 func truncate(s string, n int) string {

@@ -17,6 +17,7 @@ import (
 
 	"github.com/jobkit-go/jobkit/jobs"
 	"github.com/jobkit-go/jobkit/jobs/contract"
+	"github.com/jobkit-go/jobkit/jobs/jobstest"
 	"github.com/jobkit-go/jobkit/scheduler"
 	"github.com/jobkit-go/jobkit/testkit/awstest"
 )
@@ -145,7 +146,7 @@ func TestRunnerFiresDeclaredSchedulesOnEmulator(t *testing.T) {
 	cfg := awstest.Config(t)
 	sqsClient := sqs.NewFromConfig(cfg)
 	queue := awstest.CreateQueue(t, cfg, "reports", nil)
-	fifo := awstest.CreateQueue(t, cfg, "orders", &awstest.QueueOptions{FIFO: true})
+	fifo := awstest.CreateQueue(t, cfg, "orders", &awstest.QueueOptions{FIFO: true, Attributes: contentDedup})
 
 	berlinDaily := scheduler.Schedule{
 		Name: "berlin-0230", Expression: "cron(30 2 * * ? *)", TimeZone: "Europe/Berlin",
@@ -214,7 +215,8 @@ func TestRunnerFiresDeclaredSchedulesOnEmulator(t *testing.T) {
 	for _, m := range fmsgs {
 		assert.Equal(t, "ops", m.Attributes[string(sqstypes.MessageSystemAttributeNameMessageGroupId)])
 		env := decodeEnvelope(t, aws.ToString(m.Body))
-		assert.Equal(t, env.ID, m.Attributes[string(sqstypes.MessageSystemAttributeNameMessageDeduplicationId)], "dedup id = envelope id")
+		assert.Len(t, m.Attributes[string(sqstypes.MessageSystemAttributeNameMessageDeduplicationId)], 64,
+			"no deduplication id sent, as from Scheduler: SQS's content hash (SHA-256, hex) stands for it")
 		ids = append(ids, env.ID)
 	}
 	assert.True(t, sort.StringsAreSorted(ids), "one FIFO group keeps the ticks in order")
@@ -226,7 +228,7 @@ func TestRunnerDuplicateTickOnEmulator(t *testing.T) {
 	cfg := awstest.Config(t)
 	sqsClient := sqs.NewFromConfig(cfg)
 	queue := awstest.CreateQueue(t, cfg, "dup", nil)
-	fifo := awstest.CreateQueue(t, cfg, "dup", &awstest.QueueOptions{FIFO: true})
+	fifo := awstest.CreateQueue(t, cfg, "dup", &awstest.QueueOptions{FIFO: true, Attributes: contentDedup})
 	r, err := New(Config{SQS: sqsClient, Clock: newManualClock(time.Now())})
 	require.NoError(t, err)
 	ctx := context.Background()
@@ -251,7 +253,31 @@ func TestRunnerDuplicateTickOnEmulator(t *testing.T) {
 		_, err := r.Send(ctx, ff, tick)
 		require.NoError(t, err)
 	}
-	receiveAll(t, sqsClient, fifo.URL, 1) // SQS deduplicates the FIFO duplicate
+	receiveAll(t, sqsClient, fifo.URL, 1) // SQS deduplicates the FIFO duplicate (by its content)
+}
+
+// contentDedup is what a FIFO queue needs for EventBridge Scheduler to deliver to it.
+var contentDedup = map[string]string{string(sqstypes.QueueAttributeNameContentBasedDeduplication): "true"}
+
+// A FIFO queue without content-based deduplication refuses what Scheduler sends (no
+// deduplication id), offline as on AWS: the tick is not delivered and goes to the schedule's
+// dead-letter queue with the error.
+func TestRunnerFIFOWithoutContentDedupFailsAsOnAWS(t *testing.T) {
+	t.Parallel()
+	cfg := awstest.Config(t)
+	sqsClient := sqs.NewFromConfig(cfg)
+	fifo := awstest.CreateQueue(t, cfg, "nodedup", &awstest.QueueOptions{FIFO: true})
+	dlq := awstest.CreateQueue(t, cfg, "schedule-dlq", nil)
+	r, err := New(Config{SQS: sqsClient, Clock: newManualClock(time.Now())})
+	require.NoError(t, err)
+	s := validSchedule()
+	s.Queue, s.GroupID, s.DeadLetterQueue = fifo.URL, "reports", dlq.URL
+	f, err := r.Send(context.Background(), s, utc("2026-11-22T01:00:00Z"))
+	require.Error(t, err)
+	require.ErrorContains(t, f.Err, "ContentBasedDeduplication")
+	awstest.ExpectEmpty(t, sqsClient, fifo.URL)
+	dead := receiveAll(t, sqsClient, dlq.URL, 1)
+	assert.Equal(t, ReasonUndeliverable, jobstest.DecodeDeadLetter(dead[0]).Reason)
 }
 
 func TestRunnerFiresStoredOneTimeSchedulesOnEmulator(t *testing.T) {
