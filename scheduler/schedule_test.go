@@ -287,7 +287,10 @@ func TestDelayerRefusesQueuesOutsideItsRole(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, []string{"arn:aws:sqs:eu-west-1:123456789012:mail", "arn:aws:sqs:eu-west-1:123456789012:ledger.fifo"}, cfg.Queues)
 	calls := 0
-	d, err := NewDelayer(funcScheduler{create: func(*scheduler.CreateScheduleInput) (*scheduler.CreateScheduleOutput, error) { calls++; return &scheduler.CreateScheduleOutput{}, nil }}, cfg)
+	d, err := NewDelayer(funcScheduler{create: func(*scheduler.CreateScheduleInput) (*scheduler.CreateScheduleOutput, error) {
+		calls++
+		return &scheduler.CreateScheduleOutput{}, nil
+	}}, cfg)
 	require.NoError(t, err)
 	at := time.Now().Add(time.Hour)
 	err = d.ScheduleJob(context.Background(), jobs.PreparedJob{ID: "j1", Body: "{}", DeliverAt: at,
