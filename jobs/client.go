@@ -342,9 +342,6 @@ func (c *Client) EnqueueBatch(ctx context.Context, batch []BatchJob) ([]EnqueueR
 	invalid := false
 	for i, j := range batch {
 		p, err := c.prepare(ctx, j.Args, j.Opts)
-		if err == nil && p.unique != nil {
-			err = p.invalid(ErrUniqueInBatch)
-		}
 		preps[i] = p
 		results[i] = p.result()
 		if err != nil {
@@ -360,9 +357,12 @@ func (c *Client) EnqueueBatch(ctx context.Context, batch []BatchJob) ([]EnqueueR
 		}
 		return results, batchError(results)
 	}
+	send := make([]bool, len(preps))
 	if c.opts.State != nil {
-		if err := c.recordBatch(ctx, preps, results); err != nil {
-			return results, batchError(results)
+		send = c.recordBatch(ctx, preps, results)
+	} else {
+		for i := range send {
+			send[i] = true
 		}
 	}
 
@@ -371,6 +371,9 @@ func (c *Client) EnqueueBatch(ctx context.Context, batch []BatchJob) ([]EnqueueR
 	byQueue := map[string][]int{}
 	for i := range preps {
 		p := &preps[i]
+		if !send[i] {
+			continue // a duplicate of a unique job, or not recorded
+		}
 		if p.scheduled {
 			if err := c.schedule(ctx, p); err != nil {
 				results[i].Err = err
@@ -394,7 +397,7 @@ func (c *Client) EnqueueBatch(ctx context.Context, batch []BatchJob) ([]EnqueueR
 	if c.opts.State != nil {
 		var failed []*prepared
 		for i := range results {
-			if results[i].Err != nil {
+			if send[i] && results[i].Err != nil {
 				failed = append(failed, &preps[i])
 			}
 		}
@@ -486,7 +489,7 @@ func (c *Client) Prepare(ctx context.Context, args JobArgs, opts *EnqueueOpts) (
 		return PreparedJob{ID: p.id, Kind: p.kind}, p.invalid(fmt.Errorf("%w: a prepared job goes to SQS, whose delays end at 15 minutes", ErrDelayTooLong))
 	}
 	if p.unique != nil {
-		return PreparedJob{ID: p.id, Kind: p.kind}, p.invalid(fmt.Errorf("%w: a prepared job is sent by someone else, without the reservation", ErrUniqueInBatch))
+		return PreparedJob{ID: p.id, Kind: p.kind}, p.invalid(fmt.Errorf("%w: a prepared job is sent by someone else, without the reservation", ErrUniquePrepared))
 	}
 	if err := c.store(ctx, &p); err != nil {
 		return PreparedJob{ID: p.id, Kind: p.kind}, err

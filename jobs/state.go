@@ -75,7 +75,9 @@ var ErrNoStateStore = errors.New("jobs: the client has no StateStore (ClientOpti
 // Errors about unique jobs, returned (in an *InvalidJobError) before any AWS call.
 var (
 	ErrInvalidUnique = errors.New("jobs: invalid unique options (a key of 1-512 bytes and a positive window)")
-	ErrUniqueInBatch = errors.New("jobs: unique jobs are enqueued one at a time (Enqueue), not in EnqueueBatch")
+	// ErrUniquePrepared: Client.Prepare (the outbox) cannot honour Unique: the job is sent by
+	// the forwarder, without the reservation.
+	ErrUniquePrepared = errors.New("jobs: a prepared job cannot be unique (the outbox sends it without the reservation)")
 )
 
 // UniqueOpts make a job unique by key over a window, like river's UniqueOpts: a second enqueue of
@@ -169,39 +171,63 @@ func (p *prepared) enqueued() PreparedJob {
 // reserve reserves p's unique key, if any, and records p as enqueued. dup reports a unique key
 // held by another job: res then names that job and nothing is to be sent.
 func (c *Client) reserve(ctx context.Context, p *prepared, res *EnqueueResult) (dup bool, err error) {
-	st := c.opts.State
-	if p.unique != nil {
-		holder, err := st.ReserveUnique(ctx, p.kind, p.unique.Key, p.id, p.now.Add(p.unique.Window), p.now)
-		if err != nil {
-			return false, &SendError{Kind: p.kind, ID: p.id, QueueURL: p.queue, Err: fmt.Errorf("reserve unique key: %w", err)}
-		}
-		if holder != p.id {
-			res.ID, res.Duplicate, res.Scheduled, res.DeliverAt = holder, true, false, time.Time{}
-			return true, nil
-		}
-		p.reserved = true
+	if dup, err := c.reserveUnique(ctx, p, res); err != nil || dup {
+		return dup, err
 	}
-	if err := st.JobsEnqueued(ctx, []PreparedJob{p.enqueued()}); err != nil {
+	if err := c.opts.State.JobsEnqueued(ctx, []PreparedJob{p.enqueued()}); err != nil {
 		c.releaseUnique(ctx, p)
 		return false, &SendError{Kind: p.kind, ID: p.id, QueueURL: p.queue, Err: fmt.Errorf("record job state: %w", err)}
 	}
 	return false, nil
 }
 
-// recordBatch records the jobs of an EnqueueBatch as enqueued; on failure every result carries
-// the error and nothing is sent.
-func (c *Client) recordBatch(ctx context.Context, preps []prepared, results []EnqueueResult) error {
-	list := make([]PreparedJob, len(preps))
-	for i := range preps {
-		list[i] = preps[i].enqueued()
+// reserveUnique reserves p's unique key, if it has one. dup reports the key held by another job:
+// res then names that job.
+func (c *Client) reserveUnique(ctx context.Context, p *prepared, res *EnqueueResult) (dup bool, err error) {
+	if p.unique == nil {
+		return false, nil
 	}
-	err := c.opts.State.JobsEnqueued(ctx, list)
+	holder, err := c.opts.State.ReserveUnique(ctx, p.kind, p.unique.Key, p.id, p.now.Add(p.unique.Window), p.now)
 	if err != nil {
-		for i := range results {
-			results[i].Err = &SendError{Kind: preps[i].kind, ID: preps[i].id, QueueURL: preps[i].queue, Err: fmt.Errorf("record job state: %w", err)}
+		return false, &SendError{Kind: p.kind, ID: p.id, QueueURL: p.queue, Err: fmt.Errorf("reserve unique key: %w", err)}
+	}
+	if holder != p.id {
+		res.ID, res.Duplicate, res.Scheduled, res.DeliverAt = holder, true, false, time.Time{}
+		return true, nil
+	}
+	p.reserved = true
+	return false, nil
+}
+
+// recordBatch reserves the unique keys of an EnqueueBatch's jobs, in input order, and records
+// the jobs as enqueued. It returns which jobs are to be sent: not a duplicate (its result says
+// whose), not one whose key could not be reserved (its result carries the error). When the
+// record fails, every job to be sent carries the error, its key is released, and none is sent.
+func (c *Client) recordBatch(ctx context.Context, preps []prepared, results []EnqueueResult) (send []bool) {
+	send = make([]bool, len(preps))
+	var list []PreparedJob
+	for i := range preps {
+		dup, err := c.reserveUnique(ctx, &preps[i], &results[i])
+		if err != nil {
+			results[i].Err = err
+		}
+		if send[i] = err == nil && !dup; send[i] {
+			list = append(list, preps[i].enqueued())
 		}
 	}
-	return err
+	if len(list) == 0 {
+		return send
+	}
+	if err := c.opts.State.JobsEnqueued(ctx, list); err != nil {
+		for i := range preps {
+			if send[i] {
+				results[i].Err = &SendError{Kind: preps[i].kind, ID: preps[i].id, QueueURL: preps[i].queue, Err: fmt.Errorf("record job state: %w", err)}
+				c.releaseUnique(ctx, &preps[i])
+				send[i] = false
+			}
+		}
+	}
+	return send
 }
 
 // notSent forgets the states and unique keys of jobs that were not sent. It is best effort: a job

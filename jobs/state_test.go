@@ -57,16 +57,28 @@ func TestStateOfDelayedJobs(t *testing.T) {
 	assert.Empty(t, d.jobs)
 }
 
-func TestUniqueInEnqueueBatchIsRefused(t *testing.T) {
+// In EnqueueBatch a unique job's key is reserved before anything is sent: a second job of the
+// key in the batch is a duplicate of the first, and a batch whose jobs all are duplicates sends
+// nothing. Prepare (the outbox) refuses Unique; a key without a window is invalid.
+func TestUniqueInEnqueueBatch(t *testing.T) {
 	t.Parallel()
 	rec := jobstest.NewRecorder()
 	client, err := jobs.NewClient(rec, jobs.ClientOptions{DefaultQueueURL: "https://sqs.us-east-1.amazonaws.com/1/q", State: jobstest.NewStateStore()})
 	require.NoError(t, err)
-	_, err = client.EnqueueBatch(context.Background(), []jobs.BatchJob{
-		{Args: RebuildIndex{}}, {Args: RebuildIndex{}, Opts: &jobs.EnqueueOpts{Unique: &jobs.UniqueOpts{Key: "k", Window: time.Minute}}},
-	})
-	assert.ErrorIs(t, err, jobs.ErrUniqueInBatch)
-	assert.Empty(t, rec.Batches())
+	u := &jobs.EnqueueOpts{Unique: &jobs.UniqueOpts{Key: "k", Window: time.Minute}}
+	res, err := client.EnqueueBatch(context.Background(), []jobs.BatchJob{{Args: RebuildIndex{}}, {Args: RebuildIndex{}, Opts: u}, {Args: RebuildIndex{}, Opts: u}})
+	require.NoError(t, err)
+	assert.False(t, res[1].Duplicate)
+	assert.True(t, res[2].Duplicate)
+	assert.Equal(t, res[1].ID, res[2].ID)
+	require.Len(t, rec.Batches(), 1)
+	assert.Len(t, rec.Batches()[0].Entries, 2)
+	res, err = client.EnqueueBatch(context.Background(), []jobs.BatchJob{{Args: RebuildIndex{}, Opts: u}})
+	require.NoError(t, err)
+	assert.True(t, res[0].Duplicate)
+	assert.Len(t, rec.Batches(), 1, "nothing sent")
+	_, err = client.Prepare(context.Background(), RebuildIndex{}, u)
+	assert.ErrorIs(t, err, jobs.ErrUniquePrepared)
 	_, err = client.Enqueue(context.Background(), RebuildIndex{}, &jobs.EnqueueOpts{Unique: &jobs.UniqueOpts{Key: "k"}})
 	assert.ErrorIs(t, err, jobs.ErrInvalidUnique)
 }

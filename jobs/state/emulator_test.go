@@ -2,6 +2,7 @@ package state_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -290,6 +291,62 @@ func TestUniqueJobs(t *testing.T) {
 	dup, err := e.client.Enqueue(ctx, resize{}, &jobs.EnqueueOpts{Unique: u})
 	require.NoError(t, err)
 	assert.True(t, dup.Duplicate)
+}
+
+// Unique jobs on a FIFO queue and in EnqueueBatch, on the state table: a batch holding the same
+// key twice sends the first and names it for the second; a later Enqueue of that key, or a batch
+// entry whose key a single Enqueue holds, is a duplicate; each group keeps its order; and a
+// duplicate breaks no group (what follows it in its group is sent).
+func TestUniqueJobsOnFIFOAndInBatch(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, true)
+	ctx := context.Background()
+	fifo := awstest.CreateQueue(t, e.cfg, "u", &awstest.QueueOptions{FIFO: true})
+	client, err := jobs.NewClient(e.sqs, jobs.ClientOptions{DefaultQueueURL: fifo.URL, State: e.table})
+	require.NoError(t, err)
+	key := func(k string) *jobs.EnqueueOpts {
+		return &jobs.EnqueueOpts{GroupID: "album-1", Unique: &jobs.UniqueOpts{Key: k, Window: time.Hour}}
+	}
+	held, err := client.Enqueue(ctx, resize{Image: "held"}, key("c"))
+	require.NoError(t, err)
+	require.False(t, held.Duplicate)
+
+	results, err := client.EnqueueBatch(ctx, []jobs.BatchJob{
+		{Args: resize{Image: "1"}, Opts: key("a")},
+		{Args: resize{Image: "2"}, Opts: key("a")}, // the same key as the first: not sent
+		{Args: resize{Image: "3"}, Opts: key("c")}, // held by the single Enqueue above
+		{Args: resize{Image: "4"}, Opts: key("b")}, // after two duplicates in its group: sent
+		{Args: resize{Image: "5"}, Opts: &jobs.EnqueueOpts{GroupID: "album-1"}},
+	})
+	require.NoError(t, err)
+	assert.False(t, results[0].Duplicate)
+	assert.True(t, results[1].Duplicate)
+	assert.Equal(t, results[0].ID, results[1].ID, "the batch's own first job of the key")
+	assert.True(t, results[2].Duplicate)
+	assert.Equal(t, held.ID, results[2].ID)
+	assert.False(t, results[3].Duplicate)
+	assert.False(t, results[4].Duplicate)
+
+	again, err := client.Enqueue(ctx, resize{Image: "6"}, key("a"))
+	require.NoError(t, err)
+	assert.True(t, again.Duplicate)
+	assert.Equal(t, results[0].ID, again.ID)
+
+	var images []string
+	for _, m := range awstest.Take(t, e.sqs, fifo.URL, 4) {
+		env, err := jobs.DecodeEnvelope(aws.ToString(m.Body))
+		require.NoError(t, err)
+		var r resize
+		require.NoError(t, json.Unmarshal(env.Args, &r))
+		images = append(images, r.Image)
+	}
+	assert.Equal(t, []string{"held", "1", "4", "5"}, images, "each job once, in the group's order")
+	awstest.ExpectEmpty(t, e.sqs, fifo.URL)
+	for _, id := range []string{held.ID, results[0].ID, results[3].ID, results[4].ID} {
+		st, err := client.Status(ctx, id)
+		require.NoError(t, err)
+		assert.Equal(t, jobs.StateEnqueued, st.State, id)
+	}
 }
 
 func TestUniqueWindowEnds(t *testing.T) {
