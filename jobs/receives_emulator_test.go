@@ -148,9 +148,8 @@ func TestRuntimeFIFOBacklogNeverDeadLettersUnrunOnSQS(t *testing.T) {
 	const attempts = 3
 	cfg := awstest.Config(t)
 	client := sqs.NewFromConfig(cfg)
-	dlq := awstest.CreateQueue(t, cfg, "dlq", &awstest.QueueOptions{FIFO: true})
 	receives := jobs.MinFIFOMaxReceiveCount(10, attempts)
-	q := awstest.CreateQueue(t, cfg, "q", &awstest.QueueOptions{FIFO: true, DLQ: &dlq, MaxReceiveCount: receives})
+	q, dlq := awstest.QueueWithDLQ(t, cfg, "q", &awstest.QueueOptions{FIFO: true, MaxReceiveCount: receives})
 	r := newRuns()
 	var backlog []TestJob
 	for n := 1; n <= 22; n++ {
@@ -291,8 +290,7 @@ func TestRuntimeFIFOCrashLoopIsDeadLetteredAloneOnSQS(t *testing.T) {
 	t.Parallel()
 	cfg := awstest.Config(t)
 	client := sqs.NewFromConfig(cfg)
-	dlq := awstest.CreateQueue(t, cfg, "dlq", &awstest.QueueOptions{FIFO: true})
-	q := awstest.CreateQueue(t, cfg, "q", &awstest.QueueOptions{FIFO: true, DLQ: &dlq, MaxReceiveCount: receives})
+	q, dlq := awstest.QueueWithDLQ(t, cfg, "q", &awstest.QueueOptions{FIFO: true, MaxReceiveCount: receives})
 	c := newChild(t, cfg, q, dlq)
 	enqueue(t, client, q.URL, TestJob{N: 1, Group: "g"}, TestJob{N: 2, Group: "g"}, TestJob{N: 3, Group: "g"})
 	// Every batch runs in a worker process of its own.
@@ -321,8 +319,7 @@ func TestRuntimeCrashLoopRunsAloneOnSQS(t *testing.T) {
 	t.Parallel()
 	cfg := awstest.Config(t)
 	client := sqs.NewFromConfig(cfg)
-	dlq := awstest.CreateQueue(t, cfg, "dlq", nil)
-	q := awstest.CreateQueue(t, cfg, "q", &awstest.QueueOptions{DLQ: &dlq, MaxReceiveCount: receives})
+	q, dlq := awstest.QueueWithDLQ(t, cfg, "q", &awstest.QueueOptions{MaxReceiveCount: receives})
 	c := newChild(t, cfg, q, dlq)
 	enqueue(t, client, q.URL, TestJob{N: 1}, TestJob{N: 3}, TestJob{N: 4}, TestJob{N: 5}, TestJob{N: 6})
 	pump(t, client, q, newRuns(), nil, func(msgs []sqstypes.Message) bool { c.run(msgs); return true })
@@ -347,8 +344,7 @@ func TestRuntimeDeadLettersAtTheReceiveLimitOnSQS(t *testing.T) {
 	t.Parallel()
 	cfg := awstest.Config(t)
 	client := sqs.NewFromConfig(cfg)
-	dlq := awstest.CreateQueue(t, cfg, "dlq", nil)
-	q := awstest.CreateQueue(t, cfg, "q", &awstest.QueueOptions{DLQ: &dlq, MaxReceiveCount: 4})
+	q, dlq := awstest.QueueWithDLQ(t, cfg, "q", &awstest.QueueOptions{MaxReceiveCount: 4})
 	enqueue(t, client, q.URL, TestJob{N: 1, Mode: "snooze"})
 	rc := ledgerConfig(t, cfg, client, q, dlq, 2, 4)
 	var attempts []int

@@ -19,8 +19,7 @@ import (
 func TestConsolePrintsItsURLAndServes(t *testing.T) {
 	t.Parallel()
 	cfg := awstest.Config(t)
-	dlq := awstest.CreateQueue(t, cfg, "dlq", nil)
-	q := awstest.CreateQueue(t, cfg, "q", &awstest.QueueOptions{DLQ: &dlq})
+	q, _ := awstest.QueueWithDLQ(t, cfg, "q", nil)
 
 	ctx, cancel := context.WithCancel(context.Background())
 	pr, pw := io.Pipe()
@@ -100,8 +99,7 @@ func TestConsoleBeyondLoopbackNeedsASecret(t *testing.T) {
 // With a secret, every route answers 401 to a request without it, and serves one with it.
 func TestConsoleWithASecretRefusesRequestsWithoutIt(t *testing.T) {
 	cfg := awstest.Config(t)
-	dlq := awstest.CreateQueue(t, cfg, "dlq", nil)
-	q := awstest.CreateQueue(t, cfg, "q", &awstest.QueueOptions{DLQ: &dlq})
+	q, _ := awstest.QueueWithDLQ(t, cfg, "q", nil)
 	secret := "0123456789abcdef0123456789abcdef"
 	file := filepath.Join(t.TempDir(), "secret")
 	require.NoError(t, os.WriteFile(file, []byte(secret+"\n"), 0o600))

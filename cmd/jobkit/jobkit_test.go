@@ -268,8 +268,7 @@ func TestDLQRedrive1000(t *testing.T) {
 	t.Parallel()
 	cfg := awstest.Config(t)
 	client := sqs.NewFromConfig(cfg)
-	dlq := awstest.CreateQueue(t, cfg, "dlq", nil)
-	src := awstest.CreateQueue(t, cfg, "src", &awstest.QueueOptions{DLQ: &dlq})
+	src, dlq := awstest.QueueWithDLQ(t, cfg, "src", nil)
 	ids := seedDead(t, client, dlq.URL, src.URL, "r", 1000, func(int) string { return "email.send" })
 
 	start := time.Now()

@@ -37,8 +37,7 @@ func seedRedrive(t *testing.T, n int, idFormat string) (aws.Config, *sqs.Client,
 	t.Helper()
 	cfg := awstest.Config(t)
 	client := sqs.NewFromConfig(cfg)
-	dlq := awstest.CreateQueue(t, cfg, "dlq", nil)
-	src := awstest.CreateQueue(t, cfg, "src", &awstest.QueueOptions{DLQ: &dlq})
+	src, dlq := awstest.QueueWithDLQ(t, cfg, "src", nil)
 	specs := make([]deadSpec, n)
 	for i := range specs {
 		specs[i] = deadSpec{ID: fmt.Sprintf(idFormat, i), Kind: "k", Reason: contract.ReasonCancelled, Source: src.URL}

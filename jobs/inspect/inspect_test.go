@@ -114,8 +114,7 @@ func TestStatsCountsAndAges(t *testing.T) {
 	cfg := awstest.Config(t)
 	ctx := context.Background()
 	client := sqs.NewFromConfig(cfg)
-	dlq := awstest.CreateQueue(t, cfg, "dlq", nil)
-	q := awstest.CreateQueue(t, cfg, "main", &awstest.QueueOptions{DLQ: &dlq})
+	q, dlq := awstest.QueueWithDLQ(t, cfg, "main", nil)
 	empty := awstest.CreateQueue(t, cfg, "empty", nil)
 
 	for i := range 4 {
@@ -309,8 +308,7 @@ func TestRedriveManualWithFilterAndDestinations(t *testing.T) {
 	cfg := awstest.Config(t)
 	ctx := context.Background()
 	client := sqs.NewFromConfig(cfg)
-	dlq := awstest.CreateQueue(t, cfg, "dlq", nil)
-	src := awstest.CreateQueue(t, cfg, "src", &awstest.QueueOptions{DLQ: &dlq})
+	src, dlq := awstest.QueueWithDLQ(t, cfg, "src", nil)
 	other := awstest.CreateQueue(t, cfg, "other", nil)
 
 	var specs []deadSpec
@@ -382,8 +380,7 @@ func TestRedriveRefusesForgedSourceQueue(t *testing.T) {
 	cfg := awstest.Config(t)
 	ctx := context.Background()
 	client := sqs.NewFromConfig(cfg)
-	dlq := awstest.CreateQueue(t, cfg, "dlq", nil)
-	src := awstest.CreateQueue(t, cfg, "src", &awstest.QueueOptions{DLQ: &dlq})
+	src, dlq := awstest.QueueWithDLQ(t, cfg, "src", nil)
 	victim := awstest.CreateQueue(t, cfg, "victim", nil)
 	in := inspect.New(cfg)
 
@@ -439,8 +436,7 @@ func TestRedriveNativeUnsupportedFallsBack(t *testing.T) {
 	cfg := awstest.Config(t)
 	ctx := context.Background()
 	client := sqs.NewFromConfig(cfg)
-	dlq := awstest.CreateQueue(t, cfg, "dlq", nil)
-	src := awstest.CreateQueue(t, cfg, "src", &awstest.QueueOptions{DLQ: &dlq})
+	src, dlq := awstest.QueueWithDLQ(t, cfg, "src", nil)
 	seedDead(t, client, dlq.URL, []deadSpec{{ID: "a", Kind: "k", Reason: contract.ReasonCancelled, Source: src.URL}})
 	in := inspect.New(cfg)
 	if awstest.HasMessageMoveTasks(t) {
@@ -494,8 +490,7 @@ func TestRedriveFIFOKeepsGroupsAndOrder(t *testing.T) {
 	cfg := awstest.Config(t)
 	ctx := context.Background()
 	client := sqs.NewFromConfig(cfg)
-	dlq := awstest.CreateQueue(t, cfg, "dlq", &awstest.QueueOptions{FIFO: true})
-	src := awstest.CreateQueue(t, cfg, "src", &awstest.QueueOptions{FIFO: true, DLQ: &dlq})
+	src, dlq := awstest.QueueWithDLQ(t, cfg, "src", &awstest.QueueOptions{FIFO: true})
 
 	// The original enqueue of job "g1-0" used the job id as its deduplication id, a moment ago.
 	_, err := client.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(src.URL), MessageBody: aws.String(envelopeBody("g1-0", "ledger.post", nil)),
@@ -644,8 +639,7 @@ func TestRedriveMovesOlderDuplicatesOfAJob(t *testing.T) {
 	cfg := awstest.Config(t)
 	ctx := context.Background()
 	client := sqs.NewFromConfig(cfg)
-	dlq := awstest.CreateQueue(t, cfg, "dlq", nil)
-	src := awstest.CreateQueue(t, cfg, "src", &awstest.QueueOptions{DLQ: &dlq})
+	src, dlq := awstest.QueueWithDLQ(t, cfg, "src", nil)
 	seedDead(t, client, dlq.URL, []deadSpec{
 		{ID: "twice", Kind: "k", Reason: contract.ReasonCancelled, Source: src.URL},
 		{ID: "twice", Kind: "k", Reason: contract.ReasonCancelled, Source: src.URL},

@@ -36,8 +36,7 @@ func TestRedriveFIFOJobMovedByTheRedrivePolicy(t *testing.T) {
 	cfg := awstest.Config(t)
 	ctx := context.Background()
 	client := sqs.NewFromConfig(cfg)
-	dlq := awstest.CreateQueue(t, cfg, "dlq", &awstest.QueueOptions{FIFO: true})
-	src := awstest.CreateQueue(t, cfg, "src", &awstest.QueueOptions{FIFO: true, DLQ: &dlq, MaxReceiveCount: 1, VisibilityTimeout: 1})
+	src, dlq := awstest.QueueWithDLQ(t, cfg, "src", &awstest.QueueOptions{FIFO: true, MaxReceiveCount: 1, VisibilityTimeout: 1})
 	// Enqueued as the producer does it: the job id is the deduplication id.
 	enqueued := time.Now()
 	_, err := client.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(src.URL), MessageBody: aws.String(envelopeBody("job-1", "ledger.post", nil)),
@@ -90,8 +89,7 @@ func TestRedriveStandardChecksTheDLQAfterwards(t *testing.T) {
 	cfg := awstest.Config(t)
 	ctx := context.Background()
 	client := sqs.NewFromConfig(cfg)
-	dlq := awstest.CreateQueue(t, cfg, "dlq", nil)
-	src := awstest.CreateQueue(t, cfg, "src", &awstest.QueueOptions{DLQ: &dlq, MaxReceiveCount: 1, VisibilityTimeout: 1})
+	src, dlq := awstest.QueueWithDLQ(t, cfg, "src", &awstest.QueueOptions{MaxReceiveCount: 1, VisibilityTimeout: 1})
 	_, err := client.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(src.URL), MessageBody: aws.String(envelopeBody("job-1", "email.send", nil))})
 	require.NoError(t, err)
 	awstest.DeadLetterByPolicy(t, cfg, src, dlq, 1)
@@ -122,8 +120,7 @@ func TestRedriveReportsWhatStaysInTheDLQ(t *testing.T) {
 	cfg := awstest.Config(t)
 	ctx := context.Background()
 	client := sqs.NewFromConfig(cfg)
-	dlq := awstest.CreateQueue(t, cfg, "dlq", nil)
-	src := awstest.CreateQueue(t, cfg, "src", &awstest.QueueOptions{DLQ: &dlq})
+	src, dlq := awstest.QueueWithDLQ(t, cfg, "src", nil)
 	seedDead(t, client, dlq.URL, []deadSpec{
 		{ID: "a", Kind: "k", Reason: contract.ReasonCancelled, Source: src.URL},
 		{ID: "b", Kind: "k", Reason: contract.ReasonCancelled, Source: src.URL},

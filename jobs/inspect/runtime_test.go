@@ -33,8 +33,7 @@ func TestRuntimeDeadLetterIsReadBackAndRedriven(t *testing.T) {
 	cfg := awstest.Config(t)
 	ctx := context.Background()
 	client := sqs.NewFromConfig(cfg)
-	dlq := awstest.CreateQueue(t, cfg, "dlq", nil)
-	q := awstest.CreateQueue(t, cfg, "main", &awstest.QueueOptions{DLQ: &dlq})
+	q, dlq := awstest.QueueWithDLQ(t, cfg, "main", nil)
 
 	producer, err := jobs.NewClient(client, jobs.ClientOptions{DefaultQueueURL: q.URL})
 	require.NoError(t, err)

@@ -77,8 +77,7 @@ func TestCounterRedrivenJobDeadAgainIsDead(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	client := sqs.NewFromConfig(cfg)
-	dlq := awstest.CreateQueue(t, cfg, "dlq", nil)
-	main := awstest.CreateQueue(t, cfg, "main", &awstest.QueueOptions{DLQ: &dlq, MaxReceiveCount: 5})
+	main, dlq := awstest.QueueWithDLQ(t, cfg, "main", &awstest.QueueOptions{MaxReceiveCount: 5})
 	counter := devrun.NewCounter(client, mailDeployment(main, dlq))
 
 	workers := jobs.NewWorkers()

@@ -119,3 +119,16 @@ func CreateTable(tb testing.TB, cfg aws.Config, suffix, partitionKey, sortKey st
 	}
 	return name
 }
+
+// QueueWithDLQ creates a dead-letter queue (FIFO when opts says so) and a queue named by suffix
+// whose redrive policy targets it (opts.DLQ is set to it), and returns both.
+func QueueWithDLQ(tb testing.TB, cfg aws.Config, suffix string, opts *QueueOptions) (q, dlq Queue) {
+	tb.Helper()
+	o := QueueOptions{}
+	if opts != nil {
+		o = *opts
+	}
+	dlq = CreateQueue(tb, cfg, "dlq", &QueueOptions{FIFO: o.FIFO})
+	o.DLQ = &dlq
+	return CreateQueue(tb, cfg, suffix, &o), dlq
+}

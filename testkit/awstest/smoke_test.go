@@ -23,8 +23,7 @@ func TestSmokeRedriveToDLQ(t *testing.T) {
 	cfg := awstest.Config(t)
 	ctx := context.Background()
 	client := sqs.NewFromConfig(cfg)
-	dlq := awstest.CreateQueue(t, cfg, "dlq", nil)
-	q := awstest.CreateQueue(t, cfg, "main", &awstest.QueueOptions{DLQ: &dlq, MaxReceiveCount: 2})
+	q, dlq := awstest.QueueWithDLQ(t, cfg, "main", &awstest.QueueOptions{MaxReceiveCount: 2})
 
 	_, err := client.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(q.URL), MessageBody: aws.String("poison")})
 	require.NoError(t, err)
