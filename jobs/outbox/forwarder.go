@@ -55,7 +55,7 @@ type ForwarderConfig struct {
 
 // Forwarder sends the outbox items of a DynamoDB stream batch as SQS messages and deletes them.
 // Run it as a Lambda function on the state table's stream (new images) with
-// ReportBatchItemFailures: lambda.Start(outbox.NewForwarder(cfg).Handle).
+// ReportBatchItemFailures: lambda.Start(fw.Handle) (see the Forwarder example).
 //
 // Items go in stream order, up to 10 (and 1 MiB) a SendMessageBatch call per run of one queue; the
 // first item SQS refuses for now (throttling, a service error, a call that fails in transit) is

@@ -23,6 +23,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/http"
 	"net/url"
 	"os"
 	"os/exec"
@@ -53,7 +54,7 @@ const libraryModule = "github.com/jobkit-go/jobkit"
 type options struct {
 	cdkOut, module, synth, cdk          string
 	endpoint, region, prefix, logs, env string
-	once, keep                          bool
+	once, keep, reuse                   bool
 	timeout                             time.Duration
 }
 
@@ -81,6 +82,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.BoolVar(&o.once, "once", false, "end when the job queues have drained (after a first job), instead of at SIGINT or SIGTERM")
 	fs.DurationVar(&o.timeout, "timeout", 0, "end the run after this long (0: no limit)")
 	fs.BoolVar(&o.keep, "keep", false, "leave the deployment on the emulator")
+	fs.BoolVar(&o.reuse, "reuse", false, "deploy onto an emulator already answering at the default endpoint, which this run did not start")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
@@ -119,6 +121,11 @@ func dev(ctx context.Context, o *options, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	said, err := whichEmulator(emulatorKind(endpoint), endpoint, emu.Started, o.endpoint != "", o.reuse)
+	if err != nil {
+		return err
+	}
+	note(said)
 	defer func() {
 		if err := emu.Stop(); err != nil {
 			note("dev: " + err.Error())
@@ -302,6 +309,37 @@ func startEmulator(ctx context.Context, module, endpoint string) (*emulator.Emul
 		}
 	}
 	return nil, fmt.Errorf("no emulator answers at %s: start one (moto: pip install 'moto[server]' && moto_server -p 4566; in a jobkit checkout: make emulator-up), or pass --endpoint", endpoint)
+}
+
+// whichEmulator says which emulator the run deploys onto, or refuses one it did not start at an
+// endpoint nobody chose (no --endpoint, no AWS_ENDPOINT_URL) unless reuse: what answers there is
+// another process's, perhaps with its own stacks on it.
+func whichEmulator(kind, endpoint string, started, chosen, reuse bool) (string, error) {
+	switch {
+	case started:
+		return fmt.Sprintf("dev: started %s at %s (stopped when this run ends)", kind, endpoint), nil
+	case !chosen && !reuse:
+		return "", fmt.Errorf("%s already answers at %s, and this run did not start it: another process's deployment may be on it. "+
+			"Pass --reuse to deploy onto it anyway, or --endpoint http://127.0.0.1:<a free port> (or AWS_ENDPOINT_URL) for an emulator of its own", kind, endpoint)
+	}
+	return fmt.Sprintf("dev: using %s already running at %s (left running when this run ends)", kind, endpoint), nil
+}
+
+// emulatorKind names what answers at endpoint: LocalStack (its health route), moto (its
+// dashboard), or an unknown server.
+func emulatorKind(endpoint string) string {
+	client := &http.Client{Timeout: 2 * time.Second}
+	for _, probe := range []struct{ path, name string }{{"/_localstack/health", "LocalStack"}, {"/moto-api/", "moto"}} {
+		resp, err := client.Get(strings.TrimRight(endpoint, "/") + probe.path)
+		if err != nil {
+			continue
+		}
+		_ = resp.Body.Close()
+		if resp.StatusCode == http.StatusOK {
+			return probe.name
+		}
+	}
+	return "an emulator"
 }
 
 func answers(endpoint string) bool {
