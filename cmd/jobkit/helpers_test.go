@@ -196,3 +196,12 @@ func depth(t testing.TB, client *sqs.Client, queueURL string) (visible, inFlight
 	inFlight, _ = strconv.Atoi(out.Attributes["ApproximateNumberOfMessagesNotVisible"])
 	return visible, inFlight
 }
+
+// The stack the commands read defaults to $JOBKIT_STACK (which `jobkit dev` exports), else
+// jobkit's sample stack.
+func TestStackDefaultsFromTheEnvironment(t *testing.T) {
+	t.Setenv(contract.EnvStack, "")
+	require.Equal(t, contract.DefaultStack, newRootCmd(&app{}).PersistentFlags().Lookup("stack").DefValue)
+	t.Setenv(contract.EnvStack, "dev-Greeter")
+	require.Equal(t, "dev-Greeter", newRootCmd(&app{}).PersistentFlags().Lookup("stack").DefValue)
+}

@@ -7,6 +7,7 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -127,7 +128,7 @@ jobkit uses the emulator's test credentials.`,
 	pf := root.PersistentFlags()
 	pf.StringVar(&a.endpoint, "endpoint", os.Getenv("AWS_ENDPOINT_URL"), "AWS endpoint URL (LocalStack, the emulator); default $AWS_ENDPOINT_URL, else AWS")
 	pf.StringVar(&a.region, "region", "", "AWS region; default $AWS_REGION or the shared config (us-east-1 with --endpoint)")
-	pf.StringVar(&a.stack, "stack", contract.DefaultStack, "CloudFormation stack whose outputs name the queues")
+	pf.StringVar(&a.stack, "stack", cmp.Or(os.Getenv(contract.EnvStack), contract.DefaultStack), "CloudFormation stack whose outputs name the queues; default $"+contract.EnvStack+", else "+contract.DefaultStack)
 	pf.StringArrayVarP(&a.queues, "queue", "q", nil, "queue URL or name (repeatable for 'queues'); default: the stack's queues")
 	pf.StringVar(&a.dlq, "dlq", "", "dead-letter queue URL or name; default: the queue's (stack output or RedrivePolicy)")
 

@@ -76,6 +76,10 @@ const (
 // construct sets them and refuses them in a caller's environment).
 const EnvPrefix = "JOBKIT_"
 
+// EnvStack names the stack whose outputs name the queues, for the jobkit CLI (its --stack
+// default) and producers; `jobkit dev` exports it for the stack it deployed.
+const EnvStack = "JOBKIT_STACK"
+
 // Environment variables the runtime reads (set by the infra Worker construct). See ConfigFromEnv.
 const (
 	EnvQueueURL          = "JOBKIT_QUEUE_URL"          // the queue the function consumes (required)

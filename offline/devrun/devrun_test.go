@@ -13,6 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/stretchr/testify/require"
 
+	"github.com/jobkit-go/jobkit/jobs/contract"
 	"github.com/jobkit-go/jobkit/offline/devrun"
 	"github.com/jobkit-go/jobkit/testkit/awstest"
 )
@@ -58,8 +59,9 @@ func TestRunCountsJobsOfAnyProducer(t *testing.T) {
 	client := sqs.NewFromConfig(cfg)
 	var exports []devrun.Export
 	var notes []string
+	prefix := awstest.Name(t, "") + "-"
 	res, err := devrun.Run(ctx, devrun.Config{
-		AWS: cfg, CDKOut: assembly(t), Prefix: awstest.Name(t, "") + "-", BuildDir: t.TempDir(), Once: true,
+		AWS: cfg, CDKOut: assembly(t), Prefix: prefix, BuildDir: t.TempDir(), Once: true,
 		Note: func(s string) { notes = append(notes, s) },
 		Ready: func(e []devrun.Export) {
 			exports = e
@@ -73,6 +75,8 @@ func TestRunCountsJobsOfAnyProducer(t *testing.T) {
 	require.NoError(t, err, "notes: %s", strings.Join(notes, "\n"))
 	require.NotEmpty(t, lookup(exports, "JobkitQueueEcho"))
 	require.Equal(t, aws.ToString(cfg.BaseEndpoint), lookup(exports, "AWS_ENDPOINT_URL"))
+	require.True(t, strings.HasPrefix(lookup(exports, contract.EnvStack), prefix),
+		"the deployed stack whose outputs name the queues, for the CLI's --stack: %q", lookup(exports, contract.EnvStack))
 	require.Equal(t, "export JobkitQueueEcho='"+lookup(exports, "JobkitQueueEcho")+"'", exports[indexOf(exports, "JobkitQueueEcho")].String())
 
 	c := res.Census

@@ -30,6 +30,7 @@ func TestExportsGiveAProducerWhatItNeeds(t *testing.T) {
 	require.Equal(t, "JobkitDlqEmail", got[0].Name, "outputs sorted by name")
 	require.Equal(t, map[string]string{
 		"JobkitDlqEmail": "http://q/Email-dlq", "JobkitQueueEmail": "http://q/Email",
+		"JOBKIT_STACK":     "B", // the stack whose outputs name a job queue, for the CLI's --stack
 		"AWS_ENDPOINT_URL": "http://127.0.0.1:4566", "AWS_REGION": "eu-west-1",
 		"AWS_ACCESS_KEY_ID": "test", "AWS_SECRET_ACCESS_KEY": "test",
 	}, names(got))

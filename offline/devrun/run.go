@@ -17,6 +17,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/smithy-go/logging"
 
+	"github.com/jobkit-go/jobkit/jobs/contract"
 	"github.com/jobkit-go/jobkit/offline/deploy"
 	"github.com/jobkit-go/jobkit/offline/devstack"
 )
@@ -61,8 +62,9 @@ func (e Export) String() string {
 	return "export " + e.Name + "='" + strings.ReplaceAll(e.Value, "'", `'\''`) + "'"
 }
 
-// Exports returns the outputs of d's stacks, sorted by name, then AWS_ENDPOINT_URL and
-// AWS_REGION for the emulator at endpoint, and the emulator's test credentials
+// Exports returns the outputs of d's stacks, sorted by name, then JOBKIT_STACK (the first stack
+// that outputs job queues, for the jobkit CLI's --stack), AWS_ENDPOINT_URL and AWS_REGION for the
+// emulator at endpoint, and the emulator's test credentials
 // (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY) unless the environment has a key id already: what a
 // producer needs to reach the running stack on a machine without AWS credentials.
 func Exports(d *deploy.Deployment, endpoint string) []Export {
@@ -73,12 +75,28 @@ func Exports(d *deploy.Deployment, endpoint string) []Export {
 		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	if stack := queueStack(d); stack != "" {
+		out = append(out, Export{contract.EnvStack, stack})
+	}
 	out = append(out, Export{"AWS_ENDPOINT_URL", endpoint}, Export{"AWS_REGION", d.Region})
 	if os.Getenv("AWS_ACCESS_KEY_ID") == "" {
 		// The emulator takes any credentials; the SDK needs some.
 		out = append(out, Export{"AWS_ACCESS_KEY_ID", "test"}, Export{"AWS_SECRET_ACCESS_KEY", "test"})
 	}
 	return out
+}
+
+// queueStack returns the name of the first of d's stacks (in deployment order) whose outputs name
+// a job queue, or "".
+func queueStack(d *deploy.Deployment) string {
+	for _, s := range d.Stacks {
+		for k := range s.Outputs {
+			if strings.HasPrefix(k, contract.OutputQueuePrefix) {
+				return s.Name
+			}
+		}
+	}
+	return ""
 }
 
 // Result is what a run did.
