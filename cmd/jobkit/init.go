@@ -45,6 +45,12 @@ type scaffoldData struct {
 	Replace string // a jobkit checkout for replace directives ("" after a release)
 }
 
+// CDKVersion is the CDK CLI the scaffold's Makefile runs through npx when no cdk is on PATH: the
+// version jobkit's own tools pin (infra/tools/package.json; a test keeps them equal).
+func (scaffoldData) CDKVersion() string { return cdkCLIVersion }
+
+const cdkCLIVersion = "2.1148.1"
+
 // ExistsError reports that `jobkit init` was pointed at a directory that already holds files.
 type ExistsError struct{ Dir string }
 

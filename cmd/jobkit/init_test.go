@@ -60,10 +60,22 @@ func TestInitWritesFormattedCode(t *testing.T) {
 		require.Contains(t, string(gomod), "github.com/jobkit-go/jobkit => "+root+"\n")
 		require.Contains(t, string(gomod), "github.com/jobkit-go/jobkit/infra => "+root+"/infra\n")
 
+		// make synth finds cdk on PATH, else runs the pinned CDK CLI through npx.
+		bin := t.TempDir() // a PATH with make and nothing else
+		require.NoError(t, os.Symlink(mustLookPath(t, "make"), filepath.Join(bin, "make")))
+		noCDK := exec.Command(filepath.Join(bin, "make"), "-n", "synth")
+		noCDK.Dir, noCDK.Env = dir, append(os.Environ(), "PATH="+bin)
+		printed, err := noCDK.CombinedOutput()
+		require.NoError(t, err, "%s", printed)
+		require.Equal(t, "npx --yes aws-cdk@"+cdkCLIVersion+" synth --quiet", strings.TrimSpace(string(printed)))
+
 		errOut.Reset()
 		require.Equal(t, exitError, run(context.Background(), args, nil, &out, &errOut))
 		require.Contains(t, errOut.String(), "exists and is not empty")
 	}
+	tools, err := os.ReadFile(filepath.Join(root, "infra", "tools", "package.json"))
+	require.NoError(t, err)
+	require.Contains(t, string(tools), `"aws-cdk": "`+cdkCLIVersion+`"`, "the scaffold's CDK CLI is the one jobkit's tools pin")
 	var errOut bytes.Buffer
 	require.Equal(t, exitUsage, run(context.Background(), []string{"init", t.TempDir() + "/x", "--version", "latest"}, nil, &bytes.Buffer{}, &errOut))
 	require.Contains(t, errOut.String(), "not a semantic version")
@@ -266,4 +278,11 @@ func TestInitRefusesNamesThatBreakOutOfTheirLine(t *testing.T) {
 		_, err := os.Stat(dir)
 		require.True(t, os.IsNotExist(err), "nothing written for %q", c.dir)
 	}
+}
+
+func mustLookPath(t *testing.T, name string) string {
+	t.Helper()
+	p, err := exec.LookPath(name)
+	require.NoError(t, err)
+	return p
 }
