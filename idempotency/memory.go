@@ -3,8 +3,11 @@ package idempotency
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 )
 
 // MemoryStore is a Store in process memory: for tests, and for programs that run as one process.
@@ -12,10 +15,11 @@ import (
 type MemoryStore struct {
 	mu      sync.Mutex
 	records map[string]Record
-	notRun  notRunCounts // jobs.DeliveryLedger (ledger.go)
+	written [][]types.TransactWriteItem // CompleteWith's items, one slice a transaction
+	notRun  notRunCounts                // jobs.DeliveryLedger (ledger.go)
 }
 
-var _ Store = (*MemoryStore)(nil)
+var _ TransactionalStore = (*MemoryStore)(nil)
 
 // NewMemoryStore returns an empty in-memory store.
 func NewMemoryStore() *MemoryStore {
@@ -79,6 +83,27 @@ func (s *MemoryStore) Complete(ctx context.Context, rec *Record, leaseEnd time.T
 	r.LeaseEnd = old.LeaseEnd
 	s.records[rec.Key] = r
 	return nil
+}
+
+// CompleteWith implements TransactionalStore, so that code using TransactWrite and OnComplete
+// runs in tests without DynamoDB: it completes the claim as Complete does and keeps the items,
+// which Transactions returns. It evaluates no condition of theirs and writes them nowhere: check
+// what they say against DynamoDB (DynamoDB Local, the emulator), as the DynamoDB store's tests do.
+func (s *MemoryStore) CompleteWith(ctx context.Context, rec *Record, leaseEnd time.Time, items []types.TransactWriteItem) error {
+	if err := s.Complete(ctx, rec, leaseEnd); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.written = append(s.written, slices.Clone(items))
+	return nil
+}
+
+// Transactions returns the items of each transaction CompleteWith took, in order.
+func (s *MemoryStore) Transactions() [][]types.TransactWriteItem {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.written)
 }
 
 // Delete implements Store.

@@ -198,8 +198,38 @@ func TestOnCompleteMisuse(t *testing.T) {
 	t.Parallel()
 	item := types.TransactWriteItem{Put: &types.Put{TableName: aws.String("t")}}
 	require.ErrorIs(t, idempotency.OnComplete(context.Background(), item), idempotency.ErrNoClaim)
-	_, err := idempotency.Do(context.Background(), idempotency.NewMemoryStore(), "k", func(ctx context.Context) (int, error) {
+	_, err := idempotency.Do(context.Background(), plainStore{idempotency.NewMemoryStore()}, "k", func(ctx context.Context) (int, error) {
 		return 0, idempotency.OnComplete(ctx, item)
 	}, nil)
 	require.ErrorContains(t, err, "cannot write transactions")
+}
+
+// plainStore is a Store that is not a TransactionalStore.
+type plainStore struct{ idempotency.Store }
+
+// The MemoryStore takes transactions too, so code using OnComplete and TransactWrite runs in a
+// test without DynamoDB: the claim completes with its items kept (Transactions), once — a
+// duplicate of the key neither runs nor writes again.
+func TestMemoryStoreTakesTransactions(t *testing.T) {
+	t.Parallel()
+	store := idempotency.NewMemoryStore()
+	count := types.TransactWriteItem{Update: &types.Update{TableName: aws.String("counts"), UpdateExpression: aws.String("ADD n :one")}}
+	order := types.TransactWriteItem{Put: &types.Put{TableName: aws.String("orders")}}
+	runs := 0
+	for range 2 {
+		got, err := idempotency.Do(context.Background(), store, "order-7", func(ctx context.Context) (string, error) {
+			runs++
+			if err := idempotency.OnComplete(ctx, count); err != nil {
+				return "", err
+			}
+			return "placed", idempotency.TransactWrite(ctx, []types.TransactWriteItem{order}, &idempotency.TransactOptions{Result: "placed"})
+		}, nil)
+		require.NoError(t, err)
+		assert.Equal(t, "placed", got)
+	}
+	assert.Equal(t, 1, runs)
+	assert.Equal(t, [][]types.TransactWriteItem{{order, count}}, store.Transactions(), "the run's items, then OnComplete's, in one transaction")
+	rec, err := store.Get(context.Background(), "order-7")
+	require.NoError(t, err)
+	assert.Equal(t, idempotency.StatusCompleted, rec.Status)
 }

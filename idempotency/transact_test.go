@@ -204,7 +204,7 @@ func TestTransactWriteMisuse(t *testing.T) {
 	item := []types.TransactWriteItem{{Put: &types.Put{TableName: aws.String("t")}}}
 	require.ErrorIs(t, idempotency.TransactWrite(context.Background(), item, nil), idempotency.ErrNoClaim)
 
-	_, err := idempotency.Do(context.Background(), idempotency.NewMemoryStore(), "k", func(ctx context.Context) (int, error) {
+	_, err := idempotency.Do(context.Background(), plainStore{idempotency.NewMemoryStore()}, "k", func(ctx context.Context) (int, error) {
 		return 0, idempotency.TransactWrite(ctx, item, nil)
 	}, nil)
 	require.ErrorContains(t, err, "cannot write transactions")
