@@ -31,6 +31,11 @@ export AWS_SECRET_ACCESS_KEY ?= test
 export CDK_DISABLE_CLI_TELEMETRY := true
 export CDK_DISABLE_VERSION_CHECK := 1
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
+# The CDK CLI's home (its cache and state) is inside the checkout, one per emulator: it caches the
+# account an access key belongs to, and moto and LocalStack answer the same test key with
+# different accounts. Nothing of ~/.cdk is read or written, so make test and make test-localstack
+# pass in either order.
+export CDK_HOME := $(RUN_DIR)/cdk-home-$(EMULATOR)
 
 .PHONY: producers chaos dev cli synth help setup lock lock-localstack emulator-up emulator-down test test-unit lint fuzz bench bench-doc localstack-up localstack-down test-localstack browser
 
@@ -151,13 +156,11 @@ bench-doc: ## regenerate docs/benchmarks.md's figures from the last make bench r
 	go run ./internal/cmd/bench -doc docs/benchmarks.md -from .run/bench.out
 
 # CHAOS_JOBS sizes make chaos (default 10,000; e.g. CHAOS_JOBS=300 for a run of a minute or two
-# of the same shape); CHAOS_FLAGS passes any other flag of internal/cmd/chaos. The CDK CLI gets a
-# home per emulator: it caches the account an access key belongs to, and moto and LocalStack
-# answer the same test key with different accounts.
+# of the same shape); CHAOS_FLAGS passes any other flag of internal/cmd/chaos.
 CHAOS_JOBS  ?=
 CHAOS_FLAGS ?=
 chaos: setup ## 10,000 jobs on the offline stack under faults, then a redrive of the DLQs; fails unless nothing is lost, stranded or missing after the redrive (EMULATOR=localstack, CHAOS_JOBS=300)
-	@CDK_HOME=$(TOOLS)/cdk-home-$(EMULATOR) infra/synth.sh --quiet
+	@infra/synth.sh --quiet
 	@state=$$($(EMULATOR_SH) up) || exit 1; \
 	if [ "$$state" = started ]; then trap '$(EMULATOR_SH) down' EXIT; trap 'exit 130' INT TERM; fi; \
 	echo "emulator: $(EMULATOR) $$state at $(ENDPOINT)"; \

@@ -1,6 +1,7 @@
 package localstack_test
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -55,8 +56,11 @@ func TestCDKLocalDeploysTheStateStack(t *testing.T) {
 		cmd.Dir = root
 		// cdklocal points every AWS SDK client at AWS_ENDPOINT_URL and insists on an explicit S3
 		// endpoint beside it (the bootstrap bucket and the assets go through S3).
+		// The CDK CLI's home is LocalStack's own, inside the checkout (make exports one per
+		// emulator): its cache maps the test key to an account, and moto's is another.
 		cmd.Env = append(os.Environ(), "AWS_ENDPOINT_URL="+endpoint, "AWS_ENDPOINT_URL_S3="+endpoint,
-			"AWS_REGION="+cfg.Region, "CDK_DISABLE_CLI_TELEMETRY=true", "CDK_DISABLE_VERSION_CHECK=1")
+			"AWS_REGION="+cfg.Region, "CDK_DISABLE_CLI_TELEMETRY=true", "CDK_DISABLE_VERSION_CHECK=1",
+			"CDK_HOME="+cmp.Or(os.Getenv("CDK_HOME"), filepath.Join(root, ".run", "cdk-home-localstack")))
 		out, err := cmd.CombinedOutput()
 		require.NoError(t, err, "cdklocal %s:\n%s", strings.Join(args, " "), tail(string(out), 40))
 	}
