@@ -174,6 +174,7 @@ type goFunction struct {
 	env         map[string]*string
 	role        awsiam.IRole
 	logGroup    awslogs.ILogGroup
+	reserved    int // reserved concurrency; 0: none
 }
 
 // newGoFunction defines a Go Lambda function with id "Function" in scope: provided.al2023 on arm64,
@@ -198,6 +199,9 @@ func newGoFunction(scope constructs.Construct, f goFunction) awslambda.Function 
 		LogGroup:      f.logGroup,
 		LoggingFormat: awslambda.LoggingFormat_JSON,
 	})
+	if f.reserved > 0 {
+		fn.Node().DefaultChild().(awslambda.CfnFunction).SetReservedConcurrentExecutions(jsii.Number(f.reserved))
+	}
 	if f.source.Package != "" {
 		cfn := fn.Node().DefaultChild().(awslambda.CfnFunction)
 		cfn.AddMetadata(jsii.String(SourceMetadataKey), jsii.String(path.Clean(f.source.Package)))

@@ -119,6 +119,14 @@ type WorkerProps struct {
 	// MaxConcurrency caps the concurrent invocations the event source starts (2-1000). Zero
 	// leaves it unset: the event source scales up to the account's concurrency.
 	MaxConcurrency int
+	// ReservedConcurrency reserves that many concurrent executions of the account for the
+	// function (and caps it there): a priority lane's worker given one keeps its capacity however
+	// busy the account's other functions are — MaxConcurrency alone caps a lane but reserves
+	// nothing from the account's shared pool. It must be at least MaxConcurrency when both are
+	// set (else the event source's invocations are throttled), and AWS keeps 100 of the
+	// account's concurrency unreserved: the sum of all reservations must leave that. Zero
+	// reserves nothing.
+	ReservedConcurrency int
 
 	// Concurrency is how many records of a batch run at once (JOBKIT_CONCURRENCY).
 	// Default DefaultConcurrency.
@@ -293,7 +301,7 @@ func (w *Worker) newFunction(p WorkerProps) awslambda.Function {
 	}
 	return newGoFunction(w.Construct, goFunction{
 		source: p.Source, code: p.Code, description: description, timeout: p.Timeout, memoryMB: p.MemorySize,
-		env: sortedEnv(w.Environment), role: w.Role, logGroup: w.LogGroup,
+		env: sortedEnv(w.Environment), role: w.Role, logGroup: w.LogGroup, reserved: p.ReservedConcurrency,
 	})
 }
 
@@ -396,6 +404,10 @@ func (p WorkerProps) check() string {
 		return fmt.Sprintf("BatchSize %d above 10 needs a MaxBatchingWindow of at least 1s", p.BatchSize)
 	case p.MaxConcurrency != 0 && (p.MaxConcurrency < 2 || p.MaxConcurrency > 1000):
 		return fmt.Sprintf("MaxConcurrency %d must be between 2 and 1000 (or 0 for unset)", p.MaxConcurrency)
+	case p.ReservedConcurrency < 0:
+		return fmt.Sprintf("ReservedConcurrency %d must not be negative", p.ReservedConcurrency)
+	case p.ReservedConcurrency > 0 && p.ReservedConcurrency < p.MaxConcurrency:
+		return fmt.Sprintf("ReservedConcurrency %d is below MaxConcurrency %d: the event source's invocations past it would be throttled", p.ReservedConcurrency, p.MaxConcurrency)
 	}
 	if reason := checkRuntime(q, p.Concurrency, p.BackoffBase, p.BackoffCap, p.PayloadBucket, p.Environment, p.Kinds); reason != "" {
 		return reason

@@ -55,7 +55,7 @@ func queueIDs(t *testing.T, tpl template) (mainID, dlqID string) {
 func TestWorkerStandard(t *testing.T) {
 	_, stack, _, _, w := workerFixture(t, &JobQueueProps{MaxAttempts: 7, VisibilityTimeout: 90 * time.Second}, WorkerProps{
 		Timeout: time.Minute, MemorySize: 512, BatchSize: 50, MaxBatchingWindow: 5 * time.Second,
-		MaxConcurrency: 4, Concurrency: 8, BackoffBase: 2 * time.Second, BackoffCap: 10 * time.Minute,
+		MaxConcurrency: 4, ReservedConcurrency: 6, Concurrency: 8, BackoffBase: 2 * time.Second, BackoffCap: 10 * time.Minute,
 		Environment:  map[string]string{"SENDER": "jobs@example.com"},
 		Kinds:        []string{"email.send", "email.digest"},
 		RateLimiters: []string{"partner-api"},
@@ -83,6 +83,7 @@ func TestWorkerStandard(t *testing.T) {
 	require.Equal(t, float64(60), fn["Timeout"])
 	require.Equal(t, float64(512), fn["MemorySize"])
 	require.NotContains(t, fn, "FunctionName", "no fixed resource names")
+	require.Equal(t, float64(6), fn["ReservedConcurrentExecutions"], "a lane's reserved capacity")
 	logID, logGroup := workerOnly(t, tpl, "AWS::Logs::LogGroup")
 	require.Equal(t, float64(30), get(logGroup, "Properties.RetentionInDays"))
 	require.Equal(t, "JSON", get(fn, "LoggingConfig.LogFormat"))
@@ -220,6 +221,8 @@ func TestWorkerRejectsBadProps(t *testing.T) {
 		"big batch":       {WorkerProps{Queue: std, Source: helloSource, BatchSize: 100}, "needs a MaxBatchingWindow"},
 		"window":          {WorkerProps{Queue: std, Source: helloSource, MaxBatchingWindow: 6 * time.Minute}, "MaxBatchingWindow"},
 		"max concurrency": {WorkerProps{Queue: std, Source: helloSource, MaxConcurrency: 1}, "between 2 and 1000"},
+		"reserved below":  {WorkerProps{Queue: std, Source: helloSource, MaxConcurrency: 10, ReservedConcurrency: 5}, "below MaxConcurrency 10"},
+		"reserved < 0":    {WorkerProps{Queue: std, Source: helloSource, ReservedConcurrency: -1}, "must not be negative"},
 		"backoff":         {WorkerProps{Queue: std, Source: helloSource, BackoffBase: time.Minute, BackoffCap: time.Second}, "base <= cap"},
 		"backoff cap":     {WorkerProps{Queue: std, Source: helloSource, BackoffCap: 13 * time.Hour}, "12h"},
 		"env":             {WorkerProps{Queue: std, Source: helloSource, Environment: map[string]string{contract.EnvMaxAttempts: "9"}}, "JOBKIT_ names"},

@@ -64,6 +64,8 @@ const (
 type laneJob struct {
 	Lane string `json:"lane"`
 	N    int    `json:"n"`
+	// Work is how long the run takes (0 for the benchmark: the wait is what it measures).
+	Work time.Duration `json:"work,omitempty"`
 }
 
 func (laneJob) Kind() string { return "bench.lane_job" }
@@ -81,6 +83,7 @@ func runPriorityFunction() {
 	jobs.AddWorker(workers, jobs.WorkFunc[laneJob](func(_ context.Context, j *jobs.Job[laneJob]) error {
 		// The wait, and its part before the first receive (ApproximateFirstReceiveTimestamp, ms).
 		fmt.Printf("PRRUN %s %d %d %d\n", j.Args.Lane, j.Args.N, time.Since(j.EnqueuedAt).Microseconds(), j.FirstReceivedAt.Sub(j.EnqueuedAt).Microseconds())
+		time.Sleep(j.Args.Work)
 		return nil
 	}))
 	lambda.Start(jobs.NewLambdaHandler(workers, cfg))
@@ -171,42 +174,12 @@ func benchPriority(ctx context.Context, emit func(string, any)) error {
 	bulkCfg.BaseEndpoint = &bulkEndpoint
 	clients := map[string]*sqs.Client{"critical": sqs.NewFromConfig(awsCfg), "bulk": sqs.NewFromConfig(bulkCfg)}
 	endpoints := map[string]string{"critical": awstest.Endpoint(), "bulk": bulkEndpoint}
-	self, err := os.Executable()
+	out := newLaneOutput()
+	lanes, stopLanes, err := startLanes(ctx, clients, endpoints, out)
 	if err != nil {
 		return err
 	}
-	out := &laneOutput{waits: map[string]map[int]time.Duration{"critical": {}, "bulk": {}},
-		queued: map[string]map[int]time.Duration{"critical": {}, "bulk": {}}}
-	lanes := map[string]string{}
-	runCtx, stop := context.WithCancel(ctx)
-	defer stop()
-	var wg sync.WaitGroup
-	for _, lane := range []string{"critical", "bulk"} {
-		client := clients[lane]
-		q, err := newBenchQueue(ctx, client, "bench-lane-"+lane, 5)
-		if err != nil {
-			return err
-		}
-		defer q.drop()
-		lanes[lane] = q.url
-		rt, err := lambdaruntime.New(lambdaruntime.Function{
-			Name: "bench-lane-" + lane, Bootstrap: self, Timeout: 30 * time.Second, MaxInstances: priorityLaneConcurrency,
-			Env: map[string]string{benchFunctionEnv: "priority", contract.EnvQueueURL: q.url, contract.EnvDLQURL: q.dlqURL},
-		}, &lambdaruntime.Options{Output: out, Endpoint: endpoints[lane]})
-		if err != nil {
-			return err
-		}
-		defer rt.Close()
-		p, err := esm.New(client, rt, esm.Mapping{
-			QueueURL: q.url, QueueARN: q.arn, BatchSize: 10, MaximumConcurrency: priorityLaneConcurrency, ReportBatchItemFailures: true,
-		}, nil)
-		if err != nil {
-			return err
-		}
-		wg.Add(1)
-		go func() { defer wg.Done(); _ = p.Run(runCtx) }()
-	}
-	defer func() { stop(); wg.Wait() }()
+	defer stopLanes()
 	// The service's client routes by priority (EnqueueOpts.Priority); the flood, on the other
 	// emulator, goes through a client of that endpoint with the same lanes.
 	laneMap := map[string]map[string]string{lanes["critical"]: lanes}
@@ -280,6 +253,65 @@ func benchPriority(ctx context.Context, emit func(string, any)) error {
 	emit("priority_bulk_p95_wait_s", median(bulkWaits))
 	emit("priority_bulk_jobs_run", int(median(bulkRun)))
 	return nil
+}
+
+func newLaneOutput() *laneOutput {
+	return &laneOutput{waits: map[string]map[int]time.Duration{"critical": {}, "bulk": {}},
+		queued: map[string]map[int]time.Duration{"critical": {}, "bulk": {}}}
+}
+
+// startLanes runs the critical and bulk lanes as the PriorityQueue construct deploys them, each
+// on its client's endpoint: a queue with its DLQ, an SQS event source mapping with
+// MaximumConcurrency priorityLaneConcurrency, and a pool of that many execution environments of
+// this very program as the function (benchFunctionEnv "priority"), writing its runs to out. It
+// returns the lanes' queue URLs and a func that stops everything and deletes the queues.
+func startLanes(ctx context.Context, clients map[string]*sqs.Client, endpoints map[string]string, out *laneOutput) (map[string]string, func(), error) {
+	self, err := os.Executable()
+	if err != nil {
+		return nil, nil, err
+	}
+	lanes := map[string]string{}
+	var undo []func()
+	stop := func() {
+		for i := len(undo) - 1; i >= 0; i-- {
+			undo[i]()
+		}
+	}
+	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	var wg sync.WaitGroup
+	undo = append(undo, func() { cancel(); wg.Wait() })
+	for _, lane := range []string{"critical", "bulk"} {
+		client := clients[lane]
+		q, err := newBenchQueue(ctx, client, "bench-lane-"+lane, 5)
+		if err != nil {
+			stop()
+			return nil, nil, err
+		}
+		lanes[lane] = q.url
+		rt, err := lambdaruntime.New(lambdaruntime.Function{
+			Name: "bench-lane-" + lane, Bootstrap: self, Timeout: 30 * time.Second, MaxInstances: priorityLaneConcurrency,
+			Env: map[string]string{benchFunctionEnv: "priority", contract.EnvQueueURL: q.url, contract.EnvDLQURL: q.dlqURL},
+		}, &lambdaruntime.Options{Output: out, Endpoint: endpoints[lane]})
+		if err != nil {
+			q.drop()
+			stop()
+			return nil, nil, err
+		}
+		p, err := esm.New(client, rt, esm.Mapping{
+			QueueURL: q.url, QueueARN: q.arn, BatchSize: 10, MaximumConcurrency: priorityLaneConcurrency, ReportBatchItemFailures: true,
+		}, nil)
+		if err != nil {
+			rt.Close()
+			q.drop()
+			stop()
+			return nil, nil, err
+		}
+		// Stopped in reverse: the pollers first (cancel), then each runtime, then its queues.
+		undo = append([]func(){func() { q.drop() }, func() { rt.Close() }}, undo...)
+		wg.Add(1)
+		go func() { defer wg.Done(); _ = p.Run(runCtx) }()
+	}
+	return lanes, stop, nil
 }
 
 // waitFor polls done until it holds or limit passes.
