@@ -75,7 +75,10 @@ func runDevProgram(cmd *cobra.Command, a *app, dir, pkg, workDir string, args []
 	build := exec.CommandContext(cmd.Context(), "go", "build", "-o", bin, pkg)
 	build.Dir, build.Stdout, build.Stderr = dir, cmd.ErrOrStderr(), cmd.ErrOrStderr()
 	if err := build.Run(); err != nil {
-		return fmt.Errorf("dev: build %s in %s: %w (a service's go.mod names it with a tool directive: go get -tool %s)", pkg, dir, err, appProgram)
+		return fmt.Errorf("dev: build %s in %s: %w (a service's go.mod names it with a tool directive: "+
+			"go get -tool %s@<jobkit version>; with no jobkit release yet, point the module at a jobkit checkout instead: "+
+			"go mod edit -replace %s=<checkout> && go mod edit -tool=%s, as jobkit init --jobkit <checkout> writes)",
+			pkg, dir, err, appProgram, libraryModule, appProgram)
 	}
 	run := exec.CommandContext(cmd.Context(), bin, devArgs(a, args)...)
 	run.Dir = workDir

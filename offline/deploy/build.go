@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"time"
 
 	"github.com/jobkit-go/jobkit/jobs/contract"
@@ -24,24 +25,28 @@ func (dp *deployer) build(ctx context.Context, cdkOut string) error {
 	for i := range dp.d.Functions {
 		fn := &dp.d.Functions[i]
 		out := filepath.Join(dp.o.BuildDir, fn.Stack, fn.LogicalID, "bootstrap")
-		if fn.Source == "" {
+		source := fn.Source
+		if source == "" {
+			source = dp.o.Sources[fn.LogicalID] // a function without metadata, mapped by its logical id
+		}
+		if source == "" {
 			asset := filepath.Join(cdkOut, fn.AssetPath, "bootstrap")
-			if fn.AssetPath == "" {
-				return &ConfigError{Stack: fn.Stack, LogicalID: fn.LogicalID, Reason: "no " + SourceMetadataKey + " metadata and no asset: nothing to run"}
-			}
-			if err := checkRunnable(asset); err != nil {
-				return &ConfigError{Stack: fn.Stack, LogicalID: fn.LogicalID, Reason: "no " + SourceMetadataKey + " metadata to build from, and the asset cannot run here: " + err.Error()}
+			if reason := unrunnable(fn, asset); reason != "" {
+				fn.Unrunnable = reason
+				dp.d.Skipped = append(dp.d.Skipped, Skipped{Stack: fn.Stack, LogicalID: fn.LogicalID, Type: typeFunction, Reason: reason})
+				dp.log.Warn("function cannot run here: skipped", "function", fn.Name, "reason", reason)
+				continue
 			}
 			fn.Bootstrap = asset
 			continue
 		}
 		start := time.Now()
 		fn.ModuleDir = cmp.Or(fn.ModuleDir, dp.o.ModuleDir)
-		if err := buildBootstrap(ctx, fn.ModuleDir, dp.o.sourceDir(fn.Source), out); err != nil {
+		if err := buildBootstrap(ctx, fn.ModuleDir, dp.o.sourceDir(source), out); err != nil {
 			return &ConfigError{Stack: fn.Stack, LogicalID: fn.LogicalID, Reason: err.Error()}
 		}
 		fn.Bootstrap = out
-		dp.log.Info("function built", "function", fn.Name, "source", fn.Source, "bootstrap", out, "duration_ms", time.Since(start).Milliseconds())
+		dp.log.Info("function built", "function", fn.Name, "source", source, "bootstrap", out, "duration_ms", time.Since(start).Milliseconds())
 	}
 	for i := range dp.d.Containers {
 		c := &dp.d.Containers[i]
@@ -54,6 +59,25 @@ func (dp *deployer) build(ctx context.Context, cdkOut string) error {
 		dp.log.Info("container built", "container", c.LogicalID+"/"+c.Name, "source", c.Source, "binary", out, "duration_ms", time.Since(start).Milliseconds())
 	}
 	return nil
+}
+
+// unrunnable says why fn, which has no Go source to build from, cannot run its synthesized asset
+// on this machine, and what to do; "" when it can.
+func unrunnable(fn *Function, asset string) string {
+	goRuntime := fn.Runtime == "" || strings.HasPrefix(fn.Runtime, "provided") || strings.HasPrefix(fn.Runtime, "go")
+	switch {
+	case !goRuntime:
+		return fmt.Sprintf("runtime %s does not run offline: only Go functions do (a provided runtime with a Go bootstrap); "+
+			"its event sources are not polled, so their messages wait in their queues", fn.Runtime)
+	case fn.AssetPath == "":
+		return "no " + SourceMetadataKey + " metadata and no asset: nothing to run; name its Go main package with " +
+			"--source " + fn.LogicalID + "=<package> (a folder of --module, or an import path)"
+	}
+	if err := checkRunnable(asset); err != nil {
+		return "no " + SourceMetadataKey + " metadata to build from, and its asset cannot run here (" + err.Error() + "); name its Go main package with " +
+			"--source " + fn.LogicalID + "=<package> (a folder of --module, or an import path) to build it for this machine"
+	}
+	return ""
 }
 
 // errNotExecutable is checkRunnable's answer for a directory or a file with no execute bit.

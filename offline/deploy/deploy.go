@@ -103,8 +103,10 @@ type Options struct {
 	SkipBuild bool
 	// Sources substitutes the Go package built for a function: it maps a function's
 	// SourceMetadataKey path to the package to build instead, both relative to its module (e.g. to
-	// run an instrumented build of a function). Function.Source keeps the assembly's path.
-	// Default none.
+	// run an instrumented build of a function); Function.Source keeps the assembly's path. A key
+	// may also be the logical id of a function without that metadata (a Go function of an app
+	// jobkit's constructs did not make): its package is then built for this machine from
+	// ModuleDir, as if the metadata named it. Default none.
 	Sources map[string]string
 	// Region of the deployment; default the config's region (or us-east-1).
 	Region string

@@ -6,9 +6,11 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
@@ -20,6 +22,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/scheduler"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/jobkit-go/jobkit/jobs/contract"
@@ -363,4 +366,68 @@ func TestDeployBuildsAFunctionFromAnImportPath(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, res.Err())
 	require.JSONEq(t, `{"batchItemFailures":null}`, string(res.Payload), "the recorder answered an empty batch")
+}
+
+// An app jobkit's constructs did not make: a Go function whose template names no source package
+// (built from the package --source maps its logical id to), a Go function with nothing to build
+// from, and Node.js and Python functions. What can run is built; what cannot is skipped — listed
+// in Deployment.Skipped with what to do — and the deployment goes on.
+func TestDeployRunsWhatItCanOfAPlainApp(t *testing.T) {
+	t.Parallel()
+	cfg := awstest.Config(t)
+	const echo = "EchoFunction8D469E43"
+	dir := assembly(t, func(stack string, tpl map[string]any) {
+		if stack != "JobkitWorkers" {
+			return
+		}
+		fn := resource(tpl, echo)
+		delete(fn, "Metadata") // no jobkit:source, no asset: as in a plain CDK app's template
+		clone := func(id, runtime, handler string) {
+			b, err := json.Marshal(fn)
+			require.NoError(t, err)
+			var c map[string]any
+			require.NoError(t, json.Unmarshal(b, &c))
+			c["Properties"].(map[string]any)["Runtime"], c["Properties"].(map[string]any)["Handler"] = runtime, handler
+			tpl["Resources"].(map[string]any)[id] = c
+		}
+		clone("NodeFunction", "nodejs20.x", "index.handler")
+		clone("PythonFunction", "python3.12", "app.handler")
+		clone("UnmappedGoFunction", "provided.al2023", "bootstrap")
+	})
+	d, err := deploy.Deploy(context.Background(), deploy.NewClients(cfg), &deploy.Options{
+		CDKOut: dir, Prefix: prefix(), ModuleDir: moduleDir, BuildDir: t.TempDir(),
+		Sources: map[string]string{echo: "offline/deploy/testdata/echofn"},
+	})
+	if d != nil {
+		t.Cleanup(func() { _ = d.Destroy(context.Background()) })
+	}
+	require.NoError(t, err)
+	byID := map[string]deploy.Function{}
+	for _, fn := range d.Functions {
+		byID[fn.LogicalID] = fn
+	}
+	require.NotEmpty(t, byID[echo].Bootstrap, "built from the package --source names")
+	require.Empty(t, byID[echo].Unrunnable)
+	require.NoError(t, checkBootstrap(byID[echo].Bootstrap))
+	for id, want := range map[string]string{
+		"NodeFunction":       "runtime nodejs20.x does not run offline",
+		"PythonFunction":     "runtime python3.12 does not run offline",
+		"UnmappedGoFunction": "--source UnmappedGoFunction=<package>",
+	} {
+		assert.Empty(t, byID[id].Bootstrap, id)
+		assert.Contains(t, byID[id].Unrunnable, want, id)
+		assert.True(t, slices.ContainsFunc(d.Skipped, func(s deploy.Skipped) bool { return s.LogicalID == id && s.Reason == byID[id].Unrunnable }), id)
+	}
+}
+
+// checkBootstrap reports an error unless path is an executable file.
+func checkBootstrap(path string) error {
+	st, err := os.Stat(path)
+	if err != nil {
+		return err
+	}
+	if st.Mode()&0o111 == 0 {
+		return fmt.Errorf("%s is not executable", path)
+	}
+	return nil
 }

@@ -78,8 +78,14 @@ type Function struct {
 	ModuleDir string `json:"module_dir,omitempty"`
 	// AssetPath is the synthesized asset directory (for functions without Source).
 	AssetPath string `json:"asset_path,omitempty"`
-	// Bootstrap is the executable built for this machine.
-	Bootstrap     string   `json:"bootstrap"`
+	// Bootstrap is the executable built for this machine; "" when the function cannot run here
+	// (Unrunnable says why).
+	Bootstrap string `json:"bootstrap"`
+	// Unrunnable says why the function cannot run on this machine (another runtime than Go, an
+	// asset built for another architecture with no source to build from), and what to do: such
+	// a function is listed in Deployment.Skipped, and its event sources are not polled, so their
+	// messages wait in their queues.
+	Unrunnable    string   `json:"unrunnable,omitempty"`
 	Handler       string   `json:"handler"`
 	Runtime       string   `json:"runtime"`
 	Architectures []string `json:"architectures,omitempty"`

@@ -31,6 +31,9 @@ type Config struct {
 	// ModuleDir is where a function's "jobkit:source" package is found when its template does
 	// not record its module ("jobkit:module"); default the parent of CDKOut.
 	ModuleDir string
+	// Sources maps the logical id of a Go function whose template names no source package (an
+	// app jobkit's constructs did not make) to its main package in ModuleDir (deploy.Options.Sources).
+	Sources map[string]string
 	// BuildDir receives the functions' bootstraps; default <ModuleDir>/.run/functions.
 	BuildDir string
 	// Prefix goes before every stack name, so that runs can share an emulator; default none.
@@ -126,7 +129,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	lines := &lineReader{w: cfg.FunctionOutput}
 	start := time.Now()
 	running, err := devstack.Up(ctx, devstack.UpConfig{
-		Deploy: deploy.Options{CDKOut: cfg.CDKOut, ModuleDir: cfg.ModuleDir, BuildDir: cfg.BuildDir, Prefix: cfg.Prefix, Logger: log},
+		Deploy: deploy.Options{CDKOut: cfg.CDKOut, ModuleDir: cfg.ModuleDir, BuildDir: cfg.BuildDir, Prefix: cfg.Prefix, Sources: cfg.Sources, Logger: log},
 		Config: devstack.Config{AWS: cfg.AWS, Logger: log, Output: lines, Events: true},
 		Prepare: func(_ context.Context, d *deploy.Deployment, sc *devstack.Config) error {
 			counter = NewCounter(sqs.NewFromConfig(cfg.AWS), d)
@@ -135,6 +138,11 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 			cfg.Note(fmt.Sprintf("dev: deployed %d stacks in %s: %d functions, %d job queues, %d tables, %d schedules (%d resources not needed offline)",
 				len(d.Stacks), time.Since(start).Round(100*time.Millisecond), len(d.Functions), len(counter.Queues()), len(d.Tables),
 				len(d.Schedules), len(d.Skipped)))
+			for _, fn := range d.Functions {
+				if fn.Unrunnable != "" {
+					cfg.Note(fmt.Sprintf("dev: function %s (%s) skipped: %s", fn.LogicalID, fn.Stack, fn.Unrunnable))
+				}
+			}
 			return nil
 		},
 		KeepOnError: cfg.Keep,

@@ -134,6 +134,10 @@ func Start(ctx context.Context, cfg Config) (*Stack, error) {
 			cfg.Logger.Info("function has no enabled SQS or stream event source; not started", "function", fn.Name)
 			continue
 		}
+		if fn.Unrunnable != "" {
+			cfg.Logger.Warn("function cannot run here; its event sources are not polled", "function", fn.Name, "reason", fn.Unrunnable)
+			continue
+		}
 		rt, err := startRuntime(&cfg, fn, mappings, len(streams), creds, &outMu)
 		if err != nil {
 			return fail(err)

@@ -55,6 +55,7 @@ type options struct {
 	cdkOut, module, synth, cdk          string
 	endpoint, region, prefix, logs, env string
 	once, keep, reuse                   bool
+	sources                             sourceFlag
 	timeout                             time.Duration
 }
 
@@ -82,6 +83,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.BoolVar(&o.once, "once", false, "end when the job queues have drained (after a first job), instead of at SIGINT or SIGTERM")
 	fs.DurationVar(&o.timeout, "timeout", 0, "end the run after this long (0: no limit)")
 	fs.BoolVar(&o.keep, "keep", false, "leave the deployment on the emulator")
+	fs.Var(&o.sources, "source", "ID=PACKAGE: build the Go function of logical id ID, whose template names no source, from PACKAGE (a folder of --module, or an import path); repeatable")
 	fs.BoolVar(&o.reuse, "reuse", false, "deploy onto an emulator already answering at the default endpoint, which this run did not start")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -142,7 +144,7 @@ func dev(ctx context.Context, o *options, stdout, stderr io.Writer) error {
 	}
 	envFile := cmp.Or(o.env, filepath.Join(module, ".run", "dev.env"))
 	res, runErr := devrun.Run(ctx, devrun.Config{
-		AWS: cfg, CDKOut: cdkOut, ModuleDir: module, Prefix: o.prefix, Once: o.once, Keep: o.keep,
+		AWS: cfg, CDKOut: cdkOut, ModuleDir: module, Prefix: o.prefix, Once: o.once, Keep: o.keep, Sources: o.sources,
 		FunctionOutput: logs, Note: note,
 		Ready: func(exports []devrun.Export) {
 			var b strings.Builder
@@ -309,6 +311,23 @@ func startEmulator(ctx context.Context, module, endpoint string) (*emulator.Emul
 		}
 	}
 	return nil, fmt.Errorf("no emulator answers at %s: start one (moto: pip install 'moto[server]' && moto_server -p 4566; in a jobkit checkout: make emulator-up), or pass --endpoint", endpoint)
+}
+
+// sourceFlag is --source ID=PACKAGE, repeatable.
+type sourceFlag map[string]string
+
+func (f *sourceFlag) String() string { return fmt.Sprint(map[string]string(*f)) }
+
+func (f *sourceFlag) Set(v string) error {
+	id, pkg, ok := strings.Cut(v, "=")
+	if !ok || id == "" || pkg == "" {
+		return fmt.Errorf("want ID=PACKAGE (a function's logical id and its Go main package), got %q", v)
+	}
+	if *f == nil {
+		*f = sourceFlag{}
+	}
+	(*f)[id] = pkg
+	return nil
 }
 
 // whichEmulator says which emulator the run deploys onto, or refuses one it did not start at an
