@@ -63,7 +63,7 @@ func TestInitWritesFormattedCode(t *testing.T) {
 		// make synth finds cdk on PATH, else runs the pinned CDK CLI through npx.
 		bin := t.TempDir() // a PATH with make and nothing else
 		require.NoError(t, os.Symlink(mustLookPath(t, "make"), filepath.Join(bin, "make")))
-		noCDK := exec.Command(filepath.Join(bin, "make"), "-n", "synth")
+		noCDK := exec.Command(filepath.Join(bin, "make"), "--no-print-directory", "-n", "synth")
 		noCDK.Dir, noCDK.Env = dir, append(os.Environ(), "PATH="+bin)
 		printed, err := noCDK.CombinedOutput()
 		require.NoError(t, err, "%s", printed)
