@@ -5,7 +5,10 @@ import (
 	"bytes"
 	"context"
 	"go/format"
+	"io"
 	"io/fs"
+	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -115,7 +118,9 @@ func TestInitServiceRunsOffline(t *testing.T) {
 	require.Contains(t, string(tpl), `"jobkit:module": ".."`)
 
 	// jobkit dev with stdin, stdout and stderr not a terminal, no --once: it runs until SIGTERM.
-	dev := exec.Command(buildCLI(t), "dev", "--synth", "never", "--prefix", awstest.Name(t, "")+"-")
+	// The console on a port of its own (a free one the test picks), over the deployed stack.
+	consoleAddr := freeAddr(t)
+	dev := exec.Command(buildCLI(t), "dev", "--synth", "never", "--prefix", awstest.Name(t, "")+"-", "--console", consoleAddr)
 	dev.Dir, dev.Env = dir, env
 	stdout, stderr := &awstest.SyncBuffer{}, &awstest.SyncBuffer{}
 	dev.Stdout, dev.Stderr = stdout, stderr
@@ -130,6 +135,14 @@ func TestInitServiceRunsOffline(t *testing.T) {
 	})
 	envFile := filepath.Join(dir, ".run", "dev.env")
 	waitFor(t, exited, stderr, "the stack to run", func() bool { return fileHasLine(envFile, "export JobkitQueueWelcome=") })
+	require.True(t, fileHasLine(envFile, "export JOBKIT_STACK="), "the CLI's default stack")
+	waitFor(t, exited, stderr, "the console", func() bool { return strings.Contains(stderr.String(), "dev: console at http://"+consoleAddr+"/") })
+	page, err := http.Get("http://" + consoleAddr + "/api/queues")
+	require.NoError(t, err)
+	body, _ := io.ReadAll(page.Body)
+	page.Body.Close()
+	require.Equal(t, http.StatusOK, page.StatusCode, "%s", body)
+	require.Contains(t, string(body), "Welcome", "the console lists the service's queues")
 
 	producer := exec.Command("sh", "-c", ". .run/dev.env && go run ./cmd/producer -n 50 -flaky 10")
 	producer.Dir, producer.Env = dir, env
@@ -285,4 +298,14 @@ func mustLookPath(t *testing.T, name string) string {
 	p, err := exec.LookPath(name)
 	require.NoError(t, err)
 	return p
+}
+
+// freeAddr returns a loopback address with a port free a moment ago.
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := ln.Addr().String()
+	require.NoError(t, ln.Close())
+	return addr
 }

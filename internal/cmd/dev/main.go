@@ -8,30 +8,24 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
-	"net/http"
 	"os"
 	"os/signal"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/credentials"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
 	"github.com/jobkit-go/jobkit/internal/devapp"
-	"github.com/jobkit-go/jobkit/jobs"
 	"github.com/jobkit-go/jobkit/jobs/contract"
 	"github.com/jobkit-go/jobkit/jobs/inspect"
-	"github.com/jobkit-go/jobkit/jobs/inspect/console"
-	"github.com/jobkit-go/jobkit/jobs/state"
 	"github.com/jobkit-go/jobkit/localstack/emulator"
+	"github.com/jobkit-go/jobkit/offline/devrun"
 )
 
 // defaultDevEndpoint is where `jobkit dev` finds or starts the emulator without --endpoint.
@@ -72,7 +66,7 @@ func newDevCmd(a *app) *cobra.Command {
      outbox forwarder sends;
   6. shows per queue: enqueued / running / succeeded / retried / dead — a table redrawn in
      place on a terminal, a line every few seconds otherwise.
-  7. serves the ops console (jobkit console) on --console, default http://` + defaultConsoleAddr + `/,
+  7. serves the ops console (jobkit console) on --console, default http://` + devrun.DefaultConsoleAddr + `/,
      while the stack runs, and says where.
 
 With --once it ends when every job has succeeded or been dead-lettered (or after --timeout);
@@ -113,7 +107,7 @@ state; it exits 1 when lost > 0, or when an outbox item was left unforwarded.`,
 	f.StringVar(&o.logs, "function-logs", "", "file for the functions' output; default <repo>/.run/dev-functions.log, - for stderr")
 	f.StringVar(&o.root, "root", "", "repository root (cdk.out, infra/); default: found from the working directory")
 	f.BoolVar(&o.noDemo, "no-workload", false, "enqueue nothing: run the stack and its schedules only")
-	f.StringVar(&o.console, "console", defaultConsoleAddr, `serve the ops console (jobkit console) there while the stack runs; "off" for none`)
+	f.StringVar(&o.console, "console", devrun.DefaultConsoleAddr, `serve the ops console (jobkit console) there while the stack runs; "off" for none`)
 	return cmd
 }
 
@@ -167,7 +161,7 @@ func runDev(ctx context.Context, a *app, o *devOptions, stdout, stderr io.Writer
 	if err != nil {
 		return err
 	}
-	stopConsole := serveConsole(ctx, o.console, awsCfg, o.prefix+contract.DefaultStack, note)
+	stopConsole := devrun.ServeConsole(ctx, o.console, awsCfg, o.prefix+contract.DefaultStack, func(s string) { note("%s", s) })
 	defer stopConsole()
 	workload, stateDemo, outboxDemo := devapp.DevWorkload(), devapp.DevStateDemo(), devapp.DevOutboxDemo()
 	if o.noDemo {
@@ -199,68 +193,6 @@ func runDev(ctx context.Context, a *app, o *devOptions, stdout, stderr io.Writer
 		return fmt.Errorf("dev: %d of %d outbox jobs were never forwarded", ob.Left, len(ob.JobIDs))
 	}
 	return nil
-}
-
-// defaultConsoleAddr is where dev serves the ops console: `jobkit console`'s default address.
-const defaultConsoleAddr = "127.0.0.1:7700"
-
-// serveConsole serves the ops console over the stack's queues on addr and says where; the stack
-// need not be deployed yet (the page resolves the queues when asked). A port in use is noted, not
-// fatal. The returned func stops it.
-func serveConsole(ctx context.Context, addr string, cfg aws.Config, stack string, note func(string, ...any)) func() {
-	if addr == "" || addr == "off" {
-		return func() {}
-	}
-	in := inspect.New(cfg)
-	states := &stackStates{in: in, cfg: cfg, stack: stack}
-	srv, err := console.New(ctx, in, console.Options{Target: inspect.Target{Stack: stack}, States: states})
-	if err != nil {
-		note("dev: console: %v", err)
-		return func() {}
-	}
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		note("dev: no console: %v (pass --console HOST:PORT or off)", err)
-		return func() {}
-	}
-	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second}
-	go func() { _ = hs.Serve(ln) }()
-	note("dev: console at http://%s/ (queues, dead jobs, redrive, schedules, job status)", ln.Addr())
-	return func() { _ = hs.Close() }
-}
-
-// stackStates reads job states from the state table the stack names in its JobkitStateTable
-// output, found on first use: the console starts before the stack is deployed.
-type stackStates struct {
-	in    *inspect.Inspector
-	cfg   aws.Config
-	stack string
-
-	mu    sync.Mutex
-	table *state.Table
-}
-
-// JobStatus implements console.StatusReader.
-func (s *stackStates) JobStatus(ctx context.Context, id string) (jobs.JobStatus, error) {
-	s.mu.Lock()
-	t := s.table
-	s.mu.Unlock()
-	if t == nil {
-		name, err := s.in.StackOutput(ctx, s.stack, contract.OutputStateTable)
-		if err != nil {
-			return jobs.JobStatus{}, err
-		}
-		if name == "" {
-			return jobs.JobStatus{}, fmt.Errorf("the stack %s has no state table (yet)", s.stack)
-		}
-		if t, err = state.New(dynamodb.NewFromConfig(s.cfg), name, nil); err != nil {
-			return jobs.JobStatus{}, err
-		}
-		s.mu.Lock()
-		s.table = t
-		s.mu.Unlock()
-	}
-	return t.JobStatus(ctx, id)
 }
 
 // repoRoot returns root, or when it is empty the repository the working directory is in.

@@ -2,13 +2,9 @@ package main
 
 import (
 	"context"
-	"fmt"
-	"net/http"
 	"strings"
 	"testing"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/stretchr/testify/require"
 )
 
@@ -32,23 +28,4 @@ func TestDevCommandLine(t *testing.T) {
 	code = run(context.Background(), []string{"--endpoint", "http://192.0.2.1:4566", "--once", "--function-logs", "-"}, &out, &errOut)
 	require.Equal(t, exitError, code)
 	require.Contains(t, errOut.String(), "not a local address")
-}
-
-func TestServeConsoleSaysWhere(t *testing.T) {
-	t.Parallel()
-	cfg := aws.Config{Region: "us-east-1", BaseEndpoint: aws.String("http://127.0.0.1:1"), RetryMaxAttempts: 1,
-		Credentials: credentials.NewStaticCredentialsProvider("test", "test", "")}
-	var said string
-	stop := serveConsole(context.Background(), "127.0.0.1:0", cfg, "JobkitState", func(f string, a ...any) { said = fmt.Sprintf(f, a...) })
-	defer stop()
-	require.Regexp(t, `^dev: console at http://127\.0\.0\.1:\d+/ `, said)
-	url := strings.Fields(said)[3]
-	res, err := http.Get(url)
-	require.NoError(t, err)
-	res.Body.Close()
-	require.Equal(t, http.StatusOK, res.StatusCode)
-	require.Equal(t, "nosniff", res.Header.Get("X-Content-Type-Options"))
-
-	off := serveConsole(context.Background(), "off", cfg, "JobkitState", func(f string, a ...any) { t.Errorf("said "+f, a...) })
-	off()
 }

@@ -40,6 +40,7 @@ import (
 	"github.com/aws/smithy-go/middleware"
 	"golang.org/x/term"
 
+	"github.com/jobkit-go/jobkit/jobs/contract"
 	"github.com/jobkit-go/jobkit/jobs/sdkfix"
 	"github.com/jobkit-go/jobkit/localstack/emulator"
 	"github.com/jobkit-go/jobkit/offline/devrun"
@@ -54,6 +55,7 @@ const libraryModule = "github.com/jobkit-go/jobkit"
 type options struct {
 	cdkOut, module, synth, cdk          string
 	endpoint, region, prefix, logs, env string
+	console                             string
 	once, keep, reuse                   bool
 	sources                             sourceFlag
 	timeout                             time.Duration
@@ -84,6 +86,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.DurationVar(&o.timeout, "timeout", 0, "end the run after this long (0: no limit)")
 	fs.BoolVar(&o.keep, "keep", false, "leave the deployment on the emulator")
 	fs.Var(&o.sources, "source", "ID=PACKAGE: build the Go function of logical id ID, whose template names no source, from PACKAGE (a folder of --module, or an import path); repeatable")
+	fs.StringVar(&o.console, "console", devrun.DefaultConsoleAddr, `serve the ops console (jobkit console) there over the deployed stack's queues while it runs; "off" for none`)
 	fs.BoolVar(&o.reuse, "reuse", false, "deploy onto an emulator already answering at the default endpoint, which this run did not start")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -143,6 +146,8 @@ func dev(ctx context.Context, o *options, stdout, stderr io.Writer) error {
 		defer cancel()
 	}
 	envFile := cmp.Or(o.env, filepath.Join(module, ".run", "dev.env"))
+	stopConsole := func() {}
+	defer func() { stopConsole() }()
 	res, runErr := devrun.Run(ctx, devrun.Config{
 		AWS: cfg, CDKOut: cdkOut, ModuleDir: module, Prefix: o.prefix, Once: o.once, Keep: o.keep, Sources: o.sources,
 		FunctionOutput: logs, Note: note,
@@ -152,6 +157,11 @@ func dev(ctx context.Context, o *options, stdout, stderr io.Writer) error {
 				b.WriteString(e.String() + "\n")
 			}
 			fmt.Fprint(stdout, b.String())
+			for _, e := range exports {
+				if e.Name == contract.EnvStack {
+					stopConsole = devrun.ServeConsole(ctx, o.console, cfg, e.Value, note)
+				}
+			}
 			if err := writeFile(envFile, b.String()); err != nil {
 				note("dev: " + err.Error())
 			} else {
