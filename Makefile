@@ -15,9 +15,12 @@ LOCALSTACK    := $(ROOT)/localstack/localstack.sh
 # localstack (make dev EMULATOR=localstack).
 EMULATOR      ?= moto
 EMULATOR_SH   := $(if $(filter localstack,$(EMULATOR)),$(LOCALSTACK),$(ROOT)/localstack/emulator.sh)
-# The emulator's port: JOBKIT_LOCALSTACK_PORT for LocalStack, JOBKIT_EMULATOR_PORT for moto (the
-# variables the scripts honour), 4566 by default, so that checkouts side by side do not collide.
-EMULATOR_PORT := $(or $(if $(filter localstack,$(EMULATOR)),$(JOBKIT_LOCALSTACK_PORT),$(JOBKIT_EMULATOR_PORT)),4566)
+# The emulator's port: the one in AWS_ENDPOINT_URL when it is a loopback URL (the one way to choose
+# it for every command: make, jobkit dev, the CLI), else JOBKIT_LOCALSTACK_PORT for LocalStack or
+# JOBKIT_EMULATOR_PORT for moto (the variables the scripts honour), 4566 by default, so that
+# checkouts side by side do not collide.
+ENDPOINT_PORT := $(shell [[ "$${AWS_ENDPOINT_URL:-}" =~ ^http://(127\.0\.0\.1|localhost):([0-9]+)/?$$ ]] && echo "$${BASH_REMATCH[2]}")
+EMULATOR_PORT := $(or $(ENDPOINT_PORT),$(if $(filter localstack,$(EMULATOR)),$(JOBKIT_LOCALSTACK_PORT),$(JOBKIT_EMULATOR_PORT)),4566)
 EMULATOR_URL  := http://127.0.0.1:$(EMULATOR_PORT)
 ENDPOINT      := $(or $(AWS_ENDPOINT_URL),$(EMULATOR_URL))
 STATICCHECK   := honnef.co/go/tools/cmd/staticcheck@v0.6.1

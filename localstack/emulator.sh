@@ -10,7 +10,14 @@ set -euo pipefail
 
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 RUN_DIR="${JOBKIT_RUN_DIR:-$ROOT/.run}"
-PORT="${JOBKIT_EMULATOR_PORT:-4566}"
+# One way to choose the port for every command: AWS_ENDPOINT_URL. A loopback URL with a port
+# (http://127.0.0.1:5566, http://localhost:5566) is where moto starts when nothing answers there;
+# JOBKIT_EMULATOR_PORT says the same for callers that set no URL.
+if [[ "${AWS_ENDPOINT_URL:-}" =~ ^http://(127\.0\.0\.1|localhost):([0-9]+)/?$ ]]; then
+  PORT="${BASH_REMATCH[2]}"
+else
+  PORT="${JOBKIT_EMULATOR_PORT:-4566}"
+fi
 HOST=127.0.0.1
 PID_FILE="$RUN_DIR/moto-$PORT.pid"
 LOG_FILE="$RUN_DIR/moto-$PORT.log"

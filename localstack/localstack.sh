@@ -18,7 +18,12 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 RUN_DIR="${JOBKIT_RUN_DIR:-$ROOT/.run}"
 TOOLS="$ROOT/.tools"
-PORT="${JOBKIT_LOCALSTACK_PORT:-4566}"
+# AWS_ENDPOINT_URL, when a loopback URL with a port, chooses it (as for moto: emulator.sh).
+if [[ "${AWS_ENDPOINT_URL:-}" =~ ^http://(127\.0\.0\.1|localhost):([0-9]+)/?$ ]]; then
+  PORT="${BASH_REMATCH[2]}"
+else
+  PORT="${JOBKIT_LOCALSTACK_PORT:-4566}"
+fi
 HOST=127.0.0.1
 URL="http://$HOST:$PORT"
 PID_FILE="$RUN_DIR/localstack-$PORT.pid"
