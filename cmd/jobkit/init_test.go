@@ -62,6 +62,8 @@ func TestInitWritesFormattedCode(t *testing.T) {
 		require.NoError(t, err)
 		require.Contains(t, string(gomod), "github.com/jobkit-go/jobkit => "+root+"\n")
 		require.Contains(t, string(gomod), "github.com/jobkit-go/jobkit/infra => "+root+"/infra\n")
+		require.Contains(t, string(gomod), "replace order-mailer => ../", "the CDK app shares the service's job kinds")
+		require.Contains(t, string(infra), `welcome.SendWelcome{}.Kind()`)
 
 		// make synth finds cdk on PATH, else runs the pinned CDK CLI through npx.
 		bin := t.TempDir() // a PATH with make and nothing else
