@@ -238,11 +238,11 @@ func TestSampleApp(t *testing.T) {
 				recorders++
 			}
 		}
-		require.ElementsMatch(t, []string{"functions/email", "functions/ledger", "functions/outbox", "functions/notify", jk.RecorderPackage}, keys(bySource))
+		require.ElementsMatch(t, []string{"functions/email", "functions/ledger", jk.OutboxPackage, "functions/notify", jk.RecorderPackage}, keys(bySource))
 		require.Equal(t, 6, recorders, "email, ledger, transcode (a container worker) and the three notify lanes")
 
 		for src, body := range bySource {
-			if src == "functions/outbox" {
+			if src == jk.OutboxPackage {
 				continue // the forwarder, below
 			}
 			if src == jk.RecorderPackage {
@@ -301,7 +301,7 @@ func TestSampleApp(t *testing.T) {
 		require.Equal(t, "TRIM_HORIZON", outbox["StartingPosition"])
 		require.Contains(t, fmt.Sprint(outbox["EventSourceArn"]), "StreamArn")
 		require.Equal(t, (*jk.OutboxStreamFilter())["pattern"], cfntest.Get(outbox, "FilterCriteria.Filters.0.Pattern"))
-		outboxFn := cfntest.Props(bySource["functions/outbox"])
+		outboxFn := cfntest.Props(bySource[jk.OutboxPackage])
 		require.Contains(t, cfntest.Get(outboxFn, "Environment.Variables"), contract.EnvIdempotencyTable)
 
 		// Transcode runs in containers: an arm64 task of functions/transcode with the consumer's

@@ -209,9 +209,10 @@ func NewWorkersStack(scope constructs.Construct, id string, state *StateStack, m
 		BackoffBase: 30 * time.Second, BackoffCap: 30 * time.Minute, PayloadBucket: state.Payloads,
 	})
 	// Outbox: the sample's outbox jobs are welcome emails, written with the account they welcome
-	// (samplejobs.OpenAccount); the forwarder may send to the Email queue only.
+	// (samplejobs.OpenAccount); the forwarder may send to the Email queue only. Its function is
+	// jobkit's own (cmd/jobkit-outbox): the Source names only the module.
 	s.Outbox = jk.NewOutboxForwarder(stack, "Outbox", &jk.OutboxForwarderProps{
-		Source: src("outbox"), Table: state.Idempotency, Queues: []awssqs.IQueue{state.Email.Queue},
+		Source: jk.GoSource{ModuleDir: moduleDir}, Table: state.Idempotency, Queues: []awssqs.IQueue{state.Email.Queue},
 	})
 	notifyQueues := []*jk.JobQueue{}
 	for _, lane := range state.Notify.Lanes {

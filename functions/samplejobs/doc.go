@@ -13,7 +13,7 @@
 //     bulk, each its own queue and consumers): a producer picks the lane per job.
 //
 // OpenAccount is the sample's transactional outbox (package jobs/outbox): it opens a ledger
-// account and writes its welcome email job in one DynamoDB transaction; functions/outbox sends it.
+// account and writes its welcome email job in one DynamoDB transaction; cmd/jobkit-outbox sends it.
 //
 // Schedules declares the sample's recurring jobs once, for the CDK app and the offline runner: a
 // daily digest email (cron, Europe/Berlin) and an hourly interest posting on the FIFO Ledger queue.

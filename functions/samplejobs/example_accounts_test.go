@@ -16,7 +16,7 @@ import (
 )
 
 // A service opens an account and, in the same transaction, writes the welcome email job to the
-// outbox in jobkit's state table: the outbox forwarder (functions/outbox) sends it once the
+// outbox in jobkit's state table: the outbox forwarder (cmd/jobkit-outbox) sends it once the
 // transaction has committed. Opening the account again writes nothing and sends nothing.
 func ExampleOpenAccount() {
 	ctx := context.Background()

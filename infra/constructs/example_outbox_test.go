@@ -20,7 +20,7 @@ func ExampleNewOutboxForwarder() {
 	table := constructs.NewIdempotencyTable(stack, "State", nil)
 	emails := constructs.NewJobQueue(stack, "Email", nil)
 	fw := constructs.NewOutboxForwarder(stack, "Outbox", &constructs.OutboxForwarderProps{
-		Source: constructs.GoSource{ModuleDir: "../..", Package: "functions/outbox"},
+		Source: constructs.GoSource{ModuleDir: "../.."}, // jobkit's own forwarder, cmd/jobkit-outbox
 		Table:  table,
 		Queues: []awssqs.IQueue{emails.Queue},
 	})

@@ -44,11 +44,12 @@ var OutboxStreamActions = []string{"dynamodb:DescribeStream", "dynamodb:GetRecor
 // anyway, so the batch call grants nothing more.)
 var OutboxDeleteActions = []string{"dynamodb:BatchWriteItem"}
 
-// OutboxForwarderProps configures an OutboxForwarder. Table, Queues and one of Source or Code
-// are required.
+// OutboxForwarderProps configures an OutboxForwarder. Table, Queues and Source.ModuleDir (or
+// Code) are required.
 type OutboxForwarderProps struct {
-	// Source is the forwarder's Go main package (a ~20-line main around outbox.Forwarder, such as
-	// the sample's functions/outbox), built at synth (see GoSource).
+	// Source is the forwarder's Go main package, built at synth (see GoSource). With no Package
+	// it is jobkit's own, OutboxPackage (cmd/jobkit-outbox), built by import path from the
+	// service's module at ModuleDir, which lists it as a tool: nothing to write.
 	Source GoSource
 	// Code replaces the build of Source with ready-made code; Source.Package still names it.
 	Code awslambda.Code
@@ -115,6 +116,8 @@ type OutboxForwarder struct {
 	DLQ awssqs.Queue
 
 	ErrorsAlarm, IteratorAgeAlarm, DLQDepthAlarm awscloudwatch.Alarm
+
+	table *IdempotencyTable // the state table holding the outbox items
 }
 
 // NewOutboxForwarder defines an OutboxForwarder. It panics with a *ConfigError on props that
@@ -126,7 +129,7 @@ func NewOutboxForwarder(scope constructs.Construct, id string, props *OutboxForw
 	p := props.withDefaults()
 	where := mustCheck(scope, id, p.check())
 	c := constructs.NewConstruct(scope, jsii.String(id))
-	f := &OutboxForwarder{Construct: c, StreamArn: p.Table.EnableStream()}
+	f := &OutboxForwarder{Construct: c, StreamArn: p.Table.EnableStream(), table: p.Table}
 
 	f.LogGroup = awslogs.NewLogGroup(c, jsii.String("Logs"), &awslogs.LogGroupProps{Retention: p.LogRetention})
 	f.Role = awsiam.NewRole(c, jsii.String("Role"), &awsiam.RoleProps{
@@ -226,6 +229,23 @@ func (f *OutboxForwarder) grant(p OutboxForwarderProps) {
 	}
 }
 
+// OutboxWriteActions are what a producer needs to write outbox items in its DynamoDB transactions
+// (outbox.Put; a transaction's Put is a PutItem to IAM).
+var OutboxWriteActions = []string{"dynamodb:PutItem"}
+
+// GrantWriter lets role write outbox items — and no other item — into the state table, in its own
+// DynamoDB transactions (package outbox): OutboxWriteActions on the table, for keys "outbox#…"
+// only. Its business items are its own tables' grants.
+func (f *OutboxForwarder) GrantWriter(role awsiam.IRole) {
+	role.AddToPrincipalPolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+		Actions:   jsii.Strings(OutboxWriteActions...),
+		Resources: jsii.Strings(*f.table.Table.TableArn()),
+		Conditions: &map[string]any{"ForAllValues:StringLike": map[string]any{
+			"dynamodb:LeadingKeys": []any{outbox.KeyPrefix + "*"},
+		}},
+	}))
+}
+
 // addAlarms defines the errors, iterator age and DLQ depth alarms.
 func (f *OutboxForwarder) addAlarms(p OutboxForwarderProps) {
 	name := *f.Node().Id()
@@ -279,6 +299,9 @@ func optionalDuration(d time.Duration) awscdk.Duration {
 }
 
 func (p OutboxForwarderProps) withDefaults() OutboxForwarderProps {
+	if p.Code == nil && p.Source.Package == "" && p.Source.ModuleDir != "" {
+		p.Source.Package = OutboxPackage
+	}
 	p.BatchSize = cmp.Or(p.BatchSize, DefaultOutboxBatchSize)
 	p.Timeout = cmp.Or(p.Timeout, DefaultOutboxTimeout)
 	p.MemorySize = cmp.Or(p.MemorySize, DefaultMemorySize)
@@ -296,7 +319,7 @@ func (p OutboxForwarderProps) check() string {
 	case len(p.Queues) == 0:
 		return "OutboxForwarderProps.Queues is empty: the forwarder could send no job"
 	case p.Code == nil && p.Source.Package == "":
-		return "OutboxForwarderProps.Source (or Code) is required"
+		return "OutboxForwarderProps.Source.ModuleDir (or Code) is required"
 	case p.Code == nil && p.Source.validate() != nil:
 		return p.Source.validate().Error()
 	case p.Timeout < time.Second || p.Timeout > 15*time.Minute || p.Timeout%time.Second != 0:

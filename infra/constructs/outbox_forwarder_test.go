@@ -7,7 +7,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsiam"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awssqs"
+	"github.com/aws/jsii-runtime-go"
 	"github.com/stretchr/testify/require"
 
 	"github.com/jobkit-go/jobkit/jobs/contract"
@@ -132,6 +134,25 @@ func TestOutboxForwarderKeepsAStream(t *testing.T) {
 	require.Equal(t, "NEW_IMAGE", get(body, "Properties.StreamSpecification.StreamViewType"))
 }
 
+// A Source that names only the module builds jobkit's own forwarder (cmd/jobkit-outbox) by import
+// path from it; GrantWriter lets a producer put outbox items, and no other item, in the table.
+func TestOutboxForwarderTurnkey(t *testing.T) {
+	app, stack := newStack(t)
+	table := NewIdempotencyTable(stack, "State", nil)
+	q := NewJobQueue(stack, "Q", nil)
+	f := NewOutboxForwarder(stack, "Outbox", &OutboxForwarderProps{Source: GoSource{ModuleDir: helloSource.ModuleDir}, Table: table, Queues: []awssqs.IQueue{q.Queue}})
+	producer := awsiam.NewRole(stack, jsii.String("Producer"), &awsiam.RoleProps{AssumedBy: awsiam.NewServicePrincipal(jsii.String("lambda.amazonaws.com"), nil)})
+	f.GrantWriter(producer)
+	requireNoNagErrors(t, app, stack)
+	tpl := synth(t, stack)
+	_, fn := tpl.Only(t, "AWS::Lambda::Function")
+	require.Equal(t, OutboxPackage, get(fn, "Metadata."+SourceMetadataKey))
+	tableID, _ := tpl.Only(t, "AWS::DynamoDB::Table")
+	writes := map[string]any{"ForAllValues:StringLike": map[string]any{"dynamodb:LeadingKeys": []any{"outbox#*"}}}
+	require.Equal(t, set(OutboxWriteActions...), tpl.RoleGrants(logicalID(stack, producer))[key(getAtt(tableID, "Arn"), writes)])
+	require.Len(t, tpl.RoleGrants(logicalID(stack, producer)), 1, "nothing else")
+}
+
 func TestOutboxForwarderRejectsBadProps(t *testing.T) {
 	_, stack := newStack(t)
 	table := NewIdempotencyTable(stack, "State", nil)
@@ -143,7 +164,7 @@ func TestOutboxForwarderRejectsBadProps(t *testing.T) {
 	}{
 		"no table":   {OutboxForwarderProps{Source: helloSource, Queues: qs}, "Table is required"},
 		"no queues":  {OutboxForwarderProps{Source: helloSource, Table: table}, "Queues is empty"},
-		"no source":  {OutboxForwarderProps{Table: table, Queues: qs}, "Source (or Code) is required"},
+		"no source":  {OutboxForwarderProps{Table: table, Queues: qs}, "Source.ModuleDir (or Code) is required"},
 		"batch":      {OutboxForwarderProps{Source: helloSource, Table: table, Queues: qs, BatchSize: 10001}, "BatchSize"},
 		"record age": {OutboxForwarderProps{Source: helloSource, Table: table, Queues: qs, MaxRecordAge: 30 * time.Second}, "MaxRecordAge"},
 		"window":     {OutboxForwarderProps{Source: helloSource, Table: table, Queues: qs, MaxBatchingWindow: 1500 * time.Millisecond}, "MaxBatchingWindow"},

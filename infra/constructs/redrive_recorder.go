@@ -21,6 +21,9 @@ const (
 	// RecorderPackage is the recorder's main package, built from the worker's module by import
 	// path (the module must require it: `go get -tool github.com/jobkit-go/jobkit/cmd/jobkit-recorder`).
 	RecorderPackage = contract.RecorderPackage
+	// OutboxPackage is the outbox forwarder's main package (cmd/jobkit-outbox), which an
+	// OutboxForwarder builds by import path when its Source names no package.
+	OutboxPackage = contract.OutboxPackage
 	// RecorderTimeout is the recorder function's timeout, and the holding queue's visibility
 	// timeout: a failed record comes back after it.
 	RecorderTimeout = 30 * time.Second

@@ -18,7 +18,7 @@ import (
 
 // OutboxDemo is the transactional outbox part of a demo workload: accounts opened with
 // samplejobs.OpenAccount, each with its welcome email job written in the same DynamoDB
-// transaction. No job is sent by the demo: the outbox forwarder (functions/outbox, on the state
+// transaction. No job is sent by the demo: the outbox forwarder (cmd/jobkit-outbox, on the state
 // table's stream) sends them, and the email function runs them. The zero OutboxDemo opens none.
 type OutboxDemo struct {
 	// Accounts is how many accounts to open.

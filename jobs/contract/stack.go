@@ -19,6 +19,11 @@ const (
 // which the infra Worker and ContainerWorker constructs build from the service's module.
 const RecorderPackage = "github.com/jobkit-go/jobkit/cmd/jobkit-recorder"
 
+// OutboxPackage is the import path of the outbox forwarder's main package (outbox.Forwarder),
+// which the infra OutboxForwarder construct builds from the service's module when its props name
+// no Source package.
+const OutboxPackage = "github.com/jobkit-go/jobkit/cmd/jobkit-outbox"
+
 // IsImportPath reports whether a package named in SourceMetadataKey (or a GoSource) is an import
 // path rather than a folder of the module: its first element holds a dot, as the first element of
 // every module path outside the standard library does ("github.com/..."); "./x" and "../x" are

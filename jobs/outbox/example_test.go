@@ -45,7 +45,7 @@ func ExampleOutbox_Write() {
 	_ = ids // the job ids, as Enqueue would have returned them
 }
 
-// The forwarder, as a Lambda function on the state table's stream (functions/outbox).
+// The forwarder, as a Lambda function on the state table's stream (cmd/jobkit-outbox).
 func ExampleForwarder() {
 	cfg, err := config.LoadDefaultConfig(context.Background())
 	if err != nil {

@@ -297,6 +297,20 @@ const MetricItemsSkipped = "OutboxItemsSkipped"
 // EnvQueues names the queue URLs a forwarder may send to, separated by spaces (ForwarderConfig.Queues).
 const EnvQueues = "JOBKIT_OUTBOX_QUEUES"
 
+// ForwarderConfigFromEnv returns the configuration the OutboxForwarder construct gives its
+// function: the state table (JOBKIT_IDEMPOTENCY_TABLE) and the queues it may send to
+// (JOBKIT_OUTBOX_QUEUES), with SQS and DynamoDB clients from awsCfg.
+func ForwarderConfigFromEnv(awsCfg aws.Config) (ForwarderConfig, error) {
+	table := os.Getenv(contract.EnvIdempotencyTable)
+	if table == "" {
+		return ForwarderConfig{}, errors.New("outbox: " + contract.EnvIdempotencyTable + " is not set (the OutboxForwarder construct sets it)")
+	}
+	return ForwarderConfig{
+		SQS: sqs.NewFromConfig(awsCfg), DynamoDB: dynamodb.NewFromConfig(awsCfg), Table: table,
+		Queues: strings.Fields(os.Getenv(EnvQueues)),
+	}, nil
+}
+
 // delete deletes sent items, 25 a call, retrying unprocessed ones a few times; what is left is
 // logged and expires with its TTL.
 func (f *Forwarder) delete(ctx context.Context, items []item) {
