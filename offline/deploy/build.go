@@ -29,6 +29,17 @@ func (dp *deployer) build(ctx context.Context, cdkOut string) error {
 		if source == "" {
 			source = dp.o.Sources[fn.LogicalID] // a function without metadata, mapped by its logical id
 		}
+		if source == "" && lambdaruntime.Interpreted(fn.Runtime) && fn.AssetPath != "" {
+			// Node.js and Python: the asset is the code, run by this machine's interpreter.
+			boot, err := lambdaruntime.InterpretedBootstrap(fn.Runtime, filepath.Dir(out))
+			if err != nil {
+				fn.Unrunnable = err.Error() + "; its event sources are not polled, so their messages wait in their queues"
+				dp.d.Skipped = append(dp.d.Skipped, Skipped{Stack: fn.Stack, LogicalID: fn.LogicalID, Type: typeFunction, Reason: fn.Unrunnable})
+				continue
+			}
+			fn.Bootstrap, fn.TaskRoot = boot, filepath.Join(cdkOut, fn.AssetPath)
+			continue
+		}
 		if source == "" {
 			asset := filepath.Join(cdkOut, fn.AssetPath, "bootstrap")
 			if reason := unrunnable(fn, asset); reason != "" {
@@ -66,8 +77,10 @@ func (dp *deployer) build(ctx context.Context, cdkOut string) error {
 func unrunnable(fn *Function, asset string) string {
 	goRuntime := fn.Runtime == "" || strings.HasPrefix(fn.Runtime, "provided") || strings.HasPrefix(fn.Runtime, "go")
 	switch {
+	case lambdaruntime.Interpreted(fn.Runtime):
+		return "no asset: nothing to run (its code is the asset the CDK bundles)"
 	case !goRuntime:
-		return fmt.Sprintf("runtime %s does not run offline: only Go functions do (a provided runtime with a Go bootstrap); "+
+		return fmt.Sprintf("runtime %s does not run offline: Go (a provided runtime with a Go bootstrap), Node.js and Python functions do; "+
 			"its event sources are not polled, so their messages wait in their queues", fn.Runtime)
 	case fn.AssetPath == "":
 		return "no " + SourceMetadataKey + " metadata and no asset: nothing to run; name its Go main package with " +

@@ -370,8 +370,9 @@ func TestDeployBuildsAFunctionFromAnImportPath(t *testing.T) {
 
 // An app jobkit's constructs did not make: a Go function whose template names no source package
 // (built from the package --source maps its logical id to), a Go function with nothing to build
-// from, and Node.js and Python functions. What can run is built; what cannot is skipped — listed
-// in Deployment.Skipped with what to do — and the deployment goes on.
+// from, a Node.js function without its asset and a Java function. What can run is built; what
+// cannot is skipped — listed in Deployment.Skipped with what to do — and the deployment goes on.
+// (Node.js and Python functions with their assets run: devstack's TestInterpretedFunctionsRun.)
 func TestDeployRunsWhatItCanOfAPlainApp(t *testing.T) {
 	t.Parallel()
 	cfg := awstest.Config(t)
@@ -391,7 +392,7 @@ func TestDeployRunsWhatItCanOfAPlainApp(t *testing.T) {
 			tpl["Resources"].(map[string]any)[id] = c
 		}
 		clone("NodeFunction", "nodejs20.x", "index.handler")
-		clone("PythonFunction", "python3.12", "app.handler")
+		clone("JavaFunction", "java21", "example.Handler::handleRequest")
 		clone("UnmappedGoFunction", "provided.al2023", "bootstrap")
 	})
 	d, err := deploy.Deploy(context.Background(), deploy.NewClients(cfg), &deploy.Options{
@@ -410,8 +411,8 @@ func TestDeployRunsWhatItCanOfAPlainApp(t *testing.T) {
 	require.Empty(t, byID[echo].Unrunnable)
 	require.NoError(t, checkBootstrap(byID[echo].Bootstrap))
 	for id, want := range map[string]string{
-		"NodeFunction":       "runtime nodejs20.x does not run offline",
-		"PythonFunction":     "runtime python3.12 does not run offline",
+		"NodeFunction":       "no asset: nothing to run",
+		"JavaFunction":       "runtime java21 does not run offline: Go (a provided runtime with a Go bootstrap), Node.js and Python functions do",
 		"UnmappedGoFunction": "--source UnmappedGoFunction=<package>",
 	} {
 		assert.Empty(t, byID[id].Bootstrap, id)

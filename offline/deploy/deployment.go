@@ -85,7 +85,10 @@ type Function struct {
 	// asset built for another architecture with no source to build from), and what to do: such
 	// a function is listed in Deployment.Skipped, and its event sources are not polled, so their
 	// messages wait in their queues.
-	Unrunnable    string   `json:"unrunnable,omitempty"`
+	Unrunnable string `json:"unrunnable,omitempty"`
+	// TaskRoot is the code of an interpreted (Node.js, Python) function: its asset directory,
+	// apart from the bootstrap that runs it (lambdaruntime.InterpretedBootstrap).
+	TaskRoot      string   `json:"task_root,omitempty"`
 	Handler       string   `json:"handler"`
 	Runtime       string   `json:"runtime"`
 	Architectures []string `json:"architectures,omitempty"`
@@ -100,7 +103,7 @@ type Function struct {
 // (the caller decides: reserved concurrency, a mapping's maximum concurrency, or a local cap).
 func (f Function) RuntimeFunction(maxInstances int) lambdaruntime.Function {
 	return lambdaruntime.Function{
-		Name: f.Name, Bootstrap: f.Bootstrap, Handler: f.Handler, Env: f.Env,
+		Name: f.Name, Bootstrap: f.Bootstrap, Handler: f.Handler, Env: f.Env, TaskRoot: f.TaskRoot,
 		Timeout: f.Timeout, MemoryMB: f.MemoryMB, MaxInstances: maxInstances,
 	}
 }

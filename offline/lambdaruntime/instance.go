@@ -57,7 +57,7 @@ func (in *instance) start() error {
 	go func() { _ = in.srv.Serve(ln) }()
 
 	cmd := exec.Command(rt.fn.Bootstrap)
-	cmd.Dir = filepath.Dir(rt.fn.Bootstrap)
+	cmd.Dir = rt.fn.taskRoot()
 	cmd.Env = rt.environ(ln.Addr().String())
 	if f, ok := rt.opts.Output.(*os.File); ok {
 		cmd.Stdout, cmd.Stderr = f, f
@@ -165,7 +165,7 @@ func (r *Runtime) environ(runtimeAPI string) []string {
 		"AWS_LAMBDA_LOG_GROUP_NAME":       "/aws/lambda/" + r.fn.Name,
 		"AWS_LAMBDA_LOG_STREAM_NAME":      time.Now().UTC().Format("2006/01/02") + "/[$LATEST]" + hex.EncodeToString(stream[:]),
 		"AWS_LAMBDA_RUNTIME_API":          runtimeAPI,
-		"LAMBDA_TASK_ROOT":                filepath.Dir(r.fn.Bootstrap),
+		"LAMBDA_TASK_ROOT":                r.fn.taskRoot(),
 		"LAMBDA_RUNTIME_DIR":              filepath.Dir(r.fn.Bootstrap),
 	}
 	if r.opts.AccessKeyID != "" {

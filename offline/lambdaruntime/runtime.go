@@ -35,6 +35,10 @@ type Function struct {
 	Bootstrap string
 	// Handler is the Handler property (_HANDLER); provided runtimes ignore it.
 	Handler string
+	// TaskRoot is the function's code (LAMBDA_TASK_ROOT, and the process's working directory);
+	// default the directory of Bootstrap. An interpreted function's code is apart from its
+	// bootstrap (InterpretedBootstrap).
+	TaskRoot string
 	// Env is the function's Environment.Variables. Keys Lambda reserves are rejected.
 	Env map[string]string
 	// Timeout is the invocation timeout; zero means Lambda's default of 3 s.

@@ -1,0 +1,70 @@
+// A Lambda runtime for Node.js functions run offline (package lambdaruntime): the Runtime API
+// loop — invocation/next, then the handler's response or error — around the handler _HANDLER
+// names ("file.export", the file under LAMBDA_TASK_ROOT as .js, .mjs or .cjs). Async handlers and
+// callback handlers (three parameters) both work. Lambda's own Node.js runtime adds what the
+// machine's Node.js lacks (the AWS SDK among them): a handler that imports it fails at init here.
+import { existsSync } from 'node:fs';
+import path from 'node:path';
+import { pathToFileURL } from 'node:url';
+
+const api = `http://${process.env.AWS_LAMBDA_RUNTIME_API}/2018-06-01/runtime`;
+
+function errorBody(err) {
+  return JSON.stringify({
+    errorType: err?.name ?? 'Error',
+    errorMessage: err?.message ?? String(err),
+    stackTrace: String(err?.stack ?? '').split('\n'),
+  });
+}
+
+async function post(url, body) {
+  await fetch(url, { method: 'POST', body, headers: { 'Content-Type': 'application/json' } });
+}
+
+async function loadHandler() {
+  const spec = process.env._HANDLER ?? '';
+  const dot = spec.lastIndexOf('.');
+  if (dot < 0) throw new Error(`_HANDLER ${JSON.stringify(spec)} is not file.export`);
+  const base = path.join(process.env.LAMBDA_TASK_ROOT, spec.slice(0, dot));
+  const file = ['.js', '.mjs', '.cjs'].map((ext) => base + ext).find((f) => existsSync(f));
+  if (!file) throw new Error(`no ${base}.js, .mjs or .cjs for _HANDLER ${spec}`);
+  const mod = await import(pathToFileURL(file).href);
+  const name = spec.slice(dot + 1);
+  const fn = mod[name] ?? mod.default?.[name];
+  if (typeof fn !== 'function') throw new Error(`${file} exports no function ${name}`);
+  return fn;
+}
+
+let handler;
+try {
+  handler = await loadHandler();
+} catch (err) {
+  await post(`${api}/init/error`, errorBody(err));
+  process.exit(1);
+}
+
+for (;;) {
+  const next = await fetch(`${api}/invocation/next`);
+  const id = next.headers.get('lambda-runtime-aws-request-id');
+  const deadline = Number(next.headers.get('lambda-runtime-deadline-ms'));
+  const event = await next.json();
+  const context = {
+    awsRequestId: id,
+    functionName: process.env.AWS_LAMBDA_FUNCTION_NAME,
+    functionVersion: process.env.AWS_LAMBDA_FUNCTION_VERSION,
+    invokedFunctionArn: next.headers.get('lambda-runtime-invoked-function-arn'),
+    memoryLimitInMB: process.env.AWS_LAMBDA_FUNCTION_MEMORY_SIZE,
+    logGroupName: process.env.AWS_LAMBDA_LOG_GROUP_NAME,
+    logStreamName: process.env.AWS_LAMBDA_LOG_STREAM_NAME,
+    getRemainingTimeInMillis: () => deadline - Date.now(),
+    callbackWaitsForEmptyEventLoop: true,
+  };
+  try {
+    const result = handler.length >= 3
+      ? await new Promise((resolve, reject) => handler(event, context, (err, out) => (err ? reject(err) : resolve(out))))
+      : await handler(event, context);
+    await post(`${api}/invocation/${id}/response`, JSON.stringify(result ?? null));
+  } catch (err) {
+    await post(`${api}/invocation/${id}/error`, errorBody(err));
+  }
+}
