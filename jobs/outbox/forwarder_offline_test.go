@@ -58,7 +58,7 @@ func TestOutboxForwarderKilledMidBatchLosesNothingOnEmulator(t *testing.T) {
 	t.Cleanup(func() { _ = proxy.Close() })
 
 	bin := filepath.Join(t.TempDir(), "bootstrap")
-	require.NoError(t, lambdaruntime.Build(ctx, filepath.Join("..", "..", "functions", "outbox"), bin))
+	require.NoError(t, lambdaruntime.Build(ctx, filepath.Join("..", "..", "cmd", "jobkit-outbox"), bin))
 	var invocations, killed atomic.Int32
 	rt, err := lambdaruntime.New(lambdaruntime.Function{
 		Name: "outbox-forwarder", Bootstrap: bin, Timeout: 30 * time.Second, MaxInstances: 1,
