@@ -366,13 +366,23 @@ func (c *Client) EnqueueBatch(ctx context.Context, batch []BatchJob) ([]EnqueueR
 		}
 	}
 
-	// Per queue, in input order.
+	// Per queue, in input order. A FIFO job whose unique key or state could not be recorded
+	// failed before any send: its group's later jobs are not sent either (ErrGroupFailed).
 	var order []string
 	byQueue := map[string][]int{}
+	failedGroups := map[string]bool{}
 	for i := range preps {
 		p := &preps[i]
+		group := p.queue + "\x00" + p.group
 		if !send[i] {
+			if results[i].Err != nil && p.fifo {
+				failedGroups[group] = true
+			}
 			continue // a duplicate of a unique job, or not recorded
+		}
+		if p.fifo && failedGroups[group] {
+			results[i].Err = ErrGroupFailed
+			continue
 		}
 		if p.scheduled {
 			if err := c.schedule(ctx, p); err != nil {
@@ -402,6 +412,19 @@ func (c *Client) EnqueueBatch(ctx context.Context, batch []BatchJob) ([]EnqueueR
 			}
 		}
 		c.notSent(ctx, failed)
+		// A duplicate of a job of this batch that was not enqueued names a job that does not
+		// exist, and its key is free again: it failed too.
+		tried := map[string]int{}
+		for i := range preps {
+			if send[i] {
+				tried[preps[i].id] = i
+			}
+		}
+		for i := range results {
+			if j, ok := tried[results[i].ID]; ok && results[i].Duplicate && results[j].Err != nil {
+				results[i].Err = fmt.Errorf("%w: it duplicates job %s of this batch, which was not enqueued", ErrNotSent, results[i].ID)
+			}
+		}
 	}
 	return results, batchError(results)
 }

@@ -2,9 +2,12 @@ package jobs_test
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -81,4 +84,67 @@ func TestUniqueInEnqueueBatch(t *testing.T) {
 	assert.ErrorIs(t, err, jobs.ErrUniquePrepared)
 	_, err = client.Enqueue(context.Background(), RebuildIndex{}, &jobs.EnqueueOpts{Unique: &jobs.UniqueOpts{Key: "k"}})
 	assert.ErrorIs(t, err, jobs.ErrInvalidUnique)
+}
+
+// failingReserve is a StateStore whose unique reservations fail.
+type failingReserve struct{ *jobstest.StateStore }
+
+func (failingReserve) ReserveUnique(context.Context, string, string, string, time.Time, time.Time) (string, error) {
+	return "", errors.New("throttled")
+}
+
+// In a FIFO batch, a job whose unique key cannot be reserved fails before any send, and its
+// group's later jobs are not sent (ErrGroupFailed); another group goes on.
+func TestUniqueReservationFailureStopsItsFIFOGroup(t *testing.T) {
+	t.Parallel()
+	rec := jobstest.NewRecorder()
+	const fifo = "https://sqs.us-east-1.amazonaws.com/1/q.fifo"
+	client, err := jobs.NewClient(rec, jobs.ClientOptions{DefaultQueueURL: fifo, State: failingReserve{jobstest.NewStateStore()}})
+	require.NoError(t, err)
+	res, err := client.EnqueueBatch(context.Background(), []jobs.BatchJob{
+		{Args: RebuildIndex{UserID: "0"}, Opts: &jobs.EnqueueOpts{GroupID: "g"}},
+		{Args: RebuildIndex{UserID: "1"}, Opts: &jobs.EnqueueOpts{GroupID: "g", Unique: &jobs.UniqueOpts{Key: "k", Window: time.Minute}}},
+		{Args: RebuildIndex{UserID: "2"}, Opts: &jobs.EnqueueOpts{GroupID: "g"}},
+		{Args: RebuildIndex{UserID: "3"}, Opts: &jobs.EnqueueOpts{GroupID: "h"}},
+	})
+	require.Error(t, err)
+	assert.NoError(t, res[0].Err, "before the failed job: sent")
+	assert.ErrorContains(t, res[1].Err, "throttled")
+	assert.ErrorIs(t, res[2].Err, jobs.ErrGroupFailed)
+	assert.NoError(t, res[3].Err, "another group")
+	var sent []string
+	for _, b := range rec.Batches() {
+		for _, e := range b.Entries {
+			sent = append(sent, aws.ToString(e.MessageGroupId))
+		}
+	}
+	for _, m := range rec.Sent() {
+		sent = append(sent, aws.ToString(m.MessageGroupId))
+	}
+	assert.ElementsMatch(t, []string{"g", "h"}, sent)
+}
+
+// A duplicate of a job of the same batch that then failed to send is not reported enqueued: it
+// carries ErrNotSent, and the key is free for the next try.
+func TestUniqueDuplicateOfAFailedBatchJobFails(t *testing.T) {
+	t.Parallel()
+	rec := jobstest.NewRecorder()
+	rec.SendMessageBatchFunc = func(_ context.Context, in *sqs.SendMessageBatchInput) (*sqs.SendMessageBatchOutput, error) {
+		return nil, errors.New("connection reset")
+	}
+	rec.SendMessageFunc = func(_ context.Context, in *sqs.SendMessageInput) (*sqs.SendMessageOutput, error) {
+		return nil, errors.New("connection reset")
+	}
+	client, err := jobs.NewClient(rec, jobs.ClientOptions{DefaultQueueURL: "https://sqs.us-east-1.amazonaws.com/1/q", State: jobstest.NewStateStore(), MaxRetries: -1})
+	require.NoError(t, err)
+	u := &jobs.EnqueueOpts{Unique: &jobs.UniqueOpts{Key: "k", Window: time.Minute}}
+	res, err := client.EnqueueBatch(context.Background(), []jobs.BatchJob{{Args: RebuildIndex{}, Opts: u}, {Args: RebuildIndex{}, Opts: u}})
+	require.Error(t, err)
+	require.Error(t, res[0].Err)
+	assert.True(t, res[1].Duplicate)
+	assert.ErrorIs(t, res[1].Err, jobs.ErrNotSent)
+	rec.SendMessageBatchFunc, rec.SendMessageFunc = nil, nil
+	again, err := client.Enqueue(context.Background(), RebuildIndex{}, u)
+	require.NoError(t, err)
+	assert.False(t, again.Duplicate, "the key was released")
 }

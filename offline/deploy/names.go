@@ -36,7 +36,14 @@ func (dp *deployer) synthName(run *stackRun, id string) string {
 				if dp.o.Prefix == "" {
 					return s
 				}
-				return truncName(dp.o.Prefix+s, 64)
+				name := truncName(dp.o.Prefix+s, 64)
+				if typ == typeScheduleGroup {
+					if dp.groups == nil {
+						dp.groups = map[string]string{}
+					}
+					dp.groups[s] = name
+				}
+				return name
 			}
 		}
 	}

@@ -35,7 +35,7 @@ func (dp *deployer) schedule(ctx context.Context, run *stackRun, id string) erro
 	if err != nil {
 		return &ConfigError{Stack: run.name, LogicalID: id, Reason: err.Error()}
 	}
-	in.GroupName = dp.prefixedGroup(run, in.GroupName)
+	in.GroupName = dp.prefixedGroup(in.GroupName)
 	if _, err := dp.c.Scheduler.CreateSchedule(ctx, in); err != nil {
 		return &ConfigError{Stack: run.name, LogicalID: id, Reason: fmt.Sprintf("create schedule %s: %v", aws.ToString(in.Name), err)}
 	}
@@ -49,22 +49,15 @@ func (dp *deployer) schedule(ctx context.Context, run *stackRun, id string) erro
 }
 
 // prefixedGroup returns the name a schedule's group was created under. The CDK writes a
-// generated group name into the schedule as a literal, not a reference; with a prefix the group
-// of that name in the stack was created as <prefix><name>, so the schedule follows it.
-func (dp *deployer) prefixedGroup(run *stackRun, group *string) *string {
-	if group == nil || dp.o.Prefix == "" {
-		return group
+// generated group name into the schedule as a literal, not a reference; with a prefix, the group
+// of that name (in this stack or one deployed before it) was created as <prefix><name>, so the
+// schedule follows it.
+func (dp *deployer) prefixedGroup(group *string) *string {
+	if group == nil {
+		return nil
 	}
-	for gid, r := range run.resources {
-		if r["Type"] != typeScheduleGroup {
-			continue
-		}
-		props, _ := r["Properties"].(map[string]any)
-		if v, ok := props["Name"]; ok {
-			if name, err := run.res.evalString(v, gid+".Properties.Name"); err == nil && name == *group && run.physical[gid] != "" {
-				return aws.String(run.physical[gid])
-			}
-		}
+	if name, ok := dp.groups[*group]; ok {
+		return aws.String(name)
 	}
 	return group
 }

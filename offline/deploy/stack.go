@@ -19,6 +19,9 @@ type deployer struct {
 	log     *slog.Logger
 	d       *Deployment
 	exports map[string]string
+	// groups maps the name a template gives a schedule group to the prefixed name it was
+	// created under, across the stacks deployed so far (prefixedGroup).
+	groups map[string]string
 }
 
 // stackRun is the state of one stack while it deploys.

@@ -16,9 +16,9 @@ import (
 var interpFS embed.FS
 
 // Interpreters maps a Lambda runtime family to the command that runs its loop and the loop's file.
-var interpreters = map[string]struct{ command, loop string }{
-	"nodejs": {"node", "interp/node.mjs"},
-	"python": {"python3", "interp/python.py"},
+var interpreters = map[string]struct{ command, flags, loop string }{
+	"nodejs": {"node", "", "interp/node.mjs"},
+	"python": {"python3", "-u ", "interp/python.py"}, // unbuffered: a killed process's output is not lost
 }
 
 // Interpreted reports whether functions of a Lambda runtime ("nodejs20.x", "python3.12") run
@@ -50,6 +50,9 @@ func InterpretedBootstrap(runtime, dir string) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	if dir, err = filepath.Abs(dir); err != nil { // the bootstrap runs in the function's code directory
+		return "", err
+	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", err
 	}
@@ -58,7 +61,7 @@ func InterpretedBootstrap(runtime, dir string) (string, error) {
 		return "", err
 	}
 	boot := filepath.Join(dir, "bootstrap")
-	script := fmt.Sprintf("#!/bin/sh\nexec %s %s\n", shellQuote(bin), shellQuote(loopPath))
+	script := fmt.Sprintf("#!/bin/sh\nexec %s %s%s\n", shellQuote(bin), in.flags, shellQuote(loopPath))
 	if err := os.WriteFile(boot, []byte(script), 0o755); err != nil {
 		return "", err
 	}

@@ -129,6 +129,7 @@ func TakeAll(tb testing.TB, client *sqs.Client, url string) []sqstypes.Message {
 			time.Sleep(time.Second)
 			continue
 		}
+		deadline = time.Now().Add((visibility + 40) * time.Second) // it drains: wait anew
 		for _, m := range out.Messages {
 			if id := aws.ToString(m.MessageId); !seen[id] {
 				seen[id] = true

@@ -4,6 +4,7 @@
 // callback handlers (three parameters) both work. Lambda's own Node.js runtime adds what the
 // machine's Node.js lacks (the AWS SDK among them): a handler that imports it fails at init here.
 import { existsSync } from 'node:fs';
+import http from 'node:http';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 
@@ -14,6 +15,20 @@ function errorBody(err) {
     errorType: err?.name ?? 'Error',
     errorMessage: err?.message ?? String(err),
     stackTrace: String(err?.stack ?? '').split('\n'),
+  });
+}
+
+// nextInvocation long-polls invocation/next. Not fetch: its 300 s headers timeout would end an
+// idle environment, which the Runtime API answers only when an event comes.
+function nextInvocation() {
+  return new Promise((resolve, reject) => {
+    http.get(`${api}/invocation/next`, (res) => {
+      let body = '';
+      res.setEncoding('utf8');
+      res.on('data', (chunk) => { body += chunk; });
+      res.on('end', () => resolve({ headers: res.headers, body }));
+      res.on('error', reject);
+    }).on('error', reject);
   });
 }
 
@@ -44,15 +59,15 @@ try {
 }
 
 for (;;) {
-  const next = await fetch(`${api}/invocation/next`);
-  const id = next.headers.get('lambda-runtime-aws-request-id');
-  const deadline = Number(next.headers.get('lambda-runtime-deadline-ms'));
-  const event = await next.json();
+  const next = await nextInvocation();
+  const id = next.headers['lambda-runtime-aws-request-id'];
+  const deadline = Number(next.headers['lambda-runtime-deadline-ms']);
+  const event = JSON.parse(next.body);
   const context = {
     awsRequestId: id,
     functionName: process.env.AWS_LAMBDA_FUNCTION_NAME,
     functionVersion: process.env.AWS_LAMBDA_FUNCTION_VERSION,
-    invokedFunctionArn: next.headers.get('lambda-runtime-invoked-function-arn'),
+    invokedFunctionArn: next.headers['lambda-runtime-invoked-function-arn'],
     memoryLimitInMB: process.env.AWS_LAMBDA_FUNCTION_MEMORY_SIZE,
     logGroupName: process.env.AWS_LAMBDA_LOG_GROUP_NAME,
     logStreamName: process.env.AWS_LAMBDA_LOG_STREAM_NAME,
@@ -63,7 +78,14 @@ for (;;) {
     const result = handler.length >= 3
       ? await new Promise((resolve, reject) => handler(event, context, (err, out) => (err ? reject(err) : resolve(out))))
       : await handler(event, context);
-    await post(`${api}/invocation/${id}/response`, JSON.stringify(result ?? null));
+    let body;
+    try {
+      body = JSON.stringify(result ?? null);
+    } catch (err) {
+      err.name = 'Runtime.MarshalError';
+      throw err;
+    }
+    await post(`${api}/invocation/${id}/response`, body);
   } catch (err) {
     await post(`${api}/invocation/${id}/error`, errorBody(err));
   }

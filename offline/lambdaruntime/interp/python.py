@@ -63,11 +63,12 @@ def main():
                           int(res.headers.get("Lambda-Runtime-Deadline-Ms", "0")))
             event = json.loads(res.read())
         try:
-            result = handler(event, ctx)
-        except Exception as err:  # noqa: BLE001 - the invocation's error, as Lambda reports it
+            body = json.dumps(handler(event, ctx))
+        except Exception as err:  # noqa: BLE001 - the invocation's error (a result json cannot
+            # encode too, Lambda's Runtime.MarshalError), as Lambda reports it
             post(API + "/invocation/%s/error" % request_id, error_body(err))
             continue
-        post(API + "/invocation/%s/response" % request_id, json.dumps(result))
+        post(API + "/invocation/%s/response" % request_id, body)
 
 
 if __name__ == "__main__":
