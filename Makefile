@@ -120,7 +120,14 @@ test: browser producers ## unit, emulator integration, browser and infra tests; 
 	echo "DynamoDB Local at $$JOBKIT_DYNAMODB_LOCAL_URL"; \
 	: "--- end DynamoDB Local"; \
 	rc=0; \
-	AWS_ENDPOINT_URL=$(ENDPOINT) JOBKIT_EMULATOR=$(EMULATOR) JOBKIT_REQUIRE_EMULATOR=1 go test $(GO_TEST_FLAGS) ./... || rc=$$?; \
+	: "On LocalStack the end-to-end test (internal/devapp) runs alone, after the rest: with the other"; \
+	: "packages' tests beside it on two cores, LocalStack's DynamoDB answered so late that the workload"; \
+	: "missed its drain bound (docs/emulators.md)."; \
+	pkgs=./...; if [ "$(EMULATOR)" = localstack ]; then pkgs=$$(go list ./... | grep -v '/internal/devapp$$'); fi; \
+	AWS_ENDPOINT_URL=$(ENDPOINT) JOBKIT_EMULATOR=$(EMULATOR) JOBKIT_REQUIRE_EMULATOR=1 go test $(GO_TEST_FLAGS) $$pkgs || rc=$$?; \
+	if [ "$(EMULATOR)" = localstack ]; then \
+	  AWS_ENDPOINT_URL=$(ENDPOINT) JOBKIT_EMULATOR=$(EMULATOR) JOBKIT_REQUIRE_EMULATOR=1 go test $(GO_TEST_FLAGS) ./internal/devapp || rc=$$?; \
+	fi; \
 	if [ "$(EMULATOR)" = moto ] && [ -f infra/go.mod ] && ls infra/*.go >/dev/null 2>&1; then \
 	  (cd infra && AWS_ENDPOINT_URL=$(ENDPOINT) go test $(GO_TEST_FLAGS) ./...) || rc=$$?; \
 	fi; \
