@@ -318,6 +318,7 @@ func TestEndToEnd(t *testing.T) {
 		tracked                       = tr.Jobs()
 		wantSucceeded, wantDead, nRet int
 		minRet                        int // jobs that must have failed an attempt
+		retriedApart                  []string
 		enqueued                      int
 		postings                      = map[string][]samplejobs.PostLedger{} // account -> applied, in seq order
 	)
@@ -333,8 +334,12 @@ func TestEndToEnd(t *testing.T) {
 		outcome, reason := devapp.Expect(f, qu.MaxAttempts)
 		otherCertain, otherMaybe := lines.otherFailures(j.ID)
 		spentMaybe := lines.ledgerMissed[j.ID] + otherCertain + otherMaybe // attempts the plan may not have had
-		if lines.willRetry[j.ID]+len(lines.otherAt[j.ID]) > 0 {
+		retried := lines.willRetry[j.ID]+len(lines.otherAt[j.ID]) > 0
+		if retried {
 			nRet++
+		}
+		if e := tr.Effects(j); retried != (e.FailedAttempts > 0 || e.BatchFailed) {
+			retriedApart = append(retriedApart, fmt.Sprintf("%s (output: %v, the run's count: %+v)", j.ID, retried, e))
 		}
 		if f.FailAttempts > spentMaybe && !qu.FIFO {
 			minRet++
@@ -441,7 +446,8 @@ func TestEndToEnd(t *testing.T) {
 	require.Len(t, postings, e2eWorkload.Accounts)
 
 	// The run's own summary agrees with the records.
-	require.Equal(t, devapp.Summary{Succeeded: wantSucceeded, Retried: nRet, Dead: wantDead}, res.Summary)
+	require.Equal(t, devapp.Summary{Succeeded: wantSucceeded, Retried: nRet, Dead: wantDead}, res.Summary,
+		"retried by the output but not by the run's count, or the other way: %v", retriedApart)
 	require.GreaterOrEqual(t, nRet, minRet)
 	require.Greater(t, minRet, 0)
 	require.Greater(t, wantDead, 0)

@@ -54,6 +54,8 @@ func TestBookRetryThenSuccess(t *testing.T) {
 	require.True(t, j.DeletedAfterRun)
 	require.Equal(t, tally.Deleted, j.Phase)
 	require.Equal(t, 2, j.Deliveries)
+	require.Equal(t, 2, j.Failures, "a failed attempt reported after the delete still failed")
+	require.Equal(t, "boom", j.LastError)
 }
 
 // A body that is not an envelope is a job of its own, named by the body (a redriven copy is the same

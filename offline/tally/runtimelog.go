@@ -32,7 +32,9 @@ type Event struct {
 }
 
 // Record records an outcome the runtime reported. An outcome of a message the mapping deleted
-// already is stale and changes nothing but a dead-letter mark.
+// already is stale: it moves nothing but a dead-letter mark, though a failed attempt reported
+// late (one abandoned at a deadline that failed after another delivery succeeded) still counts
+// in Failures — the attempt failed.
 func (b *Book) Record(e Event) {
 	if e.JobID == "" {
 		return
@@ -49,6 +51,10 @@ func (b *Book) Record(e Event) {
 	}
 	j := &en.job
 	if m != nil && m.deleted && e.Type != EventDeadLettered {
+		if e.Type == EventFailed {
+			j.Retried = true
+			j.Failures++
+		}
 		return
 	}
 	if e.Attempt > 0 {
