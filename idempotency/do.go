@@ -348,6 +348,9 @@ func complete[T any](ctx context.Context, st *claimState, res T, cfg *Config) er
 // duplicate answers a call whose key is held by the live record rec.
 func duplicate[T any](rec *Record, key, hash string) (T, error) {
 	var zero T
+	if rec.Status == StatusCancelled {
+		return zero, &CancelledError{Key: key, JobID: rec.JobID, At: rec.StartedAt}
+	}
 	if hash != "" && rec.Validation != "" && hash != rec.Validation {
 		return zero, &PayloadMismatchError{Key: key, StoredHash: rec.Validation, Hash: hash}
 	}

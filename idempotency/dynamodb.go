@@ -49,6 +49,7 @@ type DynamoDBStore struct {
 var (
 	_ Store              = (*DynamoDBStore)(nil)
 	_ TransactionalStore = (*DynamoDBStore)(nil)
+	_ Canceller          = (*DynamoDBStore)(nil)
 )
 
 // NewDynamoDBStore returns a store in table, called through client (usually a *dynamodb.Client).
@@ -72,11 +73,7 @@ func (s *DynamoDBStore) Claim(ctx context.Context, rec *Record, now time.Time) e
 	if err := checkWrite(rec, StatusInProgress); err != nil {
 		return err
 	}
-	absent := expression.Name(AttrID).AttributeNotExists().
-		Or(expression.Name(AttrExpiration).LessThanEqual(expression.Value(now.Unix()))).
-		Or(expression.Name(AttrStatus).Equal(expression.Value(string(StatusInProgress))).
-			And(expression.Name(AttrInProgressExpiration).LessThanEqual(expression.Value(epochMillis(now)))))
-	expr, err := expression.NewBuilder().WithCondition(absent).Build()
+	expr, err := expression.NewBuilder().WithCondition(notLive(now)).Build()
 	if err != nil {
 		return fmt.Errorf("idempotency: build claim condition: %w", err)
 	}
@@ -96,14 +93,9 @@ func (s *DynamoDBStore) Claim(ctx context.Context, rec *Record, now time.Time) e
 	case !errors.As(err, &ccf):
 		return fmt.Errorf("idempotency: claim %q: %w", rec.Key, err)
 	}
-	var holder *Record
-	if len(ccf.Item) > 0 {
-		if holder, err = unmarshalRecord(ccf.Item); err != nil {
-			return err
-		}
-	} else if holder, err = s.Get(ctx, rec.Key); err != nil {
-		// An endpoint that does not return the old item: read it.
-		return fmt.Errorf("idempotency: claim %q failed its condition; read the holder: %w", rec.Key, err)
+	holder, err := s.holder(ctx, rec.Key, ccf)
+	if err != nil {
+		return err
 	}
 	// The SDK retried a request whose first attempt was applied (its response was lost): the
 	// holder is this claim.
@@ -112,6 +104,63 @@ func (s *DynamoDBStore) Claim(ctx context.Context, rec *Record, now time.Time) e
 		return nil
 	}
 	return &AlreadyExistsError{Record: holder}
+}
+
+// notLive holds when no live record holds the key at now (see Record.Live).
+func notLive(now time.Time) expression.ConditionBuilder {
+	return expression.Name(AttrID).AttributeNotExists().
+		Or(expression.Name(AttrExpiration).LessThanEqual(expression.Value(now.Unix()))).
+		Or(expression.Name(AttrStatus).Equal(expression.Value(string(StatusInProgress))).
+			And(expression.Name(AttrInProgressExpiration).LessThanEqual(expression.Value(epochMillis(now)))))
+}
+
+// Cancel implements Canceller: one PutItem whose condition is Claim's or a cancellation in
+// place, with ReturnValuesOnConditionCheckFailure=ALL_OLD.
+func (s *DynamoDBStore) Cancel(ctx context.Context, rec *Record, now time.Time) error {
+	if err := s.check(); err != nil {
+		return err
+	}
+	if err := checkWrite(rec, StatusCancelled); err != nil {
+		return err
+	}
+	cond := notLive(now).Or(expression.Name(AttrStatus).Equal(expression.Value(string(StatusCancelled))))
+	expr, err := expression.NewBuilder().WithCondition(cond).Build()
+	if err != nil {
+		return fmt.Errorf("idempotency: build cancel condition: %w", err)
+	}
+	_, err = s.client.PutItem(ctx, &dynamodb.PutItemInput{
+		TableName:                           aws.String(s.table),
+		Item:                                marshalRecord(rec),
+		ConditionExpression:                 expr.Condition(),
+		ExpressionAttributeNames:            expr.Names(),
+		ExpressionAttributeValues:           expr.Values(),
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+	})
+	var ccf *types.ConditionalCheckFailedException
+	switch {
+	case err == nil:
+		return nil
+	case !errors.As(err, &ccf):
+		return fmt.Errorf("idempotency: cancel %q: %w", rec.Key, err)
+	}
+	holder, err := s.holder(ctx, rec.Key, ccf)
+	if err != nil {
+		return err
+	}
+	return &AlreadyExistsError{Record: holder}
+}
+
+// holder is the record a failed condition returned, or, from an endpoint that returns none, the
+// one stored now.
+func (s *DynamoDBStore) holder(ctx context.Context, key string, ccf *types.ConditionalCheckFailedException) (*Record, error) {
+	if len(ccf.Item) > 0 {
+		return unmarshalRecord(ccf.Item)
+	}
+	rec, err := s.Get(ctx, key)
+	if err != nil {
+		return nil, fmt.Errorf("idempotency: %q failed its condition; read the holder: %w", key, err)
+	}
+	return rec, nil
 }
 
 // Get implements Store.

@@ -19,7 +19,10 @@ type MemoryStore struct {
 	notRun  notRunCounts                // jobs.DeliveryLedger (ledger.go)
 }
 
-var _ TransactionalStore = (*MemoryStore)(nil)
+var (
+	_ TransactionalStore = (*MemoryStore)(nil)
+	_ Canceller          = (*MemoryStore)(nil)
+)
 
 // NewMemoryStore returns an empty in-memory store.
 func NewMemoryStore() *MemoryStore {
@@ -46,6 +49,21 @@ func (s *MemoryStore) Claim(ctx context.Context, rec *Record, now time.Time) err
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if old, ok := s.records[rec.Key]; ok && old.Live(now) {
+		c := stored(&old)
+		return &AlreadyExistsError{Record: &c}
+	}
+	s.records[rec.Key] = stored(rec)
+	return nil
+}
+
+// Cancel implements Canceller.
+func (s *MemoryStore) Cancel(ctx context.Context, rec *Record, now time.Time) error {
+	if err := checkWrite(rec, StatusCancelled); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if old, ok := s.records[rec.Key]; ok && old.Live(now) && old.Status != StatusCancelled {
 		c := stored(&old)
 		return &AlreadyExistsError{Record: &c}
 	}

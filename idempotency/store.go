@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/jobkit-go/jobkit/jobs"
 	"github.com/jobkit-go/jobkit/jobs/contract"
 )
 
@@ -16,12 +17,15 @@ type Status string
 const (
 	StatusInProgress Status = "INPROGRESS" // claimed: a run holds the key until its lease ends
 	StatusCompleted  Status = "COMPLETED"  // the run succeeded; duplicates get its result
+	// StatusCancelled: the job was cancelled before any run claimed its key (Canceller): every
+	// later claim of the key fails with *CancelledError until the record expires.
+	StatusCancelled Status = "CANCELLED"
 )
 
 // Attribute names of a record, the same as Powertools for AWS Lambda uses.
 const (
 	AttrID                   = "id"                     // the key (partition key)
-	AttrStatus               = "status"                 // INPROGRESS or COMPLETED
+	AttrStatus               = "status"                 // INPROGRESS, COMPLETED or CANCELLED
 	AttrExpiration           = "expiration"             // expiry, epoch seconds (the table's TTL attribute)
 	AttrInProgressExpiration = "in_progress_expiration" // end of the claim's lease, epoch milliseconds
 	AttrValidation           = "validation"             // hash of the payload, if validated
@@ -48,7 +52,7 @@ type Record struct {
 	// The job run, when Middleware records jobs (Config.RecordJobs); empty otherwise.
 	JobID      string    // job_id
 	Attempt    int       // attempt
-	StartedAt  time.Time // started_at
+	StartedAt  time.Time // started_at; for a CANCELLED record, when it was cancelled
 	FinishedAt time.Time // finished_at: set by the completion
 }
 
@@ -104,6 +108,18 @@ type Renewer interface {
 	Renew(ctx context.Context, key string, leaseEnd, newEnd, expiresAt time.Time) error
 }
 
+// Canceller is a Store that can cancel a key before any run claims it: jobs.Client.Cancel writes
+// the cancellation through jobs/state, and the claim that would have run the job fails instead
+// (the check costs the run nothing: it is the claim's own condition). DynamoDBStore and
+// MemoryStore are Cancellers.
+type Canceller interface {
+	// Cancel stores rec, a CANCELLED record, unless a live record that is not a cancellation
+	// holds rec.Key (a claim in progress, a completed run): then it stores nothing and returns an
+	// *AlreadyExistsError carrying that record. A cancellation already there is replaced, so
+	// Cancel is safe to repeat.
+	Cancel(ctx context.Context, rec *Record, now time.Time) error
+}
+
 var (
 	// ErrNotFound is returned by Store.Get when no record exists for the key.
 	ErrNotFound = errors.New("idempotency: record not found")
@@ -143,6 +159,22 @@ func (e *InProgressError) RetryAfter(now time.Time) time.Duration {
 	}
 	return (d + time.Second - 1) / time.Second * time.Second
 }
+
+// CancelledError reports a key whose job was cancelled before it ran (StatusCancelled): the
+// function is not run. Middleware turns it into jobs.ErrCancelled, and the runtime deletes the
+// job's message without running it or dead-lettering it.
+type CancelledError struct {
+	Key   string
+	JobID string    // the job that was cancelled
+	At    time.Time // when
+}
+
+func (e *CancelledError) Error() string {
+	return fmt.Sprintf("idempotency: key %q was cancelled (job %s, at %s)", e.Key, e.JobID, e.At.UTC().Format(time.RFC3339))
+}
+
+// Is makes errors.Is(err, jobs.ErrCancelled) hold.
+func (e *CancelledError) Is(target error) bool { return target == jobs.ErrCancelled }
 
 // PayloadMismatchError reports a key reused with a different payload: a permanent error, since
 // no retry can make the payloads agree. The jobs runtime dead-letters it with reason

@@ -25,6 +25,13 @@ func Cancel(err error) error {
 	return &CancelError{Err: err}
 }
 
+// ErrCancelled is what a job's middleware returns for a job cancelled before this delivery ran it
+// (Client.Cancel; the idempotency middleware's claim finds the cancellation): the runtime deletes
+// the message without running the job or dead-lettering it. The cancellation recorded the job's
+// state already; the delivery adds no call. A worker that wants its job dead-lettered returns
+// Cancel(err) instead.
+var ErrCancelled = errors.New("jobs: the job was cancelled before it ran")
+
 // SnoozeError is returned by Snooze and SnoozeNotRun: the job is retried after Duration without
 // counting as a failure in metrics.
 type SnoozeError struct {

@@ -66,9 +66,10 @@ const (
 	outSkipped            // FIFO: not run after an earlier failure in its group; listed
 	outAbandoned          // still running at the hard stop; listed
 	outNotStarted         // not started: the jobs' deadline had passed; listed, visible at once
+	outCancelled          // cancelled before it ran (ErrCancelled): not listed, deleted
 )
 
-func (o outcome) listed() bool { return o != outSucceeded && o != outDead }
+func (o outcome) listed() bool { return o != outSucceeded && o != outDead && o != outCancelled }
 
 // Record states, moved by compare-and-swap so an abandoned record is never also finished.
 const (

@@ -40,6 +40,7 @@ func (h *sqsHandler) appendEMF(b []byte, now int64, records []record) []byte {
 		switch r.out {
 		case outSucceeded:
 			succeeded++
+		case outCancelled: // none of the four: it did not run
 		case outSnoozed:
 			snoozed++
 		case outDead:
@@ -79,7 +80,7 @@ func (h *sqsHandler) appendEMF(b []byte, now int64, records []record) []byte {
 	first = true
 	for i := range records {
 		r := &records[i]
-		if r.state.Load() == stateDone && r.out != outSkipped && r.out != outNotStarted {
+		if r.state.Load() == stateDone && r.out != outSkipped && r.out != outNotStarted && r.out != outCancelled {
 			if !first {
 				b = append(b, ',')
 			}

@@ -34,6 +34,12 @@ func (b *batch) settle(r *record, err error) {
 		b.event(r, event.Returned, event.NoteLost, err, "")
 		return
 	}
+	if errors.Is(err, ErrCancelled) {
+		r.out = outCancelled
+		b.logRecord(slog.LevelInfo, r, "job cancelled: deleted without running", err)
+		b.event(r, event.Cancelled, "", err, "")
+		return
+	}
 	var snooze *SnoozeError
 	if errors.As(err, &snooze) {
 		r.out, r.visible, r.delay = outSnoozed, true, b.clampVisibility(snooze.Duration)

@@ -325,7 +325,7 @@ func (b *batch) recordNotRun(unmarkSucceeded bool) {
 		if r.credit > 0 && (st == stateAbandoned || r.out.listed()) {
 			notRun += int(r.credit)
 		}
-		if r.marked && st == stateDone && (r.out != outSucceeded || unmarkSucceeded) {
+		if r.marked && st == stateDone && (r.out != outSucceeded && r.out != outCancelled || unmarkSucceeded) {
 			started = -1 // it reported (a success needs it only while a later run may kill the process)
 		}
 		if notRun != 0 || started != 0 {

@@ -236,7 +236,7 @@ func (b *batch) runRecord(r *record, clock *time.Duration) outcome {
 	if !r.state.CompareAndSwap(stateRunning, stateDone) && r.state.Load() != stateDone { // done: dead-lettered
 		return outAbandoned
 	}
-	if r.out == outSucceeded && r.pointer != nil && r.pointer.loaded && !r.isLost() {
+	if (r.out == outSucceeded || r.out == outCancelled) && r.pointer != nil && r.pointer.loaded && !r.isLost() {
 		// Only now: a record abandoned or lost comes back, and needs its payload then.
 		b.deletePayload(r)
 	}

@@ -8,6 +8,10 @@ import (
 	"log/slog"
 	"sync"
 	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/smithy-go"
 )
 
 // JobState is where a job is in its life, as the job state table records it.
@@ -40,6 +44,14 @@ type JobStatus struct {
 	Reason        string          `json:"reason,omitempty"`         // dead, cancelled: the dead-letter reason
 	Result        json.RawMessage `json:"result,omitempty"`         // succeeded: what the worker set with SetResult
 	DuplicateOf   string          `json:"duplicate_of,omitempty"`   // succeeded as a duplicate of this job (same idempotency key)
+	// Receipt is the receipt handle of the delivery a retrying job waits out its backoff on
+	// (Client.RetryNow makes that message visible). Never printed.
+	Receipt string `json:"-"`
+}
+
+// Parked reports whether the job was handed to a LongDelayer: delayed more than MaxSQSDelay.
+func (s JobStatus) Parked() bool {
+	return !s.DeliverAt.IsZero() && s.DeliverAt.Sub(s.EnqueuedAt) > MaxSQSDelay
 }
 
 // StateStore keeps job states, unique keys and batch membership: package jobs/state implements
@@ -62,7 +74,35 @@ type StateStore interface {
 	// JobSettled records a failed attempt's outcome: StateRetrying, StateDead or StateCancelled
 	// (the runtime calls it; a dead job's batch is told before the dead-letter send).
 	JobSettled(ctx context.Context, row *JobRow, st JobStatus) error
+	// CancelJob cancels job id before any delivery runs it (Client.Cancel) and returns its
+	// status: cancelled (now, or already), or the state that no longer allows it with an
+	// *NotCancellableError.
+	CancelJob(ctx context.Context, id, note string) (JobStatus, error)
 }
+
+// ErrNotCancellable is matched (errors.Is) by a *NotCancellableError.
+var ErrNotCancellable = errors.New("jobs: the job can no longer be cancelled")
+
+// NotCancellableError is returned by Client.Cancel for a job that has started, succeeded or died:
+// Status says which.
+type NotCancellableError struct{ Status JobStatus }
+
+func (e *NotCancellableError) Error() string {
+	st := e.Status
+	switch st.State {
+	case StateRunning:
+		return fmt.Sprintf("jobs: job %s is running (attempt %d, since %s): it can no longer be cancelled", st.ID, st.Attempt, st.Since.UTC().Format(time.RFC3339))
+	case StateSucceeded:
+		if st.DuplicateOf != "" {
+			return fmt.Sprintf("jobs: job %s already succeeded as a duplicate of job %s: nothing to cancel", st.ID, st.DuplicateOf)
+		}
+		return fmt.Sprintf("jobs: job %s already succeeded (%s): nothing to cancel", st.ID, st.FinishedAt.UTC().Format(time.RFC3339))
+	}
+	return fmt.Sprintf("jobs: job %s is %s: nothing to cancel", st.ID, st.State)
+}
+
+// Is makes errors.Is(err, ErrNotCancellable) hold.
+func (e *NotCancellableError) Is(target error) bool { return target == ErrNotCancellable }
 
 // ErrJobNotFound: the job state table holds no state for the job (never enqueued through a Client
 // with a StateStore, or expired).
@@ -108,6 +148,90 @@ func (c *Client) Status(ctx context.Context, id string) (JobStatus, error) {
 		return JobStatus{}, errors.New("jobs: Status: empty job id")
 	}
 	return c.opts.State.JobStatus(ctx, id)
+}
+
+// Cancel cancels job id so that it never runs, whatever its delay: on a queue (waiting, delayed
+// or retrying after a failure, Standard or FIFO) or parked with the LongDelayer. It needs
+// ClientOptions.State, and workers that run the idempotency middleware (or jobs/state's
+// Middleware without it): the cancellation is an idempotency record of the job's key that the
+// next delivery's claim finds — the worker adds no call for it — so that delivery deletes the
+// message unrun (ErrCancelled: the outcome is cancelled, never a dead letter, and a FIFO group
+// moves on). A job parked with the LongDelayer also loses its schedule. Cancel returns the job's
+// status, cancelled; repeated, it returns the same (FinishedAt says when). A job that has started,
+// succeeded or died is not cancelled: the error is a *NotCancellableError with its status. A job
+// sharing its idempotency key with others (EnqueueOpts.Key) cancels the key: its duplicates are
+// not run either, as they would have been skipped after it ran.
+//
+// Cost: a GetItem and a PutItem of the state table, an UpdateItem of the job's item (a
+// transaction, for a fan-out member, which counts it in its batch), and a DeleteSchedule for a
+// parked job.
+func (c *Client) Cancel(ctx context.Context, id string) (JobStatus, error) {
+	if c.opts.State == nil {
+		return JobStatus{}, ErrNoStateStore
+	}
+	if id == "" {
+		return JobStatus{}, errors.New("jobs: Cancel: empty job id")
+	}
+	st, err := c.opts.State.CancelJob(ctx, id, "cancelled before it ran (Client.Cancel)")
+	if err != nil {
+		return st, err
+	}
+	if c.opts.LongDelayer != nil && st.Parked() {
+		// Parked: its schedule would deliver it only to be deleted unrun.
+		if err := c.opts.LongDelayer.CancelJob(ctx, id); err != nil && !errors.Is(err, ErrNoSchedule) {
+			return st, fmt.Errorf("jobs: job %q cancelled; its schedule was not deleted (it will be delivered and deleted unrun): %w", id, err)
+		}
+	}
+	return st, nil
+}
+
+// ErrNotWaiting is matched (errors.Is) by RetryNow's error for a job that is not waiting out a
+// backoff: not retrying, or its message already received again.
+var ErrNotWaiting = errors.New("jobs: the job is not waiting for a retry")
+
+// RetryNow ends the backoff of job id, retrying after a failed attempt (or snoozed): its message
+// becomes visible now, and the next receive runs it. It needs ClientOptions.State and workers
+// with Config.States: the runtime records the delivery's receipt handle with the retrying state
+// (in the write it makes anyway), and RetryNow sets that message's visibility to 0 (one GetItem,
+// one ChangeMessageVisibility, one UpdateItem of the job's next attempt time). A job that is
+// not retrying, or whose message was received again since, gets an error matching
+// ErrNotWaiting; repeated, RetryNow says so.
+func (c *Client) RetryNow(ctx context.Context, id string) (JobStatus, error) {
+	if c.opts.State == nil {
+		return JobStatus{}, ErrNoStateStore
+	}
+	if id == "" {
+		return JobStatus{}, errors.New("jobs: RetryNow: empty job id")
+	}
+	st, err := c.opts.State.JobStatus(ctx, id)
+	if err != nil {
+		return st, err
+	}
+	now := c.opts.Now().UTC()
+	switch {
+	case st.State != StateRetrying:
+		return st, fmt.Errorf("%w: job %s is %s", ErrNotWaiting, id, st.State)
+	case st.Receipt == "" || st.Queue == "":
+		return st, fmt.Errorf("%w: job %s is retrying, but no receipt was recorded (a worker without Config.States)", ErrNotWaiting, id)
+	case !st.NextAttemptAt.After(now):
+		return st, fmt.Errorf("%w: job %s was due at %s: its retry is not waiting", ErrNotWaiting, id, st.NextAttemptAt.Format(time.RFC3339))
+	}
+	_, err = c.api.ChangeMessageVisibility(ctx, &sqs.ChangeMessageVisibilityInput{
+		QueueUrl: aws.String(st.Queue), ReceiptHandle: aws.String(st.Receipt), VisibilityTimeout: 0})
+	if err != nil {
+		var ae smithy.APIError
+		if errors.As(err, &ae) && messageLost(ae.ErrorCode(), ae.ErrorMessage()) {
+			return st, fmt.Errorf("%w: job %s's message was received again (or deleted) since its retry was recorded", ErrNotWaiting, id)
+		}
+		return st, fmt.Errorf("jobs: retry job %s now: %w", id, err)
+	}
+	st.NextAttemptAt = now
+	row := &JobRow{ID: id, Kind: st.Kind, QueueURL: st.Queue}
+	due := JobStatus{State: StateRetrying, NextAttemptAt: now}
+	if err := c.opts.State.JobSettled(ctx, row, due); err != nil {
+		return st, fmt.Errorf("jobs: job %s retries now; its next attempt time was not recorded: %w", id, err)
+	}
+	return st, nil
 }
 
 // maxResultSize is the largest result SetResult keeps (its JSON): results share the job's state
@@ -269,6 +393,7 @@ func (b *batch) recordState(r *record, state JobState, reason string, jobErr err
 	}
 	if state == StateRetrying {
 		js.NextAttemptAt = now.Add(r.delay)
+		js.Receipt = r.msg.ReceiptHandle
 	} else {
 		js.FinishedAt = now
 	}

@@ -3,6 +3,8 @@ package scheduler
 import (
 	"errors"
 	"fmt"
+
+	"github.com/jobkit-go/jobkit/jobs"
 )
 
 // ExpressionError reports a schedule expression that EventBridge Scheduler would reject, or one
@@ -69,7 +71,9 @@ func (e *NotFoundError) Error() string {
 }
 
 // Is reports whether target is ErrNotFound.
-func (e *NotFoundError) Is(target error) bool { return target == ErrNotFound }
+func (e *NotFoundError) Is(target error) bool {
+	return target == ErrNotFound || target == jobs.ErrNoSchedule
+}
 
 // Unwrap returns the service's error.
 func (e *NotFoundError) Unwrap() error { return e.Err }

@@ -30,6 +30,9 @@ const (
 	// Dead: the runtime dead-lettered the job, for Reason (a contract.Reason* value;
 	// contract.ReasonCancelled for a cancelled job).
 	Dead Type = "dead"
+	// Cancelled: the job was cancelled (jobs.Client.Cancel) before this delivery ran it; the
+	// message is deleted, the job not run.
+	Cancelled Type = "cancelled"
 	// NotRun: the delivery did not run the job, which comes back with no attempt charged:
 	// Note says why (not started before the deadline, behind a failed job of its FIFO group).
 	NotRun Type = "not_run"

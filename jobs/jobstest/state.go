@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/jobkit-go/jobkit/jobs"
+	"github.com/jobkit-go/jobkit/jobs/contract"
 )
 
 // StateStore is an in-memory jobs.StateStore for tests of code that enqueues: it records the jobs
@@ -92,4 +93,24 @@ func (s *StateStore) JobSettled(_ context.Context, row *jobs.JobRow, st jobs.Job
 	st.EnqueuedAt, st.DeliverAt = old.EnqueuedAt, old.DeliverAt
 	s.jobs[row.ID] = st
 	return nil
+}
+
+// CancelJob implements jobs.StateStore: a job enqueued or retrying becomes cancelled.
+func (s *StateStore) CancelJob(_ context.Context, id, note string) (jobs.JobStatus, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	st, ok := s.jobs[id]
+	switch {
+	case !ok:
+		return jobs.JobStatus{}, fmt.Errorf("%w: %q", jobs.ErrJobNotFound, id)
+	case st.State == jobs.StateCancelled:
+		return st, nil
+	case st.State != jobs.StateEnqueued && st.State != jobs.StateRetrying:
+		return st, &jobs.NotCancellableError{Status: st}
+	}
+	now := time.Now().UTC()
+	st.State, st.Since, st.FinishedAt, st.LastError, st.Reason = jobs.StateCancelled, now, now, note, contract.ReasonCancelled
+	st.NextAttemptAt = time.Time{}
+	s.jobs[id] = st
+	return st, nil
 }

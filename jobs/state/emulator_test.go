@@ -60,7 +60,10 @@ type env struct {
 	table  *state.Table
 	client *jobs.Client
 	handle func(context.Context, events.SQSEvent) (events.SQSEventResponse, error)
-	runs   atomic.Int32
+	// workers are the env's workers, for a runtime on another queue.
+	workers *jobs.Workers
+	runs    atomic.Int32
+	ran     []string // the images resized, in order
 	// callbacks counts the callback runs by batch id.
 	mu        sync.Mutex
 	callbacks map[string][]albumReady
@@ -91,6 +94,9 @@ func newEnv(t *testing.T, folded bool) *env {
 	failed := sync.Map{}
 	jobs.AddWorker(workers, jobs.WorkFunc[resize](func(ctx context.Context, job *jobs.Job[resize]) error {
 		e.runs.Add(1)
+		e.mu.Lock()
+		e.ran = append(e.ran, job.Args.Image)
+		e.mu.Unlock()
 		switch job.Args.Fail {
 		case "retry":
 			if _, again := failed.LoadOrStore(job.ID, true); !again {
@@ -114,22 +120,34 @@ func newEnv(t *testing.T, folded bool) *env {
 		return nil
 	}))
 	jobs.AddWorker(workers, e.table.DeadlineWorker(e.client))
-	e.handle = jobs.NewLambdaHandler(workers, jobs.Config{
-		QueueURL: e.q.URL, DLQURL: e.dlq.URL, SQS: e.sqs, MaxAttempts: 3, States: e.table,
+	e.workers = workers
+	e.handle = e.runtime(e.q, e.dlq)
+	return e
+}
+
+// runtime returns the Lambda handler of the env's workers for queue q.
+func (e *env) runtime(q, dlq awstest.Queue) func(context.Context, events.SQSEvent) (events.SQSEventResponse, error) {
+	return jobs.NewLambdaHandler(e.workers, jobs.Config{
+		QueueURL: q.URL, DLQURL: dlq.URL, SQS: e.sqs, MaxAttempts: 3, States: e.table,
 		Backoff: func(int) time.Duration { return 0 },
 		Metrics: io.Discard, Logger: slog.New(slog.NewJSONHandler(io.Discard, nil)),
 	}).HandleSQS
-	return e
 }
 
 // drain delivers the queue's messages in batches (each received messages delivered twice when
 // twice is set, as a duplicate delivery would) until it is empty.
 func (e *env) drain(twice bool) {
 	e.t.Helper()
+	e.drainQueue(e.q, e.handle, twice)
+}
+
+// drainQueue is drain for queue q and its runtime handle.
+func (e *env) drainQueue(q awstest.Queue, handle func(context.Context, events.SQSEvent) (events.SQSEventResponse, error), twice bool) {
+	e.t.Helper()
 	ctx := context.Background()
 	for empty := 0; empty < 2; {
 		out, err := e.sqs.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{
-			QueueUrl: aws.String(e.q.URL), MaxNumberOfMessages: 10, WaitTimeSeconds: 1,
+			QueueUrl: aws.String(q.URL), MaxNumberOfMessages: 10, WaitTimeSeconds: 1,
 			MessageSystemAttributeNames: []sqstypes.MessageSystemAttributeName{sqstypes.MessageSystemAttributeNameAll},
 		})
 		require.NoError(e.t, err)
@@ -145,7 +163,7 @@ func (e *env) drain(twice bool) {
 		var resp events.SQSEventResponse
 		for d := 0; d < deliveries; d++ {
 			lctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-			resp, err = e.handle(lctx, jobstest.EventFromMessages(e.q.ARN, out.Messages))
+			resp, err = handle(lctx, jobstest.EventFromMessages(q.ARN, out.Messages))
 			cancel()
 			require.NoError(e.t, err)
 		}
@@ -155,7 +173,7 @@ func (e *env) drain(twice bool) {
 		}
 		for _, m := range out.Messages {
 			if !listed[aws.ToString(m.MessageId)] {
-				_, err := e.sqs.DeleteMessage(ctx, &sqs.DeleteMessageInput{QueueUrl: aws.String(e.q.URL), ReceiptHandle: m.ReceiptHandle})
+				_, err := e.sqs.DeleteMessage(ctx, &sqs.DeleteMessageInput{QueueUrl: aws.String(q.URL), ReceiptHandle: m.ReceiptHandle})
 				require.NoError(e.t, err)
 			}
 		}

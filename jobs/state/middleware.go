@@ -35,7 +35,11 @@ func (t *Table) Middleware(opts *MiddlewareOptions) jobs.Middleware {
 			var slot *jobs.ResultSlot
 			if !folded {
 				up := t.stateUpdate(row, jobs.StateRunning, t.o.Now()).Set(expression.Name(attrAttempt), expression.Value(row.Attempt))
-				if err := t.updateJob(ctx, row.ID, up); err != nil {
+				err := t.updateJobIf(ctx, row.ID, up, notCancelled())
+				if errors.Is(err, jobs.ErrCancelled) {
+					return err // cancelled before it ran (Client.Cancel): not run
+				}
+				if err != nil {
 					row.Logger().Warn("state: running state not recorded", jobs.LogString("error", err.Error()))
 				}
 				ctx, slot = jobs.WithResultSlot(ctx)

@@ -16,6 +16,7 @@ import (
 
 	"github.com/jobkit-go/jobkit/idempotency"
 	"github.com/jobkit-go/jobkit/jobs"
+	"github.com/jobkit-go/jobkit/jobs/contract"
 )
 
 // DynamoDBAPI is the part of the DynamoDB client a Table calls.
@@ -63,6 +64,7 @@ const (
 	attrReason       = "reason"
 	attrResult       = "result"
 	attrBatchCounted = "batch_counted" // the member's end counted in its batch: succeeded or dead
+	attrReceipt      = "receipt"       // a retrying job's receipt handle (jobs.Client.RetryNow)
 	attrJobID        = idempotency.AttrJobID
 )
 
@@ -273,10 +275,69 @@ func (t *Table) JobSettled(ctx context.Context, row *jobs.JobRow, st jobs.JobSta
 	if !st.FinishedAt.IsZero() {
 		up = up.Set(expression.Name(attrFinishedAt), expression.Value(st.FinishedAt.UnixMilli()))
 	}
+	if st.State == jobs.StateRetrying && st.Receipt != "" {
+		up = up.Set(expression.Name(attrReceipt), expression.Value(st.Receipt))
+	} else {
+		up = up.Remove(expression.Name(attrReceipt))
+	}
 	if row.Batch != "" && st.State != jobs.StateRetrying {
 		return t.memberDone(ctx, row, up, false)
 	}
 	return t.updateJob(ctx, row.ID, up)
+}
+
+// CancelJob implements jobs.StateStore. It reads the job's item, then writes the cancellation as
+// the job's idempotency record (idempotency.Canceller: refused while a claim is in progress or
+// once a run completed), which the next delivery's claim finds, then moves the job's item to
+// cancelled (a batch member is counted in its batch, as a dead one is). The record lasts as long
+// as the job's item (Options.Expiry), longer than a message can stay on its queue. Repeated, it
+// finds the cancellation in place and records it again.
+func (t *Table) CancelJob(ctx context.Context, id, note string) (jobs.JobStatus, error) {
+	item, err := t.get(ctx, PrefixJob+id)
+	if err != nil {
+		return jobs.JobStatus{}, err
+	}
+	if item == nil {
+		return jobs.JobStatus{}, fmt.Errorf("%w: %q", jobs.ErrJobNotFound, id)
+	}
+	st := statusOf(id, item)
+	switch st.State {
+	case jobs.StateCancelled:
+		return st, nil
+	case jobs.StateDead, jobs.StateSucceeded:
+		return st, &jobs.NotCancellableError{Status: st}
+	}
+	ik := str(item, attrIdemKey)
+	if ik == "" {
+		return st, fmt.Errorf("state: job %q has no idempotency key recorded: it cannot be cancelled", id)
+	}
+	now := time.UnixMilli(t.o.Now().UnixMilli()).UTC() // as the item keeps it
+	rec := &idempotency.Record{Key: ik, Status: idempotency.StatusCancelled, JobID: id,
+		ExpiresAt: now.Add(t.o.Expiry), LeaseEnd: now, StartedAt: now}
+	err = idempotency.NewDynamoDBStore(t.db, t.name).Cancel(ctx, rec, now)
+	var held *idempotency.AlreadyExistsError
+	if errors.As(err, &held) {
+		merge(&st, held.Record, now)
+		if st.State != jobs.StateRunning && st.State != jobs.StateSucceeded {
+			// A claim of another job sharing the key holds it: this one would wait, then be
+			// skipped as its duplicate or run after it fails.
+			st.State, st.Since = jobs.StateRunning, held.Record.StartedAt
+			if held.Record.Status == idempotency.StatusCompleted {
+				st.State, st.DuplicateOf = jobs.StateSucceeded, held.Record.JobID
+			}
+		}
+		return st, &jobs.NotCancellableError{Status: st}
+	}
+	if err != nil {
+		return st, fmt.Errorf("state: cancel job %q: %w", id, err)
+	}
+	row := &jobs.JobRow{ID: id, Kind: st.Kind, Batch: st.Batch}
+	done := jobs.JobStatus{State: jobs.StateCancelled, Reason: contract.ReasonCancelled, LastError: note, FinishedAt: now}
+	if err := t.JobSettled(ctx, row, done); err != nil {
+		return st, fmt.Errorf("state: job %q cancelled (it will not run), but its state was not recorded; cancel again: %w", id, err)
+	}
+	st.State, st.Since, st.FinishedAt, st.Reason, st.LastError, st.NextAttemptAt = jobs.StateCancelled, now, now, contract.ReasonCancelled, note, time.Time{}
+	return st, nil
 }
 
 // stateUpdate is the update that moves a job's item to state at now, creating it if need be.
@@ -298,18 +359,39 @@ func (t *Table) stateUpdate(row *jobs.JobRow, state jobs.JobState, now time.Time
 }
 
 func (t *Table) updateJob(ctx context.Context, id string, up expression.UpdateBuilder) error {
-	expr, err := expression.NewBuilder().WithUpdate(up).Build()
+	return t.updateJobIf(ctx, id, up, nil)
+}
+
+// updateJobIf is updateJob on a condition (nil: none); it returns jobs.ErrCancelled when the
+// condition is notCancelled and fails.
+func (t *Table) updateJobIf(ctx context.Context, id string, up expression.UpdateBuilder, cond *expression.ConditionBuilder) error {
+	b := expression.NewBuilder().WithUpdate(up)
+	if cond != nil {
+		b = b.WithCondition(*cond)
+	}
+	expr, err := b.Build()
 	if err != nil {
 		return err
 	}
 	_, err = t.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName: aws.String(t.name), Key: jobKey(id), UpdateExpression: expr.Update(),
-		ExpressionAttributeNames: expr.Names(), ExpressionAttributeValues: expr.Values(),
+		ConditionExpression: expr.Condition(), ExpressionAttributeNames: expr.Names(), ExpressionAttributeValues: expr.Values(),
 	})
+	var ccf *types.ConditionalCheckFailedException
+	if cond != nil && errors.As(err, &ccf) {
+		return fmt.Errorf("state: job %q: %w", id, jobs.ErrCancelled)
+	}
 	if err != nil {
 		return fmt.Errorf("state: record job %q: %w", id, err)
 	}
 	return nil
+}
+
+// notCancelled holds for a job item that is not cancelled (or not there).
+func notCancelled() *expression.ConditionBuilder {
+	c := expression.Name(attrState).AttributeNotExists().
+		Or(expression.Name(attrState).NotEqual(expression.Value(string(jobs.StateCancelled))))
+	return &c
 }
 
 func (t *Table) get(ctx context.Context, k string) (map[string]types.AttributeValue, error) {
@@ -370,7 +452,7 @@ func statusOf(id string, item map[string]types.AttributeValue) jobs.JobStatus {
 		Batch: str(item, attrBatch), Attempt: int(num(item, attrAttempt)),
 		EnqueuedAt: msTime(item, attrEnqueuedAt), DeliverAt: msTime(item, attrDeliverAt), Since: msTime(item, attrSince),
 		NextAttemptAt: msTime(item, attrNextAttempt), FinishedAt: msTime(item, attrFinishedAt),
-		LastError: str(item, attrLastError), Reason: str(item, attrReason),
+		LastError: str(item, attrLastError), Reason: str(item, attrReason), Receipt: str(item, attrReceipt),
 	}
 	if r := str(item, attrResult); r != "" {
 		st.Result = []byte(r)

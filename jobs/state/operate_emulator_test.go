@@ -1,0 +1,241 @@
+package state_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/jobkit-go/jobkit/idempotency"
+	"github.com/jobkit-go/jobkit/jobs"
+	"github.com/jobkit-go/jobkit/jobs/contract"
+	"github.com/jobkit-go/jobkit/jobs/jobstest"
+	"github.com/jobkit-go/jobkit/testkit/awstest"
+)
+
+// Cancel on a Standard queue, with the idempotency middleware (folded) and with jobs/state's
+// middleware alone: a waiting job and one retrying after a failure never run again, their
+// messages are deleted unrun (no dead letter), a repeat says the same, and a job that succeeded
+// is not cancelled.
+func TestCancel(t *testing.T) {
+	for _, folded := range []bool{true, false} {
+		t.Run(fmt.Sprintf("folded=%t", folded), func(t *testing.T) {
+			t.Parallel()
+			e := newEnv(t, folded)
+			ctx := context.Background()
+			waiting, err := e.client.Enqueue(ctx, resize{Image: "waiting.png"}, nil)
+			require.NoError(t, err)
+			flaky, err := e.client.Enqueue(ctx, resize{Image: "flaky.png", Fail: "retry"}, nil)
+			require.NoError(t, err)
+			done, err := e.client.Enqueue(ctx, resize{Image: "done.png"}, nil)
+			require.NoError(t, err)
+
+			st, err := e.client.Cancel(ctx, waiting.ID)
+			require.NoError(t, err)
+			assert.Equal(t, jobs.StateCancelled, st.State)
+			assert.Equal(t, contract.ReasonCancelled, st.Reason)
+			cancelledAt := st.FinishedAt
+			require.False(t, cancelledAt.IsZero())
+
+			// One delivery of the other two: flaky fails its first attempt, done succeeds.
+			e.deliverOnce(e.handle, 2, waiting.ID)
+			st, err = e.client.Status(ctx, flaky.ID)
+			require.NoError(t, err)
+			require.Equal(t, jobs.StateRetrying, st.State)
+
+			st, err = e.client.Cancel(ctx, flaky.ID)
+			require.NoError(t, err)
+			assert.Equal(t, jobs.StateCancelled, st.State)
+			assert.Equal(t, 1, st.Attempt)
+
+			_, err = e.client.Cancel(ctx, done.ID)
+			var nc *jobs.NotCancellableError
+			require.ErrorAs(t, err, &nc)
+			assert.ErrorIs(t, err, jobs.ErrNotCancellable)
+			assert.Equal(t, jobs.StateSucceeded, nc.Status.State)
+			assert.Contains(t, err.Error(), "already succeeded")
+
+			e.drain(false) // both cancelled jobs come back: deleted unrun
+			assert.Equal(t, int32(2), e.runs.Load(), "flaky's first attempt and done; nothing after the cancels")
+			awstest.ExpectEmpty(t, e.sqs, e.q.URL)
+			awstest.ExpectEmpty(t, e.sqs, e.dlq.URL)
+			for _, id := range []string{waiting.ID, flaky.ID} {
+				st, err := e.client.Status(ctx, id)
+				require.NoError(t, err)
+				assert.Equal(t, jobs.StateCancelled, st.State, id)
+			}
+
+			again, err := e.client.Cancel(ctx, waiting.ID)
+			require.NoError(t, err, "a repeat is not an error")
+			assert.Equal(t, jobs.StateCancelled, again.State)
+			assert.Equal(t, cancelledAt, again.FinishedAt, "a repeat changes nothing")
+
+			_, err = e.client.Cancel(ctx, "no-such-job")
+			assert.ErrorIs(t, err, jobs.ErrJobNotFound)
+		})
+	}
+}
+
+// deliverOnce receives n messages of the env's queue, none of them job skip's, and hands them to
+// the runtime handle once, deleting those it does not list.
+func (e *env) deliverOnce(handle func(context.Context, events.SQSEvent) (events.SQSEventResponse, error), n int, skip string) {
+	e.t.Helper()
+	ctx := context.Background()
+	want := n
+	if skip != "" {
+		want++
+	}
+	msgs := awstest.ReceiveN(e.t, e.sqs, e.q.URL, want)
+	var batch []sqstypes.Message
+	for _, m := range msgs {
+		env, err := jobs.DecodeEnvelope(aws.ToString(m.Body))
+		require.NoError(e.t, err)
+		if env.ID == skip {
+			_, err := e.sqs.ChangeMessageVisibility(ctx, &sqs.ChangeMessageVisibilityInput{QueueUrl: aws.String(e.q.URL), ReceiptHandle: m.ReceiptHandle, VisibilityTimeout: 0})
+			require.NoError(e.t, err)
+			continue
+		}
+		batch = append(batch, m)
+	}
+	require.Len(e.t, batch, n)
+	resp, err := handle(ctx, jobstest.EventFromMessages(e.q.ARN, batch))
+	require.NoError(e.t, err)
+	listed := map[string]bool{}
+	for _, f := range resp.BatchItemFailures {
+		listed[f.ItemIdentifier] = true
+	}
+	for _, m := range batch {
+		if !listed[aws.ToString(m.MessageId)] {
+			_, err := e.sqs.DeleteMessage(ctx, &sqs.DeleteMessageInput{QueueUrl: aws.String(e.q.URL), ReceiptHandle: m.ReceiptHandle})
+			require.NoError(e.t, err)
+		}
+	}
+}
+
+// A running job is not cancelled: its claim holds the key, and Cancel says it is running.
+func TestCancelRunningJob(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, true)
+	ctx := context.Background()
+	res, err := e.client.Enqueue(ctx, resize{Image: "r.png"}, nil)
+	require.NoError(t, err)
+	store := idempotency.NewDynamoDBStore(dynamodb.NewFromConfig(e.cfg), e.table.Name())
+	mw := idempotency.Middleware(store, &idempotency.Config{RecordJobs: true})
+	row := &jobs.JobRow{ID: res.ID, Kind: "image.resize", Attempt: 1, EncodedArgs: []byte(`{"image":"r.png"}`)}
+	err = mw(func(ctx context.Context, _ *jobs.JobRow) error {
+		_, err := e.client.Cancel(ctx, res.ID)
+		var nc *jobs.NotCancellableError
+		require.ErrorAs(t, err, &nc)
+		assert.Equal(t, jobs.StateRunning, nc.Status.State)
+		assert.Contains(t, err.Error(), "is running (attempt 1")
+		return errors.New("stop here")
+	})(ctx, row)
+	require.EqualError(t, err, "stop here")
+}
+
+// On a FIFO queue a cancelled job does not hold its group back: the jobs after it run, in order,
+// in the same delivery.
+func TestCancelOnFIFO(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, true)
+	ctx := context.Background()
+	dlq := awstest.CreateQueue(t, e.cfg, "fdlq", &awstest.QueueOptions{FIFO: true})
+	fifo := awstest.CreateQueue(t, e.cfg, "f", &awstest.QueueOptions{FIFO: true})
+	client, err := jobs.NewClient(e.sqs, jobs.ClientOptions{DefaultQueueURL: fifo.URL, State: e.table})
+	require.NoError(t, err)
+	var ids []string
+	for _, img := range []string{"1", "2", "3", "4"} {
+		res, err := client.Enqueue(ctx, resize{Image: img}, &jobs.EnqueueOpts{GroupID: "album"})
+		require.NoError(t, err)
+		ids = append(ids, res.ID)
+	}
+	for _, id := range []string{ids[0], ids[2]} {
+		_, err := client.Cancel(ctx, id)
+		require.NoError(t, err)
+	}
+	e.drainQueue(fifo, e.runtime(fifo, dlq), false)
+	assert.Equal(t, []string{"2", "4"}, e.ran, "the group's other jobs, in order")
+	awstest.ExpectEmpty(t, e.sqs, fifo.URL)
+	awstest.ExpectEmpty(t, e.sqs, dlq.URL)
+	for i, want := range []jobs.JobState{jobs.StateCancelled, jobs.StateSucceeded, jobs.StateCancelled, jobs.StateSucceeded} {
+		st, err := client.Status(ctx, ids[i])
+		require.NoError(t, err)
+		assert.Equal(t, want, st.State, ids[i])
+	}
+}
+
+// A cancelled member of a fan-out batch counts as ended: the batch completes with the others.
+func TestCancelBatchMember(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, true)
+	ctx := context.Background()
+	b := e.closedBatch("cancel", 3)
+	members, err := e.table.BatchStatus(ctx, b.ID)
+	require.NoError(t, err)
+	require.Equal(t, 3, members.Total)
+	msgs := awstest.ReceiveN(t, e.sqs, e.q.URL, 3)
+	env, err := jobs.DecodeEnvelope(aws.ToString(msgs[0].Body))
+	require.NoError(t, err)
+	for _, m := range msgs {
+		_, err := e.sqs.ChangeMessageVisibility(ctx, &sqs.ChangeMessageVisibilityInput{QueueUrl: aws.String(e.q.URL), ReceiptHandle: m.ReceiptHandle, VisibilityTimeout: 0})
+		require.NoError(t, err)
+	}
+	_, err = e.client.Cancel(ctx, env.ID)
+	require.NoError(t, err)
+	e.drain(false)
+	assert.Equal(t, int32(2), e.runs.Load())
+	require.Len(t, e.callbacks[b.ID], 1, "the callback, once")
+	got := e.callbacks[b.ID][0]
+	assert.Equal(t, 3, got.Total)
+	assert.Equal(t, 2, got.Succeeded)
+	assert.Equal(t, 1, got.Dead, "the cancelled member ended without succeeding")
+}
+
+// RetryNow ends a retrying job's backoff: its message, hidden for an hour by the runtime, is
+// received at once and the job runs; then the job is no longer waiting, and RetryNow says so.
+func TestRetryNow(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, true)
+	ctx := context.Background()
+	hourly := jobs.NewLambdaHandler(e.workers, jobs.Config{
+		QueueURL: e.q.URL, DLQURL: e.dlq.URL, SQS: e.sqs, MaxAttempts: 3, States: e.table,
+		Backoff: func(int) time.Duration { return time.Hour },
+		Metrics: io.Discard, Logger: slog.New(slog.NewJSONHandler(io.Discard, nil)),
+	}).HandleSQS
+	flaky, err := e.client.Enqueue(ctx, resize{Image: "flaky.png", Fail: "retry"}, nil)
+	require.NoError(t, err)
+	_, err = e.client.RetryNow(ctx, flaky.ID)
+	require.ErrorIs(t, err, jobs.ErrNotWaiting, "enqueued, not retrying")
+
+	e.deliverOnce(hourly, 1, "")
+	st, err := e.client.Status(ctx, flaky.ID)
+	require.NoError(t, err)
+	require.Equal(t, jobs.StateRetrying, st.State)
+	require.WithinDuration(t, time.Now().Add(time.Hour), st.NextAttemptAt, time.Minute)
+	awstest.ExpectEmpty(t, e.sqs, e.q.URL) // hidden for its backoff
+
+	st, err = e.client.RetryNow(ctx, flaky.ID)
+	require.NoError(t, err)
+	assert.WithinDuration(t, time.Now(), st.NextAttemptAt, 5*time.Second)
+	e.drainQueue(e.q, hourly, false)
+	assert.Equal(t, int32(2), e.runs.Load(), "the failed attempt, then the retry")
+	st, err = e.client.Status(ctx, flaky.ID)
+	require.NoError(t, err)
+	assert.Equal(t, jobs.StateSucceeded, st.State)
+	assert.Equal(t, 2, st.Attempt)
+
+	_, err = e.client.RetryNow(ctx, flaky.ID)
+	assert.ErrorIs(t, err, jobs.ErrNotWaiting, "succeeded")
+	assert.Contains(t, err.Error(), "is succeeded")
+}
