@@ -119,3 +119,45 @@ func checkSection(t *testing.T, name, section, code string) {
 		}
 	}
 }
+
+// benchKeyInProse is a figure's key as the other pages quote it: lower case with underscores,
+// in backticks; `*` stands for any part of it (`ratelimit_*_per_job`).
+var benchKeyInProse = regexp.MustCompile("`([a-z][a-z0-9*]*(?:_[a-z0-9*]+)+)`")
+
+// TestPagesNameFiguresTheBenchPrints checks the other pages' claims about `make bench`: every key
+// a paragraph that mentions `make bench` quotes is one the bench writes (as a quoted string in its
+// source, a `*` matching any characters).
+func TestPagesNameFiguresTheBenchPrints(t *testing.T) {
+	t.Parallel()
+	code := benchCode(t)
+	pages, err := filepath.Glob("*.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	checked := 0
+	for _, page := range pages {
+		if page == "benchmarks.md" {
+			continue // its figures sections have their own test
+		}
+		b, err := os.ReadFile(page)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, para := range strings.Split(string(b), "\n\n") {
+			if !strings.Contains(para, "make bench") {
+				continue
+			}
+			for _, m := range benchKeyInProse.FindAllStringSubmatch(para, -1) {
+				key := m[1]
+				pattern := `"` + strings.ReplaceAll(regexp.QuoteMeta(key), `\*`, `[a-z0-9_]+`) + `"`
+				if !regexp.MustCompile(pattern).MatchString(code) {
+					t.Errorf("%s quotes `%s` as a figure of make bench, which internal/cmd/bench does not write", page, key)
+				}
+				checked++
+			}
+		}
+	}
+	if checked < 3 {
+		t.Fatalf("found %d quoted figures beside `make bench` in the pages; expected the rate limit's and the CLI's", checked)
+	}
+}

@@ -57,3 +57,37 @@ func TestBackpressureSlowsBetweenTheThresholds(t *testing.T) {
 	now = now.Add(time.Second)
 	assert.NoError(t, b.admit(context.Background(), "q"), "a failed reading admits")
 }
+
+// Without Refresh a queue's backlog is read once every 5 s, not per enqueue (docs/sending.md):
+// enqueues within 5 s of a reading reuse it, and an overloaded queue's RetryAfter is the rest of
+// those 5 s.
+func TestBackpressureReadsEveryFiveSecondsByDefault(t *testing.T) {
+	t.Parallel()
+	reads, backlog := 0, 0
+	api := attrsFunc(func() (map[string]string, error) {
+		reads++
+		return map[string]string{"ApproximateNumberOfMessages": strconv.Itoa(backlog)}, nil
+	})
+	start := time.Unix(1000, 0)
+	now := start
+	b := newBacklogs(Backpressure{API: attrsOnly{f: api}, MaxBacklog: 10}, func() time.Time { return now })
+	for _, at := range []time.Duration{0, time.Second, 4999 * time.Millisecond} {
+		now = start.Add(at)
+		assert.NoError(t, b.admit(context.Background(), "q"))
+	}
+	assert.Equal(t, 1, reads, "one reading serves the first 5 s")
+	backlog = 10
+	now = start.Add(5 * time.Second)
+	err := b.admit(context.Background(), "q")
+	assert.Equal(t, 2, reads, "read again after 5 s")
+	var over *OverloadedError
+	if assert.ErrorAs(t, err, &over) {
+		assert.Equal(t, 5*time.Second, over.RetryAfter)
+	}
+	now = start.Add(7 * time.Second)
+	err = b.admit(context.Background(), "q")
+	assert.Equal(t, 2, reads)
+	if assert.ErrorAs(t, err, &over) {
+		assert.Equal(t, 3*time.Second, over.RetryAfter)
+	}
+}

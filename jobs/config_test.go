@@ -45,6 +45,10 @@ func TestConfigFromEnvironment(t *testing.T) {
 	assert.Equal(t, DefaultBackoffBase, cfg.BackoffBase)
 	assert.Equal(t, DefaultBackoffCap, cfg.BackoffCap)
 	assert.Equal(t, time.Duration(0), cfg.JobTimeout)
+	// The values docs/handlers.md, docs/operations.md and docs/sending.md state.
+	assert.Equal(t, 10, cfg.Concurrency, "JOBKIT_CONCURRENCY default")
+	assert.Equal(t, 2*time.Second, cfg.SafetyMargin, "JOBKIT_SAFETY_MARGIN default")
+	assert.Equal(t, int64(64<<20), cfg.MaxPayloadSize, "JOBKIT_MAX_PAYLOAD_SIZE default: 64 MiB")
 	assert.Zero(t, cfg.MaxReceiveCount, "unknown unless set")
 	assert.False(t, cfg.Logger.Enabled(context.Background(), slog.LevelDebug))
 

@@ -273,6 +273,112 @@ func TestConsumerDrainOnSQS(t *testing.T) {
 	assert.Empty(t, awstest.Receive(t, client, dlq.URL, 1, time.Second), "nothing dead-lettered")
 }
 
+// deleteCounter is an SQS client that records the consumer's delete calls.
+type deleteCounter struct {
+	*sqs.Client
+	mu      sync.Mutex
+	batches []int // entries of each DeleteMessageBatch call
+	singles int   // DeleteMessage calls
+}
+
+func (d *deleteCounter) DeleteMessageBatch(ctx context.Context, in *sqs.DeleteMessageBatchInput, optFns ...func(*sqs.Options)) (*sqs.DeleteMessageBatchOutput, error) {
+	d.mu.Lock()
+	d.batches = append(d.batches, len(in.Entries))
+	d.mu.Unlock()
+	return d.Client.DeleteMessageBatch(ctx, in, optFns...)
+}
+
+func (d *deleteCounter) DeleteMessage(ctx context.Context, in *sqs.DeleteMessageInput, optFns ...func(*sqs.Options)) (*sqs.DeleteMessageOutput, error) {
+	d.mu.Lock()
+	d.singles++
+	d.mu.Unlock()
+	return d.Client.DeleteMessage(ctx, in, optFns...)
+}
+
+// Backpressure and batch deletes (docs/handlers.md): a consumer of concurrency 3 never holds
+// more than 3 messages — received and not yet finished — however deep the queue; and 25 jobs
+// finishing together are deleted in DeleteMessageBatch calls of at most 10.
+func TestConsumerHoldsNoMoreThanItsConcurrencyOnSQS(t *testing.T) {
+	t.Parallel()
+	cfg := awstest.Config(t)
+	client := sqs.NewFromConfig(cfg)
+	dlq := awstest.CreateQueue(t, cfg, "dlq", nil)
+
+	t.Run("holds", func(t *testing.T) {
+		q := awstest.CreateQueue(t, cfg, "q", nil)
+		var jobsIn []TestJob
+		for n := range 9 {
+			jobsIn = append(jobsIn, TestJob{N: n})
+		}
+		enqueue(t, client, q.URL, jobsIn...)
+		var c *jobs.Consumer
+		var finished, most atomic.Int64
+		held := func() {
+			if h := c.Stats().Received - finished.Load(); h > most.Load() {
+				most.Store(h)
+			}
+		}
+		w := jobs.NewWorkers()
+		jobs.AddWorker(w, jobs.WorkFunc[TestJob](func(ctx context.Context, job *jobs.Job[TestJob]) error {
+			held()
+			time.Sleep(150 * time.Millisecond)
+			held()
+			finished.Add(1)
+			return nil
+		}))
+		var err error
+		c, err = jobs.NewConsumer(w, runtimeConfig(client, q.URL, dlq.URL), &jobs.ConsumerOptions{Concurrency: 3, WaitTime: time.Second})
+		require.NoError(t, err)
+		runConsumer(t, c, func() bool { held(); return c.Stats().Deleted == 9 })
+		assert.Equal(t, int64(9), finished.Load())
+		assert.Equal(t, int64(9), c.Stats().Received, "each job received once")
+		assert.LessOrEqual(t, most.Load(), int64(3), "never more messages held than its concurrency")
+		assert.Positive(t, most.Load())
+	})
+
+	t.Run("deletes", func(t *testing.T) {
+		q := awstest.CreateQueue(t, cfg, "q", nil)
+		var jobsIn []TestJob
+		for n := range 25 {
+			jobsIn = append(jobsIn, TestJob{N: n})
+		}
+		enqueue(t, client, q.URL, jobsIn...)
+		var started sync.WaitGroup
+		started.Add(25)
+		allIn := make(chan struct{})
+		go func() { started.Wait(); close(allIn) }()
+		w := jobs.NewWorkers()
+		jobs.AddWorker(w, jobs.WorkFunc[TestJob](func(ctx context.Context, job *jobs.Job[TestJob]) error {
+			started.Done()
+			select { // all 25 finish at once
+			case <-allIn:
+			case <-time.After(20 * time.Second):
+			}
+			return nil
+		}))
+		dc := &deleteCounter{Client: client}
+		c, err := jobs.NewConsumer(w, runtimeConfig(dc, q.URL, dlq.URL), &jobs.ConsumerOptions{Concurrency: 25, WaitTime: time.Second})
+		require.NoError(t, err)
+		runConsumer(t, c, func() bool { return c.Stats().Deleted == 25 })
+		select {
+		case <-allIn:
+		default:
+			t.Fatal("the 25 jobs never ran together")
+		}
+		dc.mu.Lock()
+		defer dc.mu.Unlock()
+		assert.Zero(t, dc.singles, "no single deletes")
+		total, most := 0, 0
+		for _, n := range dc.batches {
+			total += n
+			most = max(most, n)
+		}
+		assert.Equal(t, 25, total)
+		assert.LessOrEqual(t, most, 10, "at most 10 per call: %v", dc.batches)
+		assert.Less(t, len(dc.batches), 25, "finished messages are gathered: %v", dc.batches)
+	})
+}
+
 // NewConsumer refuses what it cannot run.
 func TestNewConsumerRefuses(t *testing.T) {
 	t.Parallel()

@@ -136,9 +136,14 @@ func TestEveryResponseHasTheSecurityHeaders(t *testing.T) {
 		res, body := do(t, http.MethodGet, hs.URL+path, "", nil)
 		require.Equal(t, ctype, res.Header.Get("Content-Type"), path)
 		require.Equal(t, ContentSecurityPolicy, res.Header.Get("Content-Security-Policy"), path)
-		require.Contains(t, ContentSecurityPolicy, "default-src 'self'")
 		require.Equal(t, "nosniff", res.Header.Get("X-Content-Type-Options"), path)
 		require.Equal(t, "DENY", res.Header.Get("X-Frame-Options"), path)
+		require.Equal(t, "no-referrer", res.Header.Get("Referrer-Policy"), path)
+		require.Equal(t, "no-store", res.Header.Get("Cache-Control"), path)
+		csp := strings.Split(res.Header.Get("Content-Security-Policy"), "; ")
+		for _, directive := range []string{"default-src 'self'", "script-src 'self'", "style-src 'self'", "frame-ancestors 'none'"} {
+			require.Contains(t, csp, directive, path) // docs/console.md: no inline script or style, never framed
+		}
 		if path == "/" {
 			// The token is in a meta tag for the page's script; no inline script, no inline style.
 			require.Contains(t, body, `<meta name="jobkit-token" content="`+s.Token()+`">`)
