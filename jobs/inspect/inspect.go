@@ -49,6 +49,8 @@ type CloudWatchAPI interface {
 type SchedulerAPI interface {
 	ListSchedules(ctx context.Context, in *awsscheduler.ListSchedulesInput, optFns ...func(*awsscheduler.Options)) (*awsscheduler.ListSchedulesOutput, error)
 	GetSchedule(ctx context.Context, in *awsscheduler.GetScheduleInput, optFns ...func(*awsscheduler.Options)) (*awsscheduler.GetScheduleOutput, error)
+	UpdateSchedule(ctx context.Context, in *awsscheduler.UpdateScheduleInput, optFns ...func(*awsscheduler.Options)) (*awsscheduler.UpdateScheduleOutput, error)
+	DeleteSchedule(ctx context.Context, in *awsscheduler.DeleteScheduleInput, optFns ...func(*awsscheduler.Options)) (*awsscheduler.DeleteScheduleOutput, error)
 }
 
 var (

@@ -27,8 +27,12 @@ type ScheduleOptions struct {
 // ScheduleInfo is an EventBridge Scheduler schedule as the console and the CLI show it: what fires,
 // when, and where to. It carries no role ARN, input or other target detail beyond the target ARN.
 type ScheduleInfo struct {
-	Group      string
-	Name       string
+	Group string
+	Name  string // the schedule's name in Scheduler (CloudFormation's, for a deployed one)
+	// JobName and Kind are the job a jobkit schedule sends: the name its scheduler.Schedule
+	// declares in Go, and the job's kind; empty for a schedule of another input.
+	JobName    string
+	Kind       string
 	Expression string
 	TimeZone   string // the IANA zone the expression is read in; "" means UTC
 	State      string // ENABLED or DISABLED
@@ -115,8 +119,11 @@ func (i *Inspector) scheduleDetail(ctx context.Context, s *ScheduleInfo, next in
 	if got.State != "" {
 		s.State = string(got.State)
 	}
-	if got.Target != nil && s.TargetARN == "" {
-		s.TargetARN = aws.ToString(got.Target.Arn)
+	if got.Target != nil {
+		if s.TargetARN == "" {
+			s.TargetARN = aws.ToString(got.Target.Arn)
+		}
+		s.JobName, s.Kind = tickJob(aws.ToString(got.Target.Input))
 	}
 	start := aws.ToTime(got.StartDate)
 	if start.IsZero() {

@@ -40,8 +40,9 @@ func TestNextFireTimes(t *testing.T) {
 
 // fakeScheduler is a function-typed SchedulerAPI.
 type fakeScheduler struct {
-	list func(*awsscheduler.ListSchedulesInput) (*awsscheduler.ListSchedulesOutput, error)
-	get  func(*awsscheduler.GetScheduleInput) (*awsscheduler.GetScheduleOutput, error)
+	inspect.SchedulerAPI // the calls a test does not make
+	list                 func(*awsscheduler.ListSchedulesInput) (*awsscheduler.ListSchedulesOutput, error)
+	get                  func(*awsscheduler.GetScheduleInput) (*awsscheduler.GetScheduleOutput, error)
 }
 
 func (f fakeScheduler) ListSchedules(_ context.Context, in *awsscheduler.ListSchedulesInput, _ ...func(*awsscheduler.Options)) (*awsscheduler.ListSchedulesOutput, error) {

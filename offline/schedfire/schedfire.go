@@ -312,7 +312,9 @@ func (r *Runner) queueURL(ctx context.Context, name, account string) (string, er
 	return aws.ToString(out.QueueUrl), nil
 }
 
-// poll lists Groups, adds the schedules not seen before and drops the ones deleted since.
+// poll lists Groups, adds the enabled schedules not seen before and drops the ones deleted or
+// paused since. A resumed schedule is read anew: it fires from its next time on, the ticks it
+// missed while paused are not made up (as on AWS).
 func (r *Runner) poll(ctx context.Context, now time.Time) {
 	listed := map[string]bool{}
 	for _, group := range r.cfg.Groups {
@@ -324,13 +326,13 @@ func (r *Runner) poll(ctx context.Context, now time.Time) {
 				return // keep what we know rather than drop everything
 			}
 			for _, sum := range page.Schedules {
+				if sum.State == types.ScheduleStateDisabled {
+					continue // paused: dropped below if it was firing; read anew when resumed
+				}
 				name := aws.ToString(sum.Name)
 				key := group + "/" + name
 				listed[key] = true
 				if _, known := r.sources[key]; known || r.fired[key] {
-					continue
-				}
-				if sum.State == types.ScheduleStateDisabled {
 					continue
 				}
 				src, err := r.stored(ctx, group, name, now)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	awsscheduler "github.com/aws/aws-sdk-go-v2/service/scheduler"
+	schedtypes "github.com/aws/aws-sdk-go-v2/service/scheduler/types"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/stretchr/testify/assert"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/jobkit-go/jobkit/jobs"
 	"github.com/jobkit-go/jobkit/jobs/contract"
+	"github.com/jobkit-go/jobkit/jobs/inspect"
 	"github.com/jobkit-go/jobkit/jobs/jobstest"
 	"github.com/jobkit-go/jobkit/scheduler"
 	"github.com/jobkit-go/jobkit/testkit/awstest"
@@ -396,4 +398,60 @@ func receiveAll(t *testing.T, client *sqs.Client, url string, n int) []sqstypes.
 	got := awstest.Take(t, client, url, n)
 	awstest.ExpectEmpty(t, client, url)
 	return got
+}
+
+// A stored recurring schedule paused after it started firing fires no more, offline as on AWS;
+// resumed, it fires from its next tick on, the tick it missed not made up.
+func TestRunnerHonoursPausedStoredSchedulesOnEmulator(t *testing.T) {
+	t.Parallel()
+	cfg := awstest.Config(t)
+	sched := awsscheduler.NewFromConfig(cfg)
+	sqsClient := sqs.NewFromConfig(cfg)
+	group := awstest.CreateScheduleGroup(t, sched)
+	queue := awstest.CreateQueue(t, cfg, "hourly", nil)
+	ctx := context.Background()
+	start := time.Now().UTC().Truncate(time.Second)
+	input, err := scheduler.Schedule{Name: "hourly-digest", Expression: "cron(0 * * * ? *)", Args: sendEmail{To: "ops@example.com"}, Queue: queue.URL}.Input()
+	require.NoError(t, err)
+	_, err = sched.CreateSchedule(ctx, &awsscheduler.CreateScheduleInput{
+		Name: aws.String("hourly"), GroupName: aws.String(group), ScheduleExpression: aws.String("cron(0 * * * ? *)"),
+		FlexibleTimeWindow: &schedtypes.FlexibleTimeWindow{Mode: schedtypes.FlexibleTimeWindowModeOff},
+		Target:             &schedtypes.Target{Arn: aws.String(queue.ARN), RoleArn: aws.String(awstest.SchedulerRoleARN(t)), Input: aws.String(input)},
+	})
+	require.NoError(t, err)
+	in := inspect.New(cfg)
+	hour := start.Truncate(time.Hour)
+
+	clk := newManualClock(start)
+	fired := make(chan Firing, 10)
+	r, err := New(Config{SQS: sqsClient, Scheduler: sched, Groups: []string{group}, Clock: clk, PollInterval: 10 * time.Minute, OnFire: func(f Firing) { fired <- f }})
+	require.NoError(t, err)
+	runLocal(t, r)
+	clk.waitForWaiter(t)
+
+	clk.set(hour.Add(time.Hour + time.Second))
+	clk.waitForWaiter(t)
+	first := drain(fired)
+	require.Len(t, first, 1)
+	assert.Equal(t, scheduler.TickID("hourly-digest", hour.Add(time.Hour)), first[0].JobID)
+
+	changed, err := in.SetScheduleState(ctx, group, "hourly", false)
+	require.NoError(t, err)
+	require.True(t, changed)
+	clk.set(hour.Add(2*time.Hour + time.Second))
+	clk.waitForWaiter(t)
+	assert.Empty(t, drain(fired), "paused: no tick")
+
+	changed, err = in.SetScheduleState(ctx, group, "hourly", true)
+	require.NoError(t, err)
+	require.True(t, changed)
+	clk.set(hour.Add(2*time.Hour + 30*time.Minute))
+	clk.waitForWaiter(t)
+	assert.Empty(t, drain(fired), "resumed: the missed tick is not made up")
+	clk.set(hour.Add(3*time.Hour + time.Second))
+	clk.waitForWaiter(t)
+	third := drain(fired)
+	require.Len(t, third, 1)
+	assert.Equal(t, scheduler.TickID("hourly-digest", hour.Add(3*time.Hour)), third[0].JobID)
+	assert.Len(t, receiveAll(t, sqsClient, queue.URL, 2), 2, "two ticks sent in all")
 }
