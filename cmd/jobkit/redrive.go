@@ -85,6 +85,9 @@ func newDLQRedriveCmd(a *app) *cobra.Command {
   # Only one kind whose error mentions a timeout, as JSON
   jobkit dlq redrive --queue email --kind email.send --error timeout --json
 
+  # One dead job, by id
+  jobkit dlq redrive --queue email --id 01JD3Q7X2V8M4N6P8R0T2V4X6Z
+
   # On the emulator (manual move), to an explicit queue
   jobkit --endpoint http://127.0.0.1:4566 dlq redrive --dlq email-dlq --to email`,
 		Args:    noArgs,
@@ -102,6 +105,7 @@ func (r *redriveCmd) flags(cmd *cobra.Command) {
 	f.StringVar(&o.To, "to", "", "send every job to this queue (URL or name) instead of its source queue")
 	f.StringVar(&o.Filter.Kind, "kind", "", "only jobs of this kind (manual move)")
 	f.StringVar(&o.Filter.ErrorContains, "error", "", "only jobs whose error (or reason) contains this text, any case (manual move)")
+	f.StringVar(&o.Filter.ID, "id", "", "only the dead job with this job id or message id (manual move)")
 	f.IntVar(&o.Concurrency, "concurrency", inspect.DefaultRedriveConcurrency, "manual move workers; each moves at most 10 messages at a time")
 	f.DurationVar(&o.Visibility, "visibility", 30*time.Second, "manual move: visibility timeout of received messages (an interrupted move's messages return after it)")
 	f.DurationVar(&o.InFlightWait, "wait", 0, "manual move: how long to wait for messages in flight on the DLQ to come back (default --visibility + 15s; negative: don't)")
@@ -160,6 +164,9 @@ func (r *redriveCmd) run(s *session, q inspect.Queue) error {
 	if err != nil {
 		return err
 	}
+	if o.Filter.ID != "" && res.Moved == 0 && res.Failed == 0 && res.Unconfirmed == 0 && res.NoDestination == 0 {
+		return fmt.Errorf("%w: no dead job %s in %s (already redriven, or never dead-lettered there)", inspect.ErrNotFound, safe(o.Filter.ID, idWidth), safe(q.DLQURL, valueWidth))
+	}
 	if res.Failed > 0 || res.Unconfirmed > 0 || res.NoDestination > 0 {
 		return fmt.Errorf("redrive incomplete: %d failed, %d unconfirmed, %d with no valid destination (still in the DLQ)",
 			res.Failed, res.Unconfirmed, res.NoDestination)
@@ -188,7 +195,7 @@ type redriveCount struct {
 // redriveCounts lists the counts of a redrive that the summary names when they are not zero.
 func redriveCounts(r *inspect.RedriveResult) []redriveCount {
 	return []redriveCount{
-		{r.Skipped, "not selected by --kind/--error (left in the DLQ)"},
+		{r.Skipped, "not selected by --kind/--error/--id (left in the DLQ)"},
 		{r.NoDestination, "with no valid destination (their jobkit.source_queue is not a source queue of the DLQ; left in the DLQ, --to moves them)"},
 		{r.Returned, "failed again and came back during the run (left in the DLQ)"},
 		{r.Failed, "failed to send (still in the DLQ)"},

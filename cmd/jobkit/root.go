@@ -118,6 +118,14 @@ jobkit uses the emulator's test credentials.`,
   jobkit dlq show 01JD3Q7X2V8M4N6P8R0T2V4X6Z --queue email
   jobkit dlq redrive --queue email --kind email.send
 
+  # One job: its state; cancel it before it runs, or retry it now
+  jobkit job show 01JD3X0Q6S7V9M2D1YB4KQ7E5N
+  jobkit job cancel 01JD3X0Q6S7V9M2D1YB4KQ7E5N
+
+  # Recurring schedules, by the name declared in Go
+  jobkit schedules list
+  jobkit schedules pause nightly-report
+
   # Enqueue one job, or a file of them
   jobkit enqueue email.send --args '{"to":"a@example.com"}' --queue email
   jobkit enqueue --file jobs.ndjson --queue email`,
@@ -132,7 +140,7 @@ jobkit uses the emulator's test credentials.`,
 	pf.StringArrayVarP(&a.queues, "queue", "q", nil, "queue URL or name (repeatable for 'queues'); default: the stack's queues")
 	pf.StringVar(&a.dlq, "dlq", "", "dead-letter queue URL or name; default: the queue's (stack output or RedrivePolicy)")
 
-	root.AddCommand(newQueuesCmd(a), newDLQCmd(a), newEnqueueCmd(a), newJobCmd(a), newBatchCmd(a), newConsoleCmd(a), newDevCmd(a), newInitCmd())
+	root.AddCommand(newQueuesCmd(a), newDLQCmd(a), newEnqueueCmd(a), newJobCmd(a), newBatchCmd(a), newSchedulesCmd(a), newConsoleCmd(a), newDevCmd(a), newInitCmd())
 	return root
 }
 

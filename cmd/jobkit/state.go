@@ -46,7 +46,7 @@ type batchJSON struct {
 }
 
 func newJobCmd(a *app) *cobra.Command {
-	cmd := &cobra.Command{Use: "job", Short: "Jobs by id: their state in the job state table"}
+	cmd := &cobra.Command{Use: "job", Short: "Jobs by id: their state in the job state table; cancel, retry now"}
 	var (
 		asJSON bool
 		table  string
@@ -66,19 +66,105 @@ result a succeeded job set. Jobs are recorded when a client with a state table s
 				return err
 			}
 			st, err := t.JobStatus(s.ctx, args[0])
-			if errors.Is(err, jobs.ErrJobNotFound) {
-				return fmt.Errorf("job %s: no state recorded (never sent with a state table, or expired)", safe(args[0], idWidth))
-			}
 			if err != nil {
-				return err
+				return jobError(args[0], err)
 			}
 			return s.print(asJSON, func() any { return jobJSON{Version: jsonVersion, Job: st} }, func(w io.Writer) { printJob(w, st) })
 		}),
 	}
-	show.Flags().BoolVar(&asJSON, "json", false, "print JSON (schema in docs/cli.md)")
-	show.Flags().StringVar(&table, "state-table", "", "the jobkit state table (default: the stack's "+contract.OutputStateTable+" output)")
-	cmd.AddCommand(show)
+	cancel := &cobra.Command{
+		Use:   "cancel ID",
+		Short: "Cancel a job before it runs, whatever its delay (Client.Cancel)",
+		Long: `cancel makes sure a job that has not started never runs: the next delivery of its message
+deletes it unrun (its state cancelled, never a dead letter; a FIFO group moves on), and a job
+parked in EventBridge Scheduler (a delay over 15 minutes) loses its schedule. Workers need the
+idempotency middleware, or jobs/state's middleware. A job that is running, succeeded or dead
+is not cancelled: the command says which, and exits 1. Cancelling again says when it was.`,
+		Example: `  jobkit job cancel 01JD3X0Q6S7V9M2D1YB4KQ7E5N`,
+		Args:    cobra.ExactArgs(1),
+		RunE: a.verb(func(s *session, args []string) error {
+			t, err := s.stateTable(table)
+			if err != nil {
+				return err
+			}
+			started := time.Now()
+			st, err := t.CancelJob(s.ctx, args[0], "cancelled before it ran (jobkit job cancel)")
+			if err != nil {
+				return jobError(args[0], err)
+			}
+			res := cancelJSON{Version: jsonVersion, Job: st, Already: st.FinishedAt.Before(started.Add(-time.Second))}
+			if st.Parked() && !res.Already {
+				if res.ScheduleDeleted, err = s.in.DeleteJobSchedule(s.ctx, st.ID); err != nil {
+					return fmt.Errorf("job %s cancelled (it will not run); its schedule was not deleted: %w", safe(st.ID, idWidth), err)
+				}
+			}
+			return s.print(asJSON, func() any { return res }, func(w io.Writer) {
+				switch {
+				case res.Already:
+					fmt.Fprintf(w, "job %s: already cancelled at %s\n", safe(st.ID, idWidth), when(st.FinishedAt))
+				case res.ScheduleDeleted:
+					fmt.Fprintf(w, "job %s cancelled: its schedule is deleted, it will not run\n", safe(st.ID, idWidth))
+				default:
+					fmt.Fprintf(w, "job %s cancelled: its next delivery deletes it unrun\n", safe(st.ID, idWidth))
+				}
+			})
+		}),
+	}
+	retry := &cobra.Command{
+		Use:   "retry ID",
+		Short: "Retry a job now instead of waiting out its backoff (Client.RetryNow)",
+		Long: `retry makes a retrying job's message visible at once, so the next receive runs it. It needs
+workers with job states (the runtime records the delivery's receipt with the retrying state). A
+job that is not waiting (not retrying, already due, or received again since) is left alone:
+the command says so, and exits 1.`,
+		Example: `  jobkit job retry 01JD3X0Q6S7V9M2D1YB4KQ7E5N`,
+		Args:    cobra.ExactArgs(1),
+		RunE: a.verb(func(s *session, args []string) error {
+			t, err := s.stateTable(table)
+			if err != nil {
+				return err
+			}
+			st, err := t.JobStatus(s.ctx, args[0])
+			if err != nil {
+				return jobError(args[0], err)
+			}
+			if st.State != jobs.StateRetrying || st.Queue == "" {
+				return fmt.Errorf("job %s is %s: not waiting for a retry", safe(st.ID, idWidth), safe(string(st.State), reasonWidth))
+			}
+			client, err := jobs.NewClient(sqs.NewFromConfig(s.cfg), jobs.ClientOptions{DefaultQueueURL: st.Queue, State: t})
+			if err != nil {
+				return err
+			}
+			if st, err = client.RetryNow(s.ctx, st.ID); err != nil {
+				return err
+			}
+			return s.print(asJSON, func() any { return jobJSON{Version: jsonVersion, Job: st} }, func(w io.Writer) {
+				fmt.Fprintf(w, "job %s retries now (attempt %d failed: %s)\n", safe(st.ID, idWidth), st.Attempt, safe(st.LastError, errorWidth))
+			})
+		}),
+	}
+	for _, c := range []*cobra.Command{show, cancel, retry} {
+		c.Flags().BoolVar(&asJSON, "json", false, "print JSON (schema in docs/cli.md)")
+		c.Flags().StringVar(&table, "state-table", "", "the jobkit state table (default: the stack's "+contract.OutputStateTable+" output)")
+		cmd.AddCommand(c)
+	}
 	return cmd
+}
+
+// cancelJSON is the document `jobkit job cancel --json` prints (docs/cli.md).
+type cancelJSON struct {
+	Version         int            `json:"version"`
+	Job             jobs.JobStatus `json:"job"`
+	Already         bool           `json:"already"`          // it was cancelled before this command
+	ScheduleDeleted bool           `json:"schedule_deleted"` // a parked job's schedule was deleted
+}
+
+// jobError words a job verb's error: a job with no state, or one past cancelling.
+func jobError(id string, err error) error {
+	if errors.Is(err, jobs.ErrJobNotFound) {
+		return fmt.Errorf("job %s: no state recorded (never sent with a state table, or expired)", safe(id, idWidth))
+	}
+	return err
 }
 
 func printJob(w io.Writer, st jobs.JobStatus) {

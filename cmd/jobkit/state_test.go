@@ -3,16 +3,25 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
 	"testing"
+	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	awsscheduler "github.com/aws/aws-sdk-go-v2/service/scheduler"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/jobkit-go/jobkit/idempotency"
 	"github.com/jobkit-go/jobkit/jobs"
+	"github.com/jobkit-go/jobkit/jobs/jobstest"
 	"github.com/jobkit-go/jobkit/jobs/state"
+	"github.com/jobkit-go/jobkit/scheduler"
 	"github.com/jobkit-go/jobkit/testkit/awstest"
 )
 
@@ -71,4 +80,88 @@ func TestJobAndBatchShow(t *testing.T) {
 	require.NoError(t, json.Unmarshal([]byte(out), &bdoc))
 	assert.Equal(t, 2, bdoc.Batch.Total)
 	assert.Equal(t, "image.thumbs_done", bdoc.Batch.CallbackKind)
+}
+
+// job cancel and job retry on the emulator: a waiting job is cancelled (again: "already"), a job
+// parked in Scheduler loses its schedule, one that is not retrying is not retried; each refusal
+// exits 1 and says why.
+func TestJobCancelAndRetry(t *testing.T) {
+	t.Parallel()
+	cfg := awstest.Config(t)
+	q, dlq := awstest.QueueWithDLQ(t, cfg, "q", nil)
+	name := awstest.CreateTable(t, cfg, "state", idempotency.AttrID, "")
+	table, err := state.New(dynamodb.NewFromConfig(cfg), name, nil)
+	require.NoError(t, err)
+	sch := awsscheduler.NewFromConfig(cfg)
+	group := awstest.CreateScheduleGroup(t, sch)
+	d, err := scheduler.NewDelayer(sch, scheduler.DelayerConfig{Group: group, RoleARN: awstest.SchedulerRoleARN(t)})
+	require.NoError(t, err)
+	client, err := jobs.NewClient(sqs.NewFromConfig(cfg), jobs.ClientOptions{DefaultQueueURL: q.URL, State: table, LongDelayer: d})
+	require.NoError(t, err)
+	ctx := context.Background()
+	waiting, err := client.Enqueue(ctx, thumb{Image: "a.png"}, nil)
+	require.NoError(t, err)
+	parked, err := client.Enqueue(ctx, thumb{Image: "b.png"}, &jobs.EnqueueOpts{Delay: 48 * time.Hour})
+	require.NoError(t, err)
+	require.True(t, parked.Scheduled)
+	require.Len(t, awstest.ListSchedules(t, sch, group), 1)
+
+	out, errOut, code := cli(t, "", "job", "cancel", waiting.ID, "--state-table", name)
+	require.Equal(t, 0, code, errOut)
+	assert.Contains(t, out, "cancelled: its next delivery deletes it unrun")
+	st, err := client.Status(ctx, waiting.ID)
+	require.NoError(t, err)
+	assert.Equal(t, jobs.StateCancelled, st.State)
+
+	time.Sleep(1100 * time.Millisecond)
+	out, errOut, code = cli(t, "", "job", "cancel", waiting.ID, "--state-table", name, "--json")
+	require.Equal(t, 0, code, errOut)
+	var doc cancelJSON
+	require.NoError(t, json.Unmarshal([]byte(out), &doc))
+	assert.True(t, doc.Already)
+	assert.Equal(t, jobs.StateCancelled, doc.Job.State)
+
+	out, errOut, code = cli(t, "", "job", "cancel", parked.ID, "--state-table", name)
+	require.Equal(t, 0, code, errOut)
+	assert.Contains(t, out, "its schedule is deleted")
+	assert.Empty(t, awstest.ListSchedules(t, sch, group))
+
+	_, errOut, code = cli(t, "", "job", "retry", waiting.ID, "--state-table", name)
+	assert.Equal(t, 1, code)
+	assert.Contains(t, errOut, "is cancelled: not waiting for a retry")
+
+	_, errOut, code = cli(t, "", "job", "cancel", "nope", "--state-table", name)
+	assert.Equal(t, 1, code)
+	assert.Contains(t, errOut, "no state recorded")
+
+	// A job retrying after a failure, its next attempt an hour away: retried now.
+	flaky, err := client.Enqueue(ctx, thumb{Image: "flaky.png"}, nil)
+	require.NoError(t, err)
+	w := jobs.NewWorkers()
+	w.Use(table.Middleware(nil))
+	jobs.AddWorker(w, jobs.WorkFunc[thumb](func(ctx context.Context, job *jobs.Job[thumb]) error { return errors.New("disk full") }))
+	sqsClient := sqs.NewFromConfig(cfg)
+	handle := jobs.NewLambdaHandler(w, jobs.Config{QueueURL: q.URL, DLQURL: dlq.URL, SQS: sqsClient, MaxAttempts: 3, States: table,
+		Backoff: func(int) time.Duration { return time.Hour }, Metrics: io.Discard, Logger: slog.New(slog.NewJSONHandler(io.Discard, nil))}).HandleSQS
+	msgs := awstest.ReceiveN(t, sqsClient, q.URL, 2) // flaky, and the cancelled job
+	resp, err := handle(ctx, jobstest.EventFromMessages(q.ARN, msgs))
+	require.NoError(t, err)
+	require.Len(t, resp.BatchItemFailures, 1, "flaky fails; the cancelled job is deleted unrun")
+	var flakyMsg string
+	for _, m := range msgs {
+		if aws.ToString(m.MessageId) == resp.BatchItemFailures[0].ItemIdentifier {
+			flakyMsg = aws.ToString(m.MessageId)
+		} else {
+			awstest.Delete(t, sqsClient, q.URL, []sqstypes.Message{m})
+		}
+	}
+	awstest.ExpectEmpty(t, sqsClient, q.URL)
+	out, errOut, code = cli(t, "", "job", "retry", flaky.ID, "--state-table", name)
+	require.Equal(t, 0, code, errOut)
+	assert.Contains(t, out, "retries now (attempt 1 failed: disk full)")
+	again := awstest.ReceiveN(t, sqsClient, q.URL, 1)
+	assert.Equal(t, flakyMsg, aws.ToString(again[0].MessageId))
+	_, errOut, code = cli(t, "", "job", "retry", flaky.ID, "--state-table", name)
+	assert.Equal(t, 1, code)
+	assert.Contains(t, errOut, "not waiting for a retry")
 }

@@ -24,22 +24,14 @@ type nightlyReport struct {
 
 func (nightlyReport) Kind() string { return "report.nightly" }
 
-// createSchedule creates schedule s in group as the Schedule construct deploys it, targeting q.
+// createSchedule creates schedule s in group under name, as the Schedule construct deploys it.
 func createSchedule(t *testing.T, sch *awsscheduler.Client, group, name string, s scheduler.Schedule, q awstest.Queue) {
 	t.Helper()
 	input, err := s.Input()
 	require.NoError(t, err)
-	target := &schedtypes.Target{Arn: aws.String(q.ARN), RoleArn: aws.String(awstest.SchedulerRoleARN(t)), Input: aws.String(input)}
-	if s.GroupID != "" {
-		target.SqsParameters = &schedtypes.SqsParameters{MessageGroupId: aws.String(s.GroupID)}
-	}
-	_, err = sch.CreateSchedule(context.Background(), &awsscheduler.CreateScheduleInput{
-		Name: aws.String(name), GroupName: aws.String(group), ScheduleExpression: aws.String(s.Expression),
-		ScheduleExpressionTimezone: aws.String("Europe/Berlin"), Description: aws.String("nightly report"),
-		FlexibleTimeWindow: &schedtypes.FlexibleTimeWindow{Mode: schedtypes.FlexibleTimeWindowModeOff},
-		Target:             target, State: schedtypes.ScheduleStateEnabled,
+	awstest.CreateSchedule(t, sch, group, name, s.Expression, q, input, s.GroupID, func(in *awsscheduler.CreateScheduleInput) {
+		in.ScheduleExpressionTimezone, in.Description = aws.String("Europe/Berlin"), aws.String("nightly report")
 	})
-	require.NoError(t, err)
 }
 
 // Pause, resume and fire a recurring schedule, listed by the name declared in Go: the pause

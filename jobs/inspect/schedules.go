@@ -27,20 +27,20 @@ type ScheduleOptions struct {
 // ScheduleInfo is an EventBridge Scheduler schedule as the console and the CLI show it: what fires,
 // when, and where to. It carries no role ARN, input or other target detail beyond the target ARN.
 type ScheduleInfo struct {
-	Group string
-	Name  string // the schedule's name in Scheduler (CloudFormation's, for a deployed one)
+	Group string `json:"group"`
+	Name  string `json:"name"` // the schedule's name in Scheduler (CloudFormation's, for a deployed one)
 	// JobName and Kind are the job a jobkit schedule sends: the name its scheduler.Schedule
 	// declares in Go, and the job's kind; empty for a schedule of another input.
-	JobName    string
-	Kind       string
-	Expression string
-	TimeZone   string // the IANA zone the expression is read in; "" means UTC
-	State      string // ENABLED or DISABLED
-	TargetARN  string
+	JobName    string `json:"job_name,omitempty"`
+	Kind       string `json:"kind,omitempty"`
+	Expression string `json:"expression"`
+	TimeZone   string `json:"time_zone,omitempty"` // the IANA zone the expression is read in; "" means UTC
+	State      string `json:"state"`               // ENABLED or DISABLED
+	TargetARN  string `json:"target_arn"`
 	// Next are the next fire times (UTC); empty for a disabled schedule or one that fires no more.
-	Next []time.Time
+	Next []time.Time `json:"next"`
 	// Problem says why Next could not be computed (an expression or time zone jobkit cannot read).
-	Problem string
+	Problem string `json:"problem,omitempty"`
 }
 
 // Schedules lists the schedules of the endpoint's EventBridge Scheduler (one ListSchedules

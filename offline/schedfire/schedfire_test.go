@@ -10,7 +10,6 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	awsscheduler "github.com/aws/aws-sdk-go-v2/service/scheduler"
-	schedtypes "github.com/aws/aws-sdk-go-v2/service/scheduler/types"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/stretchr/testify/assert"
@@ -413,12 +412,7 @@ func TestRunnerHonoursPausedStoredSchedulesOnEmulator(t *testing.T) {
 	start := time.Now().UTC().Truncate(time.Second)
 	input, err := scheduler.Schedule{Name: "hourly-digest", Expression: "cron(0 * * * ? *)", Args: sendEmail{To: "ops@example.com"}, Queue: queue.URL}.Input()
 	require.NoError(t, err)
-	_, err = sched.CreateSchedule(ctx, &awsscheduler.CreateScheduleInput{
-		Name: aws.String("hourly"), GroupName: aws.String(group), ScheduleExpression: aws.String("cron(0 * * * ? *)"),
-		FlexibleTimeWindow: &schedtypes.FlexibleTimeWindow{Mode: schedtypes.FlexibleTimeWindowModeOff},
-		Target:             &schedtypes.Target{Arn: aws.String(queue.ARN), RoleArn: aws.String(awstest.SchedulerRoleARN(t)), Input: aws.String(input)},
-	})
-	require.NoError(t, err)
+	awstest.CreateSchedule(t, sched, group, "hourly", "cron(0 * * * ? *)", queue, input, "")
 	in := inspect.New(cfg)
 	hour := start.Truncate(time.Hour)
 

@@ -47,3 +47,26 @@ func ListSchedules(tb testing.TB, client *scheduler.Client, group string) []type
 	}
 	return out
 }
+
+// CreateSchedule creates schedule name in group as the Schedule construct deploys one: firing
+// expression (in UTC), its target queue q with input (a scheduler.Schedule's Input) and, for a
+// FIFO queue, message group groupID; opts may set more. The group's cleanup deletes it.
+func CreateSchedule(tb testing.TB, client *scheduler.Client, group, name, expression string, q Queue, input, groupID string, opts ...func(*scheduler.CreateScheduleInput)) {
+	tb.Helper()
+	target := &types.Target{Arn: aws.String(q.ARN), RoleArn: aws.String(SchedulerRoleARN(tb)), Input: aws.String(input)}
+	if groupID != "" {
+		target.SqsParameters = &types.SqsParameters{MessageGroupId: aws.String(groupID)}
+	}
+	in := &scheduler.CreateScheduleInput{
+		Name: aws.String(name), GroupName: aws.String(group), ScheduleExpression: aws.String(expression),
+		FlexibleTimeWindow: &types.FlexibleTimeWindow{Mode: types.FlexibleTimeWindowModeOff},
+		Target:             target, State: types.ScheduleStateEnabled,
+	}
+	for _, o := range opts {
+		o(in)
+	}
+	_, err := client.CreateSchedule(context.Background(), in)
+	if err != nil {
+		tb.Fatalf("awstest: create schedule %s/%s: %v", group, name, err)
+	}
+}
