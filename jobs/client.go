@@ -170,13 +170,14 @@ type Client struct {
 }
 
 // NewClient returns a Client that sends through api (an *sqs.Client, usually). It returns an
-// error when opts route no kind anywhere.
+// error when opts route no kind anywhere, unless they set State: such a Client operates on jobs
+// already sent (Status, Cancel, RetryNow), as an admin tool does, and sends none.
 func NewClient(api SQSAPI, opts ClientOptions) (*Client, error) {
 	if api == nil {
 		return nil, errors.New("jobs: NewClient: nil SQS client")
 	}
-	if opts.DefaultQueueURL == "" && len(opts.Queues) == 0 {
-		return nil, errors.New("jobs: NewClient: no DefaultQueueURL and no Queues")
+	if opts.DefaultQueueURL == "" && len(opts.Queues) == 0 && opts.State == nil {
+		return nil, errors.New("jobs: NewClient: no DefaultQueueURL, no Queues and no State")
 	}
 	queues := make(map[string]string, len(opts.Queues))
 	for k, v := range opts.Queues {

@@ -97,11 +97,14 @@ func (c *consoleCmd) run(s *session, _ []string) error {
 	o := console.Options{}
 	if t, err := s.stateTable(c.stateTable); err == nil {
 		o.States, o.StateTable = t, t.Name()
+		if o.Jobs, err = s.jobsClient(t); err != nil {
+			return err
+		}
 	} else if c.stateTable != "" {
 		return err
 	}
 	srv, err := console.New(s.ctx, s.in, console.Options{
-		States: o.States, Target: s.a.target(), ReadOnly: c.readOnly, StateTable: o.StateTable,
+		States: o.States, Jobs: o.Jobs, Target: s.a.target(), ReadOnly: c.readOnly, StateTable: o.StateTable,
 		HideBodies: c.readOnly && !c.showBodies, Secret: c.secret,
 		ScheduleGroup: c.group, Hosts: c.hosts, Refresh: c.refresh,
 	})

@@ -87,17 +87,17 @@ is not cancelled: the command says which, and exits 1. Cancelling again says whe
 			if err != nil {
 				return err
 			}
+			client, err := s.jobsClient(t)
+			if err != nil {
+				return err
+			}
 			started := time.Now()
-			st, err := t.CancelJob(s.ctx, args[0], "cancelled before it ran (jobkit job cancel)")
+			st, err := client.Cancel(s.ctx, args[0])
 			if err != nil {
 				return jobError(args[0], err)
 			}
 			res := cancelJSON{Version: jsonVersion, Job: st, Already: st.FinishedAt.Before(started.Add(-time.Second))}
-			if st.Parked() && !res.Already {
-				if res.ScheduleDeleted, err = s.in.DeleteJobSchedule(s.ctx, st.ID); err != nil {
-					return fmt.Errorf("job %s cancelled (it will not run); its schedule was not deleted: %w", safe(st.ID, idWidth), err)
-				}
-			}
+			res.ScheduleDeleted = st.Parked() && !res.Already
 			return s.print(asJSON, func() any { return res }, func(w io.Writer) {
 				switch {
 				case res.Already:
@@ -124,19 +124,13 @@ the command says so, and exits 1.`,
 			if err != nil {
 				return err
 			}
-			st, err := t.JobStatus(s.ctx, args[0])
+			client, err := s.jobsClient(t)
+			if err != nil {
+				return err
+			}
+			st, err := client.RetryNow(s.ctx, args[0])
 			if err != nil {
 				return jobError(args[0], err)
-			}
-			if st.State != jobs.StateRetrying || st.Queue == "" {
-				return fmt.Errorf("job %s is %s: not waiting for a retry", safe(st.ID, idWidth), safe(string(st.State), reasonWidth))
-			}
-			client, err := jobs.NewClient(sqs.NewFromConfig(s.cfg), jobs.ClientOptions{DefaultQueueURL: st.Queue, State: t})
-			if err != nil {
-				return err
-			}
-			if st, err = client.RetryNow(s.ctx, st.ID); err != nil {
-				return err
 			}
 			return s.print(asJSON, func() any { return jobJSON{Version: jsonVersion, Job: st} }, func(w io.Writer) {
 				fmt.Fprintf(w, "job %s retries now (attempt %d failed: %s)\n", safe(st.ID, idWidth), st.Attempt, safe(st.LastError, errorWidth))
@@ -149,6 +143,12 @@ the command says so, and exits 1.`,
 		cmd.AddCommand(c)
 	}
 	return cmd
+}
+
+// jobsClient is a jobs.Client that operates on the jobs of table: Cancel (a parked job's schedule
+// found in any group) and RetryNow.
+func (s *session) jobsClient(t *state.Table) (*jobs.Client, error) {
+	return jobs.NewClient(sqs.NewFromConfig(s.cfg), jobs.ClientOptions{State: t, LongDelayer: s.in.ParkedJobs()})
 }
 
 // cancelJSON is the document `jobkit job cancel --json` prints (docs/cli.md).

@@ -128,7 +128,7 @@ func TestJobCancelAndRetry(t *testing.T) {
 
 	_, errOut, code = cli(t, "", "job", "retry", waiting.ID, "--state-table", name)
 	assert.Equal(t, 1, code)
-	assert.Contains(t, errOut, "is cancelled: not waiting for a retry")
+	assert.Contains(t, errOut, "not waiting for a retry: job "+waiting.ID+" is cancelled")
 
 	_, errOut, code = cli(t, "", "job", "cancel", "nope", "--state-table", name)
 	assert.Equal(t, 1, code)

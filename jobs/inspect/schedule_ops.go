@@ -13,6 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
+	"github.com/jobkit-go/jobkit/jobs"
 	"github.com/jobkit-go/jobkit/jobs/awsarn"
 	"github.com/jobkit-go/jobkit/scheduler"
 )
@@ -163,4 +164,24 @@ func tickJob(input string) (name, kind string) {
 		rest = rest[:i]
 	}
 	return rest, env.Kind
+}
+
+// ParkedJobs returns a jobs.LongDelayer for a Client that operates on jobs (ClientOptions with
+// State and no queues, as the CLI and the console make one): its CancelJob deletes a parked
+// job's schedule in whatever group holds it (DeleteJobSchedule), so Client.Cancel removes it. It
+// parks no job: ScheduleJob fails.
+func (i *Inspector) ParkedJobs() jobs.LongDelayer { return parkedJobs{i} }
+
+type parkedJobs struct{ in *Inspector }
+
+func (p parkedJobs) ScheduleJob(context.Context, jobs.PreparedJob) error {
+	return errors.New("inspect: ParkedJobs parks no job: use a scheduler.Delayer")
+}
+
+func (p parkedJobs) CancelJob(ctx context.Context, id string) error {
+	deleted, err := p.in.DeleteJobSchedule(ctx, id)
+	if err == nil && !deleted {
+		err = fmt.Errorf("%w: %s", jobs.ErrNoSchedule, id)
+	}
+	return err
 }

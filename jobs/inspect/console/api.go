@@ -295,3 +295,94 @@ func (s *Server) apiPurge(w http.ResponseWriter, r *http.Request) {
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"queue": text(q.Name, fieldWidth), "purged": n})
 }
+
+// jobRequest is POST /api/jobs/{cancel,retry}'s body: the job's id.
+type jobRequest struct {
+	ID string `json:"id"`
+}
+
+// apiJob cancels a job (cancel) or ends its backoff (retry) through Options.Jobs, and answers
+// its status. A job past cancelling, or not waiting for a retry, is a 409 that says why.
+func (s *Server) apiJob(w http.ResponseWriter, r *http.Request) {
+	if s.o.Jobs == nil {
+		writeError(w, http.StatusNotFound, "job actions: the job state table is not deployed")
+		return
+	}
+	var req jobRequest
+	if err := json.NewDecoder(r.Body).Decode(&req); err != nil || req.ID == "" || len(req.ID) > maxJobRef {
+		writeError(w, http.StatusBadRequest, "give the job's id (1-%d bytes)", maxJobRef)
+		return
+	}
+	var (
+		st  jobs.JobStatus
+		err error
+	)
+	switch r.PathValue("op") {
+	case "cancel":
+		st, err = s.o.Jobs.Cancel(r.Context(), req.ID)
+	case "retry":
+		st, err = s.o.Jobs.RetryNow(r.Context(), req.ID)
+	default:
+		writeError(w, http.StatusNotFound, "no such job action (cancel, retry)")
+		return
+	}
+	switch {
+	case errors.Is(err, jobs.ErrJobNotFound):
+		writeError(w, http.StatusNotFound, "no state recorded for job %s", text(req.ID, fieldWidth))
+	case errors.Is(err, jobs.ErrNotCancellable), errors.Is(err, jobs.ErrNotWaiting):
+		writeError(w, http.StatusConflict, "%s", text(err.Error(), errorWidth))
+	case err != nil:
+		fail(w, err)
+	default:
+		writeJSON(w, http.StatusOK, map[string]any{"job": safeStatus(st)})
+	}
+}
+
+// scheduleRequest is POST /api/schedules/{pause,resume,fire}'s body: the schedule's group and
+// its name in Scheduler.
+type scheduleRequest struct {
+	Group string `json:"group"`
+	Name  string `json:"name"`
+}
+
+// apiSchedule pauses, resumes or fires a schedule (inspect.Inspector.SetScheduleState and
+// FireSchedule); changed is false when it was already paused (resumed).
+func (s *Server) apiSchedule(w http.ResponseWriter, r *http.Request) {
+	var req scheduleRequest
+	if err := json.NewDecoder(r.Body).Decode(&req); err != nil || req.Name == "" {
+		writeError(w, http.StatusBadRequest, "give the schedule's group and name")
+		return
+	}
+	if s.o.ScheduleGroup != "" && req.Group != s.o.ScheduleGroup {
+		writeError(w, http.StatusForbidden, "this console shows schedule group %s only", text(s.o.ScheduleGroup, fieldWidth))
+		return
+	}
+	ctx := r.Context()
+	var (
+		doc = map[string]any{"group": text(req.Group, fieldWidth), "name": text(req.Name, fieldWidth)}
+		err error
+	)
+	switch op := r.PathValue("op"); op {
+	case "pause", "resume":
+		var changed bool
+		changed, err = s.in.SetScheduleState(ctx, req.Group, req.Name, op == "resume")
+		doc["changed"] = changed
+	case "fire":
+		var id, msg string
+		id, msg, err = s.in.FireSchedule(ctx, req.Group, req.Name)
+		doc["job_id"], doc["message_id"] = text(id, fieldWidth), text(msg, fieldWidth)
+	default:
+		writeError(w, http.StatusNotFound, "no such schedule action (pause, resume, fire)")
+		return
+	}
+	switch {
+	case errors.Is(err, inspect.ErrScheduleNotFound):
+		writeError(w, http.StatusNotFound, "%s", text(err.Error(), errorWidth))
+	case errors.Is(err, inspect.ErrNotAJobSchedule):
+		writeError(w, http.StatusConflict, "%s", text(err.Error(), errorWidth))
+	case err != nil:
+		fail(w, err)
+	default:
+		writeJSON(w, http.StatusOK, doc)
+	}
+}

@@ -2,7 +2,10 @@ package console
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io"
+	"log/slog"
 	"net/http/httptest"
 	"os"
 	"os/exec"
@@ -20,6 +23,7 @@ import (
 
 	"github.com/jobkit-go/jobkit/idempotency"
 	"github.com/jobkit-go/jobkit/jobs"
+	"github.com/jobkit-go/jobkit/jobs/jobstest"
 	"github.com/jobkit-go/jobkit/jobs/state"
 	"github.com/jobkit-go/jobkit/testkit/awstest"
 )
@@ -286,3 +290,91 @@ type statusJob struct {
 }
 
 func (statusJob) Kind() string { return "image.resize" }
+
+// The job and schedule actions in a real browser: a waiting job cancelled from its status panel
+// (its state becomes cancelled, the buttons go), a job waiting out an hour's backoff retried now
+// (its message is visible at once), a schedule paused (Resume then shows) and fired now (its job
+// arrives on the queue).
+func TestJobAndScheduleActionsInABrowser(t *testing.T) {
+	cfg := awstest.Config(t)
+	name := awstest.CreateTable(t, cfg, "state", idempotency.AttrID, "")
+	table, err := state.New(dynamodb.NewFromConfig(cfg), name, nil)
+	require.NoError(t, err)
+	ops, err := jobs.NewClient(sqs.NewFromConfig(cfg), jobs.ClientOptions{State: table})
+	require.NoError(t, err)
+	f := newFixture(t, Options{States: table, StateTable: name, Jobs: ops})
+	client, err := jobs.NewClient(f.sqs, jobs.ClientOptions{DefaultQueueURL: f.queue.URL, State: table})
+	require.NoError(t, err)
+	bg := context.Background()
+	flaky, err := client.Enqueue(bg, statusJob{Image: "dog.png"}, nil)
+	require.NoError(t, err)
+	w := jobs.NewWorkers()
+	jobs.AddWorker(w, jobs.WorkFunc[statusJob](func(context.Context, *jobs.Job[statusJob]) error { return errors.New("s3: SlowDown") }))
+	handle := jobs.NewLambdaHandler(w, jobs.Config{QueueURL: f.queue.URL, DLQURL: f.dlq.URL, SQS: f.sqs, MaxAttempts: 3, States: table,
+		Backoff: func(int) time.Duration { return time.Hour }, Metrics: io.Discard, Logger: slog.New(slog.NewJSONHandler(io.Discard, nil))}).HandleSQS
+	_, err = handle(bg, jobstest.EventFromMessages(f.queue.ARN, awstest.ReceiveN(t, f.sqs, f.queue.URL, 1)))
+	require.NoError(t, err)
+	waiting, err := client.Enqueue(bg, statusJob{Image: "cat.png"}, nil)
+	require.NoError(t, err)
+	schedule := awstest.Name(t, "nightly")
+	f.schedule(t, schedule, "cron(0 2 * * ? *)", "Europe/Paris")
+
+	ctx := browser(t)
+	dir := os.Getenv(EnvScreenshots)
+	if dir == "" {
+		dir = t.TempDir()
+	}
+	state := func() string {
+		var s string
+		require.NoError(t, chromedp.Run(ctx, chromedp.Text(`#job-status td[data-field="state"]`, &s, chromedp.ByQuery)))
+		return s
+	}
+	reloaded := func(check string) {
+		t.Helper()
+		require.Eventually(t, func() bool {
+			var ok bool
+			return chromedp.Run(ctx, chromedp.Evaluate(`document.readyState === "complete" && (`+check+`)`, &ok)) == nil && ok
+		}, 30*time.Second, 200*time.Millisecond, check)
+	}
+
+	// Cancel a waiting job.
+	require.NoError(t, chromedp.Run(ctx, chromedp.Navigate(f.http.URL+"/?status="+waiting.ID), chromedp.WaitVisible("#job-cancel")))
+	require.Equal(t, "enqueued", state())
+	screenshot(t, ctx, dir, "console-job-actions")
+	require.NoError(t, chromedp.Run(ctx, chromedp.Click("#job-cancel", chromedp.ByQuery)))
+	reloaded(`!document.querySelector("#job-cancel") && document.querySelector('#job-status td[data-field="state"]').textContent.trim() === "cancelled"`)
+	st, err := client.Status(bg, waiting.ID)
+	require.NoError(t, err)
+	require.Equal(t, jobs.StateCancelled, st.State)
+
+	// Retry a job now.
+	require.NoError(t, chromedp.Run(ctx, chromedp.Navigate(f.http.URL+"/?status="+flaky.ID), chromedp.WaitVisible("#job-retry")))
+	require.Equal(t, "retrying", state())
+	require.NoError(t, chromedp.Run(ctx, chromedp.Click("#job-retry", chromedp.ByQuery)))
+	reloaded(`!!document.querySelector("#job-status")`)
+	var visible []string
+	for _, m := range awstest.ReceiveN(t, f.sqs, f.queue.URL, 2) { // the retried job, and the cancelled one's message
+		env, err := jobs.DecodeEnvelope(aws.ToString(m.Body))
+		require.NoError(t, err)
+		visible = append(visible, env.ID)
+	}
+	require.ElementsMatch(t, []string{flaky.ID, waiting.ID}, visible, "the retried job is visible at once")
+
+	// Pause, then fire, a schedule.
+	row := fmt.Sprintf(`#schedules tr[data-name=%q]`, schedule)
+	require.NoError(t, chromedp.Run(ctx, chromedp.Navigate(f.http.URL+"/"), chromedp.WaitVisible(row+` button[data-op="pause"]`)))
+	var cells []string
+	require.NoError(t, chromedp.Run(ctx, chromedp.Evaluate(`Array.from(document.querySelector(`+fmt.Sprintf("%q", row)+`).cells).map(c => c.textContent.trim())`, &cells)))
+	require.Equal(t, schedule, cells[0], "listed by the name declared in Go")
+	require.Equal(t, "report.daily", cells[1])
+	require.Equal(t, "ENABLED", cells[4])
+	require.NoError(t, chromedp.Run(ctx, chromedp.Click(row+` button[data-op="pause"]`, chromedp.ByQuery)))
+	reloaded(`!!document.querySelector(` + fmt.Sprintf("%q", row+` button[data-op="resume"]`) + `)`)
+	screenshot(t, ctx, dir, "console-schedules")
+	require.NoError(t, chromedp.Run(ctx, chromedp.Click(row+` button[data-op="fire"]`, chromedp.ByQuery)))
+	fired := awstest.ReceiveN(t, f.sqs, f.queue.URL, 1)
+	env, err := jobs.DecodeEnvelope(aws.ToString(fired[0].Body))
+	require.NoError(t, err)
+	require.Equal(t, "report.daily", env.Kind)
+	require.Contains(t, env.ID, "sched:"+schedule+":")
+}

@@ -65,6 +65,9 @@ type Options struct {
 	// States reads job states by id (a *jobs/state.Table). nil means the job state table is not
 	// deployed: the page says so instead of showing the status form.
 	States StatusReader
+	// Jobs acts on jobs by id (a *jobs.Client with State): the status panel's Cancel and Retry
+	// now buttons. nil hides them.
+	Jobs JobOperator
 	// ScheduleGroup limits the schedules shown to one group; "" shows every group's.
 	ScheduleGroup string
 	// Refresh is how often the page refreshes queue statistics; 0 means 3 s.
@@ -78,6 +81,12 @@ type Options struct {
 // StatusReader reads a job's state by id; jobs/state.Table implements it.
 type StatusReader interface {
 	JobStatus(ctx context.Context, id string) (jobs.JobStatus, error)
+}
+
+// JobOperator acts on one job by id; *jobs.Client implements it.
+type JobOperator interface {
+	Cancel(ctx context.Context, id string) (jobs.JobStatus, error)
+	RetryNow(ctx context.Context, id string) (jobs.JobStatus, error)
 }
 
 // Server is the console's http.Handler. It is safe for concurrent use.
@@ -134,6 +143,8 @@ func (s *Server) routes() {
 	s.mux.HandleFunc("GET /api/tasks/{id}", s.apiTask)
 	s.mux.HandleFunc("POST /api/redrive", s.action(s.apiRedrive))
 	s.mux.HandleFunc("POST /api/purge", s.action(s.apiPurge))
+	s.mux.HandleFunc("POST /api/jobs/{op}", s.action(s.apiJob))
+	s.mux.HandleFunc("POST /api/schedules/{op}", s.action(s.apiSchedule))
 }
 
 // ServeHTTP sets the security headers, refuses foreign hosts and cross-site requests, and routes.

@@ -65,6 +65,9 @@ type pageData struct {
 	StatusID   string
 	Status     string      // a message instead of a status (not found, an error)
 	StatusRows []statusRow // the status of StatusID
+	// CanCancel and CanRetry show the status panel's actions (not read-only, Options.Jobs set):
+	// cancel for a job not started, retry now for one waiting out its backoff.
+	CanCancel, CanRetry bool
 }
 
 // page renders the console: queues, the selected queue's dead jobs, a selected job's envelope,
@@ -115,6 +118,9 @@ func (s *Server) pageStatus(ctx context.Context, d *pageData) {
 		d.Status = text(err.Error(), 2000)
 	default:
 		d.StatusRows = statusRows(st)
+		acts := s.o.Jobs != nil && !s.o.ReadOnly
+		d.CanCancel = acts && (st.State == jobs.StateEnqueued || st.State == jobs.StateRetrying)
+		d.CanRetry = acts && st.State == jobs.StateRetrying
 	}
 }
 

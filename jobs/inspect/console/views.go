@@ -168,6 +168,8 @@ func toEnvelopeView(j *inspect.DeadJob) envelopeView {
 type scheduleView struct {
 	Group      string   `json:"group"`
 	Name       string   `json:"name"`
+	JobName    string   `json:"job_name"` // the name declared in Go (scheduler.Schedule.Name)
+	Kind       string   `json:"kind"`
 	Expression string   `json:"expression"`
 	TimeZone   string   `json:"time_zone"`
 	State      string   `json:"state"`
@@ -180,7 +182,8 @@ func toScheduleViews(in []inspect.ScheduleInfo) []scheduleView {
 	out := make([]scheduleView, len(in))
 	for n, s := range in {
 		v := scheduleView{
-			Group: text(s.Group, fieldWidth), Name: text(s.Name, fieldWidth), Expression: text(s.Expression, fieldWidth),
+			Group: text(s.Group, fieldWidth), Name: text(s.Name, fieldWidth), JobName: text(s.JobName, fieldWidth), Kind: text(s.Kind, fieldWidth),
+			Expression: text(s.Expression, fieldWidth),
 			TimeZone: text(s.TimeZone, fieldWidth), State: text(s.State, fieldWidth), Target: text(s.TargetARN, fieldWidth),
 			Problem: text(s.Problem, errorWidth), Next: []string{},
 		}

@@ -1,4 +1,5 @@
-// jobkit console: live queue statistics and the dead-job actions. Job data is only ever written
+// jobkit console: live queue statistics, the dead-job actions, a job's cancel and retry, and the
+// schedules' pause, resume and fire. Job data is only ever written
 // with textContent, never as HTML. State-changing requests carry the per-process token from the
 // page's meta tag; in read-only mode the page has no token and no action.
 "use strict";
@@ -63,8 +64,49 @@
   }
   setInterval(refreshQueues, refresh);
 
+  if (!token) return;
+
+  // One job's actions (the status panel) and the schedules' (each row).
+  function said(text) {
+    const p = $("action-result");
+    if (!p) return;
+    p.hidden = false;
+    setText(p, text);
+  }
+  const jobActions = $("job-actions");
+  if (jobActions) {
+    const id = jobActions.dataset.job;
+    const act = async (op, done) => {
+      jobActions.querySelectorAll("button").forEach((b) => (b.disabled = true));
+      try {
+        const r = await post("/api/jobs/" + op, { id: id });
+        said(done + " (state: " + r.job.state + ")");
+        setTimeout(() => location.reload(), 800);
+      } catch (e) {
+        said(op + " failed: " + e.message);
+      }
+    };
+    if ($("job-cancel")) $("job-cancel").addEventListener("click", () => act("cancel", "cancelled: it will not run"));
+    if ($("job-retry")) $("job-retry").addEventListener("click", () => act("retry", "retrying now"));
+  }
+  document.querySelectorAll("#schedules button.schedule-op").forEach((b) => {
+    b.addEventListener("click", async () => {
+      const row = b.closest("tr");
+      const op = b.dataset.op;
+      b.disabled = true;
+      try {
+        const r = await post("/api/schedules/" + op, { group: row.dataset.group, name: row.dataset.name });
+        const what = op === "fire" ? "fired: job " + r.job_id + " sent" : r.changed ? op + "d" : "already " + op + "d";
+        setText(row.querySelector(".row-actions"), what);
+        setTimeout(() => location.reload(), 800);
+      } catch (e) {
+        setText(row.querySelector(".row-actions"), op + " failed: " + e.message);
+      }
+    });
+  });
+
   const actions = $("dead-actions");
-  if (!token || !actions) return;
+  if (!actions) return;
   const queue = actions.dataset.queue;
   const picks = () => Array.from(document.querySelectorAll("#dead-jobs input.pick"));
   const picked = () => picks().filter((p) => p.checked).map((p) => p.value);
