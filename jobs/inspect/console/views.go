@@ -184,7 +184,7 @@ func toScheduleViews(in []inspect.ScheduleInfo) []scheduleView {
 		v := scheduleView{
 			Group: text(s.Group, fieldWidth), Name: text(s.Name, fieldWidth), JobName: text(s.JobName, fieldWidth), Kind: text(s.Kind, fieldWidth),
 			Expression: text(s.Expression, fieldWidth),
-			TimeZone: text(s.TimeZone, fieldWidth), State: text(s.State, fieldWidth), Target: text(s.TargetARN, fieldWidth),
+			TimeZone:   text(s.TimeZone, fieldWidth), State: text(s.State, fieldWidth), Target: text(s.TargetARN, fieldWidth),
 			Problem: text(s.Problem, errorWidth), Next: []string{},
 		}
 		v.TimeZone = cmp.Or(v.TimeZone, "UTC")
