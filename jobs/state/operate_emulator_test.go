@@ -239,3 +239,33 @@ func TestRetryNow(t *testing.T) {
 	assert.ErrorIs(t, err, jobs.ErrNotWaiting, "succeeded")
 	assert.Contains(t, err.Error(), "is succeeded")
 }
+
+// A container worker (jobs.Consumer) honours a cancel as a Lambda one does: the cancelled job is
+// deleted unrun, the others run.
+func TestCancelWithContainerConsumer(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, true)
+	ctx := context.Background()
+	var ids []string
+	for _, img := range []string{"a", "b", "c"} {
+		res, err := e.client.Enqueue(ctx, resize{Image: img}, nil)
+		require.NoError(t, err)
+		ids = append(ids, res.ID)
+	}
+	_, err := e.client.Cancel(ctx, ids[1])
+	require.NoError(t, err)
+	c, err := jobs.NewConsumer(e.workers, jobs.Config{
+		QueueURL: e.q.URL, DLQURL: e.dlq.URL, SQS: e.sqs, MaxAttempts: 3, States: e.table,
+		Metrics: io.Discard, Logger: slog.New(slog.NewJSONHandler(io.Discard, nil)),
+	}, &jobs.ConsumerOptions{Concurrency: 3, WaitTime: time.Second})
+	require.NoError(t, err)
+	runCtx, stop := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- c.Run(runCtx) }()
+	require.Eventually(t, func() bool { return c.Stats().Deleted == 3 }, 30*time.Second, 100*time.Millisecond)
+	stop()
+	require.NoError(t, <-done)
+	assert.ElementsMatch(t, []string{"a", "c"}, e.ran, "the cancelled job did not run")
+	awstest.ExpectEmpty(t, e.sqs, e.q.URL)
+	awstest.ExpectEmpty(t, e.sqs, e.dlq.URL)
+}
