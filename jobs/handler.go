@@ -21,6 +21,9 @@ func newSQSHandler(workers *Workers, cfg Config) *sqsHandler {
 		panic(err)
 	}
 	cfg = cfg.withDefaults()
+	if err := workers.checkKinds(cfg); err != nil {
+		panic(err)
+	}
 	h := &sqsHandler{
 		workers:   workers,
 		lookup:    workers.lookup,
@@ -364,6 +367,9 @@ func (b *batch) fillRow(r *record, env *Envelope, argsSrc string, reg *registere
 		return &UnknownKindError{Kind: env.Kind}
 	}
 	row.Kind = reg.kind // the registry's string: no reference into the body
+	if reg.opts.MaxAttempts > 0 {
+		row.MaxAttempts = reg.opts.MaxAttempts
+	}
 	return nil
 }
 

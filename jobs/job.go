@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/jobkit-go/jobkit/jobs/contract"
 	"github.com/jobkit-go/jobkit/jobs/internal/wire"
 )
 
@@ -113,6 +114,7 @@ type registered struct {
 	kind string
 	run  Handler        // decodes args and runs the worker
 	plan *wire.ArgsPlan // decodes args without reflection, or nil
+	opts KindOpts       // the kind's own attempts, timeout and backoff
 
 	// The runtime makes the jobs of a batch: n zero Job[T] in one allocation, each jobSize
 	// bytes with its Args at argsOffset (its *JobRow is at offset 0).
@@ -134,16 +136,35 @@ func (w *Workers) Use(mw ...Middleware) {
 	w.chain = nil
 }
 
-// AddWorker registers worker for T's kind. It panics on an empty or duplicate kind: both are
+// KindOpts are one kind's own settings, given to AddWorker: each set field overrides the
+// function's Config for that kind's jobs, on Lambda and in containers alike, as river's
+// per-worker Timeout and NextRetry do. The runtime reads them from the registry it has already
+// looked the kind up in: no cost per job.
+type KindOpts struct {
+	// MaxAttempts is how many runs the kind's jobs get before they are dead-lettered
+	// (attempts_exhausted); 0 means Config.MaxAttempts. It may not exceed Config.MaxAttempts:
+	// the queue's redrive policy is sized for the function's attempts (the runtime refuses more
+	// when it starts).
+	MaxAttempts int
+	// Timeout is each run's time limit; 0 means Config.JobTimeout. A run past it sees its
+	// context end with context.DeadlineExceeded, and fails (it is retried).
+	Timeout time.Duration
+	// Backoff is the delay before the run after a failed attempt n; nil means Config.Backoff.
+	Backoff BackoffFunc
+}
+
+// AddWorker registers worker for T's kind, with its own settings if opts gives them (at most
+// one KindOpts). It panics on an empty or duplicate kind, or invalid options: all are
 // programming errors found at start-up. See AddWorkerSafely for an error instead.
-func AddWorker[T JobArgs](workers *Workers, worker Worker[T]) {
-	if err := AddWorkerSafely(workers, worker); err != nil {
+func AddWorker[T JobArgs](workers *Workers, worker Worker[T], opts ...KindOpts) {
+	if err := AddWorkerSafely(workers, worker, opts...); err != nil {
 		panic(err)
 	}
 }
 
-// AddWorkerSafely registers worker for T's kind, or returns an error for an empty or duplicate kind.
-func AddWorkerSafely[T JobArgs](workers *Workers, worker Worker[T]) error {
+// AddWorkerSafely registers worker for T's kind, or returns an error for an empty or duplicate
+// kind, or invalid options.
+func AddWorkerSafely[T JobArgs](workers *Workers, worker Worker[T], opts ...KindOpts) error {
 	var zero T
 	kind := zero.Kind()
 	if kind == "" {
@@ -151,6 +172,16 @@ func AddWorkerSafely[T JobArgs](workers *Workers, worker Worker[T]) error {
 	}
 	if worker == nil {
 		return fmt.Errorf("jobs: nil worker for kind %q", kind)
+	}
+	var ko KindOpts
+	switch {
+	case len(opts) > 1:
+		return fmt.Errorf("jobs: kind %q: give at most one KindOpts", kind)
+	case len(opts) == 1:
+		ko = opts[0]
+	}
+	if ko.MaxAttempts < 0 || ko.Timeout < 0 {
+		return fmt.Errorf("jobs: kind %q: MaxAttempts and Timeout may not be negative (%d, %s)", kind, ko.MaxAttempts, ko.Timeout)
 	}
 	workers.mu.Lock()
 	defer workers.mu.Unlock()
@@ -161,7 +192,7 @@ func AddWorkerSafely[T JobArgs](workers *Workers, worker Worker[T]) error {
 		return fmt.Errorf("jobs: a worker for kind %q is already registered", kind)
 	}
 	plan := wire.CompileArgsPlan(reflect.TypeFor[T]())
-	reg := &registered{kind: kind, plan: plan}
+	reg := &registered{kind: kind, plan: plan, opts: ko}
 	reg.newJobs, reg.jobSize, reg.argsOffset = jobLayout[T]()
 	reg.run = func(ctx context.Context, row *JobRow) error {
 		var job *Job[T]
@@ -214,6 +245,19 @@ func decodeArgs[T any](row *JobRow, plan *wire.ArgsPlan, dst *T) error {
 }
 
 // lookup returns the worker registered for kind, or nil.
+// checkKinds refuses a kind that asks more attempts than the function's cfg allows.
+func (w *Workers) checkKinds(cfg Config) error {
+	w.mu.RLock()
+	defer w.mu.RUnlock()
+	for kind, reg := range w.byKind {
+		if a := reg.opts.MaxAttempts; a > cfg.MaxAttempts {
+			return fmt.Errorf("jobs: kind %q asks %d attempts, its function allows %d (Config.MaxAttempts, %s): the queue's redrive policy is sized for the function's; raise it or lower the kind's",
+				kind, a, cfg.MaxAttempts, contract.EnvMaxAttempts)
+		}
+	}
+	return nil
+}
+
 func (w *Workers) lookup(kind string) *registered {
 	w.mu.RLock()
 	r := w.byKind[kind]

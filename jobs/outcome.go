@@ -75,7 +75,11 @@ func (b *batch) settle(r *record, err error) {
 		return
 	}
 	if reason == "" {
-		r.out, r.visible, r.delay = outRetry, true, b.clampVisibility(h.cfg.Backoff(r.row.Attempt))
+		backoff := h.cfg.Backoff
+		if reg := r.row.reg; reg != nil && reg.opts.Backoff != nil {
+			backoff = reg.opts.Backoff
+		}
+		r.out, r.visible, r.delay = outRetry, true, b.clampVisibility(backoff(r.row.Attempt))
 		b.logRecord(slog.LevelWarn, r, "job failed: will retry", err, slog.Float64("retry_in_s", r.delay.Seconds()))
 		b.event(r, event.Retried, "", err, "")
 		b.recordState(r, StateRetrying, "", err)

@@ -263,7 +263,11 @@ func (b *batch) call(r *record) (err error) {
 	r.rctx.parent, r.rctx.r = b.jobCtx, r
 	var ctx context.Context = &r.rctx
 	defer r.release()
-	if t := b.h.cfg.JobTimeout; t > 0 {
+	t := b.h.cfg.JobTimeout
+	if reg := r.row.reg; reg != nil && reg.opts.Timeout > 0 {
+		t = reg.opts.Timeout
+	}
+	if t > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, t)
 		defer cancel()

@@ -80,9 +80,6 @@ type StateStore interface {
 	CancelJob(ctx context.Context, id, note string) (JobStatus, error)
 }
 
-// ErrNotCancellable is matched (errors.Is) by a *NotCancellableError.
-var ErrNotCancellable = errors.New("jobs: the job can no longer be cancelled")
-
 // NotCancellableError is returned by Client.Cancel for a job that has started, succeeded or died:
 // Status says which.
 type NotCancellableError struct{ Status JobStatus }
@@ -101,8 +98,6 @@ func (e *NotCancellableError) Error() string {
 	return fmt.Sprintf("jobs: job %s is %s: nothing to cancel", st.ID, st.State)
 }
 
-// Is makes errors.Is(err, ErrNotCancellable) hold.
-func (e *NotCancellableError) Is(target error) bool { return target == ErrNotCancellable }
 
 // ErrJobNotFound: the job state table holds no state for the job (never enqueued through a Client
 // with a StateStore, or expired).

@@ -329,7 +329,7 @@ func (s *Server) apiJob(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case errors.Is(err, jobs.ErrJobNotFound):
 		writeError(w, http.StatusNotFound, "no state recorded for job %s", text(req.ID, fieldWidth))
-	case errors.Is(err, jobs.ErrNotCancellable), errors.Is(err, jobs.ErrNotWaiting):
+	case errors.As(err, new(*jobs.NotCancellableError)), errors.Is(err, jobs.ErrNotWaiting):
 		writeError(w, http.StatusConflict, "%s", text(err.Error(), errorWidth))
 	case err != nil:
 		fail(w, err)
