@@ -98,7 +98,6 @@ func (e *NotCancellableError) Error() string {
 	return fmt.Sprintf("jobs: job %s is %s: nothing to cancel", st.ID, st.State)
 }
 
-
 // ErrJobNotFound: the job state table holds no state for the job (never enqueued through a Client
 // with a StateStore, or expired).
 var ErrJobNotFound = errors.New("jobs: no state recorded for the job")
