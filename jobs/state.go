@@ -44,6 +44,7 @@ type JobStatus struct {
 	Reason        string          `json:"reason,omitempty"`         // dead, cancelled: the dead-letter reason
 	Result        json.RawMessage `json:"result,omitempty"`         // succeeded: what the worker set with SetResult
 	DuplicateOf   string          `json:"duplicate_of,omitempty"`   // succeeded as a duplicate of this job (same idempotency key)
+	Progress      *Progress       `json:"progress,omitempty"`       // running: what it last reported (ReportProgress)
 	// Receipt is the receipt handle of the delivery a retrying job waits out its backoff on
 	// (Client.RetryNow makes that message visible). Never printed.
 	Receipt string `json:"-"`

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strconv"
 	"text/tabwriter"
 	"time"
 
@@ -180,6 +181,9 @@ func printJob(w io.Writer, st jobs.JobStatus) {
 	row("since", when(st.Since))
 	if st.Attempt > 0 {
 		row("attempt", fmt.Sprint(st.Attempt))
+	}
+	if p := st.Progress; p != nil {
+		row("progress", fmt.Sprintf("%s%% %s (at %s)", strconv.FormatFloat(p.Percent, 'f', -1, 64), safe(p.Note, errorWidth), when(p.At)))
 	}
 	row("queue", safe(st.Queue, valueWidth))
 	row("batch", safe(st.Batch, valueWidth))

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"strings"
 	"testing"
 	"time"
 
@@ -164,4 +165,13 @@ func TestJobCancelAndRetry(t *testing.T) {
 	_, errOut, code = cli(t, "", "job", "retry", flaky.ID, "--state-table", name)
 	assert.Equal(t, 1, code)
 	assert.Contains(t, errOut, "not waiting for a retry")
+}
+
+// job show prints a running job's progress, escaped like every job value.
+func TestPrintJobShowsProgress(t *testing.T) {
+	t.Parallel()
+	var b strings.Builder
+	at := time.Date(2026, 11, 27, 12, 0, 0, 0, time.UTC)
+	printJob(&b, jobs.JobStatus{ID: "j1", State: jobs.StateRunning, Progress: &jobs.Progress{Percent: 42.5, Note: "frames\x1b[2J", At: at}})
+	assert.Regexp(t, `progress\s+42\.5% frames\\x1b\[2J \(at 2026-11-27T12:00:00Z\)`, b.String())
 }

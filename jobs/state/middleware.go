@@ -3,10 +3,13 @@ package state
 import (
 	"context"
 	"errors"
+	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
 
+	"github.com/jobkit-go/jobkit/idempotency"
 	"github.com/jobkit-go/jobkit/jobs"
 )
 
@@ -16,7 +19,14 @@ type MiddlewareOptions struct {
 	// same table: a job's running and succeeded states are then its idempotency record, and this
 	// middleware writes nothing for them (it still counts batch members).
 	Folded bool
+	// ProgressInterval is the shortest time between two writes of a job's progress
+	// (jobs.ReportProgress): reports in between are kept, the latest written when it ends.
+	// 0 means DefaultProgressInterval.
+	ProgressInterval time.Duration
 }
+
+// DefaultProgressInterval is how often a running job's progress is written at most.
+const DefaultProgressInterval = 5 * time.Second
 
 // Middleware records the running and succeeded states of every job (unless opts.Folded) and
 // counts the batch members that succeed in their batch. Put it outside the idempotency
@@ -30,8 +40,15 @@ type MiddlewareOptions struct {
 // ends (then it sends the callback itself if the other run did not).
 func (t *Table) Middleware(opts *MiddlewareOptions) jobs.Middleware {
 	folded := opts != nil && opts.Folded
+	every := DefaultProgressInterval
+	if opts != nil && opts.ProgressInterval > 0 {
+		every = opts.ProgressInterval
+	}
 	return func(next jobs.Handler) jobs.Handler {
 		return func(ctx context.Context, row *jobs.JobRow) error {
+			p := &progressWriter{t: t, ctx: ctx, id: row.ID, every: every, log: row.Logger()}
+			defer p.stop()
+			ctx = jobs.WithProgress(ctx, p.report)
 			var slot *jobs.ResultSlot
 			if !folded {
 				up := t.stateUpdate(row, jobs.StateRunning, t.o.Now()).Set(expression.Name(attrAttempt), expression.Value(row.Attempt))
@@ -121,3 +138,73 @@ const (
 	callbackPollStart = 50 * time.Millisecond
 	callbackWait      = 5 * time.Second
 )
+
+// progressWriter writes a job's progress reports to its item, at most one write per every: a
+// report within the interval is kept, and the latest is written when the interval ends (unless
+// the run has ended by then).
+type progressWriter struct {
+	t     *Table
+	ctx   context.Context
+	id    string
+	every time.Duration
+	log   *slog.Logger
+
+	mu      sync.Mutex
+	last    time.Time      // the last write
+	pending *jobs.Progress // a report waiting for the interval to end
+	timer   *time.Timer
+	done    bool
+}
+
+func (p *progressWriter) report(pr jobs.Progress) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.done {
+		return
+	}
+	if wait := p.every - time.Since(p.last); wait > 0 {
+		p.pending = &pr
+		if p.timer == nil {
+			p.timer = time.AfterFunc(wait, p.flush)
+		}
+		return
+	}
+	p.last = time.Now()
+	go p.write(pr)
+}
+
+// flush writes the pending report when the interval ends.
+func (p *progressWriter) flush() {
+	p.mu.Lock()
+	pr := p.pending
+	p.pending, p.timer = nil, nil
+	if p.done || pr == nil {
+		p.mu.Unlock()
+		return
+	}
+	p.last = time.Now()
+	p.mu.Unlock()
+	p.write(*pr)
+}
+
+func (p *progressWriter) write(pr jobs.Progress) {
+	up := expression.Set(expression.Name(attrProgress), expression.Value(pr.Percent)).
+		Set(expression.Name(attrProgressNote), expression.Value(pr.Note)).
+		Set(expression.Name(attrProgressAt), expression.Value(pr.At.UnixMilli())).
+		// A job sent without job states has no item yet: this one then says it runs, and expires.
+		Set(expression.Name(attrState), expression.IfNotExists(expression.Name(attrState), expression.Value(string(jobs.StateRunning)))).
+		Set(expression.Name(idempotency.AttrExpiration), expression.IfNotExists(expression.Name(idempotency.AttrExpiration), expression.Value(time.Now().Add(p.t.o.Expiry).Unix())))
+	if err := p.t.updateJob(p.ctx, p.id, up); err != nil && p.ctx.Err() == nil {
+		p.log.Warn("state: progress not recorded", jobs.LogString("error", err.Error()))
+	}
+}
+
+// stop ends the writer with the run: a pending report is dropped (the job's state moves on).
+func (p *progressWriter) stop() {
+	p.mu.Lock()
+	p.done = true
+	if p.timer != nil {
+		p.timer.Stop()
+	}
+	p.mu.Unlock()
+}

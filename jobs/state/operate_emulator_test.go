@@ -21,6 +21,7 @@ import (
 	"github.com/jobkit-go/jobkit/jobs"
 	"github.com/jobkit-go/jobkit/jobs/contract"
 	"github.com/jobkit-go/jobkit/jobs/jobstest"
+	"github.com/jobkit-go/jobkit/jobs/state"
 	"github.com/jobkit-go/jobkit/testkit/awstest"
 )
 
@@ -267,4 +268,51 @@ func TestCancelWithContainerConsumer(t *testing.T) {
 	assert.ElementsMatch(t, []string{"a", "c"}, e.ran, "the cancelled job did not run")
 	awstest.ExpectEmpty(t, e.sqs, e.q.URL)
 	awstest.ExpectEmpty(t, e.sqs, e.dlq.URL)
+}
+
+// A running job's progress: the first report is written at once, the next ones in the same
+// interval are kept and the latest written when it ends; Status shows it while the job runs,
+// and not once it has succeeded.
+func TestProgress(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, true)
+	ctx := context.Background()
+	store := idempotency.NewDynamoDBStore(dynamodb.NewFromConfig(e.cfg), e.table.Name())
+	w := jobs.NewWorkers()
+	w.Use(e.table.Middleware(&state.MiddlewareOptions{Folded: true, ProgressInterval: 3 * time.Second}),
+		idempotency.Middleware(store, &idempotency.Config{RecordJobs: true}))
+	progressOf := func(id string) *jobs.Progress {
+		st, err := e.client.Status(ctx, id)
+		if !assert.NoError(t, err) {
+			return nil
+		}
+		assert.Equal(t, jobs.StateRunning, st.State)
+		return st.Progress
+	}
+	var ran bool
+	jobs.AddWorker(w, jobs.WorkFunc[resize](func(ctx context.Context, job *jobs.Job[resize]) error {
+		ran = true
+		assert.NoError(t, jobs.ReportProgress(ctx, 10, "started"))
+		assert.Eventually(t, func() bool { p := progressOf(job.ID); return p != nil && p.Percent == 10 && p.Note == "started" }, 5*time.Second, 50*time.Millisecond)
+		assert.NoError(t, jobs.ReportProgress(ctx, 20, "twenty"))
+		assert.NoError(t, jobs.ReportProgress(ctx, 30.5, "thirty and a half"))
+		if p := progressOf(job.ID); assert.NotNil(t, p) {
+			assert.Equal(t, 10.0, p.Percent, "within the interval: not written yet")
+		}
+		assert.Eventually(t, func() bool { p := progressOf(job.ID); return p != nil && p.Percent == 30.5 }, 10*time.Second, 50*time.Millisecond,
+			"the latest report, written when the interval ends")
+		assert.Error(t, jobs.ReportProgress(ctx, 101, ""))
+		return nil
+	}))
+	handle := jobs.NewLambdaHandler(w, jobs.Config{QueueURL: e.q.URL, DLQURL: e.dlq.URL, SQS: e.sqs, MaxAttempts: 3, States: e.table,
+		Metrics: io.Discard, Logger: slog.New(slog.NewJSONHandler(io.Discard, nil))}).HandleSQS
+	res, err := e.client.Enqueue(ctx, resize{Image: "big.png"}, nil)
+	require.NoError(t, err)
+	e.drainQueue(e.q, handle, false)
+	require.True(t, ran)
+	st, err := e.client.Status(ctx, res.ID)
+	require.NoError(t, err)
+	assert.Equal(t, jobs.StateSucceeded, st.State)
+	assert.Nil(t, st.Progress, "shown while it runs only")
+	assert.Error(t, jobs.ReportProgress(ctx, 50, ""), "outside a job")
 }

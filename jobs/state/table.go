@@ -65,6 +65,9 @@ const (
 	attrResult       = "result"
 	attrBatchCounted = "batch_counted" // the member's end counted in its batch: succeeded or dead
 	attrReceipt      = "receipt"       // a retrying job's receipt handle (jobs.Client.RetryNow)
+	attrProgress     = "progress"      // a running job's last reported percent (jobs.ReportProgress)
+	attrProgressNote = "progress_note"
+	attrProgressAt   = "progress_at"
 	attrJobID        = idempotency.AttrJobID
 )
 
@@ -403,8 +406,17 @@ func (t *Table) get(ctx context.Context, k string) (map[string]types.AttributeVa
 }
 
 // JobStatus implements jobs.StateStore: it reads the job's item and, when it names one, its
-// idempotency record, and returns the later state (a completed record is final).
+// idempotency record, and returns the later state (a completed record is final). The progress a
+// job reported is shown while it runs.
 func (t *Table) JobStatus(ctx context.Context, id string) (jobs.JobStatus, error) {
+	st, err := t.jobStatus(ctx, id)
+	if st.State != jobs.StateRunning {
+		st.Progress = nil // a report of a run that has ended
+	}
+	return st, err
+}
+
+func (t *Table) jobStatus(ctx context.Context, id string) (jobs.JobStatus, error) {
 	item, err := t.get(ctx, PrefixJob+id)
 	if err != nil {
 		return jobs.JobStatus{}, err
@@ -457,6 +469,9 @@ func statusOf(id string, item map[string]types.AttributeValue) jobs.JobStatus {
 	if r := str(item, attrResult); r != "" {
 		st.Result = []byte(r)
 	}
+	if at := msTime(item, attrProgressAt); !at.IsZero() {
+		st.Progress = &jobs.Progress{Percent: float(item, attrProgress), Note: str(item, attrProgressNote), At: at}
+	}
 	return st
 }
 
@@ -475,6 +490,14 @@ func num(item map[string]types.AttributeValue, name string) int64 {
 		if f, err := strconv.ParseFloat(v.Value, 64); err == nil {
 			return int64(f)
 		}
+	}
+	return 0
+}
+
+func float(item map[string]types.AttributeValue, name string) float64 {
+	if v, ok := item[name].(*types.AttributeValueMemberN); ok {
+		f, _ := strconv.ParseFloat(v.Value, 64)
+		return f
 	}
 	return 0
 }

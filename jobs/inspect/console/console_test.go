@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 	"unicode/utf8"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -15,6 +16,7 @@ import (
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/stretchr/testify/require"
 
+	"github.com/jobkit-go/jobkit/jobs"
 	"github.com/jobkit-go/jobkit/jobs/inspect"
 )
 
@@ -191,4 +193,18 @@ func TestListsCutHugeBodies(t *testing.T) {
 	require.Equal(t, 300_000, v.BodyBytes)
 	require.LessOrEqual(t, utf8.RuneCountInString(v.Body), previewWidth)
 	require.Len(t, toEnvelopeView(&j).FullBody, 300_000)
+}
+
+// The status panel shows a running job's progress, its note as text.
+func TestStatusRowsShowProgress(t *testing.T) {
+	t.Parallel()
+	at := time.Date(2026, 11, 27, 12, 0, 0, 0, time.UTC)
+	rows := statusRows(jobs.JobStatus{ID: "j1", State: jobs.StateRunning, Progress: &jobs.Progress{Percent: 80, Note: "almost\u202e", At: at}})
+	var got string
+	for _, r := range rows {
+		if r.Field == "progress" {
+			got = r.Value
+		}
+	}
+	require.Equal(t, `80% almost\u202e (2026-11-27 12:00:00.000)`, got)
 }

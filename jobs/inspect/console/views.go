@@ -213,6 +213,11 @@ type statusRow struct {
 func safeStatus(st jobs.JobStatus) jobs.JobStatus {
 	st.ID, st.Kind, st.Queue, st.Batch = text(st.ID, fieldWidth), text(st.Kind, fieldWidth), text(st.Queue, fieldWidth), text(st.Batch, fieldWidth)
 	st.LastError, st.Reason, st.DuplicateOf = multiline(st.LastError, bodyWidth), text(st.Reason, fieldWidth), text(st.DuplicateOf, fieldWidth)
+	if st.Progress != nil {
+		p := *st.Progress
+		p.Note = text(p.Note, fieldWidth)
+		st.Progress = &p
+	}
 	if len(st.Result) > 0 {
 		if r := multiline(string(st.Result), bodyWidth); json.Valid([]byte(r)) {
 			st.Result = json.RawMessage(r)
@@ -243,6 +248,12 @@ func statusRows(st jobs.JobStatus) []statusRow {
 			}
 			return strconv.Itoa(st.Attempt)
 		}(), "attempt"},
+		{"progress", func() string {
+			if st.Progress == nil {
+				return ""
+			}
+			return strconv.FormatFloat(st.Progress.Percent, 'f', -1, 64) + "% " + st.Progress.Note + " (" + ts(st.Progress.At) + ")"
+		}(), "progress"},
 		{"queue", st.Queue, "queue"},
 		{"batch", st.Batch, "batch"},
 		{"enqueued at (UTC)", ts(st.EnqueuedAt), "enqueued_at"},
