@@ -122,6 +122,12 @@ var (
 type UniqueOpts struct {
 	Key    string        // the uniqueness key (with the kind); 1-512 bytes
 	Window time.Duration // how long the key holds from the first enqueue; > 0
+	// UntilDone also frees the key as soon as the job holding it has ended (succeeded, dead or
+	// cancelled): the job is unique while it is queued or running, as river's unique-by-state
+	// jobs are, and the window bounds it still. It costs nothing while the key is free: an
+	// enqueue that finds it held reads the holder's state (two reads) and, when that job has
+	// ended, takes the key over (a conditional delete and put).
+	UntilDone bool
 }
 
 // maxUniqueKey is the longest UniqueOpts.Key.
@@ -302,11 +308,31 @@ func (c *Client) reserve(ctx context.Context, p *prepared, res *EnqueueResult) (
 
 // reserveUnique reserves p's unique key, if it has one. dup reports the key held by another job:
 // res then names that job.
+// takeOverUnique frees a unique key whose holder has ended (UniqueOpts.UntilDone) and reserves it
+// again; it returns the key's holder then (another producer's job may have taken it first).
+func (c *Client) takeOverUnique(ctx context.Context, p *prepared, holder string) (string, error) {
+	st, err := c.opts.State.JobStatus(ctx, holder)
+	switch {
+	case errors.Is(err, ErrJobNotFound): // its state expired: it ended long ago
+	case err != nil:
+		return "", fmt.Errorf("read the state of job %s, which holds the key: %w", holder, err)
+	case st.State != StateSucceeded && st.State != StateDead && st.State != StateCancelled:
+		return holder, nil // queued or running
+	}
+	if err := c.opts.State.ReleaseUnique(ctx, p.kind, p.unique.Key, holder); err != nil {
+		return "", fmt.Errorf("free the key of job %s, which has ended: %w", holder, err)
+	}
+	return c.opts.State.ReserveUnique(ctx, p.kind, p.unique.Key, p.id, p.now.Add(p.unique.Window), p.now)
+}
+
 func (c *Client) reserveUnique(ctx context.Context, p *prepared, res *EnqueueResult) (dup bool, err error) {
 	if p.unique == nil {
 		return false, nil
 	}
 	holder, err := c.opts.State.ReserveUnique(ctx, p.kind, p.unique.Key, p.id, p.now.Add(p.unique.Window), p.now)
+	if err == nil && holder != p.id && p.unique.UntilDone {
+		holder, err = c.takeOverUnique(ctx, p, holder)
+	}
 	if err != nil {
 		return false, &SendError{Kind: p.kind, ID: p.id, QueueURL: p.queue, Err: fmt.Errorf("reserve unique key: %w", err)}
 	}

@@ -316,3 +316,42 @@ func TestProgress(t *testing.T) {
 	assert.Nil(t, st.Progress, "shown while it runs only")
 	assert.Error(t, jobs.ReportProgress(ctx, 50, ""), "outside a job")
 }
+
+// UntilDone: a unique key holds while its job is queued or running, and is taken over once that
+// job succeeded or was cancelled; without it, the window alone decides.
+func TestUniqueUntilDone(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, true)
+	ctx := context.Background()
+	until := &jobs.EnqueueOpts{Unique: &jobs.UniqueOpts{Key: "album-7", Window: time.Hour, UntilDone: true}}
+	first, err := e.client.Enqueue(ctx, resize{Image: "a.png"}, until)
+	require.NoError(t, err)
+	dup, err := e.client.Enqueue(ctx, resize{Image: "b.png"}, until)
+	require.NoError(t, err)
+	require.True(t, dup.Duplicate, "queued: the key holds")
+	require.Equal(t, first.ID, dup.ID)
+
+	windowed := &jobs.EnqueueOpts{Unique: &jobs.UniqueOpts{Key: "album-8", Window: time.Hour}}
+	w1, err := e.client.Enqueue(ctx, resize{Image: "w1.png"}, windowed)
+	require.NoError(t, err)
+
+	e.drain(false) // first and w1 succeed
+	second, err := e.client.Enqueue(ctx, resize{Image: "c.png"}, until)
+	require.NoError(t, err)
+	require.False(t, second.Duplicate, "the holder succeeded: the key is free")
+	require.NotEqual(t, first.ID, second.ID)
+	w2, err := e.client.Enqueue(ctx, resize{Image: "w2.png"}, windowed)
+	require.NoError(t, err)
+	require.True(t, w2.Duplicate, "without UntilDone the window holds the key")
+	require.Equal(t, w1.ID, w2.ID)
+
+	_, err = e.client.Cancel(ctx, second.ID)
+	require.NoError(t, err)
+	third, err := e.client.Enqueue(ctx, resize{Image: "d.png"}, until)
+	require.NoError(t, err)
+	require.False(t, third.Duplicate, "the holder was cancelled: the key is free")
+	again, err := e.client.Enqueue(ctx, resize{Image: "e.png"}, until)
+	require.NoError(t, err)
+	require.True(t, again.Duplicate)
+	require.Equal(t, third.ID, again.ID)
+}
