@@ -73,28 +73,9 @@ func (s *DynamoDBStore) Claim(ctx context.Context, rec *Record, now time.Time) e
 	if err := checkWrite(rec, StatusInProgress); err != nil {
 		return err
 	}
-	expr, err := expression.NewBuilder().WithCondition(notLive(now)).Build()
-	if err != nil {
-		return fmt.Errorf("idempotency: build claim condition: %w", err)
-	}
 	var attempts atomic.Int32
-	_, err = s.client.PutItem(ctx, &dynamodb.PutItemInput{
-		TableName:                           aws.String(s.table),
-		Item:                                marshalRecord(rec),
-		ConditionExpression:                 expr.Condition(),
-		ExpressionAttributeNames:            expr.Names(),
-		ExpressionAttributeValues:           expr.Values(),
-		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
-	}, countAttempts(&attempts))
-	var ccf *types.ConditionalCheckFailedException
-	switch {
-	case err == nil:
-		return nil
-	case !errors.As(err, &ccf):
-		return fmt.Errorf("idempotency: claim %q: %w", rec.Key, err)
-	}
-	holder, err := s.holder(ctx, rec.Key, ccf)
-	if err != nil {
+	holder, err := s.putUnlessHeld(ctx, "claim", rec, notLive(now), countAttempts(&attempts))
+	if holder == nil || err != nil {
 		return err
 	}
 	// The SDK retried a request whose first attempt was applied (its response was lost): the
@@ -124,9 +105,19 @@ func (s *DynamoDBStore) Cancel(ctx context.Context, rec *Record, now time.Time) 
 		return err
 	}
 	cond := notLive(now).Or(expression.Name(AttrStatus).Equal(expression.Value(string(StatusCancelled))))
+	holder, err := s.putUnlessHeld(ctx, "cancel", rec, cond)
+	if holder == nil || err != nil {
+		return err
+	}
+	return &AlreadyExistsError{Record: holder}
+}
+
+// putUnlessHeld puts rec on condition cond. When cond fails it returns the record that holds the
+// key (nil after a put).
+func (s *DynamoDBStore) putUnlessHeld(ctx context.Context, op string, rec *Record, cond expression.ConditionBuilder, optFns ...func(*dynamodb.Options)) (*Record, error) {
 	expr, err := expression.NewBuilder().WithCondition(cond).Build()
 	if err != nil {
-		return fmt.Errorf("idempotency: build cancel condition: %w", err)
+		return nil, fmt.Errorf("idempotency: build %s condition: %w", op, err)
 	}
 	_, err = s.client.PutItem(ctx, &dynamodb.PutItemInput{
 		TableName:                           aws.String(s.table),
@@ -135,19 +126,15 @@ func (s *DynamoDBStore) Cancel(ctx context.Context, rec *Record, now time.Time) 
 		ExpressionAttributeNames:            expr.Names(),
 		ExpressionAttributeValues:           expr.Values(),
 		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
-	})
+	}, optFns...)
 	var ccf *types.ConditionalCheckFailedException
 	switch {
 	case err == nil:
-		return nil
+		return nil, nil
 	case !errors.As(err, &ccf):
-		return fmt.Errorf("idempotency: cancel %q: %w", rec.Key, err)
+		return nil, fmt.Errorf("idempotency: %s %q: %w", op, rec.Key, err)
 	}
-	holder, err := s.holder(ctx, rec.Key, ccf)
-	if err != nil {
-		return err
-	}
-	return &AlreadyExistsError{Record: holder}
+	return s.holder(ctx, rec.Key, ccf)
 }
 
 // holder is the record a failed condition returned, or, from an endpoint that returns none, the

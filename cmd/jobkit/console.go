@@ -97,7 +97,7 @@ func (c *consoleCmd) run(s *session, _ []string) error {
 	o := console.Options{}
 	if t, err := s.stateTable(c.stateTable); err == nil {
 		o.States, o.StateTable = t, t.Name()
-		if o.Jobs, err = s.jobsClient(t); err != nil {
+		if o.Jobs, err = operator(s, t); err != nil {
 			return err
 		}
 	} else if c.stateTable != "" {

@@ -84,11 +84,7 @@ is not cancelled: the command says which, and exits 1. Cancelling again says whe
 		Example: `  jobkit job cancel 01JD3X0Q6S7V9M2D1YB4KQ7E5N`,
 		Args:    cobra.ExactArgs(1),
 		RunE: a.verb(func(s *session, args []string) error {
-			t, err := s.stateTable(table)
-			if err != nil {
-				return err
-			}
-			client, err := s.jobsClient(t)
+			client, err := s.jobsClient(table)
 			if err != nil {
 				return err
 			}
@@ -121,11 +117,7 @@ the command says so, and exits 1.`,
 		Example: `  jobkit job retry 01JD3X0Q6S7V9M2D1YB4KQ7E5N`,
 		Args:    cobra.ExactArgs(1),
 		RunE: a.verb(func(s *session, args []string) error {
-			t, err := s.stateTable(table)
-			if err != nil {
-				return err
-			}
-			client, err := s.jobsClient(t)
+			client, err := s.jobsClient(table)
 			if err != nil {
 				return err
 			}
@@ -146,9 +138,18 @@ the command says so, and exits 1.`,
 	return cmd
 }
 
-// jobsClient is a jobs.Client that operates on the jobs of table: Cancel (a parked job's schedule
-// found in any group) and RetryNow.
-func (s *session) jobsClient(t *state.Table) (*jobs.Client, error) {
+// jobsClient is a jobs.Client that operates on the jobs of the state table (--state-table, else
+// the stack's): Cancel (a parked job's schedule found in any group) and RetryNow.
+func (s *session) jobsClient(table string) (*jobs.Client, error) {
+	t, err := s.stateTable(table)
+	if err != nil {
+		return nil, err
+	}
+	return operator(s, t)
+}
+
+// operator is a jobs.Client that operates on the jobs of t.
+func operator(s *session, t *state.Table) (*jobs.Client, error) {
 	return jobs.NewClient(sqs.NewFromConfig(s.cfg), jobs.ClientOptions{State: t, LongDelayer: s.in.ParkedJobs()})
 }
 

@@ -183,6 +183,49 @@ var cases = []testCase{
 		}
 		sameRecord(t, mustGet(t, s, first.Key), done)
 	}},
+	{"CancelBeforeAnyClaim", func(t *testing.T, s idempotency.Store) {
+		c, ok := s.(idempotency.Canceller)
+		if !ok {
+			return // the store does not cancel
+		}
+		k := key(t)
+		cancel := &idempotency.Record{Key: k, Status: idempotency.StatusCancelled, JobID: "j1", LeaseEnd: base, StartedAt: base, ExpiresAt: base.Add(time.Hour)}
+		if err := c.Cancel(ctx, cancel, base); err != nil {
+			t.Fatalf("Cancel of a free key: %v", err)
+		}
+		if err := c.Cancel(ctx, cancel, base.Add(time.Second)); err != nil {
+			t.Fatalf("Cancel again: %v", err)
+		}
+		// Every claim until the record expires finds the cancellation.
+		later := base.Add(30 * time.Minute)
+		holder := mustHeld(t, s, claimRec(k, later, time.Minute, time.Hour), later)
+		if holder.Status != idempotency.StatusCancelled || holder.JobID != "j1" {
+			t.Fatalf("holder %+v, want the cancellation of j1", holder)
+		}
+		expired := base.Add(2 * time.Hour)
+		mustClaim(t, s, claimRec(k, expired, time.Minute, time.Hour), expired)
+	}},
+	{"CancelRefusedWhileHeld", func(t *testing.T, s idempotency.Store) {
+		c, ok := s.(idempotency.Canceller)
+		if !ok {
+			return
+		}
+		claim := claimRec(key(t), base, time.Minute, time.Hour)
+		mustClaim(t, s, claim, base)
+		cancel := &idempotency.Record{Key: claim.Key, Status: idempotency.StatusCancelled, JobID: "j1", LeaseEnd: base, StartedAt: base, ExpiresAt: base.Add(time.Hour)}
+		var held *idempotency.AlreadyExistsError
+		if err := c.Cancel(ctx, cancel, base.Add(time.Second)); !errors.As(err, &held) || held.Record.Status != idempotency.StatusInProgress {
+			t.Fatalf("Cancel of a key in progress: %v, want *AlreadyExistsError with the claim", err)
+		}
+		done := doneRec(claim, base.Add(2*time.Second), time.Hour, nil)
+		if err := s.Complete(ctx, done, claim.LeaseEnd); err != nil {
+			t.Fatalf("Complete: %v", err)
+		}
+		if err := c.Cancel(ctx, cancel, base.Add(3*time.Second)); !errors.As(err, &held) || held.Record.Status != idempotency.StatusCompleted {
+			t.Fatalf("Cancel of a completed key: %v, want *AlreadyExistsError with the completion", err)
+		}
+		sameRecord(t, mustGet(t, s, claim.Key), done)
+	}},
 	{"CompleteThenDuplicate", func(t *testing.T, s idempotency.Store) {
 		claim := claimRec(key(t), base, time.Minute, time.Hour)
 		mustClaim(t, s, claim, base)

@@ -296,14 +296,10 @@ func (t *Table) JobSettled(ctx context.Context, row *jobs.JobRow, st jobs.JobSta
 // as the job's item (Options.Expiry), longer than a message can stay on its queue. Repeated, it
 // finds the cancellation in place and records it again.
 func (t *Table) CancelJob(ctx context.Context, id, note string) (jobs.JobStatus, error) {
-	item, err := t.get(ctx, PrefixJob+id)
+	item, st, err := t.jobItem(ctx, id)
 	if err != nil {
-		return jobs.JobStatus{}, err
+		return st, err
 	}
-	if item == nil {
-		return jobs.JobStatus{}, fmt.Errorf("%w: %q", jobs.ErrJobNotFound, id)
-	}
-	st := statusOf(id, item)
 	switch st.State {
 	case jobs.StateCancelled:
 		return st, nil
@@ -416,15 +412,23 @@ func (t *Table) JobStatus(ctx context.Context, id string) (jobs.JobStatus, error
 	return st, err
 }
 
-func (t *Table) jobStatus(ctx context.Context, id string) (jobs.JobStatus, error) {
+// jobItem reads job id's item and the status it holds, or an error wrapping jobs.ErrJobNotFound.
+func (t *Table) jobItem(ctx context.Context, id string) (map[string]types.AttributeValue, jobs.JobStatus, error) {
 	item, err := t.get(ctx, PrefixJob+id)
 	if err != nil {
-		return jobs.JobStatus{}, err
+		return nil, jobs.JobStatus{}, err
 	}
 	if item == nil {
-		return jobs.JobStatus{}, fmt.Errorf("%w: %q", jobs.ErrJobNotFound, id)
+		return nil, jobs.JobStatus{}, fmt.Errorf("%w: %q", jobs.ErrJobNotFound, id)
 	}
-	st := statusOf(id, item)
+	return item, statusOf(id, item), nil
+}
+
+func (t *Table) jobStatus(ctx context.Context, id string) (jobs.JobStatus, error) {
+	item, st, err := t.jobItem(ctx, id)
+	if err != nil {
+		return st, err
+	}
 	ik := str(item, attrIdemKey)
 	if ik == "" || st.State == jobs.StateDead || st.State == jobs.StateCancelled {
 		return st, nil
