@@ -176,6 +176,10 @@ func (e *CancelledError) Error() string {
 // Is makes errors.Is(err, jobs.ErrCancelled) hold.
 func (e *CancelledError) Is(target error) bool { return target == jobs.ErrCancelled }
 
+// CancelledJob returns the id of the job whose cancellation holds the key (the runtime records
+// the state of another job sharing the key).
+func (e *CancelledError) CancelledJob() string { return e.JobID }
+
 // PayloadMismatchError reports a key reused with a different payload: a permanent error, since
 // no retry can make the payloads agree. The jobs runtime dead-letters it with reason
 // contract.ReasonPayloadMismatch.

@@ -156,6 +156,9 @@ func NewConsumer(workers *Workers, cfg Config, opts *ConsumerOptions) (*Consumer
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
+	if err := workers.checkKinds(cfg.withDefaults()); err != nil {
+		return nil, err
+	}
 	client := cfg.SQS
 	var o ConsumerOptions
 	if opts != nil {

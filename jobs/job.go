@@ -244,7 +244,6 @@ func decodeArgs[T any](row *JobRow, plan *wire.ArgsPlan, dst *T) error {
 	return json.Unmarshal(row.EncodedArgs, dst)
 }
 
-// lookup returns the worker registered for kind, or nil.
 // checkKinds refuses a kind that asks more attempts than the function's cfg allows.
 func (w *Workers) checkKinds(cfg Config) error {
 	w.mu.RLock()
@@ -258,6 +257,7 @@ func (w *Workers) checkKinds(cfg Config) error {
 	return nil
 }
 
+// lookup returns the worker registered for kind, or nil.
 func (w *Workers) lookup(kind string) *registered {
 	w.mu.RLock()
 	r := w.byKind[kind]

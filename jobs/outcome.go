@@ -38,6 +38,12 @@ func (b *batch) settle(r *record, err error) {
 		r.out = outCancelled
 		b.logRecord(slog.LevelInfo, r, "job cancelled: deleted without running", err)
 		b.event(r, event.Cancelled, "", err, "")
+		var of interface{ CancelledJob() string }
+		if errors.As(err, &of) && of.CancelledJob() != r.row.ID {
+			// A job sharing its idempotency key with the one cancelled: its own state (and
+			// its fan-out batch) learn it here. The cancelled job's were recorded by the cancel.
+			_ = b.recordState(r, StateCancelled, contract.ReasonCancelled, err)
+		}
 		return
 	}
 	var snooze *SnoozeError

@@ -43,7 +43,7 @@ type JobStatus struct {
 	LastError     string          `json:"last_error,omitempty"`     // retrying, dead, cancelled
 	Reason        string          `json:"reason,omitempty"`         // dead, cancelled: the dead-letter reason
 	Result        json.RawMessage `json:"result,omitempty"`         // succeeded: what the worker set with SetResult
-	DuplicateOf   string          `json:"duplicate_of,omitempty"`   // succeeded as a duplicate of this job (same idempotency key)
+	DuplicateOf   string          `json:"duplicate_of,omitempty"`   // succeeded (or cancelled) as a duplicate of this job (same idempotency key)
 	Progress      *Progress       `json:"progress,omitempty"`       // running: what it last reported (ReportProgress)
 	// Receipt is the receipt handle of the delivery a retrying job waits out its backoff on
 	// (Client.RetryNow makes that message visible). Never printed.
@@ -79,14 +79,25 @@ type StateStore interface {
 	// status: cancelled (now, or already), or the state that no longer allows it with an
 	// *NotCancellableError.
 	CancelJob(ctx context.Context, id, note string) (JobStatus, error)
+	// JobRetryNow moves retrying job id's next attempt to now, on the condition that it still
+	// waits on the delivery whose receipt is given (the receipt is then forgotten), and returns
+	// an error matching ErrNotWaiting otherwise (Client.RetryNow).
+	JobRetryNow(ctx context.Context, id, receipt string, now time.Time) error
 }
 
 // NotCancellableError is returned by Client.Cancel for a job that has started, succeeded or died:
-// Status says which.
-type NotCancellableError struct{ Status JobStatus }
+// Status says which. HeldBy names another job that holds the same idempotency key, running or
+// succeeded, when it is that job that stands in the way.
+type NotCancellableError struct {
+	Status JobStatus
+	HeldBy string
+}
 
 func (e *NotCancellableError) Error() string {
 	st := e.Status
+	if e.HeldBy != "" {
+		return fmt.Sprintf("jobs: job %s shares its idempotency key with job %s, which is %s: it can no longer be cancelled", st.ID, e.HeldBy, st.State)
+	}
 	switch st.State {
 	case StateRunning:
 		return fmt.Sprintf("jobs: job %s is running (attempt %d, since %s): it can no longer be cancelled", st.ID, st.Attempt, st.Since.UTC().Format(time.RFC3339))
@@ -95,6 +106,9 @@ func (e *NotCancellableError) Error() string {
 			return fmt.Sprintf("jobs: job %s already succeeded as a duplicate of job %s: nothing to cancel", st.ID, st.DuplicateOf)
 		}
 		return fmt.Sprintf("jobs: job %s already succeeded (%s): nothing to cancel", st.ID, st.FinishedAt.UTC().Format(time.RFC3339))
+	}
+	if st.State == StateCancelled {
+		return fmt.Sprintf("jobs: job %s was cancelled by its worker and dead-lettered (reason %s): redrive it to run it again", st.ID, st.Reason)
 	}
 	return fmt.Sprintf("jobs: job %s is %s: nothing to cancel", st.ID, st.State)
 }
@@ -153,9 +167,10 @@ func (c *Client) Status(ctx context.Context, id string) (JobStatus, error) {
 
 // Cancel cancels job id so that it never runs, whatever its delay: on a queue (waiting, delayed
 // or retrying after a failure, Standard or FIFO) or parked with the LongDelayer. It needs
-// ClientOptions.State, and workers that run the idempotency middleware (or jobs/state's
-// Middleware without it): the cancellation is an idempotency record of the job's key that the
-// next delivery's claim finds — the worker adds no call for it — so that delivery deletes the
+// ClientOptions.State, and workers that run jobs/state's Middleware or the idempotency
+// middleware with its records in the state table (as the constructs wire them): the
+// cancellation is an idempotency record of the job's key that the next delivery's claim finds
+// — the worker adds no call for it — so that delivery deletes the
 // message unrun (ErrCancelled: the outcome is cancelled, never a dead letter, and a FIFO group
 // moves on). A job parked with the LongDelayer also loses its schedule. Cancel returns the job's
 // status, cancelled; repeated, it returns the same (FinishedAt says when). A job that has started,
@@ -193,8 +208,10 @@ var ErrNotWaiting = errors.New("jobs: the job is not waiting for a retry")
 // RetryNow ends the backoff of job id, retrying after a failed attempt (or snoozed): its message
 // becomes visible now, and the next receive runs it. It needs ClientOptions.State and workers
 // with Config.States: the runtime records the delivery's receipt handle with the retrying state
-// (in the write it makes anyway), and RetryNow sets that message's visibility to 0 (one GetItem,
-// one ChangeMessageVisibility, one UpdateItem of the job's next attempt time). A job that is
+// (in the write it makes anyway), and RetryNow moves the job's next attempt to now, on the
+// condition that it still waits on that delivery, then sets the message's visibility to 0 (the
+// status's reads — two with an idempotency record —, a conditional UpdateItem, a
+// ChangeMessageVisibility). A job that is
 // not retrying, or whose message was received again since, gets an error matching
 // ErrNotWaiting; repeated, RetryNow says so.
 func (c *Client) RetryNow(ctx context.Context, id string) (JobStatus, error) {
@@ -217,6 +234,11 @@ func (c *Client) RetryNow(ctx context.Context, id string) (JobStatus, error) {
 	case !st.NextAttemptAt.After(now):
 		return st, fmt.Errorf("%w: job %s was due at %s: its retry is not waiting", ErrNotWaiting, id, st.NextAttemptAt.Format(time.RFC3339))
 	}
+	// First the state, on the condition that the job still waits on this delivery: a run that
+	// starts after the visibility change then records its own state over it, never under it.
+	if err := c.opts.State.JobRetryNow(ctx, id, st.Receipt, now); err != nil {
+		return st, err
+	}
 	_, err = c.api.ChangeMessageVisibility(ctx, &sqs.ChangeMessageVisibilityInput{
 		QueueUrl: aws.String(st.Queue), ReceiptHandle: aws.String(st.Receipt), VisibilityTimeout: 0})
 	if err != nil {
@@ -226,12 +248,7 @@ func (c *Client) RetryNow(ctx context.Context, id string) (JobStatus, error) {
 		}
 		return st, fmt.Errorf("jobs: retry job %s now: %w", id, err)
 	}
-	st.NextAttemptAt = now
-	row := &JobRow{ID: id, Kind: st.Kind, QueueURL: st.Queue}
-	due := JobStatus{State: StateRetrying, NextAttemptAt: now}
-	if err := c.opts.State.JobSettled(ctx, row, due); err != nil {
-		return st, fmt.Errorf("jobs: job %s retries now; its next attempt time was not recorded: %w", id, err)
-	}
+	st.NextAttemptAt, st.Receipt = now, ""
 	return st, nil
 }
 
@@ -306,14 +323,15 @@ func (c *Client) reserve(ctx context.Context, p *prepared, res *EnqueueResult) (
 	return false, nil
 }
 
-// reserveUnique reserves p's unique key, if it has one. dup reports the key held by another job:
-// res then names that job.
 // takeOverUnique frees a unique key whose holder has ended (UniqueOpts.UntilDone) and reserves it
 // again; it returns the key's holder then (another producer's job may have taken it first).
 func (c *Client) takeOverUnique(ctx context.Context, p *prepared, holder string) (string, error) {
 	st, err := c.opts.State.JobStatus(ctx, holder)
 	switch {
-	case errors.Is(err, ErrJobNotFound): // its state expired: it ended long ago
+	case errors.Is(err, ErrJobNotFound):
+		// Not recorded yet (its producer reserves the key, then records the job) or expired: it
+		// holds the key until the window ends.
+		return holder, nil
 	case err != nil:
 		return "", fmt.Errorf("read the state of job %s, which holds the key: %w", holder, err)
 	case st.State != StateSucceeded && st.State != StateDead && st.State != StateCancelled:
@@ -325,6 +343,8 @@ func (c *Client) takeOverUnique(ctx context.Context, p *prepared, holder string)
 	return c.opts.State.ReserveUnique(ctx, p.kind, p.unique.Key, p.id, p.now.Add(p.unique.Window), p.now)
 }
 
+// reserveUnique reserves p's unique key, if it has one. dup reports the key held by another job:
+// res then names that job.
 func (c *Client) reserveUnique(ctx context.Context, p *prepared, res *EnqueueResult) (dup bool, err error) {
 	if p.unique == nil {
 		return false, nil

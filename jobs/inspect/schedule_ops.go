@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	awsscheduler "github.com/aws/aws-sdk-go-v2/service/scheduler"
@@ -27,9 +28,11 @@ var ErrNotAJobSchedule = errors.New("inspect: not a jobkit job schedule (its tar
 
 // SetScheduleState pauses (enabled false) or resumes a schedule of group. EventBridge Scheduler's
 // UpdateSchedule replaces a whole schedule, so it reads the schedule and writes it back with only
-// its state changed. changed is false when the schedule was already in that state (nothing is
-// written). A paused schedule fires nothing until it is resumed; the ticks it missed are not
-// made up, as on AWS.
+// its state changed (and a start date already past left out, which Scheduler would refuse).
+// changed is false when the schedule was already in that state (nothing is written). A paused
+// schedule fires nothing until it is resumed; the ticks it missed are not made up, as on AWS. A
+// schedule CloudFormation deployed drifts from its template: the next deployment that updates it
+// sets the template's state again.
 func (i *Inspector) SetScheduleState(ctx context.Context, group, name string, enabled bool) (changed bool, err error) {
 	got, err := i.getSchedule(ctx, group, name)
 	if err != nil {
@@ -42,11 +45,17 @@ func (i *Inspector) SetScheduleState(ctx context.Context, group, name string, en
 	if got.State == want {
 		return false, nil
 	}
+	start := got.StartDate
+	if start != nil && start.Before(i.now().Add(-time.Minute)) {
+		// Scheduler refuses a start date more than 5 minutes past on update; one in the past
+		// has done its work (a rate schedule counts from its creation without it).
+		start = nil
+	}
 	_, err = i.sch.UpdateSchedule(ctx, &awsscheduler.UpdateScheduleInput{
 		Name: got.Name, GroupName: got.GroupName, State: want,
 		ScheduleExpression: got.ScheduleExpression, ScheduleExpressionTimezone: got.ScheduleExpressionTimezone,
 		FlexibleTimeWindow: got.FlexibleTimeWindow, Target: got.Target, Description: got.Description,
-		StartDate: got.StartDate, EndDate: got.EndDate, KmsKeyArn: got.KmsKeyArn,
+		StartDate: start, EndDate: got.EndDate, KmsKeyArn: got.KmsKeyArn,
 		ActionAfterCompletion: got.ActionAfterCompletion,
 	})
 	if err != nil {
@@ -76,8 +85,10 @@ func (i *Inspector) FireSchedule(ctx context.Context, group, name string) (jobID
 	var env struct {
 		ID string `json:"id"`
 	}
-	if json.Unmarshal([]byte(body), &env) != nil || env.ID == "" {
-		return "", "", fmt.Errorf("%w: %s/%s's input is not a job envelope", ErrNotAJobSchedule, group, name)
+	if json.Unmarshal([]byte(body), &env) != nil || !strings.HasPrefix(env.ID, scheduler.TickIDPrefix) {
+		// Not a recurring job's tick: a parked job's one-time schedule, fired now, would deliver
+		// the job twice (now and at its time).
+		return "", "", fmt.Errorf("%w: %s/%s's input is not a schedule tick's envelope (a parked job's schedule fires at its time; cancel the job instead)", ErrNotAJobSchedule, group, name)
 	}
 	url, err := i.sqs.GetQueueUrl(ctx, &sqs.GetQueueUrlInput{QueueName: aws.String(q.Name), QueueOwnerAWSAccountId: aws.String(q.Account)})
 	if err != nil {

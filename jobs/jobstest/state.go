@@ -114,3 +114,16 @@ func (s *StateStore) CancelJob(_ context.Context, id, note string) (jobs.JobStat
 	s.jobs[id] = st
 	return st, nil
 }
+
+// JobRetryNow implements jobs.StateStore.
+func (s *StateStore) JobRetryNow(_ context.Context, id, receipt string, now time.Time) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	st, ok := s.jobs[id]
+	if !ok || st.State != jobs.StateRetrying || st.Receipt != receipt {
+		return fmt.Errorf("%w: job %s", jobs.ErrNotWaiting, id)
+	}
+	st.NextAttemptAt, st.Receipt = now, ""
+	s.jobs[id] = st
+	return nil
+}

@@ -3,13 +3,13 @@ package state
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"sync"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
 
-	"github.com/jobkit-go/jobkit/idempotency"
 	"github.com/jobkit-go/jobkit/jobs"
 )
 
@@ -53,8 +53,8 @@ func (t *Table) Middleware(opts *MiddlewareOptions) jobs.Middleware {
 			if !folded {
 				up := t.stateUpdate(row, jobs.StateRunning, t.o.Now()).Set(expression.Name(attrAttempt), expression.Value(row.Attempt))
 				err := t.updateJobIf(ctx, row.ID, up, notCancelled())
-				if errors.Is(err, jobs.ErrCancelled) {
-					return err // cancelled before it ran (Client.Cancel): not run
+				if errors.Is(err, errCondition) {
+					return fmt.Errorf("%w: %w", jobs.ErrCancelled, err) // cancelled by an operator (Client.Cancel): not run
 				}
 				if err != nil {
 					row.Logger().Warn("state: running state not recorded", jobs.LogString("error", err.Error()))
@@ -190,11 +190,10 @@ func (p *progressWriter) flush() {
 func (p *progressWriter) write(pr jobs.Progress) {
 	up := expression.Set(expression.Name(attrProgress), expression.Value(pr.Percent)).
 		Set(expression.Name(attrProgressNote), expression.Value(pr.Note)).
-		Set(expression.Name(attrProgressAt), expression.Value(pr.At.UnixMilli())).
-		// A job sent without job states has no item yet: this one then says it runs, and expires.
-		Set(expression.Name(attrState), expression.IfNotExists(expression.Name(attrState), expression.Value(string(jobs.StateRunning)))).
-		Set(expression.Name(idempotency.AttrExpiration), expression.IfNotExists(expression.Name(idempotency.AttrExpiration), expression.Value(time.Now().Add(p.t.o.Expiry).Unix())))
-	if err := p.t.updateJob(p.ctx, p.id, up); err != nil && p.ctx.Err() == nil {
+		Set(expression.Name(attrProgressAt), expression.Value(pr.At.UnixMilli()))
+	// Only on a job the table records: a job sent without job states has no item to show it on.
+	cond := expression.Name(attrState).AttributeExists()
+	if err := p.t.updateJobIf(p.ctx, p.id, up, &cond); err != nil && !errors.Is(err, errCondition) && p.ctx.Err() == nil {
 		p.log.Warn("state: progress not recorded", jobs.LogString("error", err.Error()))
 	}
 }

@@ -355,3 +355,78 @@ func TestUniqueUntilDone(t *testing.T) {
 	require.True(t, again.Duplicate)
 	require.Equal(t, third.ID, again.ID)
 }
+
+// Without the idempotency middleware the running state is on the job's item: a running job is
+// not cancelled, and a job its worker cancelled (dead-lettered) is not an operator's cancel — a
+// redrive runs it again.
+func TestCancelWithStateMiddlewareAlone(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, false)
+	ctx := context.Background()
+	res, err := e.client.Enqueue(ctx, resize{Image: "r.png"}, nil)
+	require.NoError(t, err)
+	row := &jobs.JobRow{ID: res.ID, Kind: "image.resize", Attempt: 1, QueueURL: e.q.URL, EncodedArgs: []byte(`{"image":"r.png"}`)}
+	err = e.table.Middleware(nil)(func(ctx context.Context, _ *jobs.JobRow) error {
+		_, err := e.client.Cancel(ctx, res.ID)
+		var nc *jobs.NotCancellableError
+		if assert.ErrorAs(t, err, &nc) {
+			assert.Equal(t, jobs.StateRunning, nc.Status.State)
+		}
+		return nil
+	})(ctx, row)
+	require.NoError(t, err)
+
+	gone, err := e.client.Enqueue(ctx, resize{Image: "gone.png", Fail: "cancel"}, nil)
+	require.NoError(t, err)
+	e.drain(false)
+	runs := e.runs.Load()
+	_, err = e.client.Cancel(ctx, gone.ID)
+	require.ErrorContains(t, err, "cancelled by its worker and dead-lettered")
+	dead := awstest.Take(t, e.sqs, e.dlq.URL, 1)
+	_, err = e.sqs.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(e.q.URL), MessageBody: dead[0].Body})
+	require.NoError(t, err)
+	e.drain(false)
+	assert.Equal(t, runs+1, e.runs.Load(), "the redriven job ran again")
+}
+
+// A job sharing its idempotency key with a cancelled one is not run either, and its state says
+// so, naming the cancelled job.
+func TestCancelSharedKey(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, true)
+	ctx := context.Background()
+	first, err := e.client.Enqueue(ctx, resize{Image: "k.png"}, &jobs.EnqueueOpts{Key: "thumb-k"})
+	require.NoError(t, err)
+	second, err := e.client.Enqueue(ctx, resize{Image: "k.png"}, &jobs.EnqueueOpts{Key: "thumb-k"})
+	require.NoError(t, err)
+	_, err = e.client.Cancel(ctx, first.ID)
+	require.NoError(t, err)
+	st, err := e.client.Status(ctx, second.ID)
+	require.NoError(t, err)
+	assert.Equal(t, jobs.StateCancelled, st.State, "read through the key's cancellation")
+	assert.Equal(t, first.ID, st.DuplicateOf)
+	st, err = e.client.Cancel(ctx, second.ID)
+	require.NoError(t, err, "cancelling it too is no error")
+	assert.Equal(t, jobs.StateCancelled, st.State)
+	e.drain(false)
+	assert.Zero(t, e.runs.Load())
+	awstest.ExpectEmpty(t, e.sqs, e.dlq.URL)
+}
+
+// RetryNow's state write holds only while the job still waits on the delivery it read: a newer
+// delivery's retry makes it no longer apply.
+func TestRetryNowOnlyForTheDeliveryItRead(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, true)
+	ctx := context.Background()
+	res, err := e.client.Enqueue(ctx, resize{Image: "r.png"}, nil)
+	require.NoError(t, err)
+	row := &jobs.JobRow{ID: res.ID, Kind: "image.resize", QueueURL: e.q.URL}
+	later := time.Now().Add(time.Hour)
+	require.NoError(t, e.table.JobSettled(ctx, row, jobs.JobStatus{State: jobs.StateRetrying, Attempt: 1, NextAttemptAt: later, Receipt: "receipt-1"}))
+	require.NoError(t, e.table.JobSettled(ctx, row, jobs.JobStatus{State: jobs.StateRetrying, Attempt: 2, NextAttemptAt: later, Receipt: "receipt-2"}))
+	err = e.table.JobRetryNow(ctx, res.ID, "receipt-1", time.Now())
+	require.ErrorIs(t, err, jobs.ErrNotWaiting)
+	require.NoError(t, e.table.JobRetryNow(ctx, res.ID, "receipt-2", time.Now()))
+	require.ErrorIs(t, e.table.JobRetryNow(ctx, res.ID, "receipt-2", time.Now()), jobs.ErrNotWaiting, "the receipt is used once")
+}

@@ -65,6 +65,7 @@ const (
 	attrResult       = "result"
 	attrBatchCounted = "batch_counted" // the member's end counted in its batch: succeeded or dead
 	attrReceipt      = "receipt"       // a retrying job's receipt handle (jobs.Client.RetryNow)
+	attrOpCancelled  = "op_cancelled"  // cancelled by an operator (CancelJob), not by its worker
 	attrProgress     = "progress"      // a running job's last reported percent (jobs.ReportProgress)
 	attrProgressNote = "progress_note"
 	attrProgressAt   = "progress_at"
@@ -286,24 +287,35 @@ func (t *Table) JobSettled(ctx context.Context, row *jobs.JobRow, st jobs.JobSta
 	if row.Batch != "" && st.State != jobs.StateRetrying {
 		return t.memberDone(ctx, row, up, false)
 	}
+	if st.State == jobs.StateRetrying {
+		// A retry recorded after an operator's cancel (it landed while the attempt failed) would
+		// hide the cancel: the cancel stays, and the next delivery deletes the job unrun.
+		if err := t.updateJobIf(ctx, row.ID, up, notCancelled()); !errors.Is(err, errCondition) {
+			return err
+		}
+		return nil
+	}
 	return t.updateJob(ctx, row.ID, up)
 }
 
 // CancelJob implements jobs.StateStore. It reads the job's item, then writes the cancellation as
 // the job's idempotency record (idempotency.Canceller: refused while a claim is in progress or
 // once a run completed), which the next delivery's claim finds, then moves the job's item to
-// cancelled (a batch member is counted in its batch, as a dead one is). The record lasts as long
-// as the job's item (Options.Expiry), longer than a message can stay on its queue. Repeated, it
-// finds the cancellation in place and records it again.
+// cancelled, marked as an operator's cancel (attrOpCancelled), on the condition that it is still
+// enqueued or retrying (a batch member is counted in its batch, as a dead one is). The record
+// lasts as long as the job's item (Options.Expiry) after the job's delivery time, longer than a
+// message can stay on its queue. Repeated, it answers with the cancellation in place.
 func (t *Table) CancelJob(ctx context.Context, id, note string) (jobs.JobStatus, error) {
 	item, st, err := t.jobItem(ctx, id)
 	if err != nil {
 		return st, err
 	}
-	switch st.State {
-	case jobs.StateCancelled:
+	switch {
+	case st.State == jobs.StateCancelled && boolean(item, attrOpCancelled):
 		return st, nil
-	case jobs.StateDead, jobs.StateSucceeded:
+	case st.State != jobs.StateEnqueued && st.State != jobs.StateRetrying:
+		// Running (jobs/state's Middleware alone records it on the item), succeeded, dead, or
+		// cancelled by its worker and dead-lettered.
 		return st, &jobs.NotCancellableError{Status: st}
 	}
 	ik := str(item, attrIdemKey)
@@ -312,31 +324,67 @@ func (t *Table) CancelJob(ctx context.Context, id, note string) (jobs.JobStatus,
 	}
 	now := time.UnixMilli(t.o.Now().UnixMilli()).UTC() // as the item keeps it
 	rec := &idempotency.Record{Key: ik, Status: idempotency.StatusCancelled, JobID: id,
-		ExpiresAt: now.Add(t.o.Expiry), LeaseEnd: now, StartedAt: now}
+		ExpiresAt: later(now, st.DeliverAt).Add(t.o.Expiry), LeaseEnd: now, StartedAt: now}
 	err = idempotency.NewDynamoDBStore(t.db, t.name).Cancel(ctx, rec, now)
 	var held *idempotency.AlreadyExistsError
 	if errors.As(err, &held) {
-		merge(&st, held.Record, now)
-		if st.State != jobs.StateRunning && st.State != jobs.StateSucceeded {
-			// A claim of another job sharing the key holds it: this one would wait, then be
-			// skipped as its duplicate or run after it fails.
-			st.State, st.Since = jobs.StateRunning, held.Record.StartedAt
-			if held.Record.Status == idempotency.StatusCompleted {
-				st.State, st.DuplicateOf = jobs.StateSucceeded, held.Record.JobID
+		nc := &jobs.NotCancellableError{Status: st}
+		if h := held.Record; h.JobID != "" && h.JobID != id {
+			nc.HeldBy = h.JobID
+			nc.Status.State = jobs.StateRunning
+			if h.Status == idempotency.StatusCompleted {
+				nc.Status.State = jobs.StateSucceeded
 			}
+		} else {
+			merge(&nc.Status, h, now)
 		}
-		return st, &jobs.NotCancellableError{Status: st}
+		return nc.Status, nc
 	}
 	if err != nil {
 		return st, fmt.Errorf("state: cancel job %q: %w", id, err)
 	}
-	row := &jobs.JobRow{ID: id, Kind: st.Kind, Batch: st.Batch}
-	done := jobs.JobStatus{State: jobs.StateCancelled, Reason: contract.ReasonCancelled, LastError: note, FinishedAt: now}
-	if err := t.JobSettled(ctx, row, done); err != nil {
+	up := t.stateUpdate(&jobs.JobRow{ID: id, Kind: st.Kind, Batch: st.Batch}, jobs.StateCancelled, now).
+		Set(expression.Name(attrReason), expression.Value(contract.ReasonCancelled)).
+		Set(expression.Name(attrLastError), expression.Value(note)).
+		Set(expression.Name(attrFinishedAt), expression.Value(now.UnixMilli())).
+		Set(expression.Name(attrOpCancelled), expression.Value(true)).
+		Remove(expression.Name(attrReceipt))
+	if st.Batch != "" {
+		err = t.memberDone(ctx, &jobs.JobRow{ID: id, Kind: st.Kind, Batch: st.Batch}, up, false)
+	} else if err = t.updateJobIf(ctx, id, up, cancellable()); errors.Is(err, errCondition) {
+		// A run recorded itself in between (jobs/state's Middleware alone): it is running.
+		_, cur, rerr := t.jobItem(ctx, id)
+		if rerr != nil {
+			return st, rerr
+		}
+		return cur, &jobs.NotCancellableError{Status: cur}
+	}
+	if err != nil {
 		return st, fmt.Errorf("state: job %q cancelled (it will not run), but its state was not recorded; cancel again: %w", id, err)
 	}
-	st.State, st.Since, st.FinishedAt, st.Reason, st.LastError, st.NextAttemptAt = jobs.StateCancelled, now, now, contract.ReasonCancelled, note, time.Time{}
+	st.State, st.Since, st.FinishedAt, st.Reason, st.LastError, st.NextAttemptAt, st.Receipt = jobs.StateCancelled, now, now, contract.ReasonCancelled, note, time.Time{}, ""
 	return st, nil
+}
+
+// later returns the later of two times.
+func later(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
+}
+
+// JobRetryNow implements jobs.StateStore: one UpdateItem on the condition that the job is
+// retrying on the delivery whose receipt is given.
+func (t *Table) JobRetryNow(ctx context.Context, id, receipt string, now time.Time) error {
+	up := expression.Set(expression.Name(attrNextAttempt), expression.Value(now.UnixMilli())).Remove(expression.Name(attrReceipt))
+	cond := expression.Name(attrState).Equal(expression.Value(string(jobs.StateRetrying))).
+		And(expression.Name(attrReceipt).Equal(expression.Value(receipt)))
+	err := t.updateJobIf(ctx, id, up, &cond)
+	if errors.Is(err, errCondition) {
+		return fmt.Errorf("%w: job %s no longer waits on the delivery its retry was recorded with", jobs.ErrNotWaiting, id)
+	}
+	return err
 }
 
 // stateUpdate is the update that moves a job's item to state at now, creating it if need be.
@@ -361,8 +409,11 @@ func (t *Table) updateJob(ctx context.Context, id string, up expression.UpdateBu
 	return t.updateJobIf(ctx, id, up, nil)
 }
 
-// updateJobIf is updateJob on a condition (nil: none); it returns jobs.ErrCancelled when the
-// condition is notCancelled and fails.
+// errCondition is updateJobIf's error when its condition fails.
+var errCondition = errors.New("state: the job's item is not as the update requires")
+
+// updateJobIf is updateJob on a condition (nil: none); it returns errCondition when the
+// condition fails.
 func (t *Table) updateJobIf(ctx context.Context, id string, up expression.UpdateBuilder, cond *expression.ConditionBuilder) error {
 	b := expression.NewBuilder().WithUpdate(up)
 	if cond != nil {
@@ -378,7 +429,7 @@ func (t *Table) updateJobIf(ctx context.Context, id string, up expression.Update
 	})
 	var ccf *types.ConditionalCheckFailedException
 	if cond != nil && errors.As(err, &ccf) {
-		return fmt.Errorf("state: job %q: %w", id, jobs.ErrCancelled)
+		return fmt.Errorf("state: job %q: %w", id, errCondition)
 	}
 	if err != nil {
 		return fmt.Errorf("state: record job %q: %w", id, err)
@@ -386,10 +437,17 @@ func (t *Table) updateJobIf(ctx context.Context, id string, up expression.Update
 	return nil
 }
 
-// notCancelled holds for a job item that is not cancelled (or not there).
+// notCancelled holds for a job item an operator has not cancelled (or no item).
 func notCancelled() *expression.ConditionBuilder {
-	c := expression.Name(attrState).AttributeNotExists().
-		Or(expression.Name(attrState).NotEqual(expression.Value(string(jobs.StateCancelled))))
+	c := expression.Name(attrOpCancelled).AttributeNotExists()
+	return &c
+}
+
+// cancellable holds for a job item an operator may cancel: enqueued or retrying (or cancelled
+// by an operator already).
+func cancellable() *expression.ConditionBuilder {
+	c := expression.Name(attrState).In(expression.Value(string(jobs.StateEnqueued)), expression.Value(string(jobs.StateRetrying))).
+		Or(expression.Name(attrOpCancelled).AttributeExists())
 	return &c
 }
 
@@ -406,7 +464,7 @@ func (t *Table) get(ctx context.Context, k string) (map[string]types.AttributeVa
 // job reported is shown while it runs.
 func (t *Table) JobStatus(ctx context.Context, id string) (jobs.JobStatus, error) {
 	st, err := t.jobStatus(ctx, id)
-	if st.State != jobs.StateRunning {
+	if p := st.Progress; p != nil && (st.State != jobs.StateRunning || p.At.Before(st.Since)) {
 		st.Progress = nil // a report of a run that has ended
 	}
 	return st, err
@@ -448,6 +506,14 @@ func (t *Table) jobStatus(ctx context.Context, id string) (jobs.JobStatus, error
 // merge folds the job's idempotency record into its state from the job item.
 func merge(st *jobs.JobStatus, rec *idempotency.Record, now time.Time) {
 	switch {
+	case rec.Status == idempotency.StatusCancelled && rec.Live(now) && (st.State == jobs.StateEnqueued || st.State == jobs.StateRetrying):
+		// Cancelled (the state of this job's cancel not recorded yet), or a job sharing its
+		// idempotency key with the one cancelled: it will not run.
+		st.State, st.Since, st.FinishedAt, st.NextAttemptAt = jobs.StateCancelled, rec.StartedAt, rec.StartedAt, time.Time{}
+		st.Reason = contract.ReasonCancelled
+		if rec.JobID != st.ID {
+			st.DuplicateOf = rec.JobID
+		}
 	case rec.Status == idempotency.StatusCompleted && rec.JobID == st.ID:
 		st.State, st.Attempt = jobs.StateSucceeded, rec.Attempt
 		st.Since, st.FinishedAt = rec.FinishedAt, rec.FinishedAt

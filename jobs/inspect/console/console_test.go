@@ -3,6 +3,7 @@ package console
 import (
 	"bytes"
 	"context"
+	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -56,10 +57,24 @@ func do(t *testing.T, method, url, body string, headers map[string]string) (*htt
 	return res, string(b)
 }
 
+// unreachableJobs is a JobOperator whose every call fails as an unreachable endpoint would.
+type unreachableJobs struct{}
+
+func (unreachableJobs) Cancel(context.Context, string) (jobs.JobStatus, error) {
+	return jobs.JobStatus{}, errors.New("dial tcp 127.0.0.1:1: connection refused")
+}
+
+func (unreachableJobs) RetryNow(context.Context, string) (jobs.JobStatus, error) {
+	return jobs.JobStatus{}, errors.New("dial tcp 127.0.0.1:1: connection refused")
+}
+
+// actionPaths are every state-changing request the console serves.
+var actionPaths = []string{"/api/redrive", "/api/purge", "/api/jobs/cancel", "/api/jobs/retry", "/api/schedules/pause", "/api/schedules/resume", "/api/schedules/fire"}
+
 func TestActionsNeedTheToken(t *testing.T) {
 	t.Parallel()
-	s, hs := offline(t, Options{})
-	body := `{"queue":"q","all":true}`
+	s, hs := offline(t, Options{Jobs: unreachableJobs{}})
+	body := `{"queue":"q","all":true,"id":"j1","group":"g","name":"n"}`
 	for _, c := range []struct {
 		name    string
 		headers map[string]string
@@ -76,7 +91,7 @@ func TestActionsNeedTheToken(t *testing.T) {
 		{"same origin with the token", map[string]string{"Content-Type": "application/json", TokenHeader: s.Token(), "Sec-Fetch-Site": "same-origin", "Origin": hs.URL}, http.StatusBadGateway},
 		{"no browser headers, with the token", map[string]string{"Content-Type": "application/json", TokenHeader: s.Token()}, http.StatusBadGateway},
 	} {
-		for _, path := range []string{"/api/redrive", "/api/purge"} {
+		for _, path := range actionPaths {
 			res, got := do(t, http.MethodPost, hs.URL+path, body, c.headers)
 			require.Equal(t, c.want, res.StatusCode, "%s %s: %s", c.name, path, got)
 			require.Equal(t, "nosniff", res.Header.Get("X-Content-Type-Options"))
@@ -87,7 +102,7 @@ func TestActionsNeedTheToken(t *testing.T) {
 
 func TestReadOnlyHidesAndRefusesActions(t *testing.T) {
 	t.Parallel()
-	s, hs := offline(t, Options{ReadOnly: true})
+	s, hs := offline(t, Options{ReadOnly: true, Jobs: unreachableJobs{}})
 	res, page := do(t, http.MethodGet, hs.URL+"/?queue=q", "", nil)
 	require.Equal(t, http.StatusOK, res.StatusCode)
 	require.Contains(t, page, `id="read-only"`)
@@ -95,8 +110,8 @@ func TestReadOnlyHidesAndRefusesActions(t *testing.T) {
 	require.NotContains(t, page, "jobkit-token")
 	require.NotContains(t, page, "Redrive")
 	require.NotContains(t, page, "Purge")
-	for _, path := range []string{"/api/redrive", "/api/purge"} {
-		res, got := do(t, http.MethodPost, hs.URL+path, `{"queue":"q","all":true}`,
+	for _, path := range actionPaths {
+		res, got := do(t, http.MethodPost, hs.URL+path, `{"queue":"q","all":true,"id":"j1","group":"g","name":"n"}`,
 			map[string]string{"Content-Type": "application/json", TokenHeader: s.Token(), "Origin": hs.URL})
 		require.Equal(t, http.StatusForbidden, res.StatusCode, got)
 		require.Contains(t, got, "read-only")
