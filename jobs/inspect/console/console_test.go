@@ -223,3 +223,12 @@ func TestStatusRowsShowProgress(t *testing.T) {
 	}
 	require.Equal(t, `80% almost\u202e (2026-11-27 12:00:00.000)`, got)
 }
+
+// A dead-job listing shows at most 50 jobs unless ListLimit says otherwise (docs/console.md).
+func TestListLimitDefault(t *testing.T) {
+	t.Parallel()
+	s, _ := offline(t, Options{})
+	require.Equal(t, 50, s.o.ListLimit)
+	s, _ = offline(t, Options{ListLimit: 7})
+	require.Equal(t, 7, s.o.ListLimit)
+}
