@@ -79,6 +79,10 @@ func TestSampleApp(t *testing.T) {
 				ids = append(ids, id)
 			}
 			// The redrive chain: the job queue → its holding queue → its DLQ.
+			if name == samplejobs.QueueEmail {
+				// 5 attempts and a margin of 20 for the rate limit's waits (docs/handlers.md).
+				require.EqualValues(t, 25, cfntest.Get(state, "Resources."+ids[0]+".Properties.RedrivePolicy.maxReceiveCount"))
+			}
 			held := cfntest.Get(state, "Resources."+ids[0]+".Properties.RedrivePolicy.deadLetterTargetArn.Fn::GetAtt.0").(string)
 			require.Contains(t, held, "Moved", name)
 			require.Equal(t, cfntest.GetAtt(ids[1], "Arn"), cfntest.Get(state, "Resources."+held+".Properties.RedrivePolicy.deadLetterTargetArn"), name)
