@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"strings"
 	"testing"
 	"time"
 
@@ -429,4 +430,47 @@ func TestRetryNowOnlyForTheDeliveryItRead(t *testing.T) {
 	require.ErrorIs(t, err, jobs.ErrNotWaiting)
 	require.NoError(t, e.table.JobRetryNow(ctx, res.ID, "receipt-2", time.Now()))
 	require.ErrorIs(t, e.table.JobRetryNow(ctx, res.ID, "receipt-2", time.Now()), jobs.ErrNotWaiting, "the receipt is used once")
+}
+
+// A member the runtime dead-letters at the receive limit (receive_limit, before SQS's redrive
+// would take it unrecorded) counts as dead in its batch, as one whose attempts ran out does.
+func TestBatchMemberAtTheReceiveLimitCountsDead(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, true)
+	ctx := context.Background()
+	b, err := e.table.OpenBatch(ctx, e.client, state.BatchOpts{Callback: albumReady{Album: "limit"}})
+	require.NoError(t, err)
+	_, err = b.Add(ctx, []jobs.BatchJob{{Args: resize{Image: "ok.png"}}, {Args: resize{Image: "stuck.png"}}})
+	require.NoError(t, err)
+	require.NoError(t, b.Close(ctx))
+	// stuck.png's message is received twice without a run (a throttle, a lost receive), ok.png's
+	// once...
+	show := func(m sqstypes.Message) {
+		_, err := e.sqs.ChangeMessageVisibility(ctx, &sqs.ChangeMessageVisibilityInput{QueueUrl: aws.String(e.q.URL), ReceiptHandle: m.ReceiptHandle, VisibilityTimeout: 0})
+		require.NoError(t, err)
+	}
+	var stuck, ok sqstypes.Message
+	for _, m := range awstest.ReceiveN(t, e.sqs, e.q.URL, 2) {
+		env, err := jobs.DecodeEnvelope(aws.ToString(m.Body))
+		require.NoError(t, err)
+		if strings.Contains(string(env.Args), "stuck") {
+			stuck = m
+		} else {
+			ok = m
+		}
+	}
+	show(stuck)
+	again := awstest.ReceiveN(t, e.sqs, e.q.URL, 1)
+	require.Equal(t, aws.ToString(stuck.MessageId), aws.ToString(again[0].MessageId))
+	show(again[0])
+	show(ok)
+	require.NotNil(t, stuck.MessageId)
+	// ...so that its third receive is the queue's last: the runtime dead-letters it itself.
+	limited := jobs.NewLambdaHandler(e.workers, jobs.Config{QueueURL: e.q.URL, DLQURL: e.dlq.URL, SQS: e.sqs, MaxAttempts: 2, MaxReceiveCount: 3, States: e.table,
+		Metrics: io.Discard, Logger: slog.New(slog.NewJSONHandler(io.Discard, nil))}).HandleSQS
+	e.drainQueue(e.q, limited, false)
+	dead := jobstest.DecodeDeadLetter(awstest.Take(t, e.sqs, e.dlq.URL, 1)[0])
+	assert.Equal(t, contract.ReasonReceiveLimit, dead.Reason)
+	require.Len(t, e.callbacks[b.ID], 1)
+	assert.Equal(t, state.BatchResult{BatchID: b.ID, Total: 2, Succeeded: 1, Dead: 1}, e.callbacks[b.ID][0].BatchResult)
 }
