@@ -39,9 +39,10 @@ func (b *batch) settle(r *record, err error) {
 		b.logRecord(slog.LevelInfo, r, "job cancelled: deleted without running", err)
 		b.event(r, event.Cancelled, "", err, "")
 		var of interface{ CancelledJob() string }
-		if errors.As(err, &of) && of.CancelledJob() != r.row.ID {
-			// A job sharing its idempotency key with the one cancelled: its own state (and
-			// its fan-out batch) learn it here. The cancelled job's were recorded by the cancel.
+		if !errors.As(err, &of) || of.CancelledJob() != r.row.ID {
+			// A job sharing its idempotency key with the one cancelled, or one whose middleware
+			// or worker says it is cancelled without naming it: its own state (and its fan-out
+			// batch) learn it here. The cancelled job's were recorded by the cancel.
 			_ = b.recordState(r, StateCancelled, contract.ReasonCancelled, err)
 		}
 		return

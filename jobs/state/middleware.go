@@ -3,7 +3,6 @@ package state
 import (
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
 	"sync"
 	"time"
@@ -54,7 +53,7 @@ func (t *Table) Middleware(opts *MiddlewareOptions) jobs.Middleware {
 				up := t.stateUpdate(row, jobs.StateRunning, t.o.Now()).Set(expression.Name(attrAttempt), expression.Value(row.Attempt))
 				err := t.updateJobIf(ctx, row.ID, up, notCancelled())
 				if errors.Is(err, errCondition) {
-					return fmt.Errorf("%w: %w", jobs.ErrCancelled, err) // cancelled by an operator (Client.Cancel): not run
+					return &cancelledJob{id: row.ID} // cancelled by an operator (Client.Cancel): not run
 				}
 				if err != nil {
 					row.Logger().Warn("state: running state not recorded", jobs.LogString("error", err.Error()))
@@ -207,3 +206,11 @@ func (p *progressWriter) stop() {
 	}
 	p.mu.Unlock()
 }
+
+// cancelledJob is the error of a job an operator cancelled, found by the running write: the
+// runtime deletes its message unrun; its state was recorded by the cancel.
+type cancelledJob struct{ id string }
+
+func (e *cancelledJob) Error() string        { return "state: job " + e.id + " was cancelled before it ran" }
+func (e *cancelledJob) Is(target error) bool { return target == jobs.ErrCancelled }
+func (e *cancelledJob) CancelledJob() string { return e.id }

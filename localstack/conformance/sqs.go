@@ -45,6 +45,8 @@ var sqsChecks = []Check{
 	{Name: "sqs/visibility-12h-from-receipt", Service: SQS, Doc: docVisibilityGuide, Run: checkVisibilityFromReceipt},
 	{Name: "sqs/fifo-group-lock", Service: SQS, Doc: docFIFOLogic, Run: checkFIFOGroupLock},
 	{Name: "sqs/fifo-order-after-partial-failure", Service: SQS, Doc: docFIFOLogic, Run: checkFIFOOrderAfterPartialFailure},
+	{Name: "sqs/fifo-lock-after-partial-delete", Service: SQS, Doc: docFIFOLogic, Run: checkFIFOLockAfterPartialDelete},
+	{Name: "sqs/fifo-lock-after-batch-backoff", Service: SQS, Doc: docFIFOLogic, Run: checkFIFOLockAfterBatchBackoff},
 	{Name: "sqs/redrive-standard", Service: SQS, Doc: docDLQ, Run: checkRedriveStandard},
 	{Name: "sqs/redrive-fifo-max-receive-1", Service: SQS, Doc: docDLQ, Run: checkRedriveFIFO},
 	{Name: "sqs/dlq-source-arn", Service: SQS, Doc: docReceive, Run: checkDLQSourceARN},
@@ -292,6 +294,85 @@ func checkFIFOOrderAfterPartialFailure(ctx context.Context, env *Env) error {
 	}
 	if got := bodies(again); !slices.Equal(got, []string{"m2", "m3"}) {
 		return fmt.Errorf("after deleting m1 and releasing m3, m2: received %v, want [m2 m3]", got)
+	}
+	return nil
+}
+
+// A batch's partial failure as the jobs runtime leaves it: of three in-flight messages of a group,
+// the first two deleted and the third held for its backoff (its visibility extended). The group's
+// later messages, never received, stay locked behind the third until it is deleted or visible.
+func checkFIFOLockAfterPartialDelete(ctx context.Context, env *Env) error {
+	q, err := createQueue(ctx, env, "q", queueSpec{fifo: true})
+	if err != nil {
+		return err
+	}
+	if err := send(ctx, env, q, "g", "m1", "m2", "m3", "m4", "m5"); err != nil {
+		return err
+	}
+	ms, err := receive(ctx, env, q, 3, 1)
+	if err != nil {
+		return err
+	}
+	if got := bodies(ms); !slices.Equal(got, []string{"m1", "m2", "m3"}) {
+		return fmt.Errorf("first receive of 3: %v, want [m1 m2 m3]", got)
+	}
+	if err := changeVisibility(ctx, env, q, ms[2].ReceiptHandle, 60); err != nil {
+		return err
+	}
+	for _, m := range ms[:2] {
+		if err := deleteMessage(ctx, env, q, m); err != nil {
+			return err
+		}
+	}
+	again, err := receive(ctx, env, q, 10, 1)
+	if err != nil {
+		return err
+	}
+	if got := bodies(again); len(got) != 0 {
+		return fmt.Errorf("receive with m3 in flight after m1 and m2 were deleted: %v, want nothing (group locked)", got)
+	}
+	return nil
+}
+
+// A batch the jobs runtime hands back whole — its first job failed, the rest not run behind it —
+// with every message's visibility set to the backoff in one ChangeMessageVisibilityBatch: the
+// group's later messages, never received, stay locked until those come back.
+func checkFIFOLockAfterBatchBackoff(ctx context.Context, env *Env) error {
+	q, err := createQueue(ctx, env, "q", queueSpec{fifo: true})
+	if err != nil {
+		return err
+	}
+	var bodiesSent []string
+	for i := 1; i <= 12; i++ {
+		bodiesSent = append(bodiesSent, fmt.Sprintf("m%02d", i))
+	}
+	if err := send(ctx, env, q, "g", bodiesSent...); err != nil {
+		return err
+	}
+	ms, err := receive(ctx, env, q, 10, 1)
+	if err != nil {
+		return err
+	}
+	if len(ms) != 10 {
+		return fmt.Errorf("first receive: %d messages, want 10", len(ms))
+	}
+	entries := make([]sqstypes.ChangeMessageVisibilityBatchRequestEntry, len(ms))
+	for i, m := range ms {
+		entries[i] = sqstypes.ChangeMessageVisibilityBatchRequestEntry{Id: aws.String(fmt.Sprint(i)), ReceiptHandle: m.ReceiptHandle, VisibilityTimeout: 60}
+	}
+	out, err := env.SQS.ChangeMessageVisibilityBatch(ctx, &sqs.ChangeMessageVisibilityBatchInput{QueueUrl: aws.String(q.url), Entries: entries})
+	if err != nil {
+		return err
+	}
+	if len(out.Failed) > 0 {
+		return fmt.Errorf("change visibility: %d failed", len(out.Failed))
+	}
+	again, err := receive(ctx, env, q, 10, 1)
+	if err != nil {
+		return err
+	}
+	if got := bodies(again); len(got) != 0 {
+		return fmt.Errorf("receive with m01-m10 in flight for their backoff: %v, want nothing (group locked)", got)
 	}
 	return nil
 }
