@@ -468,9 +468,20 @@ func TestBatchMemberAtTheReceiveLimitCountsDead(t *testing.T) {
 	// ...so that its third receive is the queue's last: the runtime dead-letters it itself.
 	limited := jobs.NewLambdaHandler(e.workers, jobs.Config{QueueURL: e.q.URL, DLQURL: e.dlq.URL, SQS: e.sqs, MaxAttempts: 2, MaxReceiveCount: 3, States: e.table,
 		Metrics: io.Discard, Logger: slog.New(slog.NewJSONHandler(io.Discard, nil))}).HandleSQS
-	e.drainQueue(e.q, limited, false)
+	// Until the callback has run: a loaded emulator may take a while to show the messages again.
+	for deadline := time.Now().Add(90 * time.Second); time.Now().Before(deadline); {
+		e.drainQueue(e.q, limited, false)
+		e.mu.Lock()
+		n := len(e.callbacks[b.ID])
+		e.mu.Unlock()
+		if n > 0 {
+			break
+		}
+	}
 	dead := jobstest.DecodeDeadLetter(awstest.Take(t, e.sqs, e.dlq.URL, 1)[0])
 	assert.Equal(t, contract.ReasonReceiveLimit, dead.Reason)
+	e.mu.Lock()
+	defer e.mu.Unlock()
 	require.Len(t, e.callbacks[b.ID], 1)
 	assert.Equal(t, state.BatchResult{BatchID: b.ID, Total: 2, Succeeded: 1, Dead: 1}, e.callbacks[b.ID][0].BatchResult)
 }
