@@ -123,13 +123,15 @@ func TestRuntimeDeadLetterSendInFlightAtTheHardStopOnSQS(t *testing.T) {
 	direct := sqs.NewFromConfig(cfg)
 	dlq := awstest.CreateQueue(t, cfg, "dlq", nil)
 	q := awstest.CreateQueue(t, cfg, "q", &awstest.QueueOptions{VisibilityTimeout: 30})
-	enqueue(t, direct, q.URL, TestJob{N: 1, Mode: "sleep-cancel", Seconds: 1.9})
+	enqueue(t, direct, q.URL, TestJob{N: 1, Mode: "sleep-cancel", Seconds: 3.9})
 	msgs := awstest.Receive(t, direct, q.URL, 1, 10*time.Second)
 	require.Len(t, msgs, 1)
 
+	// The send starts at 3.9 s and takes 2.2 s more than the emulator's own time: in flight at
+	// the hard stop, done with almost a second to spare before the AWS calls' end.
 	proxy, err := faultproxy.Start(awstest.Endpoint(), &faultproxy.Options{Latency: func(api string) time.Duration {
 		if api == "SQS.SendMessage" {
-			return 1200 * time.Millisecond
+			return 2200 * time.Millisecond
 		}
 		return 0
 	}})
@@ -139,8 +141,8 @@ func TestRuntimeDeadLetterSendInFlightAtTheHardStopOnSQS(t *testing.T) {
 	slowCfg.BaseEndpoint = aws.String(proxy.URL())
 
 	rc := runtimeConfig(sqs.NewFromConfig(slowCfg), q.URL, dlq.URL)
-	rc.SafetyMargin = 2 * time.Second // jobs end at 2 s, the hard stop at 3 s, AWS calls at 3.5 s
-	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Second)
+	rc.SafetyMargin = 4 * time.Second // jobs end at 4 s, the hard stop at 6 s, AWS calls at 7 s
+	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Second)
 	defer cancel()
 	deadline, _ := ctx.Deadline()
 	resp, err := jobs.NewLambdaHandler(testWorkers(nil), rc).HandleSQS(ctx, jobstest.EventFromMessages(q.ARN, msgs))
