@@ -46,9 +46,10 @@
 // member that sees no open shard left takes the callback lease (a conditional write), sends the
 // callback job and marks it sent. Every step is conditional and repeatable, so a retry after a
 // crash at any point finishes the work, and concurrent members finishing at the same moment
-// produce one callback. The one window for a second callback message is a crash after the send
-// and before its mark, once the lease has ended: the callback's id is fixed (<batch>.callback),
-// so idempotency.Middleware on the callback's worker runs it once even then.
+// produce one callback. A second callback message can come of a crash after the send and before
+// its mark, once the lease has ended, or of a send whose answer was lost and which the SDK
+// retried: the callback's id is fixed (<batch>.callback), so idempotency.Middleware on the
+// callback's worker runs it once even then.
 //
 // A batch may also have a failure callback (BatchOpts.OnFailure, id <batch>.failure), sent once
 // with the callback when a member died, and a deadline (BatchOpts.Deadline): a delayed
