@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -493,15 +494,23 @@ func (c *Consumer) running() []*unit {
 	return out
 }
 
-// release makes msgs visible at once, 10 per call.
+// release makes msgs visible at once, 10 per call. On a FIFO queue it releases them last first,
+// at a second each, so that no group's message is visible before those behind it
+// (fifoChangeOrder says why).
 func (c *Consumer) release(ctx context.Context, msgs []*wire.SQSMessage) {
+	vt := int32(0)
+	if c.fifo && len(msgs) > 1 {
+		msgs = slices.Clone(msgs)
+		slices.Reverse(msgs)
+		vt = 1
+	}
 	for len(msgs) > 0 {
 		chunk := msgs[:min(len(msgs), MaxBatchEntries)]
 		msgs = msgs[len(chunk):]
 		entries := make([]sqstypes.ChangeMessageVisibilityBatchRequestEntry, len(chunk))
 		for i, m := range chunk {
 			entries[i] = sqstypes.ChangeMessageVisibilityBatchRequestEntry{
-				Id: aws.String(strconv.Itoa(i)), ReceiptHandle: aws.String(m.ReceiptHandle), VisibilityTimeout: 0,
+				Id: aws.String(strconv.Itoa(i)), ReceiptHandle: aws.String(m.ReceiptHandle), VisibilityTimeout: vt,
 			}
 		}
 		out, err := c.sqs.ChangeMessageVisibilityBatch(ctx, &sqs.ChangeMessageVisibilityBatchInput{QueueUrl: c.queue, Entries: entries})

@@ -285,6 +285,38 @@ func TestHandlerFIFOSkipGroup(t *testing.T) {
 	}
 }
 
+// A FIFO group handed back whole returns last first, at a second at least, so that its first
+// record ends its visibility after the ones behind it (emulators that release a group when one
+// message is visible again then release it in one pass: conformance check
+// sqs/fifo-lock-behind-in-flight). A group's lone record keeps its delay, 0 included.
+func TestHandlerFIFOHandsGroupBackLastFirst(t *testing.T) {
+	t.Parallel()
+	rec := jobstest.NewRecorder()
+	cfg := jobstest.Config(rec, true)
+	cfg.Backoff = fixedBackoff(0)
+	handler := jobs.NewLambdaHandler(testWorkers(&ran{}), cfg).HandleSQS
+	a := &jobstest.MessageOpts{GroupID: "A"}
+	b := &jobstest.MessageOpts{GroupID: "B"}
+	ev := jobstest.Event(msg(1, "", a), msg(2, "fail", a), msg(10, "fail", b), msg(3, "", a), msg(4, "", a))
+	resp, err := handler(context.Background(), ev)
+	require.NoError(t, err)
+	assert.ElementsMatch(t, []string{"m2", "m3", "m4", "m10"}, jobstest.FailedIDs(resp))
+	var order []string // group A's
+	got := map[string]time.Duration{}
+	for _, v := range rec.Visibility() {
+		for _, r := range ev.Records {
+			if r.ReceiptHandle == v.ReceiptHandle {
+				if r.MessageId != "m10" {
+					order = append(order, r.MessageId)
+				}
+				got[r.MessageId] = v.Timeout
+			}
+		}
+	}
+	assert.Equal(t, []string{"m4", "m3", "m2"}, order, "last first")
+	assert.Equal(t, map[string]time.Duration{"m2": time.Second, "m3": time.Second, "m4": time.Second, "m10": 0}, got)
+}
+
 func TestHandlerFIFOGroupsRunInOrder(t *testing.T) {
 	t.Parallel()
 	r := &ran{}

@@ -71,6 +71,9 @@ func (b *batch) changeAll(ctx context.Context, recs []*record, vt func(*record) 
 	if len(recs) == 0 {
 		return
 	}
+	if b.h.fifo {
+		recs, vt = fifoChangeOrder(recs, vt)
+	}
 	var chunks [][]*record
 	for len(recs) > 0 {
 		q := recs[0].row.QueueURL
@@ -90,6 +93,30 @@ func (b *batch) changeAll(ctx context.Context, recs []*record, vt func(*record) 
 		return
 	}
 	eachAtMost(visibilityCalls, chunks, func(chunk []*record) { b.changeVisibility(ctx, chunk, vt, single, failMsg) })
+}
+
+// fifoChangeOrder orders a FIFO batch's visibility changes so that no group's message becomes
+// visible before the ones behind it: each group's records last first, and, in a group with
+// several, none at less than a second. SQS keeps a group locked while any of its messages is in
+// flight, but LocalStack puts a group back in the queue as soon as one of its messages is visible
+// again, and then hands out the messages behind those still in flight (conformance check
+// sqs/fifo-lock-behind-in-flight; it re-queues in-flight messages in the order it received
+// them, stopping at the first still invisible). Changed last first, a group's first record ends
+// its visibility last, and the emulator puts the group's messages back in one pass.
+func fifoChangeOrder(recs []*record, vt func(*record) int32) ([]*record, func(*record) int32) {
+	out := make([]*record, len(recs))
+	groups := make(map[string]int, len(recs))
+	for i, r := range recs {
+		out[len(recs)-1-i] = r
+		groups[r.row.QueueURL+"\x00"+r.row.GroupID]++
+	}
+	return out, func(r *record) int32 {
+		v := vt(r)
+		if v < 1 && groups[r.row.QueueURL+"\x00"+r.row.GroupID] > 1 {
+			v = 1
+		}
+		return v
+	}
 }
 
 // eachAtMost calls fn on every item, at most limit calls at once, and returns when all are done.

@@ -125,17 +125,26 @@ func (r *runner) waitCallbacks(ctx context.Context) {
 	}
 }
 
-// countBatches fills in the report's batch figures.
-func (r *runner) countBatches(rep *Report) {
+// countBatches fills in the report's batch figures from the effects table: a callback counts
+// once its effect committed with its idempotency record (instrument.Effects), which is what
+// idempotency.Middleware promises of the callback's worker — its effect once, whatever the
+// callback messages. The callback's body may start more often than that (a completion that failed
+// after the body ran releases the claim and the job runs again; at-least-once delivery), which
+// the run prints but does not count as a duplicate.
+func (r *runner) countBatches(rep *Report, effects map[string]instrument.EffectCount) {
 	runs := r.out.callbackRuns()
 	rep.Batches = len(r.batchIDs)
 	for _, id := range r.batchIDs {
-		switch n := runs[id]; {
+		switch n := effects[state.CallbackID(id)].Applied; {
 		case n == 0:
 			rep.MissingCallbacks++
 		default:
 			rep.Callbacks++
 			rep.DuplicateCallbacks += n - 1
+		}
+		if runs[id] > 1 {
+			fmt.Fprintf(r.cfg.Progress, "chaos: the callback of batch %s started %d times, its effect committed %d\n",
+				id, runs[id], effects[state.CallbackID(id)].Applied)
 		}
 	}
 }

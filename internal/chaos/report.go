@@ -64,8 +64,9 @@ type Report struct {
 	// started (the runtime's not-run events at a deadline, matched to the batches that listed them).
 	DeadlineBatches int
 	Seconds         int
-	// Fan-out batches opened (Config.Batches), those whose callback ran, the callback runs beyond
-	// one per batch, and the batches whose callback never ran.
+	// Fan-out batches opened (Config.Batches), those whose callback's effect committed (the
+	// effects table), the commits beyond one per batch, and the batches whose callback's effect
+	// never committed.
 	Batches, Callbacks, DuplicateCallbacks, MissingCallbacks int
 
 	// The lost, stranded and redrive-lost jobs named, each with its kind, queue and last known

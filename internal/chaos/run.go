@@ -482,7 +482,7 @@ func (r *runner) run(ctx context.Context) (*Report, error) {
 	}
 	rep.Seconds = int(elapsed.Round(time.Second) / time.Second)
 	r.measured(&rep)
-	r.countBatches(&rep)
+	r.countBatches(&rep, st.Effects)
 	return &rep, nil
 }
 

@@ -15,6 +15,7 @@ var KnownDifferences = []Difference{
 	{"localstack", "sqs/visibility-timeout-max-12h", "a visibility timeout of 43201 s is accepted", docChangeVisibility},
 	{"localstack", "sqs/visibility-12h-from-receipt", "43199 s more, 2 s after the receive, is accepted", docVisibilityGuide},
 	{"localstack", "sqs/delay-seconds-max-900", "DelaySeconds 901 is accepted", docSend},
+	{"localstack", "sqs/fifo-lock-behind-in-flight", "a group's first message visible again releases the group: the messages behind those in flight are returned", docFIFOLogic},
 	{"elasticmq", "sqs/visibility-timeout-max-12h", "a visibility timeout of 43201 s is accepted", docChangeVisibility},
 	{"elasticmq", "sqs/visibility-12h-from-receipt", "43199 s more, 2 s after the receive, is accepted", docVisibilityGuide},
 }

@@ -47,6 +47,7 @@ var sqsChecks = []Check{
 	{Name: "sqs/fifo-order-after-partial-failure", Service: SQS, Doc: docFIFOLogic, Run: checkFIFOOrderAfterPartialFailure},
 	{Name: "sqs/fifo-lock-after-partial-delete", Service: SQS, Doc: docFIFOLogic, Run: checkFIFOLockAfterPartialDelete},
 	{Name: "sqs/fifo-lock-after-batch-backoff", Service: SQS, Doc: docFIFOLogic, Run: checkFIFOLockAfterBatchBackoff},
+	{Name: "sqs/fifo-lock-behind-in-flight", Service: SQS, Doc: docFIFOLogic, Run: checkFIFOLockBehindInFlight},
 	{Name: "sqs/redrive-standard", Service: SQS, Doc: docDLQ, Run: checkRedriveStandard},
 	{Name: "sqs/redrive-fifo-max-receive-1", Service: SQS, Doc: docDLQ, Run: checkRedriveFIFO},
 	{Name: "sqs/dlq-source-arn", Service: SQS, Doc: docReceive, Run: checkDLQSourceARN},
@@ -373,6 +374,44 @@ func checkFIFOLockAfterBatchBackoff(ctx context.Context, env *Env) error {
 	}
 	if got := bodies(again); len(got) != 0 {
 		return fmt.Errorf("receive with m01-m10 in flight for their backoff: %v, want nothing (group locked)", got)
+	}
+	return nil
+}
+
+// A group's first message back in the queue (its visibility ended) while the group's next ones are
+// still in flight: a receive may return the first again, but nothing behind the in-flight ones —
+// SQS returns a group's messages in order, and no later message while an earlier one is in flight.
+func checkFIFOLockBehindInFlight(ctx context.Context, env *Env) error {
+	q, err := createQueue(ctx, env, "q", queueSpec{fifo: true})
+	if err != nil {
+		return err
+	}
+	if err := send(ctx, env, q, "g", "m1", "m2", "m3", "m4", "m5"); err != nil {
+		return err
+	}
+	ms, err := receive(ctx, env, q, 3, 1)
+	if err != nil {
+		return err
+	}
+	if got := bodies(ms); !slices.Equal(got, []string{"m1", "m2", "m3"}) {
+		return fmt.Errorf("first receive: %v, want [m1 m2 m3]", got)
+	}
+	for _, m := range ms[1:] {
+		if err := changeVisibility(ctx, env, q, m.ReceiptHandle, 60); err != nil {
+			return err
+		}
+	}
+	if err := changeVisibility(ctx, env, q, ms[0].ReceiptHandle, 0); err != nil {
+		return err
+	}
+	again, err := receive(ctx, env, q, 10, 1)
+	if err != nil {
+		return err
+	}
+	for _, b := range bodies(again) {
+		if b != "m1" {
+			return fmt.Errorf("receive with m2 and m3 in flight: %v, want at most [m1] (nothing behind them)", bodies(again))
+		}
 	}
 	return nil
 }
