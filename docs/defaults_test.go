@@ -9,7 +9,6 @@ import (
 
 	"github.com/jobkit-go/jobkit/functions/samplejobs"
 	"github.com/jobkit-go/jobkit/idempotency"
-	"github.com/jobkit-go/jobkit/jobs"
 	"github.com/jobkit-go/jobkit/jobs/contract"
 	"github.com/jobkit-go/jobkit/jobs/inspect"
 	"github.com/jobkit-go/jobkit/jobs/outbox"
@@ -26,7 +25,7 @@ func TestDocumentedDefaults(t *testing.T) {
 		page, phrase string
 		got, want    any
 	}{
-		{"handlers.md", "`JOBKIT_CONCURRENCY` messages (default 10)", jobs.DefaultConcurrency, 10},
+		{"handlers.md", "`JOBKIT_CONCURRENCY` messages (default 10)", contract.DefaultConcurrency, 10},
 		{"handlers.md", "(`JOBKIT_DRAIN_TIMEOUT`, default 25 s)", contract.DefaultDrainTimeout, 25 * time.Second},
 		{"handlers.md", "`JOBKIT_IDEMPOTENCY_EXPIRY`, else 1 hour", idempotency.DefaultExpiry, time.Hour},
 		{"operations.md", "one hour where nothing sets it", idempotency.DefaultExpiry, time.Hour},

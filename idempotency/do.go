@@ -15,6 +15,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/jobkit-go/jobkit/jobs"
+	"github.com/jobkit-go/jobkit/jobs/jobctx"
 )
 
 // Defaults of Config.
@@ -41,7 +42,7 @@ type Config struct {
 	// before ctx's deadline (in Lambda, the invocation deadline; in a job, the job's deadline),
 	// or DefaultLease (15 min) when ctx has none. At least MinLease.
 	//
-	// A job in a container (jobs.KeepAlive: up to 12 h under heartbeats) instead holds its claim
+	// A job in a container (jobctx.KeepAlive: up to 12 h under heartbeats) instead holds its claim
 	// for the keep-alive window (the queue's visibility timeout), renewed every third of it while
 	// the job runs, when the store is a Renewer: a task that dies releases the key about when its
 	// message comes back. The job's context then ends with its own deadline, or with
@@ -76,7 +77,7 @@ type Config struct {
 type jobMark struct {
 	id      string
 	attempt int
-	result  *jobs.ResultSlot
+	result  *jobctx.ResultSlot
 }
 
 func (c *Config) jobMark() *jobMark {
@@ -218,7 +219,7 @@ func run[T any](ctx context.Context, store Store, key, hash string, fn func(ctx 
 	}
 
 	lease, renew := cfg.lease(ctx), false
-	if w, ok := jobs.KeepAlive(ctx); ok && (cfg == nil || cfg.Lease <= 0) && w < lease {
+	if w, ok := jobctx.KeepAlive(ctx); ok && (cfg == nil || cfg.Lease <= 0) && w < lease {
 		// A job in a container: hold the key for the window its message would take to come back
 		// if the process died, and renew the lease while the job runs.
 		if _, ok := store.(Renewer); ok {

@@ -16,7 +16,7 @@
 //   - A COMPLETED key returns the cached result; an INPROGRESS key returns an [*InProgressError]
 //     carrying the end of its lease; the same key with a different payload returns a
 //     [*PayloadMismatchError]. If the function fails, the claim is deleted so a retry runs it.
-//   - A job in a container (jobs.KeepAlive) holds its claim for the queue's visibility timeout
+//   - A job in a container (jobctx.KeepAlive) holds its claim for the queue's visibility timeout
 //     and renews it while it runs (a [Renewer] store), rather than for its 12-hour deadline: a
 //     task killed mid-job leaves the key to the job's next delivery (see Config.Lease).
 //   - Expiry is enforced in code: a record past its expiration, or a claim past its lease, is

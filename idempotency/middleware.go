@@ -12,6 +12,7 @@ import (
 
 	"github.com/jobkit-go/jobkit/jobs"
 	"github.com/jobkit-go/jobkit/jobs/contract"
+	"github.com/jobkit-go/jobkit/jobs/jobctx"
 )
 
 // maxSnooze is the longest snooze SQS can honour (its visibility timeout limit).
@@ -70,8 +71,8 @@ func Middleware(store Store, cfg *Config) jobs.Middleware {
 				jc.Logger = row.Logger()
 			}
 			if c.RecordJobs {
-				var slot *jobs.ResultSlot
-				ctx, slot = jobs.WithResultSlot(ctx)
+				var slot *jobctx.ResultSlot
+				ctx, slot = jobctx.WithResultSlot(ctx)
 				jc.job = &jobMark{id: row.ID, attempt: row.Attempt, result: slot}
 			}
 			log := jc.Logger.With(jobs.LogString("idempotency_key", key))

@@ -9,17 +9,17 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/jobkit-go/jobkit/idempotency"
-	"github.com/jobkit-go/jobkit/jobs"
+	"github.com/jobkit-go/jobkit/jobs/jobctx"
 )
 
-// In a container (jobs.KeepAlive), a claim holds the key for the keep-alive window, not until
+// In a container (jobctx.KeepAlive), a claim holds the key for the keep-alive window, not until
 // the job's distant deadline, and is renewed while the job runs: a duplicate during the run is
 // refused, and the run is not cut at the first lease end.
 func TestClaimInAContainerIsRenewedWhileTheJobRuns(t *testing.T) {
 	t.Parallel()
 	store := idempotency.NewMemoryStore()
 	const window = 1200 * time.Millisecond
-	ctx, cancel := context.WithTimeout(jobs.ContextWithKeepAlive(context.Background(), window), time.Hour)
+	ctx, cancel := context.WithTimeout(jobctx.WithKeepAlive(context.Background(), window), time.Hour)
 	defer cancel()
 
 	started := time.Now()

@@ -100,7 +100,7 @@ type Store interface {
 
 // Renewer is a Store that can extend a claim's lease while its run goes on. DynamoDBStore and
 // MemoryStore are Renewers; with another store, a run in a container holds its claim until its
-// context's deadline (see jobs.KeepAlive).
+// context's deadline (see jobctx.KeepAlive).
 type Renewer interface {
 	// Renew moves the lease end of the claim on key whose lease ends at leaseEnd to newEnd, and
 	// its expiration to expiresAt (at least newEnd). It returns nil if the claim already ends at

@@ -19,14 +19,10 @@ import (
 	"github.com/jobkit-go/jobkit/jobs/event"
 )
 
-// Defaults of Config (and of the environment variables ConfigFromEnv reads).
+// Defaults of Config (and of the environment variables ConfigFromEnv reads) besides those the
+// constructs size queues by (contract.DefaultMaxAttempts and the others).
 const (
-	DefaultMaxAttempts       = 5
-	DefaultVisibilityTimeout = 30 * time.Second
-	DefaultConcurrency       = 10
-	DefaultBackoffBase       = time.Second
-	DefaultBackoffCap        = 15 * time.Minute
-	defaultSafetyMargin      = 2 * time.Second
+	defaultSafetyMargin = 2 * time.Second
 	// MaxVisibility is the longest visibility timeout SQS allows (12 h): no backoff or snooze is
 	// longer.
 	MaxVisibility = 12 * time.Hour
@@ -86,7 +82,7 @@ type Config struct {
 	// next, with no reason and no job state, if this delivery ended without an outcome — is not
 	// run: the runtime dead-letters it (ReasonReceiveLimit), so every job SQS would move ends as
 	// a job. It must exceed MaxAttempts; on a FIFO queue be at least
-	// MinFIFOMaxReceiveCount(batch size, MaxAttempts).
+	// contract.MinFIFOMaxReceiveCount(batch size, MaxAttempts).
 	MaxReceiveCount int
 	// Deliveries, when set, remembers the deliveries of a message that did not run its job (a
 	// FIFO record skipped behind a failed one, a record not started before the deadline), so
@@ -208,15 +204,15 @@ func configFromLookup(lookup func(string) (string, bool)) (Config, error) {
 			*dst = d
 		}
 	}
-	integer(contract.EnvMaxAttempts, DefaultMaxAttempts, &cfg.MaxAttempts)
-	integer(contract.EnvConcurrency, DefaultConcurrency, &cfg.Concurrency)
+	integer(contract.EnvMaxAttempts, contract.DefaultMaxAttempts, &cfg.MaxAttempts)
+	integer(contract.EnvConcurrency, contract.DefaultConcurrency, &cfg.Concurrency)
 	integer(contract.EnvMaxReceiveCount, 0, &cfg.MaxReceiveCount)
 	var maxPayload int
 	integer(contract.EnvMaxPayloadSize, defaultMaxPayloadSize, &maxPayload)
 	cfg.MaxPayloadSize = int64(maxPayload)
-	duration(contract.EnvVisibilityTimeout, DefaultVisibilityTimeout, &cfg.VisibilityTimeout)
-	duration(contract.EnvBackoffBase, DefaultBackoffBase, &cfg.BackoffBase)
-	duration(contract.EnvBackoffCap, DefaultBackoffCap, &cfg.BackoffCap)
+	duration(contract.EnvVisibilityTimeout, contract.DefaultVisibilityTimeout, &cfg.VisibilityTimeout)
+	duration(contract.EnvBackoffBase, contract.DefaultBackoffBase, &cfg.BackoffBase)
+	duration(contract.EnvBackoffCap, contract.DefaultBackoffCap, &cfg.BackoffCap)
 	duration(contract.EnvSafetyMargin, defaultSafetyMargin, &cfg.SafetyMargin)
 	duration(contract.EnvJobTimeout, 0, &cfg.JobTimeout)
 
@@ -274,7 +270,7 @@ func (c *Config) Validate() error {
 		errs = append(errs, errors.New("negative value"))
 	}
 	if attempts := max(c.MaxAttempts, 0); c.MaxReceiveCount > 0 {
-		attempts = cmp.Or(attempts, DefaultMaxAttempts)
+		attempts = cmp.Or(attempts, contract.DefaultMaxAttempts)
 		if c.MaxReceiveCount <= attempts {
 			errs = append(errs, fmt.Errorf("MaxReceiveCount %d must exceed MaxAttempts %d: the last receive the redrive policy allows is kept for dead-lettering, never a run", c.MaxReceiveCount, attempts))
 		}
@@ -290,11 +286,11 @@ func (c *Config) Validate() error {
 
 // withDefaults fills the zero fields.
 func (c Config) withDefaults() Config {
-	c.MaxAttempts = cmp.Or(c.MaxAttempts, DefaultMaxAttempts)
-	c.VisibilityTimeout = cmp.Or(c.VisibilityTimeout, DefaultVisibilityTimeout)
-	c.Concurrency = cmp.Or(c.Concurrency, DefaultConcurrency)
-	c.BackoffBase = cmp.Or(c.BackoffBase, DefaultBackoffBase)
-	c.BackoffCap = cmp.Or(c.BackoffCap, DefaultBackoffCap)
+	c.MaxAttempts = cmp.Or(c.MaxAttempts, contract.DefaultMaxAttempts)
+	c.VisibilityTimeout = cmp.Or(c.VisibilityTimeout, contract.DefaultVisibilityTimeout)
+	c.Concurrency = cmp.Or(c.Concurrency, contract.DefaultConcurrency)
+	c.BackoffBase = cmp.Or(c.BackoffBase, contract.DefaultBackoffBase)
+	c.BackoffCap = cmp.Or(c.BackoffCap, contract.DefaultBackoffCap)
 	if c.BackoffCap > MaxVisibility {
 		c.BackoffCap = MaxVisibility
 	}

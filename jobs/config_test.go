@@ -39,11 +39,11 @@ func TestConfigFromEnvironment(t *testing.T) {
 
 	cfg, err = configFromLookup(lookup(map[string]string{contract.EnvQueueURL: "q", contract.EnvDLQURL: "d"}))
 	require.NoError(t, err)
-	assert.Equal(t, DefaultMaxAttempts, cfg.MaxAttempts)
-	assert.Equal(t, DefaultVisibilityTimeout, cfg.VisibilityTimeout)
-	assert.Equal(t, DefaultConcurrency, cfg.Concurrency)
-	assert.Equal(t, DefaultBackoffBase, cfg.BackoffBase)
-	assert.Equal(t, DefaultBackoffCap, cfg.BackoffCap)
+	assert.Equal(t, contract.DefaultMaxAttempts, cfg.MaxAttempts)
+	assert.Equal(t, contract.DefaultVisibilityTimeout, cfg.VisibilityTimeout)
+	assert.Equal(t, contract.DefaultConcurrency, cfg.Concurrency)
+	assert.Equal(t, contract.DefaultBackoffBase, cfg.BackoffBase)
+	assert.Equal(t, contract.DefaultBackoffCap, cfg.BackoffCap)
 	assert.Equal(t, time.Duration(0), cfg.JobTimeout)
 	// The values docs/handlers.md, docs/operations.md and docs/sending.md state.
 	assert.Equal(t, 10, cfg.Concurrency, "JOBKIT_CONCURRENCY default")
@@ -67,7 +67,7 @@ func TestConfigMaxReceiveCountExceedsAttempts(t *testing.T) {
 	require.ErrorContains(t, c.Validate(), "MaxReceiveCount 5 must exceed MaxAttempts 5")
 	c.MaxReceiveCount = 6
 	require.NoError(t, c.Validate())
-	c.MaxAttempts, c.MaxReceiveCount = 0, DefaultMaxAttempts // the default attempts count
+	c.MaxAttempts, c.MaxReceiveCount = 0, contract.DefaultMaxAttempts // the default attempts count
 	require.ErrorContains(t, c.Validate(), "must exceed MaxAttempts")
 }
 

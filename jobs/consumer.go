@@ -18,6 +18,7 @@ import (
 
 	"github.com/jobkit-go/jobkit/jobs/contract"
 	"github.com/jobkit-go/jobkit/jobs/internal/wire"
+	"github.com/jobkit-go/jobkit/jobs/jobctx"
 )
 
 // defaultWaitTime is the long poll of each receive: SQS's longest, so an idle consumer makes 180
@@ -387,7 +388,7 @@ func wireMessage(m *sqstypes.Message) wire.SQSMessage {
 func (c *Consumer) start(base context.Context, msgs []wire.SQSMessage, received time.Time) {
 	deadline := received.Add(MaxVisibility - receiptSlack)
 	drainable, cancel := context.WithCancelCause(base)
-	jobsCtx, cancelDeadline := context.WithDeadline(ContextWithKeepAlive(drainable, c.h.cfg.VisibilityTimeout), deadline)
+	jobsCtx, cancelDeadline := context.WithDeadline(jobctx.WithKeepAlive(drainable, c.h.cfg.VisibilityTimeout), deadline)
 	postCtx, postCancel := context.WithDeadline(base, deadline)
 	u := &unit{msgs: msgs, cancel: cancel, postCancel: postCancel}
 	c.mu.Lock()

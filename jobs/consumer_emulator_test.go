@@ -19,6 +19,7 @@ import (
 
 	"github.com/jobkit-go/jobkit/jobs"
 	"github.com/jobkit-go/jobkit/jobs/contract"
+	"github.com/jobkit-go/jobkit/jobs/jobctx"
 	"github.com/jobkit-go/jobkit/testkit/awstest"
 )
 
@@ -71,7 +72,7 @@ func TestConsumerLongJobOnSQS(t *testing.T) {
 	w := jobs.NewWorkers()
 	jobs.AddWorker(w, jobs.WorkFunc[TestJob](func(ctx context.Context, job *jobs.Job[TestJob]) error {
 		runs.Add(1)
-		if window, ok := jobs.KeepAlive(ctx); ok {
+		if window, ok := jobctx.KeepAlive(ctx); ok {
 			keepAlive.Store(int64(window))
 		}
 		time.Sleep(time.Duration(job.Args.Seconds * float64(time.Second)))

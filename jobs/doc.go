@@ -27,7 +27,7 @@
 // the runtime dead-letters a job whose runs kept dying ([ReasonNoOutcome]) without running it
 // again. On the last receive the queue's redrive policy allows ([Config.MaxReceiveCount]) the
 // runtime dead-letters the job itself ([ReasonReceiveLimit]) rather than run it: SQS never moves a
-// job unnamed. On a FIFO queue, size the redrive with [MinFIFOMaxReceiveCount].
+// job unnamed. On a FIFO queue, size the redrive with [contract.MinFIFOMaxReceiveCount].
 //
 // What the runtime cannot see — a function that never reaches it (it fails at init, its role or
 // code is broken) or an invocation throttled on the last receive — the queue's redrive policy

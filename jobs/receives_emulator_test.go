@@ -142,13 +142,13 @@ func dead(t *testing.T, client *sqs.Client, dlq awstest.Queue, n int) map[int]jo
 // runtime with their attempts used, and no job reaches the dead-letter queue unrun — though the
 // jobs deep in the group are received far more often than attempts (the old FIFO default of
 // twice the attempts would have let SQS move them). The queue's redrive is the least the
-// Worker construct accepts for batches of 10: jobs.MinFIFOMaxReceiveCount(10, 3) = 31.
+// Worker construct accepts for batches of 10: contract.MinFIFOMaxReceiveCount(10, 3) = 31.
 func TestRuntimeFIFOBacklogNeverDeadLettersUnrunOnSQS(t *testing.T) {
 	t.Parallel()
 	const attempts = 3
 	cfg := awstest.Config(t)
 	client := sqs.NewFromConfig(cfg)
-	receives := jobs.MinFIFOMaxReceiveCount(10, attempts)
+	receives := contract.MinFIFOMaxReceiveCount(10, attempts)
 	q, dlq := awstest.QueueWithDLQ(t, cfg, "q", &awstest.QueueOptions{FIFO: true, MaxReceiveCount: receives})
 	r := newRuns()
 	var backlog []TestJob
@@ -282,7 +282,7 @@ func newChild(t *testing.T, cfg aws.Config, q, dlq awstest.Queue) *child {
 // its second attempt (its receives behind job 1 are not charged), then succeeds; job 3 succeeds.
 func TestRuntimeFIFOCrashLoopIsDeadLetteredAloneOnSQS(t *testing.T) {
 	const attempts = 3
-	receives := jobs.MinFIFOMaxReceiveCount(10, attempts)
+	receives := contract.MinFIFOMaxReceiveCount(10, attempts)
 	if os.Getenv(crashChild) != "" {
 		crashChildMain(t, attempts, receives)
 		return

@@ -6,12 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"sync"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/smithy-go"
+	"github.com/jobkit-go/jobkit/jobs/jobctx"
 )
 
 // JobState is where a job is in its life, as the job state table records it.
@@ -263,32 +263,10 @@ var ErrResultTooLarge = fmt.Errorf("jobs: a job result is at most %d bytes of JS
 // (idempotency.Middleware with RecordJobs, or jobs/state's middleware).
 var ErrNoResultSlot = errors.New("jobs: no job result is recorded here (SetResult outside a job with job states)")
 
-type resultKey struct{}
-
-// ResultSlot holds the result a job sets with SetResult. Middleware that records job states makes
-// one with WithResultSlot.
-type ResultSlot struct {
-	mu  sync.Mutex
-	raw json.RawMessage
-}
-
-// Get returns the result set, or nil.
-func (s *ResultSlot) Get() json.RawMessage {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.raw
-}
-
-// WithResultSlot returns ctx carrying a new ResultSlot for SetResult, and the slot.
-func WithResultSlot(ctx context.Context) (context.Context, *ResultSlot) {
-	s := &ResultSlot{}
-	return context.WithValue(ctx, resultKey{}, s), s
-}
-
 // SetResult records v (encoded as JSON, at most maxResultSize bytes) as the running job's result:
 // Client.Status shows it once the job has succeeded. The last call wins.
 func SetResult(ctx context.Context, v any) error {
-	s, _ := ctx.Value(resultKey{}).(*ResultSlot)
+	s := jobctx.Result(ctx)
 	if s == nil {
 		return ErrNoResultSlot
 	}
@@ -299,9 +277,7 @@ func SetResult(ctx context.Context, v any) error {
 	if len(raw) > maxResultSize {
 		return fmt.Errorf("%w: %d bytes", ErrResultTooLarge, len(raw))
 	}
-	s.mu.Lock()
-	s.raw = raw
-	s.mu.Unlock()
+	s.Set(raw)
 	return nil
 }
 

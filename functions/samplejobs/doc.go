@@ -8,7 +8,7 @@
 //     idempotency record lasts, in the same transaction as that record.
 //   - TranscodeVideo ("video.transcode", Standard queue Transcode): a long job, run in a
 //     container, that relies on the runtime's heartbeat, stops when its context ends and runs
-//     behind idempotency.Middleware (its claim renewed while it runs: jobs.KeepAlive).
+//     behind idempotency.Middleware (its claim renewed while it runs: jobctx.KeepAlive).
 //   - SendNotification ("notify.send", queue Notify with priority lanes default, critical and
 //     bulk, each its own queue and consumers): a producer picks the lane per job.
 //

@@ -5,7 +5,7 @@
 //
 // Jobs run behind idempotency.Middleware: a task killed after a transcode finished and before its
 // message was deleted does not transcode again. In a container the claim holds the key for the
-// queue's visibility timeout and is renewed while the job runs (jobs.KeepAlive), so a job whose
+// queue's visibility timeout and is renewed while the job runs (jobctx.KeepAlive), so a job whose
 // task died is taken again when its message comes back, not hours later.
 package main
 

@@ -42,5 +42,5 @@ func TestConstantsPinnedToTheLibrary(t *testing.T) {
 
 	// The age alarm must not fire on a job that is only backing off: its threshold stays above
 	// the runtime's longest default retry delay.
-	require.Greater(t, DefaultAgeAlarmThreshold, jobs.DefaultBackoffCap)
+	require.Greater(t, DefaultAgeAlarmThreshold, contract.DefaultBackoffCap)
 }

@@ -20,7 +20,6 @@ import (
 	"github.com/aws/jsii-runtime-go"
 	"github.com/cdklabs/cdk-nag-go/cdknag/v2"
 
-	"github.com/jobkit-go/jobkit/jobs"
 	"github.com/jobkit-go/jobkit/jobs/contract"
 )
 
@@ -321,7 +320,7 @@ func (p ContainerWorkerProps) check() string {
 	case p.DrainTimeout < time.Second || p.DrainTimeout+StopTimeoutMargin > contract.MaxStopTimeout || p.DrainTimeout%time.Second != 0:
 		return fmt.Sprintf("DrainTimeout %s must be whole seconds from 1s to %s: the stop timeout (%s more) is at most %s on Fargate",
 			p.DrainTimeout, contract.MaxStopTimeout-StopTimeoutMargin, StopTimeoutMargin, contract.MaxStopTimeout)
-	case q.FIFO && q.MaxReceiveCount < jobs.MinFIFOMaxReceiveCount(MaxFIFOBatchSize, q.MaxAttempts):
+	case q.FIFO && q.MaxReceiveCount < contract.MinFIFOMaxReceiveCount(MaxFIFOBatchSize, q.MaxAttempts):
 		return fifoReceivesShort(q, MaxFIFOBatchSize) // the consumer receives up to 10 at once
 	case p.MinTasks < 0 || p.MaxTasks < 1 || p.MaxTasks < p.MinTasks:
 		return fmt.Sprintf("tasks %d..%d: want 0 <= MinTasks <= MaxTasks, MaxTasks >= 1", p.MinTasks, p.MaxTasks)

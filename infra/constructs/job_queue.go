@@ -19,8 +19,8 @@ import (
 // Defaults of JobQueueProps. MaxAttempts and VisibilityTimeout are the jobs runtime's defaults
 // (package jobs owns them), so a queue and a worker left at their defaults agree.
 const (
-	DefaultMaxAttempts       = jobs.DefaultMaxAttempts
-	DefaultVisibilityTimeout = jobs.DefaultVisibilityTimeout
+	DefaultMaxAttempts       = contract.DefaultMaxAttempts
+	DefaultVisibilityTimeout = contract.DefaultVisibilityTimeout
 	DefaultRetentionPeriod   = 4 * 24 * time.Hour  // SQS's default
 	DefaultAgeAlarmThreshold = time.Hour           // above the default backoff's worst case
 	DLQRetentionPeriod       = 14 * 24 * time.Hour // the SQS maximum, for every DLQ
@@ -69,7 +69,7 @@ type JobQueueProps struct {
 	// kills the process still reaches the DLQ after MaxAttempts+RedriveMargin receives.
 	//
 	// On a FIFO queue, each job of a batch ahead of a job in its message group costs it a receive
-	// per run that fails or dies: with batches of B records, jobs.MinFIFOMaxReceiveCount(B,
+	// per run that fails or dies: with batches of B records, contract.MinFIFOMaxReceiveCount(B,
 	// MaxAttempts) = B·(MaxAttempts+1)+1 receives let every job make its attempts before it can
 	// be dead-lettered, and the Worker and ContainerWorker constructs refuse a FIFO queue with
 	// fewer at synth.

@@ -5,9 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jobkit-go/jobkit/jobs/contract"
 	"github.com/stretchr/testify/require"
-
-	"github.com/jobkit-go/jobkit/jobs"
 )
 
 func TestJobQueueStandard(t *testing.T) {
@@ -93,7 +92,7 @@ func TestJobQueueFIFO(t *testing.T) {
 		HighThroughputFIFO: true, ContentBasedDeduplication: true, AgeAlarmThreshold: 10 * time.Minute,
 	})
 	require.Equal(t, 53, q.MaxReceiveCount, "FIFO default: 10 records a batch × (4 attempts + 1) + 3")
-	require.Equal(t, jobs.MinFIFOMaxReceiveCount(MaxFIFOBatchSize, 4)+DefaultRedriveMargin-1, q.MaxReceiveCount)
+	require.Equal(t, contract.MinFIFOMaxReceiveCount(MaxFIFOBatchSize, 4)+DefaultRedriveMargin-1, q.MaxReceiveCount)
 	custom := NewJobQueue(stack, "Other", &JobQueueProps{FIFO: true, MaxAttempts: 3, RedriveMargin: 1})
 	require.Equal(t, 4, custom.MaxReceiveCount)
 

@@ -33,9 +33,9 @@ const (
 	DefaultWorkerTimeout = 30 * time.Second
 	DefaultMemorySize    = 256 // MB
 	DefaultBatchSize     = 10  // the event source mapping's own default
-	DefaultConcurrency   = jobs.DefaultConcurrency
-	DefaultBackoffBase   = jobs.DefaultBackoffBase
-	DefaultBackoffCap    = jobs.DefaultBackoffCap
+	DefaultConcurrency   = contract.DefaultConcurrency
+	DefaultBackoffBase   = contract.DefaultBackoffBase
+	DefaultBackoffCap    = contract.DefaultBackoffCap
 	DefaultLogRetention  = awslogs.RetentionDays_ONE_MONTH
 )
 
@@ -396,7 +396,7 @@ func (p WorkerProps) check() string {
 		return fmt.Sprintf("BatchSize %d must be between 1 and 10000", p.BatchSize)
 	case q.FIFO && p.MaxBatchingWindow != 0:
 		return fmt.Sprintf("MaxBatchingWindow is not supported on FIFO queue %s", q.Name)
-	case q.FIFO && q.MaxReceiveCount < jobs.MinFIFOMaxReceiveCount(p.BatchSize, q.MaxAttempts):
+	case q.FIFO && q.MaxReceiveCount < contract.MinFIFOMaxReceiveCount(p.BatchSize, q.MaxAttempts):
 		return fifoReceivesShort(q, p.BatchSize)
 	case p.MaxBatchingWindow < 0 || p.MaxBatchingWindow > 5*time.Minute || p.MaxBatchingWindow%time.Second != 0:
 		return fmt.Sprintf("MaxBatchingWindow %s must be whole seconds between 0 and 5m", p.MaxBatchingWindow)
@@ -423,7 +423,7 @@ func (p WorkerProps) check() string {
 // fifoReceivesShort explains why FIFO queue q's maxReceiveCount is too small for batches of
 // batchSize records: a job could reach the DLQ by receives alone, without having run.
 func fifoReceivesShort(q *JobQueue, batchSize int) string {
-	need := jobs.MinFIFOMaxReceiveCount(batchSize, q.MaxAttempts)
+	need := contract.MinFIFOMaxReceiveCount(batchSize, q.MaxAttempts)
 	return fmt.Sprintf("FIFO queue %s redrives after %d receives, but batches of %d with %d attempts need at least %d "+
 		"(batch size × (attempts + 1) + 1): each job ahead of another in its message group costs it a receive per run that fails or dies, "+
 		"so a job could be dead-lettered before it ran; raise JobQueueProps.RedriveMargin to %d or more, "+

@@ -10,6 +10,7 @@ import (
 	"github.com/jobkit-go/jobkit/functions/instrument"
 	"github.com/jobkit-go/jobkit/functions/samplejobs"
 	"github.com/jobkit-go/jobkit/jobs"
+	"github.com/jobkit-go/jobkit/jobs/contract"
 )
 
 // PlanConfig sizes a plan. The zero value of a field means its default.
@@ -319,12 +320,12 @@ func (p *Plan) All() []*PlannedJob {
 
 // ExpectedDead is how many jobs must end in a dead-letter queue: the poison jobs, the crash loops,
 // and the jobs whose planned failures use up their queue's attempts (maxAttempts maps a job kind to its
-// worker's JOBKIT_MAX_ATTEMPTS; a kind missing from it counts as jobs.DefaultMaxAttempts).
+// worker's JOBKIT_MAX_ATTEMPTS; a kind missing from it counts as contract.DefaultMaxAttempts).
 func (p *Plan) ExpectedDead(maxAttempts map[string]int) int {
 	n := 0
 	for _, j := range p.byID {
 		max := maxAttempts[j.Args.Kind()]
-		max = cmp.Or(max, jobs.DefaultMaxAttempts)
+		max = cmp.Or(max, contract.DefaultMaxAttempts)
 		if j.Poison || j.Crash || j.FailAttempts >= max {
 			n++
 		}

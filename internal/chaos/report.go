@@ -8,7 +8,7 @@ import (
 
 	"github.com/jobkit-go/jobkit/functions/instrument"
 	"github.com/jobkit-go/jobkit/functions/samplejobs"
-	"github.com/jobkit-go/jobkit/jobs"
+	"github.com/jobkit-go/jobkit/jobs/contract"
 	"github.com/jobkit-go/jobkit/offline/tally"
 	"github.com/jobkit-go/jobkit/testkit/faultproxy"
 )
@@ -285,7 +285,7 @@ func maxOr(m map[string]int, kind string) int {
 	if v := m[kind]; v > 0 {
 		return v
 	}
-	return jobs.DefaultMaxAttempts
+	return contract.DefaultMaxAttempts
 }
 
 func first(ids []string) []string {

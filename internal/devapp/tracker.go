@@ -119,7 +119,7 @@ func newTracker(sq SQSAPI, ddb DynamoDBAPI, d *deploy.Deployment) (*Tracker, err
 	for _, s := range d.Stacks {
 		for k, v := range s.Outputs {
 			if name, ok := strings.CutPrefix(k, contract.OutputQueuePrefix); ok && name != "" {
-				t.byURL[v] = &Queue{Name: name, URL: v, MaxAttempts: jobs.DefaultMaxAttempts}
+				t.byURL[v] = &Queue{Name: name, URL: v, MaxAttempts: contract.DefaultMaxAttempts}
 			}
 			if name, ok := strings.CutPrefix(k, contract.OutputDLQPrefix); ok && name != "" {
 				dlqs[name] = v

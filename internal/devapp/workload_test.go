@@ -8,7 +8,6 @@ import (
 	"github.com/jobkit-go/jobkit/functions/instrument"
 	"github.com/jobkit-go/jobkit/functions/samplejobs"
 	"github.com/jobkit-go/jobkit/internal/devapp"
-	"github.com/jobkit-go/jobkit/jobs"
 	"github.com/jobkit-go/jobkit/jobs/contract"
 )
 
@@ -61,7 +60,7 @@ func TestDevWorkload(t *testing.T) {
 			require.Equal(t, a.Account, j.GroupID, "a posting's group is its account")
 			require.Equal(t, lastSeq[a.Account]+1, a.Seq, "%s numbered in order", a.PostingID)
 			lastSeq[a.Account] = a.Seq
-			if out, _ := devapp.Expect(f, jobs.DefaultMaxAttempts); out == devapp.DeadLettered {
+			if out, _ := devapp.Expect(f, contract.DefaultMaxAttempts); out == devapp.DeadLettered {
 				deadPerAccount[a.Account]++
 			}
 			if f != (instrument.Faults{}) {

@@ -170,7 +170,7 @@ type JobOpts struct {
 	ID          string // default a new ULID
 	Key         string
 	Attempt     int // default 1
-	MaxAttempts int // default jobs.DefaultMaxAttempts
+	MaxAttempts int // default contract.DefaultMaxAttempts
 	GroupID     string
 }
 
@@ -211,7 +211,7 @@ func row(args jobs.JobArgs, opts *JobOpts) (*jobs.JobRow, error) {
 		o.Attempt = 1
 	}
 	if o.MaxAttempts <= 0 {
-		o.MaxAttempts = jobs.DefaultMaxAttempts
+		o.MaxAttempts = contract.DefaultMaxAttempts
 	}
 	raw, err := json.Marshal(args)
 	if err != nil {

@@ -10,6 +10,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
 
 	"github.com/jobkit-go/jobkit/jobs"
+	"github.com/jobkit-go/jobkit/jobs/jobctx"
 )
 
 // MiddlewareOptions configure Middleware.
@@ -48,7 +49,7 @@ func (t *Table) Middleware(opts *MiddlewareOptions) jobs.Middleware {
 			p := &progressWriter{t: t, ctx: ctx, id: row.ID, every: every, log: row.Logger()}
 			defer p.stop()
 			ctx = jobs.WithProgress(ctx, p.report)
-			var slot *jobs.ResultSlot
+			var slot *jobctx.ResultSlot
 			if !folded {
 				up := t.stateUpdate(row, jobs.StateRunning, t.o.Now()).Set(expression.Name(attrAttempt), expression.Value(row.Attempt))
 				err := t.updateJobIf(ctx, row.ID, up, notCancelled())
@@ -58,7 +59,7 @@ func (t *Table) Middleware(opts *MiddlewareOptions) jobs.Middleware {
 				if err != nil {
 					row.Logger().Warn("state: running state not recorded", jobs.LogString("error", err.Error()))
 				}
-				ctx, slot = jobs.WithResultSlot(ctx)
+				ctx, slot = jobctx.WithResultSlot(ctx)
 			}
 			if err := next(ctx, row); err != nil {
 				return err
