@@ -147,6 +147,8 @@ func TestOutboxForwarderTurnkey(t *testing.T) {
 	tpl := synth(t, stack)
 	_, fn := tpl.Only(t, "AWS::Lambda::Function")
 	require.Equal(t, OutboxPackage, get(fn, "Metadata."+SourceMetadataKey))
+	_, esm := tpl.Only(t, "AWS::Lambda::EventSourceMapping")
+	require.Equal(t, float64(6*3600), props(esm)["MaximumRecordAgeInSeconds"], "a failing batch is retried 6 h by default (docs/sending.md)")
 	tableID, _ := tpl.Only(t, "AWS::DynamoDB::Table")
 	writes := map[string]any{"ForAllValues:StringLike": map[string]any{"dynamodb:LeadingKeys": []any{"outbox#*"}}}
 	require.Equal(t, set(OutboxWriteActions...), tpl.RoleGrants(logicalID(stack, producer))[key(getAtt(tableID, "Arn"), writes)])

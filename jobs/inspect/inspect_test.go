@@ -564,6 +564,9 @@ func TestPurge(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, int64(3), n)
 	require.Eventually(t, func() bool { v, f := counts(t, client, dlq.URL); return v+f == 0 }, 60*time.Second, 200*time.Millisecond)
+	// SQS allows one purge of a queue every 60 s: a second one at once is refused, typed.
+	_, err = inspect.New(cfg).Purge(ctx, dlq.URL)
+	require.ErrorIs(t, err, inspect.ErrPurgeInProgress)
 }
 
 func TestRedriveDeduplicationID(t *testing.T) {

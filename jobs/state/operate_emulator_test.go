@@ -485,3 +485,49 @@ func TestBatchMemberAtTheReceiveLimitCountsDead(t *testing.T) {
 	require.Len(t, e.callbacks[b.ID], 1)
 	assert.Equal(t, state.BatchResult{BatchID: b.ID, Total: 2, Succeeded: 1, Dead: 1}, e.callbacks[b.ID][0].BatchResult)
 }
+
+// A fan-out member whose runs kept dying (a crash loop: the delivery ledger holds MaxAttempts
+// started runs that never reported) is dead-lettered unrun as no_outcome on its next delivery,
+// and counts dead in its batch, which completes.
+func TestBatchMemberInACrashLoopCountsDead(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, true)
+	ctx := context.Background()
+	b, err := e.table.OpenBatch(ctx, e.client, state.BatchOpts{Callback: albumReady{Album: "crash"}})
+	require.NoError(t, err)
+	_, err = b.Add(ctx, []jobs.BatchJob{{Args: resize{Image: "ok.png"}}, {Args: resize{Image: "crash.png"}}})
+	require.NoError(t, err)
+	require.NoError(t, b.Close(ctx))
+	// crash.png's first delivery and its redelivery's run died, as a killed process leaves them:
+	// two runs started in the ledger, none reported; its message is back for a third delivery.
+	const attempts = 2
+	ledger := idempotency.NewMemoryStore()
+	var crash sqstypes.Message
+	for _, m := range awstest.ReceiveN(t, e.sqs, e.q.URL, 2) {
+		_, err := e.sqs.ChangeMessageVisibility(ctx, &sqs.ChangeMessageVisibilityInput{QueueUrl: aws.String(e.q.URL), ReceiptHandle: m.ReceiptHandle, VisibilityTimeout: 0})
+		require.NoError(t, err)
+		if strings.Contains(aws.ToString(m.Body), "crash.png") {
+			crash = m
+		}
+	}
+	require.NotNil(t, crash.MessageId)
+	require.NoError(t, ledger.AddDeliveries(ctx, aws.ToString(crash.MessageId), 0, attempts))
+	handler := jobs.NewLambdaHandler(e.workers, jobs.Config{QueueURL: e.q.URL, DLQURL: e.dlq.URL, SQS: e.sqs, MaxAttempts: attempts, States: e.table,
+		Deliveries: ledger, Metrics: io.Discard, Logger: slog.New(slog.NewJSONHandler(io.Discard, nil))}).HandleSQS
+	for deadline := time.Now().Add(90 * time.Second); time.Now().Before(deadline); {
+		e.drainQueue(e.q, handler, false)
+		e.mu.Lock()
+		n := len(e.callbacks[b.ID])
+		e.mu.Unlock()
+		if n > 0 {
+			break
+		}
+	}
+	dead := jobstest.DecodeDeadLetter(awstest.Take(t, e.sqs, e.dlq.URL, 1)[0])
+	assert.Equal(t, contract.ReasonNoOutcome, dead.Reason)
+	assert.Equal(t, aws.ToString(crash.MessageId), dead.SourceMessageID)
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	require.Len(t, e.callbacks[b.ID], 1)
+	assert.Equal(t, state.BatchResult{BatchID: b.ID, Total: 2, Succeeded: 1, Dead: 1}, e.callbacks[b.ID][0].BatchResult)
+}

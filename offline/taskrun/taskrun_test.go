@@ -3,6 +3,7 @@ package taskrun_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"path/filepath"
 	"strings"
@@ -11,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
@@ -19,6 +21,7 @@ import (
 
 	"github.com/jobkit-go/jobkit/jobs"
 	"github.com/jobkit-go/jobkit/jobs/contract"
+	"github.com/jobkit-go/jobkit/jobs/jobstest"
 	"github.com/jobkit-go/jobkit/offline/lambdaruntime"
 	"github.com/jobkit-go/jobkit/offline/taskrun"
 	"github.com/jobkit-go/jobkit/testkit/awstest"
@@ -213,4 +216,42 @@ func TestTaskRestartDelayIsBounded(t *testing.T) {
 	defer task.Stop()
 	// Doubling from 20 ms without the bound, the 12th start would come after 41 s.
 	waitFor(t, 10*time.Second, "12 starts", func() bool { return task.Starts() >= 12 })
+}
+
+// jobs.Start picks its mode from the process's environment, so one main serves both: the same
+// worker binary the container tests run as a task is here run by the offline Lambda runtime
+// (AWS_LAMBDA_RUNTIME_API set), where it answers the SQS event with its batch response instead of
+// polling a queue. The job runs in the invoked process, and its queue is never read.
+func TestWorkerMainServesLambdaToo(t *testing.T) {
+	t.Parallel()
+	bin, err := buildWorker()
+	require.NoError(t, err)
+	cfg := awstest.Config(t)
+	client := sqs.NewFromConfig(cfg)
+	dlq := awstest.CreateQueue(t, cfg, "dlq", nil)
+	q := awstest.CreateQueue(t, cfg, "q", nil)
+	out := &output{}
+	rt, err := lambdaruntime.New(lambdaruntime.Function{
+		Name: "worker", Bootstrap: bin, Timeout: 20 * time.Second,
+		Env: map[string]string{contract.EnvQueueURL: q.URL, contract.EnvDLQURL: dlq.URL},
+	}, &lambdaruntime.Options{Region: cfg.Region, Endpoint: awstest.Endpoint(), Output: out})
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, rt.Close()) })
+
+	ev := jobstest.Event(jobstest.Message(testJob{N: 7}, &jobstest.MessageOpts{QueueARN: q.ARN}))
+	payload, err := json.Marshal(ev)
+	require.NoError(t, err)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	res, err := rt.Invoke(ctx, payload)
+	require.NoError(t, err)
+	require.Equal(t, lambdaruntime.Success, res.Outcome, "%+v", res.Error)
+	var resp events.SQSEventResponse
+	require.NoError(t, json.Unmarshal(res.Payload, &resp), string(res.Payload))
+	assert.Empty(t, resp.BatchItemFailures)
+	lines := strings.Split(out.String(), "\n") // the Lambda runtime's output has no task prefix
+	assert.Contains(t, lines, fmt.Sprintf("start 7 %d", res.PID), "the job ran in the invoked process")
+	assert.Contains(t, lines, "done 7")
+	requireEmpty(t, client, q.URL) // nothing polled it: no message was ever sent or taken
+	requireEmpty(t, client, dlq.URL)
 }

@@ -225,6 +225,21 @@ func TestStatusRowsShowProgress(t *testing.T) {
 }
 
 // A dead-job listing shows at most 50 jobs unless ListLimit says otherwise (docs/console.md).
+// The page refreshes its queue table every 3 s unless told otherwise (docs/console.md): the
+// period reaches console.js through the page's jobkit-refresh meta tag.
+func TestRefreshDefault(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		refresh time.Duration
+		want    string
+	}{{0, "3000"}, {5 * time.Second, "5000"}} {
+		_, hs := offline(t, Options{Refresh: c.refresh})
+		res, body := do(t, http.MethodGet, hs.URL+"/", "", nil)
+		require.Equal(t, http.StatusOK, res.StatusCode)
+		require.Contains(t, body, `<meta name="jobkit-refresh" content="`+c.want+`">`)
+	}
+}
+
 func TestListLimitDefault(t *testing.T) {
 	t.Parallel()
 	s, _ := offline(t, Options{})
