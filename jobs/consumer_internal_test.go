@@ -64,3 +64,10 @@ func TestConsumerPollsOncePerTenOfConcurrency(t *testing.T) {
 		assert.LessOrEqual(t, asked, concurrency, "never more than it has room to run")
 	}
 }
+
+// Finished messages are gathered for at most 2 ms before their delete call (docs/handlers.md);
+// TestConsumerHoldsNoMoreThanItsConcurrencyOnSQS shows the gathering on the emulator, `make bench ONLY=consumer`
+// what it buys.
+func TestBatchLingerIsTwoMilliseconds(t *testing.T) {
+	require.Equal(t, 2*time.Millisecond, batchLinger)
+}
