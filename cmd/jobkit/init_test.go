@@ -190,8 +190,13 @@ func cdkCLI(t *testing.T, root string) string {
 
 // serviceEnv is the environment the generated service's commands run with: the emulator, the
 // shared module cache with jobkit replaced by this working tree (-mod=mod records what tidy would),
-// and the CDK caches of this repository.
+// and the CDK caches of this repository — the CDK CLI's home one per emulator, as the Makefile
+// keeps it (the CLI caches the account of an access key, and moto's and LocalStack's differ).
 func serviceEnv(root, endpoint string) []string {
+	cdkHome := os.Getenv("CDK_HOME") // make test sets it per emulator
+	if cdkHome == "" {
+		cdkHome = filepath.Join(root, ".tools", "cdk-home-"+awstest.Emulator())
+	}
 	var env []string
 	for _, kv := range os.Environ() {
 		if !strings.HasPrefix(kv, "AWS_CA_BUNDLE=") && !strings.HasPrefix(kv, "GOFLAGS=") {
@@ -201,7 +206,7 @@ func serviceEnv(root, endpoint string) []string {
 	return append(env, "GOFLAGS=-mod=mod", "AWS_ENDPOINT_URL="+endpoint, "AWS_REGION=us-east-1",
 		"AWS_ACCESS_KEY_ID=test", "AWS_SECRET_ACCESS_KEY=test",
 		"JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION=20", "CDK_DISABLE_CLI_TELEMETRY=true", "CDK_DISABLE_VERSION_CHECK=1",
-		"CDK_HOME="+filepath.Join(root, ".tools", "cdk-home"), "JSII_RUNTIME_PACKAGE_CACHE_ROOT="+filepath.Join(root, ".tools", "jsii-cache"))
+		"CDK_HOME="+cdkHome, "JSII_RUNTIME_PACKAGE_CACHE_ROOT="+filepath.Join(root, ".tools", "jsii-cache"))
 }
 
 func runIn(t *testing.T, dir string, env []string, name string, args ...string) {

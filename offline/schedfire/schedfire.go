@@ -100,8 +100,8 @@ type Firing struct {
 // Runner fires schedules offline, as EventBridge Scheduler would: the declared Schedules and
 // the schedules stored in Groups (moto and LocalStack keep them but never fire them). Each tick
 // renders the schedule's input with its scheduled time (scheduler.RenderInput) and sends it to the target
-// queue — with the schedule's message group and the envelope id as deduplication id on a FIFO
-// queue. A one-time schedule whose ActionAfterCompletion is DELETE is deleted once fired.
+// queue — with the schedule's message group on a FIFO queue and, as Scheduler, no deduplication
+// id: a FIFO target needs content-based deduplication, here as on AWS. A one-time schedule whose ActionAfterCompletion is DELETE is deleted once fired.
 //
 // Timing follows Expression.Next. A rate schedule ticks first when the runner starts (Scheduler
 // starts a rate schedule without a start date at once) or at its StartDate; a cron schedule
@@ -213,8 +213,9 @@ func (r *Runner) Run(ctx context.Context) error {
 }
 
 // Send sends the tick of declared schedule s scheduled for `scheduled`, now: what Run does on
-// each tick. It is safe to call while Run runs (to fire a schedule on demand). Sending the same tick twice sends the same envelope id (on a FIFO queue, SQS keeps
-// one within its deduplication window; elsewhere the idempotent worker does).
+// each tick. It is safe to call while Run runs (to fire a schedule on demand). Sending the same
+// tick twice sends the same envelope (on a FIFO queue, content-based deduplication keeps one
+// within its window; elsewhere the idempotent worker runs it once).
 func (r *Runner) Send(ctx context.Context, s scheduler.Schedule, scheduled time.Time) (Firing, error) {
 	if err := s.Validate(); err != nil {
 		return Firing{}, err
