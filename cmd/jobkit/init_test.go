@@ -118,6 +118,11 @@ func TestInitServiceRunsOffline(t *testing.T) {
 	tpl, err := os.ReadFile(filepath.Join(dir, "cdk.out", "Greeter.template.json"))
 	require.NoError(t, err)
 	require.Contains(t, string(tpl), `"jobkit:module": ".."`)
+	// AWS's CloudFormation linter on the service's template, with the repository's configuration
+	// (infra/.cfnlintrc: what it ignores, and why): no finding.
+	lint, err := exec.Command(filepath.Join(root, ".venv", "bin", "cfn-lint"), "--config-file", filepath.Join(root, "infra", ".cfnlintrc"),
+		"--format", "parseable", "--", filepath.Join(dir, "cdk.out", "Greeter.template.json")).CombinedOutput()
+	require.NoError(t, err, "cfn-lint on the service's template:\n%s", lint)
 
 	// jobkit dev with stdin, stdout and stderr not a terminal, no --once: it runs until SIGTERM.
 	// The console on a port of its own (a free one the test picks), over the deployed stack.
