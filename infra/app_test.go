@@ -376,6 +376,39 @@ func TestSampleApp(t *testing.T) {
 		}
 	})
 
+	// Every alarm of the sample notifies its one topic: the state stack's by reference, the
+	// workers stack's through the state stack's export of the topic.
+	t.Run("alarms notify", func(t *testing.T) {
+		topicID, _ := state.Only(t, "AWS::SNS::Topic")
+		exports := map[string]any{}
+		for _, out := range state["Outputs"].(map[string]any) {
+			o := out.(map[string]any)
+			if name, ok := cfntest.Get(o, "Export.Name").(string); ok {
+				exports[name] = o["Value"]
+			}
+		}
+		alarms := 0
+		for stack, tpl := range map[string]cfntest.Template{StateStackID: state, WorkersStackID: workers} {
+			scaling := tpl.Resources("AWS::ApplicationAutoScaling::ScalingPolicy")
+			for id, body := range tpl.Resources("AWS::CloudWatch::Alarm") {
+				actions, _ := cfntest.Props(body)["AlarmActions"].([]any)
+				if ref, _ := cfntest.Get(actions, "0.Ref").(string); scaling[ref] != nil {
+					continue // the transcode service's step scaling, not a notification
+				}
+				alarms++
+				require.Len(t, actions, 1, "%s/%s notifies the topic", stack, id)
+				action := actions[0]
+				if imp, ok := action.(map[string]any)["Fn::ImportValue"].(string); ok {
+					action = exports[imp]
+				}
+				require.Equal(t, cfntest.Ref(topicID), action, "%s/%s notifies the topic", stack, id)
+			}
+		}
+		// Per queue and lane: DLQ depth and age (12); per function worker: errors and throttles
+		// (10); the outbox forwarder's three; the delayed jobs' DLQ; a backlog alarm per lane (3).
+		require.Equal(t, 29, alarms)
+	})
+
 	t.Run("no wildcard actions", func(t *testing.T) {
 		cfntest.RequireNoWildcardGrant(t, state)
 		cfntest.RequireNoWildcardGrant(t, workers)

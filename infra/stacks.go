@@ -6,10 +6,14 @@ import (
 	"time"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awscloudwatch"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awscloudwatchactions"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsdynamodb"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awssns"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awssqs"
 	"github.com/aws/constructs-go/constructs/v10"
 	"github.com/aws/jsii-runtime-go"
+	"github.com/cdklabs/cdk-nag-go/cdknag/v2"
 
 	jk "github.com/jobkit-go/jobkit/infra/constructs"
 	"github.com/jobkit-go/jobkit/jobs/contract"
@@ -52,6 +56,10 @@ type StateStack struct {
 	Schedules []*jk.Schedule
 	// Payloads holds the claim-checked jobs of the three queues (jobs over SQS's 1 MiB).
 	Payloads *jk.PayloadBucket
+	// Alarms is the topic every alarm of the sample notifies (subscribe an address or a chat
+	// integration to it once deployed); AlarmActions holds its action.
+	Alarms       awssns.Topic
+	AlarmActions []awscloudwatch.IAlarmAction
 }
 
 // Queue returns the job queue of a samplejobs queue name, or nil.
@@ -76,6 +84,17 @@ func (s *StateStack) Queue(name string) *jk.JobQueue {
 func NewStateStack(scope constructs.Construct, id string, props *awscdk.StackProps) *StateStack {
 	stack := awscdk.NewStack(scope, jsii.String(id), props)
 	s := &StateStack{Stack: stack}
+	// One topic for every alarm, TLS only. Alarm notifications carry an alarm's name, state and
+	// reason, no job data, so the topic keeps SNS's default (no KMS key): CloudWatch could not
+	// publish to one under the AWS-managed key, and a key of its own costs a monthly fee.
+	s.Alarms = awssns.NewTopic(stack, jsii.String("Alarms"), &awssns.TopicProps{
+		DisplayName: jsii.String("jobkit alarms"), EnforceSSL: jsii.Bool(true),
+	})
+	cdknag.NagSuppressions_AddResourceSuppressions(s.Alarms, &[]*cdknag.NagPackSuppression{{
+		Id:     jsii.String("AwsSolutions-SNS2"),
+		Reason: jsii.String("alarm notifications carry alarm names and states, no job data; CloudWatch cannot publish to a topic under the AWS-managed SNS key"),
+	}}, nil)
+	s.AlarmActions = []awscloudwatch.IAlarmAction{awscloudwatchactions.NewSnsAction(s.Alarms)}
 	s.Idempotency = jk.NewIdempotencyTable(stack, "Idempotency", nil)
 	s.LedgerTable = awsdynamodb.NewTable(stack, jsii.String("LedgerTable"), &awsdynamodb.TableProps{
 		PartitionKey: &awsdynamodb.Attribute{Name: jsii.String(samplejobs.LedgerAccountAttr), Type: awsdynamodb.AttributeType_STRING},
@@ -90,16 +109,16 @@ func NewStateStack(scope constructs.Construct, id string, props *awscdk.StackPro
 	// each receive counts against the redrive's maxReceiveCount. A margin of 20 covers waits far
 	// beyond any backlog the sample sees (an hour is 13 receives).
 	s.Email = jk.NewJobQueue(stack, samplejobs.QueueEmail, &jk.JobQueueProps{
-		MaxAttempts: 5, VisibilityTimeout: time.Minute, RedriveMargin: 20,
+		MaxAttempts: 5, VisibilityTimeout: time.Minute, RedriveMargin: 20, AlarmActions: s.AlarmActions,
 	})
 	// Content-based deduplication: EventBridge Scheduler sends ticks and delayed jobs to the FIFO
 	// queue without a deduplication id (the jobs client always sets one).
 	s.Ledger = jk.NewJobQueue(stack, samplejobs.QueueLedger, &jk.JobQueueProps{
 		FIFO: true, HighThroughputFIFO: true, ContentBasedDeduplication: true,
-		MaxAttempts: 5, VisibilityTimeout: time.Minute,
+		MaxAttempts: 5, VisibilityTimeout: time.Minute, AlarmActions: s.AlarmActions,
 	})
 	s.Transcode = jk.NewJobQueue(stack, samplejobs.QueueTranscode, &jk.JobQueueProps{
-		MaxAttempts: 3, VisibilityTimeout: 10 * time.Minute, AgeAlarmThreshold: 2 * time.Hour,
+		MaxAttempts: 3, VisibilityTimeout: 10 * time.Minute, AgeAlarmThreshold: 2 * time.Hour, AlarmActions: s.AlarmActions,
 	})
 
 	s.Payloads = jk.NewPayloadBucket(stack, "Jobs", &jk.PayloadBucketProps{
@@ -115,7 +134,7 @@ func NewStateStack(scope constructs.Construct, id string, props *awscdk.StackPro
 	}
 	s.Notify = jk.NewPriorityQueue(stack, samplejobs.QueueNotify, &jk.PriorityQueueProps{
 		Lanes: lanes, TotalConcurrency: 10,
-		Queue: jk.JobQueueProps{MaxAttempts: 5, VisibilityTimeout: time.Minute},
+		Queue: jk.JobQueueProps{MaxAttempts: 5, VisibilityTimeout: time.Minute, AlarmActions: s.AlarmActions},
 	})
 
 	// Delays beyond SQS's 15 minutes, to any of the queues (every lane of Notify: a delayed job
@@ -124,7 +143,7 @@ func NewStateStack(scope constructs.Construct, id string, props *awscdk.StackPro
 	for _, l := range s.Notify.Lanes {
 		delayed = append(delayed, l.Queue.Queue)
 	}
-	s.Delayed = jk.NewDelayedJobs(stack, samplejobs.DelayedJobsName, &jk.DelayedJobsProps{Queues: delayed})
+	s.Delayed = jk.NewDelayedJobs(stack, samplejobs.DelayedJobsName, &jk.DelayedJobsProps{Queues: delayed, AlarmActions: s.AlarmActions})
 	// The recurring schedules, in the stack's group of recurring schedules (the constructs' own,
 	// jk.RecurringScheduleGroup): the delayed jobs' group is the producers' to create and delete
 	// schedules in, and the account's default group anyone's.
@@ -188,6 +207,7 @@ func NewWorkersStack(scope constructs.Construct, id string, state *StateStack, m
 		RateLimiters: []string{samplejobs.LimiterMailProvider},
 		Timeout:      30 * time.Second, BatchSize: 25, MaxBatchingWindow: 2 * time.Second,
 		MaxConcurrency: 10, Concurrency: 10, JobStates: true, PayloadBucket: state.Payloads,
+		AlarmActions: state.AlarmActions,
 	})
 	// Email batches' callbacks (EmailBatchDone) go to the Email queue: the worker sends them, and
 	// so does the queue's redrive recorder when a batch's last member is one the redrive policy moved.
@@ -196,7 +216,8 @@ func NewWorkersStack(scope constructs.Construct, id string, state *StateStack, m
 	s.Ledger = jk.NewWorker(stack, "Ledger", &jk.WorkerProps{
 		Source: src("ledger"), Queue: state.Ledger, IdempotencyTable: state.Idempotency, Kinds: kinds(samplejobs.QueueLedger),
 		Timeout: 30 * time.Second, BatchSize: 10, MaxConcurrency: 5, Concurrency: 10, PayloadBucket: state.Payloads,
-		Environment: map[string]string{samplejobs.EnvLedgerTable: *state.LedgerTable.TableName()},
+		Environment:  map[string]string{samplejobs.EnvLedgerTable: *state.LedgerTable.TableName()},
+		AlarmActions: state.AlarmActions,
 	})
 	state.LedgerTable.GrantReadWriteData(s.Ledger.Role)
 	// Transcode: long jobs, past Lambda's 15 minutes, in Fargate tasks (arm64) of two jobs each,
@@ -213,13 +234,14 @@ func NewWorkersStack(scope constructs.Construct, id string, state *StateStack, m
 	// jobkit's own (cmd/jobkit-outbox): the Source names only the module.
 	s.Outbox = jk.NewOutboxForwarder(stack, "Outbox", &jk.OutboxForwarderProps{
 		Source: jk.GoSource{ModuleDir: moduleDir}, Table: state.Idempotency, Queues: []awssqs.IQueue{state.Email.Queue},
+		AlarmActions: state.AlarmActions,
 	})
 	notifyQueues := []*jk.JobQueue{}
 	for _, lane := range state.Notify.Lanes {
 		name := contract.LaneQueueName(samplejobs.QueueNotify, lane.Name)
 		s.Notify = append(s.Notify, jk.NewWorker(stack, name, &jk.WorkerProps{
 			Source: src("notify"), Queue: lane.Queue, IdempotencyTable: state.Idempotency, Kinds: kinds(samplejobs.Queues[samplejobs.KindSendNotification]),
-			Timeout: 30 * time.Second, BatchSize: 10, MaxConcurrency: lane.MaxConcurrency,
+			Timeout: 30 * time.Second, BatchSize: 10, MaxConcurrency: lane.MaxConcurrency, AlarmActions: state.AlarmActions,
 		}))
 		notifyQueues = append(notifyQueues, lane.Queue)
 	}

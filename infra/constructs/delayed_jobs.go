@@ -43,6 +43,9 @@ type DelayedJobsProps struct {
 	Retry *scheduler.RetryPolicy
 	// GroupName names the schedule group; "" lets CloudFormation name it.
 	GroupName string
+	// AlarmActions are added to the created dead-letter queue's depth alarm (e.g. an SNS topic's
+	// action). Optional.
+	AlarmActions []awscloudwatch.IAlarmAction
 }
 
 // DelayedJobs is what the producer needs to delay jobs beyond SQS's 15 minutes with
@@ -101,6 +104,9 @@ func NewDelayedJobs(scope constructs.Construct, id string, props *DelayedJobsPro
 	d.DLQ = p.DeadLetterQueue
 	if d.DLQ == nil {
 		d.DLQ, d.DLQDepthAlarm = newScheduleDLQ(c, id)
+		for _, a := range p.AlarmActions {
+			d.DLQDepthAlarm.AddAlarmAction(a)
+		}
 	}
 	d.DLQ.Grant(d.Role, jsii.String("sqs:SendMessage"))
 	for _, q := range p.Queues {

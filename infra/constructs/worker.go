@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awscloudwatch"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsiam"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslambda"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslambdaeventsources"
@@ -144,6 +145,9 @@ type WorkerProps struct {
 	Environment map[string]string
 	// Description of the function. Default "jobkit worker <Source.Package>".
 	Description string
+	// AlarmActions are added to the function's alarms (ErrorsAlarm, ThrottlesAlarm), e.g. an SNS
+	// topic's action. Optional.
+	AlarmActions []awscloudwatch.IAlarmAction
 }
 
 // Worker is a Go Lambda function (provided.al2023, arm64) that runs the jobs of a JobQueue
@@ -169,6 +173,12 @@ type Worker struct {
 	// Recorder is the queue's redrive recorder when this worker defined it; nil when another
 	// worker of the queue did (JobQueue.Recorder names it either way).
 	Recorder *RedriveRecorder
+	// ErrorsAlarm fires when an invocation of the function failed as a whole — a crash, a
+	// timeout, a start-up failure — in 5 minutes (a job's own failure is not one: the runtime
+	// retries it in the batch response). ThrottlesAlarm fires when Lambda throttled an
+	// invocation (reserved or account concurrency): its jobs wait, and on a message's last
+	// receive the redrive policy moves it (the redrive recorder keeps it a job).
+	ErrorsAlarm, ThrottlesAlarm awscloudwatch.Alarm
 
 	queue *JobQueue
 }
@@ -281,7 +291,31 @@ func NewWorker(scope constructs.Construct, id string, props *WorkerProps) *Worke
 		queue: q, moduleDir: p.Source.ModuleDir, code: p.RecorderCode, worker: *w.Function.FunctionName(),
 		table: p.IdempotencyTable, jobStates: p.JobStates, payloads: p.PayloadBucket, logRetention: p.LogRetention,
 	})
+	w.addAlarms(p)
 	return w
+}
+
+// addAlarms defines the function's errors and throttles alarms, with the props' alarm actions.
+func (w *Worker) addAlarms(p WorkerProps) {
+	five := &awscloudwatch.MetricOptions{Period: awscdk.Duration_Minutes(jsii.Number(5)), Statistic: jsii.String("Sum")}
+	alarm := func(id, description string, metric awscloudwatch.IMetric) awscloudwatch.Alarm {
+		a := awscloudwatch.NewAlarm(w.Construct, jsii.String(id), &awscloudwatch.AlarmProps{
+			AlarmDescription:   jsii.String(fmt.Sprintf("jobkit %s: %s", w.Name, description)),
+			Metric:             metric,
+			Threshold:          jsii.Number(0),
+			ComparisonOperator: awscloudwatch.ComparisonOperator_GREATER_THAN_THRESHOLD,
+			EvaluationPeriods:  jsii.Number(1),
+			TreatMissingData:   awscloudwatch.TreatMissingData_NOT_BREACHING,
+		})
+		for _, act := range p.AlarmActions {
+			a.AddAlarmAction(act)
+		}
+		return a
+	}
+	w.ErrorsAlarm = alarm("ErrorsAlarm", "invocations failed as a whole (a crash, a timeout, a start-up failure): their batches come back after the visibility timeout",
+		w.Function.MetricErrors(five))
+	w.ThrottlesAlarm = alarm("ThrottlesAlarm", "invocations were throttled: jobs wait, and a message throttled on its last receive is moved by the redrive policy",
+		w.Function.MetricThrottles(five))
 }
 
 // GrantBatchCallbacks lets the worker, and its queue's redrive recorder, send to queues: the

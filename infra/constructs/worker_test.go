@@ -12,7 +12,10 @@ import (
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/assertions"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awscloudwatch"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awscloudwatchactions"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslambda"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awssns"
 	"github.com/aws/jsii-runtime-go"
 	"github.com/stretchr/testify/require"
 
@@ -364,4 +367,32 @@ func anySlice(s []string) []any {
 		out[i] = v
 	}
 	return out
+}
+
+// A worker's function has an errors and a throttles alarm (sums over 5 minutes above 0), each
+// with the props' alarm actions.
+func TestWorkerAlarms(t *testing.T) {
+	_, stack := newStack(t)
+	topic := awssns.NewTopic(stack, jsii.String("Alarms"), nil)
+	q := NewJobQueue(stack, "Jobs", nil)
+	NewWorker(stack, "Worker", &WorkerProps{Source: helloSource, Queue: q,
+		AlarmActions: []awscloudwatch.IAlarmAction{awscloudwatchactions.NewSnsAction(topic)}})
+	tpl := synth(t, stack)
+	topicID, _ := tpl.Only(t, "AWS::SNS::Topic")
+	fnID, _ := workerOnly(t, tpl, "AWS::Lambda::Function")
+	got := map[string]bool{}
+	for id, body := range tpl.Resources("AWS::CloudWatch::Alarm") {
+		p := props(body)
+		if p["Namespace"] != "AWS/Lambda" {
+			continue // the queue's alarms
+		}
+		require.Equal(t, []any{map[string]any{"Name": "FunctionName", "Value": ref(fnID)}}, p["Dimensions"], id)
+		require.Equal(t, "Sum", p["Statistic"], id)
+		require.Equal(t, float64(300), p["Period"], id)
+		require.Equal(t, float64(0), p["Threshold"], id)
+		require.Equal(t, "GreaterThanThreshold", p["ComparisonOperator"], id)
+		require.Equal(t, []any{ref(topicID)}, p["AlarmActions"], id)
+		got[p["MetricName"].(string)] = true
+	}
+	require.Equal(t, map[string]bool{"Errors": true, "Throttles": true}, got)
 }
