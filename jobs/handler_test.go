@@ -394,7 +394,7 @@ func TestHandlerMetricsOneEMFLinePerBatch(t *testing.T) {
 				Metrics    []struct{ Name, Unit string }
 			}
 		} `json:"_aws"`
-		Queue                             string
+		Queue, Kind                       string
 		Succeeded, Retried, Snoozed, Dead int
 		Duration                          []float64
 		Attempt                           []int
@@ -403,7 +403,8 @@ func TestHandlerMetricsOneEMFLinePerBatch(t *testing.T) {
 	require.Len(t, emf.AWS.CloudWatchMetrics, 1)
 	d := emf.AWS.CloudWatchMetrics[0]
 	assert.Equal(t, contract.MetricNamespace, d.Namespace)
-	assert.Equal(t, [][]string{{contract.DimensionQueue}}, d.Dimensions)
+	assert.Equal(t, [][]string{{contract.DimensionQueue}, {contract.DimensionQueue, contract.DimensionKind}}, d.Dimensions)
+	assert.Equal(t, TestJob{}.Kind(), emf.Kind)
 	units := map[string]string{}
 	for _, m := range d.Metrics {
 		units[m.Name] = m.Unit
@@ -421,6 +422,49 @@ func TestHandlerMetricsOneEMFLinePerBatch(t *testing.T) {
 	assert.Len(t, emf.Duration, 6)
 	assert.ElementsMatch(t, []int{1, 1, 1, 1, 1, 2}, emf.Attempt)
 }
+
+// A batch of several kinds writes a line per kind, each with its kind as the Kind dimension; a
+// kind no worker runs (and a malformed body) is "unknown", so messages cannot add dimension
+// values. The Queue-level figures are the sums over the lines.
+func TestHandlerMetricsPerKind(t *testing.T) {
+	t.Parallel()
+	var buf bytes.Buffer
+	cfg := jobstest.Config(jobstest.NewRecorder())
+	cfg.Metrics = &buf
+	w := testWorkers(nil)
+	jobs.AddWorker(w, jobs.WorkFunc[LoggingJob](func(context.Context, *jobs.Job[LoggingJob]) error { return nil }))
+	handler := jobs.NewLambdaHandler(w, cfg).HandleSQS
+	_, err := handler(context.Background(), jobstest.Event(
+		msg(1, "", nil), jobstest.Message(LoggingJob{}, nil), msg(2, "fail", nil),
+		jobstest.Message(madeUpJob{}, nil), jobstest.RawMessage("not json", nil),
+	))
+	require.NoError(t, err)
+	type line struct {
+		Kind               string
+		Succeeded, Retried int
+		Dead               int
+	}
+	got := map[string]line{}
+	for _, l := range strings.Split(strings.TrimSpace(buf.String()), "\n") {
+		var v line
+		require.NoError(t, json.Unmarshal([]byte(l), &v))
+		_, dup := got[v.Kind]
+		require.False(t, dup, "one line per kind: %s", l)
+		got[v.Kind] = v
+	}
+	assert.Equal(t, map[string]line{
+		TestJob{}.Kind():     {Kind: TestJob{}.Kind(), Succeeded: 1, Retried: 1},
+		LoggingJob{}.Kind():  {Kind: LoggingJob{}.Kind(), Succeeded: 1},
+		// The malformed body is dead at once; the unknown kind retried (a deploy may bring its
+		// worker) until its last attempt.
+		contract.KindUnknown: {Kind: contract.KindUnknown, Retried: 1, Dead: 1},
+	}, got)
+}
+
+// madeUpJob is a kind no worker runs.
+type madeUpJob struct{}
+
+func (madeUpJob) Kind() string { return "made.up" }
 
 func TestHandlerLogLinesCarryJobIdentity(t *testing.T) {
 	t.Parallel()

@@ -15,24 +15,66 @@ const emfMaxValues = 100
 
 var emfBuffers = sync.Pool{New: func() any { b := make([]byte, 0, 1024); return &b }}
 
-// writeMetrics writes the batch's EMF line (one per 100 records for larger batches).
-// end is when the batch's jobs ended: the metrics' timestamp.
+// writeMetrics writes the batch's EMF lines: one per job kind, and per 100 records of a kind for
+// larger batches. end is when the batch's jobs ended: the metrics' timestamp.
 func (h *sqsHandler) writeMetrics(records []record, end time.Time) {
 	now := end.UnixMilli()
-	for start := 0; start < len(records); start += emfMaxValues {
-		end := min(start+emfMaxValues, len(records))
-		bp := emfBuffers.Get().(*[]byte)
-		line := h.appendEMF((*bp)[:0], now, records[start:end])
-		_, _ = h.cfg.Metrics.Write(line)
-		*bp = line
-		emfBuffers.Put(bp)
+	if len(records) == 0 {
+		return
+	}
+	kind0 := records[0].row.Kind
+	single := true
+	for i := 1; i < len(records) && single; i++ {
+		single = records[i].row.Kind == kind0
+	}
+	if single { // most batches: one kind, its records in place
+		label := h.kindLabel(kind0)
+		for start := 0; start < len(records); start += emfMaxValues {
+			chunk := records[start:min(start+emfMaxValues, len(records))]
+			h.writeEMF(now, label, len(chunk), func(i int) *record { return &chunk[i] })
+		}
+		return
+	}
+	byLabel := map[string][]*record{}
+	var labels []string
+	for i := range records {
+		label := h.kindLabel(records[i].row.Kind)
+		if _, ok := byLabel[label]; !ok {
+			labels = append(labels, label)
+		}
+		byLabel[label] = append(byLabel[label], &records[i])
+	}
+	for _, label := range labels {
+		recs := byLabel[label]
+		for start := 0; start < len(recs); start += emfMaxValues {
+			chunk := recs[start:min(start+emfMaxValues, len(recs))]
+			h.writeEMF(now, label, len(chunk), func(i int) *record { return chunk[i] })
+		}
 	}
 }
 
-func (h *sqsHandler) appendEMF(b []byte, now int64, records []record) []byte {
+// kindLabel is the Kind dimension of a record of kind: the kind when a worker runs it, else
+// contract.KindUnknown.
+func (h *sqsHandler) kindLabel(kind string) string {
+	if kind != "" && h.lookup(kind) != nil {
+		return kind
+	}
+	return contract.KindUnknown
+}
+
+// writeEMF writes one EMF line of n records (at(i)) of one kind label.
+func (h *sqsHandler) writeEMF(now int64, label string, n int, at func(int) *record) {
+	bp := emfBuffers.Get().(*[]byte)
+	line := h.appendEMF((*bp)[:0], now, label, n, at)
+	_, _ = h.cfg.Metrics.Write(line)
+	*bp = line
+	emfBuffers.Put(bp)
+}
+
+func (h *sqsHandler) appendEMF(b []byte, now int64, label string, n int, at func(int) *record) []byte {
 	var succeeded, retried, snoozed, dead int
-	for i := range records {
-		r := &records[i]
+	for i := range n {
+		r := at(i)
 		if r.state.Load() != stateDone {
 			retried++
 			continue
@@ -51,7 +93,8 @@ func (h *sqsHandler) appendEMF(b []byte, now int64, records []record) []byte {
 	}
 	b = append(b, `{"_aws":{"Timestamp":`...)
 	b = strconv.AppendInt(b, now, 10)
-	b = append(b, `,"CloudWatchMetrics":[{"Namespace":"`+contract.MetricNamespace+`","Dimensions":[["`+contract.DimensionQueue+`"]],"Metrics":[`+
+	b = append(b, `,"CloudWatchMetrics":[{"Namespace":"`+contract.MetricNamespace+`","Dimensions":[["`+contract.DimensionQueue+`"],["`+
+		contract.DimensionQueue+`","`+contract.DimensionKind+`"]],"Metrics":[`+
 		`{"Name":"`+contract.MetricSucceeded+`","Unit":"Count"},`+
 		`{"Name":"`+contract.MetricRetried+`","Unit":"Count"},`+
 		`{"Name":"`+contract.MetricSnoozed+`","Unit":"Count"},`+
@@ -59,15 +102,17 @@ func (h *sqsHandler) appendEMF(b []byte, now int64, records []record) []byte {
 		`{"Name":"`+contract.MetricDuration+`","Unit":"Milliseconds"},`+
 		`{"Name":"`+contract.MetricAttempt+`","Unit":"Count"}]}]},"`+contract.DimensionQueue+`":`...)
 	b = appendJSONString(b, h.queueName)
-	b = appendTraceIDs(b, records)
+	b = append(b, `,"`+contract.DimensionKind+`":`...)
+	b = appendJSONString(b, label)
+	b = appendTraceIDs(b, n, at)
 	b = appendCount(b, contract.MetricSucceeded, succeeded)
 	b = appendCount(b, contract.MetricRetried, retried)
 	b = appendCount(b, contract.MetricSnoozed, snoozed)
 	b = appendCount(b, contract.MetricDead, dead)
 	b = append(b, `,"`+contract.MetricDuration+`":[`...)
 	first := true
-	for i := range records {
-		r := &records[i]
+	for i := range n {
+		r := at(i)
 		if r.state.Load() == stateDone && r.ran {
 			if !first {
 				b = append(b, ',')
@@ -78,8 +123,8 @@ func (h *sqsHandler) appendEMF(b []byte, now int64, records []record) []byte {
 	}
 	b = append(b, `],"`+contract.MetricAttempt+`":[`...)
 	first = true
-	for i := range records {
-		r := &records[i]
+	for i := range n {
+		r := at(i)
 		if r.state.Load() == stateDone && r.out != outSkipped && r.out != outNotStarted && r.out != outCancelled {
 			if !first {
 				b = append(b, ',')
@@ -93,12 +138,12 @@ func (h *sqsHandler) appendEMF(b []byte, now int64, records []record) []byte {
 
 // appendTraceIDs appends the line's "trace_ids" property, the distinct trace ids of its records'
 // jobs (CloudWatch Logs Insights finds the line by any of them), when a job has one.
-func appendTraceIDs(b []byte, records []record) []byte {
+func appendTraceIDs(b []byte, count int, at func(int) *record) []byte {
 	var seen [emfMaxValues]string
 	n := 0
 next:
-	for i := range records {
-		id := TraceID(records[i].row.Trace)
+	for i := range count {
+		id := TraceID(at(i).row.Trace)
 		if id == "" {
 			continue
 		}

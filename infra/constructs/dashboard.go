@@ -2,6 +2,7 @@ package constructs
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awscloudwatch"
@@ -56,6 +57,38 @@ func JobMetric(q *JobQueue, name string) awscloudwatch.Metric {
 	})
 }
 
+// byKind returns the search expression of the runtime's metrics names per kind of q's jobs, with
+// statistic stat over 5 minutes.
+func byKind(q *JobQueue, names []string, stat string) awscloudwatch.MathExpression {
+	var or []string
+	for _, n := range names {
+		or = append(or, fmt.Sprintf("MetricName=%q", n))
+	}
+	return awscloudwatch.NewMathExpression(&awscloudwatch.MathExpressionProps{
+		Expression: jsii.String(fmt.Sprintf(`SEARCH('{%s,%s,%s} %s="%s" (%s)', '%s', 300)`,
+			MetricsNamespace, contract.DimensionKind, MetricsDimension, MetricsDimension, *q.Queue.QueueName(), strings.Join(or, " OR "), stat)),
+		Label:        jsii.String(""),
+		Period:       awscdk.Duration_Minutes(jsii.Number(5)),
+		UsingMetrics: &map[string]awscloudwatch.IMetric{},
+	})
+}
+
+// kindWidgets are q's jobs per kind (the runtime's Kind dimension): outcomes, and the p99 time.
+func kindWidgets(q *JobQueue) []awscloudwatch.IWidget {
+	return []awscloudwatch.IWidget{
+		awscloudwatch.NewGraphWidget(&awscloudwatch.GraphWidgetProps{
+			Title: jsii.String(q.Name + ": jobs by kind"),
+			Width: jsii.Number(12),
+			Left:  &[]awscloudwatch.IMetric{byKind(q, []string{MetricSucceeded, MetricRetried, MetricDead}, "Sum")},
+		}),
+		awscloudwatch.NewGraphWidget(&awscloudwatch.GraphWidgetProps{
+			Title: jsii.String(q.Name + ": job duration by kind, p99 (ms)"),
+			Width: jsii.Number(12),
+			Left:  &[]awscloudwatch.IMetric{byKind(q, []string{MetricDuration}, "p99")},
+		}),
+	}
+}
+
 // NewDashboard defines a Dashboard. It panics if props has no queue.
 func NewDashboard(scope constructs.Construct, id string, props *DashboardProps) *Dashboard {
 	if props == nil || len(props.Queues) == 0 {
@@ -67,6 +100,7 @@ func NewDashboard(scope constructs.Construct, id string, props *DashboardProps) 
 	})
 	minutes5 := awscdk.Duration_Minutes(jsii.Number(5))
 	for _, q := range props.Queues {
+		d.AddWidgets(kindWidgets(q)...)
 		d.AddWidgets(
 			awscloudwatch.NewGraphWidget(&awscloudwatch.GraphWidgetProps{
 				Title: jsii.String(q.Name + ": depth"),

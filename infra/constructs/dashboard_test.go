@@ -42,6 +42,12 @@ func TestDashboard(t *testing.T) {
 		require.Contains(t, flat, m)
 	}
 	require.Contains(t, flat, `p99`)
+	// Per kind: searches of the runtime's Kind dimension, two per queue (outcomes, p99 time).
+	require.Equal(t, 4, strings.Count(flat, `SEARCH('{Jobkit,Kind,Queue} Queue=`), "jobs by kind for each queue")
+	for _, id := range []string{emailID, ledgerID} {
+		require.Regexp(t, `SEARCH\('\{Jobkit,Kind,Queue\} Queue=[^{]*\{"Fn::GetAtt":\["`+id+`","QueueName"\]\}[^(]*\(MetricName=\W*Succeeded\W* OR MetricName=\W*Retried\W* OR MetricName=\W*Dead\W*\)', 'Sum', 300\)`, flat)
+		require.Regexp(t, `SEARCH\('\{Jobkit,Kind,Queue\} Queue=[^{]*\{"Fn::GetAtt":\["`+id+`","QueueName"\]\}[^(]*\(MetricName=\W*Duration\W*\)', 'p99', 300\)`, flat)
+	}
 }
 
 func TestDashboardNeedsAQueue(t *testing.T) {

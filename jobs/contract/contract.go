@@ -103,12 +103,18 @@ const (
 )
 
 // Metrics the runtime writes as CloudWatch Embedded Metric Format (EMF) log lines, one line per
-// batch, in namespace MetricNamespace with the single dimension set [[DimensionQueue]]; the line's
-// "trace_ids" property lists the trace ids of its jobs. The infra
-// Dashboard and alarms use these names.
+// job kind of a batch (and per 100 of its records), in namespace MetricNamespace with the
+// dimension sets [[DimensionQueue], [DimensionQueue, DimensionKind]]: every figure is published
+// per queue and per queue and kind. The line's "trace_ids" property lists the trace ids of its
+// jobs. The infra Dashboard and alarms use these names.
 const (
 	MetricNamespace = "Jobkit"
 	DimensionQueue  = "Queue" // the consumed queue's name
+	// DimensionKind is the job's kind when the function runs it, else KindUnknown (a malformed
+	// message, a kind no worker runs): its values are the kinds registered in the code, so made-up
+	// kinds in messages cannot add metrics.
+	DimensionKind = "Kind"
+	KindUnknown   = "unknown"
 
 	MetricSucceeded = "Succeeded" // Count: jobs that succeeded
 	MetricRetried   = "Retried"   // Count: records listed for retry (failed, skipped in a FIFO group, abandoned, dead-letter send failed)
