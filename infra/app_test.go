@@ -4,10 +4,8 @@ import (
 	"debug/elf"
 	"encoding/csv"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -445,35 +443,9 @@ func TestSampleApp(t *testing.T) {
 	// AWS's CloudFormation linter: no error, and no warning but those .cfnlintrc ignores, each
 	// with its reason there.
 	t.Run("cfn-lint", func(t *testing.T) {
-		findings := cfnLint(t, root, filepath.Join(outdir, StateStackID+".template.json"), filepath.Join(outdir, WorkersStackID+".template.json"))
+		findings := cfntest.Lint(t, root, filepath.Join(outdir, StateStackID+".template.json"), filepath.Join(outdir, WorkersStackID+".template.json"))
 		require.Empty(t, findings)
 	})
-}
-
-// cfnLint runs cfn-lint (the version localstack/requirements.lock pins, in the venv make test
-// installs) with infra/.cfnlintrc on templates, and returns its findings, one a line.
-func cfnLint(t *testing.T, root string, templates ...string) []string {
-	t.Helper()
-	lint := filepath.Join(root, ".venv", "bin", "cfn-lint")
-	_, err := os.Stat(lint)
-	require.NoError(t, err, "cfn-lint is not installed: make setup installs it (localstack/requirements.lock)")
-	cfg, err := filepath.Abs(".cfnlintrc")
-	require.NoError(t, err)
-	out, err := exec.Command(lint, append([]string{"--config-file", cfg, "--format", "parseable", "--"}, templates...)...).CombinedOutput()
-	var findings []string
-	for line := range strings.Lines(string(out)) {
-		if line = strings.TrimSpace(line); line != "" {
-			findings = append(findings, line)
-		}
-	}
-	var exit *exec.ExitError
-	if err != nil && !errors.As(err, &exit) {
-		t.Fatalf("cfn-lint: %v\n%s", err, out)
-	}
-	if err != nil && len(findings) == 0 {
-		t.Fatalf("cfn-lint failed without a finding: %v", err)
-	}
-	return findings
 }
 
 // The linter check finds what it should: a queue property CloudFormation does not know.
@@ -482,7 +454,7 @@ func TestCfnLintCatchesErrors(t *testing.T) {
 	require.NoError(t, err)
 	bad := filepath.Join(t.TempDir(), "Bad.template.json")
 	require.NoError(t, os.WriteFile(bad, []byte(`{"Resources":{"Q":{"Type":"AWS::SQS::Queue","Properties":{"VisibilityTimeout":"soon","Colour":"blue"}}}}`), 0o644))
-	findings := cfnLint(t, root, bad)
+	findings := cfntest.Lint(t, root, bad)
 	require.NotEmpty(t, findings)
 	require.Contains(t, strings.Join(findings, "\n"), ":E3002:", "an unknown property is an error")
 }

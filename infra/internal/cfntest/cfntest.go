@@ -4,8 +4,11 @@ package cfntest
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -255,4 +258,40 @@ func PanicText(v any) string {
 		return x
 	}
 	return fmt.Sprint(v)
+}
+
+// Lint runs AWS's CloudFormation linter, cfn-lint (the version localstack/requirements.lock pins,
+// in the venv make test installs under root), with infra/.cfnlintrc on templates, and returns its
+// findings, one a line.
+func Lint(t testing.TB, root string, templates ...string) []string {
+	t.Helper()
+	lint := filepath.Join(root, ".venv", "bin", "cfn-lint")
+	_, err := os.Stat(lint)
+	require.NoError(t, err, "cfn-lint is not installed: make setup installs it (localstack/requirements.lock)")
+	cfg := filepath.Join(root, "infra", ".cfnlintrc")
+	out, err := exec.Command(lint, append([]string{"--config-file", cfg, "--format", "parseable", "--"}, templates...)...).CombinedOutput()
+	var findings []string
+	for line := range strings.Lines(string(out)) {
+		if line = strings.TrimSpace(line); line != "" {
+			findings = append(findings, line)
+		}
+	}
+	var exit *exec.ExitError
+	if err != nil && !errors.As(err, &exit) {
+		t.Fatalf("cfn-lint: %v\n%s", err, out)
+	}
+	if err != nil && len(findings) == 0 {
+		t.Fatalf("cfn-lint failed without a finding: %v", err)
+	}
+	return findings
+}
+
+// WriteFile writes tpl as JSON into dir as <name>.template.json and returns the path.
+func (tpl Template) WriteFile(t testing.TB, dir, name string) string {
+	t.Helper()
+	raw, err := json.Marshal(tpl)
+	require.NoError(t, err)
+	path := filepath.Join(dir, name+".template.json")
+	require.NoError(t, os.WriteFile(path, raw, 0o600))
+	return path
 }
