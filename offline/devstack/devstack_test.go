@@ -33,6 +33,12 @@ import (
 // schedule due at `at`, so the local firing loop sends it during the test.
 func fixture(t *testing.T, at time.Time) string {
 	t.Helper()
+	return fixtureWith(t, at, nil)
+}
+
+// fixtureWith is fixture with edit applied to the workers template's resources.
+func fixtureWith(t *testing.T, at time.Time, edit func(resources map[string]any)) string {
+	t.Helper()
 	src := "../deploy/testdata/assembly"
 	dir := t.TempDir()
 	entries, err := os.ReadDir(src)
@@ -47,6 +53,9 @@ func fixture(t *testing.T, at time.Time) string {
 			p["ScheduleExpression"] = "at(" + at.UTC().Format("2006-01-02T15:04:05") + ")"
 			p["ScheduleExpressionTimezone"] = "UTC"
 			p["Target"].(map[string]any)["Input"] = "scheduled-once"
+			if edit != nil {
+				edit(tpl["Resources"].(map[string]any))
+			}
 			raw, err = json.Marshal(tpl)
 			require.NoError(t, err)
 		}
@@ -221,4 +230,61 @@ func TestStackRunsTheDeployment(t *testing.T) {
 		total.Deleted += s.Deleted
 	}
 	require.Equal(t, int64(5), total.Deleted)
+}
+
+// A function's reserved concurrency caps its execution environments offline as on AWS: with
+// ReservedConcurrentExecutions 1, the echo function's two mappings (the Echo queue's at most 2
+// at once, the Orders queue's up to 5) share one process, however many batches wait. (Without
+// it, the same run used four.)
+func TestReservedConcurrencyCapsTheEnvironments(t *testing.T) {
+	t.Parallel()
+	cfg := awstest.Config(t)
+	ctx := context.Background()
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	d, err := deploy.Deploy(ctx, deploy.NewClients(cfg), &deploy.Options{
+		CDKOut: fixtureWith(t, time.Now().Add(time.Hour), func(res map[string]any) {
+			res["EchoFunction8D469E43"].(map[string]any)["Properties"].(map[string]any)["ReservedConcurrentExecutions"] = 1
+		}),
+		Prefix: "jk" + hex.EncodeToString(b[:]) + "-", ModuleDir: "../..", BuildDir: t.TempDir(),
+	})
+	if d != nil {
+		t.Cleanup(func() { _ = d.Destroy(context.Background()) })
+	}
+	require.NoError(t, err)
+	require.Equal(t, 1, d.Functions[0].ReservedConcurrency)
+	var (
+		mu   sync.Mutex
+		pids = map[int]bool{}
+	)
+	stack, err := devstack.Start(ctx, devstack.Config{
+		AWS: cfg, Deployment: d, Output: &awstest.SyncBuffer{}, NoScheduler: true,
+		OnInvoke: func(_, _ string, pid int) {
+			mu.Lock()
+			pids[pid] = true
+			mu.Unlock()
+		},
+	})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = stack.Stop() })
+	q := sqs.NewFromConfig(cfg)
+	echo, orders, outQ := d.Queue("EchoQueue2E8F3C41"), d.Queue("OrdersQueue9E8D7C6B"), d.Queue("OutQueue1F2E3D4C")
+	const perQueue = 30
+	for i := range perQueue {
+		_, err := q.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(echo.URL), MessageBody: aws.String("e" + strconv.Itoa(i))})
+		require.NoError(t, err)
+		_, err = q.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(orders.URL), MessageBody: aws.String("o" + strconv.Itoa(i)),
+			MessageGroupId: aws.String("g" + strconv.Itoa(i%10)), MessageDeduplicationId: aws.String("o" + strconv.Itoa(i))})
+		require.NoError(t, err)
+	}
+	got := 0
+	for deadline := time.Now().Add(2 * time.Minute); got < 2*perQueue && time.Now().Before(deadline); {
+		r, err := q.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: aws.String(outQ.URL), MaxNumberOfMessages: 10, WaitTimeSeconds: 1})
+		require.NoError(t, err)
+		got += len(r.Messages)
+	}
+	require.Equal(t, 2*perQueue, got, "every message went through the function")
+	mu.Lock()
+	defer mu.Unlock()
+	require.Len(t, pids, 1, "one execution environment served both mappings")
 }
