@@ -10,19 +10,7 @@ package wire
 import (
 	"math/bits"
 	"unicode/utf8"
-	"unsafe"
 )
-
-// BytesOf views a string's bytes without copying; the callee must not modify them.
-func BytesOf(s string) []byte {
-	if s == "" {
-		return nil
-	}
-	return unsafe.Slice(unsafe.StringData(s), len(s))
-}
-
-// StringOf views bytes as a string without copying; nothing may modify them afterwards.
-func StringOf(b []byte) string { return unsafe.String(unsafe.SliceData(b), len(b)) }
 
 // skipWS returns the index of the first byte from s[i] on that is not JSON white space.
 func skipWS(s string, i int) int {
