@@ -136,6 +136,19 @@ func TestDelayedJobsConstruct(t *testing.T) {
 	requireNoNagErrors(t, app, stack)
 }
 
+// A FIFO queue defined with awssqs directly is checked too (its CfnQueue): refused without
+// content-based deduplication, taken with it. An imported queue cannot be read at synth.
+func TestDelayedJobsChecksPlainFIFOQueues(t *testing.T) {
+	_, stack := scheduleStack(t)
+	d := NewDelayedJobs(stack, "Delayed", nil)
+	plain := awssqs.NewQueue(stack, jsii.String("Plain"), &awssqs.QueueProps{Fifo: jsii.Bool(true)})
+	assert.PanicsWithValue(t, "jobkit: DelayedJobs: FIFO queue Sched/Plain has no content-based deduplication, and EventBridge Scheduler sends no "+
+		"deduplication id: SQS would refuse every job Scheduler delivers; set ContentBasedDeduplication on it",
+		func() { d.AddQueue(plain) })
+	d.AddQueue(awssqs.NewQueue(stack, jsii.String("PlainDedup"), &awssqs.QueueProps{Fifo: jsii.Bool(true), ContentBasedDeduplication: jsii.Bool(true)}))
+	d.AddQueue(awssqs.Queue_FromQueueArn(stack, jsii.String("Imported"), jsii.String("arn:aws:sqs:eu-west-1:123456789012:elsewhere.fifo")))
+}
+
 func TestDelayedJobsConstructOptions(t *testing.T) {
 	_, stack := scheduleStack(t)
 	own := awssqs.NewQueue(stack, jsii.String("OwnDLQ"), nil)

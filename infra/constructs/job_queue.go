@@ -185,14 +185,37 @@ func jobQueueOf(q awssqs.IQueue) *JobQueue {
 	return nil
 }
 
-// needsSchedulerDedup returns why EventBridge Scheduler could not deliver to q — a FIFO JobQueue
-// without content-based deduplication, since Scheduler sends no deduplication id — or "".
+// needsSchedulerDedup returns why EventBridge Scheduler could not deliver to q — a FIFO queue
+// without content-based deduplication, since Scheduler sends no deduplication id — or "". It
+// knows a JobQueue's props and a queue defined in the app (its CfnQueue); an imported queue's
+// deduplication cannot be read at synth, and it passes.
 func needsSchedulerDedup(q awssqs.IQueue) string {
-	if jq := jobQueueOf(q); jq != nil && jq.FIFO && !jq.ContentBasedDeduplication {
-		return fmt.Sprintf("FIFO queue %s has no content-based deduplication, and EventBridge Scheduler sends no deduplication id: "+
-			"SQS would refuse every job Scheduler delivers; set JobQueueProps.ContentBasedDeduplication", jq.Name)
+	const why = "has no content-based deduplication, and EventBridge Scheduler sends no deduplication id: " +
+		"SQS would refuse every job Scheduler delivers; set "
+	if jq := jobQueueOf(q); jq != nil {
+		if jq.FIFO && !jq.ContentBasedDeduplication {
+			return fmt.Sprintf("FIFO queue %s %sJobQueueProps.ContentBasedDeduplication", jq.Name, why)
+		}
+		return ""
 	}
-	return ""
+	if q.Fifo() == nil || !*q.Fifo() {
+		return ""
+	}
+	cfn, ok := q.Node().DefaultChild().(awssqs.CfnQueue)
+	if !ok {
+		return "" // imported: its attributes are not in this app
+	}
+	switch on := cfn.ContentBasedDeduplication().(type) {
+	case bool:
+		if on {
+			return ""
+		}
+	case *bool:
+		if on != nil && *on {
+			return ""
+		}
+	}
+	return fmt.Sprintf("FIFO queue %s %sContentBasedDeduplication on it", *q.Node().Path(), why)
 }
 
 // dlqProps describes the dead-letter queue: encrypted, TLS only, the longest retention.
