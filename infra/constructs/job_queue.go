@@ -287,32 +287,16 @@ func (q *JobQueue) holdMoved() awssqs.Queue {
 // addAlarms defines the dead-letter depth alarm and the oldest-message age alarm, with the
 // props' alarm actions.
 func (q *JobQueue) addAlarms(p JobQueueProps) {
-	q.DLQDepthAlarm = awscloudwatch.NewAlarm(q.Construct, jsii.String("DLQDepthAlarm"), &awscloudwatch.AlarmProps{
-		AlarmDescription: jsii.String(fmt.Sprintf("jobkit %s: the dead-letter queue holds jobs that failed permanently", q.Name)),
-		Metric: q.DLQ.MetricApproximateNumberOfMessagesVisible(&awscloudwatch.MetricOptions{
+	q.DLQDepthAlarm = newAlarm(q.Construct, "DLQDepthAlarm", fmt.Sprintf("jobkit %s: the dead-letter queue holds jobs that failed permanently", q.Name),
+		q.DLQ.MetricApproximateNumberOfMessagesVisible(&awscloudwatch.MetricOptions{
 			Period:    awscdk.Duration_Minutes(jsii.Number(1)),
 			Statistic: jsii.String("Maximum"),
-		}),
-		Threshold:          jsii.Number(0),
-		ComparisonOperator: awscloudwatch.ComparisonOperator_GREATER_THAN_THRESHOLD,
-		EvaluationPeriods:  jsii.Number(1),
-		TreatMissingData:   awscloudwatch.TreatMissingData_NOT_BREACHING,
-	})
-	q.AgeAlarm = awscloudwatch.NewAlarm(q.Construct, jsii.String("AgeAlarm"), &awscloudwatch.AlarmProps{
-		AlarmDescription: jsii.String(fmt.Sprintf("jobkit %s: the oldest job has waited more than %s", q.Name, p.AgeAlarmThreshold)),
-		Metric: q.Queue.MetricApproximateAgeOfOldestMessage(&awscloudwatch.MetricOptions{
+		}), 0, p.AlarmActions)
+	q.AgeAlarm = newAlarm(q.Construct, "AgeAlarm", fmt.Sprintf("jobkit %s: the oldest job has waited more than %s", q.Name, p.AgeAlarmThreshold),
+		q.Queue.MetricApproximateAgeOfOldestMessage(&awscloudwatch.MetricOptions{
 			Period:    awscdk.Duration_Minutes(jsii.Number(5)),
 			Statistic: jsii.String("Maximum"),
-		}),
-		Threshold:          jsii.Number(p.AgeAlarmThreshold.Seconds()),
-		ComparisonOperator: awscloudwatch.ComparisonOperator_GREATER_THAN_THRESHOLD,
-		EvaluationPeriods:  jsii.Number(1),
-		TreatMissingData:   awscloudwatch.TreatMissingData_NOT_BREACHING,
-	})
-	for _, a := range p.AlarmActions {
-		q.DLQDepthAlarm.AddAlarmAction(a)
-		q.AgeAlarm.AddAlarmAction(a)
-	}
+		}), p.AgeAlarmThreshold.Seconds(), p.AlarmActions)
 }
 
 // addOutputs exports the queue URLs as OutputQueuePrefix<Name> and OutputDLQPrefix<Name>.

@@ -251,18 +251,7 @@ func (f *OutboxForwarder) addAlarms(p OutboxForwarderProps) {
 	name := *f.Node().Id()
 	minute := awscdk.Duration_Minutes(jsii.Number(1))
 	alarm := func(id, description string, metric awscloudwatch.IMetric, threshold float64) awscloudwatch.Alarm {
-		a := awscloudwatch.NewAlarm(f.Construct, jsii.String(id), &awscloudwatch.AlarmProps{
-			AlarmDescription:   jsii.String(fmt.Sprintf("jobkit %s: %s", name, description)),
-			Metric:             metric,
-			Threshold:          jsii.Number(threshold),
-			ComparisonOperator: awscloudwatch.ComparisonOperator_GREATER_THAN_THRESHOLD,
-			EvaluationPeriods:  jsii.Number(1),
-			TreatMissingData:   awscloudwatch.TreatMissingData_NOT_BREACHING,
-		})
-		for _, act := range p.AlarmActions {
-			a.AddAlarmAction(act)
-		}
-		return a
+		return newAlarm(f.Construct, id, fmt.Sprintf("jobkit %s: %s", name, description), metric, threshold, p.AlarmActions)
 	}
 	f.ErrorsAlarm = alarm("ErrorsAlarm", "the outbox forwarder failed (its stream batches are retried)",
 		f.Function.MetricErrors(&awscloudwatch.MetricOptions{Period: awscdk.Duration_Minutes(jsii.Number(5)), Statistic: jsii.String("Sum")}), 0)

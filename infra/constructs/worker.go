@@ -299,18 +299,7 @@ func NewWorker(scope constructs.Construct, id string, props *WorkerProps) *Worke
 func (w *Worker) addAlarms(p WorkerProps) {
 	five := &awscloudwatch.MetricOptions{Period: awscdk.Duration_Minutes(jsii.Number(5)), Statistic: jsii.String("Sum")}
 	alarm := func(id, description string, metric awscloudwatch.IMetric) awscloudwatch.Alarm {
-		a := awscloudwatch.NewAlarm(w.Construct, jsii.String(id), &awscloudwatch.AlarmProps{
-			AlarmDescription:   jsii.String(fmt.Sprintf("jobkit %s: %s", w.Name, description)),
-			Metric:             metric,
-			Threshold:          jsii.Number(0),
-			ComparisonOperator: awscloudwatch.ComparisonOperator_GREATER_THAN_THRESHOLD,
-			EvaluationPeriods:  jsii.Number(1),
-			TreatMissingData:   awscloudwatch.TreatMissingData_NOT_BREACHING,
-		})
-		for _, act := range p.AlarmActions {
-			a.AddAlarmAction(act)
-		}
-		return a
+		return newAlarm(w.Construct, id, fmt.Sprintf("jobkit %s: %s", w.Name, description), metric, 0, p.AlarmActions)
 	}
 	w.ErrorsAlarm = alarm("ErrorsAlarm", "invocations failed as a whole (a crash, a timeout, a start-up failure): their batches come back after the visibility timeout",
 		w.Function.MetricErrors(five))
