@@ -402,6 +402,21 @@ func TestSampleApp(t *testing.T) {
 				require.Equal(t, cfntest.Ref(topicID), action, "%s/%s notifies the topic", stack, id)
 			}
 		}
+		// The topic's policy lets CloudWatch publish (it replaces SNS's default one), for this
+		// account's alarms, beside the TLS-only deny.
+		_, policy := state.Only(t, "AWS::SNS::TopicPolicy")
+		var allow map[string]any
+		for _, st := range cfntest.Get(policy, "Properties.PolicyDocument.Statement").([]any) {
+			if cfntest.Get(st, "Effect") == "Allow" {
+				allow = st.(map[string]any)
+			}
+		}
+		require.NotNil(t, allow, "an Allow statement in %v", policy)
+		require.Equal(t, map[string]any{"Service": "cloudwatch.amazonaws.com"}, allow["Principal"])
+		require.Equal(t, "sns:Publish", allow["Action"])
+		require.Equal(t, cfntest.Ref(topicID), allow["Resource"])
+		require.Equal(t, map[string]any{"Ref": "AWS::AccountId"}, cfntest.Get(allow, "Condition.StringEquals.aws:SourceAccount"))
+		require.NotNil(t, cfntest.Get(allow, "Condition.ArnLike.aws:SourceArn"))
 		// Per queue and lane: DLQ depth and age (12); per function worker: errors and throttles
 		// (10); the outbox forwarder's three; the delayed jobs' DLQ; a backlog alarm per lane (3).
 		require.Equal(t, 29, alarms)

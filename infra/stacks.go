@@ -9,6 +9,7 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/awscloudwatch"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awscloudwatchactions"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsdynamodb"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsiam"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awssns"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awssqs"
 	"github.com/aws/constructs-go/constructs/v10"
@@ -94,6 +95,18 @@ func NewStateStack(scope constructs.Construct, id string, props *awscdk.StackPro
 		Id:     jsii.String("AwsSolutions-SNS2"),
 		Reason: jsii.String("alarm notifications carry alarm names and states, no job data; CloudWatch cannot publish to a topic under the AWS-managed SNS key"),
 	}}, nil)
+	// The topic's policy (EnforceSSL writes one) replaces SNS's default: CloudWatch must be let
+	// publish, for this account's alarms only.
+	s.Alarms.AddToResourcePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+		Sid:        jsii.String("CloudWatchAlarmsPublish"),
+		Principals: &[]awsiam.IPrincipal{awsiam.NewServicePrincipal(jsii.String("cloudwatch.amazonaws.com"), nil)},
+		Actions:    jsii.Strings("sns:Publish"),
+		Resources:  jsii.Strings(*s.Alarms.TopicArn()),
+		Conditions: &map[string]any{
+			"StringEquals": map[string]any{"aws:SourceAccount": stack.Account()},
+			"ArnLike":      map[string]any{"aws:SourceArn": fmt.Sprintf("arn:%s:cloudwatch:%s:%s:alarm:*", *stack.Partition(), *stack.Region(), *stack.Account())},
+		},
+	}))
 	s.AlarmActions = []awscloudwatch.IAlarmAction{awscloudwatchactions.NewSnsAction(s.Alarms)}
 	s.Idempotency = jk.NewIdempotencyTable(stack, "Idempotency", nil)
 	s.LedgerTable = awsdynamodb.NewTable(stack, jsii.String("LedgerTable"), &awsdynamodb.TableProps{

@@ -71,7 +71,8 @@ type Config struct {
 	// that ran the job, before the batch reports: keep it quick and safe for concurrent calls.
 	// event.Write writes them as JSON lines (JOBKIT_EVENTS=stdout).
 	OnEvent func(event.Event)
-	// Metrics receives one CloudWatch Embedded Metric Format line per batch; nil means stdout.
+	// Metrics receives a CloudWatch Embedded Metric Format line per job kind of a batch (and per
+	// 100 of its records); nil means stdout.
 	// Use io.Discard to turn metrics off.
 	Metrics io.Writer
 	// SQS is the client for visibility changes and dead-letter sends (required).

@@ -27,7 +27,8 @@ const defaultWaitTime = 20 * time.Second
 
 // ErrDraining is the cause (context.Cause) of a job's context ended by the Consumer's drain: the
 // process is stopping. A job that returns a retryable error after it is released at once, with
-// visibility 0, for another consumer; its attempt is not judged (no dead-letter for attempts).
+// visibility 0 (on a FIFO queue, a group of several at 1 s, last record first), for another
+// consumer; its attempt is not judged (no dead-letter for attempts).
 var ErrDraining = errors.New("jobs: the consumer is draining (the process is stopping)")
 
 // ConsumerOptions tune a Consumer; nil or zero fields mean defaults.
@@ -43,7 +44,8 @@ type ConsumerOptions struct {
 	// DrainTimeout bounds the drain that begins when Run's context ends: receiving stops at
 	// once; running jobs have three quarters of it to finish; then their contexts end
 	// (ErrDraining); at seven eighths the jobs still running are given up and their messages
-	// released with visibility 0; Run returns within DrainTimeout, pending deletes done. Set the
+	// released with visibility 0 (a FIFO group of several: 1 s, last first); Run returns within
+	// DrainTimeout, pending deletes done. Set the
 	// container's stop timeout (the time between SIGTERM and SIGKILL) above it. Default 25 s.
 	DrainTimeout time.Duration
 }

@@ -27,7 +27,8 @@
 // the runtime dead-letters a job whose runs kept dying ([ReasonNoOutcome]) without running it
 // again. On the last receive the queue's redrive policy allows ([Config.MaxReceiveCount]) the
 // runtime dead-letters the job itself ([ReasonReceiveLimit]) rather than run it: SQS never moves a
-// job unnamed. On a FIFO queue, size the redrive with [contract.MinFIFOMaxReceiveCount].
+// job unnamed. On a FIFO queue, size the redrive with
+// [github.com/jobkit-go/jobkit/jobs/contract.MinFIFOMaxReceiveCount].
 //
 // What the runtime cannot see — a function that never reaches it (it fails at init, its role or
 // code is broken) or an invocation throttled on the last receive — the queue's redrive policy
@@ -56,8 +57,8 @@
 // construct sets (see env.go). It lists retryable records in batchItemFailures after setting
 // their visibility to the backoff, sends permanent failures to the dead-letter queue itself with
 // the attributes in dlq.go, runs FIFO groups in order with skip-group-on-error, keeps the batch
-// invisible with a heartbeat, and writes one CloudWatch Embedded Metric Format line per batch
-// (namespace [MetricNamespace]) and JSON log lines carrying each job's id, kind and attempt. A
+// invisible with a heartbeat, and writes a CloudWatch Embedded Metric Format line per job kind of
+// a batch (namespace Jobkit, per queue and per queue and kind: package jobs/contract) and JSON log lines carrying each job's id, kind and attempt. A
 // claim-check pointer is fetched from S3 ([Config.S3]) when its record runs and its object deleted
 // once the job succeeded; its dead-letter copy keeps the pointer, and an object that cannot be
 // read is dead-lettered as [ReasonPayloadUnavailable].

@@ -453,8 +453,8 @@ func TestHandlerMetricsPerKind(t *testing.T) {
 		got[v.Kind] = v
 	}
 	assert.Equal(t, map[string]line{
-		TestJob{}.Kind():     {Kind: TestJob{}.Kind(), Succeeded: 1, Retried: 1},
-		LoggingJob{}.Kind():  {Kind: LoggingJob{}.Kind(), Succeeded: 1},
+		TestJob{}.Kind():    {Kind: TestJob{}.Kind(), Succeeded: 1, Retried: 1},
+		LoggingJob{}.Kind(): {Kind: LoggingJob{}.Kind(), Succeeded: 1},
 		// The malformed body is dead at once; the unknown kind retried (a deploy may bring its
 		// worker) until its last attempt.
 		contract.KindUnknown: {Kind: contract.KindUnknown, Retried: 1, Dead: 1},

@@ -103,10 +103,7 @@ func NewDelayedJobs(scope constructs.Construct, id string, props *DelayedJobsPro
 	d.Role = newSchedulerRole(c, "Role", "EventBridge Scheduler sends jobkit delayed jobs to their queues", d.Group.ScheduleGroupArn())
 	d.DLQ = p.DeadLetterQueue
 	if d.DLQ == nil {
-		d.DLQ, d.DLQDepthAlarm = newScheduleDLQ(c, id)
-		for _, a := range p.AlarmActions {
-			d.DLQDepthAlarm.AddAlarmAction(a)
-		}
+		d.DLQ, d.DLQDepthAlarm = newScheduleDLQ(c, id, p.AlarmActions)
 	}
 	d.DLQ.Grant(d.Role, jsii.String("sqs:SendMessage"))
 	for _, q := range p.Queues {
@@ -154,7 +151,7 @@ func newSchedulerRole(scope constructs.Construct, id, description string, groupA
 
 // newScheduleDLQ defines a Standard dead-letter queue for undeliverable scheduled jobs
 // (encrypted, TLS only, the longest retention) with a depth alarm.
-func newScheduleDLQ(scope constructs.Construct, id string) (awssqs.Queue, awscloudwatch.Alarm) {
+func newScheduleDLQ(scope constructs.Construct, id string, actions []awscloudwatch.IAlarmAction) (awssqs.Queue, awscloudwatch.Alarm) {
 	q := awssqs.NewQueue(scope, jsii.String("DLQ"), &awssqs.QueueProps{
 		Encryption:      awssqs.QueueEncryption_SQS_MANAGED,
 		EnforceSSL:      jsii.Bool(true),
@@ -164,17 +161,11 @@ func newScheduleDLQ(scope constructs.Construct, id string) (awssqs.Queue, awsclo
 		Id:     jsii.String("AwsSolutions-SQS3"),
 		Reason: jsii.String("EventBridge Scheduler's dead-letter queue: Scheduler sends undeliverable delayed jobs to it directly, not through a redrive policy"),
 	}}, nil)
-	alarm := awscloudwatch.NewAlarm(scope, jsii.String("DLQDepthAlarm"), &awscloudwatch.AlarmProps{
-		AlarmDescription: jsii.String(fmt.Sprintf("jobkit %s: delayed jobs EventBridge Scheduler could not deliver", id)),
-		Metric: q.MetricApproximateNumberOfMessagesVisible(&awscloudwatch.MetricOptions{
+	alarm := newAlarm(scope, "DLQDepthAlarm", fmt.Sprintf("jobkit %s: delayed jobs EventBridge Scheduler could not deliver", id),
+		q.MetricApproximateNumberOfMessagesVisible(&awscloudwatch.MetricOptions{
 			Period:    awscdk.Duration_Minutes(jsii.Number(1)),
 			Statistic: jsii.String("Maximum"),
-		}),
-		Threshold:          jsii.Number(0),
-		ComparisonOperator: awscloudwatch.ComparisonOperator_GREATER_THAN_THRESHOLD,
-		EvaluationPeriods:  jsii.Number(1),
-		TreatMissingData:   awscloudwatch.TreatMissingData_NOT_BREACHING,
-	})
+		}), 0, actions)
 	return q, alarm
 }
 

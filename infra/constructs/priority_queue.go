@@ -80,20 +80,11 @@ func NewPriorityQueue(scope constructs.Construct, id string, props *PriorityQueu
 		qp := props.Queue
 		q := NewJobQueue(c, contract.LaneQueueName(id, l.Name), &qp)
 		lane := &PriorityLane{Lane: l, Queue: q, MaxConcurrency: conc[i]}
-		lane.BacklogAlarm = awscloudwatch.NewAlarm(q.Construct, jsii.String("BacklogAlarm"), &awscloudwatch.AlarmProps{
-			AlarmDescription: jsii.String(fmt.Sprintf("jobkit %s: lane %s holds more than %d jobs", id, l.Name, l.BacklogAlarmThreshold)),
-			Metric: q.Queue.MetricApproximateNumberOfMessagesVisible(&awscloudwatch.MetricOptions{
+		lane.BacklogAlarm = newAlarm(q.Construct, "BacklogAlarm", fmt.Sprintf("jobkit %s: lane %s holds more than %d jobs", id, l.Name, l.BacklogAlarmThreshold),
+			q.Queue.MetricApproximateNumberOfMessagesVisible(&awscloudwatch.MetricOptions{
 				Period:    awscdk.Duration_Minutes(jsii.Number(1)),
 				Statistic: jsii.String("Maximum"),
-			}),
-			Threshold:          jsii.Number(float64(l.BacklogAlarmThreshold)),
-			ComparisonOperator: awscloudwatch.ComparisonOperator_GREATER_THAN_THRESHOLD,
-			EvaluationPeriods:  jsii.Number(1),
-			TreatMissingData:   awscloudwatch.TreatMissingData_NOT_BREACHING,
-		})
-		for _, a := range props.Queue.AlarmActions {
-			lane.BacklogAlarm.AddAlarmAction(a)
-		}
+			}), float64(l.BacklogAlarmThreshold), props.Queue.AlarmActions)
 		pq.Lanes = append(pq.Lanes, lane)
 	}
 	return pq

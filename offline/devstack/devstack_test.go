@@ -234,17 +234,37 @@ func TestStackRunsTheDeployment(t *testing.T) {
 
 // A function's reserved concurrency caps its execution environments offline as on AWS: with
 // ReservedConcurrentExecutions 1, the echo function's two mappings (the Echo queue's at most 2
-// at once, the Orders queue's up to 5) share one process, however many batches wait. (Without
-// it, the same run used four.)
+// at once, the Orders queue's up to 5) share one process, however many batches wait; without a
+// reservation the same run takes more than one.
 func TestReservedConcurrencyCapsTheEnvironments(t *testing.T) {
 	t.Parallel()
+	for _, c := range []struct {
+		reserved int
+		check    func(t *testing.T, processes int)
+	}{
+		{1, func(t *testing.T, n int) { require.Equal(t, 1, n, "one execution environment served both mappings") }},
+		{0, func(t *testing.T, n int) { require.Greater(t, n, 1, "without a reservation, several environments") }},
+	} {
+		t.Run("reserved="+strconv.Itoa(c.reserved), func(t *testing.T) {
+			t.Parallel()
+			c.check(t, processesFor(t, c.reserved))
+		})
+	}
+}
+
+// processesFor runs 30 messages through each of the echo function's two mappings, the function
+// deployed with ReservedConcurrentExecutions reserved (0: none), and returns how many processes
+// served them.
+func processesFor(t *testing.T, reserved int) int {
 	cfg := awstest.Config(t)
 	ctx := context.Background()
 	var b [4]byte
 	_, _ = rand.Read(b[:])
 	d, err := deploy.Deploy(ctx, deploy.NewClients(cfg), &deploy.Options{
 		CDKOut: fixtureWith(t, time.Now().Add(time.Hour), func(res map[string]any) {
-			res["EchoFunction8D469E43"].(map[string]any)["Properties"].(map[string]any)["ReservedConcurrentExecutions"] = 1
+			if reserved > 0 {
+				res["EchoFunction8D469E43"].(map[string]any)["Properties"].(map[string]any)["ReservedConcurrentExecutions"] = reserved
+			}
 		}),
 		Prefix: "jk" + hex.EncodeToString(b[:]) + "-", ModuleDir: "../..", BuildDir: t.TempDir(),
 	})
@@ -252,7 +272,7 @@ func TestReservedConcurrencyCapsTheEnvironments(t *testing.T) {
 		t.Cleanup(func() { _ = d.Destroy(context.Background()) })
 	}
 	require.NoError(t, err)
-	require.Equal(t, 1, d.Functions[0].ReservedConcurrency)
+	require.Equal(t, reserved, d.Functions[0].ReservedConcurrency)
 	var (
 		mu   sync.Mutex
 		pids = map[int]bool{}
@@ -286,5 +306,5 @@ func TestReservedConcurrencyCapsTheEnvironments(t *testing.T) {
 	require.Equal(t, 2*perQueue, got, "every message went through the function")
 	mu.Lock()
 	defer mu.Unlock()
-	require.Len(t, pids, 1, "one execution environment served both mappings")
+	return len(pids)
 }

@@ -224,7 +224,6 @@ func TestStatusRowsShowProgress(t *testing.T) {
 	require.Equal(t, `80% almost\u202e (2026-11-27 12:00:00.000)`, got)
 }
 
-// A dead-job listing shows at most 50 jobs unless ListLimit says otherwise (docs/console.md).
 // The page refreshes its queue table every 3 s unless told otherwise (docs/console.md): the
 // period reaches console.js through the page's jobkit-refresh meta tag.
 func TestRefreshDefault(t *testing.T) {
@@ -240,6 +239,7 @@ func TestRefreshDefault(t *testing.T) {
 	}
 }
 
+// A dead-job listing shows at most 50 jobs unless ListLimit says otherwise (docs/console.md).
 func TestListLimitDefault(t *testing.T) {
 	t.Parallel()
 	s, _ := offline(t, Options{})
