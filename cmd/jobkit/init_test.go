@@ -108,7 +108,7 @@ func TestInitServiceRunsOffline(t *testing.T) {
 	t.Logf("make test of the generated service: %s", time.Since(start).Round(100*time.Millisecond))
 	// The outbox forwarder an OutboxForwarder construct builds from the service's module builds
 	// there as it comes (a tool of the module: its dependencies are in go.sum).
-	runIn(t, dir, env, "go", "build", "-o", os.DevNull, "github.com/jobkit-go/jobkit/cmd/jobkit-outbox")
+	runIn(t, dir, append(env, "GOFLAGS=-mod=readonly"), "go", "build", "-o", os.DevNull, "github.com/jobkit-go/jobkit/cmd/jobkit-outbox")
 
 	start = time.Now()
 	runIn(t, dir, env, "make", "synth", "CDK="+cdk)
