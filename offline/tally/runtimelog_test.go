@@ -16,6 +16,7 @@ import (
 	"github.com/jobkit-go/jobkit/jobs/event"
 	"github.com/jobkit-go/jobkit/jobs/jobstest"
 	"github.com/jobkit-go/jobkit/offline/tally"
+	"github.com/jobkit-go/jobkit/testkit/awstest"
 )
 
 // Task is a test job whose args say how its run ends.
@@ -45,14 +46,16 @@ func workers() *jobs.Workers {
 // lines, as JOBKIT_EVENTS=stdout writes them), prefixed as a function's output holds them.
 func runLines(t *testing.T, fifo bool, records ...events.SQSMessage) [][]byte {
 	t.Helper()
-	var out bytes.Buffer
+	// One writer for the log and the events, which jobs write from several goroutines: each
+	// keeps its own lock, so the buffer needs one too.
+	var out awstest.SyncBuffer
 	cfg := jobstest.Config(jobstest.NewRecorder(), fifo)
 	cfg.Logger = slog.New(slog.NewJSONHandler(&out, nil))
 	cfg.OnEvent = event.Write(&out)
 	_, err := jobs.NewLambdaHandler(workers(), cfg).HandleSQS(context.Background(), jobstest.Event(records...))
 	require.NoError(t, err)
 	var lines [][]byte
-	for _, l := range bytes.Split(out.Bytes(), []byte("\n")) {
+	for _, l := range bytes.Split([]byte(out.String()), []byte("\n")) {
 		if len(l) > 0 {
 			lines = append(lines, append([]byte("[fn] "), l...))
 		}
