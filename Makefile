@@ -131,8 +131,11 @@ test: browser producers ## unit, emulator integration, browser and infra tests; 
 	  if [ "$$state" = started ]; then $(EMULATOR_SH) down >/dev/null; state=$$($(EMULATOR_SH) up) || exit 1; echo "emulator: $(EMULATOR) restarted for the end-to-end test"; fi; \
 	  AWS_ENDPOINT_URL=$(ENDPOINT) JOBKIT_EMULATOR=$(EMULATOR) JOBKIT_REQUIRE_EMULATOR=1 go test $(GO_TEST_FLAGS) ./internal/devapp || rc=$$?; \
 	fi; \
-	if [ "$(EMULATOR)" = moto ] && [ -f infra/go.mod ] && ls infra/*.go >/dev/null 2>&1; then \
-	  (cd infra && AWS_ENDPOINT_URL=$(ENDPOINT) go test $(GO_TEST_FLAGS) ./...) || rc=$$?; \
+	: "infra's tests synthesize templates and call no endpoint, but for those that deploy an app on the"; \
+	: "offline stack (named ...OnTheOfflineStack), which run on both emulators."; \
+	if [ -f infra/go.mod ] && ls infra/*.go >/dev/null 2>&1; then \
+	  infra_run=; if [ "$(EMULATOR)" != moto ]; then infra_run='OnTheOfflineStack'; fi; \
+	  (cd infra && AWS_ENDPOINT_URL=$(ENDPOINT) JOBKIT_EMULATOR=$(EMULATOR) JOBKIT_REQUIRE_EMULATOR=1 go test $(GO_TEST_FLAGS) $${infra_run:+-run $$infra_run} ./...) || rc=$$?; \
 	fi; \
 	echo "make test ($(EMULATOR)): wall time $$(( $$(date +%s) - start ))s (exit $$rc)"; \
 	exit $$rc
@@ -191,7 +194,7 @@ localstack-up: ## start LocalStack on 127.0.0.1:4566: in Docker when an engine a
 localstack-down: ## stop the LocalStack localstack-up started
 	@$(LOCALSTACK) down
 
-test-localstack: ## make test against LocalStack instead of moto (starts and stops it); infra's tests, which call no endpoint, run under make test only
+test-localstack: ## make test against LocalStack instead of moto (starts and stops it); of infra's tests, which synthesize templates, only those that deploy on the offline stack
 	@$(MAKE) --no-print-directory test EMULATOR=localstack
 
 # --- conformance: the SQS/DynamoDB behaviours jobkit relies on, per emulator ---
