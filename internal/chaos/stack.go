@@ -119,6 +119,9 @@ func StartStack(ctx context.Context, cfg StackConfig) (s *Stack, err error) {
 		},
 		Prepare: func(ctx context.Context, d *deploy.Deployment, _ *devstack.Config) error {
 			s.Deployment = d
+			if err := d.Whole(); err != nil {
+				return err
+			}
 			return s.prepare(ctx, cfg)
 		},
 	})

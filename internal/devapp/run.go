@@ -249,6 +249,9 @@ func startStack(ctx context.Context, cfg *Config, res *Result) (*devstack.Runnin
 			cfg.note("deployed %d stacks in %s: %d functions, %d queues, %d tables, %d schedules (%d resources not needed offline)",
 				len(d.Stacks), time.Since(start).Round(100*time.Millisecond), len(d.Functions), len(d.Queues), len(d.Tables),
 				len(d.Schedules), len(d.Skipped))
+			if err := d.Whole(); err != nil {
+				return err
+			}
 			tr, err := NewTracker(cfg.AWS, d)
 			if err != nil {
 				return err

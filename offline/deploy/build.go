@@ -16,7 +16,9 @@ import (
 	"github.com/jobkit-go/jobkit/offline/lambdaruntime"
 )
 
-// build gives each function a bootstrap that runs on this machine. The synthesized asset is built
+// build gives each function a bootstrap that runs on this machine, or says in Unrunnable (and
+// Deployment.Skipped) why it cannot: it builds, runs or skips every function it can and fails
+// only when a container does not build. The synthesized asset is built
 // for Lambda (linux/arm64 as a rule), which need not run here, so a function whose "jobkit:source"
 // metadata names its Go main package (a folder of its module, or an import path) is built from it
 // for this machine; one without that metadata runs its asset as is, if the asset is an executable
@@ -54,7 +56,16 @@ func (dp *deployer) build(ctx context.Context, cdkOut string) error {
 		start := time.Now()
 		fn.ModuleDir = cmp.Or(fn.ModuleDir, dp.o.ModuleDir)
 		if err := buildBootstrap(ctx, fn.ModuleDir, dp.o.sourceDir(source), out); err != nil {
-			return &ConfigError{Stack: fn.Stack, LogicalID: fn.LogicalID, Reason: err.Error()}
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			// One function that does not build is skipped, as one that cannot run here is:
+			// the rest of the app runs.
+			fn.Unrunnable = fmt.Sprintf("its Go package %s did not build (%v); fix the build and deploy again: "+
+				"its event sources are not polled, so their messages wait in their queues", source, err)
+			dp.d.Skipped = append(dp.d.Skipped, Skipped{Stack: fn.Stack, LogicalID: fn.LogicalID, Type: typeFunction, Reason: fn.Unrunnable})
+			dp.log.Warn("function did not build: skipped", "function", fn.Name, "source", source, "error", err)
+			continue
 		}
 		fn.Bootstrap = out
 		dp.log.Info("function built", "function", fn.Name, "source", source, "bootstrap", out, "duration_ms", time.Since(start).Milliseconds())

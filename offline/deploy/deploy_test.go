@@ -370,8 +370,9 @@ func TestDeployBuildsAFunctionFromAnImportPath(t *testing.T) {
 
 // An app jobkit's constructs did not make: a Go function whose template names no source package
 // (built from the package --source maps its logical id to), a Go function with nothing to build
-// from, a Node.js function without its asset and a Java function. What can run is built; what
-// cannot is skipped — listed in Deployment.Skipped with what to do — and the deployment goes on.
+// from, one whose package does not build, a Node.js function without its asset and a Java
+// function. What can run is built; what cannot is skipped — listed in Deployment.Skipped with
+// what to do — and the deployment goes on.
 // (Node.js and Python functions with their assets run: devstack's TestInterpretedFunctionsRun.)
 func TestDeployRunsWhatItCanOfAPlainApp(t *testing.T) {
 	t.Parallel()
@@ -394,10 +395,11 @@ func TestDeployRunsWhatItCanOfAPlainApp(t *testing.T) {
 		clone("NodeFunction", "nodejs20.x", "index.handler")
 		clone("JavaFunction", "java21", "example.Handler::handleRequest")
 		clone("UnmappedGoFunction", "provided.al2023", "bootstrap")
+		clone("BrokenGoFunction", "provided.al2023", "bootstrap")
 	})
 	d, err := deploy.Deploy(context.Background(), deploy.NewClients(cfg), &deploy.Options{
 		CDKOut: dir, Prefix: prefix(), ModuleDir: moduleDir, BuildDir: t.TempDir(),
-		Sources: map[string]string{echo: "offline/deploy/testdata/echofn"},
+		Sources: map[string]string{echo: "offline/deploy/testdata/echofn", "BrokenGoFunction": "offline/deploy/testdata/brokenfn"},
 	})
 	if d != nil {
 		t.Cleanup(func() { _ = d.Destroy(context.Background()) })
@@ -414,11 +416,14 @@ func TestDeployRunsWhatItCanOfAPlainApp(t *testing.T) {
 		"NodeFunction":       "no asset: nothing to run",
 		"JavaFunction":       "runtime java21 does not run offline: Go (a provided runtime with a Go bootstrap), Node.js and Python functions do",
 		"UnmappedGoFunction": "--source UnmappedGoFunction=<package>",
+		"BrokenGoFunction":   "its Go package offline/deploy/testdata/brokenfn did not build",
 	} {
 		assert.Empty(t, byID[id].Bootstrap, id)
 		assert.Contains(t, byID[id].Unrunnable, want, id)
 		assert.True(t, slices.ContainsFunc(d.Skipped, func(s deploy.Skipped) bool { return s.LogicalID == id && s.Reason == byID[id].Unrunnable }), id)
+		assert.ErrorContains(t, d.Whole(), "function "+id+" (", "Whole names it")
 	}
+	assert.Contains(t, byID["BrokenGoFunction"].Unrunnable, "cannot use", "the compiler's message")
 }
 
 // checkBootstrap reports an error unless path is an executable file.

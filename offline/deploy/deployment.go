@@ -1,6 +1,8 @@
 package deploy
 
 import (
+	"errors"
+	"fmt"
 	"strings"
 	"time"
 
@@ -82,7 +84,8 @@ type Function struct {
 	// (Unrunnable says why).
 	Bootstrap string `json:"bootstrap"`
 	// Unrunnable says why the function cannot run on this machine (another runtime than Go, an
-	// asset built for another architecture with no source to build from), and what to do: such
+	// asset built for another architecture with no source to build from, a Go package that did
+	// not build), and what to do: such
 	// a function is listed in Deployment.Skipped, and its event sources are not polled, so their
 	// messages wait in their queues.
 	Unrunnable string `json:"unrunnable,omitempty"`
@@ -177,6 +180,19 @@ type Skipped struct {
 	LogicalID string `json:"logical_id"`
 	Type      string `json:"type"`
 	Reason    string `json:"reason"`
+}
+
+// Whole returns an error naming every function that cannot run here (Function.Unrunnable), or
+// nil: for a program that runs an app only whole (the sample's dev and chaos runs), where a
+// skipped function would only show as jobs that never drain.
+func (d *Deployment) Whole() error {
+	var errs []error
+	for _, fn := range d.Functions {
+		if fn.Unrunnable != "" {
+			errs = append(errs, fmt.Errorf("function %s (%s): %s", fn.LogicalID, fn.Stack, fn.Unrunnable))
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // FunctionByName returns the function with this name or ARN, or nil. A mapping's FunctionName
