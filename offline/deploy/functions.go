@@ -2,7 +2,9 @@ package deploy
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -108,6 +110,11 @@ func (dp *deployer) function(run *stackRun, id string) error {
 		}
 	}
 	fn.AssetPath, _ = meta["aws:asset:path"].(string)
+	if fn.AssetPath == "" {
+		// The CDK CLI asks for that metadata; an app synthesized without it (app.Synth in a
+		// program of its own, a CLI told not to) still has the asset in its asset manifest.
+		fn.AssetPath = stagedAsset(run.art.TemplateFile, run.resources[id])
+	}
 	dp.d.Functions = append(dp.d.Functions, fn)
 	return nil
 }
@@ -196,4 +203,37 @@ func (dp *deployer) linkMappings(ctx context.Context) error {
 		m.QueueURL = aws.ToString(out.QueueUrl)
 	}
 	return nil
+}
+
+// stagedAsset returns the directory, relative to the cloud assembly, that the assembly's asset
+// manifests (<stack>.assets.json beside the template) give as the source of the file asset the
+// function's Code.S3Key names ("<hash>.zip", as the CDK's synthesizers write it); "" when there is
+// none.
+func stagedAsset(templateFile string, resource map[string]any) string {
+	props, _ := resource["Properties"].(map[string]any)
+	code, _ := props["Code"].(map[string]any)
+	key, _ := code["S3Key"].(string)
+	hash, ok := strings.CutSuffix(key, ".zip")
+	if !ok || hash == "" {
+		return ""
+	}
+	manifests, _ := filepath.Glob(filepath.Join(filepath.Dir(templateFile), "*.assets.json"))
+	for _, m := range manifests {
+		raw, err := os.ReadFile(m)
+		if err != nil {
+			continue
+		}
+		var assets struct {
+			Files map[string]struct {
+				Source struct{ Path, Packaging string }
+			}
+		}
+		if json.Unmarshal(raw, &assets) != nil {
+			continue
+		}
+		if f, ok := assets.Files[hash]; ok && f.Source.Packaging == "zip" && f.Source.Path != "" {
+			return f.Source.Path
+		}
+	}
+	return ""
 }

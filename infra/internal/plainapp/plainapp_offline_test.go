@@ -1,0 +1,139 @@
+package plainapp
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-cdk-go/awscdk/v2"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/jsii-runtime-go"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/jobkit-go/jobkit/offline/deploy"
+	"github.com/jobkit-go/jobkit/offline/devstack"
+	"github.com/jobkit-go/jobkit/offline/esm"
+	"github.com/jobkit-go/jobkit/testkit/awstest"
+)
+
+// goPackage is the Go function's main package, relative to the infra module.
+const goPackage = "internal/plainapp/testdata/gofn"
+
+// A CDK app written without jobkit — a Go, a Node.js and a Python function, each on an SQS queue —
+// runs on the offline stack as `jobkit dev` runs it. Deployed as it is, the Go function, whose
+// asset is a bootstrap built for arm64 and whose template names no source package, is skipped
+// with the flag that maps it (--source <logical id>=<package>), and the other two are still
+// made to run. Deployed with that mapping, all three run: each function gets its records, and the
+// mapping reads each one's batch item failures (the failed record is not deleted).
+func TestPlainAppOnTheOfflineStack(t *testing.T) {
+	cfg := awstest.Config(t)
+	ctx := context.Background()
+	module, err := filepath.Abs(filepath.Join("..", ".."))
+	require.NoError(t, err)
+
+	// The app's owner builds the Go function for Lambda, as a Makefile of theirs would.
+	goAsset := t.TempDir()
+	build := exec.Command("go", "build", "-tags", "lambda.norpc", "-o", filepath.Join(goAsset, "bootstrap"), "./"+goPackage)
+	build.Dir = module
+	build.Env = append(os.Environ(), "GOOS=linux", "GOARCH=arm64", "CGO_ENABLED=0")
+	b, err := build.CombinedOutput()
+	require.NoError(t, err, "%s", b)
+
+	out := t.TempDir()
+	app := awscdk.NewApp(&awscdk.AppProps{Outdir: jsii.String(t.TempDir())})
+	NewStack(app, "Plain", Assets{GoBootstrap: goAsset, Node: "testdata/node", Python: "testdata/python"}, out)
+	cdkOut := *app.Synth(nil).Directory()
+	goID := goFunctionID(t, filepath.Join(cdkOut, "Plain.template.json"))
+
+	// As it is: the Go function cannot run here and says how to map it; the others can.
+	d, err := deploy.Deploy(ctx, deploy.NewClients(cfg), &deploy.Options{
+		CDKOut: cdkOut, Prefix: awstest.Name(t, "") + "-", ModuleDir: module, BuildDir: t.TempDir(),
+	})
+	require.NoError(t, err)
+	for _, fn := range d.Functions {
+		if fn.LogicalID == goID {
+			assert.Contains(t, fn.Unrunnable, "--source "+goID+"=<package>", "the Go function names the flag that maps it")
+		} else {
+			assert.Empty(t, fn.Unrunnable, fn.LogicalID)
+			assert.NotEmpty(t, fn.Bootstrap, fn.LogicalID)
+		}
+	}
+	require.NoError(t, d.Destroy(ctx))
+
+	// With the Go function mapped to its package, as `jobkit dev --source <id>=<package>` does.
+	var mu sync.Mutex
+	failed, deleted := map[string]bool{}, map[string]bool{}
+	r, err := devstack.Up(ctx, devstack.UpConfig{
+		Deploy: deploy.Options{
+			CDKOut: cdkOut, Prefix: awstest.Name(t, "") + "-", ModuleDir: module, BuildDir: t.TempDir(),
+			Sources: map[string]string{goID: goPackage},
+		},
+		Config: devstack.Config{AWS: cfg, Output: &awstest.SyncBuffer{}, NoScheduler: true, OnBatch: func(_ string, rep esm.BatchReport) {
+			mu.Lock()
+			defer mu.Unlock()
+			for _, id := range rep.Failed {
+				failed[id] = true
+			}
+			for _, id := range rep.Deleted {
+				deleted[id] = true
+			}
+		}},
+	})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = r.Down(context.Background()) })
+	require.NoError(t, r.Deployment.Whole(), "every function runs")
+
+	q := sqs.NewFromConfig(cfg)
+	for _, lang := range []string{"Go", "Node", "Python"} {
+		url := r.Deployment.Stacks[0].Outputs[lang+"QueueUrl"]
+		require.NotEmpty(t, url, lang)
+		ids := map[string]string{} // body → message id
+		for _, body := range []string{"a", "b", "fail"} {
+			res, err := q.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(url), MessageBody: aws.String(body)})
+			require.NoError(t, err)
+			ids[body] = aws.ToString(res.MessageId)
+		}
+		prefix := map[string]string{"Go": "go:", "Node": "node:", "Python": "python:"}[lang]
+		for body, id := range ids {
+			var got []byte
+			require.Eventually(t, func() bool { got, err = os.ReadFile(filepath.Join(out, id)); return err == nil }, time.Minute, 100*time.Millisecond, "%s got %q", lang, body)
+			assert.Equal(t, prefix+body, string(got))
+		}
+		require.Eventually(t, func() bool {
+			mu.Lock()
+			defer mu.Unlock()
+			return deleted[ids["a"]] && deleted[ids["b"]] && failed[ids["fail"]]
+		}, time.Minute, 100*time.Millisecond, "%s: the mapping deletes what succeeded and keeps the failed record", lang)
+		mu.Lock()
+		assert.False(t, deleted[ids["fail"]], "%s: the failed record was deleted", lang)
+		mu.Unlock()
+	}
+}
+
+// goFunctionID returns the logical id of the template's Go function (runtime provided.al2023).
+func goFunctionID(t *testing.T, template string) string {
+	t.Helper()
+	raw, err := os.ReadFile(template)
+	require.NoError(t, err)
+	var tpl struct {
+		Resources map[string]struct {
+			Type       string
+			Properties struct{ Runtime string }
+		}
+	}
+	require.NoError(t, json.Unmarshal(raw, &tpl))
+	for id, r := range tpl.Resources {
+		if r.Type == "AWS::Lambda::Function" && r.Properties.Runtime == "provided.al2023" {
+			return id
+		}
+	}
+	t.Fatal("no Go function in the template")
+	return ""
+}
