@@ -182,6 +182,102 @@ func TestInitServiceRunsOffline(t *testing.T) {
 	require.NoError(t, err, "make offline:\n%s", oout)
 	require.Contains(t, string(oout), "DEV summary: succeeded=50 retried=10 dead=0 lost=0")
 	t.Logf("make offline: %s, %s", time.Since(start).Round(100*time.Millisecond), lastLine(string(oout)))
+
+	// The service grows as docs/own-app.md says a service does: a second kind with its own queue
+	// and function, which the producer also sends. Its tests, synth and make offline run it whole.
+	extendService(t, dir, "example.com/greeter")
+	runIn(t, dir, env, "make", "test")
+	runIn(t, dir, env, "make", "synth", "CDK="+cdk)
+	start = time.Now()
+	offline = exec.Command("make", "offline", "CDK="+cdk, "SYNTH=never")
+	offline.Dir, offline.Env = dir, env
+	oout, err = offline.CombinedOutput()
+	require.NoError(t, err, "make offline, extended:\n%s", oout)
+	require.Contains(t, string(oout), "enqueued 50 receipts")
+	require.Contains(t, string(oout), "DEV summary: succeeded=100 retried=10 dead=0 lost=0", "50 welcomes and 50 receipts ran")
+	t.Logf("make offline, extended: %s, %s", time.Since(start).Round(100*time.Millisecond), lastLine(string(oout)))
+}
+
+// extendService adds to the service jobkit init made in dir a second job kind, receipt.send, with
+// its own queue (Receipt) and function (functions/receipt), and has the producer send one receipt
+// per welcome: the edits a user makes, written as they would write them.
+func extendService(t *testing.T, dir, module string) {
+	t.Helper()
+	write := func(rel, text string) {
+		require.NoError(t, os.MkdirAll(filepath.Dir(filepath.Join(dir, rel)), 0o755))
+		require.NoError(t, os.WriteFile(filepath.Join(dir, rel), []byte(text), 0o644))
+	}
+	edit := func(rel, old, new string) {
+		b, err := os.ReadFile(filepath.Join(dir, rel))
+		require.NoError(t, err)
+		require.Equal(t, 1, strings.Count(string(b), old), "%s holds %q once", rel, old)
+		require.NoError(t, os.WriteFile(filepath.Join(dir, rel), []byte(strings.Replace(string(b), old, new, 1)), 0o644))
+	}
+	write("receipt/receipt.go", `// Package receipt is the service's second job: a receipt to a user.
+package receipt
+
+import (
+	"context"
+	"log/slog"
+
+	"github.com/jobkit-go/jobkit/jobs"
+)
+
+// SendReceipt asks for a receipt to a user.
+type SendReceipt struct {
+	UserID string `+"`json:\"user_id\"`"+`
+}
+
+// Kind implements jobs.JobArgs.
+func (SendReceipt) Kind() string { return "receipt.send" }
+
+// Work sends one receipt.
+func Work(ctx context.Context, job *jobs.Job[SendReceipt]) error {
+	slog.InfoContext(ctx, "receipt sent", "user_id", job.Args.UserID, "job_id", job.ID)
+	return nil
+}
+`)
+	write("functions/receipt/main.go", `// Command receipt runs SendReceipt jobs from the Receipt queue.
+package main
+
+import (
+	"github.com/jobkit-go/jobkit/jobs"
+	"github.com/jobkit-go/jobkit/jobs/setup"
+
+	"`+module+`/receipt"
+)
+
+func main() {
+	m := setup.FromEnv("receipt")
+	jobs.AddWorker(m.Workers, jobs.WorkFunc[receipt.SendReceipt](receipt.Work))
+	m.Start()
+}
+`)
+	edit("infra/main.go", `	"`+module+`/welcome"`, `	"`+module+`/receipt"
+	"`+module+`/welcome"`)
+	// The receipt's queue and worker, in NewServiceStack (docs/own-app.md shows these lines).
+	receiptStack := `
+	receipts := jobkit.NewJobQueue(stack, "Receipt", &jobkit.JobQueueProps{MaxAttempts: 5, VisibilityTimeout: time.Minute})
+	jobkit.NewWorker(stack, "ReceiptWorker", &jobkit.WorkerProps{
+		Source: jobkit.GoSource{ModuleDir: ".", Package: "functions/receipt"}, Queue: receipts,
+		IdempotencyTable: table, Kinds: []string{receipt.SendReceipt{}.Kind()}, Timeout: 30 * time.Second,
+	})
+`
+	edit("infra/main.go", "\treturn stack\n}", strings.TrimPrefix(receiptStack, "\n")+"\treturn stack\n}")
+	edit("cmd/producer/main.go", `	"`+module+`/welcome"`, `	"`+module+`/receipt"
+	"`+module+`/welcome"`)
+	edit("cmd/producer/main.go", `	fmt.Printf("enqueued %d jobs`, `	receipts, err := jobs.NewClient(sqs.NewFromConfig(awsCfg), jobs.ClientOptions{DefaultQueueURL: os.Getenv(contract.OutputQueuePrefix + "Receipt")})
+	if err != nil {
+		return err
+	}
+	for i := range batch {
+		batch[i] = jobs.BatchJob{Args: receipt.SendReceipt{UserID: fmt.Sprintf("user-%d", i+1)}}
+	}
+	if _, err := receipts.EnqueueBatch(ctx, batch); err != nil {
+		return err
+	}
+	fmt.Printf("enqueued %d receipts\n", n)
+	fmt.Printf("enqueued %d jobs`)
 }
 
 // cdkCLI returns the pinned CDK CLI under <root>/.tools, installing it with infra/synth.sh
