@@ -160,6 +160,9 @@ type ClientOptions struct {
 	// not fit in the queue's messages) in S3 and sends a pointer in the extended clients' format
 	// (the claim check; see Payloads). Without it such jobs are refused with ErrBodyTooLarge.
 	Payloads *Payloads
+	// Tracer, when set, starts a span per job enqueued, whose trace the job carries to its
+	// worker (jobs/jobotel.NewTracer: OpenTelemetry). Nil costs nothing.
+	Tracer EnqueueTracer
 }
 
 // Client enqueues jobs onto SQS. It is safe for concurrent use.
@@ -273,12 +276,13 @@ type BatchJob struct {
 
 // Enqueue sends one job. Invalid input returns an *InvalidJobError before any AWS call; a failed
 // send returns a *SendError.
-func (c *Client) Enqueue(ctx context.Context, args JobArgs, opts *EnqueueOpts) (EnqueueResult, error) {
+func (c *Client) Enqueue(ctx context.Context, args JobArgs, opts *EnqueueOpts) (res EnqueueResult, err error) {
 	p, err := c.prepare(ctx, args, opts)
 	if err != nil {
 		return EnqueueResult{ID: p.id, Kind: p.kind}, err
 	}
-	res := p.result()
+	defer func() { p.finish(res, err) }()
+	res = p.result()
 	if c.opts.State != nil {
 		dup, err := c.reserve(ctx, &p, &res)
 		if err != nil || dup {
@@ -341,8 +345,13 @@ func (c *Client) EnqueueBatch(ctx context.Context, batch []BatchJob) ([]EnqueueR
 	results := make([]EnqueueResult, len(batch))
 	preps := make([]prepared, len(batch))
 	invalid := false
+	defer func() {
+		for i := range preps {
+			preps[i].finish(results[i], nil)
+		}
+	}()
 	for i, j := range batch {
-		p, err := c.prepare(ctx, j.Args, j.Opts)
+		p, err := c.prepareEntry(ctx, j.Args, j.Opts, true)
 		preps[i] = p
 		results[i] = p.result()
 		if err != nil {
@@ -504,11 +513,12 @@ func (j PreparedJob) MessageAttributes() map[string]sqstypes.MessageAttributeVal
 // Payloads threshold: its envelope is stored in S3 here (a failure is a *SendError wrapping a
 // *PayloadError) and Body is the pointer, with PayloadSize set. If the job is then never sent,
 // the bucket's lifecycle rule removes the object.
-func (c *Client) Prepare(ctx context.Context, args JobArgs, opts *EnqueueOpts) (PreparedJob, error) {
+func (c *Client) Prepare(ctx context.Context, args JobArgs, opts *EnqueueOpts) (_ PreparedJob, err error) {
 	p, err := c.prepare(ctx, args, opts)
 	if err != nil {
 		return PreparedJob{ID: p.id, Kind: p.kind}, err
 	}
+	defer func() { p.finish(p.result(), err) }()
 	if p.scheduled {
 		return PreparedJob{ID: p.id, Kind: p.kind}, p.invalid(fmt.Errorf("%w: a prepared job goes to SQS, whose delays end at 15 minutes", ErrDelayTooLong))
 	}
@@ -537,6 +547,8 @@ type prepared struct {
 	unique                              *UniqueOpts
 	reserved                            bool // the unique key was reserved for this job
 
+	endSpan func(EnqueueResult) // ends the Tracer's span (finish); nil without one
+
 	// A claim check (see offload): the envelope, stored at pointer before the pointer body is sent.
 	payload string
 	pointer PayloadPointer
@@ -550,11 +562,22 @@ func (p *prepared) result() EnqueueResult {
 // prepare validates and encodes a job: every check happens here, before any AWS call. The steps:
 // the kind, the route (queue, FIFO group, dedup id), the delay, then the id and the body.
 func (c *Client) prepare(ctx context.Context, args JobArgs, opts *EnqueueOpts) (prepared, error) {
+	return c.prepareEntry(ctx, args, opts, false)
+}
+
+// prepareEntry is prepare, for an entry of EnqueueBatch when batch is true. With a Tracer, a job
+// that passes its route's checks has a span, which ends here if a later check fails.
+func (c *Client) prepareEntry(ctx context.Context, args JobArgs, opts *EnqueueOpts, batch bool) (p prepared, err error) {
+	defer func() {
+		if err != nil {
+			p.finish(EnqueueResult{ID: p.id, Kind: p.kind, QueueURL: p.queue}, err)
+		}
+	}()
 	var o EnqueueOpts
 	if opts != nil {
 		o = *opts
 	}
-	p := prepared{id: o.ID}
+	p = prepared{id: o.ID}
 	if args == nil {
 		return p, &InvalidJobError{ID: p.id, Err: fmt.Errorf("%w: nil args", ErrEmptyKind)}
 	}
@@ -565,9 +588,12 @@ func (c *Client) prepare(ctx context.Context, args JobArgs, opts *EnqueueOpts) (
 	if err := c.route(&p, &o); err != nil {
 		return p, p.invalid(err)
 	}
-	switch {
-	case o.Trace != "" && !validTraceparent(o.Trace):
+	if o.Trace != "" && !validTraceparent(o.Trace) {
 		return p, p.invalid(fmt.Errorf("%w: %q", ErrInvalidTrace, o.Trace))
+	}
+	switch span := c.startSpan(ctx, &p, o.Trace, batch); {
+	case span != "":
+		o.Trace = span
 	case o.Trace != "":
 	case validTraceparent(TraceFromContext(ctx)):
 		o.Trace = childTraceparent(TraceFromContext(ctx))
