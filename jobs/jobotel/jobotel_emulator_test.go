@@ -154,3 +154,49 @@ func attr(s tracetest.SpanStub, key attribute.Key) string {
 	}
 	return ""
 }
+
+// A container worker's consumer runs the same middleware: its run's span is a child of the job's
+// producer span.
+func TestSpansWithAContainerConsumerOnSQS(t *testing.T) {
+	t.Parallel()
+	cfg := awstest.Config(t)
+	client := sqs.NewFromConfig(cfg)
+	q := awstest.CreateQueue(t, cfg, "otel-container", nil)
+	dlq := awstest.CreateQueue(t, cfg, "otel-container-dlq", nil)
+	spans := tracetest.NewInMemoryExporter()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(spans))
+	producer, err := jobs.NewClient(client, jobs.ClientOptions{DefaultQueueURL: q.URL, Tracer: jobotel.NewTracer(tp)})
+	require.NoError(t, err)
+	res, err := producer.Enqueue(context.Background(), work{N: 1}, nil)
+	require.NoError(t, err)
+
+	w := jobs.NewWorkers()
+	w.Use(jobotel.Middleware(tp))
+	jobs.AddWorker(w, jobs.WorkFunc[work](func(context.Context, *jobs.Job[work]) error { return nil }))
+	rc := jobstest.Config(client)
+	rc.QueueURL, rc.DLQURL, rc.VisibilityTimeout = q.URL, dlq.URL, 30*time.Second
+	c, err := jobs.NewConsumer(w, rc, &jobs.ConsumerOptions{WaitTime: time.Second})
+	require.NoError(t, err)
+	ctx, stop := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- c.Run(ctx) }()
+	var send, run tracetest.SpanStub
+	require.Eventually(t, func() bool {
+		for _, s := range spans.GetSpans() {
+			if attr(s, jobotel.AttrJobID) != res.ID {
+				continue
+			}
+			switch s.SpanKind {
+			case trace.SpanKindProducer:
+				send = s
+			case trace.SpanKindConsumer:
+				run = s
+			}
+		}
+		return run.SpanContext.IsValid()
+	}, 30*time.Second, 50*time.Millisecond, "the consumer ran the job")
+	stop()
+	require.NoError(t, <-done)
+	assert.Equal(t, send.SpanContext.SpanID(), run.Parent.SpanID(), "the run is a child of its enqueue")
+	assert.Equal(t, "succeeded", attr(run, jobotel.AttrJobOutcome))
+}

@@ -51,6 +51,10 @@ type ForwarderConfig struct {
 	Logger *slog.Logger
 	// Now is the clock; default time.Now.
 	Now func() time.Time
+	// Tracer, when set, starts a span per item sent (jobs/jobotel.NewTracer: OpenTelemetry), a
+	// child of the trace the job's envelope carries (the span of its Prepare, when the writer's
+	// Client has a Tracer); a claim check's pointer carries none, and its span starts a trace.
+	Tracer jobs.EnqueueTracer
 }
 
 // Forwarder sends the outbox items of a DynamoDB stream batch as SQS messages and deletes them.
@@ -192,7 +196,9 @@ func (f *Forwarder) send(ctx context.Context, items []item) (sent []item, skippe
 		for n, it := range chunk {
 			entries[n] = it.entry(strconv.Itoa(n), now)
 		}
+		endSpans := f.startSpans(ctx, chunk)
 		out, err := f.cfg.SQS.SendMessageBatch(ctx, &sqs.SendMessageBatchInput{QueueUrl: aws.String(chunk[0].queue), Entries: entries})
+		endSpans(out, err)
 		if err != nil {
 			if code, never := neverSendable(err); never {
 				for _, it := range chunk {
@@ -229,6 +235,44 @@ func (f *Forwarder) send(ctx context.Context, items []item) (sent []item, skippe
 		start = end
 	}
 	return sent, skipped, ""
+}
+
+// startSpans starts the Tracer's span for each item of chunk, and returns what ends them with the
+// answer of the chunk's SendMessageBatch call (entry ids are the items' indexes); a no-op without
+// a Tracer.
+func (f *Forwarder) startSpans(ctx context.Context, chunk []item) func(*sqs.SendMessageBatchOutput, error) {
+	if f.cfg.Tracer == nil {
+		return func(*sqs.SendMessageBatchOutput, error) {}
+	}
+	ends := make([]func(jobs.EnqueueResult), len(chunk))
+	results := make([]jobs.EnqueueResult, len(chunk))
+	for n, it := range chunk {
+		env, _ := jobs.DecodeEnvelope(it.body) // a pointer or a malformed body: no kind, no trace
+		results[n] = jobs.EnqueueResult{ID: it.id, Kind: env.Kind, QueueURL: it.queue}
+		_, ends[n] = f.cfg.Tracer.StartEnqueue(ctx, jobs.EnqueueSpan{
+			ID: it.id, Kind: env.Kind, QueueURL: it.queue, GroupID: it.group, Trace: env.Trace, Batch: true,
+		})
+	}
+	return func(out *sqs.SendMessageBatchOutput, err error) {
+		if out != nil {
+			for _, e := range out.Successful {
+				if n, convErr := strconv.Atoi(aws.ToString(e.Id)); convErr == nil && n < len(chunk) {
+					results[n].MessageID = aws.ToString(e.MessageId)
+				}
+			}
+			for _, e := range out.Failed {
+				if n, convErr := strconv.Atoi(aws.ToString(e.Id)); convErr == nil && n < len(chunk) {
+					results[n].Err = fmt.Errorf("outbox: send refused: %s: %s", aws.ToString(e.Code), aws.ToString(e.Message))
+				}
+			}
+		}
+		for n, end := range ends {
+			if err != nil {
+				results[n].Err = err
+			}
+			end(results[n])
+		}
+	}
 }
 
 // entry is the item as a SendMessageBatch entry with id.
