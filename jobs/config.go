@@ -72,8 +72,9 @@ type Config struct {
 	// event.Write writes them as JSON lines (JOBKIT_EVENTS=stdout).
 	OnEvent func(event.Event)
 	// Metrics receives a CloudWatch Embedded Metric Format line per job kind of a batch (and per
-	// 100 of its records); nil means stdout.
-	// Use io.Discard to turn metrics off.
+	// 100 of its records); nil means stdout. ConfigFromEnv sends them to a CloudWatch agent
+	// when JOBKIT_METRICS_ENDPOINT names one (a container's sidecar). Use io.Discard to turn
+	// metrics off.
 	Metrics io.Writer
 	// SQS is the client for visibility changes and dead-letter sends (required).
 	SQS SQSAPI
@@ -149,12 +150,14 @@ type DeliveryLedger interface {
 //	JOBKIT_PAYLOAD_BUCKET      the bucket of claim-checked payloads (Config.PayloadBucket); default any
 //	JOBKIT_MAX_PAYLOAD_SIZE    the largest claim-checked payload read, bytes; default 64 MiB
 //	JOBKIT_EVENTS              "stdout": each job's start and outcome as JSON lines (event.Write); default none
+//	JOBKIT_METRICS_ENDPOINT    tcp:// or udp://host:port of a CloudWatch agent for the EMF lines; default stdout
+//	JOBKIT_METRICS_LOG_GROUP   the agent's log group for them (_aws.LogGroupName); default the agent's
 //	AWS_LAMBDA_FUNCTION_NAME   set by Lambda; written on dead-lettered messages
 //	AWS_LAMBDA_LOG_LEVEL       set by Lambda's JSON logging controls; the log level, default INFO
 //
 // It also makes the SQS and S3 clients from the default AWS configuration (which honours
-// AWS_ENDPOINT_URL; S3 then uses path-style addresses), a JSON logger on stdout and stdout for
-// metrics.
+// AWS_ENDPOINT_URL; S3 then uses path-style addresses), a JSON logger on stdout and stdout (or
+// the agent) for metrics.
 func ConfigFromEnv() (Config, error) {
 	cfg, err := configFromLookup(os.LookupEnv)
 	if err != nil {
@@ -224,6 +227,14 @@ func configFromLookup(lookup func(string) (string, bool)) (Config, error) {
 		}
 	}
 	cfg.Logger = slog.New(slog.NewJSONHandler(os.Stdout, &slog.HandlerOptions{Level: level}))
+	if v := get(contract.EnvMetricsEndpoint); v != "" {
+		w, err := newAgentWriter(v, get(contract.EnvMetricsLogGroup), cfg.Logger)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s=%w", contract.EnvMetricsEndpoint, err))
+		} else {
+			cfg.Metrics = w
+		}
+	}
 	switch v := get(contract.EnvEvents); v {
 	case "":
 	case "stdout":

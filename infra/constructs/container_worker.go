@@ -32,6 +32,15 @@ const (
 	// StopTimeoutMargin is how much longer than the drain budget ECS waits before SIGKILL: the
 	// time for the process to exit after the consumer has returned.
 	StopTimeoutMargin = 5 * time.Second
+	// DefaultCloudWatchAgentImage is the CloudWatch agent the tasks run beside the worker
+	// (ContainerWorkerProps.CloudWatchAgentImage), from AWS's public registry.
+	DefaultCloudWatchAgentImage = "public.ecr.aws/cloudwatch-agent/cloudwatch-agent:1.300064.0b1337"
+	// CloudWatchAgentEndpoint is where the worker sends its EMF lines: the agent's EMF listener
+	// in the task (awsvpc: the task's containers share localhost).
+	CloudWatchAgentEndpoint = "tcp://127.0.0.1:25888"
+	// cloudWatchAgentConfig turns on the agent's EMF listener (tcp and udp 25888), as AWS
+	// documents for a sidecar.
+	cloudWatchAgentConfig = `{"logs":{"metrics_collected":{"emf":{}}}}`
 )
 
 // ContainerWorkerProps configures a ContainerWorker. Source and Queue are required.
@@ -78,6 +87,11 @@ type ContainerWorkerProps struct {
 	LogRetention awslogs.RetentionDays
 	// Environment adds variables; a JOBKIT_ name set by the construct cannot be overridden.
 	Environment map[string]string
+	// CloudWatchAgentImage is the image of the CloudWatch agent sidecar that takes the worker's
+	// EMF lines (JOBKIT_METRICS_ENDPOINT) and writes them to the task's log group, from which
+	// CloudWatch extracts the metrics: the awslogs driver does not (only Lambda's output and
+	// the agent's log events are read as EMF). Default DefaultCloudWatchAgentImage.
+	CloudWatchAgentImage string
 }
 
 // ContainerWorker runs the jobs of a JobQueue in containers: an ECS Fargate service (arm64) of
@@ -85,7 +99,8 @@ type ContainerWorkerProps struct {
 // jobs.ConsumerOptionsFromEnv read, a task role scoped as a Worker's (consume and change
 // visibility on its queue, send to its dead-letter queue, its kinds' idempotency records), a log
 // group, a stop timeout above the drain budget, and step scaling on the queue's backlog per task
-// (visible plus in-flight messages), down to MinTasks (zero by default) and back.
+// (visible plus in-flight messages), down to MinTasks (zero by default) and back. Its metrics go
+// through a CloudWatch agent sidecar (Agent) into its log group, where CloudWatch extracts them.
 // Like a Worker, the first worker of a queue gives it its redrive recorder (a Lambda function:
 // see RedriveRecorder), which names this worker as the function that never answered.
 type ContainerWorker struct {
@@ -95,9 +110,11 @@ type ContainerWorker struct {
 	Cluster        awsecs.Cluster
 	TaskDefinition awsecs.FargateTaskDefinition
 	Container      awsecs.ContainerDefinition
-	Service        awsecs.FargateService
-	TaskRole       awsiam.Role
-	LogGroup       awslogs.LogGroup
+	// Agent is the CloudWatch agent sidecar that takes the worker's EMF lines.
+	Agent    awsecs.ContainerDefinition
+	Service  awsecs.FargateService
+	TaskRole awsiam.Role
+	LogGroup awslogs.LogGroup
 	// Recorder is the queue's redrive recorder when this worker defined it (see Worker.Recorder).
 	Recorder *RedriveRecorder
 	// Environment is the container's environment (JOBKIT_ names and Props.Environment).
@@ -125,6 +142,8 @@ func NewContainerWorker(scope constructs.Construct, id string, props *ContainerW
 	w.Environment = p.environment(id)
 
 	w.LogGroup = awslogs.NewLogGroup(c, jsii.String("Logs"), &awslogs.LogGroupProps{Retention: p.LogRetention})
+	w.Environment[contract.EnvMetricsEndpoint] = CloudWatchAgentEndpoint
+	w.Environment[contract.EnvMetricsLogGroup] = *w.LogGroup.LogGroupName()
 	// ECS may assume it only for this account's tasks (the confused deputy: aws:SourceAccount and
 	// aws:SourceArn, as the ECS documentation recommends for task roles).
 	stack := awscdk.Stack_Of(c)
@@ -176,8 +195,13 @@ func (w *ContainerWorker) defineTask(p ContainerWorkerProps) {
 			StreamPrefix: jsii.String("worker"), LogGroup: w.LogGroup,
 		}),
 	})
+	w.defineAgent(p)
 	cfn := w.TaskDefinition.Node().DefaultChild().(awsecs.CfnTaskDefinition)
 	cfn.AddMetadata(jsii.String(SourceMetadataKey), jsii.String(path.Clean(p.Source.Package)))
+	cfn.AddMetadata(jsii.String(contract.ContainerMetadataKey), w.Container.ContainerName())
+	if mod := p.Source.assemblyRelDir(w.TaskDefinition); mod != "" {
+		cfn.AddMetadata(jsii.String(ModuleMetadataKey), jsii.String(mod))
+	}
 	cdknag.NagSuppressions_AddResourceSuppressions(w.TaskDefinition, &[]*cdknag.NagPackSuppression{{
 		Id: jsii.String("AwsSolutions-ECS2"),
 		Reason: jsii.String("the environment holds queue URLs, a table name and tuning that jobs.ConfigFromEnv reads, " +
@@ -188,6 +212,29 @@ func (w *ContainerWorker) defineTask(p ContainerWorkerProps) {
 		Id:        jsii.String("AwsSolutions-IAM5"),
 		Reason:    jsii.String("ecr:GetAuthorizationToken applies to no resource (IAM requires \"*\"); the pull actions are scoped to the asset repository"),
 		AppliesTo: &[]any{jsii.String("Resource::*")},
+	}}, jsii.Bool(true))
+}
+
+// defineAgent adds the CloudWatch agent sidecar: its EMF listener takes the worker's metric lines
+// and writes them to the worker's log group (the task role may write there), where CloudWatch
+// extracts the metrics. The worker starts after it; it is not essential: a task whose agent stops
+// keeps running its jobs, their metrics dropped.
+func (w *ContainerWorker) defineAgent(p ContainerWorkerProps) {
+	w.Agent = w.TaskDefinition.AddContainer(jsii.String("CloudWatchAgent"), &awsecs.ContainerDefinitionOptions{
+		Image:                awsecs.ContainerImage_FromRegistry(jsii.String(p.CloudWatchAgentImage), nil),
+		Essential:            jsii.Bool(false),
+		MemoryReservationMiB: jsii.Number(64),
+		Environment:          &map[string]*string{"CW_CONFIG_CONTENT": jsii.String(cloudWatchAgentConfig)},
+		Logging: awsecs.LogDrivers_AwsLogs(&awsecs.AwsLogDriverProps{
+			StreamPrefix: jsii.String("cwagent"), LogGroup: w.LogGroup,
+		}),
+	})
+	w.Container.AddContainerDependencies(&awsecs.ContainerDependency{Container: w.Agent, Condition: awsecs.ContainerDependencyCondition_START})
+	w.LogGroup.GrantWrite(w.TaskRole)
+	cdknag.NagSuppressions_AddResourceSuppressions(w.TaskRole, &[]*cdknag.NagPackSuppression{{
+		Id:        jsii.String("AwsSolutions-IAM5"),
+		Reason:    jsii.String("the CloudWatch agent sidecar writes the worker's metric lines to log streams it creates in the worker's own log group (log-stream:* of that group only)"),
+		AppliesTo: &[]any{map[string]any{"regex": "/^Resource::<.*Logs.*\\.Arn>:\\*$/"}},
 	}}, jsii.Bool(true))
 }
 
@@ -298,6 +345,7 @@ func (p ContainerWorkerProps) withDefaults() ContainerWorkerProps {
 	p.DrainTimeout = cmp.Or(p.DrainTimeout, DefaultDrainTimeout)
 	p.BackoffBase = cmp.Or(p.BackoffBase, DefaultBackoffBase)
 	p.BackoffCap = cmp.Or(p.BackoffCap, DefaultBackoffCap)
+	p.CloudWatchAgentImage = cmp.Or(p.CloudWatchAgentImage, DefaultCloudWatchAgentImage)
 	p.MaxTasks = cmp.Or(p.MaxTasks, max(DefaultMaxTasks, p.MinTasks))
 	p.BacklogPerTask = cmp.Or(p.BacklogPerTask, p.Concurrency)
 	p.LogRetention = cmp.Or(p.LogRetention, DefaultLogRetention)

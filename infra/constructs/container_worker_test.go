@@ -1,6 +1,7 @@
 package constructs
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -43,6 +44,31 @@ func TestContainerWorker(t *testing.T) {
 	assert.NotNil(t, env[contract.EnvQueueURL])
 	assert.NotNil(t, env[contract.EnvIdempotencyTable])
 	assert.Equal(t, 65*time.Second, w.StopTimeout)
+
+	// Its metrics: the EMF lines go to the CloudWatch agent beside it, which writes them to the
+	// worker's log group (the task role may), where CloudWatch extracts them; the worker starts
+	// after it and outlives it.
+	assert.Equal(t, CloudWatchAgentEndpoint, env[contract.EnvMetricsEndpoint])
+	logGroupID := *stack.GetLogicalId(w.LogGroup.Node().DefaultChild().(awscdk.CfnElement))
+	assert.Equal(t, map[string]any{"Ref": logGroupID}, env[contract.EnvMetricsLogGroup])
+	assert.Equal(t, "Worker", td["Metadata"].(map[string]any)[contract.ContainerMetadataKey], "the container the source runs in")
+	assert.NotEmpty(t, td["Metadata"].(map[string]any)[ModuleMetadataKey], "and its module, for the offline stack")
+	require.Len(t, get(props(td), "ContainerDefinitions").([]any), 2)
+	agent := get(props(td), "ContainerDefinitions.1").(map[string]any)
+	assert.Equal(t, "CloudWatchAgent", agent["Name"])
+	assert.Equal(t, DefaultCloudWatchAgentImage, agent["Image"])
+	assert.Equal(t, false, agent["Essential"])
+	assert.Equal(t, []any{map[string]any{"Name": "CW_CONFIG_CONTENT", "Value": `{"logs":{"metrics_collected":{"emf":{}}}}`}}, agent["Environment"])
+	assert.Equal(t, map[string]any{"Ref": logGroupID}, get(agent, "LogConfiguration.Options.awslogs-group"))
+	assert.Equal(t, []any{map[string]any{"Condition": "START", "ContainerName": "CloudWatchAgent"}}, c["DependsOn"])
+	grants := tpl.RoleGrants(*stack.GetLogicalId(w.TaskRole.Node().DefaultChild().(awscdk.CfnElement)))
+	var logs map[string]bool
+	for res, actions := range grants {
+		if strings.Contains(res, logGroupID) {
+			logs = actions
+		}
+	}
+	assert.True(t, logs["logs:PutLogEvents"] && logs["logs:CreateLogStream"], "the task role writes to its log group: %v", grants)
 
 	_, svc := tpl.Only(t, "AWS::ECS::Service")
 	assert.Equal(t, "FARGATE", get(props(svc), "LaunchType"))

@@ -93,6 +93,14 @@ const (
 	EnvMaxReceiveCount   = "JOBKIT_MAX_RECEIVE_COUNT"  // the queue's redrive maxReceiveCount; default unknown
 	EnvEvents            = "JOBKIT_EVENTS"             // "stdout": job events as JSON lines (WriteEvents)
 	EnvMaxPayloadSize    = "JOBKIT_MAX_PAYLOAD_SIZE"   // the largest claim-checked payload read, bytes; default 64 MiB
+	// EnvMetricsEndpoint sends the EMF lines to a CloudWatch agent instead of stdout:
+	// tcp://host:port or udp://host:port (the agent's EMF listener, default port 25888). The
+	// ContainerWorker construct sets it to its agent sidecar: CloudWatch extracts EMF from a
+	// Lambda function's output, not from a container's awslogs stream.
+	EnvMetricsEndpoint = "JOBKIT_METRICS_ENDPOINT"
+	// EnvMetricsLogGroup is the log group the agent writes the EMF lines to (their
+	// _aws.LogGroupName); default the agent's own default.
+	EnvMetricsLogGroup = "JOBKIT_METRICS_LOG_GROUP"
 	// EnvStateTable names the jobkit state table when the Worker construct grants job states
 	// (WorkerProps.JobStates): wire jobs/state.New on it as Config.States and middleware.
 	EnvStateTable = "JOBKIT_STATE_TABLE"
@@ -165,6 +173,10 @@ const (
 	// slash-separated and relative to the directory of the template (the cloud assembly, cdk.out),
 	// so a tool that reads the assembly finds the sources wherever the CDK app ran.
 	ModuleMetadataKey = "jobkit:module"
+	// ContainerMetadataKey is the CloudFormation metadata key on a container worker's
+	// AWS::ECS::TaskDefinition that names the container its SourceMetadataKey package runs in;
+	// the task's other containers are sidecars (the CloudWatch agent).
+	ContainerMetadataKey = "jobkit:container"
 )
 
 // EnvLambdaRuntimeAPI is set by AWS Lambda (and by local Lambda runtimes): Start then serves

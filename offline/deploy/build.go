@@ -74,7 +74,8 @@ func (dp *deployer) build(ctx context.Context, cdkOut string) error {
 		c := &dp.d.Containers[i]
 		out := filepath.Join(dp.o.BuildDir, c.Stack, c.LogicalID, c.Name)
 		start := time.Now()
-		if err := buildBootstrap(ctx, dp.o.ModuleDir, dp.o.sourceDir(c.Source), out); err != nil {
+		c.ModuleDir = cmp.Or(c.ModuleDir, dp.o.ModuleDir)
+		if err := buildBootstrap(ctx, c.ModuleDir, dp.o.sourceDir(c.Source), out); err != nil {
 			return &ConfigError{Stack: c.Stack, LogicalID: c.LogicalID, Reason: err.Error()}
 		}
 		c.Binary = out

@@ -2,7 +2,10 @@ package deploy
 
 import (
 	"fmt"
+	"path/filepath"
 	"time"
+
+	"github.com/jobkit-go/jobkit/jobs/contract"
 )
 
 // typeTaskDefinition is an ECS task definition: offline, each of its containers whose task
@@ -19,6 +22,9 @@ type Container struct {
 	Name      string `json:"name"`
 	// Source is the "jobkit:source" package the binary is built from.
 	Source string `json:"source"`
+	// ModuleDir is the directory of Source's Go module: the "jobkit:module" metadata resolved
+	// against the template's directory, else Options.ModuleDir.
+	ModuleDir string `json:"module_dir,omitempty"`
 	// Binary is the executable built for this machine.
 	Binary string `json:"binary"`
 	// Env is the container's Environment, every reference resolved.
@@ -41,15 +47,30 @@ func (dp *deployer) containers(run *stackRun, id string) error {
 			Reason: "no " + SourceMetadataKey + " metadata: its image cannot run offline"})
 		return nil
 	}
+	// The source runs in the container the metadata names (the constructs write it); the others
+	// are sidecars whose images cannot run here. Without that metadata, every container runs it.
+	worker, _ := meta[contract.ContainerMetadataKey].(string)
+	moduleDir := ""
+	if mod, _ := meta[ModuleMetadataKey].(string); mod != "" {
+		moduleDir = filepath.Join(filepath.Dir(run.art.TemplateFile), filepath.FromSlash(mod))
+		if abs, err := filepath.Abs(moduleDir); err == nil {
+			moduleDir = abs
+		}
+	}
 	props, _ := run.resources[id]["Properties"].(map[string]any)
 	defs, _ := props["ContainerDefinitions"].([]any)
 	for i, d := range defs {
 		def, _ := d.(map[string]any)
 		bad := func(err error) error { return &ConfigError{Stack: run.name, LogicalID: id, Reason: err.Error()} }
-		c := Container{Stack: run.name, LogicalID: id, Source: source, Env: map[string]string{}, StopTimeout: DefaultStopTimeout}
+		c := Container{Stack: run.name, LogicalID: id, Source: source, ModuleDir: moduleDir, Env: map[string]string{}, StopTimeout: DefaultStopTimeout}
 		c.Name, _ = def["Name"].(string)
 		if c.Name == "" {
 			c.Name = fmt.Sprintf("container%d", i)
+		}
+		if worker != "" && c.Name != worker {
+			dp.d.Skipped = append(dp.d.Skipped, Skipped{Stack: run.name, LogicalID: id + "/" + c.Name, Type: typeTaskDefinition,
+				Reason: "a sidecar: its image does not run offline (a CloudWatch agent's EMF listener is stood in for: devstack)"})
+			continue
 		}
 		env, err := run.res.eval(def["Environment"], fmt.Sprintf("%s.ContainerDefinitions.%d.Environment", id, i))
 		if err != nil {

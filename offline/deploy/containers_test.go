@@ -8,6 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/jobkit-go/jobkit/jobs/contract"
 	"github.com/jobkit-go/jobkit/offline/deploy"
 	"github.com/jobkit-go/jobkit/testkit/awstest"
 )
@@ -15,7 +16,7 @@ import (
 // An ECS task definition whose metadata names a Go source becomes a Container: its environment as
 // the task definition gives it, every reference resolved, its stop timeout, and a binary built for
 // this machine. Clusters and services are skipped with a reason; a task definition without a
-// source is skipped too.
+// source is skipped too, and so is a sidecar (a container other than the one the metadata names).
 func TestDeployContainers(t *testing.T) {
 	t.Parallel()
 	cfg := awstest.Config(t)
@@ -27,9 +28,11 @@ func TestDeployContainers(t *testing.T) {
 		res := tpl["Resources"].(map[string]any)
 		res["EncoderTask1A2B3C4D"] = map[string]any{
 			"Type":     "AWS::ECS::TaskDefinition",
-			"Metadata": map[string]any{deploy.SourceMetadataKey: "offline/deploy/testdata/echofn"},
+			"Metadata": map[string]any{deploy.SourceMetadataKey: "offline/deploy/testdata/echofn", contract.ContainerMetadataKey: "Worker"},
 			"Properties": map[string]any{
 				"ContainerDefinitions": []any{map[string]any{
+					"Name": "CloudWatchAgent", "Image": "public.ecr.aws/cloudwatch-agent/cloudwatch-agent:1",
+				}, map[string]any{
 					"Name":        "Worker",
 					"Image":       map[string]any{"Fn::Sub": "${AWS::AccountId}.dkr.ecr.${AWS::Region}.${AWS::URLSuffix}/assets:abc"},
 					"StopTimeout": 65,
@@ -80,4 +83,5 @@ func TestDeployContainers(t *testing.T) {
 	}
 	require.Contains(t, skipped["OtherTask5E6F7A8B"], deploy.SourceMetadataKey)
 	require.Contains(t, skipped["EncoderService9C8D7E6F"], "local processes")
+	require.Contains(t, skipped["EncoderTask1A2B3C4D/CloudWatchAgent"], "a sidecar", "only the container the metadata names runs the source")
 }

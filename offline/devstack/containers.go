@@ -2,6 +2,7 @@ package devstack
 
 import (
 	"fmt"
+	"maps"
 	"sort"
 	"sync"
 
@@ -34,8 +35,20 @@ func (s *Stack) startContainers(cfg *Config, creds aws.Credentials, outMu *sync.
 		if cfg.OnTaskStart != nil {
 			onStart = func(pid int) { cfg.OnTaskStart(name, pid) }
 		}
+		env := c.Env
+		if c.Env[contract.EnvMetricsEndpoint] != "" {
+			// The CloudWatch agent sidecar's image does not run here: a listener of the stack's
+			// takes the EMF lines instead.
+			a, err := startEMFAgent(name, cfg.Output, outMu)
+			if err != nil {
+				return fmt.Errorf("devstack: container %s: the CloudWatch agent's stand-in: %w", name, err)
+			}
+			s.agents[name] = a
+			env = maps.Clone(c.Env)
+			env[contract.EnvMetricsEndpoint] = a.endpoint()
+		}
 		t, err := taskrun.Start(taskrun.Options{
-			Name: name, Binary: c.Binary, Env: c.Env, StopTimeout: c.StopTimeout,
+			Name: name, Binary: c.Binary, Env: env, StopTimeout: c.StopTimeout,
 			RestartDelay: cfg.TaskRestartDelay, MaxRestartDelay: cfg.TaskMaxRestartDelay,
 			Region: d.Region, Endpoint: cfg.Endpoint,
 			AccessKeyID: creds.AccessKeyID, SecretAccessKey: creds.SecretAccessKey, SessionToken: creds.SessionToken,
@@ -64,6 +77,18 @@ func (s *Stack) stopContainers() {
 		}()
 	}
 	wg.Wait()
+	for _, a := range s.agents {
+		a.stop()
+	}
+}
+
+// EMFLines returns how many EMF lines the container named name (see ContainerName) sent to its
+// CloudWatch agent's stand-in: 0 for a container without one.
+func (s *Stack) EMFLines(name string) int64 {
+	if a := s.agents[name]; a != nil {
+		return a.lines.Load()
+	}
+	return 0
 }
 
 // Containers returns the names of the containers running (as local processes), sorted.

@@ -73,6 +73,7 @@ type Stack struct {
 	grace    time.Duration
 	runtimes map[string]*lambdaruntime.Runtime
 	tasks    map[string]*taskrun.Task // containers, by ContainerName
+	agents   map[string]*emfAgent     // the CloudWatch agent stand-ins, by ContainerName (emfagent.go)
 	pollers  []*poller
 	cancel   context.CancelFunc
 	wg       sync.WaitGroup // pollers and the scheduler loop
@@ -113,7 +114,7 @@ func Start(ctx context.Context, cfg Config) (*Stack, error) {
 	}
 	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	s := &Stack{log: cfg.Logger, grace: cfg.StopGrace, runtimes: map[string]*lambdaruntime.Runtime{},
-		tasks: map[string]*taskrun.Task{}, cancel: cancel, done: make(chan struct{})}
+		tasks: map[string]*taskrun.Task{}, agents: map[string]*emfAgent{}, cancel: cancel, done: make(chan struct{})}
 	fail := func(err error) (*Stack, error) {
 		cancel()
 		for _, rt := range s.runtimes {
