@@ -118,8 +118,8 @@ func TestQueuesCommand(t *testing.T) {
 	require.Equal(t, "Email", e.Name)
 	require.Equal(t, int64(3), e.Visible)
 	require.Zero(t, e.InFlight)
-	// A queue made a moment ago has no CloudWatch datapoint yet, and moto serves no CloudWatch:
-	// the job queue's age is unknown either way; the DLQ's is sampled.
+	// A queue made a moment ago has no CloudWatch datapoint yet (and the emulators publish no
+	// AWS/SQS metrics): the job queue's age is unknown; the DLQ's is sampled.
 	require.Nil(t, e.OldestAgeSeconds, "the job queue's age is unknown")
 	require.Equal(t, "", e.OldestAgeSource)
 	require.NotNil(t, e.DLQ)

@@ -19,6 +19,7 @@ import (
 	"github.com/jobkit-go/jobkit/jobs"
 	"github.com/jobkit-go/jobkit/jobs/contract"
 	"github.com/jobkit-go/jobkit/jobs/event"
+	"github.com/jobkit-go/jobkit/jobs/inspect"
 	"github.com/jobkit-go/jobkit/offline/deploy"
 	"github.com/jobkit-go/jobkit/offline/devstack"
 	"github.com/jobkit-go/jobkit/testkit/awstest"
@@ -54,7 +55,7 @@ func TestContainerWorkerMetricsOnTheOfflineStack(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, d.Containers, 1, "the worker runs; its agent sidecar is skipped")
 	out := &awstest.SyncBuffer{}
-	running, err := devstack.Start(ctx, devstack.Config{AWS: cfg, Deployment: d, Output: out, Events: true, NoScheduler: true})
+	running, err := devstack.Start(ctx, devstack.Config{AWS: cfg, Deployment: d, Output: out, Events: true, Metrics: true, NoScheduler: true})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = running.Stop() })
 
@@ -90,6 +91,28 @@ func TestContainerWorkerMetricsOnTheOfflineStack(t *testing.T) {
 	assert.NotEmpty(t, aws["LogGroupName"], "the agent writes it to the worker's log group")
 	assert.Contains(t, line[contract.DimensionQueue], "Long", "the Queue dimension")
 	assert.Equal(t, laneJob{}.Kind(), line[contract.DimensionKind])
+
+	// The offline stack made them metrics in the emulator's CloudWatch, as CloudWatch does from
+	// the agent's log events: the Inspector (the console, `jobkit queues`) reads them per minute,
+	// for the queue and for its kind.
+	queueName := line[contract.DimensionQueue].(string)
+	in := inspect.New(cfg)
+	var series []inspect.JobSeries
+	require.Eventually(t, func() bool {
+		series, err = in.JobMetrics(ctx, []string{queueName}, time.Hour)
+		require.NoError(t, err)
+		return len(series) == 2 && sum(series[0].Succeeded) == n && sum(series[1].Succeeded) == n
+	}, 30*time.Second, 500*time.Millisecond, "the queue's and the kind's jobs per minute: %+v", series)
+	assert.Equal(t, laneJob{}.Kind(), series[1].Kind)
+	assert.Len(t, series[0].Minutes, 60)
+	assert.Zero(t, sum(series[0].Dead))
+}
+
+func sum(v []float64) (s int) {
+	for _, x := range v {
+		s += int(x)
+	}
+	return s
 }
 
 // emfLines returns the EMF lines of a stack's output (after their "[<name>] " prefix).

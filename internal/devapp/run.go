@@ -243,7 +243,7 @@ func startStack(ctx context.Context, cfg *Config, res *Result) (*devstack.Runnin
 			CDKOut: filepath.Join(cfg.Root, "cdk.out"), ModuleDir: cfg.Root, Prefix: cfg.Prefix, Logger: log,
 			BuildDir: cfg.BuildDir, Sources: instrument.Binaries,
 		},
-		Config:      devstack.Config{AWS: cfg.AWS, Logger: log, Events: true},
+		Config:      devstack.Config{AWS: cfg.AWS, Logger: log, Events: true, Metrics: true},
 		KeepOnError: cfg.Keep,
 		Prepare: func(_ context.Context, d *deploy.Deployment, sc *devstack.Config) error {
 			cfg.note("deployed %d stacks in %s: %d functions, %d queues, %d tables, %d schedules (%d resources not needed offline)",

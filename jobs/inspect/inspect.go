@@ -17,8 +17,10 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/cloudformation"
 	"github.com/aws/aws-sdk-go-v2/service/cloudwatch"
+	cwschemas "github.com/aws/aws-sdk-go-v2/service/cloudwatch/schemas"
 	awsscheduler "github.com/aws/aws-sdk-go-v2/service/scheduler"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/smithy-go/transport/http/protocol/awsquery"
 )
 
 // SQSAPI is the part of the SQS client the Inspector calls.
@@ -43,6 +45,7 @@ type CloudFormationAPI interface {
 // CloudWatchAPI is the part of the CloudWatch client the Inspector calls.
 type CloudWatchAPI interface {
 	GetMetricData(ctx context.Context, in *cloudwatch.GetMetricDataInput, optFns ...func(*cloudwatch.Options)) (*cloudwatch.GetMetricDataOutput, error)
+	ListMetrics(ctx context.Context, in *cloudwatch.ListMetricsInput, optFns ...func(*cloudwatch.Options)) (*cloudwatch.ListMetricsOutput, error)
 }
 
 // SchedulerAPI is the part of the EventBridge Scheduler client the Inspector calls.
@@ -95,6 +98,19 @@ type Inspector struct {
 	now func() time.Time
 }
 
+// NewCloudWatch returns a CloudWatch client of cfg. With a custom endpoint (cfg.BaseEndpoint: an
+// emulator), it speaks CloudWatch's Query protocol, which CloudWatch still serves and the emulators
+// speak (moto no other: the SDK's default, RPC v2 CBOR, gets an HTTP 404 there); on AWS, the
+// SDK's default.
+func NewCloudWatch(cfg aws.Config, optFns ...func(*cloudwatch.Options)) *cloudwatch.Client {
+	if cfg.BaseEndpoint != nil {
+		optFns = append([]func(*cloudwatch.Options){func(o *cloudwatch.Options) {
+			o.Protocol = awsquery.New(cwschemas.GraniteServiceVersion20100801)
+		}}, optFns...)
+	}
+	return cloudwatch.NewFromConfig(cfg, optFns...)
+}
+
 // New returns an Inspector whose clients are made from cfg, unless optFns set them.
 func New(cfg aws.Config, optFns ...func(*Options)) *Inspector {
 	var o Options
@@ -108,9 +124,8 @@ func New(cfg aws.Config, optFns ...func(*Options)) *Inspector {
 		o.CloudFormation = cloudformation.NewFromConfig(cfg)
 	}
 	if o.CloudWatch == nil {
-		// One retry at most: an endpoint without CloudWatch (the offline emulator) must not
-		// slow every stats call down.
-		o.CloudWatch = cloudwatch.NewFromConfig(cfg, func(co *cloudwatch.Options) { co.RetryMaxAttempts = 2 })
+		// One retry at most: an endpoint without CloudWatch must not slow every stats call down.
+		o.CloudWatch = NewCloudWatch(cfg, func(co *cloudwatch.Options) { co.RetryMaxAttempts = 2 })
 	}
 	if o.Scheduler == nil {
 		o.Scheduler = awsscheduler.NewFromConfig(cfg)

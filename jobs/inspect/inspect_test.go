@@ -147,7 +147,7 @@ func TestStatsCountsAndAges(t *testing.T) {
 	if awstest.HasCloudWatch(t) {
 		require.Empty(t, rep.Warnings, "CloudWatch answered, with no datapoint")
 	} else {
-		require.NotEmpty(t, rep.Warnings, "CloudWatch did not answer (moto does not serve it to current clients)")
+		require.NotEmpty(t, rep.Warnings, "CloudWatch did not answer")
 	}
 	require.NotNil(t, m.DLQ)
 	require.Equal(t, int64(2), m.DLQ.Visible)

@@ -130,7 +130,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	start := time.Now()
 	running, err := devstack.Up(ctx, devstack.UpConfig{
 		Deploy: deploy.Options{CDKOut: cfg.CDKOut, ModuleDir: cfg.ModuleDir, BuildDir: cfg.BuildDir, Prefix: cfg.Prefix, Sources: cfg.Sources, Logger: log},
-		Config: devstack.Config{AWS: cfg.AWS, Logger: log, Output: lines, Events: true},
+		Config: devstack.Config{AWS: cfg.AWS, Logger: log, Output: lines, Events: true, Metrics: true},
 		Prepare: func(_ context.Context, d *deploy.Deployment, sc *devstack.Config) error {
 			counter = NewCounter(sqs.NewFromConfig(cfg.AWS), d)
 			lines.read = counter.ReadLine

@@ -24,6 +24,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/jobkit-go/jobkit/jobs/contract"
+	"github.com/jobkit-go/jobkit/jobs/inspect"
 	"github.com/jobkit-go/jobkit/offline/deploy"
 	"github.com/jobkit-go/jobkit/offline/esm"
 	"github.com/jobkit-go/jobkit/offline/lambdaruntime"
@@ -44,6 +45,10 @@ type Config struct {
 	// Events sets JOBKIT_EVENTS=stdout for every function and container, so their output carries
 	// each job's start and outcome as JSON lines (event.Write), which offline/tally reads.
 	Events bool
+	// Metrics makes the EMF lines of the functions' and containers' output metrics in the
+	// emulator's CloudWatch, as CloudWatch makes them on AWS (PutMetricData, at most once a
+	// second), for the console and `jobkit queues` to read.
+	Metrics bool
 	// Logger receives the stack's own events; default discards.
 	Logger *slog.Logger
 	// OnBatch, if set, is called after every settled batch.
@@ -74,6 +79,8 @@ type Stack struct {
 	runtimes map[string]*lambdaruntime.Runtime
 	tasks    map[string]*taskrun.Task // containers, by ContainerName
 	agents   map[string]*emfAgent     // the CloudWatch agent stand-ins, by ContainerName (emfagent.go)
+	metrics  *metricsTee              // Config.Metrics (metrics.go); nil without
+
 	pollers  []*poller
 	cancel   context.CancelFunc
 	wg       sync.WaitGroup // pollers and the scheduler loop
@@ -121,11 +128,18 @@ func Start(ctx context.Context, cfg Config) (*Stack, error) {
 			_ = rt.Close()
 		}
 		s.stopContainers()
+		if s.metrics != nil {
+			s.metrics.close()
+		}
 		return nil, err
 	}
 
 	if cfg.Events {
 		askForEvents(d)
+	}
+	if cfg.Metrics {
+		s.metrics = newMetricsTee(cfg.Output, inspect.NewCloudWatch(cfg.AWS), cfg.Logger)
+		cfg.Output = s.metrics
 	}
 	client := sqs.NewFromConfig(cfg.AWS)
 	var outMu sync.Mutex
@@ -338,6 +352,10 @@ func (s *Stack) Stop() error {
 			}
 		}
 		<-s.done
+		<-containersStopped
+		if s.metrics != nil {
+			s.metrics.close() // what the last batches wrote
+		}
 		s.stopErr = errors.Join(append(errs, s.schedErr)...)
 	})
 	return s.stopErr

@@ -16,6 +16,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sts"
 	"github.com/aws/smithy-go"
 	smithyhttp "github.com/aws/smithy-go/transport/http"
+
+	"github.com/jobkit-go/jobkit/jobs/inspect"
 )
 
 // What serves the endpoint, as Emulator reports it.
@@ -117,13 +119,14 @@ func HasMessageMoveTasks(tb testing.TB) bool {
 	}) == "yes"
 }
 
-// HasCloudWatch reports whether the endpoint answers CloudWatch GetMetricData with this SDK, as
-// AWS does. moto does not serve the protocol current CloudWatch clients speak (Smithy RPC v2 CBOR).
+// HasCloudWatch reports whether the endpoint answers CloudWatch GetMetricData with the client
+// jobkit makes for it (inspect.NewCloudWatch: the Query protocol on an emulator, which moto and
+// LocalStack serve), as AWS does.
 func HasCloudWatch(tb testing.TB) bool {
 	tb.Helper()
 	return cloudWatchProbe.get(tb, "probe CloudWatch", func(ctx context.Context, cfg aws.Config) (string, error) {
 		now := time.Now()
-		_, err := cloudwatch.NewFromConfig(cfg).GetMetricData(ctx, &cloudwatch.GetMetricDataInput{
+		_, err := inspect.NewCloudWatch(cfg).GetMetricData(ctx, &cloudwatch.GetMetricDataInput{
 			StartTime: aws.Time(now.Add(-5 * time.Minute)), EndTime: aws.Time(now),
 			MetricDataQueries: []cwtypes.MetricDataQuery{{
 				Id: aws.String("q0"),

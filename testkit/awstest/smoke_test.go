@@ -127,7 +127,7 @@ func TestCapabilities(t *testing.T) {
 	switch awstest.Emulator() {
 	case awstest.EmulatorMoto:
 		require.False(t, move)
-		require.False(t, cw)
+		require.True(t, cw, "moto serves CloudWatch over its Query protocol (inspect.NewCloudWatch)")
 	case awstest.EmulatorLocalStack:
 		require.Equal(t, "000000000000", acct)
 		require.True(t, move)
