@@ -67,6 +67,51 @@ func (s *Server) apiQueues(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]any{"queues": views, "warnings": warnings, "at": stamp(s.o.Now())})
 }
 
+// seriesView is one chart of /api/metrics: a queue's jobs per minute (Kind "": all of them).
+type seriesView struct {
+	Queue     string    `json:"queue"`
+	Kind      string    `json:"kind,omitempty"`
+	Minutes   []int64   `json:"minutes"` // Unix seconds of each minute's start
+	Succeeded []float64 `json:"succeeded"`
+	Retried   []float64 `json:"retried"`
+	Dead      []float64 `json:"dead"`
+}
+
+// metricsWindow is how far back the charts reach.
+const metricsWindow = time.Hour
+
+// apiMetrics answers the charts: each queue's jobs succeeded, retried and dead per minute over
+// the last hour, and each kind's (inspect.JobMetrics: CloudWatch on AWS; offline, the metrics the
+// stack puts into the emulator's CloudWatch).
+func (s *Server) apiMetrics(w http.ResponseWriter, r *http.Request) {
+	qs, err := s.queues(r.Context())
+	if err != nil {
+		fail(w, err)
+		return
+	}
+	names := make([]string, len(qs))
+	shown := map[string]string{} // metric dimension → the queue's name on the page
+	for n, q := range qs {
+		names[n] = awsarn.QueueName(q.URL)
+		shown[names[n]] = q.Name
+	}
+	views := []seriesView{}
+	var warnings []string
+	series, err := s.in.JobMetrics(r.Context(), names, metricsWindow)
+	if err != nil {
+		warnings = append(warnings, text("jobs per minute: CloudWatch failed ("+err.Error()+")", errorWidth))
+	}
+	for _, js := range series {
+		v := seriesView{Queue: text(shown[js.Queue], fieldWidth), Kind: text(js.Kind, fieldWidth),
+			Succeeded: js.Succeeded, Retried: js.Retried, Dead: js.Dead}
+		for _, m := range js.Minutes {
+			v.Minutes = append(v.Minutes, m.Unix())
+		}
+		views = append(views, v)
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"series": views, "window_minutes": int(metricsWindow / time.Minute), "warnings": warnings})
+}
+
 // deadListView is /api/dead's answer.
 type deadListView struct {
 	Queue       string     `json:"queue"`

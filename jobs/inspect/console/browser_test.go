@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/cloudwatch"
+	cwtypes "github.com/aws/aws-sdk-go-v2/service/cloudwatch/types"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	awsscheduler "github.com/aws/aws-sdk-go-v2/service/scheduler"
 	schedtypes "github.com/aws/aws-sdk-go-v2/service/scheduler/types"
@@ -23,6 +25,9 @@ import (
 
 	"github.com/jobkit-go/jobkit/idempotency"
 	"github.com/jobkit-go/jobkit/jobs"
+	"github.com/jobkit-go/jobkit/jobs/awsarn"
+	"github.com/jobkit-go/jobkit/jobs/contract"
+	"github.com/jobkit-go/jobkit/jobs/inspect"
 	"github.com/jobkit-go/jobkit/jobs/jobstest"
 	"github.com/jobkit-go/jobkit/jobs/state"
 	"github.com/jobkit-go/jobkit/testkit/awstest"
@@ -377,4 +382,65 @@ func TestJobAndScheduleActionsInABrowser(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "report.daily", env.Kind)
 	require.Contains(t, env.ID, "sched:"+schedule+":")
+}
+
+// The overview's charts in a real browser: jobs succeeded, retried and dead per minute over the
+// last hour, a chart for the queue and one per kind, read from CloudWatch (the emulator's, with
+// the metrics the runtime publishes: namespace Jobkit, dimensions Queue and Queue+Kind).
+func TestThroughputChartsInABrowser(t *testing.T) {
+	f := newFixture(t, Options{Refresh: time.Second})
+	ctx := browser(t)
+	dir := os.Getenv(EnvScreenshots)
+	if dir == "" {
+		dir = t.TempDir()
+	}
+	queue := awsarn.QueueName(f.queue.URL)
+	cw := inspect.NewCloudWatch(f.cfg)
+	now := time.Now().Truncate(time.Minute)
+	put := func(kind string, minutesAgo int, metric string, v float64) {
+		for _, dims := range [][]cwtypes.Dimension{
+			{{Name: aws.String(contract.DimensionQueue), Value: aws.String(queue)}},
+			{{Name: aws.String(contract.DimensionQueue), Value: aws.String(queue)}, {Name: aws.String(contract.DimensionKind), Value: aws.String(kind)}},
+		} {
+			_, err := cw.PutMetricData(context.Background(), &cloudwatch.PutMetricDataInput{
+				Namespace: aws.String(contract.MetricNamespace),
+				MetricData: []cwtypes.MetricDatum{{MetricName: aws.String(metric), Dimensions: dims, Value: aws.Float64(v),
+					Timestamp: aws.Time(now.Add(-time.Duration(minutesAgo)*time.Minute + 10*time.Second)), Unit: cwtypes.StandardUnitCount}},
+			})
+			require.NoError(t, err)
+		}
+	}
+	// Two kinds over the last half hour: a steady stream of emails, a burst of ledger postings
+	// with retries and one dead.
+	var succeeded, retried int
+	for m := 30; m >= 1; m-- {
+		put("email.send", m, contract.MetricSucceeded, float64(10+m%7))
+		succeeded += 10 + m%7
+	}
+	for m := 12; m >= 8; m-- {
+		put("ledger.post", m, contract.MetricSucceeded, 25)
+		put("ledger.post", m, contract.MetricRetried, 4)
+		succeeded, retried = succeeded+25, retried+4
+	}
+	put("ledger.post", 9, contract.MetricDead, 1)
+
+	require.NoError(t, chromedp.Run(ctx,
+		chromedp.Navigate(f.http.URL+"/"),
+		chromedp.WaitVisible("#charts .chart"),
+	))
+	var charts []map[string]string
+	require.NoError(t, chromedp.Run(ctx, chromedp.Evaluate(`Array.from(document.querySelectorAll("#charts .chart")).map(c => ({
+		queue: c.dataset.queue, kind: c.dataset.kind || "", sums: c.querySelector(".chart-sums").textContent,
+		lines: String(c.querySelectorAll("polyline").length)}))`, &charts)))
+	require.Len(t, charts, 3, "the queue, then each kind")
+	require.Equal(t, f.queue.Name, charts[0]["queue"])
+	require.Equal(t, "", charts[0]["kind"])
+	require.Equal(t, fmt.Sprintf("%d succeeded · %d retried · 1 dead", succeeded, retried), charts[0]["sums"])
+	require.Equal(t, "email.send", charts[1]["kind"])
+	require.Equal(t, "ledger.post", charts[2]["kind"])
+	require.Equal(t, "125 succeeded · 20 retried · 1 dead", charts[2]["sums"])
+	for _, c := range charts {
+		require.Equal(t, "3", c["lines"], "succeeded, retried and dead")
+	}
+	screenshot(t, ctx, dir, "console-throughput")
 }

@@ -136,6 +136,7 @@ func (s *Server) routes() {
 	s.mux.HandleFunc("GET /{$}", s.page)
 	s.mux.Handle("GET /static/", http.StripPrefix("/static/", http.FileServerFS(staticFS)))
 	s.mux.HandleFunc("GET /api/queues", s.apiQueues)
+	s.mux.HandleFunc("GET /api/metrics", s.apiMetrics)
 	s.mux.HandleFunc("GET /api/dead", s.apiDead)
 	s.mux.HandleFunc("GET /api/envelope", s.apiEnvelope)
 	s.mux.HandleFunc("GET /api/schedules", s.apiSchedules)

@@ -64,6 +64,85 @@
   }
   setInterval(refreshQueues, refresh);
 
+  // Jobs per minute over the last hour, a chart per queue and per kind, every minute.
+  const SVG = "http://www.w3.org/2000/svg";
+  const total = (v) => v.reduce((a, b) => a + b, 0);
+  function chart(s) {
+    const box = document.createElement("div");
+    box.className = s.kind ? "chart kind" : "chart";
+    box.dataset.queue = s.queue;
+    if (s.kind) box.dataset.kind = s.kind;
+    const w = 600, h = s.kind ? 40 : 70, n = s.minutes.length;
+    const top = Math.max(1, ...s.succeeded, ...s.retried, ...s.dead);
+    const label = document.createElement("div");
+    label.className = "chart-label";
+    const name = document.createElement("b");
+    name.textContent = s.kind ? s.kind : s.queue;
+    label.appendChild(name);
+    const peak = document.createElement("span");
+    peak.className = "chart-peak muted";
+    peak.textContent = "peak " + top + "/min";
+    label.appendChild(peak);
+    box.appendChild(label);
+    const sums = document.createElement("div");
+    sums.className = "chart-sums";
+    sums.textContent = total(s.succeeded) + " succeeded · " + total(s.retried) + " retried · " + total(s.dead) + " dead";
+    box.appendChild(sums);
+    const svg = document.createElementNS(SVG, "svg");
+    svg.setAttribute("viewBox", "0 0 " + w + " " + h);
+    svg.setAttribute("preserveAspectRatio", "none");
+    svg.setAttribute("role", "img");
+    svg.setAttribute("aria-label", name.textContent + ": " + sums.textContent + " in the last hour");
+    for (const [field, cls] of [["succeeded", "succeeded"], ["retried", "retried"], ["dead", "dead"]]) {
+      const line = document.createElementNS(SVG, "polyline");
+      line.setAttribute("class", "line " + cls);
+      line.setAttribute("points", s[field].map((v, i) => ((i * w) / Math.max(1, n - 1)).toFixed(1) + "," + (h - 2 - (v / top) * (h - 4)).toFixed(1)).join(" "));
+      svg.appendChild(line);
+    }
+    box.appendChild(svg);
+    return box;
+  }
+  // A group per queue: its chart across, its kinds' below it.
+  function groups(series) {
+    const out = [];
+    for (const s of series) {
+      if (!s.kind) {
+        const g = document.createElement("div");
+        g.className = "chart-group";
+        g.appendChild(chart(s));
+        const kinds = document.createElement("div");
+        kinds.className = "chart-kinds";
+        g.appendChild(kinds);
+        out.push(g);
+      } else if (out.length) {
+        out[out.length - 1].lastChild.appendChild(chart(s));
+      }
+    }
+    return out;
+  }
+  async function refreshCharts() {
+    const charts = $("charts");
+    if (!charts) return;
+    try {
+      const doc = await getJSON("/api/metrics");
+      charts.replaceChildren(...groups(doc.series));
+      if (doc.series.length === 0) {
+        const p = document.createElement("p");
+        p.className = "muted";
+        p.textContent = "no queues";
+        charts.appendChild(p);
+      }
+      const warn = $("charts-warning");
+      warn.hidden = !(doc.warnings && doc.warnings.length);
+      setText(warn, (doc.warnings || []).join("; "));
+    } catch (e) {
+      setText($("charts-warning"), "jobs per minute: " + e.message);
+      $("charts-warning").hidden = false;
+    }
+  }
+  refreshCharts();
+  setInterval(refreshCharts, 60000);
+
   if (!token) return;
 
   // One job's actions (the status panel) and the schedules' (each row).
