@@ -41,7 +41,7 @@ into .run/bin and runs it: it synthesizes the app with its cdk.json when cdk.out
 binary behind its SQS event source mappings, prints the stacks' outputs as export lines (also in
 .run/dev.env) for a producer to source, and runs until SIGINT or SIGTERM (--once: until the job
 queues drain). It then prints a table per job queue and
-  DEV summary: succeeded=<n> retried=<n> dead=<n> lost=<n>
+  DEV summary: succeeded=<n> retried=<n> dead=<n> lost=<n> cancelled=<n>
 counting every job on every queue it deployed. Its flags: --cdk-out DIR, --module DIR, --synth,
 --cdk, --once, --timeout, --prefix, --keep, --function-logs, --env-file.
 

@@ -15,6 +15,7 @@ type Counts struct {
 	Queued    int // messages waiting (visible or delayed)
 	Running   int // messages in flight
 	Succeeded int // jobs whose message was deleted after a run that did not dead-letter them
+	Cancelled int // jobs cancelled before they ran (jobs.Client.Cancel), their messages deleted unrun
 	Retried   int // jobs that failed at least one attempt
 	Dead      int // messages in the dead-letter queue
 }
@@ -39,9 +40,10 @@ type Census struct {
 	Tally *tally.Tally
 }
 
-// Summary returns the DEV summary line: "DEV summary: succeeded=<n> retried=<n> dead=<n> lost=<n>".
+// Summary returns the DEV summary line: "DEV summary: succeeded=<n> retried=<n> dead=<n> lost=<n>
+// cancelled=<n>".
 func (c *Census) Summary() string {
-	return fmt.Sprintf("DEV summary: succeeded=%d retried=%d dead=%d lost=%d", c.Total.Succeeded, c.Total.Retried, c.Total.Dead, c.Lost)
+	return fmt.Sprintf("DEV summary: succeeded=%d retried=%d dead=%d lost=%d cancelled=%d", c.Total.Succeeded, c.Total.Retried, c.Total.Dead, c.Lost, c.Total.Cancelled)
 }
 
 // LostLines names the lost jobs, one per line (at most tally.DefaultNamed, then "and N more"):
@@ -73,16 +75,16 @@ func (c *Census) LostError() error {
 // Line returns the census on one line, for a display that is not a terminal.
 func (c *Census) Line() string {
 	t := c.Total
-	return fmt.Sprintf("dev: queued=%d running=%d succeeded=%d retried=%d dead=%d", t.Queued, t.Running, t.Succeeded, t.Retried, t.Dead)
+	return fmt.Sprintf("dev: queued=%d running=%d succeeded=%d retried=%d dead=%d cancelled=%d", t.Queued, t.Running, t.Succeeded, t.Retried, t.Dead, t.Cancelled)
 }
 
 // Table returns the census as a table, a row per job queue and a total.
 func (c *Census) Table() string {
 	var b bytes.Buffer
 	w := tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(w, "queue\tqueued\trunning\tsucceeded\tretried\tdead\t")
+	fmt.Fprintln(w, "queue\tqueued\trunning\tsucceeded\tretried\tdead\tcancelled\t")
 	row := func(name string, n Counts) {
-		fmt.Fprintf(w, "%s\t%d\t%d\t%d\t%d\t%d\t\n", name, n.Queued, n.Running, n.Succeeded, n.Retried, n.Dead)
+		fmt.Fprintf(w, "%s\t%d\t%d\t%d\t%d\t%d\t%d\t\n", name, n.Queued, n.Running, n.Succeeded, n.Retried, n.Dead, n.Cancelled)
 	}
 	for _, q := range c.Queues {
 		row(q.Queue.Name, q.Counts)

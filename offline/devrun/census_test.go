@@ -43,6 +43,9 @@ func TestCounterCountsFromTheStacksRecords(t *testing.T) {
 	c.OnBatch("fn", esm.BatchReport{QueueURL: main.URL, MessageIDs: []string{"m4"}, Bodies: bodies[3:], Verdict: esm.BatchFailed})
 	c.OnBatch("fn", esm.BatchReport{QueueURL: main.URL, MessageIDs: []string{"m4"}, Bodies: bodies[3:], Deleted: []string{"m4"}})
 	c.OnBatch("fn", esm.BatchReport{QueueURL: "elsewhere", MessageIDs: []string{"x"}, Bodies: []string{envelope("x")}, Deleted: []string{"x"}})
+	// j5 was cancelled by an operator: its delivery deleted it unrun.
+	c.ReadLine([]byte(`[fn] {"event":"cancelled","job_id":"j5","message_id":"m5"}`))
+	c.OnBatch("fn", esm.BatchReport{QueueURL: main.URL, MessageIDs: []string{"m5"}, Bodies: []string{envelope("j5")}, Deleted: []string{"m5"}})
 	c.ReadLine([]byte(`[fn] {"event":"dead","job_id":"j3","message_id":"m3","reason":"cancelled"}`))
 	c.ReadLine([]byte(`[fn] {"level":"ERROR","msg":"job dead-lettered","job_id":"j1","message_id":"m1","reason":"cancelled"}`))
 	// The runtime's dead-letter copy: the message's body.
@@ -51,15 +54,16 @@ func TestCounterCountsFromTheStacksRecords(t *testing.T) {
 
 	census, err := c.Census(ctx)
 	require.NoError(t, err)
-	require.Equal(t, devrun.Counts{Succeeded: 3, Retried: 1, Dead: 1}, census.Total)
-	require.Equal(t, 4, census.Seen)
+	require.Equal(t, devrun.Counts{Succeeded: 3, Cancelled: 1, Retried: 1, Dead: 1}, census.Total)
+	require.Equal(t, 5, census.Seen)
 	require.Nil(t, census.Tally, "only Settle lists the dead-letter queues")
 
 	census, err = c.Settle(ctx)
 	require.NoError(t, err)
 	require.Zero(t, census.Lost)
 	require.Equal(t, 1, census.Tally.Dead)
-	require.Equal(t, "DEV summary: succeeded=3 retried=1 dead=1 lost=0", census.Summary())
+	require.Equal(t, 1, census.Tally.Cancelled, "a cancelled job is neither a success nor lost")
+	require.Equal(t, "DEV summary: succeeded=3 retried=1 dead=1 lost=0 cancelled=1", census.Summary())
 	require.NoError(t, census.LostError())
 }
 

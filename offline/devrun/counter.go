@@ -144,7 +144,10 @@ func (c *Counter) Census(ctx context.Context) (*Census, error) {
 			continue
 		}
 		out.Seen++
-		if j.DeletedAfterRun {
+		switch {
+		case j.Cancelled && j.DeletedAfterRun:
+			n.Cancelled++
+		case j.DeletedAfterRun:
 			n.Succeeded++
 		}
 		if j.Retried {
@@ -157,6 +160,7 @@ func (c *Counter) Census(ctx context.Context) (*Census, error) {
 		out.Total.Succeeded += q.Succeeded
 		out.Total.Retried += q.Retried
 		out.Total.Dead += q.Dead
+		out.Total.Cancelled += q.Cancelled
 	}
 	return out, nil
 }

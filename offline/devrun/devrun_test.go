@@ -90,7 +90,7 @@ func TestRunCountsJobsOfAnyProducer(t *testing.T) {
 	require.Equal(t, 5, c.Queues[0].Succeeded)
 	require.Equal(t, 5, c.Seen)
 	require.Zero(t, c.Lost)
-	require.Equal(t, "DEV summary: succeeded=5 retried=0 dead=0 lost=0", c.Summary())
+	require.Equal(t, "DEV summary: succeeded=5 retried=0 dead=0 lost=0 cancelled=0", c.Summary())
 	require.Contains(t, c.Table(), "Echo")
 }
 

@@ -32,7 +32,7 @@ func ExampleRun() {
 	})
 	if res != nil && res.Census != nil {
 		fmt.Print(res.Census.Table())
-		fmt.Println(res.Census.Summary()) // DEV summary: succeeded=50 retried=10 dead=0 lost=0
+		fmt.Println(res.Census.Summary()) // DEV summary: succeeded=50 retried=10 dead=0 lost=0 cancelled=0
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

@@ -126,7 +126,7 @@ func TestCounterRedrivenJobDeadAgainIsDead(t *testing.T) {
 
 	census, err := counter.Settle(ctx)
 	require.NoError(t, err)
-	require.Equal(t, "DEV summary: succeeded=1 retried=0 dead=1 lost=0", census.Summary())
+	require.Equal(t, "DEV summary: succeeded=1 retried=0 dead=1 lost=0 cancelled=0", census.Summary())
 	require.Equal(t, 2, census.Seen, "the redriven job is the same job")
 	require.NoError(t, census.LostError())
 

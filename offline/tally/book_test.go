@@ -73,3 +73,25 @@ func TestBookBatchFailedAndForeignBodies(t *testing.T) {
 	require.Equal(t, "j1", jobs[1].ID)
 	require.Equal(t, "never seen by a worker", tally.Job{ID: "x"}.State())
 }
+
+// A job an operator cancelled before it ran: its delivery reports it cancelled and the mapping
+// deletes its message. It is cancelled — not a success, not lost — even where the run's own
+// evidence of success (End.Succeeded) does not name it.
+func TestBookCancelledJob(t *testing.T) {
+	t.Parallel()
+	b := tally.NewBook()
+	b.Track("j1", "mail.send", "Mail")
+	line := []byte(`[fn] {"event":"cancelled","job_id":"j1","message_id":"m1","kind":"mail.send"}`)
+	b.ReadLine(line)
+	b.OnBatch("Mail", esm.BatchReport{MessageIDs: []string{"m1"}, Bodies: []string{body}, Verdict: esm.AllSucceeded, Deleted: []string{"m1"}})
+	j, ok := b.Job("j1")
+	require.True(t, ok)
+	require.True(t, j.Cancelled)
+	require.Equal(t, "j1 (mail.send, Mail): cancelled before it ran", j.String())
+	for _, end := range []tally.End{{}, {Succeeded: map[string]bool{}}} {
+		got := b.Settle(end)
+		require.Equal(t, 1, got.Cancelled)
+		require.Zero(t, got.Succeeded)
+		require.Empty(t, got.Lost)
+	}
+}

@@ -1,10 +1,12 @@
 // Package tally keeps what became of each job of a run on the local stack, and sorts the jobs at
-// the end into succeeded, dead, stranded and lost, naming the ones that went wrong. The three
+// the end into succeeded, cancelled, dead, stranded and lost, naming the ones that went wrong. The three
 // programs that count jobs — `jobkit dev` (package devrun), `make dev` (internal/devapp) and
 // `make chaos` (internal/chaos) — share it, so a job counts the same everywhere:
 //
 //   - succeeded: the run's own evidence says so (End.Succeeded), or, without such evidence, the
 //     event source mapping deleted its message after a run that did not dead-letter it;
+//   - cancelled: cancelled by an operator (jobs.Client.Cancel) before it ran, its message
+//     deleted unrun (event.Cancelled);
 //   - dead: it is in a dead-letter queue — expected or not, redriven and dead-lettered again or
 //     not — or it may be one of the dead-letter messages a listing could not tell apart;
 //   - stranded: its state never ended — still waiting, in flight or retrying on its queue;

@@ -51,6 +51,9 @@ type Job struct {
 	// DeletedAfterRun is set when a message of the job was deleted after a run that did not
 	// dead-letter it: success as the runtime reports it.
 	DeletedAfterRun bool
+	// Cancelled is set when a delivery found the job cancelled (jobs.Client.Cancel) and the
+	// runtime let its message be deleted unrun.
+	Cancelled bool
 }
 
 // errorWidth is how much of an error a job's description shows.
@@ -76,6 +79,10 @@ func (j Job) State() string {
 		b.WriteString("retrying")
 		attempt(", attempt ")
 	case Deleted:
+		if j.Cancelled {
+			b.WriteString("cancelled before it ran")
+			break
+		}
 		b.WriteString("deleted")
 		attempt(" after attempt ")
 		b.WriteString(" without a result")

@@ -18,6 +18,9 @@ const (
 	// skipped behind a failed job of its FIFO group, abandoned at the deadline, released by a
 	// consumer's drain, or its dead-letter send failed.
 	EventReturned
+	// EventCancelled: the job was cancelled (jobs.Client.Cancel) before this delivery ran it;
+	// the mapping deletes its message.
+	EventCancelled
 )
 
 // Event is the runtime's outcome of one record.
@@ -72,6 +75,8 @@ func (b *Book) Record(e Event) {
 		if e.Error != "" {
 			j.LastError = e.Error
 		}
+	case EventCancelled:
+		j.Cancelled, j.Note = true, ""
 	case EventNotStarted, EventReturned:
 		j.Phase, j.Note = Retrying, e.Note
 		if e.Error != "" {
@@ -113,6 +118,8 @@ func ParseLine(line []byte) (e Event, ok bool) {
 		e.Type, e.Note = EventReturned, "snoozed"
 	case event.Returned:
 		e.Type = EventReturned
+	case event.Cancelled:
+		e.Type = EventCancelled
 	default:
 		return Event{}, false
 	}

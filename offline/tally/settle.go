@@ -19,8 +19,9 @@ type End struct {
 
 // Tally sorts a run's jobs by where they ended.
 type Tally struct {
-	// Jobs is the number of jobs sorted; Succeeded and Dead count two of the four sorts.
-	Jobs, Succeeded, Dead int
+	// Jobs is the number of jobs sorted; Succeeded, Cancelled and Dead count three of the five
+	// sorts.
+	Jobs, Succeeded, Cancelled, Dead int
 	// Stranded are the jobs whose state never ended: still on their queue, waiting, in flight
 	// or retrying.
 	Stranded []Job
@@ -42,6 +43,8 @@ func Settle(jobs []Job, end End) Tally {
 	var open []Job
 	for _, j := range jobs {
 		switch {
+		case j.Cancelled && j.DeletedAfterRun:
+			t.Cancelled++ // deleted unrun: not a success, not lost
 		case succeeded(j, end):
 			t.Succeeded++
 		case end.InDLQ[j.ID]:

@@ -6,7 +6,7 @@
 // source, and runs until SIGINT or SIGTERM (--once: until the job queues drain). At the end it
 // prints a table per job queue and
 //
-//	DEV summary: succeeded=<n> retried=<n> dead=<n> lost=<n>
+//	DEV summary: succeeded=<n> retried=<n> dead=<n> lost=<n> cancelled=<n>
 //
 // counting every job on every queue it deployed, from the stack's own records, by job id (a job
 // redriven and dead-lettered again is dead, not lost). Each lost job is named, with its kind, queue
