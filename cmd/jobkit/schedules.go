@@ -147,8 +147,12 @@ func printSchedules(w io.Writer, list []inspect.ScheduleInfo) {
 		return
 	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "NAME\tKIND\tSTATE\tEXPRESSION\tNEXT\tGROUP/SCHEDULE")
+	fmt.Fprintln(tw, "NAME\tKIND\tSTATE\tEXPRESSION\tLAST\tNEXT\tGROUP/SCHEDULE")
 	for _, sc := range list {
+		last := "-"
+		if sc.Last != nil {
+			last = when(*sc.Last)
+		}
 		next := "-"
 		if len(sc.Next) > 0 {
 			next = when(sc.Next[0])
@@ -160,8 +164,8 @@ func printSchedules(w io.Writer, list []inspect.ScheduleInfo) {
 		if sc.TimeZone != "" {
 			expr += " " + sc.TimeZone
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", safe(scheduleName(sc), nameWidth), safe(sc.Kind, kindWidth), safe(sc.State, reasonWidth),
-			safe(expr, valueWidth), next, safe(sc.Group+"/"+sc.Name, valueWidth))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", safe(scheduleName(sc), nameWidth), safe(sc.Kind, kindWidth), safe(sc.State, reasonWidth),
+			safe(expr, valueWidth), last, next, safe(sc.Group+"/"+sc.Name, valueWidth))
 	}
 	tw.Flush()
 }

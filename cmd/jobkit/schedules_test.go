@@ -32,7 +32,8 @@ func TestSchedulesCommand(t *testing.T) {
 
 	out, errOut, code := cli(t, "", "schedules", "list", "--group", group)
 	require.Equal(t, 0, code, errOut)
-	assert.Regexp(t, `nightly-report\s+image\.thumb\s+ENABLED\s+cron\(0 2 \* \* \? \*\)`, out)
+	// Created a moment ago, after its last 02:00: it has not run yet (LAST "-").
+	assert.Regexp(t, `nightly-report\s+image\.thumb\s+ENABLED\s+cron\(0 2 \* \* \? \*\) UTC\s+-\s+\d{4}-`, out)
 	assert.Contains(t, out, group+"/Shop-NightlySchedule9B3C5FAF")
 
 	out, errOut, code = cli(t, "", "schedules", "pause", "nightly-report", "--group", group)
@@ -49,6 +50,7 @@ func TestSchedulesCommand(t *testing.T) {
 	require.Len(t, doc.Schedules, 1)
 	assert.Equal(t, "DISABLED", doc.Schedules[0].State)
 	assert.Equal(t, "nightly-report", doc.Schedules[0].JobName)
+	assert.Nil(t, doc.Schedules[0].Last, "no tick since it was created")
 
 	out, errOut, code = cli(t, "", "schedules", "fire", "nightly-report", "--group", group, "--json")
 	require.Equal(t, 0, code, errOut)

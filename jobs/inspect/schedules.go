@@ -39,6 +39,12 @@ type ScheduleInfo struct {
 	TargetARN  string `json:"target_arn"`
 	// Next are the next fire times (UTC); empty for a disabled schedule or one that fires no more.
 	Next []time.Time `json:"next"`
+	// Last is the latest fire time at or before now (UTC), whether or not the schedule was
+	// enabled then; nil when it has not fired yet (as far as its expression and dates tell) or
+	// that time is more than a year back. LastJobID is the job that tick sent
+	// (scheduler.TickID), for a jobkit schedule: its status tells how the last run went.
+	Last      *time.Time `json:"last,omitempty"`
+	LastJobID string     `json:"last_job_id,omitempty"`
 	// Problem says why Next could not be computed (an expression or time zone jobkit cannot read).
 	Problem string `json:"problem,omitempty"`
 }
@@ -130,6 +136,12 @@ func (i *Inspector) scheduleDetail(ctx context.Context, s *ScheduleInfo, next in
 		start = aws.ToTime(got.CreationDate)
 	}
 	s.Next, s.Problem = NextFireTimes(s.Expression, s.TimeZone, start, i.now(), next)
+	if last, ok := LastFireTime(s.Expression, s.TimeZone, start, i.now()); ok && (start.IsZero() || !last.Before(start)) {
+		s.Last = &last
+		if s.JobName != "" {
+			s.LastJobID = scheduler.TickID(s.JobName, last)
+		}
+	}
 	if s.State == "DISABLED" {
 		s.Next = nil
 	}
@@ -142,6 +154,54 @@ func (i *Inspector) scheduleDetail(ctx context.Context, s *ScheduleInfo, next in
 		}
 	}
 	return nil
+}
+
+// LastFireTime returns the latest fire time of a schedule expression at or before now, in UTC,
+// looking back at most a year; ok is false when there is none (or the expression or time zone
+// cannot be read). tz "" means UTC; start is when a rate schedule began counting (ticks fall at
+// start + k × interval, as NextFireTimes counts them); zero means the expression alone decides
+// (a rate: no tick known).
+func LastFireTime(expression, tz string, start, now time.Time) (time.Time, bool) {
+	expr, err := scheduler.ParseExpression(expression)
+	if err != nil {
+		return time.Time{}, false
+	}
+	loc := time.UTC
+	if tz != "" {
+		if loc, err = time.LoadLocation(tz); err != nil {
+			return time.Time{}, false
+		}
+	}
+	switch expr.Kind() {
+	case scheduler.KindRate:
+		iv := expr.Interval()
+		if start.IsZero() || iv <= 0 || start.After(now) {
+			return time.Time{}, false
+		}
+		return start.Add(now.Sub(start) / iv * iv).UTC(), true
+	case scheduler.KindAt:
+		at, ok := expr.At(loc)
+		if !ok || at.After(now) {
+			return time.Time{}, false
+		}
+		return at.UTC(), true
+	}
+	// cron: walk forward from ever earlier points until a tick at or before now is found.
+	for _, back := range []time.Duration{time.Hour, 24 * time.Hour, 32 * 24 * time.Hour, 366 * 24 * time.Hour} {
+		var last time.Time
+		after := now.Add(-back)
+		for range 100000 {
+			t, ok := expr.Next(after, loc)
+			if !ok || t.After(now) {
+				break
+			}
+			last, after = t, t
+		}
+		if !last.IsZero() {
+			return last.UTC(), true
+		}
+	}
+	return time.Time{}, false
 }
 
 // NextFireTimes returns up to n fire times of a schedule expression after now, in UTC, and a

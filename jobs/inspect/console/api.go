@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/jobkit-go/jobkit/jobs"
@@ -187,7 +188,26 @@ func (s *Server) schedules(ctx context.Context) ([]scheduleView, error) {
 	if err != nil {
 		return nil, err
 	}
-	return toScheduleViews(list), nil
+	views := toScheduleViews(list)
+	if s.o.States != nil {
+		// How each schedule's last tick went: its job's state, 8 reads at a time.
+		var wg sync.WaitGroup
+		sem := make(chan struct{}, 8)
+		for n := range list {
+			if list[n].LastJobID == "" {
+				continue
+			}
+			wg.Go(func() {
+				sem <- struct{}{}
+				defer func() { <-sem }()
+				if st, err := s.o.States.JobStatus(ctx, list[n].LastJobID); err == nil {
+					views[n].LastState = text(string(st.State), fieldWidth)
+				}
+			})
+		}
+		wg.Wait()
+	}
+	return views, nil
 }
 
 func (s *Server) apiSchedules(w http.ResponseWriter, r *http.Request) {

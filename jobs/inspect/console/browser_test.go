@@ -30,6 +30,7 @@ import (
 	"github.com/jobkit-go/jobkit/jobs/inspect"
 	"github.com/jobkit-go/jobkit/jobs/jobstest"
 	"github.com/jobkit-go/jobkit/jobs/state"
+	"github.com/jobkit-go/jobkit/scheduler"
 	"github.com/jobkit-go/jobkit/testkit/awstest"
 )
 
@@ -85,12 +86,17 @@ func tableRows(t *testing.T, ctx context.Context, selector string) [][]string {
 	return rows
 }
 
-// schedule creates a recurring schedule in the default group, deleted when the test ends.
-func (f *fixture) schedule(t *testing.T, name, expr, tz string) {
+// schedule creates a recurring schedule in the default group, deleted when the test ends; start,
+// if given, is its start date.
+func (f *fixture) schedule(t *testing.T, name, expr, tz string, start ...time.Time) {
 	t.Helper()
 	sch := awsscheduler.NewFromConfig(f.cfg)
+	var startDate *time.Time
+	if len(start) > 0 {
+		startDate = &start[0]
+	}
 	_, err := sch.CreateSchedule(context.Background(), &awsscheduler.CreateScheduleInput{
-		Name: aws.String(name), ScheduleExpression: aws.String(expr), ScheduleExpressionTimezone: aws.String(tz),
+		Name: aws.String(name), ScheduleExpression: aws.String(expr), ScheduleExpressionTimezone: aws.String(tz), StartDate: startDate,
 		FlexibleTimeWindow: &schedtypes.FlexibleTimeWindow{Mode: schedtypes.FlexibleTimeWindowModeOff},
 		Target: &schedtypes.Target{
 			Arn: aws.String(f.queue.ARN), RoleArn: aws.String("arn:aws:iam::000000000000:role/jobkit-scheduler"),
@@ -322,7 +328,18 @@ func TestJobAndScheduleActionsInABrowser(t *testing.T) {
 	waiting, err := client.Enqueue(bg, statusJob{Image: "cat.png"}, nil)
 	require.NoError(t, err)
 	schedule := awstest.Name(t, "nightly")
-	f.schedule(t, schedule, "cron(0 2 * * ? *)", "Europe/Paris")
+	// An hourly schedule that started 4 minutes ago (Scheduler takes a start date up to 5 minutes
+	// back): its first tick, at its start, is its last for the next 56 minutes.
+	start := time.Now().Add(-4 * time.Minute).Truncate(time.Second)
+	f.schedule(t, schedule, "rate(1 hour)", "Europe/Paris", start)
+	// That tick's job, as Scheduler would have sent it (its id names the tick), enqueued.
+	last, ok := inspect.LastFireTime("rate(1 hour)", "Europe/Paris", start, time.Now())
+	require.True(t, ok)
+	require.Equal(t, start.UTC(), last)
+	ticks, err := jobs.NewClient(f.sqs, jobs.ClientOptions{DefaultQueueURL: awstest.CreateQueue(t, cfg, "ticks", nil).URL, State: table})
+	require.NoError(t, err)
+	_, err = ticks.Enqueue(bg, statusJob{Image: "report.png"}, &jobs.EnqueueOpts{ID: scheduler.TickID(schedule, last)})
+	require.NoError(t, err)
 
 	ctx := browser(t)
 	dir := os.Getenv(EnvScreenshots)
@@ -373,6 +390,8 @@ func TestJobAndScheduleActionsInABrowser(t *testing.T) {
 	require.Equal(t, schedule, cells[0], "listed by the name declared in Go")
 	require.Equal(t, "report.daily", cells[1])
 	require.Equal(t, "ENABLED", cells[4])
+	require.Contains(t, cells[5], last.UTC().Format("2006-01-02 15:04"), "the last run")
+	require.Contains(t, cells[5], "enqueued", "and how it went: its tick job's state")
 	require.NoError(t, chromedp.Run(ctx, chromedp.Click(row+` button[data-op="pause"]`, chromedp.ByQuery)))
 	reloaded(`!!document.querySelector(` + fmt.Sprintf("%q", row+` button[data-op="resume"]`) + `)`)
 	screenshot(t, ctx, dir, "console-schedules")

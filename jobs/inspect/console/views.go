@@ -176,6 +176,11 @@ type scheduleView struct {
 	Target     string   `json:"target"`
 	Next       []string `json:"next"`
 	Problem    string   `json:"problem"`
+	// Last is the last fire time; LastJobID the job that tick sent, and LastState its state
+	// from the job state table ("" when unknown: no table, or no state recorded).
+	Last      string `json:"last,omitempty"`
+	LastJobID string `json:"last_job_id,omitempty"`
+	LastState string `json:"last_state,omitempty"`
 }
 
 func toScheduleViews(in []inspect.ScheduleInfo) []scheduleView {
@@ -190,6 +195,9 @@ func toScheduleViews(in []inspect.ScheduleInfo) []scheduleView {
 		v.TimeZone = cmp.Or(v.TimeZone, "UTC")
 		for _, t := range s.Next {
 			v.Next = append(v.Next, stamp(t))
+		}
+		if s.Last != nil {
+			v.Last, v.LastJobID = stamp(*s.Last), text(s.LastJobID, fieldWidth)
 		}
 		out[n] = v
 	}
