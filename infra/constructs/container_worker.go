@@ -90,8 +90,13 @@ type ContainerWorkerProps struct {
 	// CloudWatchAgentImage is the image of the CloudWatch agent sidecar that takes the worker's
 	// EMF lines (JOBKIT_METRICS_ENDPOINT) and writes them to the task's log group, from which
 	// CloudWatch extracts the metrics: the awslogs driver does not (only Lambda's output and
-	// the agent's log events are read as EMF). Default DefaultCloudWatchAgentImage.
+	// the agent's log events are read as EMF). Default DefaultCloudWatchAgentImage. Tasks that
+	// reach AWS only through VPC endpoints cannot pull from AWS's public registry: copy the image
+	// into a private ECR repository and name it here, or set NoCloudWatchAgent.
 	CloudWatchAgentImage string
+	// NoCloudWatchAgent leaves the sidecar out: the worker writes its EMF lines to stdout, where
+	// the awslogs driver stores them as plain log lines (no metrics, no per-kind widgets).
+	NoCloudWatchAgent bool
 }
 
 // ContainerWorker runs the jobs of a JobQueue in containers: an ECS Fargate service (arm64) of
@@ -110,7 +115,8 @@ type ContainerWorker struct {
 	Cluster        awsecs.Cluster
 	TaskDefinition awsecs.FargateTaskDefinition
 	Container      awsecs.ContainerDefinition
-	// Agent is the CloudWatch agent sidecar that takes the worker's EMF lines.
+	// Agent is the CloudWatch agent sidecar that takes the worker's EMF lines (nil with
+	// NoCloudWatchAgent).
 	Agent    awsecs.ContainerDefinition
 	Service  awsecs.FargateService
 	TaskRole awsiam.Role
@@ -142,8 +148,10 @@ func NewContainerWorker(scope constructs.Construct, id string, props *ContainerW
 	w.Environment = p.environment(id)
 
 	w.LogGroup = awslogs.NewLogGroup(c, jsii.String("Logs"), &awslogs.LogGroupProps{Retention: p.LogRetention})
-	w.Environment[contract.EnvMetricsEndpoint] = CloudWatchAgentEndpoint
-	w.Environment[contract.EnvMetricsLogGroup] = *w.LogGroup.LogGroupName()
+	if !p.NoCloudWatchAgent {
+		w.Environment[contract.EnvMetricsEndpoint] = CloudWatchAgentEndpoint
+		w.Environment[contract.EnvMetricsLogGroup] = *w.LogGroup.LogGroupName()
+	}
 	// ECS may assume it only for this account's tasks (the confused deputy: aws:SourceAccount and
 	// aws:SourceArn, as the ECS documentation recommends for task roles).
 	stack := awscdk.Stack_Of(c)
@@ -195,7 +203,9 @@ func (w *ContainerWorker) defineTask(p ContainerWorkerProps) {
 			StreamPrefix: jsii.String("worker"), LogGroup: w.LogGroup,
 		}),
 	})
-	w.defineAgent(p)
+	if !p.NoCloudWatchAgent {
+		w.defineAgent(p)
+	}
 	cfn := w.TaskDefinition.Node().DefaultChild().(awsecs.CfnTaskDefinition)
 	cfn.AddMetadata(jsii.String(SourceMetadataKey), jsii.String(path.Clean(p.Source.Package)))
 	cfn.AddMetadata(jsii.String(contract.ContainerMetadataKey), w.Container.ContainerName())
@@ -231,11 +241,6 @@ func (w *ContainerWorker) defineAgent(p ContainerWorkerProps) {
 	})
 	w.Container.AddContainerDependencies(&awsecs.ContainerDependency{Container: w.Agent, Condition: awsecs.ContainerDependencyCondition_START})
 	w.LogGroup.GrantWrite(w.TaskRole)
-	cdknag.NagSuppressions_AddResourceSuppressions(w.TaskRole, &[]*cdknag.NagPackSuppression{{
-		Id:        jsii.String("AwsSolutions-IAM5"),
-		Reason:    jsii.String("the CloudWatch agent sidecar writes the worker's metric lines to log streams it creates in the worker's own log group (log-stream:* of that group only)"),
-		AppliesTo: &[]any{map[string]any{"regex": "/^Resource::<.*Logs.*\\.Arn>:\\*$/"}},
-	}}, jsii.Bool(true))
 }
 
 // defineService defines the cluster (Container Insights on: the dashboard's task counts), and the

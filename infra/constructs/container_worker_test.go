@@ -141,3 +141,19 @@ func TestBacklogSteps(t *testing.T) {
 	}
 	assert.Equal(t, []iv{{-1, 1, 0}, {1, 11, 1}, {11, 21, 2}, {21, -1, 3}}, got)
 }
+
+// Without the agent (NoCloudWatchAgent): one container, its metrics on stdout, no log grant.
+func TestContainerWorkerWithoutAgent(t *testing.T) {
+	app, stack := newStack(t)
+	q := NewJobQueue(stack, "Long", &JobQueueProps{MaxAttempts: 3, VisibilityTimeout: 5 * time.Minute})
+	w := NewContainerWorker(stack, "Encoder", &ContainerWorkerProps{Source: helloSource, Queue: q, NoCloudWatchAgent: true})
+	requireNoNagErrors(t, app, stack)
+	tpl := synth(t, stack)
+	_, td := tpl.Only(t, "AWS::ECS::TaskDefinition")
+	defs := get(props(td), "ContainerDefinitions").([]any)
+	require.Len(t, defs, 1)
+	for _, e := range defs[0].(map[string]any)["Environment"].([]any) {
+		assert.NotContains(t, e.(map[string]any)["Name"], "JOBKIT_METRICS_", "metrics stay on stdout")
+	}
+	assert.Nil(t, w.Agent)
+}

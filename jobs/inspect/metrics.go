@@ -28,14 +28,17 @@ type JobSeries struct {
 
 // JobMetrics reads, for each queue (by name) over the last window (rounded up to whole minutes;
 // at most 24 hours), the jobs succeeded, retried and dead per minute: one JobSeries per queue, then
-// one per kind the queue published (CloudWatch ListMetrics on the Kind dimension). It costs one
-// ListMetrics call per queue and GetMetricData calls of up to 500 series.
+// one per kind the queue published (CloudWatch ListMetrics on the Kind dimension). The runtime
+// publishes every figure per queue and per queue and kind; the queue's series is the sum of its
+// kinds' (which also holds on LocalStack, whose GetMetricData adds the [Queue, Kind] data to a
+// [Queue] query: docs/emulators.md). It costs one ListMetrics call per queue and GetMetricData
+// calls of up to 500 metrics (3 per kind).
 func (i *Inspector) JobMetrics(ctx context.Context, queues []string, window time.Duration) ([]JobSeries, error) {
 	if window <= 0 || window > 24*time.Hour {
 		return nil, fmt.Errorf("inspect: JobMetrics window %s: want (0, 24h]", window)
 	}
 	end := i.now().Truncate(time.Minute).Add(time.Minute)
-	start := end.Add(-window.Round(time.Minute))
+	start := end.Add(-(window + time.Minute - 1).Truncate(time.Minute))
 	if !start.Before(end) {
 		start = end.Add(-time.Minute)
 	}
@@ -76,10 +79,11 @@ func (i *Inspector) JobMetrics(ctx context.Context, queues []string, window time
 	names := []string{contract.MetricSucceeded, contract.MetricRetried, contract.MetricDead}
 	var queries []cwtypes.MetricDataQuery
 	for n, s := range series {
-		dims := []cwtypes.Dimension{{Name: aws.String(contract.DimensionQueue), Value: aws.String(s.Queue)}}
-		if s.Kind != "" {
-			dims = append(dims, cwtypes.Dimension{Name: aws.String(contract.DimensionKind), Value: aws.String(s.Kind)})
+		if s.Kind == "" {
+			continue // the queue's total: the sum of its kinds, below
 		}
+		dims := []cwtypes.Dimension{{Name: aws.String(contract.DimensionQueue), Value: aws.String(s.Queue)},
+			{Name: aws.String(contract.DimensionKind), Value: aws.String(s.Kind)}}
 		for k, name := range names {
 			queries = append(queries, cwtypes.MetricDataQuery{
 				Id: aws.String("s" + strconv.Itoa(n) + "_" + strconv.Itoa(k)),
@@ -111,6 +115,18 @@ func (i *Inspector) JobMetrics(ctx context.Context, queues []string, window time
 					}
 				}
 			}
+		}
+	}
+	total := -1
+	for n := range series {
+		if series[n].Kind == "" {
+			total = n
+			continue
+		}
+		for m := range minutes {
+			series[total].Succeeded[m] += series[n].Succeeded[m]
+			series[total].Retried[m] += series[n].Retried[m]
+			series[total].Dead[m] += series[n].Dead[m]
 		}
 	}
 	return series, nil

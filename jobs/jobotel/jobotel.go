@@ -32,8 +32,10 @@ const (
 	AttrJobID      = attribute.Key("jobkit.job.id")
 	AttrJobKind    = attribute.Key("jobkit.job.kind")
 	AttrJobAttempt = attribute.Key("jobkit.job.attempt")
-	// AttrJobOutcome is what became of a run: succeeded, retried, snoozed, cancelled (the worker
-	// returned jobs.Cancel: dead-lettered at once) or dead (its last attempt failed).
+	// AttrJobOutcome is what became of a delivery: succeeded, retried, snoozed, dead (its last
+	// attempt failed, or a permanent error: jobs.Cancel, bad args, an error with a dead-letter
+	// reason) or cancelled (an operator cancelled the job before it ran: jobs.ErrCancelled), as
+	// the runtime's events and NewMetrics name them.
 	AttrJobOutcome = attribute.Key("jobkit.job.outcome")
 )
 
@@ -43,14 +45,13 @@ var (
 	attrProcess = attribute.String("messaging.operation.type", "process")
 	keyQueue    = attribute.Key("messaging.destination.name")
 	keyMessage  = attribute.Key("messaging.message.id")
-	keyBatch    = attribute.Key("messaging.batch.message_count")
 	w3c         = propagation.TraceContext{}
 )
 
-// NewTracer returns the jobs.EnqueueTracer of tp (nil: the global provider is not read; pass
-// otel.GetTracerProvider() for it): a producer span "send <queue>" per job, a child of the
-// context's span (else of the job trace the context carries, or of EnqueueOpts.Trace), whose
-// trace the job carries to its worker.
+// NewTracer returns the jobs.EnqueueTracer of tp (not nil; otel.GetTracerProvider() for the
+// global one): a producer span "send <queue>" per job, a child of EnqueueOpts.Trace when the
+// caller set it, else of the context's span, else of the job trace the context carries
+// (jobs.TraceFromContext), whose trace the job carries to its worker.
 func NewTracer(tp trace.TracerProvider) jobs.EnqueueTracer {
 	return tracer{tp.Tracer(ScopeName)}
 }
@@ -67,9 +68,6 @@ func (t tracer) StartEnqueue(ctx context.Context, job jobs.EnqueueSpan) (string,
 	}
 	queue := awsarn.QueueName(job.QueueURL)
 	attrs := []attribute.KeyValue{attrSystem, attrSend, keyQueue.String(queue), AttrJobKind.String(job.Kind)}
-	if job.Batch {
-		attrs = append(attrs, keyBatch.Int(1))
-	}
 	ctx, span := t.t.Start(ctx, "send "+queue, trace.WithSpanKind(trace.SpanKindProducer), trace.WithAttributes(attrs...))
 	return traceparent(ctx), func(res jobs.EnqueueResult) {
 		span.SetAttributes(AttrJobID.String(res.ID))
@@ -84,7 +82,7 @@ func (t tracer) StartEnqueue(ctx context.Context, job jobs.EnqueueSpan) (string,
 	}
 }
 
-// Middleware returns the job middleware of tp: a consumer span "process <queue>" per run of a
+// Middleware returns the job middleware of tp (not nil): a consumer span "process <queue>" per run of a
 // job, a child of the trace the job carries (the producer's span, with NewTracer) and linked to
 // it; the job's context carries the span, so the job's own spans and the jobs it enqueues
 // continue it. Put it first (outermost), so the span covers the other middleware.
@@ -108,7 +106,7 @@ func Middleware(tp trace.TracerProvider) jobs.Middleware {
 			err := next(jobs.ContextWithTrace(ctx, traceparent(ctx)), row)
 			outcome := Outcome(err, row.Attempt, row.MaxAttempts)
 			span.SetAttributes(AttrJobOutcome.String(outcome))
-			if err != nil && outcome != "snoozed" {
+			if err != nil && outcome != "snoozed" && outcome != "cancelled" {
 				span.RecordError(err)
 				span.SetStatus(codes.Error, err.Error())
 			}
@@ -117,18 +115,25 @@ func Middleware(tp trace.TracerProvider) jobs.Middleware {
 	}
 }
 
-// Outcome names what the runtime makes of a run that returned err, on attempt of maxAttempts
-// (0: unknown, never the last): succeeded, snoozed, cancelled, dead or retried.
+// Outcome names what the runtime makes of a delivery whose middleware and worker returned err,
+// on attempt of maxAttempts (0: unknown, never the last), as its events do (event.Type):
+// succeeded; snoozed; cancelled (jobs.ErrCancelled: an operator cancelled it, it did not run);
+// dead (a permanent error — jobs.Cancel, *jobs.ArgsError, an error with a DeadLetterReason —
+// or a failure on its last attempt); else retried.
 func Outcome(err error, attempt, maxAttempts int) string {
 	var snooze *jobs.SnoozeError
 	var cancel *jobs.CancelError
+	var args *jobs.ArgsError
+	var reasoned interface{ DeadLetterReason() string }
 	switch {
 	case err == nil:
 		return "succeeded"
 	case errors.As(err, &snooze):
 		return "snoozed"
-	case errors.As(err, &cancel):
+	case errors.Is(err, jobs.ErrCancelled):
 		return "cancelled"
+	case errors.As(err, &cancel), errors.As(err, &args), errors.As(err, &reasoned):
+		return "dead"
 	case maxAttempts > 0 && attempt >= maxAttempts:
 		return "dead"
 	}

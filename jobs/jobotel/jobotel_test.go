@@ -3,6 +3,7 @@ package jobotel_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -32,7 +33,10 @@ func TestOutcome(t *testing.T) {
 		{errors.New("x"), 3, 3, "dead"},
 		{errors.New("x"), 9, 0, "retried"},
 		{jobs.Snooze(time.Second), 3, 3, "snoozed"},
-		{jobs.Cancel(errors.New("bad")), 1, 3, "cancelled"},
+		{jobs.Cancel(errors.New("bad")), 1, 3, "dead"},
+		{fmt.Errorf("state: %w", jobs.ErrCancelled), 1, 3, "cancelled"},
+		{&jobs.ArgsError{Kind: "k", Err: errors.New("bad json")}, 1, 3, "dead"},
+		{&jobs.UnknownKindError{Kind: "k"}, 1, 3, "dead"},
 	} {
 		assert.Equal(t, c.want, jobotel.Outcome(c.err, c.attempt, c.max), "%v on %d/%d", c.err, c.attempt, c.max)
 	}
@@ -98,5 +102,5 @@ func TestMetricsBoundKinds(t *testing.T) {
 		}
 	}
 	assert.Equal(t, map[string]int64{"a.run/succeeded": 1, "unknown/dead": 1, "a.run/not_run": 1}, counts)
-	assert.Equal(t, map[string]uint64{"a.run": 1, "unknown": 1}, durations)
+	assert.Equal(t, map[string]uint64{"a.run": 1}, durations, "the dead job that never ran has no duration")
 }

@@ -21,7 +21,8 @@ const (
 	MetricDuration = "jobkit.job.duration"
 )
 
-// NewMetrics returns an OnEvent hook (jobs.Config.OnEvent) that records each job outcome in mp:
+// NewMetrics returns an OnEvent hook (jobs.Config.OnEvent) that records each job outcome in mp
+// (not nil):
 // MetricJobs and MetricDuration. kinds are the kinds the worker runs (jobs.Workers.Kinds): a job
 // of any other kind is recorded as contract.KindUnknown, as in the runtime's EMF lines, so
 // messages cannot add series. To keep the events' other consumer, call both:
@@ -51,8 +52,8 @@ func NewMetrics(mp metric.MeterProvider, kinds []string) (func(event.Event), err
 		set := metric.WithAttributeSet(attribute.NewSet(keyQueue.String(e.Queue), AttrJobKind.String(kind), AttrJobOutcome.String(string(e.Type))))
 		ctx := context.Background()
 		jobs.Add(ctx, 1, set)
-		if e.Type == event.Succeeded || e.Type == event.Retried || e.Type == event.Dead {
-			duration.Record(ctx, e.Duration.Seconds(), set)
+		if e.Duration > 0 && (e.Type == event.Succeeded || e.Type == event.Retried || e.Type == event.Dead) {
+			duration.Record(ctx, e.Duration.Seconds(), set) // runs only: a dead job that never ran has none
 		}
 	}, nil
 }

@@ -26,7 +26,6 @@ type metricsTee struct {
 
 	mu      sync.Mutex
 	pending map[string][]cwtypes.MetricDatum // by namespace
-	wake    chan struct{}
 	stop    chan struct{}
 	done    chan struct{}
 }
@@ -39,7 +38,7 @@ const maxDatums = 1000
 
 func newMetricsTee(out io.Writer, cw *cloudwatch.Client, log *slog.Logger) *metricsTee {
 	t := &metricsTee{out: out, cw: cw, log: log, pending: map[string][]cwtypes.MetricDatum{},
-		wake: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
+		stop: make(chan struct{}), done: make(chan struct{})}
 	go t.run()
 	return t
 }
@@ -64,10 +63,6 @@ func (t *metricsTee) add(byNamespace map[string][]cwtypes.MetricDatum) {
 		t.pending[ns] = append(t.pending[ns], d...)
 	}
 	t.mu.Unlock()
-	select {
-	case t.wake <- struct{}{}:
-	default:
-	}
 }
 
 // run publishes what was read, at most once a second, until close.
@@ -82,7 +77,6 @@ func (t *metricsTee) run() {
 			return
 		case <-tick.C:
 			t.flush()
-		case <-t.wake:
 		}
 	}
 }
@@ -128,8 +122,8 @@ func parseEMF(line []byte) map[string][]cwtypes.MetricDatum {
 			Metrics    []struct{ Name, Unit string }
 		}
 	}
-	if json.Unmarshal(doc["_aws"], &meta) != nil {
-		return nil
+	if json.Unmarshal(doc["_aws"], &meta) != nil || meta.Timestamp <= 0 {
+		return nil // not EMF: CloudWatch requires _aws.Timestamp
 	}
 	at := time.UnixMilli(meta.Timestamp)
 	out := map[string][]cwtypes.MetricDatum{}

@@ -129,7 +129,7 @@
       if (doc.series.length === 0) {
         const p = document.createElement("p");
         p.className = "muted";
-        p.textContent = "no queues";
+        p.textContent = doc.warnings && doc.warnings.length ? "no data" : "no queues";
         charts.appendChild(p);
       }
       const warn = $("charts-warning");
