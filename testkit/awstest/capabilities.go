@@ -11,13 +11,13 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/cloudwatch"
+	cwschemas "github.com/aws/aws-sdk-go-v2/service/cloudwatch/schemas"
 	cwtypes "github.com/aws/aws-sdk-go-v2/service/cloudwatch/types"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sts"
 	"github.com/aws/smithy-go"
 	smithyhttp "github.com/aws/smithy-go/transport/http"
-
-	"github.com/jobkit-go/jobkit/jobs/inspect"
+	"github.com/aws/smithy-go/transport/http/protocol/awsquery"
 )
 
 // What serves the endpoint, as Emulator reports it.
@@ -126,7 +126,14 @@ func HasCloudWatch(tb testing.TB) bool {
 	tb.Helper()
 	return cloudWatchProbe.get(tb, "probe CloudWatch", func(ctx context.Context, cfg aws.Config) (string, error) {
 		now := time.Now()
-		_, err := inspect.NewCloudWatch(cfg).GetMetricData(ctx, &cloudwatch.GetMetricDataInput{
+		// The client inspect.NewCloudWatch makes for an emulator (Query protocol), built here:
+		// this kit is imported by the tests of packages inspect imports.
+		cw := cloudwatch.NewFromConfig(cfg, func(o *cloudwatch.Options) {
+			if cfg.BaseEndpoint != nil {
+				o.Protocol = awsquery.New(cwschemas.GraniteServiceVersion20100801)
+			}
+		})
+		_, err := cw.GetMetricData(ctx, &cloudwatch.GetMetricDataInput{
 			StartTime: aws.Time(now.Add(-5 * time.Minute)), EndTime: aws.Time(now),
 			MetricDataQueries: []cwtypes.MetricDataQuery{{
 				Id: aws.String("q0"),
