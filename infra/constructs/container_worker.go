@@ -33,8 +33,8 @@ const (
 	// time for the process to exit after the consumer has returned.
 	StopTimeoutMargin = 5 * time.Second
 	// DefaultCloudWatchAgentImage is the CloudWatch agent the tasks run beside the worker
-	// (ContainerWorkerProps.CloudWatchAgentImage), from AWS's public registry.
-	DefaultCloudWatchAgentImage = "public.ecr.aws/cloudwatch-agent/cloudwatch-agent:1.300064.0b1337"
+	// (ContainerWorkerProps.CloudWatchAgentImage): AWS's image, by its Docker Hub name.
+	DefaultCloudWatchAgentImage = "amazon/cloudwatch-agent:1.300064.0b1337"
 	// CloudWatchAgentEndpoint is where the worker sends its EMF lines: the agent's EMF listener
 	// in the task (awsvpc: the task's containers share localhost).
 	CloudWatchAgentEndpoint = "tcp://127.0.0.1:25888"
@@ -91,8 +91,8 @@ type ContainerWorkerProps struct {
 	// EMF lines (JOBKIT_METRICS_ENDPOINT) and writes them to the task's log group, from which
 	// CloudWatch extracts the metrics: the awslogs driver does not (only Lambda's output and
 	// the agent's log events are read as EMF). Default DefaultCloudWatchAgentImage. Tasks that
-	// reach AWS only through VPC endpoints cannot pull from AWS's public registry: copy the image
-	// into a private ECR repository and name it here, or set NoCloudWatchAgent.
+	// reach AWS only through VPC endpoints cannot pull it, and Docker Hub limits anonymous pulls:
+	// copy the image into a private ECR repository and name it here, or set NoCloudWatchAgent.
 	CloudWatchAgentImage string
 	// NoCloudWatchAgent leaves the sidecar out: the worker writes its EMF lines to stdout, where
 	// the awslogs driver stores them as plain log lines (no metrics, no per-kind widgets).

@@ -31,7 +31,7 @@ func TestDeployContainers(t *testing.T) {
 			"Metadata": map[string]any{deploy.SourceMetadataKey: "offline/deploy/testdata/echofn", contract.ContainerMetadataKey: "Worker"},
 			"Properties": map[string]any{
 				"ContainerDefinitions": []any{map[string]any{
-					"Name": "CloudWatchAgent", "Image": "public.ecr.aws/cloudwatch-agent/cloudwatch-agent:1",
+					"Name": "CloudWatchAgent", "Image": "amazon/cloudwatch-agent:1",
 				}, map[string]any{
 					"Name":        "Worker",
 					"Image":       map[string]any{"Fn::Sub": "${AWS::AccountId}.dkr.ecr.${AWS::Region}.${AWS::URLSuffix}/assets:abc"},
