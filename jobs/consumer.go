@@ -41,6 +41,11 @@ type ConsumerOptions struct {
 	Pollers int
 	// WaitTime is each receive's long poll, 1 to 20 s. Default 20 s.
 	WaitTime time.Duration
+	// PauseCheck is how often the consumer reads its queue's tags to learn whether the queue is
+	// paused (contract.TagPaused, set by inspect.Inspector.SetQueuePaused): while it is, the
+	// consumer receives nothing, and its running jobs finish. Default 10 s; it needs an SQS
+	// client with ListQueueTags (a *sqs.Client has it), else the consumer never pauses.
+	PauseCheck time.Duration
 	// DrainTimeout bounds the drain that begins when Run's context ends: receiving stops at
 	// once; running jobs have three quarters of it to finish; then their contexts end
 	// (ErrDraining); at seven eighths the jobs still running are given up and their messages
@@ -107,8 +112,10 @@ type Consumer struct {
 	pollers     int
 	wait        int32
 	drain       time.Duration
+	pauseCheck  time.Duration
 	fifo        bool
 	log         *slog.Logger
+	paused      atomic.Bool
 
 	slots   chan struct{}
 	deletes chan deleteEntry
@@ -127,6 +134,7 @@ type ConsumerStats struct {
 	Received int64 // messages received
 	Deleted  int64 // messages deleted after their job
 	Released int64 // messages given up by the drain and made visible at once
+	Paused   bool  // the queue is paused (ConsumerOptions.PauseCheck): nothing is received
 }
 
 type consumerCounters struct{ receives, received, deleted, released atomic.Int64 }
@@ -136,6 +144,7 @@ func (c *Consumer) Stats() ConsumerStats {
 	return ConsumerStats{
 		Receives: c.stats.receives.Load(), Received: c.stats.received.Load(),
 		Deleted: c.stats.deleted.Load(), Released: c.stats.released.Load(),
+		Paused: c.paused.Load(),
 	}
 }
 
@@ -187,13 +196,16 @@ func NewConsumer(workers *Workers, cfg Config, opts *ConsumerOptions) (*Consumer
 	if o.DrainTimeout <= 0 {
 		o.DrainTimeout = contract.DefaultDrainTimeout
 	}
+	if o.PauseCheck <= 0 {
+		o.PauseCheck = defaultPauseCheck
+	}
 	if vt := h.cfg.VisibilityTimeout; vt < contract.MinConsumerVisibilityTimeout {
 		return nil, fmt.Errorf("jobs: NewConsumer: VisibilityTimeout %v: want at least 3s (heartbeats every third)", vt)
 	}
 	return &Consumer{
 		h: h, sqs: client, queue: aws.String(h.cfg.QueueURL),
 		concurrency: o.Concurrency, pollers: o.Pollers, wait: int32(o.WaitTime / time.Second),
-		drain: o.DrainTimeout, fifo: h.fifo, log: h.log,
+		drain: o.DrainTimeout, pauseCheck: o.PauseCheck, fifo: h.fifo, log: h.log,
 		slots:   make(chan struct{}, o.Concurrency),
 		deletes: make(chan deleteEntry, o.Concurrency),
 		units:   map[*unit]struct{}{},
@@ -215,6 +227,11 @@ func (c *Consumer) Run(ctx context.Context) error {
 		go func() { defer deleters.Done(); c.deleteLoop(delCtx) }()
 	}
 	var polls sync.WaitGroup
+	if tags, ok := c.sqs.(queueTagLister); ok {
+		c.checkPause(ctx, base, tags) // before the first receive: a paused queue starts paused
+		polls.Add(1)
+		go func() { defer polls.Done(); c.watchPause(ctx, base, tags) }()
+	}
 	for range c.pollers {
 		polls.Add(1)
 		go func() { defer polls.Done(); c.poll(ctx, base) }()
@@ -247,6 +264,13 @@ func (c *Consumer) Run(ctx context.Context) error {
 func (c *Consumer) poll(ctx, base context.Context) {
 	failures := 0
 	for {
+		for c.paused.Load() {
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(pausedPoll):
+			}
+		}
 		n := c.acquire(ctx)
 		if n == 0 {
 			return
@@ -288,6 +312,50 @@ func (c *Consumer) poll(ctx, base context.Context) {
 		failures = 0
 		c.stats.received.Add(int64(len(msgs)))
 		c.dispatch(base, msgs, received)
+	}
+}
+
+// defaultPauseCheck is how often a Consumer reads its queue's pause tag; pausedPoll how often a
+// paused poller looks at what the last read found.
+const (
+	defaultPauseCheck = 10 * time.Second
+	pausedPoll        = 100 * time.Millisecond
+)
+
+// queueTagLister is the call a Consumer makes to learn whether its queue is paused.
+type queueTagLister interface {
+	ListQueueTags(ctx context.Context, in *sqs.ListQueueTagsInput, optFns ...func(*sqs.Options)) (*sqs.ListQueueTagsOutput, error)
+}
+
+// watchPause reads the queue's pause tag every pauseCheck until ctx ends.
+func (c *Consumer) watchPause(ctx, base context.Context, tags queueTagLister) {
+	t := time.NewTicker(c.pauseCheck)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			c.checkPause(ctx, base, tags)
+		}
+	}
+}
+
+// checkPause reads the queue's pause tag once. A failed read changes nothing: the consumer goes
+// on as it was.
+func (c *Consumer) checkPause(ctx, base context.Context, tags queueTagLister) {
+	out, err := tags.ListQueueTags(ctx, &sqs.ListQueueTagsInput{QueueUrl: c.queue})
+	if err != nil {
+		if ctx.Err() == nil {
+			c.log.LogAttrs(base, slog.LevelWarn, "consumer: pause state not read", slog.String("queue", c.h.queueName),
+				LogString("error", err.Error()))
+		}
+		return
+	}
+	_, paused := out.Tags[contract.TagPaused]
+	if c.paused.Swap(paused) != paused {
+		msg := map[bool]string{true: "consumer paused", false: "consumer resumed"}[paused]
+		c.log.LogAttrs(base, slog.LevelInfo, msg, slog.String("queue", c.h.queueName))
 	}
 }
 

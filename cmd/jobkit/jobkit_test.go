@@ -135,17 +135,42 @@ func TestQueuesCommand(t *testing.T) {
 	var raw map[string]any
 	require.NoError(t, json.Unmarshal([]byte(out), &raw))
 	q0 := raw["queues"].([]any)[0].(map[string]any)
-	for _, k := range []string{"name", "url", "fifo", "visible", "in_flight", "delayed", "oldest_age_seconds", "oldest_age_source", "dlq"} {
+	for _, k := range []string{"name", "url", "fifo", "visible", "in_flight", "delayed", "oldest_age_seconds", "oldest_age_source", "paused", "paused_since", "dlq"} {
 		require.Contains(t, q0, k)
 	}
+	require.False(t, e.Paused)
 
 	// From a flag, as a table, with sampled ages.
 	out, _, code = cli(t, "", "queues", "-q", q, "--age", "sample")
 	require.Equal(t, 0, code)
 	lines := strings.Split(strings.TrimSpace(out), "\n")
 	require.Len(t, lines, 2)
-	require.Regexp(t, `^QUEUE\s+TYPE\s+VISIBLE\s+IN FLIGHT\s+DELAYED\s+OLDEST\s+DLQ\s+DLQ IN FLIGHT\s+DLQ OLDEST$`, lines[0])
-	require.Regexp(t, `^\S+\s+standard\s+3\s+0\s+0\s+≥\d+s\s+2\s+0\s+≥\d+s$`, lines[1])
+	require.Regexp(t, `^QUEUE\s+TYPE\s+STATE\s+VISIBLE\s+IN FLIGHT\s+DELAYED\s+OLDEST\s+DLQ\s+DLQ IN FLIGHT\s+DLQ OLDEST$`, lines[0])
+	require.Regexp(t, `^\S+\s+standard\s+active\s+3\s+0\s+0\s+≥\d+s\s+2\s+0\s+≥\d+s$`, lines[1])
+
+	// Pause by the stack's name for the queue; a second pause says it changed nothing.
+	out, errOut, code = cli(t, "", "--stack", stack, "queues", "pause", "Email")
+	require.Equal(t, 0, code, errOut)
+	require.Equal(t, "queue Email paused (0 event source mappings disabled)\n", out)
+	out, _, code = cli(t, "", "--stack", stack, "queues", "pause", "Email", "--json")
+	require.Equal(t, 0, code)
+	var act queueActionJSON
+	require.NoError(t, json.Unmarshal([]byte(out), &act))
+	require.Equal(t, queueActionJSON{Version: 1, Name: "Email", URL: e.URL, Action: "paused", Changed: false, Mappings: []string{}}, act)
+	out, _, code = cli(t, "", "--stack", stack, "queues", "--age", "off")
+	require.Equal(t, 0, code)
+	require.Regexp(t, `(?m)^Email\s+standard\s+paused\s+3\s`, out)
+	out, _, code = cli(t, "", "--stack", stack, "queues", "--age", "off", "--json")
+	require.Equal(t, 0, code)
+	require.NoError(t, json.Unmarshal([]byte(out), &doc))
+	require.True(t, doc.Queues[0].Paused)
+	require.NotNil(t, doc.Queues[0].PausedSince)
+	out, _, code = cli(t, "", "--stack", stack, "queues", "resume", q)
+	require.Equal(t, 0, code)
+	require.Equal(t, "queue Email resumed (0 event source mappings enabled)\n", out)
+	out, _, code = cli(t, "", "--stack", stack, "queues", "resume", "Email")
+	require.Equal(t, 0, code)
+	require.Equal(t, "queue Email: already resumed, nothing changed\n", out)
 
 	// A stack that does not exist says what to do.
 	_, errOut, code = cli(t, "", "--stack", awstest.Name(t, "missing"), "queues")

@@ -24,7 +24,19 @@ type queueJSON struct {
 	Name string `json:"name"`
 	URL  string `json:"url"`
 	countsJSON
-	DLQ *dlqStatsJSON `json:"dlq"`
+	Paused      bool          `json:"paused"`
+	PausedSince *time.Time    `json:"paused_since"`
+	DLQ         *dlqStatsJSON `json:"dlq"`
+}
+
+// queueActionJSON is the document `jobkit queues pause|resume --json` prints (docs/cli.md).
+type queueActionJSON struct {
+	Version  int      `json:"version"`
+	Name     string   `json:"name"`
+	URL      string   `json:"url"`
+	Action   string   `json:"action"`  // paused, resumed
+	Changed  bool     `json:"changed"` // false: it was already paused (resumed)
+	Mappings []string `json:"event_source_mappings"`
 }
 
 // dlqStatsJSON is a queue's dead-letter queue in queueJSON.
@@ -122,6 +134,56 @@ where it comes from.
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON (schema in docs/cli.md)")
 	cmd.Flags().StringVar(&age, "age", "auto", "where the oldest age comes from: auto, cloudwatch, sample, off")
+	cmd.AddCommand(queueAction(a, true), queueAction(a, false))
+	return cmd
+}
+
+// queueAction is `jobkit queues pause QUEUE` (pause true) or `jobkit queues resume QUEUE`.
+func queueAction(a *app, pause bool) *cobra.Command {
+	verb, done := "resume", "resumed"
+	short := "Resume a paused queue: its consumers receive again"
+	if pause {
+		verb, done = "pause", "paused"
+		short = "Pause a queue: its consumers receive nothing until it is resumed; running jobs finish"
+	}
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   verb + " QUEUE",
+		Short: short,
+		Long: short + `.
+
+QUEUE is a queue's name in the stack's outputs, its SQS name or its URL. Pausing tags the queue
+jobkit:paused, which container workers read every 10 s, and disables the queue's Lambda event
+source mappings; resuming enables them all and removes the tag. Nothing is lost: messages stay in
+the queue, their receive counts untouched. Needs sqs:TagQueue, sqs:UntagQueue, sqs:ListQueueTags,
+lambda:ListEventSourceMappings and lambda:UpdateEventSourceMapping.`,
+		Example: "  jobkit queues " + verb + " Email",
+		Args:    cobra.ExactArgs(1),
+		RunE: a.verb(func(s *session, args []string) error {
+			qs, err := s.in.Resolve(s.ctx, inspect.Target{Stack: s.a.stack, Queues: args})
+			if err != nil {
+				return err
+			}
+			q := qs[0]
+			res, err := s.in.SetQueuePaused(s.ctx, q.URL, pause)
+			if err != nil {
+				return err
+			}
+			doc := queueActionJSON{Version: jsonVersion, Name: q.Name, URL: q.URL, Action: done, Changed: res.Changed, Mappings: res.Mappings}
+			if doc.Mappings == nil {
+				doc.Mappings = []string{}
+			}
+			return s.print(asJSON, func() any { return doc }, func(w io.Writer) {
+				name := safe(q.Name, nameWidth)
+				if !res.Changed {
+					fmt.Fprintf(w, "queue %s: already %s, nothing changed\n", name, done)
+					return
+				}
+				fmt.Fprintf(w, "queue %s %s (%d event source mappings %s)\n", name, done, len(res.Mappings), map[bool]string{true: "disabled", false: "enabled"}[pause])
+			})
+		}),
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON (schema in docs/cli.md)")
 	return cmd
 }
 
@@ -132,7 +194,11 @@ func queuesDoc(rep *inspect.StatsReport) queuesJSON {
 	}
 	for i := range rep.Queues {
 		s := &rep.Queues[i]
-		q := queueJSON{Name: s.Name, URL: s.URL, countsJSON: toCounts(s)}
+		q := queueJSON{Name: s.Name, URL: s.URL, countsJSON: toCounts(s), Paused: s.Paused}
+		if s.Paused && !s.PausedSince.IsZero() {
+			since := s.PausedSince.UTC()
+			q.PausedSince = &since
+		}
 		if s.DLQ != nil {
 			q.DLQ = &dlqStatsJSON{Name: s.DLQ.Name, URL: s.DLQ.URL, countsJSON: toCounts(s.DLQ)}
 		}
@@ -143,7 +209,7 @@ func queuesDoc(rep *inspect.StatsReport) queuesJSON {
 
 func printQueues(w io.Writer, rep *inspect.StatsReport) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "QUEUE\tTYPE\tVISIBLE\tIN FLIGHT\tDELAYED\tOLDEST\tDLQ\tDLQ IN FLIGHT\tDLQ OLDEST")
+	fmt.Fprintln(tw, "QUEUE\tTYPE\tSTATE\tVISIBLE\tIN FLIGHT\tDELAYED\tOLDEST\tDLQ\tDLQ IN FLIGHT\tDLQ OLDEST")
 	for i := range rep.Queues {
 		s := &rep.Queues[i]
 		kind := "standard"
@@ -158,7 +224,11 @@ func printQueues(w io.Writer, rep *inspect.StatsReport) {
 		if s.DLQ != nil {
 			dlq, dlqInFlight, dlqOldest = itoa(s.DLQ.Visible), itoa(s.DLQ.InFlight), ageText(s.DLQ)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", safe(s.Name, nameWidth), kind, visible, inFlight, delayed, oldest, dlq, dlqInFlight, dlqOldest)
+		state := "active"
+		if s.Paused {
+			state = "paused"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", safe(s.Name, nameWidth), kind, state, visible, inFlight, delayed, oldest, dlq, dlqInFlight, dlqOldest)
 	}
 	tw.Flush()
 }

@@ -166,6 +166,7 @@ func NewContainerWorker(scope constructs.Construct, id string, props *ContainerW
 		Description: jsii.String(fmt.Sprintf("jobkit container worker %s", where)),
 	})
 	p.Queue.Queue.GrantConsumeMessages(w.TaskRole)
+	p.Queue.Queue.Grant(w.TaskRole, jsii.String("sqs:ListQueueTags")) // its pause (contract.TagPaused)
 	p.Queue.DLQ.GrantSendMessages(w.TaskRole)
 	if p.IdempotencyTable != nil {
 		grantIdempotency(c, w.TaskRole, p.IdempotencyTable, p.Kinds, nil)

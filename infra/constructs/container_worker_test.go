@@ -86,6 +86,7 @@ func TestContainerWorker(t *testing.T) {
 	mainID, dlqID := queueIDs(t, tpl)
 	assert.True(t, tpl.AllowedActions(getAtt(mainID, "Arn"))["sqs:ReceiveMessage"])
 	assert.True(t, tpl.AllowedActions(getAtt(mainID, "Arn"))["sqs:ChangeMessageVisibility"])
+	assert.True(t, tpl.AllowedActions(getAtt(mainID, "Arn"))["sqs:ListQueueTags"], "the consumer reads its queue's pause")
 	assert.True(t, tpl.AllowedActions(getAtt(dlqID, "Arn"))["sqs:SendMessage"])
 
 	// ECS may assume the task role only for this account's tasks (the confused deputy).

@@ -182,3 +182,9 @@ const (
 // EnvLambdaRuntimeAPI is set by AWS Lambda (and by local Lambda runtimes): Start then serves
 // Lambda invocations.
 const EnvLambdaRuntimeAPI = "AWS_LAMBDA_RUNTIME_API"
+
+// TagPaused is the queue tag that pauses a queue (inspect.Inspector.SetQueuePaused, jobkit queues
+// pause): while a queue carries it, a container Consumer receives nothing from it, nor does an
+// event source mapping of the offline stack (on AWS, pausing also disables the queue's event
+// source mappings). Its value is when the pause began, RFC 3339.
+const TagPaused = "jobkit:paused"

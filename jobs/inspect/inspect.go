@@ -18,6 +18,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/cloudformation"
 	"github.com/aws/aws-sdk-go-v2/service/cloudwatch"
 	cwschemas "github.com/aws/aws-sdk-go-v2/service/cloudwatch/schemas"
+	"github.com/aws/aws-sdk-go-v2/service/lambda"
 	awsscheduler "github.com/aws/aws-sdk-go-v2/service/scheduler"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/smithy-go/transport/http/protocol/awsquery"
@@ -33,8 +34,19 @@ type SQSAPI interface {
 	DeleteMessageBatch(ctx context.Context, in *sqs.DeleteMessageBatchInput, optFns ...func(*sqs.Options)) (*sqs.DeleteMessageBatchOutput, error)
 	ChangeMessageVisibilityBatch(ctx context.Context, in *sqs.ChangeMessageVisibilityBatchInput, optFns ...func(*sqs.Options)) (*sqs.ChangeMessageVisibilityBatchOutput, error)
 	PurgeQueue(ctx context.Context, in *sqs.PurgeQueueInput, optFns ...func(*sqs.Options)) (*sqs.PurgeQueueOutput, error)
+	// A queue's pause (SetQueuePaused).
+	ListQueueTags(ctx context.Context, in *sqs.ListQueueTagsInput, optFns ...func(*sqs.Options)) (*sqs.ListQueueTagsOutput, error)
+	TagQueue(ctx context.Context, in *sqs.TagQueueInput, optFns ...func(*sqs.Options)) (*sqs.TagQueueOutput, error)
+	UntagQueue(ctx context.Context, in *sqs.UntagQueueInput, optFns ...func(*sqs.Options)) (*sqs.UntagQueueOutput, error)
 	StartMessageMoveTask(ctx context.Context, in *sqs.StartMessageMoveTaskInput, optFns ...func(*sqs.Options)) (*sqs.StartMessageMoveTaskOutput, error)
 	ListMessageMoveTasks(ctx context.Context, in *sqs.ListMessageMoveTasksInput, optFns ...func(*sqs.Options)) (*sqs.ListMessageMoveTasksOutput, error)
+}
+
+// LambdaAPI is the part of the Lambda client the Inspector calls: a queue's event source mappings,
+// which SetQueuePaused disables and enables.
+type LambdaAPI interface {
+	ListEventSourceMappings(ctx context.Context, in *lambda.ListEventSourceMappingsInput, optFns ...func(*lambda.Options)) (*lambda.ListEventSourceMappingsOutput, error)
+	UpdateEventSourceMapping(ctx context.Context, in *lambda.UpdateEventSourceMappingInput, optFns ...func(*lambda.Options)) (*lambda.UpdateEventSourceMappingOutput, error)
 }
 
 // CloudFormationAPI is the part of the CloudFormation client the Inspector calls.
@@ -61,6 +73,7 @@ var (
 	_ CloudFormationAPI = (*cloudformation.Client)(nil)
 	_ CloudWatchAPI     = (*cloudwatch.Client)(nil)
 	_ SchedulerAPI      = (*awsscheduler.Client)(nil)
+	_ LambdaAPI         = (*lambda.Client)(nil)
 )
 
 // Errors an Inspector returns; match them with errors.Is.
@@ -83,6 +96,7 @@ type Options struct {
 	CloudFormation CloudFormationAPI
 	CloudWatch     CloudWatchAPI
 	Scheduler      SchedulerAPI
+	Lambda         LambdaAPI
 
 	// Now returns the current time (tests); nil means time.Now.
 	Now func() time.Time
@@ -95,6 +109,7 @@ type Inspector struct {
 	cfn CloudFormationAPI
 	cw  CloudWatchAPI
 	sch SchedulerAPI
+	lam LambdaAPI
 	now func() time.Time
 }
 
@@ -130,8 +145,11 @@ func New(cfg aws.Config, optFns ...func(*Options)) *Inspector {
 	if o.Scheduler == nil {
 		o.Scheduler = awsscheduler.NewFromConfig(cfg)
 	}
+	if o.Lambda == nil {
+		o.Lambda = lambda.NewFromConfig(cfg)
+	}
 	if o.Now == nil {
 		o.Now = time.Now
 	}
-	return &Inspector{sqs: o.SQS, cfn: o.CloudFormation, cw: o.CloudWatch, sch: o.Scheduler, now: o.Now}
+	return &Inspector{sqs: o.SQS, cfn: o.CloudFormation, cw: o.CloudWatch, sch: o.Scheduler, lam: o.Lambda, now: o.Now}
 }

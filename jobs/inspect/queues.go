@@ -392,6 +392,9 @@ type QueueStats struct {
 	// OldestAge is the age of the oldest message; meaningful only when OldestAgeSource is set.
 	OldestAge       time.Duration
 	OldestAgeSource AgeSource
+	// Paused says the queue is paused (SetQueuePaused) since PausedSince; always false for a DLQ.
+	Paused      bool
+	PausedSince time.Time
 	// DLQ holds the dead-letter queue's stats (its DLQ field is nil); nil when there is none.
 	DLQ *QueueStats
 }
@@ -428,7 +431,14 @@ func (i *Inspector) Stats(ctx context.Context, queues []Queue, opts *StatsOption
 			all = append(all, rep.Queues[n].DLQ)
 		}
 	}
+	isDLQ := map[*QueueStats]bool{}
+	for n := range rep.Queues {
+		if rep.Queues[n].DLQ != nil {
+			isDLQ[rep.Queues[n].DLQ] = true
+		}
+	}
 	errs := make([]error, len(all))
+	pauseErrs := make([]error, len(all))
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, 8)
 	for n, s := range all {
@@ -437,17 +447,18 @@ func (i *Inspector) Stats(ctx context.Context, queues []Queue, opts *StatsOption
 			defer wg.Done()
 			sem <- struct{}{}
 			defer func() { <-sem }()
-			errs[n] = i.counts(ctx, s)
+			if errs[n] = i.counts(ctx, s); errs[n] == nil && !isDLQ[s] {
+				s.PausedSince, s.Paused, pauseErrs[n] = i.QueuePaused(ctx, s.URL)
+			}
 		}()
 	}
 	wg.Wait()
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
-	isDLQ := map[*QueueStats]bool{}
-	for n := range rep.Queues {
-		if rep.Queues[n].DLQ != nil {
-			isDLQ[rep.Queues[n].DLQ] = true
+	for n, err := range pauseErrs {
+		if err != nil {
+			rep.Warnings = append(rep.Warnings, fmt.Sprintf("whether %s is paused is unknown: %v", all[n].Name, err))
 		}
 	}
 	i.ages(ctx, all, isDLQ, opts.Age, rep)

@@ -114,6 +114,7 @@ type setup struct {
 	queue    *awstest.QueueOptions
 	function lambdaruntime.Function
 	mapping  esm.Mapping
+	options  esm.Options // OnBatch is the harness's
 }
 
 // newHarness creates the queue and the runtime; start runs the poller.
@@ -133,9 +134,9 @@ func newHarness(t *testing.T, s setup) *harness {
 	h.rec = &recorder{rt: rt, groups: map[string]int{}}
 	m := s.mapping
 	m.QueueURL, m.QueueARN = h.q.URL, h.q.ARN
-	h.poller, err = esm.New(h.client, h.rec, m, &esm.Options{
-		OnBatch: func(r esm.BatchReport) { h.reports <- r },
-	})
+	opts := s.options
+	opts.OnBatch = func(r esm.BatchReport) { h.reports <- r }
+	h.poller, err = esm.New(h.client, h.rec, m, &opts)
 	require.NoError(t, err)
 	return h
 }

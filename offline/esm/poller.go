@@ -18,6 +18,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/jobkit-go/jobkit/jobs/awsarn"
+	"github.com/jobkit-go/jobkit/jobs/contract"
 	"github.com/jobkit-go/jobkit/offline/lambdaruntime"
 )
 
@@ -108,6 +109,12 @@ type Options struct {
 	OnBatch func(BatchReport)
 	// LongPoll is ReceiveMessage's WaitTimeSeconds on a Standard queue (default 20 s, the maximum).
 	LongPoll time.Duration
+	// PauseCheck is how often the poller reads its queue's tags for contract.TagPaused (a queue
+	// paused by inspect.Inspector.SetQueuePaused): while the queue carries it the poller receives
+	// nothing, as Lambda does while the queue's event source mapping is disabled (the offline
+	// stack's mappings are in no Lambda API to disable). Default 2 s; it needs an SQS client with
+	// ListQueueTags (a *sqs.Client has it), else the poller never pauses.
+	PauseCheck time.Duration
 	// FIFOIdle is the longest pause between empty short polls on a FIFO queue (default 1 s). FIFO
 	// queues are short-polled: the emulator's long poll spins while every visible message belongs
 	// to a message group that is in flight.
@@ -151,6 +158,8 @@ type Poller struct {
 	opts Options
 	log  *slog.Logger
 
+	paused atomic.Bool
+
 	groupsMu sync.Mutex
 	groups   map[string]chan struct{} // FIFO message groups being invoked
 
@@ -181,6 +190,9 @@ func New(client SQSAPI, fn Invoker, m Mapping, opts *Options) (*Poller, error) {
 	if o.FIFOIdle <= 0 {
 		o.FIFOIdle = time.Second
 	}
+	if o.PauseCheck <= 0 {
+		o.PauseCheck = 2 * time.Second
+	}
 	logger := o.Logger
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
@@ -210,6 +222,25 @@ func (p *Poller) Stats() Stats {
 // cancellation.
 func (p *Poller) Run(ctx context.Context) error {
 	var wg sync.WaitGroup
+	if tags, ok := p.sqs.(queueTagLister); ok {
+		p.checkPause(ctx, tags)
+		watchCtx, stopWatch := context.WithCancel(ctx)
+		watched := make(chan struct{})
+		go func() {
+			defer close(watched)
+			t := time.NewTicker(p.opts.PauseCheck)
+			defer t.Stop()
+			for {
+				select {
+				case <-watchCtx.Done():
+					return
+				case <-t.C:
+					p.checkPause(watchCtx, tags)
+				}
+			}
+		}()
+		defer func() { stopWatch(); <-watched }() // the workers may stop on their own (ErrClosed)
+	}
 	for i := range p.m.MaximumConcurrency {
 		wg.Add(1)
 		go func() {
@@ -221,8 +252,38 @@ func (p *Poller) Run(ctx context.Context) error {
 	return nil
 }
 
+// Paused reports whether the poller found its queue paused (Options.PauseCheck).
+func (p *Poller) Paused() bool { return p.paused.Load() }
+
+// queueTagLister is the call a poller makes to learn whether its queue is paused.
+type queueTagLister interface {
+	ListQueueTags(ctx context.Context, in *sqs.ListQueueTagsInput, optFns ...func(*sqs.Options)) (*sqs.ListQueueTagsOutput, error)
+}
+
+// checkPause reads the queue's pause tag once; a failed read changes nothing.
+func (p *Poller) checkPause(ctx context.Context, tags queueTagLister) {
+	out, err := tags.ListQueueTags(ctx, &sqs.ListQueueTagsInput{QueueUrl: aws.String(p.m.QueueURL)})
+	if err != nil {
+		if ctx.Err() == nil {
+			p.log.Warn("pause state not read", "error", err)
+		}
+		return
+	}
+	_, paused := out.Tags[contract.TagPaused]
+	if p.paused.Swap(paused) != paused {
+		p.log.Info(map[bool]string{true: "mapping paused", false: "mapping resumed"}[paused])
+	}
+}
+
 func (p *Poller) work(ctx context.Context, worker int) {
 	for ctx.Err() == nil {
+		if p.paused.Load() {
+			select {
+			case <-ctx.Done():
+			case <-time.After(100 * time.Millisecond):
+			}
+			continue
+		}
 		rep, _ := p.poll(ctx, worker)
 		if errors.Is(rep.InvokeErr, lambdaruntime.ErrClosed) {
 			p.log.Warn("the function's runtime is closed; worker stops", "worker", worker)
@@ -262,6 +323,9 @@ func (p *Poller) gather(ctx context.Context, worker int) ([]types.Message, time.
 		want := min(maxReceive, p.m.BatchSize-len(batch))
 		var wait time.Duration
 		if len(batch) == 0 {
+			if p.paused.Load() {
+				break // Run's worker waits out the pause
+			}
 			if !fifo {
 				wait = p.opts.LongPoll
 			}

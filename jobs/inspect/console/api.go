@@ -451,3 +451,31 @@ func (s *Server) apiSchedule(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, doc)
 	}
 }
+
+// apiQueueOp pauses or resumes a queue (inspect.Inspector.SetQueuePaused); the body names it
+// ({"queue": name}); changed is false when it was already paused (resumed).
+func (s *Server) apiQueueOp(w http.ResponseWriter, r *http.Request) {
+	var req struct {
+		Queue string `json:"queue"`
+	}
+	if err := json.NewDecoder(r.Body).Decode(&req); err != nil || req.Queue == "" {
+		writeError(w, http.StatusBadRequest, "give the queue's name")
+		return
+	}
+	op := r.PathValue("op")
+	if op != "pause" && op != "resume" {
+		writeError(w, http.StatusNotFound, "no such queue action (pause, resume)")
+		return
+	}
+	q, err := s.queue(r.Context(), req.Queue)
+	if err != nil {
+		fail(w, err)
+		return
+	}
+	res, err := s.in.SetQueuePaused(r.Context(), q.URL, op == "pause")
+	if err != nil {
+		fail(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"queue": text(q.Name, fieldWidth), "changed": res.Changed, "event_source_mappings": len(res.Mappings)})
+}

@@ -154,6 +154,25 @@ func TestConsoleInABrowser(t *testing.T) {
 		fmt.Sprintf(`document.querySelector('#queues tr[data-queue=%q] [data-field="visible"]').textContent === "7"`, f.queue.Name),
 		nil, chromedp.WithPollingTimeout(20*time.Second))))
 
+	// Pause the queue from its row, then resume it: the row shows the state, the queue its tag.
+	row := fmt.Sprintf(`#queues tr[data-queue=%q]`, f.queue.Name)
+	queueState := func(want string) {
+		t.Helper()
+		require.NoError(t, chromedp.Run(ctx, chromedp.Poll(
+			fmt.Sprintf(`document.querySelector('%s [data-field="state"]').textContent === %q`, row, want),
+			nil, chromedp.WithPollingTimeout(20*time.Second))))
+		_, paused, err := f.server.in.QueuePaused(context.Background(), f.queue.URL)
+		require.NoError(t, err)
+		require.Equal(t, want == "paused", paused)
+	}
+	queueState("active")
+	require.NoError(t, chromedp.Run(ctx, chromedp.Click(row+" button.queue-op", chromedp.ByQuery)))
+	queueState("paused")
+	require.NoError(t, chromedp.Run(ctx, chromedp.WaitVisible(row+` button.queue-op[data-op="resume"]`, chromedp.ByQuery)))
+	screenshot(t, ctx, dir, "console-queue-paused")
+	require.NoError(t, chromedp.Run(ctx, chromedp.Click(row+" button.queue-op", chromedp.ByQuery)))
+	queueState("active")
+
 	redriveOne(t, ctx, "01JD3Q8B5C7E9G1J3L5N7Q9S1U")
 	require.Len(t, tableRows(t, ctx, "#dead-jobs"), 2)
 	require.Equal(t, 2, f.visible(t, f.dlq.URL))

@@ -146,6 +146,7 @@ func (s *Server) routes() {
 	s.mux.HandleFunc("POST /api/purge", s.action(s.apiPurge))
 	s.mux.HandleFunc("POST /api/jobs/{op}", s.action(s.apiJob))
 	s.mux.HandleFunc("POST /api/schedules/{op}", s.action(s.apiSchedule))
+	s.mux.HandleFunc("POST /api/queues/{op}", s.action(s.apiQueueOp))
 }
 
 // ServeHTTP sets the security headers, refuses foreign hosts and cross-site requests, and routes.

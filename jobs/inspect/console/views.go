@@ -57,7 +57,9 @@ type countsView struct {
 // queueView is one queue of /api/queues.
 type queueView struct {
 	countsView
-	DLQ *countsView `json:"dlq"`
+	// Paused: the queue is paused (inspect.Inspector.SetQueuePaused); its consumers receive nothing.
+	Paused bool        `json:"paused"`
+	DLQ    *countsView `json:"dlq"`
 }
 
 func toCounts(s *inspect.QueueStats) countsView {
@@ -74,7 +76,7 @@ func toQueueViews(rep *inspect.StatsReport) []queueView {
 	out := make([]queueView, len(rep.Queues))
 	for n := range rep.Queues {
 		q := &rep.Queues[n]
-		out[n] = queueView{countsView: toCounts(q)}
+		out[n] = queueView{countsView: toCounts(q), Paused: q.Paused}
 		if q.DLQ != nil {
 			d := toCounts(q.DLQ)
 			out[n].DLQ = &d

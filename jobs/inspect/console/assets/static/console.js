@@ -48,6 +48,14 @@
         setText(cell("in_flight"), q.in_flight);
         setText(cell("delayed"), q.delayed);
         setText(cell("oldest_age"), q.oldest_age || "—");
+        const st = cell("state");
+        setText(st, q.paused ? "paused" : "active");
+        if (st) st.classList.toggle("state-paused", q.paused);
+        const op = row.querySelector("button.queue-op");
+        if (op && !op.disabled) {
+          op.dataset.op = q.paused ? "resume" : "pause";
+          setText(op, q.paused ? "Resume" : "Pause");
+        }
         if (q.dlq) {
           const d = cell("dlq_total");
           setText(d, q.dlq.total);
@@ -168,6 +176,21 @@
     if ($("job-cancel")) $("job-cancel").addEventListener("click", () => act("cancel", "cancelled: it will not run"));
     if ($("job-retry")) $("job-retry").addEventListener("click", () => act("retry", "retrying now"));
   }
+  document.querySelectorAll("#queues button.queue-op").forEach((b) => {
+    b.addEventListener("click", async () => {
+      const row = b.closest("tr");
+      const op = b.dataset.op;
+      b.disabled = true;
+      try {
+        const r = await post("/api/queues/" + op, { queue: row.dataset.queue });
+        setText(row.querySelector(".op-result"), r.changed ? op + "d" : "already " + op + "d");
+      } catch (e) {
+        setText(row.querySelector(".op-result"), op + " failed: " + e.message);
+      }
+      b.disabled = false;
+      await refreshQueues();
+    });
+  });
   document.querySelectorAll("#schedules button.schedule-op").forEach((b) => {
     b.addEventListener("click", async () => {
       const row = b.closest("tr");
