@@ -77,6 +77,8 @@ type Config struct {
 type jobMark struct {
 	id      string
 	attempt int
+	queue   string // its queue's URL
+	kind    string
 	result  *jobctx.ResultSlot
 }
 
@@ -236,7 +238,7 @@ func run[T any](ctx context.Context, store Store, key, hash string, fn func(ctx 
 		Validation: hash,
 	}
 	if j := cfg.jobMark(); j != nil {
-		claim.JobID, claim.Attempt, claim.StartedAt = j.id, j.attempt, now
+		claim.JobID, claim.Attempt, claim.StartedAt, claim.Queue, claim.Kind = j.id, j.attempt, now, j.queue, j.kind
 	}
 	// A claim never expires before its lease ends (nor would TTL delete it).
 	if end := claim.LeaseEnd.Truncate(time.Second).Add(time.Second); claim.ExpiresAt.Before(end) {
@@ -314,6 +316,8 @@ func complete[T any](ctx context.Context, st *claimState, res T, cfg *Config) er
 		JobID:      st.claim.JobID,
 		Attempt:    st.claim.Attempt,
 		StartedAt:  st.claim.StartedAt,
+		Queue:      st.claim.Queue,
+		Kind:       st.claim.Kind,
 	}
 	if j := cfg.jobMark(); j != nil {
 		done.FinishedAt = cfg.now()

@@ -15,6 +15,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/smithy-go/middleware"
+
+	"github.com/jobkit-go/jobkit/jobs/contract"
 )
 
 // DynamoDBAPI is the part of the DynamoDB client the DynamoDB store calls.
@@ -232,6 +234,11 @@ func (s *DynamoDBStore) completeUpdate(rec *Record, leaseEnd time.Time) (*types.
 	}
 	if !rec.FinishedAt.IsZero() {
 		update = update.Set(expression.Name(AttrFinishedAt), expression.Value(rec.FinishedAt.UnixMilli()))
+		if rec.Queue != "" {
+			// The job's succeeded state in the state table's index (jobs/state Table.List).
+			update = update.Set(expression.Name(contract.AttrListKey), expression.Value(contract.ListKey(rec.Queue, "succeeded"))).
+				Set(expression.Name(contract.AttrListAt), expression.Value(rec.FinishedAt.UnixMilli()))
+		}
 	}
 	expr, err := expression.NewBuilder().WithUpdate(update).WithCondition(claimCondition(leaseEnd)).Build()
 	if err != nil {
@@ -364,6 +371,17 @@ func marshalRecord(rec *Record) map[string]types.AttributeValue {
 		item[AttrJobID] = &types.AttributeValueMemberS{Value: rec.JobID}
 		item[AttrAttempt] = &types.AttributeValueMemberN{Value: strconv.Itoa(rec.Attempt)}
 		item[AttrStartedAt] = &types.AttributeValueMemberN{Value: strconv.FormatInt(rec.StartedAt.UnixMilli(), 10)}
+		if rec.Queue != "" {
+			item[AttrQueue] = &types.AttributeValueMemberS{Value: rec.Queue}
+		}
+		if rec.Kind != "" {
+			item[AttrKind] = &types.AttributeValueMemberS{Value: rec.Kind}
+		}
+		if rec.Queue != "" && rec.Status == StatusInProgress {
+			// The job's running state in the state table's index (jobs/state Table.List).
+			item[contract.AttrListKey] = &types.AttributeValueMemberS{Value: contract.ListKey(rec.Queue, "running")}
+			item[contract.AttrListAt] = &types.AttributeValueMemberN{Value: strconv.FormatInt(rec.StartedAt.UnixMilli(), 10)}
+		}
 	}
 	return item
 }
@@ -442,6 +460,12 @@ func unmarshalRecord(item map[string]types.AttributeValue) (*Record, error) {
 		return nil, fmt.Errorf("idempotency: attribute %q has type %T, want a string or binary", AttrData, v)
 	}
 	if rec.JobID, err = str(AttrJobID); err != nil {
+		return nil, err
+	}
+	if rec.Queue, err = str(AttrQueue); err != nil {
+		return nil, err
+	}
+	if rec.Kind, err = str(AttrKind); err != nil {
 		return nil, err
 	}
 	var attempt, started, finished int64

@@ -73,7 +73,7 @@ func Middleware(store Store, cfg *Config) jobs.Middleware {
 			if c.RecordJobs {
 				var slot *jobctx.ResultSlot
 				ctx, slot = jobctx.WithResultSlot(ctx)
-				jc.job = &jobMark{id: row.ID, attempt: row.Attempt, result: slot}
+				jc.job = &jobMark{id: row.ID, attempt: row.Attempt, queue: row.QueueURL, kind: row.Kind, result: slot}
 			}
 			log := jc.Logger.With(jobs.LogString("idempotency_key", key))
 			var handlerErr error

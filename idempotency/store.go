@@ -36,6 +36,8 @@ const (
 	AttrAttempt    = "attempt"     // its attempt
 	AttrStartedAt  = "started_at"  // when the run began, epoch milliseconds
 	AttrFinishedAt = "finished_at" // when it succeeded, epoch milliseconds
+	AttrQueue      = "queue"       // the job's queue URL
+	AttrKind       = "kind"        // the job's kind
 )
 
 // Record is one idempotency record. Stores keep ExpiresAt to the second (expiration is epoch
@@ -54,6 +56,8 @@ type Record struct {
 	Attempt    int       // attempt
 	StartedAt  time.Time // started_at; for a CANCELLED record, when it was cancelled
 	FinishedAt time.Time // finished_at: set by the completion
+	Queue      string    // queue: the job's queue URL
+	Kind       string    // kind: the job's kind
 }
 
 // Expired reports whether the record is past its expiration at now.

@@ -75,6 +75,7 @@ func TransactWrite(ctx context.Context, items []types.TransactWriteItem, opts *T
 	if st.claim.JobID != "" {
 		// Middleware with RecordJobs: the completion is also the job's succeeded state.
 		rec.JobID, rec.Attempt, rec.StartedAt, rec.FinishedAt = st.claim.JobID, st.claim.Attempt, st.claim.StartedAt, st.now()
+		rec.Queue, rec.Kind = st.claim.Queue, st.claim.Kind
 	}
 	if opts != nil && opts.Result != nil {
 		data, err := json.Marshal(opts.Result)

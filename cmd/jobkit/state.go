@@ -40,6 +40,37 @@ type jobJSON struct {
 	Job     jobs.JobStatus `json:"job"`
 }
 
+// jobListJSON is the document `jobkit job list --json` prints (docs/cli.md).
+type jobListJSON struct {
+	Version int              `json:"version"`
+	Queue   string           `json:"queue"`
+	State   string           `json:"state"`
+	Jobs    []jobs.JobStatus `json:"jobs"`
+	Next    string           `json:"next"`
+}
+
+// printJobList prints a page of jobs as a table, and the cursor of the next page.
+func printJobList(w io.Writer, doc jobListJSON) {
+	if len(doc.Jobs) == 0 {
+		fmt.Fprintf(w, "no %s jobs on %s\n", safe(doc.State, reasonWidth), safe(doc.Queue, nameWidth))
+	} else {
+		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, "JOB ID\tKIND\tSINCE (UTC)\tATTEMPT\tLAST ERROR")
+		for _, j := range doc.Jobs {
+			attempt := "-"
+			if j.Attempt > 0 {
+				attempt = strconv.Itoa(j.Attempt)
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", safe(j.ID, idWidth), safe(j.Kind, kindWidth),
+				j.Since.UTC().Format("2006-01-02 15:04:05"), attempt, safe(j.LastError, errorWidth))
+		}
+		tw.Flush()
+	}
+	if doc.Next != "" {
+		fmt.Fprintf(w, "more: --cursor %s\n", doc.Next)
+	}
+}
+
 // batchJSON is the document `jobkit batch show --json` prints (docs/cli.md).
 type batchJSON struct {
 	Version int             `json:"version"`
@@ -47,7 +78,7 @@ type batchJSON struct {
 }
 
 func newJobCmd(a *app) *cobra.Command {
-	cmd := &cobra.Command{Use: "job", Short: "Jobs by id: their state in the job state table; cancel, retry now"}
+	cmd := &cobra.Command{Use: "job", Short: "Jobs and their state in the job state table: show, list by state, cancel, retry now"}
 	var (
 		asJSON bool
 		table  string
@@ -130,7 +161,51 @@ the command says so, and exits 1.`,
 			})
 		}),
 	}
-	for _, c := range []*cobra.Command{show, cancel, retry} {
+	var (
+		listState, listKind, cursor string
+		limit                       int
+	)
+	list := &cobra.Command{
+		Use:   "list --state STATE",
+		Short: "List a queue's jobs in one state, newest first: enqueued, running, retrying, succeeded, dead, cancelled",
+		Long: `list prints a queue's jobs in one state — what is retrying right now, and why — newest state
+change first, a page at a time, with each job's attempt and last error. It reads the state table's
+index of jobs by queue and state (never a scan of the table). The queue is the stack's only queue,
+or the one -q names. A page can hold fewer jobs than --limit while more follow: the command
+prints the cursor of the next page (--cursor), and "next": "" in --json when there is none.`,
+		Example: `  jobkit job list --state retrying
+  jobkit -q Email job list --state dead --kind email.send --limit 20
+  jobkit -q Email job list --state succeeded --cursor eyJpZCI6...`,
+		Args: noArgs,
+		RunE: a.verb(func(s *session, _ []string) error {
+			q, err := s.one(false)
+			if err != nil {
+				return err
+			}
+			t, err := s.stateTable(table)
+			if err != nil {
+				return err
+			}
+			page, err := t.List(s.ctx, state.ListOptions{Queue: q.URL, State: jobs.JobState(listState), Kind: listKind, Limit: limit, Cursor: cursor})
+			if errors.Is(err, state.ErrBadListOptions) {
+				return usageError{err}
+			}
+			if err != nil {
+				return err
+			}
+			doc := jobListJSON{Version: jsonVersion, Queue: q.Name, State: listState, Jobs: page.Jobs, Next: page.Next}
+			if doc.Jobs == nil {
+				doc.Jobs = []jobs.JobStatus{}
+			}
+			return s.print(asJSON, func() any { return doc }, func(w io.Writer) { printJobList(w, doc) })
+		}),
+	}
+	list.Flags().StringVar(&listState, "state", "", "the jobs' state: enqueued, running, retrying, succeeded, dead or cancelled (required)")
+	list.Flags().StringVar(&listKind, "kind", "", "only jobs of this kind")
+	list.Flags().IntVar(&limit, "limit", state.DefaultListLimit, fmt.Sprintf("jobs per page, 1-%d", state.MaxListLimit))
+	list.Flags().StringVar(&cursor, "cursor", "", "continue from the page that printed it")
+	_ = list.MarkFlagRequired("state")
+	for _, c := range []*cobra.Command{show, cancel, retry, list} {
 		c.Flags().BoolVar(&asJSON, "json", false, "print JSON (schema in docs/cli.md)")
 		c.Flags().StringVar(&table, "state-table", "", "the jobkit state table (default: the stack's "+contract.OutputStateTable+" output)")
 		cmd.AddCommand(c)

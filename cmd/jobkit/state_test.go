@@ -175,3 +175,64 @@ func TestPrintJobShowsProgress(t *testing.T) {
 	printJob(&b, jobs.JobStatus{ID: "j1", State: jobs.StateRunning, Progress: &jobs.Progress{Percent: 42.5, Note: "frames\x1b[2J", At: at}})
 	assert.Regexp(t, `progress\s+42\.5% frames\\x1b\[2J \(at 2026-11-27T12:00:00Z\)`, b.String())
 }
+
+// job list prints a queue's jobs in one state from the state table's index, a page at a time.
+func TestJobList(t *testing.T) {
+	t.Parallel()
+	cfg := awstest.Config(t)
+	q := awstest.CreateQueue(t, cfg, "q", nil)
+	name := awstest.CreateStateTable(t, cfg)
+	table, err := state.New(dynamodb.NewFromConfig(cfg), name, nil)
+	require.NoError(t, err)
+	client, err := jobs.NewClient(sqs.NewFromConfig(cfg), jobs.ClientOptions{DefaultQueueURL: q.URL, State: table})
+	require.NoError(t, err)
+	ctx := context.Background()
+	var ids []string
+	for _, img := range []string{"a.png", "b.png", "c.png"} {
+		res, err := client.Enqueue(ctx, thumb{Image: img}, nil)
+		require.NoError(t, err)
+		ids = append(ids, res.ID)
+		time.Sleep(2 * time.Millisecond)
+	}
+	// The runtime records the first job dead after its last attempt.
+	require.NoError(t, table.JobSettled(ctx, &jobs.JobRow{ID: ids[0], Kind: "image.thumb", QueueURL: q.URL},
+		jobs.JobStatus{State: jobs.StateDead, Attempt: 3, LastError: "decode: corrupt PNG", Reason: "attempts_exhausted"}))
+
+	out, errOut, code := cli(t, "", "-q", q.URL, "job", "list", "--state", "dead", "--state-table", name)
+	require.Equal(t, 0, code, errOut)
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	require.Len(t, lines, 2, out)
+	assert.Regexp(t, `^JOB ID\s+KIND\s+SINCE \(UTC\)\s+ATTEMPT\s+LAST ERROR$`, lines[0])
+	assert.Regexp(t, `^`+ids[0]+`\s+image\.thumb\s+\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\s+3\s+decode: corrupt PNG$`, lines[1])
+
+	// A page at a time, newest first, each naming the cursor of the next until the last.
+	var listed []string
+	cursor := ""
+	for pages := 0; pages == 0 || cursor != ""; pages++ {
+		require.Less(t, pages, 5)
+		args := []string{"-q", q.URL, "job", "list", "--state", "enqueued", "--limit", "1", "--state-table", name, "--json"}
+		if cursor != "" {
+			args = append(args, "--cursor", cursor)
+		}
+		out, errOut, code = cli(t, "", args...)
+		require.Equal(t, 0, code, errOut)
+		var doc jobListJSON
+		require.NoError(t, json.Unmarshal([]byte(out), &doc))
+		require.LessOrEqual(t, len(doc.Jobs), 1)
+		for _, j := range doc.Jobs {
+			listed = append(listed, j.ID)
+		}
+		cursor = doc.Next
+	}
+	assert.Equal(t, []string{ids[2], ids[1]}, listed, "the dead job is no longer enqueued")
+	out, errOut, code = cli(t, "", "-q", q.URL, "job", "list", "--state", "enqueued", "--limit", "1", "--state-table", name)
+	require.Equal(t, 0, code, errOut)
+	assert.Regexp(t, `(?m)^more: --cursor [A-Za-z0-9_-]+$`, out)
+	out, errOut, code = cli(t, "", "-q", q.URL, "job", "list", "--state", "cancelled", "--state-table", name)
+	require.Equal(t, 0, code, errOut)
+	assert.Equal(t, "no cancelled jobs on "+q.Name+"\n", out)
+
+	_, errOut, code = cli(t, "", "-q", q.URL, "job", "list", "--state", "lost", "--state-table", name)
+	assert.Equal(t, exitUsage, code)
+	assert.Contains(t, errOut, `state "lost"`)
+}

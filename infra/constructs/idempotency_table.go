@@ -63,6 +63,13 @@ func NewIdempotencyTable(scope constructs.Construct, id string, props *Idempoten
 		EncryptionKey: p.EncryptionKey,
 		RemovalPolicy: awscdk.RemovalPolicy_RETAIN,
 	})
+	// Jobs by queue and state, newest first (jobs/state Table.List, jobkit jobs list, the console).
+	t.AddGlobalSecondaryIndex(&awsdynamodb.GlobalSecondaryIndexProps{
+		IndexName:      jsii.String(contract.StateIndex),
+		PartitionKey:   &awsdynamodb.Attribute{Name: jsii.String(contract.AttrListKey), Type: awsdynamodb.AttributeType_STRING},
+		SortKey:        &awsdynamodb.Attribute{Name: jsii.String(contract.AttrListAt), Type: awsdynamodb.AttributeType_NUMBER},
+		ProjectionType: awsdynamodb.ProjectionType_ALL,
+	})
 	if !p.NoOutput {
 		out := awscdk.NewCfnOutput(c, jsii.String("StateTable"), &awscdk.CfnOutputProps{
 			Value:       t.TableName(),

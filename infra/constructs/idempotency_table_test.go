@@ -16,7 +16,20 @@ func TestIdempotencyTable(t *testing.T) {
 	_, body := tpl.Only(t, "AWS::DynamoDB::Table")
 	p := props(body)
 	require.Equal(t, []any{map[string]any{"AttributeName": "id", "KeyType": "HASH"}}, p["KeySchema"])
-	require.Equal(t, []any{map[string]any{"AttributeName": "id", "AttributeType": "S"}}, p["AttributeDefinitions"])
+	require.ElementsMatch(t, []any{
+		map[string]any{"AttributeName": "id", "AttributeType": "S"},
+		map[string]any{"AttributeName": contract.AttrListKey, "AttributeType": "S"},
+		map[string]any{"AttributeName": contract.AttrListAt, "AttributeType": "N"},
+	}, p["AttributeDefinitions"])
+	// The index of jobs by queue and state (jobs/state Table.List), as the tests' tables have it.
+	require.Equal(t, []any{map[string]any{
+		"IndexName": contract.StateIndex,
+		"KeySchema": []any{
+			map[string]any{"AttributeName": contract.AttrListKey, "KeyType": "HASH"},
+			map[string]any{"AttributeName": contract.AttrListAt, "KeyType": "RANGE"},
+		},
+		"Projection": map[string]any{"ProjectionType": "ALL"},
+	}}, p["GlobalSecondaryIndexes"])
 	require.Equal(t, "PAY_PER_REQUEST", p["BillingMode"])
 	require.Equal(t, map[string]any{"AttributeName": "expiration", "Enabled": true}, p["TimeToLiveSpecification"])
 	require.Equal(t, true, get(p, "PointInTimeRecoverySpecification.PointInTimeRecoveryEnabled"))

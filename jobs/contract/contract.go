@@ -5,6 +5,8 @@
 // stack reads. Changing one changes the contract between a deployed stack and the code it runs.
 package contract
 
+import "strings"
+
 // Environment variables ConfigFromEnv reads besides those in env.go.
 const (
 	EnvSafetyMargin = "JOBKIT_SAFETY_MARGIN" // time kept before the Lambda deadline, Go duration; default 2s
@@ -188,3 +190,22 @@ const EnvLambdaRuntimeAPI = "AWS_LAMBDA_RUNTIME_API"
 // event source mapping of the offline stack (on AWS, pausing also disables the queue's event
 // source mappings). Its value is when the pause began, RFC 3339.
 const TagPaused = "jobkit:paused"
+
+// The jobkit state table's index of jobs by queue and state (jobs/state Table.List): a global
+// secondary index whose partition key AttrListKey is "<queue name>#<state>" and whose sort key
+// AttrListAt is when the job entered that state (epoch milliseconds). The job items jobs/state
+// writes carry both attributes, and so do the idempotency records that double as a job's running
+// and succeeded state (idempotency.Config.RecordJobs).
+const (
+	StateIndex  = "jobs_by_queue_state"
+	AttrListKey = "lst"
+	AttrListAt  = "lst_at"
+)
+
+// ListKey is the AttrListKey of a job of queue (a name or URL) in state.
+func ListKey(queue, state string) string {
+	if i := strings.LastIndexByte(queue, '/'); i >= 0 {
+		queue = queue[i+1:]
+	}
+	return queue + "#" + state
+}

@@ -31,7 +31,7 @@ import (
 
 type resize struct {
 	Image string `json:"image"`
-	Fail  string `json:"fail,omitempty"` // "retry" fails once, "cancel" cancels
+	Fail  string `json:"fail,omitempty"` // "retry" fails once, "cancel" cancels, "always" fails every attempt
 }
 
 func (resize) Kind() string { return "image.resize" }
@@ -76,7 +76,7 @@ func newEnv(t *testing.T, folded bool) *env {
 	e := &env{t: t, cfg: cfg, sqs: sqs.NewFromConfig(cfg), callbacks: map[string][]albumReady{}, failures: map[string][]albumFailed{}}
 	e.dlq = awstest.CreateQueue(t, cfg, "dlq", nil)
 	e.q = awstest.CreateQueue(t, cfg, "q", nil)
-	name := awstest.CreateTable(t, cfg, "state", idempotency.AttrID, "")
+	name := awstest.CreateStateTable(t, cfg)
 	db := dynamodb.NewFromConfig(cfg)
 	var err error
 	e.table, err = state.New(db, name, &state.Options{SQS: e.sqs, Shards: 4})
@@ -104,6 +104,8 @@ func newEnv(t *testing.T, folded bool) *env {
 			}
 		case "cancel":
 			return jobs.Cancel(errors.New("image gone"))
+		case "always":
+			return errors.New("corrupt image")
 		}
 		return jobs.SetResult(ctx, map[string]string{"thumb": job.Args.Image + ".small"})
 	}))

@@ -27,6 +27,9 @@ type DynamoDBAPI interface {
 	DeleteItem(ctx context.Context, in *dynamodb.DeleteItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.DeleteItemOutput, error)
 	BatchWriteItem(ctx context.Context, in *dynamodb.BatchWriteItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.BatchWriteItemOutput, error)
 	TransactWriteItems(ctx context.Context, in *dynamodb.TransactWriteItemsInput, optFns ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error)
+	// List's index queries and reads.
+	Query(ctx context.Context, in *dynamodb.QueryInput, optFns ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error)
+	BatchGetItem(ctx context.Context, in *dynamodb.BatchGetItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.BatchGetItemOutput, error)
 }
 
 // SQSAPI is the SQS call a Table makes: sending a batch's callback job.
@@ -159,6 +162,8 @@ func (t *Table) JobsEnqueued(ctx context.Context, list []jobs.PreparedJob) error
 		}
 		if j.QueueURL != "" {
 			item[attrQueue] = s(j.QueueURL)
+			item[contract.AttrListKey] = s(contract.ListKey(j.QueueURL, string(jobs.StateEnqueued)))
+			item[contract.AttrListAt] = ms(j.EnqueuedAt)
 		}
 		if j.Batch != "" {
 			item[attrBatch] = s(j.Batch)
@@ -343,14 +348,14 @@ func (t *Table) CancelJob(ctx context.Context, id, note string) (jobs.JobStatus,
 	if err != nil {
 		return st, fmt.Errorf("state: cancel job %q: %w", id, err)
 	}
-	up := t.stateUpdate(&jobs.JobRow{ID: id, Kind: st.Kind, Batch: st.Batch}, jobs.StateCancelled, now).
+	up := t.stateUpdate(&jobs.JobRow{ID: id, Kind: st.Kind, Batch: st.Batch, QueueURL: st.Queue}, jobs.StateCancelled, now).
 		Set(expression.Name(attrReason), expression.Value(contract.ReasonCancelled)).
 		Set(expression.Name(attrLastError), expression.Value(note)).
 		Set(expression.Name(attrFinishedAt), expression.Value(now.UnixMilli())).
 		Set(expression.Name(attrOpCancelled), expression.Value(true)).
 		Remove(expression.Name(attrReceipt))
 	if st.Batch != "" {
-		err = t.memberDone(ctx, &jobs.JobRow{ID: id, Kind: st.Kind, Batch: st.Batch}, up, false)
+		err = t.memberDone(ctx, &jobs.JobRow{ID: id, Kind: st.Kind, Batch: st.Batch, QueueURL: st.Queue}, up, false)
 	} else if err = t.updateJobIf(ctx, id, up, cancellable()); errors.Is(err, errCondition) {
 		// A run recorded itself in between (jobs/state's Middleware alone): it is running.
 		_, cur, rerr := t.jobItem(ctx, id)
@@ -397,7 +402,9 @@ func (t *Table) stateUpdate(row *jobs.JobRow, state jobs.JobState, now time.Time
 			Set(expression.Name(attrIdemKey), expression.IfNotExists(expression.Name(attrIdemKey), expression.Value(idempotency.JobKey(row))))
 	}
 	if row.QueueURL != "" {
-		up = up.Set(expression.Name(attrQueue), expression.Value(row.QueueURL))
+		up = up.Set(expression.Name(attrQueue), expression.Value(row.QueueURL)).
+			Set(expression.Name(contract.AttrListKey), expression.Value(contract.ListKey(row.QueueURL, string(state)))).
+			Set(expression.Name(contract.AttrListAt), expression.Value(now.UnixMilli()))
 	}
 	if row.Batch != "" {
 		up = up.Set(expression.Name(attrBatch), expression.Value(row.Batch))

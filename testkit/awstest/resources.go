@@ -13,6 +13,8 @@ import (
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
+
+	"github.com/jobkit-go/jobkit/jobs/contract"
 )
 
 // Queue is an SQS queue a test created.
@@ -80,6 +82,31 @@ func CreateQueue(tb testing.TB, cfg aws.Config, suffix string, opts *QueueOption
 // string sort key), waits until it is active and deletes it when the test ends. It returns the name.
 func CreateTable(tb testing.TB, cfg aws.Config, suffix, partitionKey, sortKey string) string {
 	tb.Helper()
+	return createTable(tb, cfg, suffix, partitionKey, sortKey, nil)
+}
+
+// CreateStateTable creates a jobkit state table as the IdempotencyTable construct deploys it —
+// partition key "id" and the index of jobs by queue and state (contract.StateIndex) — waits
+// until it is active and deletes it when the test ends. It returns the name.
+func CreateStateTable(tb testing.TB, cfg aws.Config) string {
+	tb.Helper()
+	return createTable(tb, cfg, "state", "id", "", func(in *dynamodb.CreateTableInput) {
+		in.AttributeDefinitions = append(in.AttributeDefinitions,
+			ddbtypes.AttributeDefinition{AttributeName: aws.String(contract.AttrListKey), AttributeType: ddbtypes.ScalarAttributeTypeS},
+			ddbtypes.AttributeDefinition{AttributeName: aws.String(contract.AttrListAt), AttributeType: ddbtypes.ScalarAttributeTypeN})
+		in.GlobalSecondaryIndexes = []ddbtypes.GlobalSecondaryIndex{{
+			IndexName: aws.String(contract.StateIndex),
+			KeySchema: []ddbtypes.KeySchemaElement{
+				{AttributeName: aws.String(contract.AttrListKey), KeyType: ddbtypes.KeyTypeHash},
+				{AttributeName: aws.String(contract.AttrListAt), KeyType: ddbtypes.KeyTypeRange},
+			},
+			Projection: &ddbtypes.Projection{ProjectionType: ddbtypes.ProjectionTypeAll},
+		}}
+	})
+}
+
+func createTable(tb testing.TB, cfg aws.Config, suffix, partitionKey, sortKey string, edit func(*dynamodb.CreateTableInput)) string {
+	tb.Helper()
 	client := dynamodb.NewFromConfig(cfg)
 	name := Name(tb, suffix)
 	in := &dynamodb.CreateTableInput{
@@ -97,6 +124,9 @@ func CreateTable(tb testing.TB, cfg aws.Config, suffix, partitionKey, sortKey st
 			ddbtypes.AttributeDefinition{AttributeName: aws.String(sortKey), AttributeType: ddbtypes.ScalarAttributeTypeS})
 		in.KeySchema = append(in.KeySchema,
 			ddbtypes.KeySchemaElement{AttributeName: aws.String(sortKey), KeyType: ddbtypes.KeyTypeRange})
+	}
+	if edit != nil {
+		edit(in)
 	}
 	ctx := context.Background()
 	if _, err := client.CreateTable(ctx, in); err != nil {
