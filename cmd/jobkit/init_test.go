@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
 	"go/format"
 	"io"
 	"io/fs"
@@ -19,6 +20,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/jobkit-go/jobkit/jobs"
 	"github.com/jobkit-go/jobkit/testkit/awstest"
 )
 
@@ -163,6 +165,26 @@ func TestInitServiceRunsOffline(t *testing.T) {
 	waitFor(t, exited, stderr, "the jobs to run", func() bool {
 		return strings.Contains(stderr.String(), "queued=0 running=0 succeeded=50 retried=10 dead=0")
 	})
+	// The console lists the queue's jobs by state, from the index the IdempotencyTable
+	// construct gives the state table (created by the emulator's CloudFormation).
+	page, err = http.Get("http://" + consoleAddr + "/api/jobs?queue=Welcome&state=succeeded&limit=1000")
+	require.NoError(t, err)
+	var listed struct {
+		Jobs []jobs.JobStatus `json:"jobs"`
+		Next string           `json:"next"`
+	}
+	require.NoError(t, json.NewDecoder(page.Body).Decode(&listed))
+	page.Body.Close()
+	require.Equal(t, http.StatusOK, page.StatusCode)
+	require.Len(t, listed.Jobs, 50, "every job succeeded, listed by state")
+	retried := 0
+	for _, j := range listed.Jobs {
+		if j.Attempt == 2 {
+			retried++
+		}
+	}
+	require.Equal(t, 10, retried, "the flaky jobs succeeded on their second attempt")
+
 	require.NoError(t, dev.Process.Signal(syscall.SIGTERM))
 	select {
 	case err := <-exited:

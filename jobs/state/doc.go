@@ -21,6 +21,17 @@
 // more writes). Status reads the job item and, when it names one, the idempotency record: the
 // later of the two wins, and a completed record is final.
 //
+// # Listing by state
+//
+// Table.List lists a queue's jobs in one state, newest first, from the table's global secondary
+// index contract.StateIndex (partition "<queue name>#<state>", sort key the time of the change),
+// which the IdempotencyTable construct creates. The writes above carry the index's attributes —
+// the enqueued item, the states the runtime records, and the idempotency records that are a
+// job's running and succeeded state — so the index adds no call per job, only an index write
+// beside each of those writes. An entry can lag behind its job (an enqueued item after a run its
+// idempotency record holds): List reads the other half of each job's state and keeps only the
+// jobs in the asked state now.
+//
 // # Unique jobs
 //
 // EnqueueOpts.Unique reserves uniq#<kind>#<key> with one conditional PutItem (the key absent or

@@ -43,9 +43,11 @@ func ServeConsole(ctx context.Context, addr string, cfg aws.Config, stack string
 	}
 	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = hs.Serve(ln) }()
-	note(fmt.Sprintf("dev: console at http://%s/ (queues, dead jobs, redrive, schedules, job status, cancel, retry)", ln.Addr()))
+	note(fmt.Sprintf("dev: console at http://%s/ (queues, dead jobs, redrive, schedules, jobs by state, job status, cancel, retry)", ln.Addr()))
 	return func() { _ = hs.Close() }
 }
+
+var _ console.JobLister = (*stackStates)(nil)
 
 // stackStates reads and acts on job states in the state table the stack names in its
 // JobkitStateTable output, found on first use: the console starts before the stack is deployed.
@@ -110,4 +112,13 @@ func (s *stackStates) RetryNow(ctx context.Context, id string) (jobs.JobStatus, 
 		return jobs.JobStatus{}, err
 	}
 	return c.RetryNow(ctx, id)
+}
+
+// List implements console.JobLister.
+func (s *stackStates) List(ctx context.Context, opts state.ListOptions) (state.JobPage, error) {
+	t, _, err := s.open(ctx)
+	if err != nil {
+		return state.JobPage{}, err
+	}
+	return t.List(ctx, opts)
 }

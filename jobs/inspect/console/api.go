@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strconv"
 	"sync"
 	"time"
 
@@ -14,6 +15,7 @@ import (
 	"github.com/jobkit-go/jobkit/jobs/awsarn"
 	"github.com/jobkit-go/jobkit/jobs/contract"
 	"github.com/jobkit-go/jobkit/jobs/inspect"
+	"github.com/jobkit-go/jobkit/jobs/state"
 )
 
 // writeJSON answers v as JSON (the security headers are set by ServeHTTP).
@@ -478,4 +480,64 @@ func (s *Server) apiQueueOp(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"queue": text(q.Name, fieldWidth), "changed": res.Changed, "event_source_mappings": len(res.Mappings)})
+}
+
+// jobListView is /api/jobs's answer, and the page's jobs section.
+type jobListView struct {
+	Queue string           `json:"queue"`
+	State string           `json:"state"`
+	Kind  string           `json:"kind,omitempty"`
+	Jobs  []jobs.JobStatus `json:"jobs"`
+	Next  string           `json:"next"`
+}
+
+// listJobs lists a queue's jobs in one state (state.Table.List), every string made safe.
+func (s *Server) listJobs(ctx context.Context, queue string, st jobs.JobState, kind, cursor string, limit int) (*jobListView, error) {
+	l, ok := s.o.States.(JobLister)
+	if !ok {
+		return nil, errNoStates
+	}
+	q, err := s.queue(ctx, queue)
+	if err != nil {
+		return nil, err
+	}
+	page, err := l.List(ctx, state.ListOptions{Queue: q.URL, State: st, Kind: kind, Limit: limit, Cursor: cursor})
+	if err != nil {
+		return nil, err
+	}
+	v := &jobListView{Queue: text(q.Name, fieldWidth), State: text(string(st), fieldWidth), Kind: text(kind, fieldWidth), Jobs: []jobs.JobStatus{}, Next: page.Next}
+	for _, j := range page.Jobs {
+		v.Jobs = append(v.Jobs, safeStatus(j))
+	}
+	return v, nil
+}
+
+// errNoStates: the console has no state table that lists jobs.
+var errNoStates = errors.New("console: the job state table is not deployed: jobs cannot be listed by state")
+
+// apiJobs answers GET /api/jobs?queue=NAME&state=STATE[&kind=K][&limit=N][&cursor=C]: a page of
+// the queue's jobs in that state, newest first; 400 for an unknown state or a bad cursor, 404 for
+// a queue the console does not show or no state table.
+func (s *Server) apiJobs(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	limit := 0
+	if v := q.Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			writeError(w, http.StatusBadRequest, "limit: want a number")
+			return
+		}
+		limit = n
+	}
+	v, err := s.listJobs(r.Context(), q.Get("queue"), jobs.JobState(q.Get("state")), q.Get("kind"), q.Get("cursor"), limit)
+	switch {
+	case errors.Is(err, state.ErrBadListOptions):
+		writeError(w, http.StatusBadRequest, "%s", text(err.Error(), errorWidth))
+	case errors.Is(err, errNoStates):
+		writeError(w, http.StatusNotFound, "%v", err)
+	case err != nil:
+		fail(w, err)
+	default:
+		writeJSON(w, http.StatusOK, v)
+	}
 }

@@ -244,7 +244,7 @@ func newHTTPTest(t *testing.T, s *Server) string {
 // for its retry, looked up by id through the form, from the job state table on the emulator.
 func TestJobStatusInABrowser(t *testing.T) {
 	cfg := awstest.Config(t)
-	name := awstest.CreateTable(t, cfg, "state", idempotency.AttrID, "")
+	name := awstest.CreateStateTable(t, cfg)
 	db := dynamodb.NewFromConfig(cfg)
 	table, err := state.New(db, name, nil)
 	require.NoError(t, err)
@@ -313,6 +313,39 @@ func TestJobStatusInABrowser(t *testing.T) {
 	var msg string
 	require.NoError(t, chromedp.Run(ctx, chromedp.Text("#status", &msg)))
 	require.Contains(t, msg, "no state recorded")
+
+	// The queue's jobs by state (the state table's index): retrying first, then a tab away the
+	// one that succeeded; a job's id opens its status.
+	require.NoError(t, chromedp.Run(ctx,
+		chromedp.Navigate(f.http.URL+"/?queue="+f.queue.Name+"#jobs"),
+		chromedp.WaitVisible("#job-list"),
+	))
+	rows := tableRows(t, ctx, "#job-list")
+	require.Len(t, rows, 1)
+	require.Equal(t, []string{flaky.ID, "image.resize", "retrying"}, rows[0][:3])
+	require.Equal(t, "1", rows[0][4], "its attempt")
+	require.Equal(t, "s3: SlowDown: <script>alert(1)</script>", rows[0][5], "its last error, as text")
+	screenshot(t, ctx, dir, "console-jobs-by-state")
+	require.NoError(t, chromedp.Run(ctx,
+		chromedp.Click(`#job-states a[data-state="succeeded"]`, chromedp.ByQuery),
+		chromedp.WaitVisible(`#job-states a.current[data-state="succeeded"]`, chromedp.ByQuery),
+	))
+	rows = tableRows(t, ctx, "#job-list")
+	require.Len(t, rows, 1)
+	require.Equal(t, []string{done.ID, "image.resize", "succeeded"}, rows[0][:3])
+	require.NoError(t, chromedp.Run(ctx,
+		chromedp.Navigate(f.http.URL+"/?queue="+f.queue.Name+"&jobs=succeeded&kind=video.encode#jobs"),
+		chromedp.WaitVisible("#job-list"),
+	))
+	rows = tableRows(t, ctx, "#job-list")
+	require.Equal(t, [][]string{{"no succeeded jobs of kind video.encode"}}, rows)
+	require.NoError(t, chromedp.Run(ctx,
+		chromedp.Navigate(f.http.URL+"/?queue="+f.queue.Name+"&jobs=succeeded#jobs"),
+		chromedp.WaitVisible("#job-list"),
+		chromedp.Click(`#job-list a`, chromedp.ByQuery),
+		chromedp.WaitVisible("#job-status"),
+	))
+	require.Equal(t, done.ID, fields()["id"])
 }
 
 type statusJob struct {

@@ -29,6 +29,7 @@ import (
 
 	"github.com/jobkit-go/jobkit/jobs"
 	"github.com/jobkit-go/jobkit/jobs/inspect"
+	"github.com/jobkit-go/jobkit/jobs/state"
 )
 
 // TokenHeader is the request header that carries the per-process token on state-changing requests.
@@ -76,6 +77,12 @@ type Options struct {
 	ListLimit int
 	// Now returns the current time (tests); nil means time.Now.
 	Now func() time.Time
+}
+
+// JobLister lists a queue's jobs in one state; jobs/state.Table implements it. When
+// Options.States is one, the page lists the selected queue's jobs by state and /api/jobs answers.
+type JobLister interface {
+	List(ctx context.Context, opts state.ListOptions) (state.JobPage, error)
 }
 
 // StatusReader reads a job's state by id; jobs/state.Table implements it.
@@ -141,6 +148,7 @@ func (s *Server) routes() {
 	s.mux.HandleFunc("GET /api/envelope", s.apiEnvelope)
 	s.mux.HandleFunc("GET /api/schedules", s.apiSchedules)
 	s.mux.HandleFunc("GET /api/status", s.apiStatus)
+	s.mux.HandleFunc("GET /api/jobs", s.apiJobs)
 	s.mux.HandleFunc("GET /api/tasks/{id}", s.apiTask)
 	s.mux.HandleFunc("POST /api/redrive", s.action(s.apiRedrive))
 	s.mux.HandleFunc("POST /api/purge", s.action(s.apiPurge))

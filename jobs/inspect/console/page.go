@@ -2,6 +2,7 @@ package console
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"embed"
 	"errors"
@@ -10,6 +11,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/jobkit-go/jobkit/jobs"
 	"github.com/jobkit-go/jobkit/jobs/awsarn"
@@ -28,7 +30,15 @@ var staticFS = func() fs.FS {
 	return sub
 }()
 
-var pageTemplate = template.Must(template.New("page.html").Funcs(template.FuncMap{"when": when}).ParseFS(assets, "assets/page.html"))
+var pageTemplate = template.Must(template.New("page.html").Funcs(template.FuncMap{"when": when, "at": at}).ParseFS(assets, "assets/page.html"))
+
+// at shows a time as the tables do ("2026-11-21 12:05:00", UTC); "" for none.
+func at(t time.Time) string {
+	if t.IsZero() {
+		return ""
+	}
+	return t.UTC().Format("2006-01-02 15:04:05")
+}
 
 // when shows an RFC 3339 UTC time the short way the tables use ("2026-11-21 12:05:00"; the
 // column headers say UTC).
@@ -60,6 +70,16 @@ type pageData struct {
 	Schedules      []scheduleView
 	SchedulesError string
 
+	// The selected queue's jobs in one state (the state table's index): shown when States
+	// lists jobs (JobLister).
+	Listable   bool
+	JobsState  string   // the state listed; default retrying
+	JobsKind   string   // the kind filter
+	JobsCursor string   // the page shown ("" the first)
+	JobStates  []string // the states there are tabs for
+	Jobs       *jobListView
+	JobsError  string
+
 	StateTable string
 	HasStates  bool // the job state table is deployed: the status form is shown
 	StatusID   string
@@ -79,7 +99,9 @@ func (s *Server) page(w http.ResponseWriter, r *http.Request) {
 	d := &pageData{
 		ReadOnly: s.o.ReadOnly, Stack: text(s.stack(), fieldWidth), RefreshMS: s.o.Refresh.Milliseconds(),
 		Selected: q.Get("queue"), JobRef: q.Get("job"), StateTable: text(s.o.StateTable, fieldWidth), StatusID: q.Get("status"),
+		JobsState: cmp.Or(q.Get("jobs"), string(jobs.StateRetrying)), JobsKind: q.Get("kind"), JobsCursor: q.Get("cursor"),
 	}
+	_, d.Listable = s.o.States.(JobLister)
 	if !s.o.ReadOnly {
 		d.Token = s.token
 	}
@@ -88,6 +110,9 @@ func (s *Server) page(w http.ResponseWriter, r *http.Request) {
 	wg.Go(func() { s.pageSchedules(ctx, d) })
 	if d.Selected != "" {
 		wg.Go(func() { s.pageDead(ctx, d) })
+		if d.Listable {
+			wg.Go(func() { s.pageJobs(ctx, d) })
+		}
 	}
 	wg.Wait()
 	s.pageStatus(ctx, d)
@@ -98,6 +123,19 @@ func (s *Server) page(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	_, _ = w.Write(buf.Bytes())
+}
+
+// pageJobs lists the selected queue's jobs in the state the page asks for.
+func (s *Server) pageJobs(ctx context.Context, d *pageData) {
+	for _, st := range []jobs.JobState{jobs.StateEnqueued, jobs.StateRunning, jobs.StateRetrying, jobs.StateSucceeded, jobs.StateDead, jobs.StateCancelled} {
+		d.JobStates = append(d.JobStates, string(st))
+	}
+	v, err := s.listJobs(ctx, d.Selected, jobs.JobState(d.JobsState), d.JobsKind, d.JobsCursor, s.o.ListLimit)
+	if err != nil {
+		d.JobsError = text(err.Error(), 2000)
+		return
+	}
+	d.Jobs = v
 }
 
 // pageStatus looks up the job status the page asks for, if any.
