@@ -2,6 +2,7 @@ package jobs_test
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -19,11 +20,25 @@ import (
 // it is paused, the job it was running finishes and is deleted, and the jobs sent meanwhile wait
 // in the queue, unreceived, to run once each after the resume.
 func TestConsumerHonoursAPausedQueueOnSQS(t *testing.T) {
-	t.Parallel()
+	for _, fifo := range []bool{false, true} {
+		t.Run(map[bool]string{false: "standard", true: "fifo"}[fifo], func(t *testing.T) {
+			t.Parallel()
+			testConsumerPaused(t, fifo)
+		})
+	}
+}
+
+func testConsumerPaused(t *testing.T, fifo bool) {
 	ctx := context.Background()
 	cfg := awstest.Config(t)
 	client := sqs.NewFromConfig(cfg)
-	q, dlq := awstest.QueueWithDLQ(t, cfg, "q", nil)
+	q, dlq := awstest.QueueWithDLQ(t, cfg, "q", &awstest.QueueOptions{FIFO: fifo})
+	job := func(n int) TestJob {
+		if fifo {
+			return TestJob{N: n, Group: fmt.Sprintf("g%d", n)}
+		}
+		return TestJob{N: n}
+	}
 	in := inspect.New(cfg)
 
 	var mu sync.Mutex
@@ -49,14 +64,14 @@ func TestConsumerHonoursAPausedQueueOnSQS(t *testing.T) {
 	go func() { done <- c.Run(runCtx) }()
 	defer func() { stop(); require.NoError(t, <-done) }()
 
-	enqueue(t, client, q.URL, TestJob{N: 1})
+	enqueue(t, client, q.URL, job(1))
 	require.Equal(t, 1, <-started)
 	_, err = in.SetQueuePaused(ctx, q.URL, true)
 	require.NoError(t, err)
 	require.Eventually(t, func() bool { return c.Stats().Paused }, 10*time.Second, 50*time.Millisecond)
 	time.Sleep(1200 * time.Millisecond) // a receive already waiting when the pause was read ends
 
-	enqueue(t, client, q.URL, TestJob{N: 2}, TestJob{N: 3})
+	enqueue(t, client, q.URL, job(2), job(3))
 	close(release)
 	require.Eventually(t, func() bool { return c.Stats().Deleted == 1 }, 10*time.Second, 50*time.Millisecond,
 		"the job running when the queue was paused finishes and is deleted")
