@@ -418,8 +418,9 @@ func TestSampleApp(t *testing.T) {
 		require.Equal(t, map[string]any{"Ref": "AWS::AccountId"}, cfntest.Get(allow, "Condition.StringEquals.aws:SourceAccount"))
 		require.NotNil(t, cfntest.Get(allow, "Condition.ArnLike.aws:SourceArn"))
 		// Per queue and lane: DLQ depth and age (12); per function worker: errors and throttles
-		// (10); the outbox forwarder's three; the delayed jobs' DLQ; a backlog alarm per lane (3).
-		require.Equal(t, 29, alarms)
+		// (10); the container worker's memory; the outbox forwarder's three; the delayed jobs' DLQ; a
+		// backlog alarm per lane (3).
+		require.Equal(t, 30, alarms)
 	})
 
 	t.Run("no wildcard actions", func(t *testing.T) {

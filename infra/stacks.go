@@ -241,6 +241,7 @@ func NewWorkersStack(scope constructs.Construct, id string, state *StateStack, m
 		Source: src("transcode"), Queue: state.Transcode, IdempotencyTable: state.Idempotency, Kinds: kinds(samplejobs.QueueTranscode),
 		CPU: 1024, MemoryMiB: 2048, Concurrency: 2, MaxTasks: 4, DrainTimeout: 60 * time.Second,
 		BackoffBase: 30 * time.Second, BackoffCap: 30 * time.Minute, PayloadBucket: state.Payloads,
+		AlarmActions: state.AlarmActions,
 	})
 	// Outbox: the sample's outbox jobs are welcome emails, written with the account they welcome
 	// (samplejobs.OpenAccount); the forwarder may send to the Email queue only. Its function is

@@ -97,6 +97,9 @@ type ContainerWorkerProps struct {
 	// NoCloudWatchAgent leaves the sidecar out: the worker writes its EMF lines to stdout, where
 	// the awslogs driver stores them as plain log lines (no metrics, no per-kind widgets).
 	NoCloudWatchAgent bool
+	// AlarmActions are added to the worker's alarm (MemoryAlarm), e.g. an SNS topic's action.
+	// Optional. The queue's AgeAlarm tells when the tasks fall behind.
+	AlarmActions []awscloudwatch.IAlarmAction
 }
 
 // ContainerWorker runs the jobs of a JobQueue in containers: an ECS Fargate service (arm64) of
@@ -129,7 +132,13 @@ type ContainerWorker struct {
 	StopTimeout, DrainTimeout time.Duration
 	MinTasks, MaxTasks        int
 	BacklogPerTask            int
+	// MemoryAlarm fires when a task's memory use reaches MemoryAlarmPercent of its limit.
+	MemoryAlarm awscloudwatch.Alarm
 }
+
+// MemoryAlarmPercent is the memory use, in percent of a task's limit, at which a ContainerWorker's
+// MemoryAlarm fires: ECS stops a task that passes its limit.
+const MemoryAlarmPercent = 90
 
 // NewContainerWorker defines a ContainerWorker. It panics with a *ConfigError when the props
 // cannot deploy or would not keep the consumer's promises (a drain budget ECS would cut short, a
@@ -180,6 +189,10 @@ func NewContainerWorker(scope constructs.Construct, id string, props *ContainerW
 	w.Recorder = defineRecorder(c, recorderProps{
 		queue: p.Queue, moduleDir: p.Source.ModuleDir, worker: id, payloads: p.PayloadBucket, logRetention: p.LogRetention,
 	})
+	w.MemoryAlarm = newAlarm(w.Construct, "MemoryAlarm",
+		fmt.Sprintf("jobkit %s: a task used more than %d%% of its memory: ECS stops a task that passes its limit, and the jobs it held come back after their visibility timeout", w.Name, MemoryAlarmPercent),
+		w.Service.MetricMemoryUtilization(&awscloudwatch.MetricOptions{Period: awscdk.Duration_Minutes(jsii.Number(5)), Statistic: jsii.String("Maximum")}),
+		MemoryAlarmPercent, p.AlarmActions)
 	return w
 }
 

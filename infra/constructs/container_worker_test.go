@@ -6,6 +6,10 @@ import (
 	"time"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awscloudwatch"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awscloudwatchactions"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awssns"
+	"github.com/aws/jsii-runtime-go"
 	"github.com/jobkit-go/jobkit/jobs/contract"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -157,4 +161,37 @@ func TestContainerWorkerWithoutAgent(t *testing.T) {
 		assert.NotContains(t, e.(map[string]any)["Name"], "JOBKIT_METRICS_", "metrics stay on stdout")
 	}
 	assert.Nil(t, w.Agent)
+}
+
+// A container worker's memory alarm: the service's maximum memory use over 5 minutes above 90%,
+// with the props' alarm actions.
+func TestContainerWorkerMemoryAlarm(t *testing.T) {
+	_, stack := newStack(t)
+	topic := awssns.NewTopic(stack, jsii.String("Alarms"), nil)
+	q := NewJobQueue(stack, "Long", &JobQueueProps{VisibilityTimeout: 5 * time.Minute})
+	w := NewContainerWorker(stack, "Encoder", &ContainerWorkerProps{Source: helloSource, Queue: q,
+		AlarmActions: []awscloudwatch.IAlarmAction{awscloudwatchactions.NewSnsAction(topic)}})
+	require.NotNil(t, w.MemoryAlarm)
+	tpl := synth(t, stack)
+	topicID, _ := tpl.Only(t, "AWS::SNS::Topic")
+	var found []string
+	for id, body := range tpl.Resources("AWS::CloudWatch::Alarm") {
+		p := props(body)
+		if p["Namespace"] != "AWS/ECS" {
+			continue // the queue's alarms, the recorder's
+		}
+		found = append(found, id)
+		assert.Equal(t, "MemoryUtilization", p["MetricName"])
+		assert.Equal(t, "Maximum", p["Statistic"])
+		assert.Equal(t, float64(300), p["Period"])
+		assert.Equal(t, float64(MemoryAlarmPercent), p["Threshold"])
+		assert.Equal(t, "GreaterThanThreshold", p["ComparisonOperator"])
+		assert.Equal(t, []any{ref(topicID)}, p["AlarmActions"])
+		dims := map[string]bool{}
+		for _, d := range p["Dimensions"].([]any) {
+			dims[d.(map[string]any)["Name"].(string)] = true
+		}
+		assert.Equal(t, map[string]bool{"ClusterName": true, "ServiceName": true}, dims)
+	}
+	require.Len(t, found, 1)
 }
