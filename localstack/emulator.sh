@@ -43,8 +43,9 @@ up)
   mkdir -p "$RUN_DIR"
   # setsid: the server gets its own process group, so 'down' stops it and its children.
   # localstack/motofix/server.py is moto's server with the SQS fixes it documents (FIFO group
-  # order after a partial batch failure, FIFO long polls, receive cost on deep queues).
-  setsid "$ROOT/.venv/bin/python" "$ROOT/localstack/motofix/server.py" -H "$HOST" -p "$PORT" >"$LOG_FILE" 2>&1 < /dev/null &
+  # order after a partial batch failure, FIFO long polls, receive cost on deep queues), and the
+  # AWS/SQS metrics SQS publishes every minute, here every 10 s (JOBKIT_SQS_METRICS_INTERVAL).
+  JOBKIT_SQS_METRICS_INTERVAL="${JOBKIT_SQS_METRICS_INTERVAL:-10}" setsid "$ROOT/.venv/bin/python" "$ROOT/localstack/motofix/server.py" -H "$HOST" -p "$PORT" >"$LOG_FILE" 2>&1 < /dev/null &
   echo $! >"$PID_FILE"
   deadline=$((SECONDS + READY_TIMEOUT))
   until alive "http://$HOST:$PORT"; do

@@ -119,8 +119,11 @@ start_host() {
   # otherwise take for its own. LOCALSTACK_HOST: queue URLs must name an address that resolves
   # offline. DNS_ADDRESS=0: no DNS server on port 53. SQS_DELAY_PURGE_RETRY=1: a second purge of
   # a queue within 60 s is refused (PurgeQueueInProgress), as SQS refuses it.
+  # SQS_CLOUDWATCH_METRICS_REPORT_INTERVAL=10: the AWS/SQS metrics (lsfix adds the oldest age)
+  # every 10 s; SQS publishes them every minute.
   setsid env OVERRIDE_IN_DOCKER=0 FILESYSTEM_ROOT="$FS_ROOT" GATEWAY_LISTEN="$HOST:$PORT" \
     LOCALSTACK_HOST="$HOST:$PORT" DNS_ADDRESS=0 DISABLE_EVENTS=1 SQS_ENDPOINT_STRATEGY=path SQS_DELAY_PURGE_RETRY=1 \
+    SQS_CLOUDWATCH_METRICS_REPORT_INTERVAL=10 \
     SERVICES=sqs,dynamodb,cloudformation,scheduler,events,lambda,s3,iam,sts,logs,ssm,cloudwatch,sns \
     "$VENV/bin/python" "$ROOT/localstack/lsfix/main.py" >"$LOG_FILE" 2>&1 </dev/null &
   echo $! >"$PID_FILE"

@@ -11,6 +11,13 @@ from one background pass a second over every queue. The pass iterates the live d
 a queue created or deleted meanwhile raises "dictionary changed size during iteration", which
 LocalStack's scheduler swallows, so the queues after that point (the newest) are skipped. Under
 queue churn a message can stay invisible long after its timeout. The pass here iterates a copy.
+
+SQS metrics: LocalStack publishes each queue's ApproximateNumberOfMessages{Visible,NotVisible,
+Delayed} to CloudWatch (every SQS_CLOUDWATCH_METRICS_REPORT_INTERVAL seconds; localstack.sh sets
+10) but not ApproximateAgeOfOldestMessage, which SQS publishes too and which the oldest-age
+readers (jobkit queues, the console, the AgeAlarm's metric) take from CloudWatch. The pass here
+adds it for every queue that holds messages: the age of the oldest message visible or in flight,
+in whole seconds.
 """
 
 import os
@@ -39,7 +46,42 @@ def _patch_sqs_update_worker():
     provider.QueueUpdateWorker.iter_queues = iter_queues
 
 
+def _patch_sqs_age_metric():
+    import time
+
+    from localstack.services.sqs import provider
+    from localstack.services.sqs.models import sqs_stores
+    from localstack.utils.cloudwatch.cloudwatch_util import SqsMetricBatchData, publish_sqs_metric_batch
+
+    publish_counts = provider.CloudwatchPublishWorker.publish_approximate_cloudwatch_metrics
+
+    def oldest_sent(queue):
+        msgs = list(getattr(getattr(queue, "visible", None), "queue", []))
+        for group in list(getattr(queue, "message_groups", {}).values()):
+            msgs.extend(list(group.messages))
+        msgs.extend(list(queue.inflight))
+        sent = [int(m.message["Attributes"]["SentTimestamp"]) for m in msgs
+                if not getattr(m, "deleted", False) and "SentTimestamp" in m.message.get("Attributes", {})]
+        return min(sent) if sent else None
+
+    def publish_with_age(self):
+        publish_counts(self)
+        now = int(time.time() * 1000)
+        for account_id, region, store in list(sqs_stores.iter_stores()):
+            data = []
+            for queue in list(store.queues.values()):
+                oldest = oldest_sent(queue)
+                if oldest is not None:
+                    data.append(SqsMetricBatchData(QueueName=queue.name, MetricName="ApproximateAgeOfOldestMessage", Unit="Seconds",
+                                                   Value=max(0, now - oldest) // 1000))
+            if data:
+                publish_sqs_metric_batch(account_id=account_id, region=region, sqs_metric_batch_data=data)
+
+    provider.CloudwatchPublishWorker.publish_approximate_cloudwatch_metrics = publish_with_age
+
+
 _patch_sqs_update_worker()
+_patch_sqs_age_metric()
 
 if __name__ == "__main__":
     runpy.run_module("localstack.runtime.main", run_name="__main__", alter_sys=True)

@@ -105,6 +105,14 @@ Fix 17, the module list. To route a request, moto asks whether its host names on
 modules by listing its package directory and asking the file system about each of its 174 entries:
 0.47 ms a request, before any work, on a server where a DynamoDB call takes 3 to 4 ms under the
 offline stack's load. The directory does not change while the server runs: the fix lists it once.
+
+Fix 18, AWS/SQS metrics. SQS publishes each queue's ApproximateAgeOfOldestMessage and its
+ApproximateNumberOfMessages{Visible,NotVisible,Delayed} to CloudWatch every minute (namespace
+AWS/SQS, dimension QueueName); moto publishes nothing, so whatever reads a queue's oldest age
+from CloudWatch (jobkit queues, the console, the AgeAlarm's metric) found no datapoint offline.
+The fix puts them into moto's CloudWatch every JOBKIT_SQS_METRICS_INTERVAL seconds (default 60;
+localstack/emulator.sh sets 10) for every queue that holds messages: the age is that of the oldest
+message not deleted and not delayed, in flight included, in whole seconds.
 """
 
 import itertools
@@ -742,5 +750,45 @@ def change_message_visibility_indexed(self, queue_name, receipt_handle, visibili
 models.SQSBackend.change_message_visibility = change_message_visibility_indexed
 
 
+# Fix 18: AWS/SQS metrics in moto's CloudWatch.
+from moto.cloudwatch.models import cloudwatch_backends  # noqa: E402
+
+
+def publish_sqs_metrics():
+    now = unix_time_millis()
+    for account_id, region, backend in list(models.sqs_backends.iter_backends()):
+        data = []
+        for queue in list(backend.queues.values()):
+            msgs = tuple(queue._messages)
+            if not msgs:
+                continue
+            ready = [m for m in msgs if m.delayed_until <= now]
+            dims = [{"Name": "QueueName", "Value": queue.name}]
+            counts = {
+                "ApproximateNumberOfMessagesVisible": sum(1 for m in ready if m.visible_at < now),
+                "ApproximateNumberOfMessagesNotVisible": sum(1 for m in ready if not m.visible_at < now),
+                "ApproximateNumberOfMessagesDelayed": len(msgs) - len(ready),
+            }
+            for name, value in counts.items():
+                data.append({"MetricName": name, "Value": float(value), "Unit": "Count", "Dimensions": dims})
+            if ready:
+                oldest = min(m.sent_timestamp for m in ready)
+                data.append({"MetricName": "ApproximateAgeOfOldestMessage", "Value": float(max(0, now - oldest) // 1000),
+                             "Unit": "Seconds", "Dimensions": dims})
+        if data:
+            cloudwatch_backends[account_id][region].put_metric_data("AWS/SQS", data)
+
+
+def _sqs_metrics_loop(interval):
+    while True:
+        time.sleep(interval)
+        try:
+            publish_sqs_metrics()
+        except Exception as err:  # a queue changing under the walk: the next round has it
+            print(f"motofix: AWS/SQS metrics not published: {err!r}", file=sys.stderr)
+
+
 if __name__ == "__main__":
+    _interval = float(os.environ.get("JOBKIT_SQS_METRICS_INTERVAL") or 60)
+    threading.Thread(target=_sqs_metrics_loop, args=(_interval,), name="sqs-metrics", daemon=True).start()
     sys.exit(main())

@@ -146,6 +146,11 @@ func TestConsoleInABrowser(t *testing.T) {
 	require.ElementsMatch(t, []string{"01JD3Q7X2V8M4N6P8R0T2V4X6Z", "01JD3Q8B5C7E9G1J3L5N7Q9S1U", "01JD3Q9D8F0H2K4M6P8R0T2W4Y"}, ids)
 	schedules := tableRows(t, ctx, "#schedules")
 	require.NotEmpty(t, schedules)
+	// The oldest job's age, from CloudWatch (the emulator publishes the AWS/SQS metrics every 10 s),
+	// fills in by itself.
+	require.NoError(t, chromedp.Run(ctx, chromedp.Poll(
+		fmt.Sprintf(`/^\d+(m\d+)?s$/.test(document.querySelector('#queues tr[data-queue=%q] [data-field="oldest_age"]').textContent)`, f.queue.Name),
+		nil, chromedp.WithPollingTimeout(40*time.Second))))
 	screenshot(t, ctx, dir, "console-dead-jobs")
 
 	// Live: more jobs arrive, and the queue table shows them without a reload.
