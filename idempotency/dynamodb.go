@@ -16,6 +16,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/smithy-go/middleware"
 
+	"github.com/jobkit-go/jobkit/jobs"
 	"github.com/jobkit-go/jobkit/jobs/contract"
 )
 
@@ -236,7 +237,7 @@ func (s *DynamoDBStore) completeUpdate(rec *Record, leaseEnd time.Time) (*types.
 		update = update.Set(expression.Name(AttrFinishedAt), expression.Value(rec.FinishedAt.UnixMilli()))
 		if rec.Queue != "" {
 			// The job's succeeded state in the state table's index (jobs/state Table.List).
-			update = update.Set(expression.Name(contract.AttrListKey), expression.Value(contract.ListKey(rec.Queue, "succeeded"))).
+			update = update.Set(expression.Name(contract.AttrListKey), expression.Value(contract.ListKey(rec.Queue, string(jobs.StateSucceeded)))).
 				Set(expression.Name(contract.AttrListAt), expression.Value(rec.FinishedAt.UnixMilli()))
 		}
 	}
@@ -379,7 +380,7 @@ func marshalRecord(rec *Record) map[string]types.AttributeValue {
 		}
 		if rec.Queue != "" && rec.Status == StatusInProgress {
 			// The job's running state in the state table's index (jobs/state Table.List).
-			item[contract.AttrListKey] = &types.AttributeValueMemberS{Value: contract.ListKey(rec.Queue, "running")}
+			item[contract.AttrListKey] = &types.AttributeValueMemberS{Value: contract.ListKey(rec.Queue, string(jobs.StateRunning))}
 			item[contract.AttrListAt] = &types.AttributeValueMemberN{Value: strconv.FormatInt(rec.StartedAt.UnixMilli(), 10)}
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"slices"
 	"strconv"
 	"sync"
@@ -116,6 +117,8 @@ type Consumer struct {
 	fifo        bool
 	log         *slog.Logger
 	paused      atomic.Bool
+	// pauseReadFailing: the last read of the pause tag failed (logged once).
+	pauseReadFailing atomic.Bool
 
 	slots   chan struct{}
 	deletes chan deleteEntry
@@ -231,6 +234,9 @@ func (c *Consumer) Run(ctx context.Context) error {
 		c.checkPause(ctx, base, tags) // before the first receive: a paused queue starts paused
 		polls.Add(1)
 		go func() { defer polls.Done(); c.watchPause(ctx, base, tags) }()
+	} else {
+		c.log.LogAttrs(base, slog.LevelWarn, "consumer: its SQS client has no ListQueueTags: a pause of the queue (jobkit queues pause) does not reach it",
+			slog.String("queue", c.h.queueName))
 	}
 	for range c.pollers {
 		polls.Add(1)
@@ -274,6 +280,10 @@ func (c *Consumer) poll(ctx, base context.Context) {
 		n := c.acquire(ctx)
 		if n == 0 {
 			return
+		}
+		if c.paused.Load() { // paused while this poller waited for room
+			c.releaseSlots(n)
+			continue
 		}
 		out, err := c.sqs.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{
 			QueueUrl:            c.queue,
@@ -327,31 +337,32 @@ type queueTagLister interface {
 	ListQueueTags(ctx context.Context, in *sqs.ListQueueTagsInput, optFns ...func(*sqs.Options)) (*sqs.ListQueueTagsOutput, error)
 }
 
-// watchPause reads the queue's pause tag every pauseCheck until ctx ends.
+// watchPause reads the queue's pause tag every pauseCheck (±10%, so a fleet of tasks started
+// together does not read in step) until ctx ends.
 func (c *Consumer) watchPause(ctx, base context.Context, tags queueTagLister) {
-	t := time.NewTicker(c.pauseCheck)
-	defer t.Stop()
 	for {
+		jitter := time.Duration(rand.Int64N(int64(c.pauseCheck/5)+1)) - c.pauseCheck/10
 		select {
 		case <-ctx.Done():
 			return
-		case <-t.C:
+		case <-time.After(c.pauseCheck + jitter):
 			c.checkPause(ctx, base, tags)
 		}
 	}
 }
 
 // checkPause reads the queue's pause tag once. A failed read changes nothing: the consumer goes
-// on as it was.
+// on as it was, and says so once until a read succeeds again.
 func (c *Consumer) checkPause(ctx, base context.Context, tags queueTagLister) {
 	out, err := tags.ListQueueTags(ctx, &sqs.ListQueueTagsInput{QueueUrl: c.queue})
 	if err != nil {
-		if ctx.Err() == nil {
-			c.log.LogAttrs(base, slog.LevelWarn, "consumer: pause state not read", slog.String("queue", c.h.queueName),
-				LogString("error", err.Error()))
+		if ctx.Err() == nil && c.pauseReadFailing.CompareAndSwap(false, true) {
+			c.log.LogAttrs(base, slog.LevelWarn, "consumer: pause state not read (sqs:ListQueueTags); the consumer runs on as it was",
+				slog.String("queue", c.h.queueName), LogString("error", err.Error()))
 		}
 		return
 	}
+	c.pauseReadFailing.Store(false)
 	_, paused := out.Tags[contract.TagPaused]
 	if c.paused.Swap(paused) != paused {
 		msg := map[bool]string{true: "consumer paused", false: "consumer resumed"}[paused]

@@ -154,9 +154,10 @@ func queueAction(a *app, pause bool) *cobra.Command {
 
 QUEUE is a queue's name in the stack's outputs, its SQS name or its URL. Pausing tags the queue
 jobkit:paused, which container workers read every 10 s, and disables the queue's Lambda event
-source mappings; resuming enables them all and removes the tag. Nothing is lost: messages stay in
-the queue, their receive counts untouched. Needs sqs:TagQueue, sqs:UntagQueue, sqs:ListQueueTags,
-lambda:ListEventSourceMappings and lambda:UpdateEventSourceMapping.`,
+source mappings; resuming enables the mappings the pause disabled and removes the tag. Nothing is
+lost: messages stay in the queue, their receive counts untouched (they still expire after the
+queue's retention period). Needs sqs:TagQueue, sqs:UntagQueue, sqs:ListQueueTags,
+sqs:GetQueueAttributes, lambda:ListEventSourceMappings and lambda:UpdateEventSourceMapping.`,
 		Example: "  jobkit queues " + verb + " Email",
 		Args:    cobra.ExactArgs(1),
 		RunE: a.verb(func(s *session, args []string) error {

@@ -65,10 +65,13 @@ func NewIdempotencyTable(scope constructs.Construct, id string, props *Idempoten
 	})
 	// Jobs by queue and state, newest first (jobs/state Table.List, jobkit jobs list, the console).
 	t.AddGlobalSecondaryIndex(&awsdynamodb.GlobalSecondaryIndexProps{
-		IndexName:      jsii.String(contract.StateIndex),
-		PartitionKey:   &awsdynamodb.Attribute{Name: jsii.String(contract.AttrListKey), Type: awsdynamodb.AttributeType_STRING},
-		SortKey:        &awsdynamodb.Attribute{Name: jsii.String(contract.AttrListAt), Type: awsdynamodb.AttributeType_NUMBER},
-		ProjectionType: awsdynamodb.ProjectionType_ALL,
+		IndexName:    jsii.String(contract.StateIndex),
+		PartitionKey: &awsdynamodb.Attribute{Name: jsii.String(contract.AttrListKey), Type: awsdynamodb.AttributeType_STRING},
+		SortKey:      &awsdynamodb.Attribute{Name: jsii.String(contract.AttrListAt), Type: awsdynamodb.AttributeType_NUMBER},
+		// Keys and kind only: the index is written when a job's state changes, not when its
+		// progress, lease or result does; List reads the items themselves.
+		ProjectionType:   awsdynamodb.ProjectionType_INCLUDE,
+		NonKeyAttributes: jsii.Strings("kind"),
 	})
 	if !p.NoOutput {
 		out := awscdk.NewCfnOutput(c, jsii.String("StateTable"), &awscdk.CfnOutputProps{

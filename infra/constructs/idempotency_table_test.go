@@ -28,7 +28,7 @@ func TestIdempotencyTable(t *testing.T) {
 			map[string]any{"AttributeName": contract.AttrListKey, "KeyType": "HASH"},
 			map[string]any{"AttributeName": contract.AttrListAt, "KeyType": "RANGE"},
 		},
-		"Projection": map[string]any{"ProjectionType": "ALL"},
+		"Projection": map[string]any{"ProjectionType": "INCLUDE", "NonKeyAttributes": []any{"kind"}},
 	}}, p["GlobalSecondaryIndexes"])
 	require.Equal(t, "PAY_PER_REQUEST", p["BillingMode"])
 	require.Equal(t, map[string]any{"AttributeName": "expiration", "Enabled": true}, p["TimeToLiveSpecification"])

@@ -191,6 +191,10 @@ const EnvLambdaRuntimeAPI = "AWS_LAMBDA_RUNTIME_API"
 // source mappings). Its value is when the pause began, RFC 3339.
 const TagPaused = "jobkit:paused"
 
+// TagPausedMappings lists, space-separated, the UUIDs of the event source mappings a pause
+// disabled (or "all" when they would not fit a tag's 256 characters): resuming enables those.
+const TagPausedMappings = "jobkit:paused-mappings"
+
 // The jobkit state table's index of jobs by queue and state (jobs/state Table.List): a global
 // secondary index whose partition key AttrListKey is "<queue name>#<state>" and whose sort key
 // AttrListAt is when the job entered that state (epoch milliseconds). The job items jobs/state

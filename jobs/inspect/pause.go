@@ -2,11 +2,15 @@ package inspect
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/lambda"
+	lambdatypes "github.com/aws/aws-sdk-go-v2/service/lambda/types"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
@@ -26,44 +30,87 @@ type QueuePause struct {
 //   - the queue's tag contract.TagPaused, which container Consumers read (every
 //     jobs.ConsumerOptions.PauseCheck, 10 s by default) and the offline stack's event source
 //     mappings too;
-//   - the queue's Lambda event source mappings, disabled or enabled (UpdateEventSourceMapping);
-//     Lambda stops polling within seconds.
+//   - the queue's Lambda event source mappings, disabled (UpdateEventSourceMapping); Lambda stops
+//     polling within seconds. Their UUIDs are kept in the tag contract.TagPausedMappings, and
+//     resuming enables those, not a mapping that was disabled before the pause.
 //
 // Nothing is lost and nothing is judged: the queue keeps its messages and their receive counts;
 // jobs already running finish and are deleted, retried or dead-lettered as usual; messages a
-// poller received as the pause took effect run. No job starts once the pause has taken effect.
-// Pausing tags first, resuming untags last, so a call that fails half-way leaves the queue
-// paused, and repeating it finishes the work. Resuming enables every event source mapping of the
-// queue, those disabled before the pause included.
+// poller received as the pause took effect run. Pausing tags first, resuming untags last, so a
+// call that fails half-way leaves the queue paused, and repeating it finishes the work. A
+// mapping CloudFormation deployed drifts from its template while paused: a deployment that
+// updates it enables it again.
 func (i *Inspector) SetQueuePaused(ctx context.Context, queueURL string, paused bool) (QueuePause, error) {
 	var res QueuePause
 	verb := map[bool]string{true: "pause", false: "resume"}[paused]
 	fail := func(err error) (QueuePause, error) {
 		return res, fmt.Errorf("inspect: %s queue %s: %w", verb, queueURL, err)
 	}
-	_, wasPaused, err := i.QueuePaused(ctx, queueURL)
+	tags, err := i.sqs.ListQueueTags(ctx, &sqs.ListQueueTagsInput{QueueUrl: aws.String(queueURL)})
 	if err != nil {
 		return fail(err)
 	}
-	if paused && !wasPaused {
-		if _, err := i.sqs.TagQueue(ctx, &sqs.TagQueueInput{QueueUrl: aws.String(queueURL),
-			Tags: map[string]string{contract.TagPaused: i.now().UTC().Format(time.RFC3339)}}); err != nil {
+	_, wasPaused := tags.Tags[contract.TagPaused]
+	listed := splitMappings(tags.Tags[contract.TagPausedMappings])
+	if paused {
+		if !wasPaused {
+			if _, err := i.sqs.TagQueue(ctx, &sqs.TagQueueInput{QueueUrl: aws.String(queueURL),
+				Tags: map[string]string{contract.TagPaused: i.now().UTC().Format(time.RFC3339)}}); err != nil {
+				return fail(err)
+			}
+			res.Changed = true
+		}
+		res.Mappings, err = i.setMappings(ctx, queueURL, false, nil)
+		if len(res.Mappings) > 0 {
+			// Remembered even when a later mapping failed: those disabled are enabled on resume.
+			all := append(listed, res.Mappings...)
+			if _, terr := i.sqs.TagQueue(ctx, &sqs.TagQueueInput{QueueUrl: aws.String(queueURL),
+				Tags: map[string]string{contract.TagPausedMappings: joinMappings(all)}}); terr != nil && err == nil {
+				err = terr
+			}
+			res.Changed = true
+		}
+		if err != nil {
 			return fail(err)
 		}
-		res.Changed = true
+		return res, nil
 	}
-	if res.Mappings, err = i.setMappings(ctx, queueURL, !paused); err != nil {
+	only := map[string]bool{}
+	for _, id := range listed {
+		only[id] = true
+	}
+	if tags.Tags[contract.TagPausedMappings] == allMappings {
+		only = nil // more than a tag could list: every mapping of the queue
+	}
+	if res.Mappings, err = i.setMappings(ctx, queueURL, true, only); err != nil {
 		return fail(err)
 	}
-	if !paused && wasPaused {
-		if _, err := i.sqs.UntagQueue(ctx, &sqs.UntagQueueInput{QueueUrl: aws.String(queueURL),
-			TagKeys: []string{contract.TagPaused}}); err != nil {
-			return fail(err)
-		}
-		res.Changed = true
+	// UntagQueue is idempotent: a tag another call set meanwhile is removed too.
+	if _, err := i.sqs.UntagQueue(ctx, &sqs.UntagQueueInput{QueueUrl: aws.String(queueURL),
+		TagKeys: []string{contract.TagPaused, contract.TagPausedMappings}}); err != nil {
+		return fail(err)
 	}
-	res.Changed = res.Changed || len(res.Mappings) > 0
+	res.Changed = wasPaused || len(res.Mappings) > 0
 	return res, nil
+}
+
+// allMappings is TagPausedMappings's value when the UUIDs would not fit a tag (256 characters).
+const allMappings = "all"
+
+func splitMappings(v string) []string {
+	if v == "" || v == allMappings {
+		return nil
+	}
+	return strings.Split(v, " ")
+}
+
+func joinMappings(ids []string) string {
+	slices.Sort(ids)
+	v := strings.Join(slices.Compact(ids), " ")
+	if len(v) > 256 {
+		return allMappings
+	}
+	return v
 }
 
 // QueuePaused reports whether a queue is paused (SetQueuePaused), and since when.
@@ -80,9 +127,9 @@ func (i *Inspector) QueuePaused(ctx context.Context, queueURL string) (since tim
 	return since, true, nil
 }
 
-// setMappings enables or disables the queue's event source mappings not yet in that state, and
-// returns their UUIDs.
-func (i *Inspector) setMappings(ctx context.Context, queueURL string, enabled bool) ([]string, error) {
+// setMappings enables or disables the queue's event source mappings not yet in that state (only
+// those in only, unless it is nil), and returns their UUIDs.
+func (i *Inspector) setMappings(ctx context.Context, queueURL string, enabled bool, only map[string]bool) ([]string, error) {
 	attrs, err := i.sqs.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: aws.String(queueURL),
 		AttributeNames: []sqstypes.QueueAttributeName{sqstypes.QueueAttributeNameQueueArn}})
 	if err != nil {
@@ -97,11 +144,16 @@ func (i *Inspector) setMappings(ctx context.Context, queueURL string, enabled bo
 			return changed, fmt.Errorf("list event source mappings: %w", err)
 		}
 		for _, m := range page.EventSourceMappings {
-			if aws.ToString(m.EventSourceArn) != arn || mappingEnabled(aws.ToString(m.State)) == enabled {
+			if aws.ToString(m.EventSourceArn) != arn || mappingEnabled(aws.ToString(m.State)) == enabled ||
+				(only != nil && !only[aws.ToString(m.UUID)]) {
 				continue
 			}
 			if _, err := i.lam.UpdateEventSourceMapping(ctx, &lambda.UpdateEventSourceMappingInput{
 				UUID: m.UUID, Enabled: aws.Bool(enabled)}); err != nil {
+				var busy *lambdatypes.ResourceInUseException
+				if errors.As(err, &busy) {
+					return changed, fmt.Errorf("event source mapping %s is %s: try again in a few seconds: %w", aws.ToString(m.UUID), aws.ToString(m.State), err)
+				}
 				return changed, fmt.Errorf("event source mapping %s: %w", aws.ToString(m.UUID), err)
 			}
 			changed = append(changed, aws.ToString(m.UUID))

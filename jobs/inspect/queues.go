@@ -377,6 +377,9 @@ const ageSampleBatchSize = 10
 // StatsOptions tunes Stats; nil means defaults.
 type StatsOptions struct {
 	Age AgeMode
+	// NoPause leaves QueueStats.Paused unread: one ListQueueTags per queue less (a page that
+	// refreshes every few seconds reads it less often).
+	NoPause bool
 }
 
 // QueueStats are a queue's approximate counts (SQS's ApproximateNumberOfMessages*) and the age of
@@ -447,7 +450,7 @@ func (i *Inspector) Stats(ctx context.Context, queues []Queue, opts *StatsOption
 			defer wg.Done()
 			sem <- struct{}{}
 			defer func() { <-sem }()
-			if errs[n] = i.counts(ctx, s); errs[n] == nil && !isDLQ[s] {
+			if errs[n] = i.counts(ctx, s); errs[n] == nil && !isDLQ[s] && !opts.NoPause {
 				s.PausedSince, s.Paused, pauseErrs[n] = i.QueuePaused(ctx, s.URL)
 			}
 		}()

@@ -53,22 +53,29 @@ type JobPage struct {
 // an unknown state, a limit out of range, a cursor it did not make).
 var ErrBadListOptions = errors.New("state: invalid list options")
 
-// maxListRounds bounds the queries behind one page: a page whose jobs have mostly moved on since
-// their index entry was written (see List) comes back short, with a Next.
+// maxListRounds bounds the queries behind one page: a page whose entries have mostly moved on
+// comes back short, with a Next.
 const maxListRounds = 8
+
+// minQuery is the fewest index entries a round reads: entries that lag behind their jobs are
+// skipped, so a round reads more than the jobs it still needs.
+const minQuery = 25
 
 // List returns a queue's jobs in one state, newest first, a page at a time. It reads the state
 // table's index contract.StateIndex (partition "<queue>#<state>", sorted by the time of the
-// change: never a scan of the table), and checks each entry as JobStatus would, with one
-// BatchGetItem per query for the other half of each job's state (its idempotency record, or its
-// job item): an entry a job has moved on from since it was written — a job item that still says
-// enqueued or retrying after a run its idempotency record holds — is left out, so the page holds
-// the jobs whose state is State now. A page can hold fewer than Limit jobs while Next is set.
+// change: never a scan of the table), then each entry's job as JobStatus reads it — its job item
+// and its idempotency record, in two consistent BatchGetItem calls per round — and keeps the jobs
+// whose state is State now. An entry a job has moved on from since it was written (a job item
+// that still says enqueued after a run its idempotency record holds, a claim whose lease ran out)
+// is skipped, and taken out of the index (a conditional UpdateItem that removes its index
+// attributes, on the condition that they are unchanged; best effort: a caller without
+// dynamodb:UpdateItem skips it again next time). A page can hold fewer than Limit jobs while Next
+// is set.
 //
-// Cost per page: one Query of the index per round (a read unit per 4 KB of the entries it
-// examines) and one BatchGetItem; the writes that keep the index cost a write unit of the
-// index beside each state write (DynamoDB writes an index entry when an item's key attributes
-// change).
+// Cost per round: one Query of the index (a read unit per 4 KB of entries, which hold keys and
+// kind only), two BatchGetItem calls of up to 100 items, and one UpdateItem per lagging entry,
+// once. The writes that keep the index cost an index write beside each state write that changes
+// a job's state (not its progress or lease: those are not in the index).
 func (t *Table) List(ctx context.Context, opts ListOptions) (JobPage, error) {
 	var page JobPage
 	if opts.Queue == "" {
@@ -84,12 +91,12 @@ func (t *Table) List(ctx context.Context, opts ListOptions) (JobPage, error) {
 	if limit < 1 || limit > MaxListLimit {
 		return page, fmt.Errorf("%w: limit %d: want 1-%d", ErrBadListOptions, limit, MaxListLimit)
 	}
-	start, err := decodeCursor(opts.Cursor)
+	partition := contract.ListKey(opts.Queue, string(opts.State))
+	start, err := decodeCursor(opts.Cursor, partition)
 	if err != nil {
 		return page, err
 	}
-	b := expression.NewBuilder().WithKeyCondition(expression.Key(contract.AttrListKey).Equal(
-		expression.Value(contract.ListKey(opts.Queue, string(opts.State)))))
+	b := expression.NewBuilder().WithKeyCondition(expression.Key(contract.AttrListKey).Equal(expression.Value(partition)))
 	if opts.Kind != "" {
 		b = b.WithFilter(expression.Name(attrKind).Equal(expression.Value(opts.Kind)))
 	}
@@ -103,7 +110,7 @@ func (t *Table) List(ctx context.Context, opts ListOptions) (JobPage, error) {
 			TableName: aws.String(t.name), IndexName: aws.String(contract.StateIndex),
 			KeyConditionExpression: expr.KeyCondition(), FilterExpression: expr.Filter(),
 			ExpressionAttributeNames: expr.Names(), ExpressionAttributeValues: expr.Values(),
-			ScanIndexForward: aws.Bool(false), Limit: aws.Int32(int32(limit - len(page.Jobs))),
+			ScanIndexForward: aws.Bool(false), Limit: aws.Int32(int32(min(max(limit-len(page.Jobs), minQuery), MaxListLimit))),
 			ExclusiveStartKey: start,
 		})
 		if err != nil {
@@ -113,13 +120,25 @@ func (t *Table) List(ctx context.Context, opts ListOptions) (JobPage, error) {
 		if err != nil {
 			return page, err
 		}
-		for _, st := range found {
-			if st.State == opts.State && !seen[st.ID] {
+		full := false
+		for n, st := range found {
+			switch {
+			case st == nil: // the entry's item is gone (expired)
+			case st.State != opts.State:
+				t.unlist(ctx, out.Items[n])
+			case !seen[st.ID]:
 				seen[st.ID] = true
-				page.Jobs = append(page.Jobs, st)
+				page.Jobs = append(page.Jobs, *st)
+			}
+			if len(page.Jobs) == limit && n < len(found)-1 {
+				// The page ends inside this round: the next one starts after this entry.
+				start, full = entryKey(out.Items[n]), true
+				break
 			}
 		}
-		start = out.LastEvaluatedKey
+		if !full {
+			start = out.LastEvaluatedKey
+		}
 		if len(start) == 0 {
 			break
 		}
@@ -132,63 +151,89 @@ func (t *Table) List(ctx context.Context, opts ListOptions) (JobPage, error) {
 var listStates = []jobs.JobState{jobs.StateEnqueued, jobs.StateRunning, jobs.StateRetrying,
 	jobs.StateSucceeded, jobs.StateDead, jobs.StateCancelled}
 
-// resolve turns index entries (job items and idempotency records) into the jobs' statuses, as
-// JobStatus reads them: it fetches the other half of each job's state in BatchGetItem calls.
-func (t *Table) resolve(ctx context.Context, entries []map[string]types.AttributeValue) ([]jobs.JobStatus, error) {
-	type half struct {
-		item map[string]types.AttributeValue // the entry: a job item or an idempotency record
-		rec  *idempotency.Record             // the entry, when it is an idempotency record
-		need string                          // the key of the other half; "" when none
+// entryKey is an index entry's key: where a query that ended at it continues.
+func entryKey(e map[string]types.AttributeValue) map[string]types.AttributeValue {
+	return map[string]types.AttributeValue{
+		idempotency.AttrID: e[idempotency.AttrID], contract.AttrListKey: e[contract.AttrListKey], contract.AttrListAt: e[contract.AttrListAt],
 	}
-	halves := make([]half, 0, len(entries))
-	var keys []string
-	for _, e := range entries {
-		h := half{item: e}
-		if id := str(e, idempotency.AttrID); strings.HasPrefix(id, PrefixJob) {
-			st := statusOf(strings.TrimPrefix(id, PrefixJob), e)
-			if st.State != jobs.StateDead && st.State != jobs.StateCancelled {
-				h.need = str(e, attrIdemKey)
-			}
-		} else {
-			rec, err := idempotency.RecordFromItem(e)
-			if err != nil || rec.JobID == "" {
-				continue // not a job's record: nothing to list
-			}
-			h.rec, h.need = rec, PrefixJob+rec.JobID
-		}
-		if h.need != "" {
-			keys = append(keys, h.need)
-		}
-		halves = append(halves, h)
+}
+
+// unlist takes an entry its job has moved on from out of the index: it removes the item's index
+// attributes if they are still the entry's (a state written since keeps its own). Best effort.
+func (t *Table) unlist(ctx context.Context, e map[string]types.AttributeValue) {
+	cond := expression.Name(contract.AttrListKey).Equal(expression.Value(e[contract.AttrListKey])).
+		And(expression.Name(contract.AttrListAt).Equal(expression.Value(e[contract.AttrListAt])))
+	expr, err := expression.NewBuilder().WithCondition(cond).
+		WithUpdate(expression.Remove(expression.Name(contract.AttrListKey)).Remove(expression.Name(contract.AttrListAt))).Build()
+	if err != nil {
+		return
 	}
-	got, err := t.batchGet(ctx, keys)
+	_, _ = t.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName: aws.String(t.name), Key: map[string]types.AttributeValue{idempotency.AttrID: e[idempotency.AttrID]},
+		UpdateExpression: expr.Update(), ConditionExpression: expr.Condition(),
+		ExpressionAttributeNames: expr.Names(), ExpressionAttributeValues: expr.Values(),
+	})
+}
+
+// resolve reads the jobs of index entries (job items and idempotency records; the index holds
+// their keys and kind only) as JobStatus does: each entry's item, then the other half of its
+// job's state, consistently. The result is in entry order; nil for an entry whose item is gone.
+func (t *Table) resolve(ctx context.Context, entries []map[string]types.AttributeValue) ([]*jobs.JobStatus, error) {
+	keys := make([]string, len(entries))
+	for n, e := range entries {
+		keys[n] = str(e, idempotency.AttrID)
+	}
+	own, err := t.batchGet(ctx, keys)
+	if err != nil {
+		return nil, err
+	}
+	var others []string
+	for _, k := range keys {
+		item := own[k]
+		if item == nil {
+			continue
+		}
+		if id, ok := strings.CutPrefix(k, PrefixJob); ok {
+			if ik := str(item, attrIdemKey); ik != "" && !final(statusOf(id, item).State) {
+				others = append(others, ik)
+			}
+		} else if jid := str(item, idempotency.AttrJobID); jid != "" {
+			others = append(others, PrefixJob+jid)
+		}
+	}
+	other, err := t.batchGet(ctx, others)
 	if err != nil {
 		return nil, err
 	}
 	now := t.o.Now()
-	out := make([]jobs.JobStatus, 0, len(halves))
-	for _, h := range halves {
-		var (
-			st  jobs.JobStatus
-			rec = h.rec
-		)
-		if rec == nil { // a job item, and maybe its idempotency record
-			st = statusOf(strings.TrimPrefix(str(h.item, idempotency.AttrID), PrefixJob), h.item)
-			if other := got[h.need]; other != nil {
-				rec, _ = idempotency.RecordFromItem(other)
+	out := make([]*jobs.JobStatus, len(entries))
+	for n, k := range keys {
+		item := own[k]
+		if item == nil {
+			continue
+		}
+		var st jobs.JobStatus
+		if id, ok := strings.CutPrefix(k, PrefixJob); ok { // a job item, and maybe its record
+			var rec *idempotency.Record
+			if r := other[str(item, attrIdemKey)]; r != nil {
+				rec, _ = idempotency.RecordFromItem(r)
 			}
-		} else if item := got[h.need]; item != nil { // a record, and its job's item
-			st = statusOf(rec.JobID, item)
-		} else { // a record of a job sent without a job item
-			st = jobs.JobStatus{ID: rec.JobID, Kind: rec.Kind, Queue: rec.Queue, State: jobs.StateEnqueued}
+			st = resolved(id, item, rec, now)
+		} else { // an idempotency record, and its job's item if it has one
+			rec, err := idempotency.RecordFromItem(item)
+			if err != nil || rec.JobID == "" {
+				continue
+			}
+			if ji := other[PrefixJob+rec.JobID]; ji != nil {
+				st = resolved(rec.JobID, ji, rec, now)
+			} else {
+				st = resolved(rec.JobID, map[string]types.AttributeValue{
+					attrKind: s(rec.Kind), attrQueue: s(rec.Queue), attrState: s(string(jobs.StateEnqueued)),
+				}, rec, now)
+			}
 		}
-		if rec != nil && rec.JobID != "" {
-			merge(&st, rec, now)
-		}
-		if p := st.Progress; p != nil && (st.State != jobs.StateRunning || p.At.Before(st.Since)) {
-			st.Progress = nil
-		}
-		out = append(out, st)
+		st = withoutStaleProgress(st)
+		out[n] = &st
 	}
 	return out, nil
 }
@@ -197,8 +242,7 @@ func (t *Table) resolve(ctx context.Context, entries []map[string]types.Attribut
 // absent from the map.
 func (t *Table) batchGet(ctx context.Context, keys []string) (map[string]map[string]types.AttributeValue, error) {
 	got := map[string]map[string]types.AttributeValue{}
-	slices.Sort(keys)
-	keys = slices.Compact(keys)
+	keys = slices.Compact(slices.Sorted(slices.Values(keys))) // a copy: the caller's order stays
 	for len(keys) > 0 {
 		chunk := keys[:min(100, len(keys))]
 		keys = keys[len(chunk):]
@@ -221,7 +265,11 @@ func (t *Table) batchGet(ctx context.Context, keys []string) (map[string]map[str
 			}
 			req = out.UnprocessedKeys
 			if len(req) > 0 {
-				time.Sleep(time.Duration(10<<try) * time.Millisecond)
+				select {
+				case <-ctx.Done():
+					return nil, ctx.Err()
+				case <-time.After(time.Duration(10<<try) * time.Millisecond):
+				}
 			}
 		}
 	}
@@ -249,7 +297,7 @@ func encodeCursor(lek map[string]types.AttributeValue) (string, error) {
 	return base64.RawURLEncoding.EncodeToString(b), err
 }
 
-func decodeCursor(c string) (map[string]types.AttributeValue, error) {
+func decodeCursor(c, partition string) (map[string]types.AttributeValue, error) {
 	if c == "" {
 		return nil, nil
 	}
@@ -268,6 +316,9 @@ func decodeCursor(c string) (map[string]types.AttributeValue, error) {
 			return nil, bad
 		}
 		lek[k] = s(plain[k])
+	}
+	if plain[contract.AttrListKey] != partition {
+		return nil, fmt.Errorf("%w: the cursor continues another listing (%s)", ErrBadListOptions, plain[contract.AttrListKey])
 	}
 	if _, err := strconv.ParseInt(plain[contract.AttrListAt], 10, 64); err != nil {
 		return nil, bad

@@ -2,6 +2,7 @@ package state_test
 
 import (
 	"context"
+	"encoding/base64"
 	"fmt"
 	"slices"
 	"testing"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/stretchr/testify/assert"
@@ -16,6 +18,7 @@ import (
 
 	"github.com/jobkit-go/jobkit/idempotency"
 	"github.com/jobkit-go/jobkit/jobs"
+	"github.com/jobkit-go/jobkit/jobs/contract"
 	"github.com/jobkit-go/jobkit/jobs/jobstest"
 	"github.com/jobkit-go/jobkit/jobs/state"
 )
@@ -104,6 +107,15 @@ func TestListJobsByState(t *testing.T) {
 
 			deliverOnce(t, e, 6)
 			assert.Empty(t, listIDs(t, e, jobs.StateEnqueued, "", 0), "no job is enqueued any more")
+			// The entries that lagged behind their jobs are gone from the index once listed.
+			left, err := dynamodb.NewFromConfig(e.cfg).Query(ctx, &dynamodb.QueryInput{
+				TableName: aws.String(e.table.Name()), IndexName: aws.String(contract.StateIndex),
+				KeyConditionExpression:    aws.String("#k = :k"),
+				ExpressionAttributeNames:  map[string]string{"#k": contract.AttrListKey},
+				ExpressionAttributeValues: map[string]ddbtypes.AttributeValue{":k": &ddbtypes.AttributeValueMemberS{Value: contract.ListKey(e.q.URL, "enqueued")}},
+			})
+			require.NoError(t, err)
+			assert.Zero(t, left.Count, "the enqueued partition is empty")
 			assert.ElementsMatch(t, []string{album, b, a}, sortedBySince(t, e, listIDs(t, e, jobs.StateSucceeded, "", 0)), "in the order they succeeded")
 			assert.ElementsMatch(t, []string{b, a}, listIDs(t, e, jobs.StateSucceeded, "image.resize", 2))
 			assert.ElementsMatch(t, []string{flaky, bad}, listIDs(t, e, jobs.StateRetrying, "", 0))
@@ -164,6 +176,8 @@ func TestListRefuses(t *testing.T) {
 		{Queue: "q", State: jobs.StateDead, Limit: state.MaxListLimit + 1},
 		{Queue: "q", State: jobs.StateDead, Cursor: "not-a-cursor"},
 		{Queue: "q", State: jobs.StateDead, Cursor: "e30"}, // {}
+		{Queue: "q", State: jobs.StateDead, Cursor: base64.RawURLEncoding.EncodeToString( // another listing's
+			[]byte(`{"id":"job#1","lst":"q#retrying","lst_at":"1764320000000"}`))},
 	} {
 		_, err := table.List(context.Background(), o)
 		assert.ErrorIs(t, err, state.ErrBadListOptions, "%+v", o)

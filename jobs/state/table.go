@@ -471,10 +471,15 @@ func (t *Table) get(ctx context.Context, k string) (map[string]types.AttributeVa
 // job reported is shown while it runs.
 func (t *Table) JobStatus(ctx context.Context, id string) (jobs.JobStatus, error) {
 	st, err := t.jobStatus(ctx, id)
+	return withoutStaleProgress(st), err
+}
+
+// withoutStaleProgress drops the progress a job reported in a run that has ended.
+func withoutStaleProgress(st jobs.JobStatus) jobs.JobStatus {
 	if p := st.Progress; p != nil && (st.State != jobs.StateRunning || p.At.Before(st.Since)) {
-		st.Progress = nil // a report of a run that has ended
+		st.Progress = nil
 	}
-	return st, err
+	return st
 }
 
 // jobItem reads job id's item and the status it holds, or an error wrapping jobs.ErrJobNotFound.
@@ -495,7 +500,7 @@ func (t *Table) jobStatus(ctx context.Context, id string) (jobs.JobStatus, error
 		return st, err
 	}
 	ik := str(item, attrIdemKey)
-	if ik == "" || st.State == jobs.StateDead || st.State == jobs.StateCancelled {
+	if ik == "" || final(st.State) {
 		return st, nil
 	}
 	recItem, err := t.get(ctx, ik)
@@ -503,11 +508,25 @@ func (t *Table) jobStatus(ctx context.Context, id string) (jobs.JobStatus, error
 		return st, err
 	}
 	rec, err := idempotency.RecordFromItem(recItem)
-	if err != nil || rec.JobID == "" {
+	if err != nil {
 		return st, err
 	}
-	merge(&st, rec, t.o.Now())
-	return st, nil
+	return resolved(id, item, rec, t.o.Now()), nil
+}
+
+// final reports whether a job item's state is final whatever its idempotency record says: dead
+// or cancelled (a record that succeeded later is a redriven run's, shown once it records it).
+func final(st jobs.JobState) bool { return st == jobs.StateDead || st == jobs.StateCancelled }
+
+// resolved is job id's state from its job item and its idempotency record (nil: none), as
+// JobStatus and List show it: the later of the two, a completed record final, the item's dead
+// or cancelled final.
+func resolved(id string, item map[string]types.AttributeValue, rec *idempotency.Record, now time.Time) jobs.JobStatus {
+	st := statusOf(id, item)
+	if rec != nil && rec.JobID != "" && !final(st.State) {
+		merge(&st, rec, now)
+	}
+	return st
 }
 
 // merge folds the job's idempotency record into its state from the job item.

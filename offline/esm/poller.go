@@ -158,7 +158,8 @@ type Poller struct {
 	opts Options
 	log  *slog.Logger
 
-	paused atomic.Bool
+	paused           atomic.Bool
+	pauseReadFailing atomic.Bool // the last read of the pause tag failed (logged once)
 
 	groupsMu sync.Mutex
 	groups   map[string]chan struct{} // FIFO message groups being invoked
@@ -264,11 +265,12 @@ type queueTagLister interface {
 func (p *Poller) checkPause(ctx context.Context, tags queueTagLister) {
 	out, err := tags.ListQueueTags(ctx, &sqs.ListQueueTagsInput{QueueUrl: aws.String(p.m.QueueURL)})
 	if err != nil {
-		if ctx.Err() == nil {
-			p.log.Warn("pause state not read", "error", err)
+		if ctx.Err() == nil && p.pauseReadFailing.CompareAndSwap(false, true) {
+			p.log.Warn("pause state not read; the mapping runs on as it was", "error", err)
 		}
 		return
 	}
+	p.pauseReadFailing.Store(false)
 	_, paused := out.Tags[contract.TagPaused]
 	if p.paused.Swap(paused) != paused {
 		p.log.Info(map[bool]string{true: "mapping paused", false: "mapping resumed"}[paused])

@@ -100,7 +100,7 @@ func CreateStateTable(tb testing.TB, cfg aws.Config) string {
 				{AttributeName: aws.String(contract.AttrListKey), KeyType: ddbtypes.KeyTypeHash},
 				{AttributeName: aws.String(contract.AttrListAt), KeyType: ddbtypes.KeyTypeRange},
 			},
-			Projection: &ddbtypes.Projection{ProjectionType: ddbtypes.ProjectionTypeAll},
+			Projection: &ddbtypes.Projection{ProjectionType: ddbtypes.ProjectionTypeInclude, NonKeyAttributes: []string{"kind"}},
 		}}
 	})
 }

@@ -51,10 +51,25 @@ func (s *Server) stats(ctx context.Context) ([]queueView, []string, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	rep, err := s.in.Stats(ctx, qs, &inspect.StatsOptions{Age: inspect.AgeCloudWatch})
+	s.mu.Lock()
+	fresh := s.paused != nil && time.Since(s.pausedAt) < pauseEvery
+	s.mu.Unlock()
+	rep, err := s.in.Stats(ctx, qs, &inspect.StatsOptions{Age: inspect.AgeCloudWatch, NoPause: fresh})
 	if err != nil {
 		return nil, nil, err
 	}
+	s.mu.Lock()
+	if fresh {
+		for n := range rep.Queues {
+			rep.Queues[n].Paused = s.paused[rep.Queues[n].URL]
+		}
+	} else {
+		s.paused, s.pausedAt = map[string]bool{}, time.Now()
+		for _, q := range rep.Queues {
+			s.paused[q.URL] = q.Paused
+		}
+	}
+	s.mu.Unlock()
 	return toQueueViews(rep), rep.Warnings, nil
 }
 
@@ -475,6 +490,9 @@ func (s *Server) apiQueueOp(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	res, err := s.in.SetQueuePaused(r.Context(), q.URL, op == "pause")
+	s.mu.Lock()
+	s.paused = nil // read the pause states anew
+	s.mu.Unlock()
 	if err != nil {
 		fail(w, err)
 		return

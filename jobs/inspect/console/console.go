@@ -108,7 +108,14 @@ type Server struct {
 	mu       sync.Mutex
 	cached   []inspect.Queue
 	cachedAt time.Time
+	// The queues' pause states (URL -> paused), read at most every pauseEvery, and anew after a
+	// pause or resume from the page.
+	paused   map[string]bool
+	pausedAt time.Time
 }
+
+// pauseEvery is how often the queue table reads the queues' pause states (a ListQueueTags each).
+const pauseEvery = 15 * time.Second
 
 // New returns a Server over in. Redrives it starts run until ctx ends.
 func New(ctx context.Context, in *inspect.Inspector, o Options) (*Server, error) {

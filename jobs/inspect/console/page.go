@@ -130,7 +130,7 @@ func (s *Server) pageJobs(ctx context.Context, d *pageData) {
 	for _, st := range []jobs.JobState{jobs.StateEnqueued, jobs.StateRunning, jobs.StateRetrying, jobs.StateSucceeded, jobs.StateDead, jobs.StateCancelled} {
 		d.JobStates = append(d.JobStates, string(st))
 	}
-	v, err := s.listJobs(ctx, d.Selected, jobs.JobState(d.JobsState), d.JobsKind, d.JobsCursor, s.o.ListLimit)
+	v, err := s.listJobs(ctx, d.Selected, jobs.JobState(d.JobsState), d.JobsKind, d.JobsCursor, 0)
 	if err != nil {
 		d.JobsError = text(err.Error(), 2000)
 		return
