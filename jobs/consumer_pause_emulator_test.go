@@ -17,8 +17,9 @@ import (
 )
 
 // A paused queue (Inspector.SetQueuePaused) starts nothing: the consumer receives nothing while
-// it is paused, the job it was running finishes and is deleted, and the jobs sent meanwhile wait
-// in the queue, unreceived, to run once each after the resume.
+// it is paused — not even once the job that held its only slot ends —, that job finishes and is
+// deleted, and the jobs sent meanwhile wait in the queue, unreceived, to run once each after the
+// resume.
 func TestConsumerHonoursAPausedQueueOnSQS(t *testing.T) {
 	for _, fifo := range []bool{false, true} {
 		t.Run(map[bool]string{false: "standard", true: "fifo"}[fifo], func(t *testing.T) {
@@ -57,7 +58,8 @@ func testConsumerPaused(t *testing.T, fifo bool) {
 		return nil
 	}))
 	c, err := jobs.NewConsumer(w, runtimeConfig(client, q.URL, dlq.URL),
-		&jobs.ConsumerOptions{Concurrency: 2, WaitTime: time.Second, PauseCheck: 100 * time.Millisecond})
+		// One slot: while job 1 runs, the poller waits for room, and the pause comes meanwhile.
+		&jobs.ConsumerOptions{Concurrency: 1, WaitTime: time.Second, PauseCheck: 100 * time.Millisecond})
 	require.NoError(t, err)
 	runCtx, stop := context.WithCancel(ctx)
 	done := make(chan error, 1)
