@@ -278,7 +278,9 @@ func (c *Client) Enqueue(ctx context.Context, args JobArgs, opts *EnqueueOpts) (
 	if err != nil {
 		return EnqueueResult{ID: p.id, Kind: p.kind}, err
 	}
-	defer func() { p.finish(res, err) }()
+	if p.endSpan != nil { // a Tracer's span: ended with the outcome
+		defer func() { p.finish(res, err) }()
+	}
 	res = p.result()
 	if c.opts.State != nil {
 		dup, err := c.reserve(ctx, &p, &res)
@@ -406,7 +408,9 @@ func (c *Client) Prepare(ctx context.Context, args JobArgs, opts *EnqueueOpts) (
 	if err != nil {
 		return PreparedJob{ID: p.id, Kind: p.kind}, err
 	}
-	defer func() { p.finish(p.result(), err) }()
+	if p.endSpan != nil { // a Tracer's span: ended with the outcome
+		defer func() { p.finish(p.result(), err) }()
+	}
 	if p.scheduled {
 		return PreparedJob{ID: p.id, Kind: p.kind}, p.invalid(fmt.Errorf("%w: a prepared job goes to SQS, whose delays end at 15 minutes", ErrDelayTooLong))
 	}

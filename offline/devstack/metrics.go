@@ -46,7 +46,13 @@ func newMetricsTee(out io.Writer, cw *cloudwatch.Client, log *slog.Logger) *metr
 // Write passes p on and reads the EMF lines in it (whole lines, as the runtimes write them).
 func (t *metricsTee) Write(p []byte) (int, error) {
 	n, err := t.out.Write(p)
-	for _, line := range bytes.Split(p, []byte{'\n'}) {
+	for rest := p; len(rest) > 0; { // line by line, without a slice of lines per write
+		line := rest
+		if i := bytes.IndexByte(rest, '\n'); i >= 0 {
+			line, rest = rest[:i], rest[i+1:]
+		} else {
+			rest = nil
+		}
 		if i := bytes.Index(line, emfMarker); i >= 0 {
 			t.add(parseEMF(line[i:]))
 		}
