@@ -318,9 +318,10 @@ func main() {
 	"github.com/aws/aws-sdk-go-v2/service/sqs"`)
 	edit("cmd/producer/main.go", `	"github.com/jobkit-go/jobkit/jobs/contract"`, `	"github.com/jobkit-go/jobkit/jobs/contract"
 	"github.com/jobkit-go/jobkit/jobs/outbox"`)
-	edit("cmd/producer/main.go", `	fmt.Printf("enqueued %d receipts\n", n)`, `	fmt.Printf("enqueued %d receipts\n", n)
-	// Ten more, each written in a DynamoDB transaction (alone here; in a service, beside the write
-	// it belongs to), and sent by the outbox forwarder.
+	// Written before the receipts are sent, so the forwarder has them while the queues are busy.
+	edit("cmd/producer/main.go", `	for i := range batch {
+		batch[i] = jobs.BatchJob{Args: receipt.SendReceipt`, `	// Ten receipts, each written in a DynamoDB transaction (alone here; in a service, beside the
+	// write it belongs to), and sent by the outbox forwarder.
 	ob, err := outbox.New(outbox.Config{Table: os.Getenv(contract.OutputStateTable), Client: receipts})
 	if err != nil {
 		return err
@@ -331,7 +332,9 @@ func main() {
 			return err
 		}
 	}
-	fmt.Println("wrote 10 receipts to the outbox")`)
+	fmt.Println("wrote 10 receipts to the outbox")
+	for i := range batch {
+		batch[i] = jobs.BatchJob{Args: receipt.SendReceipt`)
 }
 
 // cdkCLI returns the pinned CDK CLI under <root>/.tools, installing it with infra/synth.sh

@@ -60,19 +60,30 @@ func (i *Inspector) SetQueuePaused(ctx context.Context, queueURL string, paused 
 			}
 			res.Changed = true
 		}
-		res.Mappings, err = i.setMappings(ctx, queueURL, false, nil)
-		if len(res.Mappings) > 0 {
-			// Remembered even when a later mapping failed: those disabled are enabled on resume.
-			all := append(listed, res.Mappings...)
-			if _, terr := i.sqs.TagQueue(ctx, &sqs.TagQueueInput{QueueUrl: aws.String(queueURL),
-				Tags: map[string]string{contract.TagPausedMappings: joinMappings(all)}}); terr != nil && err == nil {
-				err = terr
-			}
-			res.Changed = true
-		}
+		// The mappings to disable are remembered before they are disabled: a call that fails
+		// half-way leaves none disabled that the resume would not enable.
+		enabled, err := i.queueMappings(ctx, queueURL, true)
 		if err != nil {
 			return fail(err)
 		}
+		if len(enabled) > 0 {
+			v := allMappings
+			if tags.Tags[contract.TagPausedMappings] != allMappings {
+				v = joinMappings(append(listed, enabled...))
+			}
+			if _, err := i.sqs.TagQueue(ctx, &sqs.TagQueueInput{QueueUrl: aws.String(queueURL),
+				Tags: map[string]string{contract.TagPausedMappings: v}}); err != nil {
+				return fail(err)
+			}
+		}
+		only := map[string]bool{}
+		for _, id := range enabled {
+			only[id] = true
+		}
+		if res.Mappings, err = i.setMappings(ctx, queueURL, false, only); err != nil {
+			return fail(err)
+		}
+		res.Changed = res.Changed || len(res.Mappings) > 0
 		return res, nil
 	}
 	only := map[string]bool{}
@@ -127,15 +138,45 @@ func (i *Inspector) QueuePaused(ctx context.Context, queueURL string) (since tim
 	return since, true, nil
 }
 
-// setMappings enables or disables the queue's event source mappings not yet in that state (only
-// those in only, unless it is nil), and returns their UUIDs.
-func (i *Inspector) setMappings(ctx context.Context, queueURL string, enabled bool, only map[string]bool) ([]string, error) {
-	attrs, err := i.sqs.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: aws.String(queueURL),
-		AttributeNames: []sqstypes.QueueAttributeName{sqstypes.QueueAttributeNameQueueArn}})
+// queueMappings returns the UUIDs of the queue's event source mappings that are (or are
+// becoming) enabled, or disabled.
+func (i *Inspector) queueMappings(ctx context.Context, queueURL string, enabled bool) ([]string, error) {
+	arn, err := i.queueARN(ctx, queueURL)
 	if err != nil {
 		return nil, err
 	}
-	arn := attrs.Attributes[string(sqstypes.QueueAttributeNameQueueArn)]
+	var ids []string
+	p := lambda.NewListEventSourceMappingsPaginator(i.lam, &lambda.ListEventSourceMappingsInput{EventSourceArn: aws.String(arn)})
+	for p.HasMorePages() {
+		page, err := p.NextPage(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("list event source mappings: %w", err)
+		}
+		for _, m := range page.EventSourceMappings {
+			if aws.ToString(m.EventSourceArn) == arn && mappingEnabled(aws.ToString(m.State)) == enabled {
+				ids = append(ids, aws.ToString(m.UUID))
+			}
+		}
+	}
+	return ids, nil
+}
+
+func (i *Inspector) queueARN(ctx context.Context, queueURL string) (string, error) {
+	attrs, err := i.sqs.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: aws.String(queueURL),
+		AttributeNames: []sqstypes.QueueAttributeName{sqstypes.QueueAttributeNameQueueArn}})
+	if err != nil {
+		return "", err
+	}
+	return attrs.Attributes[string(sqstypes.QueueAttributeNameQueueArn)], nil
+}
+
+// setMappings enables or disables the queue's event source mappings not yet in that state (only
+// those in only, unless it is nil), and returns their UUIDs.
+func (i *Inspector) setMappings(ctx context.Context, queueURL string, enabled bool, only map[string]bool) ([]string, error) {
+	arn, err := i.queueARN(ctx, queueURL)
+	if err != nil {
+		return nil, err
+	}
 	var changed []string
 	p := lambda.NewListEventSourceMappingsPaginator(i.lam, &lambda.ListEventSourceMappingsInput{EventSourceArn: aws.String(arn)})
 	for p.HasMorePages() {

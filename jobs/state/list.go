@@ -9,12 +9,15 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/smithy-go"
 
 	"github.com/jobkit-go/jobkit/idempotency"
 	"github.com/jobkit-go/jobkit/jobs"
@@ -105,6 +108,7 @@ func (t *Table) List(ctx context.Context, opts ListOptions) (JobPage, error) {
 		return page, err
 	}
 	seen := map[string]bool{}
+	unlistDenied := false // the caller may not take lagging entries out: not tried again in this call
 	for round := 0; len(page.Jobs) < limit && round < maxListRounds; round++ {
 		out, err := t.db.Query(ctx, &dynamodb.QueryInput{
 			TableName: aws.String(t.name), IndexName: aws.String(contract.StateIndex),
@@ -121,11 +125,14 @@ func (t *Table) List(ctx context.Context, opts ListOptions) (JobPage, error) {
 			return page, err
 		}
 		full := false
-		for n, st := range found {
-			switch {
+		var lagging []map[string]types.AttributeValue
+		for n, f := range found {
+			switch st := f.st; {
 			case st == nil: // the entry's item is gone (expired)
 			case st.State != opts.State:
-				t.unlist(ctx, out.Items[n])
+				if f.settled {
+					lagging = append(lagging, out.Items[n])
+				}
 			case !seen[st.ID]:
 				seen[st.ID] = true
 				page.Jobs = append(page.Jobs, *st)
@@ -138,6 +145,9 @@ func (t *Table) List(ctx context.Context, opts ListOptions) (JobPage, error) {
 		}
 		if !full {
 			start = out.LastEvaluatedKey
+		}
+		if !unlistDenied {
+			unlistDenied = t.unlist(ctx, lagging)
 		}
 		if len(start) == 0 {
 			break
@@ -158,27 +168,59 @@ func entryKey(e map[string]types.AttributeValue) map[string]types.AttributeValue
 	}
 }
 
-// unlist takes an entry its job has moved on from out of the index: it removes the item's index
-// attributes if they are still the entry's (a state written since keeps its own). Best effort.
-func (t *Table) unlist(ctx context.Context, e map[string]types.AttributeValue) {
-	cond := expression.Name(contract.AttrListKey).Equal(expression.Value(e[contract.AttrListKey])).
-		And(expression.Name(contract.AttrListAt).Equal(expression.Value(e[contract.AttrListAt])))
-	expr, err := expression.NewBuilder().WithCondition(cond).
-		WithUpdate(expression.Remove(expression.Name(contract.AttrListKey)).Remove(expression.Name(contract.AttrListAt))).Build()
-	if err != nil {
-		return
+// unlist takes entries their jobs have moved on from for good out of the index: it removes each
+// item's index attributes if they are still the entry's (a state written since keeps its own),
+// a few at a time. Best effort; it reports whether DynamoDB refused the caller the write.
+func (t *Table) unlist(ctx context.Context, entries []map[string]types.AttributeValue) (denied bool) {
+	var (
+		wg      sync.WaitGroup
+		sem     = make(chan struct{}, 8)
+		refused atomic.Bool
+	)
+	for _, e := range entries {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			if refused.Load() {
+				return
+			}
+			cond := expression.Name(contract.AttrListKey).Equal(expression.Value(e[contract.AttrListKey])).
+				And(expression.Name(contract.AttrListAt).Equal(expression.Value(e[contract.AttrListAt])))
+			expr, err := expression.NewBuilder().WithCondition(cond).
+				WithUpdate(expression.Remove(expression.Name(contract.AttrListKey)).Remove(expression.Name(contract.AttrListAt))).Build()
+			if err != nil {
+				return
+			}
+			_, err = t.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+				TableName: aws.String(t.name), Key: map[string]types.AttributeValue{idempotency.AttrID: e[idempotency.AttrID]},
+				UpdateExpression: expr.Update(), ConditionExpression: expr.Condition(),
+				ExpressionAttributeNames: expr.Names(), ExpressionAttributeValues: expr.Values(),
+			})
+			var apiErr smithy.APIError
+			if errors.As(err, &apiErr) && apiErr.ErrorCode() == "AccessDeniedException" {
+				refused.Store(true)
+			}
+		}()
 	}
-	_, _ = t.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-		TableName: aws.String(t.name), Key: map[string]types.AttributeValue{idempotency.AttrID: e[idempotency.AttrID]},
-		UpdateExpression: expr.Update(), ConditionExpression: expr.Condition(),
-		ExpressionAttributeNames: expr.Names(), ExpressionAttributeValues: expr.Values(),
-	})
+	wg.Wait()
+	return refused.Load()
+}
+
+// resolution is an index entry's job as List reads it.
+type resolution struct {
+	st *jobs.JobStatus // nil: the entry's item is gone
+	// settled: if the job's state is not the entry's, it will not be again without a new write
+	// (which brings its own entry): the entry can go. A mismatch that rests on a lease or a
+	// cancellation still live is not settled: the lease may run out, and the job be what its
+	// entry says again.
+	settled bool
 }
 
 // resolve reads the jobs of index entries (job items and idempotency records; the index holds
 // their keys and kind only) as JobStatus does: each entry's item, then the other half of its
 // job's state, consistently. The result is in entry order; nil for an entry whose item is gone.
-func (t *Table) resolve(ctx context.Context, entries []map[string]types.AttributeValue) ([]*jobs.JobStatus, error) {
+func (t *Table) resolve(ctx context.Context, entries []map[string]types.AttributeValue) ([]resolution, error) {
 	keys := make([]string, len(entries))
 	for n, e := range entries {
 		keys[n] = str(e, idempotency.AttrID)
@@ -206,34 +248,43 @@ func (t *Table) resolve(ctx context.Context, entries []map[string]types.Attribut
 		return nil, err
 	}
 	now := t.o.Now()
-	out := make([]*jobs.JobStatus, len(entries))
+	out := make([]resolution, len(entries))
 	for n, k := range keys {
 		item := own[k]
 		if item == nil {
 			continue
 		}
-		var st jobs.JobStatus
+		var (
+			st      jobs.JobStatus
+			settled bool
+		)
 		if id, ok := strings.CutPrefix(k, PrefixJob); ok { // a job item, and maybe its record
 			var rec *idempotency.Record
 			if r := other[str(item, attrIdemKey)]; r != nil {
 				rec, _ = idempotency.RecordFromItem(r)
 			}
 			st = resolved(id, item, rec, now)
+			// A completed record is final, and so is the item's own dead or cancelled (written
+			// without its queue, its entry stayed); a live claim or cancellation is not.
+			settled = (rec != nil && rec.Status == idempotency.StatusCompleted) || final(statusOf(id, item).State)
 		} else { // an idempotency record, and its job's item if it has one
 			rec, err := idempotency.RecordFromItem(item)
 			if err != nil || rec.JobID == "" {
 				continue
 			}
-			if ji := other[PrefixJob+rec.JobID]; ji != nil {
-				st = resolved(rec.JobID, ji, rec, now)
-			} else {
-				st = resolved(rec.JobID, map[string]types.AttributeValue{
-					attrKind: s(rec.Kind), attrQueue: s(rec.Queue), attrState: s(string(jobs.StateEnqueued)),
-				}, rec, now)
+			ji := other[PrefixJob+rec.JobID]
+			if ji == nil {
+				ji = map[string]types.AttributeValue{attrKind: s(rec.Kind), attrQueue: s(rec.Queue), attrState: s(string(jobs.StateEnqueued))}
 			}
+			st = resolved(rec.JobID, ji, rec, now)
+			itemSt := statusOf(rec.JobID, ji)
+			// The job's item ended it or recorded a later state, or the claim's lease ended an
+			// hour ago (no renewal comes that late).
+			settled = final(itemSt.State) || itemSt.Since.After(rec.StartedAt) ||
+				(rec.Status == idempotency.StatusInProgress && now.Sub(rec.LeaseEnd) > time.Hour)
 		}
 		st = withoutStaleProgress(st)
-		out[n] = &st
+		out[n] = resolution{st: &st, settled: settled}
 	}
 	return out, nil
 }

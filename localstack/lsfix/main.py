@@ -66,6 +66,12 @@ def _patch_sqs_age_metric():
 
     def publish_with_age(self):
         publish_counts(self)
+        try:
+            publish_ages()
+        except Exception:  # a store created or a queue changed during the pass: the next has it
+            pass
+
+    def publish_ages():
         now = int(time.time() * 1000)
         for account_id, region, store in list(sqs_stores.iter_stores()):
             data = []

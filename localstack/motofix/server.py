@@ -106,13 +106,14 @@ modules by listing its package directory and asking the file system about each o
 0.47 ms a request, before any work, on a server where a DynamoDB call takes 3 to 4 ms under the
 offline stack's load. The directory does not change while the server runs: the fix lists it once.
 
-Fix 18, AWS/SQS metrics. SQS publishes each queue's ApproximateAgeOfOldestMessage and its
-ApproximateNumberOfMessages{Visible,NotVisible,Delayed} to CloudWatch every minute (namespace
-AWS/SQS, dimension QueueName); moto publishes nothing, so whatever reads a queue's oldest age
-from CloudWatch (jobkit queues, the console, the AgeAlarm's metric) found no datapoint offline.
-The fix puts them into moto's CloudWatch every JOBKIT_SQS_METRICS_INTERVAL seconds (default 60;
-localstack/emulator.sh sets 10) for every queue that holds messages: the age is that of the oldest
-message not deleted and not delayed, in flight included, in whole seconds.
+Fix 18, the oldest message's age in CloudWatch. SQS publishes each queue's metrics to CloudWatch
+every minute (namespace AWS/SQS, dimension QueueName), ApproximateAgeOfOldestMessage among them;
+moto publishes nothing, so whatever reads a queue's oldest age from CloudWatch (jobkit queues, the
+console, the AgeAlarm's metric) found no datapoint offline. The fix puts that metric into moto's
+CloudWatch every JOBKIT_SQS_METRICS_INTERVAL seconds (default 60; localstack/emulator.sh sets 10)
+for every queue that holds messages: the age of the oldest message not deleted and not delayed, in
+flight included, in whole seconds. (Only the age: nothing reads the counts from CloudWatch, and
+moto keeps every datapoint for the life of the server.)
 """
 
 import itertools
@@ -763,18 +764,10 @@ def publish_sqs_metrics():
             if not msgs:
                 continue
             ready = [m for m in msgs if m.delayed_until <= now]
-            dims = [{"Name": "QueueName", "Value": queue.name}]
-            counts = {
-                "ApproximateNumberOfMessagesVisible": sum(1 for m in ready if m.visible_at < now),
-                "ApproximateNumberOfMessagesNotVisible": sum(1 for m in ready if not m.visible_at < now),
-                "ApproximateNumberOfMessagesDelayed": len(msgs) - len(ready),
-            }
-            for name, value in counts.items():
-                data.append({"MetricName": name, "Value": float(value), "Unit": "Count", "Dimensions": dims})
             if ready:
                 oldest = min(m.sent_timestamp for m in ready)
                 data.append({"MetricName": "ApproximateAgeOfOldestMessage", "Value": float(max(0, now - oldest) // 1000),
-                             "Unit": "Seconds", "Dimensions": dims})
+                             "Unit": "Seconds", "Dimensions": [{"Name": "QueueName", "Value": queue.name}]})
         if data:
             cloudwatch_backends[account_id][region].put_metric_data("AWS/SQS", data)
 
@@ -790,5 +783,7 @@ def _sqs_metrics_loop(interval):
 
 if __name__ == "__main__":
     _interval = float(os.environ.get("JOBKIT_SQS_METRICS_INTERVAL") or 60)
+    if _interval <= 0:
+        _interval = 60
     threading.Thread(target=_sqs_metrics_loop, args=(_interval,), name="sqs-metrics", daemon=True).start()
     sys.exit(main())

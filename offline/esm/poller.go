@@ -332,8 +332,8 @@ func (p *Poller) gather(ctx context.Context, worker int) ([]types.Message, time.
 				wait = p.opts.LongPoll
 			}
 		} else {
-			if p.m.MaximumBatchingWindow == 0 {
-				break
+			if p.m.MaximumBatchingWindow == 0 || p.paused.Load() {
+				break // a batch in hand is invoked; a paused mapping gathers no more
 			}
 			remaining := time.Until(windowEnd)
 			if remaining <= 0 {

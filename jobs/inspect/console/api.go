@@ -53,6 +53,7 @@ func (s *Server) stats(ctx context.Context) ([]queueView, []string, error) {
 	}
 	s.mu.Lock()
 	fresh := s.paused != nil && time.Since(s.pausedAt) < pauseEvery
+	gen := s.pauseGen
 	s.mu.Unlock()
 	rep, err := s.in.Stats(ctx, qs, &inspect.StatsOptions{Age: inspect.AgeCloudWatch, NoPause: fresh})
 	if err != nil {
@@ -63,7 +64,7 @@ func (s *Server) stats(ctx context.Context) ([]queueView, []string, error) {
 		for n := range rep.Queues {
 			rep.Queues[n].Paused = s.paused[rep.Queues[n].URL]
 		}
-	} else {
+	} else if gen == s.pauseGen {
 		s.paused, s.pausedAt = map[string]bool{}, time.Now()
 		for _, q := range rep.Queues {
 			s.paused[q.URL] = q.Paused
@@ -492,6 +493,7 @@ func (s *Server) apiQueueOp(w http.ResponseWriter, r *http.Request) {
 	res, err := s.in.SetQueuePaused(r.Context(), q.URL, op == "pause")
 	s.mu.Lock()
 	s.paused = nil // read the pause states anew
+	s.pauseGen++
 	s.mu.Unlock()
 	if err != nil {
 		fail(w, err)

@@ -112,6 +112,7 @@ type Server struct {
 	// pause or resume from the page.
 	paused   map[string]bool
 	pausedAt time.Time
+	pauseGen int // bumped by a pause or resume: a read begun before it is not kept
 }
 
 // pauseEvery is how often the queue table reads the queues' pause states (a ListQueueTags each).
