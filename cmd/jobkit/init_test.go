@@ -289,7 +289,8 @@ func main() {
 	if withOutbox {
 		// Receipts written in the service's own DynamoDB transactions go out through the outbox:
 		// jobkit's forwarder, built from the service's module, sends them to the Receipt queue only.
-		receiptStack += `	jobkit.NewOutboxForwarder(stack, "Outbox", &jobkit.OutboxForwarderProps{
+		receiptStack += `
+	jobkit.NewOutboxForwarder(stack, "Outbox", &jobkit.OutboxForwarderProps{
 		Source: jobkit.GoSource{ModuleDir: "."}, Table: table, Queues: []awssqs.IQueue{receipts.Queue},
 	})
 `
