@@ -70,10 +70,10 @@ const minQuery = 25
 // and its idempotency record, in two consistent BatchGetItem calls per round — and keeps the jobs
 // whose state is State now. An entry a job has moved on from since it was written (a job item
 // that still says enqueued after a run its idempotency record holds, a claim whose lease ran out)
-// is skipped, and taken out of the index (a conditional UpdateItem that removes its index
-// attributes, on the condition that they are unchanged; best effort: a caller without
-// dynamodb:UpdateItem skips it again next time). A page can hold fewer than Limit jobs while Next
-// is set.
+// is skipped; one whose job cannot be what it says again (see resolution.settled) is also taken
+// out of the index (a conditional UpdateItem that removes its index attributes, on the condition
+// that they are unchanged; best effort: a caller without dynamodb:UpdateItem skips it again next
+// time). A page can hold fewer than Limit jobs while Next is set.
 //
 // Cost per round: one Query of the index (a read unit per 4 KB of entries, which hold keys and
 // kind only), two BatchGetItem calls of up to 100 items, and one UpdateItem per lagging entry,
