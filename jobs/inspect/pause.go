@@ -76,24 +76,20 @@ func (i *Inspector) SetQueuePaused(ctx context.Context, queueURL string, paused 
 				return fail(err)
 			}
 		}
-		only := map[string]bool{}
-		for _, id := range enabled {
-			only[id] = true
-		}
-		if res.Mappings, err = i.setMappings(ctx, queueURL, false, only); err != nil {
+		if res.Mappings, err = i.setMappings(ctx, enabled, false); err != nil {
 			return fail(err)
 		}
 		res.Changed = res.Changed || len(res.Mappings) > 0
 		return res, nil
 	}
-	only := map[string]bool{}
-	for _, id := range listed {
-		only[id] = true
+	disabled, err := i.queueMappings(ctx, queueURL, false)
+	if err != nil {
+		return fail(err)
 	}
-	if tags.Tags[contract.TagPausedMappings] == allMappings {
-		only = nil // more than a tag could list: every mapping of the queue
+	if tags.Tags[contract.TagPausedMappings] != allMappings { // else more than a tag could list: all
+		disabled = slices.DeleteFunc(disabled, func(id string) bool { return !slices.Contains(listed, id) })
 	}
-	if res.Mappings, err = i.setMappings(ctx, queueURL, true, only); err != nil {
+	if res.Mappings, err = i.setMappings(ctx, disabled, true); err != nil {
 		return fail(err)
 	}
 	// UntagQueue is idempotent: a tag another call set meanwhile is removed too.
@@ -170,35 +166,20 @@ func (i *Inspector) queueARN(ctx context.Context, queueURL string) (string, erro
 	return attrs.Attributes[string(sqstypes.QueueAttributeNameQueueArn)], nil
 }
 
-// setMappings enables or disables the queue's event source mappings not yet in that state (only
-// those in only, unless it is nil), and returns their UUIDs.
-func (i *Inspector) setMappings(ctx context.Context, queueURL string, enabled bool, only map[string]bool) ([]string, error) {
-	arn, err := i.queueARN(ctx, queueURL)
-	if err != nil {
-		return nil, err
-	}
+// setMappings enables or disables the event source mappings ids (queueMappings found them in
+// the other state), and returns those it changed.
+func (i *Inspector) setMappings(ctx context.Context, ids []string, enabled bool) ([]string, error) {
 	var changed []string
-	p := lambda.NewListEventSourceMappingsPaginator(i.lam, &lambda.ListEventSourceMappingsInput{EventSourceArn: aws.String(arn)})
-	for p.HasMorePages() {
-		page, err := p.NextPage(ctx)
-		if err != nil {
-			return changed, fmt.Errorf("list event source mappings: %w", err)
-		}
-		for _, m := range page.EventSourceMappings {
-			if aws.ToString(m.EventSourceArn) != arn || mappingEnabled(aws.ToString(m.State)) == enabled ||
-				(only != nil && !only[aws.ToString(m.UUID)]) {
-				continue
+	for _, id := range ids {
+		if _, err := i.lam.UpdateEventSourceMapping(ctx, &lambda.UpdateEventSourceMappingInput{
+			UUID: aws.String(id), Enabled: aws.Bool(enabled)}); err != nil {
+			var busy *lambdatypes.ResourceInUseException
+			if errors.As(err, &busy) {
+				return changed, fmt.Errorf("event source mapping %s is being changed: try again in a few seconds: %w", id, err)
 			}
-			if _, err := i.lam.UpdateEventSourceMapping(ctx, &lambda.UpdateEventSourceMappingInput{
-				UUID: m.UUID, Enabled: aws.Bool(enabled)}); err != nil {
-				var busy *lambdatypes.ResourceInUseException
-				if errors.As(err, &busy) {
-					return changed, fmt.Errorf("event source mapping %s is %s: try again in a few seconds: %w", aws.ToString(m.UUID), aws.ToString(m.State), err)
-				}
-				return changed, fmt.Errorf("event source mapping %s: %w", aws.ToString(m.UUID), err)
-			}
-			changed = append(changed, aws.ToString(m.UUID))
+			return changed, fmt.Errorf("event source mapping %s: %w", id, err)
 		}
+		changed = append(changed, id)
 	}
 	return changed, nil
 }
