@@ -35,6 +35,10 @@ var _ DynamoDBAPI = (*dynamodb.Client)(nil)
 type DynamoDBOptions struct {
 	// ConsistentRead makes Get strongly consistent. Default true.
 	ConsistentRead bool
+	// ListJobs keeps the jobs whose records carry their queue (Config.RecordJobs) listed as
+	// running, then succeeded, in the state table's index (jobs/state Options.ListJobs, which
+	// says what it costs).
+	ListJobs bool
 }
 
 // DynamoDBStore is a Store in a DynamoDB table whose partition key is the string attribute "id".
@@ -124,7 +128,7 @@ func (s *DynamoDBStore) putUnlessHeld(ctx context.Context, op string, rec *Recor
 	}
 	_, err = s.client.PutItem(ctx, &dynamodb.PutItemInput{
 		TableName:                           aws.String(s.table),
-		Item:                                marshalRecord(rec),
+		Item:                                marshalRecord(rec, s.opts.ListJobs),
 		ConditionExpression:                 expr.Condition(),
 		ExpressionAttributeNames:            expr.Names(),
 		ExpressionAttributeValues:           expr.Values(),
@@ -235,7 +239,7 @@ func (s *DynamoDBStore) completeUpdate(rec *Record, leaseEnd time.Time) (*types.
 	}
 	if !rec.FinishedAt.IsZero() {
 		update = update.Set(expression.Name(AttrFinishedAt), expression.Value(rec.FinishedAt.UnixMilli()))
-		if rec.Queue != "" {
+		if rec.Queue != "" && s.opts.ListJobs {
 			// The job's succeeded state in the state table's index (jobs/state Table.List).
 			update = update.Set(expression.Name(contract.AttrListKey), expression.Value(contract.ListKey(rec.Queue, string(jobs.StateSucceeded)))).
 				Set(expression.Name(contract.AttrListAt), expression.Value(rec.FinishedAt.UnixMilli()))
@@ -355,7 +359,7 @@ func dataValue(data []byte) types.AttributeValue {
 	return &types.AttributeValueMemberB{Value: data}
 }
 
-func marshalRecord(rec *Record) map[string]types.AttributeValue {
+func marshalRecord(rec *Record, listJobs bool) map[string]types.AttributeValue {
 	item := map[string]types.AttributeValue{
 		AttrID:                   &types.AttributeValueMemberS{Value: rec.Key},
 		AttrStatus:               &types.AttributeValueMemberS{Value: string(rec.Status)},
@@ -378,7 +382,7 @@ func marshalRecord(rec *Record) map[string]types.AttributeValue {
 		if rec.Kind != "" {
 			item[AttrKind] = &types.AttributeValueMemberS{Value: rec.Kind}
 		}
-		if rec.Queue != "" && rec.Status == StatusInProgress {
+		if rec.Queue != "" && rec.Status == StatusInProgress && listJobs {
 			// The job's running state in the state table's index (jobs/state Table.List).
 			item[contract.AttrListKey] = &types.AttributeValueMemberS{Value: contract.ListKey(rec.Queue, string(jobs.StateRunning))}
 			item[contract.AttrListAt] = &types.AttributeValueMemberN{Value: strconv.FormatInt(rec.StartedAt.UnixMilli(), 10)}

@@ -219,7 +219,7 @@ func NewWorkersStack(scope constructs.Construct, id string, state *StateStack, m
 		Source: src("email"), Queue: state.Email, IdempotencyTable: state.Idempotency, Kinds: kinds(samplejobs.QueueEmail),
 		RateLimiters: []string{samplejobs.LimiterMailProvider},
 		Timeout:      30 * time.Second, BatchSize: 25, MaxBatchingWindow: 2 * time.Second,
-		MaxConcurrency: 10, Concurrency: 10, JobStates: true, PayloadBucket: state.Payloads,
+		MaxConcurrency: 10, Concurrency: 10, JobStates: true, ListJobs: true, PayloadBucket: state.Payloads,
 		AlarmActions: state.AlarmActions,
 	})
 	// Email batches' callbacks (EmailBatchDone) go to the Email queue: the worker sends them, and

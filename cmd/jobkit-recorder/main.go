@@ -37,7 +37,8 @@ func main() {
 	cfg.SQS, cfg.S3 = client, jobs.NewPayloadS3Client(awsCfg)
 	if table := os.Getenv(contract.EnvStateTable); table != "" {
 		// Options.SQS sends the callbacks of the fan-out batches whose last member it records.
-		if cfg.States, err = state.New(dynamodb.NewFromConfig(awsCfg), table, &state.Options{SQS: client}); err != nil {
+		opts := &state.Options{SQS: client, ListJobs: os.Getenv(contract.EnvListJobs) == "1"}
+		if cfg.States, err = state.New(dynamodb.NewFromConfig(awsCfg), table, opts); err != nil {
 			fail(err)
 		}
 	}

@@ -182,7 +182,7 @@ func TestJobList(t *testing.T) {
 	cfg := awstest.Config(t)
 	q := awstest.CreateQueue(t, cfg, "q", nil)
 	name := awstest.CreateStateTable(t, cfg)
-	table, err := state.New(dynamodb.NewFromConfig(cfg), name, nil)
+	table, err := state.New(dynamodb.NewFromConfig(cfg), name, &state.Options{ListJobs: true})
 	require.NoError(t, err)
 	client, err := jobs.NewClient(sqs.NewFromConfig(cfg), jobs.ClientOptions{DefaultQueueURL: q.URL, State: table})
 	require.NoError(t, err)

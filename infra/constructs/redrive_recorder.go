@@ -80,6 +80,7 @@ type recorderProps struct {
 	worker       string         // the worker's function (or container worker) name: AttrFunction
 	table        *IdempotencyTable
 	jobStates    bool // with table: record job states
+	listJobs     bool // with jobStates: list them by queue and state
 	payloads     *PayloadBucket
 	logRetention awslogs.RetentionDays
 }
@@ -129,6 +130,9 @@ func defineRecorder(scope constructs.Construct, p recorderProps) *RedriveRecorde
 	}
 	if p.table != nil && p.jobStates {
 		r.Environment[contract.EnvStateTable] = *p.table.Table.TableName()
+		if p.listJobs {
+			r.Environment[contract.EnvListJobs] = "1"
+		}
 	}
 	if p.payloads != nil {
 		r.Environment[contract.EnvPayloadBucket] = *p.payloads.Bucket.BucketName()

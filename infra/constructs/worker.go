@@ -90,6 +90,13 @@ type WorkerProps struct {
 	// Sending a batch's callback job needs the callback queue's send grant besides:
 	// GrantBatchCallbacks gives it to the worker and the recorder.
 	JobStates bool
+	// ListJobs (with JobStates) also lists the queue's jobs by state in the table's index
+	// (JOBKIT_LIST_JOBS=1, for the worker and its redrive recorder): `jobkit job list`, the
+	// console's Jobs section. The index bills its own writes — four write units a job that
+	// succeeds, on top of job states' one — and one queue's jobs in one state share one index
+	// partition (docs/scale.md). Producers that record enqueued jobs set
+	// jobs/state Options.ListJobs too.
+	ListJobs bool
 	// Kinds are the job kinds the function runs. With an IdempotencyTable, they limit the
 	// function to the records of its own kinds (keys "<kind>#...", see idempotency.JobKey):
 	// the grant carries a dynamodb:LeadingKeys condition, so a compromised function cannot mark
@@ -262,6 +269,9 @@ func NewWorker(scope constructs.Construct, id string, props *WorkerProps) *Worke
 		w.Environment[contract.EnvIdempotencyExpiry] = (q.RetentionPeriod + DLQRetentionPeriod).String()
 		if p.JobStates {
 			w.Environment[contract.EnvStateTable] = *p.IdempotencyTable.Table.TableName()
+			if p.ListJobs {
+				w.Environment[contract.EnvListJobs] = "1"
+			}
 		}
 	}
 	if p.PayloadBucket != nil {
@@ -289,7 +299,7 @@ func NewWorker(scope constructs.Construct, id string, props *WorkerProps) *Worke
 	}
 	w.Recorder = defineRecorder(c, recorderProps{
 		queue: q, moduleDir: p.Source.ModuleDir, code: p.RecorderCode, worker: *w.Function.FunctionName(),
-		table: p.IdempotencyTable, jobStates: p.JobStates, payloads: p.PayloadBucket, logRetention: p.LogRetention,
+		table: p.IdempotencyTable, jobStates: p.JobStates, listJobs: p.ListJobs, payloads: p.PayloadBucket, logRetention: p.LogRetention,
 	})
 	w.addAlarms(p)
 	return w
@@ -411,6 +421,8 @@ func (p WorkerProps) check() string {
 		return fmt.Sprintf("the visibility timeout of queue %s (%s) is shorter than the function timeout (%s): "+
 			"AWS refuses such an event source mapping, and a job could run twice at once; "+
 			"set JobQueueProps.VisibilityTimeout to at least %s", q.Name, q.VisibilityTimeout, p.Timeout, p.Timeout)
+	case p.ListJobs && !(p.JobStates && p.IdempotencyTable != nil):
+		return "ListJobs needs JobStates (and an IdempotencyTable): it lists the job states they keep"
 	case p.MemorySize < 128 || p.MemorySize > 10240:
 		return fmt.Sprintf("MemorySize %d MB must be between 128 and 10240", p.MemorySize)
 	case q.FIFO && (p.BatchSize < 1 || p.BatchSize > 10):

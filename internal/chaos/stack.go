@@ -166,7 +166,9 @@ func (s *Stack) Dev() *devstack.Stack {
 }
 
 // Worker returns the function that runs jobs of kind, or nil: the function built from
-// functions/<queue> for the kind's sample queue (samplejobs.Queues).
+// functions/<queue> for the kind's sample queue (samplejobs.Queues), or — a priority lane's
+// queue, whose lanes share one source — the function of the lane's Worker construct, named
+// after the lane's queue ("NotifyDefault").
 func (s *Stack) Worker(kind string) *deploy.Function {
 	q, ok := samplejobs.Queues[kind]
 	if !ok {
@@ -174,7 +176,7 @@ func (s *Stack) Worker(kind string) *deploy.Function {
 	}
 	for i := range s.Deployment.Functions {
 		f := &s.Deployment.Functions[i]
-		if strings.TrimSuffix(f.Source, "/") == "functions/"+strings.ToLower(q) {
+		if strings.TrimSuffix(f.Source, "/") == "functions/"+strings.ToLower(q) || strings.HasPrefix(f.LogicalID, q+"Function") {
 			return f
 		}
 	}
@@ -282,7 +284,14 @@ func createEffectsTable(ctx context.Context, db *dynamodb.Client, name string) e
 
 // LeaveOutEmailRateLimit runs the email function without its rate limit
 // (instrument.EnvNoRateLimit): for runs that measure or stress the rest of the stack.
-func (s *Stack) LeaveOutEmailRateLimit() error {
+func (s *Stack) LeaveOutEmailRateLimit() error { return s.setEmailEnv(instrument.EnvNoRateLimit) }
+
+// UseSampleMailer runs the email function with the sample's own mailer
+// (instrument.EnvSampleMailer): for runs that count the kit's requests, which the keyed test
+// provider's writes would add to.
+func (s *Stack) UseSampleMailer() error { return s.setEmailEnv(instrument.EnvSampleMailer) }
+
+func (s *Stack) setEmailEnv(name string) error {
 	email := s.Worker(samplejobs.KindSendEmail)
 	if email == nil {
 		return errors.New("chaos: the deployment has no email function")
@@ -290,6 +299,6 @@ func (s *Stack) LeaveOutEmailRateLimit() error {
 	if email.Env == nil {
 		email.Env = map[string]string{}
 	}
-	email.Env[instrument.EnvNoRateLimit] = "1"
+	email.Env[name] = "1"
 	return nil
 }

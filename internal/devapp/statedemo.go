@@ -77,7 +77,7 @@ func runStateDemo(ctx context.Context, cfg Config, tr *Tracker, d *deploy.Deploy
 	if name == "" {
 		return res, fmt.Errorf("demo: the deployment has no %s output: no job state table", contract.OutputStateTable)
 	}
-	table, err := state.New(dynamodb.NewFromConfig(cfg.AWS), name, nil)
+	table, err := state.New(dynamodb.NewFromConfig(cfg.AWS), name, &state.Options{ListJobs: true})
 	if err != nil {
 		return res, err
 	}

@@ -106,6 +106,10 @@ const (
 	// EnvStateTable names the jobkit state table when the Worker construct grants job states
 	// (WorkerProps.JobStates): wire jobs/state.New on it as Config.States and middleware.
 	EnvStateTable = "JOBKIT_STATE_TABLE"
+	// EnvListJobs, "1" beside EnvStateTable, keeps the worker's jobs listed by queue and state
+	// in the state table's index (WorkerProps.ListJobs): jobs/state Options.ListJobs and
+	// idempotency DynamoDBOptions.ListJobs.
+	EnvListJobs = "JOBKIT_LIST_JOBS"
 	// EnvIdempotencyExpiry is how long idempotency.Middleware's records hold their keys, a Go
 	// duration; the Worker construct sets it to cover the queue's and its DLQ's retention, so a
 	// job that succeeded and is redriven from the DLQ is still skipped. Default 1h.

@@ -1,7 +1,8 @@
 // Package setup wires a worker's main from the environment the Worker and ContainerWorker
 // constructs set: the runtime's Config (jobs.ConfigFromEnv), the AWS clients, the idempotency
 // store on JOBKIT_IDEMPOTENCY_TABLE as the delivery ledger, and, when JOBKIT_STATE_TABLE is set,
-// job states and fan-out batch counts (jobs/state). A worker main is then its workers and
+// job states and fan-out batch counts (jobs/state), listed by queue and state when
+// JOBKIT_LIST_JOBS is "1". A worker main is then its workers and
 // nothing else:
 //
 //	func main() {
@@ -84,12 +85,15 @@ func New(ctx context.Context, name string) (*Main, error) {
 	}
 	m := &Main{Name: name, Config: cfg, AWS: awsCfg, Table: table, Workers: jobs.NewWorkers()}
 	m.DB = dynamodb.NewFromConfig(awsCfg)
-	m.Store = idempotency.NewDynamoDBStore(m.DB, table)
+	stateTable := os.Getenv(contract.EnvStateTable)
+	// With job states, JOBKIT_LIST_JOBS=1 also lists the jobs by queue and state (jobs/state List).
+	list := stateTable != "" && os.Getenv(contract.EnvListJobs) == "1"
+	m.Store = idempotency.NewDynamoDBStore(m.DB, table, func(o *idempotency.DynamoDBOptions) { o.ListJobs = list })
 	m.Config.Deliveries = m.Store // attempts count real runs, not skipped deliveries
-	if name := os.Getenv(contract.EnvStateTable); name != "" {
+	if stateTable != "" {
 		// Job states: running and succeeded in the idempotency records, batch members counted;
 		// SQS sends a fan-out batch's callback job.
-		m.States, err = state.New(m.DB, name, &state.Options{SQS: sqs.NewFromConfig(awsCfg)})
+		m.States, err = state.New(m.DB, stateTable, &state.Options{SQS: sqs.NewFromConfig(awsCfg), ListJobs: list})
 		if err != nil {
 			return nil, err
 		}

@@ -79,7 +79,7 @@ func newEnv(t *testing.T, folded bool) *env {
 	name := awstest.CreateStateTable(t, cfg)
 	db := dynamodb.NewFromConfig(cfg)
 	var err error
-	e.table, err = state.New(db, name, &state.Options{SQS: e.sqs, Shards: 4})
+	e.table, err = state.New(db, name, &state.Options{SQS: e.sqs, Shards: 4, ListJobs: true})
 	require.NoError(t, err)
 	e.client, err = jobs.NewClient(e.sqs, jobs.ClientOptions{DefaultQueueURL: e.q.URL, State: e.table})
 	require.NoError(t, err)
@@ -87,7 +87,8 @@ func newEnv(t *testing.T, folded bool) *env {
 	workers := jobs.NewWorkers()
 	if folded {
 		workers.Use(e.table.Middleware(&state.MiddlewareOptions{Folded: true}),
-			idempotency.Middleware(idempotency.NewDynamoDBStore(db, name), &idempotency.Config{RecordJobs: true}))
+			idempotency.Middleware(idempotency.NewDynamoDBStore(db, name, func(o *idempotency.DynamoDBOptions) { o.ListJobs = true }),
+				&idempotency.Config{RecordJobs: true}))
 	} else {
 		workers.Use(e.table.Middleware(nil))
 	}

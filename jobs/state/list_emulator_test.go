@@ -21,6 +21,7 @@ import (
 	"github.com/jobkit-go/jobkit/jobs/contract"
 	"github.com/jobkit-go/jobkit/jobs/jobstest"
 	"github.com/jobkit-go/jobkit/jobs/state"
+	"github.com/jobkit-go/jobkit/testkit/awstest"
 )
 
 // listIDs lists every job of the queue in state (and kind), a page of limit at a time, and
@@ -132,7 +133,7 @@ func TestListJobsByState(t *testing.T) {
 				EncodedArgs: []byte(`{"image":"c.png","fail":"retry"}`)}
 			var mw jobs.Middleware
 			if folded {
-				mw = idempotency.Middleware(idempotency.NewDynamoDBStore(dynamodb.NewFromConfig(e.cfg), e.table.Name()), &idempotency.Config{RecordJobs: true})
+				mw = idempotency.Middleware(idempotency.NewDynamoDBStore(dynamodb.NewFromConfig(e.cfg), e.table.Name(), listJobs), &idempotency.Config{RecordJobs: true})
 			} else {
 				mw = e.table.Middleware(nil)
 			}
@@ -149,6 +150,53 @@ func TestListJobsByState(t *testing.T) {
 			assert.Equal(t, []string{bad}, listIDs(t, e, jobs.StateDead, "", 0))
 			assert.Empty(t, listIDs(t, e, jobs.StateRetrying, "", 0))
 		})
+	}
+}
+
+func listJobs(o *idempotency.DynamoDBOptions) { o.ListJobs = true }
+
+// Listing is opt-in: without ListJobs, job states are kept — Status answers — and nothing enters
+// the index, whose writes DynamoDB bills apart (the enqueued item, the claim, the completion, a
+// failed attempt).
+func TestListJobsIsOptIn(t *testing.T) {
+	t.Parallel()
+	cfg := awstest.Config(t)
+	q := awstest.CreateQueue(t, cfg, "q", nil)
+	name := awstest.CreateStateTable(t, cfg)
+	db := dynamodb.NewFromConfig(cfg)
+	table, err := state.New(db, name, nil)
+	require.NoError(t, err)
+	client, err := jobs.NewClient(sqs.NewFromConfig(cfg), jobs.ClientOptions{DefaultQueueURL: q.URL, State: table})
+	require.NoError(t, err)
+	ctx := context.Background()
+	ok, err := client.Enqueue(ctx, resize{Image: "a.png"}, nil)
+	require.NoError(t, err)
+	failing, err := client.Enqueue(ctx, resize{Image: "b.png"}, nil)
+	require.NoError(t, err)
+	run := table.Middleware(&state.MiddlewareOptions{Folded: true})(
+		idempotency.Middleware(idempotency.NewDynamoDBStore(db, name), &idempotency.Config{RecordJobs: true})(
+			func(context.Context, *jobs.JobRow) error { return nil }))
+	require.NoError(t, run(ctx, &jobs.JobRow{ID: ok.ID, Kind: "image.resize", Attempt: 1, QueueURL: q.URL, EncodedArgs: []byte(`{"image":"a.png"}`)}))
+	require.NoError(t, table.JobSettled(ctx, &jobs.JobRow{ID: failing.ID, Kind: "image.resize", QueueURL: q.URL},
+		jobs.JobStatus{State: jobs.StateRetrying, Attempt: 1, NextAttemptAt: time.Now().Add(time.Minute), LastError: "boom"}))
+
+	st, err := client.Status(ctx, ok.ID)
+	require.NoError(t, err)
+	assert.Equal(t, jobs.StateSucceeded, st.State)
+	st, err = client.Status(ctx, failing.ID)
+	require.NoError(t, err)
+	assert.Equal(t, jobs.StateRetrying, st.State)
+	scan, err := db.Scan(ctx, &dynamodb.ScanInput{TableName: aws.String(name)})
+	require.NoError(t, err)
+	require.GreaterOrEqual(t, len(scan.Items), 3, "the job items and the record")
+	for _, item := range scan.Items {
+		assert.NotContains(t, item, contract.AttrListKey, "no index entry: %v", item[idempotency.AttrID])
+		assert.NotContains(t, item, contract.AttrListAt)
+	}
+	for _, s := range []jobs.JobState{jobs.StateEnqueued, jobs.StateSucceeded, jobs.StateRetrying} {
+		page, err := table.List(ctx, state.ListOptions{Queue: q.URL, State: s})
+		require.NoError(t, err)
+		assert.Empty(t, page.Jobs, s)
 	}
 }
 

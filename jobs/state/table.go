@@ -90,6 +90,13 @@ type Options struct {
 	Shards int
 	// Now returns the current time (tests); nil means time.Now.
 	Now func() time.Time
+	// ListJobs keeps the jobs this table records listed by queue and state in the table's index
+	// (contract.StateIndex), for List: the enqueued, retrying, dead and cancelled states this
+	// table writes. Set it on the producers and the workers alike, and on the workers' store too
+	// (idempotency.DynamoDBOptions.ListJobs: running and succeeded), as setup does with
+	// JOBKIT_LIST_JOBS. The index bills its own writes: a job that succeeds costs four write
+	// units more (docs/benchmarks.md). Off, List finds no job these writes recorded.
+	ListJobs bool
 }
 
 // Table is the jobkit state table. It implements jobs.StateStore, and is safe for concurrent use.
@@ -162,8 +169,10 @@ func (t *Table) JobsEnqueued(ctx context.Context, list []jobs.PreparedJob) error
 		}
 		if j.QueueURL != "" {
 			item[attrQueue] = s(j.QueueURL)
-			item[contract.AttrListKey] = s(contract.ListKey(j.QueueURL, string(jobs.StateEnqueued)))
-			item[contract.AttrListAt] = ms(j.EnqueuedAt)
+			if t.o.ListJobs {
+				item[contract.AttrListKey] = s(contract.ListKey(j.QueueURL, string(jobs.StateEnqueued)))
+				item[contract.AttrListAt] = ms(j.EnqueuedAt)
+			}
 		}
 		if j.Batch != "" {
 			item[attrBatch] = s(j.Batch)
@@ -402,9 +411,11 @@ func (t *Table) stateUpdate(row *jobs.JobRow, state jobs.JobState, now time.Time
 			Set(expression.Name(attrIdemKey), expression.IfNotExists(expression.Name(attrIdemKey), expression.Value(idempotency.JobKey(row))))
 	}
 	if row.QueueURL != "" {
-		up = up.Set(expression.Name(attrQueue), expression.Value(row.QueueURL)).
-			Set(expression.Name(contract.AttrListKey), expression.Value(contract.ListKey(row.QueueURL, string(state)))).
-			Set(expression.Name(contract.AttrListAt), expression.Value(now.UnixMilli()))
+		up = up.Set(expression.Name(attrQueue), expression.Value(row.QueueURL))
+		if t.o.ListJobs {
+			up = up.Set(expression.Name(contract.AttrListKey), expression.Value(contract.ListKey(row.QueueURL, string(state)))).
+				Set(expression.Name(contract.AttrListAt), expression.Value(now.UnixMilli()))
+		}
 	}
 	if row.Batch != "" {
 		up = up.Set(expression.Name(attrBatch), expression.Value(row.Batch))

@@ -12,12 +12,14 @@ import (
 	"github.com/jobkit-go/jobkit/functions/samplejobs"
 	"github.com/jobkit-go/jobkit/internal/chaos"
 	"github.com/jobkit-go/jobkit/jobs"
+	"github.com/jobkit-go/jobkit/jobs/contract"
 	"github.com/jobkit-go/jobkit/testkit/awstest"
 	"github.com/jobkit-go/jobkit/testkit/faultproxy"
 )
 
-// The cost benchmark runs costJobs idempotent jobs (the sample's email jobs, each behind the
-// DynamoDB idempotency store) through the offline sample stack — the synthesized cdk.out deployed
+// The cost benchmark runs costJobs plain idempotent jobs (the sample's email jobs, each behind the
+// DynamoDB idempotency store, the rate limit left out: the features benchmark prices each
+// feature on top) through the offline sample stack — the synthesized cdk.out deployed
 // on the emulator, the real function binaries, the event source mappings — with every AWS request
 // of the producer, the mappings and the functions going through a counting proxy
 // (package faultproxy, no faults). Each API's requests are divided by the number of jobs and
@@ -87,10 +89,13 @@ var (
 	costNaive = costMix{SQSRequests: 1 + 0.1 + 0.1, WriteUnits: 2, ReadUnits: 1, Invocations: 0.1}
 )
 
-// mixOf sums the proxy's counts into a per-job mix.
+// mixOf sums the proxy's counts into a per-job mix. The offline mappings' ListQueueTags calls are
+// left out: they read a paused queue's tag, which stands in for a disabled mapping, and Lambda's
+// own mapping makes no such call.
 func mixOf(st faultproxy.Stats, invocations int64, jobsRun int) costMix {
 	n := float64(jobsRun)
 	sqs := st.Total("SQS.")
+	sqs.Forwarded -= st.APIs["SQS.ListQueueTags"].Forwarded
 	ddb := st.Total("DynamoDB.")
 	return costMix{
 		SQSRequests: float64(sqs.Forwarded) / n,
@@ -108,8 +113,22 @@ func benchCost(ctx context.Context, emit func(string, any)) error {
 	if _, err := os.Stat(filepath.Join("cdk.out", "manifest.json")); err != nil {
 		return fmt.Errorf("cost: no cloud assembly in cdk.out (run make synth): %w", err)
 	}
+	// The plain idempotent job: the email function without its rate limit and its job states
+	// (the features benchmark prices each feature apart) and with the sample's own mailer — the
+	// instrumented build, which without faults in a job's args runs the sample's worker behind
+	// the same middleware.
 	stack, err := chaos.StartStack(ctx, chaos.StackConfig{
 		AWS: cfg, CDKOut: "cdk.out", BuildDir: filepath.Join(".run", "bench", "functions"),
+		Instrumented: true,
+		Customize: func(_ context.Context, s *chaos.Stack) error {
+			if err := s.LeaveOutEmailRateLimit(); err != nil {
+				return err
+			}
+			env := s.WorkerEnv(samplejobs.KindSendEmail)
+			delete(env, contract.EnvStateTable)
+			delete(env, contract.EnvListJobs)
+			return s.UseSampleMailer()
+		},
 	})
 	if err != nil {
 		return err

@@ -16,12 +16,16 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/jobkit-go/jobkit/functions/samplejobs"
+	"github.com/jobkit-go/jobkit/idempotency"
 	"github.com/jobkit-go/jobkit/internal/chaos"
 	"github.com/jobkit-go/jobkit/jobs"
+	"github.com/jobkit-go/jobkit/jobs/contract"
 	"github.com/jobkit-go/jobkit/offline/esm"
 	"github.com/jobkit-go/jobkit/testkit/awstest"
 	"github.com/jobkit-go/jobkit/testkit/faultproxy"
@@ -41,17 +45,26 @@ import (
 //     calls in flight, as EnqueueBatch), and as many pollers as the email mapping's
 //     MaximumConcurrency, each receiving 10 with a long poll and deleting them in one
 //     DeleteMessageBatch; no idempotency, no function, no job decode.
+//   - same work: the raw loop doing, for each message it receives, the two writes a jobkit job
+//     makes — the idempotency claim, a conditional PutItem, and its completion, a conditional
+//     UpdateItem, written by hand with the SDK — on the stack's own idempotency table, the
+//     messages of a receive concurrently (as the runtime runs a batch's jobs), then the delete.
+//     What is left between this side and the stack is the kit: the envelope, the function,
+//     the Lambda runtime and mapping emulation, job states and the rest of the middleware.
 //
 // Every call of both sides goes through the counting proxy in front of the emulator. A pair runs
-// both sides once, the order alternating from pair to pair; a *_jobs_per_s figure is a side's
-// median, e2e_vs_raw the median of the pairs' ratios with their spread. The calls per job are
-// counted by API over all pairs: the email queue's SQS calls and every DynamoDB call for the
-// stack (the idle pollers of the other queues are left out), the raw queue's calls for the loop.
+// every side once, the side that goes first rotating from round to round; a *_jobs_per_s figure
+// is a side's median, e2e_vs_raw and e2e_vs_same_work the medians of the rounds' ratios with
+// their spread. The calls per job are counted by API over all rounds: the email queue's SQS
+// calls and every DynamoDB call for the stack (the idle pollers of the other queues are left
+// out), the raw queue's calls (and the same work's DynamoDB calls) for the loops.
 //
 //	e2e_jobs_per_s, e2e_raw_jobs_per_s   jobs per second, enqueue to delete
-//	e2e_vs_raw, e2e_vs_raw_spread        stack / raw (target ≥ 0.8)
-//	e2e_calls_per_job, e2e_raw_calls_per_job           all calls per job
-//	e2e_calls_per_job_<API>, e2e_raw_calls_per_job_<API>  per API ("SQS.ReceiveMessage"...)
+//	e2e_same_work_jobs_per_s             the same work's jobs per second
+//	e2e_vs_same_work, _spread            stack / same work (target ≥ 0.8): the kit's own overhead
+//	e2e_vs_raw, e2e_vs_raw_spread        stack / raw (information: the writes are the emulator's)
+//	e2e_calls_per_job, e2e_raw_calls_per_job, e2e_same_work_calls_per_job   all calls per job
+//	e2e_calls_per_job_<API>, …_<API>     per API ("SQS.ReceiveMessage"...)
 //	e2e_jobs_per_invocation          the email mapping's batch size in practice
 //	e2e_invocation_ms_p50, _p90      an invocation's time, event to response (the local runtime)
 //	e2e_item_write_ms, e2e_item_write_batched_ms, e2e_item_write_batched_vs_single
@@ -79,15 +92,23 @@ func benchE2E(ctx context.Context, emit func(string, any)) error {
 		return fmt.Errorf("e2e: no cloud assembly in cdk.out (run make synth): %w", err)
 	}
 	var batches e2eBatches
+	watch := newLatencyWatch()
 	stack, err := chaos.StartStack(ctx, chaos.StackConfig{
 		AWS: cfg, CDKOut: "cdk.out", BuildDir: filepath.Join(".run", "bench", "functions"),
-		OnBatch: batches.add,
+		OnBatch: batches.add, Output: watch,
 		// The measure is the stack with idempotency against a raw loop: the email function's rate
 		// limit (the ratelimit benchmark measures it) is left out, which only the instrumented
-		// build of the function reads (instrument.EnvNoRateLimit). Without faults in a job's args
-		// it runs the sample's EmailWorker behind the same middleware, plus a start line per job.
+		// build of the function reads (instrument.EnvNoRateLimit), and it sends with the sample's
+		// own mailer (instrument.EnvSampleMailer). Without faults in a job's args it runs the
+		// sample's EmailWorker behind the same middleware; the faults make the latency part's
+		// failing first attempts.
 		Instrumented: true,
-		Customize:    func(_ context.Context, s *chaos.Stack) error { return s.LeaveOutEmailRateLimit() },
+		Customize: func(_ context.Context, s *chaos.Stack) error {
+			if err := s.LeaveOutEmailRateLimit(); err != nil {
+				return err
+			}
+			return s.UseSampleMailer()
+		},
 	})
 	if err != nil {
 		return err
@@ -98,28 +119,37 @@ func benchE2E(ctx context.Context, emit func(string, any)) error {
 		return err
 	}
 	defer s.close()
+	s.watch = watch
 
-	var stackCalls, rawCalls callCount
-	stackRates, rawRates, err := alternate(e2ePairs, func(int) (float64, error) {
+	var stackCalls, rawCalls, sameCalls callCount
+	rates, err := rotate(e2ePairs, func(int) (float64, error) {
 		rate, calls, err := s.stackRound(ctx)
 		stackCalls.add(calls)
 		return rate, err
 	}, func(int) (float64, error) {
-		rate, calls, err := s.rawRound(ctx)
+		rate, calls, err := s.rawRound(ctx, false)
 		rawCalls.add(calls)
+		return rate, err
+	}, func(int) (float64, error) {
+		rate, calls, err := s.rawRound(ctx, true)
+		sameCalls.add(calls)
 		return rate, err
 	})
 	if err != nil {
 		return err
 	}
+	stackRates, rawRates, sameRates := rates[0], rates[1], rates[2]
 	emit("e2e_jobs", e2eJobs)
 	emit("e2e_pairs", e2ePairs)
 	emit("e2e_jobs_per_s", median(stackRates))
 	emit("e2e_raw_jobs_per_s", median(rawRates))
+	emit("e2e_same_work_jobs_per_s", median(sameRates))
+	emitRatio(emit, "e2e_vs_same_work", stackRates, sameRates)
 	emitRatio(emit, "e2e_vs_raw", stackRates, rawRates)
 	batches.emit(emit, s.emailQueue)
 	stackCalls.emit(emit, "e2e_calls_per_job", e2eJobs*e2ePairs)
 	rawCalls.emit(emit, "e2e_raw_calls_per_job", e2eJobs*e2ePairs)
+	sameCalls.emit(emit, "e2e_same_work_calls_per_job", e2eJobs*e2ePairs)
 	single, batched, err := itemWrites(ctx, stack.Proxied, emit)
 	if err != nil {
 		return err
@@ -133,7 +163,7 @@ func benchE2E(ctx context.Context, emit func(string, any)) error {
 	emit("e2e_raw_ms_per_job", rawMs)
 	emit("e2e_batching_saves_ms_per_job", save)
 	emit("e2e_vs_raw_if_batched", rawMs/(stackMs-save))
-	return nil
+	return s.latency(ctx, emit)
 }
 
 // e2eSides is what both sides run on: the stack's producer and email queue, and the raw loop's
@@ -145,6 +175,9 @@ type e2eSides struct {
 	pollers    int
 	raw        *sqs.Client
 	rawQueue   string
+	db         *dynamodb.Client // the same work's writes, through the proxy
+	table      string           // the stack's idempotency table
+	watch      *latencyWatch    // the runtime's events in the functions' output
 	round      int
 }
 
@@ -163,6 +196,10 @@ func newE2ESides(ctx context.Context, stack *chaos.Stack) (*e2eSides, error) {
 		return nil, errors.New("e2e: no event source mapping feeds the email queue")
 	}
 	s.raw = sqs.NewFromConfig(stack.Proxied)
+	s.db = dynamodb.NewFromConfig(stack.Proxied)
+	if s.table = stack.WorkerEnv(samplejobs.KindSendEmail)[contract.EnvIdempotencyTable]; s.table == "" {
+		return nil, errors.New("e2e: the email function has no idempotency table")
+	}
 	var b [4]byte
 	_, _ = rand.Read(b[:])
 	q, err := s.raw.CreateQueue(ctx, &sqs.CreateQueueInput{
@@ -222,8 +259,9 @@ func (s *e2eSides) stackRound(ctx context.Context) (float64, callCount, error) {
 	return e2eJobs / elapsed.Seconds(), calls, nil
 }
 
-// rawRound sends e2eJobs messages and has s.pollers pollers receive and delete them.
-func (s *e2eSides) rawRound(ctx context.Context) (float64, callCount, error) {
+// rawRound sends e2eJobs messages and has s.pollers pollers receive and delete them, doing a
+// job's two idempotency writes for each message first when work is set.
+func (s *e2eSides) rawRound(ctx context.Context, work bool) (float64, callCount, error) {
 	s.stack.Proxy.ResetStats()
 	ctx, cancel := context.WithTimeout(ctx, e2eTimeout)
 	defer cancel()
@@ -241,7 +279,7 @@ func (s *e2eSides) rawRound(ctx context.Context) (float64, callCount, error) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			errs <- s.rawPoll(ctx, &left)
+			errs <- s.rawPoll(ctx, &left, work)
 		}()
 	}
 	wg.Wait()
@@ -252,8 +290,12 @@ func (s *e2eSides) rawRound(ctx context.Context) (float64, callCount, error) {
 			return 0, callCount{}, fmt.Errorf("e2e raw: %w", err)
 		}
 	}
+	st := s.stack.Proxy.Stats()
 	calls := callCount{}
-	calls.addStats(s.stack.Proxy.Stats().Queues[queueNameOf(s.rawQueue)], "SQS.")
+	calls.addStats(st.Queues[queueNameOf(s.rawQueue)], "SQS.")
+	if work {
+		calls.addStats(st, "DynamoDB.")
+	}
 	return e2eJobs / elapsed.Seconds(), calls, nil
 }
 
@@ -290,8 +332,9 @@ func (s *e2eSides) rawSend(ctx context.Context) error {
 }
 
 // rawPoll receives up to 10 messages at a time and deletes them in one call, until left (the
-// messages not yet deleted, over all pollers) reaches 0.
-func (s *e2eSides) rawPoll(ctx context.Context, left *atomic.Int64) error {
+// messages not yet deleted, over all pollers) reaches 0. With work, each message's claim and
+// completion are written first, the messages of a receive at once.
+func (s *e2eSides) rawPoll(ctx context.Context, left *atomic.Int64, work bool) error {
 	for left.Load() > 0 {
 		out, err := s.raw.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{
 			QueueUrl: aws.String(s.rawQueue), MaxNumberOfMessages: 10, WaitTimeSeconds: 1,
@@ -301,6 +344,11 @@ func (s *e2eSides) rawPoll(ctx context.Context, left *atomic.Int64) error {
 		}
 		if len(out.Messages) == 0 {
 			continue
+		}
+		if work {
+			if err := s.sameWork(ctx, out.Messages); err != nil {
+				return err
+			}
 		}
 		entries := make([]sqstypes.DeleteMessageBatchRequestEntry, len(out.Messages))
 		for i, m := range out.Messages {
@@ -314,6 +362,67 @@ func (s *e2eSides) rawPoll(ctx context.Context, left *atomic.Int64) error {
 			return fmt.Errorf("delete: %d entries failed", len(del.Failed))
 		}
 		left.Add(-int64(len(entries)))
+	}
+	return nil
+}
+
+// sameWork writes, for each message at once, what a jobkit job writes to run once: its claim (a
+// PutItem on the condition that no live record holds the key) and its completion (an UpdateItem
+// on the condition that the claim still holds), by hand.
+func (s *e2eSides) sameWork(ctx context.Context, msgs []sqstypes.Message) error {
+	errs := make(chan error, len(msgs))
+	for _, m := range msgs {
+		go func() { errs <- s.claimAndComplete(ctx, "e2e-same#"+aws.ToString(m.MessageId)) }()
+	}
+	var first error
+	for range msgs {
+		if err := <-errs; err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
+}
+
+func (s *e2eSides) claimAndComplete(ctx context.Context, key string) error {
+	now := time.Now()
+	lease := strconv.FormatInt(now.Add(30*time.Second).UnixMilli(), 10)
+	expires := strconv.FormatInt(now.Add(time.Hour).Unix(), 10)
+	id := &ddbtypes.AttributeValueMemberS{Value: key}
+	_, err := s.db.PutItem(ctx, &dynamodb.PutItemInput{
+		TableName: aws.String(s.table),
+		Item: map[string]ddbtypes.AttributeValue{
+			idempotency.AttrID: id, idempotency.AttrStatus: &ddbtypes.AttributeValueMemberS{Value: string(idempotency.StatusInProgress)},
+			idempotency.AttrExpiration:           &ddbtypes.AttributeValueMemberN{Value: expires},
+			idempotency.AttrInProgressExpiration: &ddbtypes.AttributeValueMemberN{Value: lease},
+		},
+		ConditionExpression: aws.String("attribute_not_exists(#id) OR #exp <= :now OR (#st = :run AND #lease <= :nowms)"),
+		ExpressionAttributeNames: map[string]string{"#id": idempotency.AttrID, "#exp": idempotency.AttrExpiration,
+			"#st": idempotency.AttrStatus, "#lease": idempotency.AttrInProgressExpiration},
+		ExpressionAttributeValues: map[string]ddbtypes.AttributeValue{
+			":now":   &ddbtypes.AttributeValueMemberN{Value: strconv.FormatInt(now.Unix(), 10)},
+			":nowms": &ddbtypes.AttributeValueMemberN{Value: strconv.FormatInt(now.UnixMilli(), 10)},
+			":run":   &ddbtypes.AttributeValueMemberS{Value: string(idempotency.StatusInProgress)},
+		},
+	})
+	if err != nil {
+		return fmt.Errorf("claim: %w", err)
+	}
+	_, err = s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:           aws.String(s.table),
+		Key:                 map[string]ddbtypes.AttributeValue{idempotency.AttrID: id},
+		UpdateExpression:    aws.String("SET #st = :done, #fin = :fin"),
+		ConditionExpression: aws.String("#st = :run AND #lease = :lease"),
+		ExpressionAttributeNames: map[string]string{"#st": idempotency.AttrStatus, "#fin": idempotency.AttrFinishedAt,
+			"#lease": idempotency.AttrInProgressExpiration},
+		ExpressionAttributeValues: map[string]ddbtypes.AttributeValue{
+			":done":  &ddbtypes.AttributeValueMemberS{Value: string(idempotency.StatusCompleted)},
+			":run":   &ddbtypes.AttributeValueMemberS{Value: string(idempotency.StatusInProgress)},
+			":fin":   &ddbtypes.AttributeValueMemberN{Value: strconv.FormatInt(time.Now().UnixMilli(), 10)},
+			":lease": &ddbtypes.AttributeValueMemberN{Value: lease},
+		},
+	})
+	if err != nil {
+		return fmt.Errorf("complete: %w", err)
 	}
 	return nil
 }

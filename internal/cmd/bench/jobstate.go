@@ -27,7 +27,8 @@ import (
 // without job states (idempotency only) and with them (folded into the idempotency records, and
 // without idempotency), and what a batch member costs. Write units are counted from the requests
 // as DynamoDB bills them for items under 1 KB: 1 per PutItem, UpdateItem, DeleteItem and
-// BatchWriteItem entry, 2 per item of a TransactWriteItems.
+// BatchWriteItem entry, 2 per item of a TransactWriteItems; plus the write units of the state
+// table's list index (indexUnits: 1 when an item enters or leaves the index, 2 when it moves).
 func init() {
 	register("jobstate", 25, benchJobState)
 }
@@ -75,7 +76,9 @@ func benchJobState(ctx context.Context, emit func(string, any)) error {
 		return err
 	}
 	var units unitCounter
-	db := dynamodb.NewFromConfig(cfg, units.option)
+	index := newIndexUnits()
+	db := dynamodb.NewFromConfig(cfg, units.option, index.option)
+	written := func() float64 { return float64(units.writes.Load()) + index.total() }
 	table, drop, err := createBenchTable(ctx, db)
 	if err != nil {
 		return err
@@ -108,13 +111,13 @@ func benchJobState(ctx context.Context, emit func(string, any)) error {
 		if err != nil {
 			return err
 		}
-		before := units.writes.Load()
+		before := written()
 		if err := r.run(ctx, jobStateJobs, nil); err != nil {
 			r.drop()
 			return fmt.Errorf("%s: %w", s.name, err)
 		}
 		r.drop()
-		perJob[s.name] = float64(units.writes.Load()-before) / jobStateJobs
+		perJob[s.name] = (written() - before) / jobStateJobs
 		emit("jobstate_write_units_per_job_"+s.name, perJob[s.name])
 	}
 	emit("jobstate_extra_write_units_per_job", perJob["states_folded"]-perJob["idempotency_only"])
@@ -126,11 +129,11 @@ func benchJobState(ctx context.Context, emit func(string, any)) error {
 		return err
 	}
 	defer r.drop()
-	before, readsBefore := units.writes.Load(), units.reads.Load()
+	before, readsBefore := written(), units.reads.Load()
 	if err := r.run(ctx, jobStateJobs, st); err != nil {
 		return fmt.Errorf("batch: %w", err)
 	}
-	emit("jobstate_batch_write_units_per_member", float64(units.writes.Load()-before)/jobStateJobs)
+	emit("jobstate_batch_write_units_per_member", (written()-before)/jobStateJobs)
 	emit("jobstate_batch_read_units_per_member", float64(units.reads.Load()-readsBefore)/jobStateJobs)
 	emit("jobstate_batch_callbacks", r.callbacks.Load())
 	if r.callbacks.Load() != 1 {

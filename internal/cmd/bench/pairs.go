@@ -14,24 +14,28 @@ const minPairs = 5
 // alternate runs n pairs of a and b (a first in even pairs, b first in odd ones) and returns
 // each side's figures in pair order.
 func alternate(n int, a, b func(pair int) (float64, error)) (as, bs []float64, err error) {
-	for pair := range n {
-		for k := range 2 {
-			if (pair+k)%2 == 0 {
-				v, err := a(pair)
-				if err != nil {
-					return nil, nil, err
-				}
-				as = append(as, v)
-			} else {
-				v, err := b(pair)
-				if err != nil {
-					return nil, nil, err
-				}
-				bs = append(bs, v)
+	got, err := rotate(n, a, b)
+	if err != nil {
+		return nil, nil, err
+	}
+	return got[0], got[1], nil
+}
+
+// rotate runs n rounds of every side, round r starting with side r mod len(sides) and going on
+// in order, and returns each side's figures in round order: with two sides, alternate's pairs.
+func rotate(n int, sides ...func(round int) (float64, error)) ([][]float64, error) {
+	got := make([][]float64, len(sides))
+	for round := range n {
+		for k := range sides {
+			side := (round + k) % len(sides)
+			v, err := sides[side](round)
+			if err != nil {
+				return nil, err
 			}
+			got[side] = append(got[side], v)
 		}
 	}
-	return as, bs, nil
+	return got, nil
 }
 
 // emitRatio prints the median of the pairs' ratios num[i]/den[i] as key and their spread as

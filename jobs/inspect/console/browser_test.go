@@ -251,7 +251,7 @@ func TestJobStatusInABrowser(t *testing.T) {
 	cfg := awstest.Config(t)
 	name := awstest.CreateStateTable(t, cfg)
 	db := dynamodb.NewFromConfig(cfg)
-	table, err := state.New(db, name, nil)
+	table, err := state.New(db, name, &state.Options{ListJobs: true})
 	require.NoError(t, err)
 	f := newFixture(t, Options{States: table, StateTable: name})
 	client, err := jobs.NewClient(f.sqs, jobs.ClientOptions{DefaultQueueURL: f.queue.URL, State: table})
@@ -264,7 +264,7 @@ func TestJobStatusInABrowser(t *testing.T) {
 
 	// The first runs and succeeds through the middleware a worker uses; the second fails once.
 	run := table.Middleware(&state.MiddlewareOptions{Folded: true})(
-		idempotency.Middleware(idempotency.NewDynamoDBStore(db, name), &idempotency.Config{RecordJobs: true})(
+		idempotency.Middleware(idempotency.NewDynamoDBStore(db, name, listJobs), &idempotency.Config{RecordJobs: true})(
 			func(ctx context.Context, row *jobs.JobRow) error {
 				return jobs.SetResult(ctx, map[string]any{"thumbnail": "cat.small.png", "bytes": 18234})
 			}))
@@ -523,3 +523,6 @@ func TestThroughputChartsInABrowser(t *testing.T) {
 	}
 	screenshot(t, ctx, dir, "console-throughput")
 }
+
+// listJobs keeps the store's running and succeeded jobs listed (idempotency.DynamoDBOptions).
+func listJobs(o *idempotency.DynamoDBOptions) { o.ListJobs = true }
