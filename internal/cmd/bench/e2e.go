@@ -34,8 +34,8 @@ import (
 // The e2e benchmark measures jobs end to end on the offline stack against the plainest loop the
 // same emulator allows, in the same run, in alternating pairs:
 //
-//   - stack: e2eJobs idempotent email jobs (the sample's SendEmail, DynamoDB idempotency on, job
-//     states on, as the sample stack deploys it, its rate limit left out) enqueued with
+//   - stack: e2eJobs idempotent email jobs (the sample's SendEmail, DynamoDB idempotency on, its
+//     rate limit and job states left out: plainEmail) enqueued with
 //     jobs.Client.EnqueueBatch onto the offline sample stack (chaos.StartStack: cdk.out deployed
 //     on the emulator, the email function's instrumented build — the sample's worker and
 //     middleware, which reads the rate limit's switch; see benchE2E — behind the local Lambda
@@ -50,7 +50,7 @@ import (
 //     UpdateItem, written by hand with the SDK — on the stack's own idempotency table, the
 //     messages of a receive concurrently (as the runtime runs a batch's jobs), then the delete.
 //     What is left between this side and the stack is the kit: the envelope, the function,
-//     the Lambda runtime and mapping emulation, job states and the rest of the middleware.
+//     the Lambda runtime and the mapping emulation, the delivery ledger and the rest of the runtime.
 //
 // Every call of both sides goes through the counting proxy in front of the emulator. A pair runs
 // every side once, the side that goes first rotating from round to round; a *_jobs_per_s figure
@@ -96,19 +96,12 @@ func benchE2E(ctx context.Context, emit func(string, any)) error {
 	stack, err := chaos.StartStack(ctx, chaos.StackConfig{
 		AWS: cfg, CDKOut: "cdk.out", BuildDir: filepath.Join(".run", "bench", "functions"),
 		OnBatch: batches.add, Output: watch,
-		// The measure is the stack with idempotency against a raw loop: the email function's rate
-		// limit (the ratelimit benchmark measures it) is left out, which only the instrumented
-		// build of the function reads (instrument.EnvNoRateLimit), and it sends with the sample's
-		// own mailer (instrument.EnvSampleMailer). Without faults in a job's args it runs the
-		// sample's EmailWorker behind the same middleware; the faults make the latency part's
-		// failing first attempts.
-		Instrumented: true,
-		Customize: func(_ context.Context, s *chaos.Stack) error {
-			if err := s.LeaveOutEmailRateLimit(); err != nil {
-				return err
-			}
-			return s.UseSampleMailer()
-		},
+		// The measure is the plain idempotent job against loops: the email function (its
+		// instrumented build, which reads the switches) runs without its rate limit and job
+		// states and with the sample's own mailer (plainEmail). Without faults in a job's args it
+		// runs the sample's EmailWorker behind the same middleware; the faults make the latency
+		// part's failing first attempts.
+		Instrumented: true, Customize: plainEmail,
 	})
 	if err != nil {
 		return err
