@@ -9,6 +9,7 @@ import (
 	"io"
 	"log/slog"
 	"math"
+	"strconv"
 	"strings"
 	"time"
 
@@ -56,6 +57,12 @@ import (
 //	cost_requests_per_cancel                a Client.Cancel of an enqueued job
 //	ratelimit_writes_per_job                bucket writes of a rate-limited job (100/s: one item)
 //	ratelimit_writes_per_job_sharded        the same at 1,000/s (three items, a take picks one)
+//	scale_hottest_wcu_per_job_<feature>     the hottest shared item's (or index partition's) write
+//	                                        units per job, for the features that share items
+//	scale_jobs_per_s_at_partition_limit_<feature>  1,000 / that: the job rate at which it throttles
+//	scale_fanout_add_*, scale_fanout_end_*  a batch of 1,000 members: the hottest item while they
+//	                                        are added (100 an Add) and while they end, its write
+//	                                        units per member and the members a second at the limit
 //	duration_ms_per_invocation_noop         a batch of 10 no-op idempotent jobs, invocation time
 //	duration_usd_per_million_jobs           Lambda duration of such jobs at the sample's memory
 func init() {
@@ -73,6 +80,8 @@ const (
 	usdPerS3Get = 0.0004 / 1000
 	// featurePayloadBytes is the claim-checked job's args; the client's threshold is 1 KiB.
 	featurePayloadBytes = 4096
+	// partitionWCU is what one DynamoDB partition (one item, one index partition) takes a second.
+	partitionWCU = 1000
 )
 
 // featureRig is one variant's queue, client and worker runtime.
@@ -121,7 +130,11 @@ type featureVariant struct {
 	client     func(e *featureEnv, o *jobs.ClientOptions, st *state.Table)
 	worker     func(e *featureEnv, m *setup.Main, cfg *jobs.Config)
 	states     bool
-	enqueue    func(ctx context.Context, r *featureRig, st *state.Table) error
+	list       bool // with states: listed by queue and state (ListJobs)
+	// hot: the variant writes items that many jobs share (a bucket, batch counters, index
+	// partitions): print its hottest item's or partition's write units per job.
+	hot     bool
+	enqueue func(ctx context.Context, r *featureRig, st *state.Table) error
 }
 
 func benchFeatures(ctx context.Context, emit func(string, any)) error {
@@ -133,12 +146,13 @@ func benchFeatures(ctx context.Context, emit func(string, any)) error {
 	variants := []featureVariant{
 		{name: "plain"},
 		{name: "job_state", base: "plain", states: true},
-		{name: "rate_limit", base: "plain", worker: func(e *featureEnv, m *setup.Main, _ *jobs.Config) {
+		{name: "list_jobs", base: "job_state", states: true, list: true, hot: true},
+		{name: "rate_limit", base: "plain", hot: true, worker: func(e *featureEnv, m *setup.Main, _ *jobs.Config) {
 			m.Use(ratelimit.Middleware(ratelimit.NewStore(m.DB, e.table), ratelimit.Rules{
 				featureJob{}.Kind(): {Limit: ratelimit.PerSecond(100)}, // one bucket item
 			}, nil))
 		}},
-		{name: "rate_limit_sharded", base: "plain", worker: func(e *featureEnv, m *setup.Main, _ *jobs.Config) {
+		{name: "rate_limit_sharded", base: "plain", hot: true, worker: func(e *featureEnv, m *setup.Main, _ *jobs.Config) {
 			m.Use(ratelimit.Middleware(ratelimit.NewStore(m.DB, e.table), ratelimit.Rules{
 				featureJob{}.Kind(): {Limit: ratelimit.PerSecond(1000)}, // 3 bucket items
 			}, nil))
@@ -182,6 +196,13 @@ func benchFeatures(ctx context.Context, emit func(string, any)) error {
 			return fmt.Errorf("%s: %w", v.name, err)
 		}
 		perJob[v.name] = c
+		if v.hot {
+			// DynamoDB takes about 1,000 write units a second on one partition: the job rate at
+			// which the hottest shared item (or index partition) reaches it.
+			units := max(c.hotItem, c.hotPartition) / c.jobs
+			emit("scale_hottest_wcu_per_job_"+v.name, units)
+			emit("scale_jobs_per_s_at_partition_limit_"+v.name, partitionWCU/units)
+		}
 		if v.name == "plain" {
 			for _, api := range c.st.Names() {
 				if n := c.st.APIs[api].Forwarded; n > 0 {
@@ -196,14 +217,75 @@ func benchFeatures(ctx context.Context, emit func(string, any)) error {
 		emit("cost_added_write_units_per_job_"+v.name, c.writeUnits()-base.writeUnits())
 		emit("cost_added_read_units_per_job_"+v.name, c.readUnits()-base.readUnits())
 		emit("cost_added_usd_per_million_"+v.name, c.usdPerMillion()-base.usdPerMillion())
-		if v.name == "rate_limit" || v.name == "rate_limit_sharded" {
-			emit(strings.Replace(v.name, "rate_limit", "ratelimit_writes_per_job", 1), c.writeUnits()-base.writeUnits())
+		switch v.name {
+		case "rate_limit":
+			emit("ratelimit_writes_per_job", c.writeUnits()-base.writeUnits())
+		case "rate_limit_sharded":
+			emit("ratelimit_writes_per_job_sharded", c.writeUnits()-base.writeUnits())
 		}
 	}
 	if err := e.cancelCost(ctx, emit); err != nil {
 		return fmt.Errorf("cancel: %w", err)
 	}
+	if err := e.fanoutHeat(ctx, emit); err != nil {
+		return fmt.Errorf("fan-out heat: %w", err)
+	}
 	return nil
+}
+
+// Fan-out batches at scale: one batch of fanoutMembers members, added fanoutAdd at a time (each
+// Add raises every shard it touches, on the condition that the batch is open), then run. The
+// hottest item of each phase, per member, says how many members a second one batch can take
+// being added and ending before an item reaches DynamoDB's partition limit.
+const (
+	fanoutMembers = 1000
+	fanoutAdd     = 100
+)
+
+func (e *featureEnv) fanoutHeat(ctx context.Context, emit func(string, any)) error {
+	r, st, err := e.rig(ctx, featureVariant{name: "fanout-heat", states: true})
+	if err != nil {
+		return err
+	}
+	e.index.hottest() // reset
+	b, err := st.OpenBatch(ctx, r.client, state.BatchOpts{Callback: featureDone{}})
+	if err != nil {
+		return err
+	}
+	for i := 0; i < fanoutMembers; i += fanoutAdd {
+		if _, err := b.Add(ctx, featureArgs(fanoutAdd, "")); err != nil {
+			return err
+		}
+	}
+	if err := b.Close(ctx); err != nil {
+		return err
+	}
+	item, units, _, _ := e.index.hottest()
+	emit("scale_fanout_add_hottest_item", itemClass(item))
+	emit("scale_fanout_add_hottest_wcu_per_member", units/fanoutMembers)
+	emit("scale_fanout_add_members_per_s_at_partition_limit", partitionWCU/(units/fanoutMembers))
+	if _, err := r.drain(ctx); err != nil {
+		return err
+	}
+	item, units, _, _ = e.index.hottest()
+	emit("scale_fanout_end_hottest_item", itemClass(item))
+	emit("scale_fanout_end_hottest_wcu_per_member", units/fanoutMembers)
+	emit("scale_fanout_end_members_per_s_at_partition_limit", partitionWCU/(units/fanoutMembers))
+	emit("scale_fanout_shards", state.DefaultShards)
+	return nil
+}
+
+// itemClass names an item by its key's prefix, its ids left out: "batch#…", "batch#…#<n>".
+func itemClass(id string) string {
+	parts := strings.Split(id, "#")
+	for i := 1; i < len(parts); i++ {
+		if _, err := strconv.Atoi(parts[i]); err == nil && i > 1 {
+			parts[i] = "<n>"
+		} else {
+			parts[i] = "…"
+		}
+	}
+	return strings.Join(parts, "#")
 }
 
 // featureCost is what a variant's jobs asked of AWS.
@@ -213,6 +295,7 @@ type featureCost struct {
 	invocations, forwards        float64 // worker and outbox forwarder invocations
 	jobs                         float64
 	lessRequests, lessWriteUnits float64 // per job, taken out (featureRig.less*)
+	hotItem, hotPartition        float64 // write units of the hottest item and index partition
 }
 
 func (c featureCost) requests() float64 {
@@ -315,10 +398,12 @@ func (e *featureEnv) rig(ctx context.Context, v featureVariant) (*featureRig, *s
 	cfg := jobs.Config{QueueURL: r.url, DLQURL: r.url, SQS: e.sqs, Deliveries: m.Store,
 		Metrics: io.Discard, Logger: slog.New(slog.DiscardHandler)}
 	if v.states {
-		if st, err = state.New(e.db, e.table, &state.Options{SQS: e.sqs}); err != nil {
+		if st, err = state.New(e.db, e.table, &state.Options{SQS: e.sqs, ListJobs: v.list}); err != nil {
 			return nil, nil, err
 		}
 		opts.State, m.States, cfg.States = st, st, st
+		m.Store = idempotency.NewDynamoDBStore(e.db, e.table, func(o *idempotency.DynamoDBOptions) { o.ListJobs = v.list })
+		cfg.Deliveries = m.Store
 	}
 	if v.client != nil {
 		v.client(e, &opts, st)
@@ -421,6 +506,7 @@ func (e *featureEnv) run(ctx context.Context, v featureVariant) (featureCost, er
 	}
 	e.proxy.ResetStats()
 	index0 := e.index.total()
+	e.index.hottest() // reset the heat
 	enqueue := v.enqueue
 	if enqueue == nil {
 		enqueue = func(ctx context.Context, r *featureRig, _ *state.Table) error { return r.enqueue(ctx, "") }
@@ -432,8 +518,10 @@ func (e *featureEnv) run(ctx context.Context, v featureVariant) (featureCost, er
 	if err != nil {
 		return featureCost{}, err
 	}
+	_, hotItem, _, hotPartition := e.index.hottest()
 	return featureCost{st: e.proxy.Stats(), index: e.index.total() - index0, invocations: float64(invocations),
-		forwards: float64(r.forwards), jobs: featureJobs, lessRequests: r.lessRequests, lessWriteUnits: r.lessWriteUnits}, nil
+		forwards: float64(r.forwards), jobs: featureJobs, lessRequests: r.lessRequests, lessWriteUnits: r.lessWriteUnits,
+		hotItem: hotItem, hotPartition: hotPartition}, nil
 }
 
 // drain runs every message of the queue as Lambda's mapping would: receive up to 10, invoke,

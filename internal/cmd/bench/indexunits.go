@@ -21,14 +21,42 @@ import (
 // an index key or takes it away, two for one that changes it (the old entry deleted, the new one
 // put). The proxy cannot tell these from one request — a change depends on the item's key before
 // — so the client's successful writes are followed item by item; this client must be the only
-// writer of the items it counts.
+// writer of the items it counts. A failed request of a batch or transaction is taken as wholly
+// refused (a transaction is; a batch's unprocessed items are not told apart).
+//
+// It also keeps the heat of the writes: the write units each item (by its key) and each index
+// partition took, to find the hottest of each — the item or partition that reaches DynamoDB's
+// per-partition limit of about 1,000 write units a second first.
 type indexUnits struct {
 	mu    sync.Mutex
 	keys  map[string]string // table/id → the item's index key ("" none)
 	units float64
+	heat  map[string]float64 // item id → its write units
+	parts map[string]float64 // index partition (AttrListKey) → its write units
 }
 
-func newIndexUnits() *indexUnits { return &indexUnits{keys: map[string]string{}} }
+func newIndexUnits() *indexUnits {
+	return &indexUnits{keys: map[string]string{}, heat: map[string]float64{}, parts: map[string]float64{}}
+}
+
+// hottest returns the write units of the hottest item and of the hottest index partition since
+// the last reset, with their keys, and resets the heat.
+func (u *indexUnits) hottest() (item string, itemUnits float64, part string, partUnits float64) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	for k, v := range u.heat {
+		if v > itemUnits {
+			item, itemUnits = k, v
+		}
+	}
+	for k, v := range u.parts {
+		if v > partUnits {
+			part, partUnits = k, v
+		}
+	}
+	u.heat, u.parts = map[string]float64{}, map[string]float64{}
+	return item, itemUnits, part, partUnits
+}
 
 // total returns the units counted so far.
 func (u *indexUnits) total() float64 {
@@ -43,9 +71,9 @@ func (u *indexUnits) option(o *dynamodb.Options) {
 		return stack.Initialize.Add(middleware.InitializeMiddlewareFunc("benchIndexUnits",
 			func(ctx context.Context, in middleware.InitializeInput, next middleware.InitializeHandler) (middleware.InitializeOutput, middleware.Metadata, error) {
 				out, md, err := next.HandleInitialize(ctx, in)
-				if err == nil {
-					u.record(in.Parameters)
-				}
+				// A write refused by its condition is billed (and heats its item) all the
+				// same; only a write that succeeded changes the index.
+				u.record(in.Parameters, err == nil)
 				return out, md, err
 			}), middleware.After)
 	})
@@ -53,13 +81,15 @@ func (u *indexUnits) option(o *dynamodb.Options) {
 
 type indexWrite struct {
 	table, id string
+	units     float64           // the item's own write units (≤ 1 KB: 1, in a transaction 2)
 	put       bool              // the whole item replaced (PutItem, Put)
 	del       bool              // the item deleted
+	check     bool              // a transaction's condition check: no write
 	set       map[string]string // index attributes set (by an update or in the put item)
 	removed   map[string]bool   // index attributes removed by an update
 }
 
-func (u *indexUnits) record(params any) {
+func (u *indexUnits) record(params any, applied bool) {
 	var writes []indexWrite
 	switch p := params.(type) {
 	case *dynamodb.PutItemInput:
@@ -80,19 +110,28 @@ func (u *indexUnits) record(params any) {
 		}
 	case *dynamodb.TransactWriteItemsInput:
 		for _, it := range p.TransactItems {
+			var w indexWrite
 			switch {
 			case it.Put != nil:
-				writes = append(writes, putWrite(deref(it.Put.TableName), it.Put.Item))
+				w = putWrite(deref(it.Put.TableName), it.Put.Item)
 			case it.Update != nil:
-				writes = append(writes, updateWrite(deref(it.Update.TableName), it.Update.Key, deref(it.Update.UpdateExpression), it.Update.ExpressionAttributeNames, it.Update.ExpressionAttributeValues))
+				w = updateWrite(deref(it.Update.TableName), it.Update.Key, deref(it.Update.UpdateExpression), it.Update.ExpressionAttributeNames, it.Update.ExpressionAttributeValues)
 			case it.Delete != nil:
-				writes = append(writes, indexWrite{table: deref(it.Delete.TableName), id: idOf(it.Delete.Key), del: true})
+				w = indexWrite{table: deref(it.Delete.TableName), id: idOf(it.Delete.Key), del: true}
+			case it.ConditionCheck != nil:
+				w = indexWrite{table: deref(it.ConditionCheck.TableName), id: idOf(it.ConditionCheck.Key), check: true}
 			}
+			w.units = 2
+			writes = append(writes, w)
 		}
 	}
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	for _, w := range writes {
+		u.heat[w.id] += max(w.units, 1)
+		if w.check || !applied {
+			continue
+		}
 		k := w.table + "/" + w.id
 		old := u.keys[k]
 		lst, at, _ := strings.Cut(old, "\x00")
@@ -119,12 +158,17 @@ func (u *indexUnits) record(params any) {
 		if lst != "" && at != "" {
 			now = lst + "\x00" + at
 		}
-		switch {
-		case old == now:
-		case old == "" || now == "":
-			u.units++
-		default:
-			u.units += 2
+		if old != now {
+			oldPart, _, _ := strings.Cut(old, "\x00")
+			newPart, _, _ := strings.Cut(now, "\x00")
+			if old != "" {
+				u.units++
+				u.parts[oldPart]++ // the old entry deleted
+			}
+			if now != "" {
+				u.units++
+				u.parts[newPart]++ // the new one put
+			}
 		}
 		u.keys[k] = now
 	}

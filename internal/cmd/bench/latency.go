@@ -26,10 +26,10 @@ import (
 //     (event.Started, attempt 1), on the email queue (its mapping gathers up to 25 records for
 //     at most 2 s: MaxBatchingWindow) and on the notify queue's default lane (the Worker
 //     construct's defaults: batches of 10, no window).
-//   - failure → retry: email jobs whose first attempt fails (instrument.Faults): from the
-//     runtime's retried event to the second attempt's started event; the retry's own delay
-//     (full jitter up to the backoff base, 1 s) is in it, and latency_retry_late_ms is what
-//     comes on top of that delay.
+//   - failure → retry: notify jobs (no batching window) whose first attempt fails
+//     (instrument.Faults): from the runtime's retried event to the second attempt's started
+//     event; the retry's own delay (full jitter up to the backoff base of 1 s, in SQS's whole
+//     seconds: 0 or 1 s) is in it, and latency_retry_late_ms is what comes on top of that delay.
 //   - raw send → receive: a SendMessage loop at the same pace on a queue of the same emulator,
 //     one consumer long-polling it (WaitTimeSeconds 20): the floor the emulator sets.
 //
@@ -38,7 +38,7 @@ import (
 //
 //	latency_enqueue_to_start_ms_p50, _p99         email (2 s batching window)
 //	latency_enqueue_to_start_nowindow_ms_p50, _p99  notify's default lane (no window)
-//	latency_failure_to_retry_ms_p50, _p99         email, attempt 1 failed → attempt 2 started
+//	latency_failure_to_retry_ms_p50, _p99         notify, attempt 1 failed → attempt 2 started
 //	latency_retry_delay_ms_p50                    the backoff delay the runtime chose
 //	latency_retry_late_ms_p50, _p99               failure → retry minus that delay
 //	latency_raw_send_to_receive_ms_p50, _p99      the raw loop
@@ -107,16 +107,17 @@ func (s *e2eSides) latency(ctx context.Context, emit func(string, any)) error {
 	if err != nil {
 		return fmt.Errorf("email: %w", err)
 	}
-	emitPercentiles(emit, "latency_enqueue_to_start_ms", ms)
-	ms, err = s.enqueueToStart(ctx, func(i int) jobs.JobArgs {
+	emitPercentiles(emit, "latency_enqueue_to_start_ms_", ms)
+	notify := func(i int) jobs.JobArgs {
 		return samplejobs.SendNotification{User: fmt.Sprintf("lat%05d", i), Text: "latency"}
-	})
+	}
+	ms, err = s.enqueueToStart(ctx, notify)
 	if err != nil {
 		return fmt.Errorf("notify: %w", err)
 	}
-	emitPercentiles(emit, "latency_enqueue_to_start_nowindow_ms", ms)
+	emitPercentiles(emit, "latency_enqueue_to_start_nowindow_ms_", ms)
 	if err := s.failureToRetry(ctx, emit, func(i int) jobs.JobArgs {
-		return instrument.WithFaults(email(latencyJobs+i), instrument.Faults{FailAttempts: 1})
+		return instrument.WithFaults(notify(latencyJobs+i), instrument.Faults{FailAttempts: 1})
 	}); err != nil {
 		return fmt.Errorf("retry: %w", err)
 	}
@@ -124,7 +125,7 @@ func (s *e2eSides) latency(ctx context.Context, emit func(string, any)) error {
 	if err != nil {
 		return fmt.Errorf("raw: %w", err)
 	}
-	emitPercentiles(emit, "latency_raw_send_to_receive_ms", ms)
+	emitPercentiles(emit, "latency_raw_send_to_receive_ms_", ms)
 	return nil
 }
 
@@ -205,9 +206,9 @@ func (s *e2eSides) failureToRetry(ctx context.Context, emit func(string, any), a
 		delay = append(delay, float64(failed.Delay.Microseconds())/1000)
 		late = append(late, float64((wait-failed.Delay).Microseconds())/1000)
 	}
-	emitPercentiles(emit, "latency_failure_to_retry_ms", total)
+	emitPercentiles(emit, "latency_failure_to_retry_ms_", total)
 	emit("latency_retry_delay_ms_p50", percentile(delay, 50))
-	emitPercentiles(emit, "latency_retry_late_ms", late)
+	emitPercentiles(emit, "latency_retry_late_ms_", late)
 	return nil
 }
 
@@ -277,8 +278,8 @@ func percentile(xs []float64, p float64) float64 {
 	return s[max(0, min(i, len(s)-1))]
 }
 
-// emitPercentiles prints key_p50 and key_p99 of xs.
-func emitPercentiles(emit func(string, any), key string, xs []float64) {
-	emit(key+"_p50", percentile(xs, 50))
-	emit(key+"_p99", percentile(xs, 99))
+// emitPercentiles prints the 50th and 99th percentiles of xs as prefix+"p50" and prefix+"p99".
+func emitPercentiles(emit func(string, any), prefix string, xs []float64) {
+	emit(prefix+"p50", percentile(xs, 50))
+	emit(prefix+"p99", percentile(xs, 99))
 }
