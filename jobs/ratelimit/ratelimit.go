@@ -21,8 +21,10 @@
 //
 // One item takes about 1,000 writes per second (DynamoDB's partition limit), and every take and
 // every refusal is a write: a limit above Limit.ShardRate (400 per second) is split over
-// ceil(rate/ShardRate) items "rate#<limiter>#<key>#<shard>", each holding an equal share, and a
-// take tries a random shard.
+// ceil(rate/ShardRate) items "rate#<limiter>#<key>#<shard>", each holding an equal share. The
+// reservations of a process still share calls: each call goes to the item the process last saw
+// with the earliest next token (at random among those it has not seen), so a process's calls go
+// round the items and many processes spread over them.
 package ratelimit
 
 import (
@@ -180,15 +182,14 @@ func (s *Store) Reserve(ctx context.Context, name, key string, l Limit, maxWait 
 	}
 	id := BucketID(name, key)
 	shards := l.Shards()
-	if shards > 1 {
-		id += "#" + strconv.Itoa(rand.IntN(shards))
-	}
 	g := newGCRA(l, shards)
 	maxWait = max(maxWait, 0)
-	b := s.bucket(id)
+	// One queue for all the bucket's items: a group's call goes to one item, picked when the
+	// call is made, so concurrent reservations share calls however the limit is split.
+	b := s.bucket(id, shards)
 
 	b.mu.Lock()
-	if wait := b.refusal(s.now().Add(s.lead()).UnixMicro(), g, maxWait); wait > 0 {
+	if wait := b.refusal(b.pick(), s.now().Add(s.lead()).UnixMicro(), g, maxWait); wait > 0 {
 		b.mu.Unlock()
 		return Reservation{Wait: wait}, nil
 	}
@@ -234,23 +235,57 @@ func (s *Store) Reserve(ctx context.Context, name, key string, l Limit, maxWait 
 	return r.res, r.err
 }
 
-// bucket returns the state this store keeps of the bucket item id.
-func (s *Store) bucket(id string) *bucket {
-	if b, ok := s.buckets.Load(id); ok {
-		return b.(*bucket)
+// bucket returns the state this store keeps of bucket id and its shards items.
+func (s *Store) bucket(id string, shards int) *bucket {
+	v, ok := s.buckets.Load(id)
+	if !ok {
+		v, _ = s.buckets.LoadOrStore(id, &bucket{tats: make([]int64, shards)})
 	}
-	b, _ := s.buckets.LoadOrStore(id, &bucket{})
-	return b.(*bucket)
+	b := v.(*bucket)
+	b.mu.Lock()
+	if len(b.tats) != shards { // the limit changed: start over with its items
+		b.tats = make([]int64, shards)
+	}
+	b.mu.Unlock()
+	return b
 }
 
-// bucket is what a store knows of one bucket item and the reservations waiting for its call.
+// bucket is what a store knows of one bucket — its items, one per shard of the limit — and the
+// reservations waiting for its next call.
 type bucket struct {
 	mu       sync.Mutex
 	inflight bool      // a leader is taking tokens for a group
 	queue    []*waiter // reservations waiting for the next call, in arrival order
-	// tat is the bucket's tat as last seen here, Unix µs (0: never seen). The item's own can only
-	// be later: every take moves it forward, and TTL removes only an item idle for an hour.
-	tat int64
+	// tats holds each item's tat as last seen here, Unix µs (0: never seen). An item's own can
+	// only be later: every take moves it forward, and TTL removes only an item idle for an hour.
+	tats []int64
+}
+
+// item is the key of shard k of bucket id: id itself when the limit has one item.
+func item(id string, k, shards int) string {
+	if shards == 1 {
+		return id
+	}
+	return id + "#" + strconv.Itoa(k)
+}
+
+// pick returns the item a group's call goes to: the one whose next token was seen due first
+// (one never seen counts as due now), ties broken at random so that processes spread over the
+// items. Called with b.mu held.
+func (b *bucket) pick() int {
+	best, ties := 0, 0
+	for k, tat := range b.tats {
+		switch {
+		case k == 0 || tat < b.tats[best]:
+			best, ties = k, 1
+		case tat == b.tats[best]:
+			ties++
+			if rand.IntN(ties) == 0 {
+				best = k
+			}
+		}
+	}
+	return best
 }
 
 // waiter is one queued reservation.
@@ -266,19 +301,21 @@ type result struct {
 	lead bool
 }
 
-// refusal is, when the bucket's tat last seen here puts its next token past maxWait from now,
-// how long until it would not; else 0. Called with b.mu held.
-func (b *bucket) refusal(nowUS int64, g gcra, maxWait time.Duration) time.Duration {
-	if b.tat == 0 {
+// refusal is, when the tat last seen here of item k puts its next token past maxWait from now,
+// how long until it would not; else 0. Called with b.mu held; k is b.pick()'s, the item seen due
+// first, so a refusal means every item would refuse.
+func (b *bucket) refusal(k int, nowUS int64, g gcra, maxWait time.Duration) time.Duration {
+	tat := b.tats[k]
+	if tat == 0 {
 		return 0
 	}
-	return max(time.Duration(b.tat-nowUS)*time.Microsecond-g.tolerance-maxWait, 0)
+	return max(time.Duration(tat-nowUS)*time.Microsecond-g.tolerance-maxWait, 0)
 }
 
-// seen records a tat the bucket item was seen to hold.
-func (b *bucket) seen(tat int64) {
+// seen records a tat item k was seen to hold.
+func (b *bucket) seen(k int, tat int64) {
 	b.mu.Lock()
-	b.tat = max(b.tat, tat)
+	b.tats[k] = max(b.tats[k], tat)
 	b.mu.Unlock()
 }
 
@@ -303,14 +340,17 @@ func (s *Store) leadGroup(ctx context.Context, b *bucket, id string, g gcra) {
 	}
 	group := slices.Clone(b.queue[:n])
 	b.queue = slices.Delete(b.queue, 0, n)
-	// The answer that refused the group before it may refuse it again, without a call.
-	wait := b.refusal(s.now().Add(s.lead()).UnixMicro(), g, maxWait)
+	// The item the call goes to; the answer that refused the group before it may refuse it
+	// again, without a call.
+	k := b.pick()
+	wait := b.refusal(k, s.now().Add(s.lead()).UnixMicro(), g, maxWait)
+	itemID := item(id, k, len(b.tats))
 	b.mu.Unlock()
 
 	var at []time.Time
 	var err error
 	if wait == 0 {
-		at, wait, err = s.takeN(ctx, b, id, g, n, maxWait)
+		at, wait, err = s.takeN(ctx, b, k, itemID, g, n, maxWait)
 	}
 	for i, w := range group {
 		switch {
@@ -340,10 +380,10 @@ func (b *bucket) handOn() {
 	next.done <- result{lead: true}
 }
 
-// takeN takes up to n tokens due within maxWait from now (after the lead) in one conditional
-// UpdateItem, and returns when each is due. Those it could not take (all n when it returns none)
+// takeN takes up to n tokens due within maxWait from now (after the lead) from item k of b (its
+// key id) in one conditional UpdateItem, and returns when each is due. Those it could not take (all n when it returns none)
 // are refused: wait is how long until one more would be due within maxWait.
-func (s *Store) takeN(ctx context.Context, b *bucket, id string, g gcra, n int, maxWait time.Duration) (at []time.Time, wait time.Duration, err error) {
+func (s *Store) takeN(ctx context.Context, b *bucket, k int, id string, g gcra, n int, maxWait time.Duration) (at []time.Time, wait time.Duration, err error) {
 	ahead := g.tolerance + maxWait // how far ahead of now the next token may be
 	interval := g.interval.Microseconds()
 	lead := s.lead()
@@ -352,12 +392,12 @@ func (s *Store) takeN(ctx context.Context, b *bucket, id string, g gcra, n int, 
 	// likely kept it so), else idle (tat <= now). When the guess is wrong the refusal says so,
 	// with the bucket's state, and the second call takes the other branch.
 	b.mu.Lock()
-	busy := b.tat > now.Add(-max(busyMemory, g.interval)).UnixMicro()
+	busy := b.tats[k] > now.Add(-max(busyMemory, g.interval)).UnixMicro()
 	b.mu.Unlock()
-	// dueFrom lists the k tokens after base (the tat before the take) that a take of k got.
-	dueFrom := func(base int64, k, nowUS int64) []time.Time {
-		ts := make([]time.Time, k)
-		for i := range k {
+	// dueFrom lists the m tokens after base (the tat before the take) that a take of m got.
+	dueFrom := func(base int64, m, nowUS int64) []time.Time {
+		ts := make([]time.Time, m)
+		for i := range m {
 			ts[i] = time.UnixMicro(max(nowUS, base+i*interval-g.tolerance.Microseconds()))
 		}
 		return ts
@@ -373,7 +413,7 @@ func (s *Store) takeN(ctx context.Context, b *bucket, id string, g gcra, n int, 
 			if !ok { // not UPDATED_NEW: the idle branch's tat is known without it
 				tat = nowUS + int64(n)*interval
 			}
-			b.seen(tat)
+			b.seen(k, tat)
 			// Those of the group a refusal cut off wait for the token after these.
 			wait := max(time.Duration(tat-nowUS-ahead.Microseconds())*time.Microsecond, g.interval/2)
 			return dueFrom(tat-int64(n)*interval, int64(n), nowUS), wait, nil
@@ -387,7 +427,7 @@ func (s *Store) takeN(ctx context.Context, b *bucket, id string, g gcra, n int, 
 			busy = false // the item is gone (TTL) or malformed: try the idle branch again
 			continue
 		}
-		b.seen(tat)
+		b.seen(k, tat)
 		if v, _ := ccf.Item[AttrLastTake].(*types.AttributeValueMemberS); v != nil && v.Value == take {
 			// This very take was written, its answer lost, and the SDK sent it again: the tokens
 			// are ours (taking more would waste them). They are the n before tat.

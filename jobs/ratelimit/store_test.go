@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -218,4 +219,56 @@ func TestBucketIDEscapesKeys(t *testing.T) {
 	require.NotEqual(t, BucketID("api", "A")+"#3", BucketID("api", "A#3"), "key A#3 is not tenant A's shard 3")
 	require.NotEqual(t, BucketID("api", "A%233"), BucketID("api", "A#3"))
 	require.Equal(t, "rate#api#A%233", BucketID("api", "A#3"))
+}
+
+// countingDB counts a store's UpdateItem calls, by item.
+type countingDB struct {
+	DynamoDBAPI
+	mu    sync.Mutex
+	calls map[string]int
+}
+
+func (c *countingDB) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
+	c.mu.Lock()
+	c.calls[in.Key[AttrID].(*types.AttributeValueMemberS).Value]++
+	c.mu.Unlock()
+	return c.DynamoDBAPI.UpdateItem(ctx, in, optFns...)
+}
+
+// A limit split over several items still shares calls: the concurrent reservations of a process
+// queue for one call, which goes to one item, so a Lambda batch's jobs cost a write or two, not
+// one each; and the process's calls go round the items.
+func TestReservationsOfASplitLimitShareCalls(t *testing.T) {
+	t.Parallel()
+	cfg := awstest.Config(t)
+	table := awstest.CreateTable(t, cfg, "state", AttrID, "")
+	db := &countingDB{DynamoDBAPI: dynamodb.NewFromConfig(cfg), calls: map[string]int{}}
+	s := NewStore(db, table, func(o *StoreOptions) { o.Lead = -1 })
+	l := PerSecond(1000)
+	require.Equal(t, 3, l.Shards())
+	const jobs = 25
+	for round := range 4 {
+		var ok atomic.Int32
+		var wg sync.WaitGroup
+		for range jobs {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				r, err := s.Reserve(context.Background(), "split", "", l, time.Second)
+				assert.NoError(t, err)
+				if r.OK {
+					ok.Add(1)
+				}
+			}()
+		}
+		wg.Wait()
+		assert.EqualValues(t, jobs, ok.Load(), "round %d: a token each", round)
+	}
+	total := 0
+	for id, n := range db.calls {
+		assert.Contains(t, []string{"rate#split#0", "rate#split#1", "rate#split#2"}, id)
+		total += n
+	}
+	assert.LessOrEqual(t, total, 4*4, "%d calls for %d reservations: %v", total, 4*jobs, db.calls)
+	assert.Len(t, db.calls, 3, "the calls go round the items: %v", db.calls)
 }
