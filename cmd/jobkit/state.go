@@ -31,7 +31,9 @@ func (s *session) stateTable(flag string) (*state.Table, error) {
 		}
 		name = out
 	}
-	return state.New(dynamodb.NewFromConfig(s.cfg), name, &state.Options{SQS: sqs.NewFromConfig(s.cfg)})
+	// ListJobs: an operator's cancel moves the job's index entry with it (a rare write, and one a
+	// deployment without listing leaves unread).
+	return state.New(dynamodb.NewFromConfig(s.cfg), name, &state.Options{SQS: sqs.NewFromConfig(s.cfg), ListJobs: true})
 }
 
 // jobJSON is the document `jobkit job show --json` prints (docs/cli.md).

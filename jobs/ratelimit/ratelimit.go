@@ -24,7 +24,8 @@
 // ceil(rate/ShardRate) items "rate#<limiter>#<key>#<shard>", each holding an equal share. The
 // reservations of a process still share calls: each call goes to the item the process last saw
 // with the earliest next token (at random among those it has not seen), so a process's calls go
-// round the items and many processes spread over them.
+// round the items and many processes spread over them. Takes that may not wait (a group of one)
+// share nothing: each goes to an item at random, the items' calls in parallel.
 package ratelimit
 
 import (
@@ -184,6 +185,11 @@ func (s *Store) Reserve(ctx context.Context, name, key string, l Limit, maxWait 
 	shards := l.Shards()
 	g := newGCRA(l, shards)
 	maxWait = max(maxWait, 0)
+	if shards > 1 && maxGroup(g, maxWait) == 1 {
+		// A call takes one token (no wait allowed past the burst): nothing to share, so each
+		// item keeps a queue of its own and a process's calls run in parallel over the items.
+		id, shards = id+"#"+strconv.Itoa(rand.IntN(shards)), 1
+	}
 	// One queue for all the bucket's items: a group's call goes to one item, picked when the
 	// call is made, so concurrent reservations share calls however the limit is split.
 	b := s.bucket(id, shards)
@@ -235,19 +241,15 @@ func (s *Store) Reserve(ctx context.Context, name, key string, l Limit, maxWait 
 	return r.res, r.err
 }
 
-// bucket returns the state this store keeps of bucket id and its shards items.
+// bucket returns the state this store keeps of bucket id split over shards items (a limit of
+// another split under the same name and key has other items, and state of its own).
 func (s *Store) bucket(id string, shards int) *bucket {
-	v, ok := s.buckets.Load(id)
-	if !ok {
-		v, _ = s.buckets.LoadOrStore(id, &bucket{tats: make([]int64, shards)})
+	k := id + "/" + strconv.Itoa(shards)
+	if b, ok := s.buckets.Load(k); ok {
+		return b.(*bucket)
 	}
-	b := v.(*bucket)
-	b.mu.Lock()
-	if len(b.tats) != shards { // the limit changed: start over with its items
-		b.tats = make([]int64, shards)
-	}
-	b.mu.Unlock()
-	return b
+	b, _ := s.buckets.LoadOrStore(k, &bucket{tats: make([]int64, shards)})
+	return b.(*bucket)
 }
 
 // bucket is what a store knows of one bucket — its items, one per shard of the limit — and the
@@ -302,7 +304,7 @@ type result struct {
 }
 
 // refusal is, when the tat last seen here of item k puts its next token past maxWait from now,
-// how long until it would not; else 0. Called with b.mu held; k is b.pick()'s, the item seen due
+// how long until it would not; else 0. Called with b.mu held; k is b.pick's, the item seen due
 // first, so a refusal means every item would refuse.
 func (b *bucket) refusal(k int, nowUS int64, g gcra, maxWait time.Duration) time.Duration {
 	tat := b.tats[k]
@@ -315,8 +317,8 @@ func (b *bucket) refusal(k int, nowUS int64, g gcra, maxWait time.Duration) time
 // seen records a tat item k was seen to hold.
 func (b *bucket) seen(k int, tat int64) {
 	b.mu.Lock()
+	defer b.mu.Unlock()
 	b.tats[k] = max(b.tats[k], tat)
-	b.mu.Unlock()
 }
 
 // maxGroup is how many reservations one call takes tokens for: the tokens due within maxWait of

@@ -271,4 +271,10 @@ func TestReservationsOfASplitLimitShareCalls(t *testing.T) {
 	}
 	assert.LessOrEqual(t, total, 4*4, "%d calls for %d reservations: %v", total, 4*jobs, db.calls)
 	assert.Len(t, db.calls, 3, "the calls go round the items: %v", db.calls)
+
+	// Another rule of the same name with a limit of one item has its own item and state.
+	r, err := s.Reserve(context.Background(), "split", "", PerSecond(100), time.Second)
+	require.NoError(t, err)
+	assert.True(t, r.OK)
+	assert.Equal(t, 1, db.calls["rate#split"])
 }

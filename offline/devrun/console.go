@@ -75,7 +75,7 @@ func (s *stackStates) open(ctx context.Context) (*state.Table, *jobs.Client, err
 	if name == "" {
 		return nil, nil, fmt.Errorf("the stack %s has no state table (yet)", s.stack)
 	}
-	t, err := state.New(dynamodb.NewFromConfig(s.cfg), name, nil)
+	t, err := state.New(dynamodb.NewFromConfig(s.cfg), name, &state.Options{ListJobs: true}) // a cancel moves its index entry
 	if err != nil {
 		return nil, nil, err
 	}

@@ -22,7 +22,7 @@ import (
 // how long a job waits, at a pace the stack keeps up with: latencyJobs jobs, one every
 // latencyGap, so what is timed is the path a job takes and not a backlog.
 //
-//   - enqueue → start: from jobs.Client.Enqueue's return to the runtime's started event
+//   - enqueue → start: from the call of jobs.Client.Enqueue to the runtime's started event
 //     (event.Started, attempt 1), on the email queue (its mapping gathers up to 25 records for
 //     at most 2 s: MaxBatchingWindow) and on the notify queue's default lane (the Worker
 //     construct's defaults: batches of 10, no window).
@@ -130,18 +130,20 @@ func (s *e2eSides) latency(ctx context.Context, emit func(string, any)) error {
 }
 
 // paced enqueues latencyJobs jobs, one every latencyGap, and returns their ids and when each
-// enqueue returned.
+// Enqueue was called.
 func (s *e2eSides) paced(ctx context.Context, args func(int) jobs.JobArgs) ([]string, []time.Time, error) {
 	ids := make([]string, latencyJobs)
 	at := make([]time.Time, latencyJobs)
 	tick := time.NewTicker(latencyGap)
 	defer tick.Stop()
 	for i := range latencyJobs {
+		// From the call: a long poll may hand the message over before the send's answer is back.
+		at[i] = time.Now()
 		res, err := s.producer.Enqueue(ctx, args(i), nil)
 		if err != nil {
 			return nil, nil, err
 		}
-		ids[i], at[i] = res.ID, time.Now()
+		ids[i] = res.ID
 		<-tick.C
 	}
 	return ids, at, nil
@@ -213,7 +215,7 @@ func (s *e2eSides) failureToRetry(ctx context.Context, emit func(string, any), a
 }
 
 // rawSendToReceive sends latencyJobs messages at the same pace onto the raw queue while one
-// consumer long-polls and deletes them; it returns each message's time from its send's return to
+// consumer long-polls and deletes them; it returns each message's time from its send's call to
 // the receive's, in milliseconds.
 func (s *e2eSides) rawSendToReceive(ctx context.Context) ([]float64, error) {
 	ctx, cancel := context.WithTimeout(ctx, latencyTimeout)
@@ -243,11 +245,12 @@ func (s *e2eSides) rawSendToReceive(ctx context.Context) ([]float64, error) {
 	tick := time.NewTicker(latencyGap)
 	defer tick.Stop()
 	for range latencyJobs {
+		start := time.Now()
 		out, err := s.raw.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(s.rawQueue), MessageBody: aws.String(latencyBody)})
 		if err != nil {
 			return nil, err
 		}
-		sent[aws.ToString(out.MessageId)] = time.Now()
+		sent[aws.ToString(out.MessageId)] = start
 		<-tick.C
 	}
 	if err := <-errc; err != nil {

@@ -22,12 +22,18 @@ func alternate(n int, a, b func(pair int) (float64, error)) (as, bs []float64, e
 }
 
 // rotate runs n rounds of every side, round r starting with side r mod len(sides) and going on
-// in order, and returns each side's figures in round order: with two sides, alternate's pairs.
+// forwards in even rounds and backwards in odd ones (with three sides, six rounds run every
+// order once), and returns each side's figures in round order: with two sides, alternate's pairs.
 func rotate(n int, sides ...func(round int) (float64, error)) ([][]float64, error) {
 	got := make([][]float64, len(sides))
+	m := len(sides)
 	for round := range n {
 		for k := range sides {
-			side := (round + k) % len(sides)
+			step := k
+			if round%2 == 1 {
+				step = m - k
+			}
+			side := (round + step) % m
 			v, err := sides[side](round)
 			if err != nil {
 				return nil, err
