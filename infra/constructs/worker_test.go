@@ -236,6 +236,7 @@ func TestWorkerRejectsBadProps(t *testing.T) {
 		"kind rate":       {WorkerProps{Queue: std, Source: helloSource, Kinds: []string{"rate"}}, "jobkit's own items"},
 		"kind jobkit":     {WorkerProps{Queue: std, Source: helloSource, Kinds: []string{"jobkit"}}, "jobkit's own items"},
 		"limiter":         {WorkerProps{Queue: std, Source: helloSource, RateLimiters: []string{"api#1"}}, "RateLimiters"},
+		"list no states":  {WorkerProps{Queue: std, Source: helloSource, ListJobs: true}, "ListJobs needs JobStates"},
 	}
 	NewWorker(stack, "Fits", &WorkerProps{Queue: tight, Source: helloSource, BatchSize: 4})
 	for name, tc := range cases {
@@ -358,6 +359,20 @@ func TestWorkerJobStates(t *testing.T) {
 	_, fnBody := workerOnly(t, tpl, "AWS::Lambda::Function")
 	env := get(fnBody, "Properties.Environment.Variables").(map[string]any)
 	require.Equal(t, env[contract.EnvIdempotencyTable], env[contract.EnvStateTable])
+	require.NotContains(t, env, contract.EnvListJobs, "listing by state is opt-in")
+	requireNoWildcardGrant(t, tpl)
+}
+
+// ListJobs: the worker and its queue's redrive recorder list the jobs by state
+// (JOBKIT_LIST_JOBS=1), with the job states' grants and no other.
+func TestWorkerListJobs(t *testing.T) {
+	_, stack, _, _, w := workerFixture(t, nil, WorkerProps{Kinds: []string{"image.resize"}, JobStates: true, ListJobs: true})
+	tpl := synth(t, stack)
+	_, fnBody := workerOnly(t, tpl, "AWS::Lambda::Function")
+	require.Equal(t, "1", get(fnBody, "Properties.Environment.Variables").(map[string]any)[contract.EnvListJobs])
+	rec := get(props(tpl["Resources"].(map[string]any)[logicalID(stack, w.Recorder.Function)].(map[string]any)), "Environment.Variables").(map[string]any)
+	require.Equal(t, "1", rec[contract.EnvListJobs])
+	require.NotEmpty(t, rec[contract.EnvStateTable])
 	requireNoWildcardGrant(t, tpl)
 }
 
