@@ -106,7 +106,9 @@ func TestPlainAppOnTheOfflineStack(t *testing.T) {
 		prefix := map[string]string{"Go": "go:", "Node": "node:", "Python": "python:"}[lang]
 		for body, id := range ids {
 			var got []byte
-			require.Eventually(t, func() bool { got, err = os.ReadFile(filepath.Join(out, id)); return err == nil }, time.Minute, 100*time.Millisecond, "%s got %q", lang, body)
+			// The function creates the file, then writes it: wait for its content, not its name.
+			require.Eventually(t, func() bool { got, err = os.ReadFile(filepath.Join(out, id)); return err == nil && len(got) > 0 },
+				time.Minute, 100*time.Millisecond, "%s got %q", lang, body)
 			assert.Equal(t, prefix+body, string(got))
 		}
 		require.Eventually(t, func() bool {
