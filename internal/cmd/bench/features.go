@@ -524,13 +524,28 @@ func (e *featureEnv) run(ctx context.Context, v featureVariant) (featureCost, er
 		hotItem: hotItem, hotPartition: hotPartition}, nil
 }
 
-// drain runs every message of the queue as Lambda's mapping would: receive up to 10, invoke,
-// delete the successes. It returns the invocations.
+// drain runs every message of the queue as Lambda's mapping would (runQueue), timing each
+// invocation; a failed job fails it. It returns the invocations.
 func (r *featureRig) drain(ctx context.Context) (int, error) {
+	return runQueue(ctx, r.env.sqs, r.url, func(ctx context.Context, msgs []sqstypes.Message) error {
+		start := time.Now()
+		resp, err := r.handle(ctx, msgs)
+		r.durations = append(r.durations, time.Since(start))
+		if err == nil && len(resp.BatchItemFailures) > 0 {
+			err = fmt.Errorf("%d jobs failed", len(resp.BatchItemFailures))
+		}
+		return err
+	})
+}
+
+// runQueue hands every message of queue url to invoke as Lambda's mapping does — received up to
+// 10 at a time with their system attributes, deleted in one DeleteMessageBatch once invoke
+// succeeds — until two receives in a row come back empty, and returns the invocations.
+func runQueue(ctx context.Context, client *sqs.Client, url string, invoke func(context.Context, []sqstypes.Message) error) (int, error) {
 	invocations := 0
 	for empty := 0; empty < 2; {
-		out, err := r.env.sqs.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{
-			QueueUrl: aws.String(r.url), MaxNumberOfMessages: 10, WaitTimeSeconds: 1,
+		out, err := client.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{
+			QueueUrl: aws.String(url), MaxNumberOfMessages: 10, WaitTimeSeconds: 1,
 			MessageSystemAttributeNames: []sqstypes.MessageSystemAttributeName{sqstypes.MessageSystemAttributeNameAll},
 		})
 		if err != nil {
@@ -542,20 +557,14 @@ func (r *featureRig) drain(ctx context.Context) (int, error) {
 		}
 		empty = 0
 		invocations++
-		start := time.Now()
-		resp, err := r.handle(ctx, out.Messages)
-		r.durations = append(r.durations, time.Since(start))
-		if err != nil {
+		if err := invoke(ctx, out.Messages); err != nil {
 			return 0, err
-		}
-		if len(resp.BatchItemFailures) > 0 {
-			return 0, fmt.Errorf("%d jobs failed", len(resp.BatchItemFailures))
 		}
 		entries := make([]sqstypes.DeleteMessageBatchRequestEntry, len(out.Messages))
 		for i, m := range out.Messages {
 			entries[i] = sqstypes.DeleteMessageBatchRequestEntry{Id: aws.String(fmt.Sprint(i)), ReceiptHandle: m.ReceiptHandle}
 		}
-		if _, err := r.env.sqs.DeleteMessageBatch(ctx, &sqs.DeleteMessageBatchInput{QueueUrl: aws.String(r.url), Entries: entries}); err != nil {
+		if _, err := client.DeleteMessageBatch(ctx, &sqs.DeleteMessageBatchInput{QueueUrl: aws.String(url), Entries: entries}); err != nil {
 			return 0, err
 		}
 	}

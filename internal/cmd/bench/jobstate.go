@@ -219,29 +219,6 @@ func (r *stateRig) run(ctx context.Context, n int, table *state.Table) error {
 	} else if _, err := r.client.EnqueueBatch(ctx, list); err != nil {
 		return err
 	}
-	for empty := 0; empty < 2; {
-		out, err := r.sqs.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{
-			QueueUrl: aws.String(r.url), MaxNumberOfMessages: 10, WaitTimeSeconds: 1,
-			MessageSystemAttributeNames: []sqstypes.MessageSystemAttributeName{sqstypes.MessageSystemAttributeNameAll},
-		})
-		if err != nil {
-			return err
-		}
-		if len(out.Messages) == 0 {
-			empty++
-			continue
-		}
-		empty = 0
-		if err := r.handle(ctx, out.Messages); err != nil {
-			return err
-		}
-		entries := make([]sqstypes.DeleteMessageBatchRequestEntry, len(out.Messages))
-		for i, m := range out.Messages {
-			entries[i] = sqstypes.DeleteMessageBatchRequestEntry{Id: aws.String(fmt.Sprint(i)), ReceiptHandle: m.ReceiptHandle}
-		}
-		if _, err := r.sqs.DeleteMessageBatch(ctx, &sqs.DeleteMessageBatchInput{QueueUrl: aws.String(r.url), Entries: entries}); err != nil {
-			return err
-		}
-	}
-	return nil
+	_, err := runQueue(ctx, r.sqs, r.url, r.handle)
+	return err
 }
