@@ -161,10 +161,12 @@ dev: setup ## run the sample stack offline with a demo workload; ONCE=1 ends whe
 	echo "emulator: $(EMULATOR) $$state at $(ENDPOINT)"; \
 	AWS_ENDPOINT_URL=$(ENDPOINT) go run ./internal/cmd/dev $(if $(ONCE),--once)
 
-bench: setup ## print BENCH key=value figures (starts and stops the emulator)
+bench: setup ## print BENCH key=value figures (starts and stops the emulator, and ElasticMQ for the producer's second run)
 	@infra/synth.sh --quiet
 	@state=$$($(EMULATOR_SH) up) || exit 1; \
-	if [ "$$state" = started ]; then trap '$(EMULATOR_SH) down' EXIT; trap 'exit 130' INT TERM; fi; \
+	mq_started=0; curl -s -o /dev/null --max-time 2 http://127.0.0.1:$(ELASTICMQ_PORT) || mq_started=1; \
+	JOBKIT_ELASTICMQ_URL=$$($(JAVAEMU) up elasticmq) || exit 1; export JOBKIT_ELASTICMQ_URL; \
+	trap '[ "$$state" != started ] || $(EMULATOR_SH) down; [ $$mq_started = 0 ] || $(JAVAEMU) down elasticmq' EXIT; trap 'exit 130' INT TERM; \
 	mkdir -p .run; \
 	AWS_ENDPOINT_URL=$(ENDPOINT) go run ./internal/cmd/bench $(if $(ONLY),-only $(ONLY)) | tee .run/bench.out
 
@@ -201,7 +203,8 @@ test-localstack: ## make test against LocalStack instead of moto (starts and sto
 # DynamoDB Local for `make test` (port JOBKIT_DYNAMODB_LOCAL_PORT, default 4570; fetched from Maven
 # into .tools on first use, needs Java and Maven).
 DYNAMODB_LOCAL_PORT := $(or $(JOBKIT_DYNAMODB_LOCAL_PORT),4570)
-JAVAEMU             := JOBKIT_DYNAMODB_LOCAL_PORT=$(DYNAMODB_LOCAL_PORT) $(ROOT)/localstack/javaemu.sh
+ELASTICMQ_PORT      := $(or $(JOBKIT_ELASTICMQ_PORT),4571)
+JAVAEMU             := JOBKIT_DYNAMODB_LOCAL_PORT=$(DYNAMODB_LOCAL_PORT) JOBKIT_ELASTICMQ_PORT=$(ELASTICMQ_PORT) $(ROOT)/localstack/javaemu.sh
 
 .PHONY: conformance
 conformance: setup ## the conformance suite on moto, LocalStack, ElasticMQ and DynamoDB Local: a CONFORMANCE line each

@@ -114,6 +114,13 @@ CloudWatch every JOBKIT_SQS_METRICS_INTERVAL seconds (default 60; localstack/emu
 for every queue that holds messages: the age of the oldest message not deleted and not delayed, in
 flight included, in whole seconds. (Only the age: nothing reads the counts from CloudWatch, and
 moto keeps every datapoint for the life of the server.)
+
+Fix 19, per-request work that does not change. On every request moto lists its response class's
+methods with inspect.getmembers (~0.1 ms, before the action runs), and werkzeug formats and
+writes a log line (~0.1 ms, and a log file that grows by a line per request for the server's
+life). The class's methods do not change once the fixes above are in place: the fix lists each
+class once. The request log keeps the answers that are the server's own failures (5xx); tracebacks
+are logged as before.
 """
 
 import itertools
@@ -779,6 +786,33 @@ def _sqs_metrics_loop(interval):
             publish_sqs_metrics()
         except Exception as err:  # a queue changing under the walk: the next round has it
             print(f"motofix: AWS/SQS metrics not published: {err!r}", file=sys.stderr)
+
+
+# Fix 19: per-request work that does not change.
+from moto.core import responses as core_responses  # noqa: E402
+from moto.moto_server.werkzeug_app import MotoRequestHandler  # noqa: E402
+
+_method_names = {}
+
+
+def method_names_once(clazz):
+    names = _method_names.get(clazz)
+    if names is None:
+        names = _method_names[clazz] = frozenset(_method_names_from_class(clazz))
+    return names
+
+
+_method_names_from_class = core_responses.method_names_from_class
+core_responses.method_names_from_class = method_names_once
+_log_request = MotoRequestHandler.log_request
+
+
+def log_failures(self, code="-", size="-"):
+    if str(code).startswith("5"):
+        _log_request(self, code, size)
+
+
+MotoRequestHandler.log_request = log_failures
 
 
 if __name__ == "__main__":

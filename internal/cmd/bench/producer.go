@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"os"
 	"strconv"
 	"time"
 
@@ -27,13 +28,17 @@ import (
 // Every message must then be on its queue. producerRounds pairs alternate the two (see
 // alternate); a side's figure is its median round, the ratio the median of the pairs' ratios.
 //
-// On moto the figures are bounded by the emulator: it spends CPU per message (and, in moto 5.2,
-// time proportional to the queue's depth on every SendMessage, batched or not), where SQS charges
-// a network round trip per request.
+// On moto the figures are bounded by the emulator: one Python process that spends CPU per message
+// and runs one request at a time, where SQS charges a network round trip per request and serves
+// requests in parallel. The same pairs then run on ElasticMQ (JOBKIT_ELASTICMQ_URL), a server that
+// answers requests in parallel, as SQS does, after three pairs that warm it up.
 //
-//	producer_jobs_per_s               jobkit's EnqueueBatch
-//	producer_naive_jobs_per_s         the SendMessage loop
-//	producer_speedup_vs_naive         the ratio (with producer_speedup_vs_naive_spread)
+//	producer_jobs_per_s                        jobkit's EnqueueBatch, on moto
+//	producer_naive_jobs_per_s                  the SendMessage loop, on moto
+//	producer_speedup_vs_naive                  the ratio (with _spread)
+//	producer_elasticmq_jobs_per_s              the same on ElasticMQ
+//	producer_elasticmq_naive_jobs_per_s
+//	producer_elasticmq_speedup_vs_naive        (with _spread)
 func init() {
 	register("producer", 50, benchProducer)
 }
@@ -48,13 +53,41 @@ func benchProducer(ctx context.Context, emit func(string, any)) error {
 	if err != nil {
 		return err
 	}
-	client := sqs.NewFromConfig(cfg)
+	fast, naive, err := producerPairs(ctx, sqs.NewFromConfig(cfg), false)
+	if err != nil {
+		return err
+	}
+	emit("producer_jobs_per_s", median(fast))
+	emit("producer_naive_jobs_per_s", median(naive))
+	emitRatio(emit, "producer_speedup_vs_naive", fast, naive)
+
+	url := os.Getenv(envElasticMQ)
+	if url == "" {
+		fmt.Fprintf(os.Stderr, "bench: producer on ElasticMQ left out: %s is not set (make bench sets it)\n", envElasticMQ)
+		return nil
+	}
+	fast, naive, err = producerPairs(ctx, sqs.NewFromConfig(cfg, func(o *sqs.Options) { o.BaseEndpoint = aws.String(url) }), true)
+	if err != nil {
+		return fmt.Errorf("on ElasticMQ (%s): %w", url, err)
+	}
+	emit("producer_elasticmq_jobs_per_s", median(fast))
+	emit("producer_elasticmq_naive_jobs_per_s", median(naive))
+	emitRatio(emit, "producer_elasticmq_speedup_vs_naive", fast, naive)
+	return nil
+}
+
+// envElasticMQ is ElasticMQ's endpoint for the producer's second run (make bench starts it).
+const envElasticMQ = "JOBKIT_ELASTICMQ_URL"
+
+// producerPairs runs producerRounds alternating pairs of the two sides on client's endpoint and
+// returns each side's jobs per second. warm runs three pairs first and drops them: a JVM emulator
+// answers its first thousands of requests before its compiler has caught up.
+func producerPairs(ctx context.Context, client *sqs.Client, warm bool) (fast, naive []float64, err error) {
 	batch := make([]jobs.BatchJob, producerJobs)
 	for i := range batch {
 		batch[i] = jobs.BatchJob{Args: benchfix.SampleArgsAt(i)}
 	}
-
-	fast, naive, err := alternate(producerRounds, func(int) (float64, error) {
+	batched := func(int) (float64, error) {
 		rate, err := withQueue(ctx, client, "producer-batch", func(queue string) error {
 			c, err := jobs.NewClient(client, jobs.ClientOptions{DefaultQueueURL: queue})
 			if err != nil {
@@ -67,7 +100,8 @@ func benchProducer(ctx context.Context, emit func(string, any)) error {
 			return 0, fmt.Errorf("EnqueueBatch: %w", err)
 		}
 		return rate, nil
-	}, func(int) (float64, error) {
+	}
+	loop := func(int) (float64, error) {
 		rate, err := withQueue(ctx, client, "producer-naive", func(queue string) error {
 			for i := range producerJobs {
 				args, err := json.Marshal(benchfix.SampleArgsAt(i))
@@ -93,14 +127,13 @@ func benchProducer(ctx context.Context, emit func(string, any)) error {
 			return 0, fmt.Errorf("SendMessage loop: %w", err)
 		}
 		return rate, nil
-	})
-	if err != nil {
-		return err
 	}
-	emit("producer_jobs_per_s", median(fast))
-	emit("producer_naive_jobs_per_s", median(naive))
-	emitRatio(emit, "producer_speedup_vs_naive", fast, naive)
-	return nil
+	if warm {
+		if _, _, err := alternate(3, batched, loop); err != nil {
+			return nil, nil, err
+		}
+	}
+	return alternate(producerRounds, batched, loop)
 }
 
 // withQueue creates a fresh queue, times send on it, checks that producerJobs messages arrived and
@@ -116,16 +149,26 @@ func withQueue(ctx context.Context, client *sqs.Client, suffix string, send func
 		return 0, err
 	}
 	elapsed := time.Since(start)
-	out, err := client.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{
-		QueueUrl: aws.String(queue), AttributeNames: []sqstypes.QueueAttributeName{sqstypes.QueueAttributeNameApproximateNumberOfMessages},
-	})
-	if err != nil {
-		return 0, err
-	}
 	// At least once: when a connection fails after SQS took a message, the SDK's retry sends it
-	// again, so a queue may hold a duplicate. Fewer messages than jobs would be a loss.
-	n, err := strconv.Atoi(out.Attributes[string(sqstypes.QueueAttributeNameApproximateNumberOfMessages)])
-	if err != nil || n < producerJobs {
+	// again, so a queue may hold a duplicate. Fewer messages than jobs would be a loss. The count
+	// is approximate (ElasticMQ's lags the sends by a moment): it is read until it is whole or
+	// 10 s have passed.
+	n := 0
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		out, err := client.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{
+			QueueUrl: aws.String(queue), AttributeNames: []sqstypes.QueueAttributeName{sqstypes.QueueAttributeNameApproximateNumberOfMessages},
+		})
+		if err != nil {
+			return 0, err
+		}
+		if n, err = strconv.Atoi(out.Attributes[string(sqstypes.QueueAttributeNameApproximateNumberOfMessages)]); err != nil {
+			return 0, err
+		}
+		if n >= producerJobs || time.Now().After(deadline) {
+			break
+		}
+	}
+	if n < producerJobs {
 		return 0, fmt.Errorf("%s holds %d messages after sending %d", queue, n, producerJobs)
 	}
 	return producerJobs / elapsed.Seconds(), nil
