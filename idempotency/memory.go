@@ -7,7 +7,10 @@ import (
 	"sync"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/jobkit-go/jobkit/idempotency/internal/memddb"
 )
 
 // MemoryStore is a Store in process memory: for tests, and for programs that run as one process.
@@ -16,6 +19,7 @@ type MemoryStore struct {
 	mu      sync.Mutex
 	records map[string]Record
 	written [][]types.TransactWriteItem // CompleteWith's items, one slice a transaction
+	tables  memddb.Tables               // the tables CompleteWith writes (CreateTable)
 	notRun  notRunCounts                // jobs.DeliveryLedger (ledger.go)
 }
 
@@ -104,17 +108,61 @@ func (s *MemoryStore) Complete(ctx context.Context, rec *Record, leaseEnd time.T
 }
 
 // CompleteWith implements TransactionalStore, so that code using TransactWrite and OnComplete
-// runs in tests without DynamoDB: it completes the claim as Complete does and keeps the items,
-// which Transactions returns. It evaluates no condition of theirs and writes them nowhere: check
-// what they say against DynamoDB (DynamoDB Local, the emulator), as the DynamoDB store's tests do.
+// runs in tests without DynamoDB, with DynamoDB's semantics: the items are one transaction with
+// the claim's completion, on the tables made with CreateTable. Every item's condition is evaluated
+// against its item as it stands, and either the claim completes and every item is written, or
+// nothing is and CompleteWith returns a *TransactionError (the claim lost, or the reason of each
+// item, ConditionalCheckFailed for a condition that failed). A request DynamoDB refuses whole (a
+// table not created, an expression it cannot parse, a reserved word used as a name, an unused
+// placeholder, two items on one item) is an error, as the DynamoDB store's would be. The
+// expression language evaluated is DynamoDB's condition and update expressions, checked case by
+// case against DynamoDB Local (idempotency/internal/memddb).
 func (s *MemoryStore) CompleteWith(ctx context.Context, rec *Record, leaseEnd time.Time, items []types.TransactWriteItem) error {
-	if err := s.Complete(ctx, rec, leaseEnd); err != nil {
+	if err := checkWrite(rec, StatusCompleted); err != nil {
 		return err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	old, ok := s.records[rec.Key]
+	if ok && old.Status == StatusCompleted && old.LeaseEnd.Equal(leaseEnd) {
+		return nil // this claim is already completed, with its items
+	}
+	s.tables.Lock()
+	defer s.tables.Unlock()
+	plan, reasons, held, err := s.tables.Prepare(items)
+	if err != nil {
+		return fmt.Errorf("idempotency: transaction for key %q: %w", rec.Key, err)
+	}
+	claimHeld := ok && heldBy(&old, leaseEnd)
+	if !held || !claimHeld {
+		record := types.CancellationReason{Code: aws.String("None")}
+		if !claimHeld {
+			record = types.CancellationReason{Code: aws.String("ConditionalCheckFailed"), Message: aws.String("The conditional request failed")}
+		}
+		te := &TransactionError{Key: rec.Key, ClaimLost: !claimHeld, Err: memddb.Cancelled(append(reasons, record))}
+		for _, r := range reasons {
+			te.Reasons = append(te.Reasons, CancellationReason{Code: aws.ToString(r.Code), Message: aws.ToString(r.Message), Item: r.Item})
+		}
+		return te
+	}
+	plan.Commit()
+	r := stored(rec)
+	r.LeaseEnd = old.LeaseEnd
+	s.records[rec.Key] = r
 	s.written = append(s.written, slices.Clone(items))
 	return nil
+}
+
+// CreateTable makes a table for the items CompleteWith writes, with its partition key attribute
+// and, when sortKey is not empty, its sort key attribute (the attributes' types are those of the
+// items written). Creating a table again empties it.
+func (s *MemoryStore) CreateTable(name, partitionKey, sortKey string) {
+	s.tables.Define(name, partitionKey, sortKey)
+}
+
+// Item returns a copy of the item of table with key, as the transactions left it, or nil.
+func (s *MemoryStore) Item(table string, key map[string]types.AttributeValue) map[string]types.AttributeValue {
+	return s.tables.Get(table, key)
 }
 
 // Transactions returns the items of each transaction CompleteWith took, in order.

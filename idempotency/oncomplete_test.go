@@ -207,29 +207,60 @@ func TestOnCompleteMisuse(t *testing.T) {
 // plainStore is a Store that is not a TransactionalStore.
 type plainStore struct{ idempotency.Store }
 
-// The MemoryStore takes transactions too, so code using OnComplete and TransactWrite runs in a
-// test without DynamoDB: the claim completes with its items kept (Transactions), once — a
-// duplicate of the key neither runs nor writes again.
+// The MemoryStore takes transactions as DynamoDB does, so code using OnComplete and TransactWrite
+// runs in a test without DynamoDB: the claim completes with its items written, once — a duplicate
+// of the key neither runs nor writes again —; an item whose condition fails cancels the whole
+// transaction, claim included, so the run fails and nothing is written; a table the store does
+// not have is refused.
 func TestMemoryStoreTakesTransactions(t *testing.T) {
 	t.Parallel()
+	ctx := context.Background()
 	store := idempotency.NewMemoryStore()
-	count := types.TransactWriteItem{Update: &types.Update{TableName: aws.String("counts"), UpdateExpression: aws.String("ADD n :one")}}
-	order := types.TransactWriteItem{Put: &types.Put{TableName: aws.String("orders")}}
+	store.CreateTable("orders", "id", "")
+	store.CreateTable("counts", "name", "")
+	countKey := map[string]types.AttributeValue{"name": &types.AttributeValueMemberS{Value: "orders"}}
+	count := types.TransactWriteItem{Update: &types.Update{TableName: aws.String("counts"), Key: countKey,
+		UpdateExpression: aws.String("ADD n :one"), ExpressionAttributeValues: map[string]types.AttributeValue{":one": &types.AttributeValueMemberN{Value: "1"}}}}
+	order := func(id string) types.TransactWriteItem {
+		return types.TransactWriteItem{Put: &types.Put{TableName: aws.String("orders"), ConditionExpression: aws.String("attribute_not_exists(id)"),
+			Item: map[string]types.AttributeValue{"id": &types.AttributeValueMemberS{Value: id}}}}
+	}
 	runs := 0
-	for range 2 {
-		got, err := idempotency.Do(context.Background(), store, "order-7", func(ctx context.Context) (string, error) {
+	place := func(key, id string) (string, error) {
+		return idempotency.Do(ctx, store, key, func(ctx context.Context) (string, error) {
 			runs++
 			if err := idempotency.OnComplete(ctx, count); err != nil {
 				return "", err
 			}
-			return "placed", idempotency.TransactWrite(ctx, []types.TransactWriteItem{order}, &idempotency.TransactOptions{Result: "placed"})
+			return "placed", idempotency.TransactWrite(ctx, []types.TransactWriteItem{order(id)}, &idempotency.TransactOptions{Result: "placed"})
 		}, nil)
+	}
+	for range 2 {
+		got, err := place("order-7", "7")
 		require.NoError(t, err)
 		assert.Equal(t, "placed", got)
 	}
 	assert.Equal(t, 1, runs)
-	assert.Equal(t, [][]types.TransactWriteItem{{order, count}}, store.Transactions(), "the run's items, then OnComplete's, in one transaction")
-	rec, err := store.Get(context.Background(), "order-7")
+	assert.Equal(t, [][]types.TransactWriteItem{{order("7"), count}}, store.Transactions(), "the run's items, then OnComplete's, in one transaction")
+	assert.Equal(t, &types.AttributeValueMemberN{Value: "1"}, store.Item("counts", countKey)["n"])
+	rec, err := store.Get(ctx, "order-7")
 	require.NoError(t, err)
 	assert.Equal(t, idempotency.StatusCompleted, rec.Status)
+
+	// Another key writing the same order: its condition fails, nothing of the run is written.
+	_, err = place("order-7-again", "7")
+	var te *idempotency.TransactionError
+	require.ErrorAs(t, err, &te)
+	assert.True(t, te.ConditionFailed(0), "the order's condition failed")
+	assert.False(t, te.ClaimLost)
+	assert.Equal(t, &types.AttributeValueMemberN{Value: "1"}, store.Item("counts", countKey)["n"], "the count of the cancelled run is not written")
+	_, err = store.Get(ctx, "order-7-again")
+	assert.ErrorIs(t, err, idempotency.ErrNotFound, "the claim is released: a retry runs again")
+
+	// A table the store does not have: refused, as DynamoDB refuses it.
+	_, err = idempotency.Do(ctx, store, "audit-1", func(ctx context.Context) (int, error) {
+		return 1, idempotency.TransactWrite(ctx, []types.TransactWriteItem{{Put: &types.Put{TableName: aws.String("audit"),
+			Item: map[string]types.AttributeValue{"id": &types.AttributeValueMemberS{Value: "1"}}}}}, nil)
+	}, nil)
+	require.ErrorContains(t, err, `table "audit"`)
 }
