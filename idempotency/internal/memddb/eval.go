@@ -432,30 +432,9 @@ func scalar(v value) string {
 	return ""
 }
 
+// typeName is a value's DynamoDB type: S, N, B, SS, NS, BS, BOOL, NULL, L or M.
 func typeName(v value) string {
-	switch v.(type) {
-	case *types.AttributeValueMemberS:
-		return "S"
-	case *types.AttributeValueMemberN:
-		return "N"
-	case *types.AttributeValueMemberB:
-		return "B"
-	case *types.AttributeValueMemberSS:
-		return "SS"
-	case *types.AttributeValueMemberNS:
-		return "NS"
-	case *types.AttributeValueMemberBS:
-		return "BS"
-	case *types.AttributeValueMemberBOOL:
-		return "BOOL"
-	case *types.AttributeValueMemberNULL:
-		return "NULL"
-	case *types.AttributeValueMemberL:
-		return "L"
-	case *types.AttributeValueMemberM:
-		return "M"
-	}
-	return "?"
+	return strings.TrimPrefix(fmt.Sprintf("%T", v), "*types.AttributeValueMember")
 }
 
 // equal compares two values as DynamoDB's = does: numbers by value, sets as sets.
