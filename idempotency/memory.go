@@ -127,6 +127,9 @@ func (s *MemoryStore) CompleteWith(ctx context.Context, rec *Record, leaseEnd ti
 	if ok && old.Status == StatusCompleted && old.LeaseEnd.Equal(leaseEnd) {
 		return nil // this claim is already completed, with its items
 	}
+	if n := len(items) + 1; n > memddb.MaxItems {
+		return fmt.Errorf("idempotency: transaction for key %q: %d items with the record; at most %d", rec.Key, n, memddb.MaxItems)
+	}
 	s.tables.Lock()
 	defer s.tables.Unlock()
 	plan, reasons, held, err := s.tables.Prepare(items)

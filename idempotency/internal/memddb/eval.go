@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"math/big"
+	"regexp"
 	"slices"
 	"strings"
 	"unicode/utf8"
@@ -73,8 +74,7 @@ func (c *cond) eval(item Item) (bool, error) {
 	case "=", "<>":
 		eq := have[0] && have[1] && equal(vals[0], vals[1])
 		if c.op == "<>" {
-			// A missing operand is not equal to anything.
-			return have[0] != have[1] || (have[0] && !eq), nil
+			return !eq, nil // NOT =: a missing operand equals nothing, so differs from all
 		}
 		return eq, nil
 	case "<", "<=", ">", ">=":
@@ -160,7 +160,7 @@ func (o operand) eval(item Item) (value, bool, error) {
 		case *types.AttributeValueMemberM:
 			n = len(v.Value)
 		default:
-			return nil, false, fmt.Errorf("incorrect operand type for operator or function; operator or function: size, operand type: %s", typeName(args[0]))
+			return nil, false, nil // a value without a size: the comparison is false
 		}
 		return &types.AttributeValueMemberN{Value: fmt.Sprint(n)}, true, nil
 	case "if_not_exists":
@@ -296,7 +296,7 @@ func addPath(item Item, p path, v value) error {
 	if !ok {
 		switch v.(type) {
 		case *types.AttributeValueMemberN, *types.AttributeValueMemberSS, *types.AttributeValueMemberNS, *types.AttributeValueMemberBS:
-			return setPath(item, p, v)
+			return setPath(item, p, cloneValue(v))
 		}
 		return fmt.Errorf("an operand in the update expression has an incorrect data type (ADD %s)", typeName(v))
 	}
@@ -495,9 +495,15 @@ func order(a, b value) (int, bool, error) {
 	return 0, false, nil
 }
 
+// number is the shape of a DynamoDB number; its exponent is bounded before big.Rat reads it.
+var number = regexp.MustCompile(`^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?(\d{1,3}))?$`)
+
 // parseNumber reads a DynamoDB number exactly.
 func parseNumber(s string) (*big.Rat, error) {
-	r, ok := new(big.Rat).SetString(strings.TrimSpace(s))
+	if !number.MatchString(s) {
+		return nil, fmt.Errorf("a value provided cannot be converted into a number: %q", s)
+	}
+	r, ok := new(big.Rat).SetString(s)
 	if !ok {
 		return nil, fmt.Errorf("a value provided cannot be converted into a number: %q", s)
 	}
@@ -540,6 +546,26 @@ func cloneValue(v value) value {
 			l[i] = cloneValue(e)
 		}
 		return &types.AttributeValueMemberL{Value: l}
+	case *types.AttributeValueMemberS:
+		return &types.AttributeValueMemberS{Value: x.Value}
+	case *types.AttributeValueMemberN:
+		return &types.AttributeValueMemberN{Value: x.Value}
+	case *types.AttributeValueMemberB:
+		return &types.AttributeValueMemberB{Value: slices.Clone(x.Value)}
+	case *types.AttributeValueMemberSS:
+		return &types.AttributeValueMemberSS{Value: slices.Clone(x.Value)}
+	case *types.AttributeValueMemberNS:
+		return &types.AttributeValueMemberNS{Value: slices.Clone(x.Value)}
+	case *types.AttributeValueMemberBS:
+		bs := make([][]byte, len(x.Value))
+		for i, b := range x.Value {
+			bs[i] = slices.Clone(b)
+		}
+		return &types.AttributeValueMemberBS{Value: bs}
+	case *types.AttributeValueMemberBOOL:
+		return &types.AttributeValueMemberBOOL{Value: x.Value}
+	case *types.AttributeValueMemberNULL:
+		return &types.AttributeValueMemberNULL{Value: x.Value}
 	}
 	return v
 }
@@ -570,5 +596,5 @@ func normalizedValue(v value) value {
 		}
 		return &types.AttributeValueMemberL{Value: l}
 	}
-	return v
+	return cloneValue(v)
 }

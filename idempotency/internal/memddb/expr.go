@@ -86,7 +86,7 @@ func lex(s string) ([]token, error) {
 			i++
 		case c == '#' || c == ':' || c == '_' || unicode.IsLetter(rune(c)):
 			j := i + 1
-			for j < len(s) && (s[j] == '_' || s[j] == '-' || unicode.IsLetter(rune(s[j])) || unicode.IsDigit(rune(s[j]))) {
+			for j < len(s) && (s[j] == '_' || unicode.IsLetter(rune(s[j])) || unicode.IsDigit(rune(s[j]))) {
 				j++
 			}
 			kind := "name"
@@ -168,13 +168,19 @@ func (l *lexer) parsePath() (path, error) {
 			}
 			name = n
 		}
+		if name == "" {
+			return nil, fmt.Errorf("an expression attribute name is empty: %s", t.text)
+		}
 		p = append(p, pathStep{name: name})
 		for l.punct("[") {
 			t := l.next()
 			if t.kind != "num" {
 				return nil, fmt.Errorf("expected a list index, found %q", t.text)
 			}
-			n, _ := strconv.Atoi(t.text)
+			n, err := strconv.Atoi(t.text)
+			if err != nil {
+				return nil, fmt.Errorf("invalid list index %s", t.text)
+			}
 			p = append(p, pathStep{index: n})
 			if err := l.expect("]"); err != nil {
 				return nil, err
@@ -187,8 +193,25 @@ func (l *lexer) parsePath() (path, error) {
 }
 
 // parseOperand reads a path, a placeholder or a function of them; set allows SET's functions
-// and + / -.
+// and + / - (of two such operands).
 func (l *lexer) parseOperand(set bool) (operand, error) {
+	o, err := l.parseTerm(set)
+	if err != nil || !set {
+		return o, err
+	}
+	if op := l.peek(); op.kind == "punct" && (op.text == "+" || op.text == "-") {
+		l.pos++
+		rhs, err := l.parseTerm(set)
+		if err != nil {
+			return o, err
+		}
+		return operand{fn: op.text, args: []operand{o, rhs}}, nil
+	}
+	return o, nil
+}
+
+// parseTerm reads one operand of parseOperand.
+func (l *lexer) parseTerm(set bool) (operand, error) {
 	t := l.peek()
 	var o operand
 	switch {
@@ -231,16 +254,6 @@ func (l *lexer) parseOperand(set bool) (operand, error) {
 			return o, err
 		}
 		o.path = p
-	}
-	if set {
-		if op := l.peek(); op.kind == "punct" && (op.text == "+" || op.text == "-") {
-			l.pos++
-			rhs, err := l.parseOperand(false)
-			if err != nil {
-				return o, err
-			}
-			return operand{fn: op.text, args: []operand{o, rhs}}, nil
-		}
 	}
 	return o, nil
 }

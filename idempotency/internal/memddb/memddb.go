@@ -14,6 +14,7 @@ package memddb
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 
@@ -83,14 +84,15 @@ type write struct {
 	item Item // nil to delete
 }
 
-// Prepare evaluates items as one TransactWriteItems call, with t locked. It returns an error
+// MaxItems is the most items a TransactWriteItems call holds.
+const MaxItems = 100
+
+// Prepare evaluates items as one TransactWriteItems call, with t locked (the caller checks their
+// number against MaxItems, counting what it adds). It returns an error
 // wrapping ErrValidation for a request DynamoDB refuses whole, else the cancellation reasons
 // (one per item, Code "None" or "ConditionalCheckFailed", the item's old image when it asked for
 // it) and whether all conditions held.
 func (t *Tables) Prepare(items []types.TransactWriteItem) (*Plan, []types.CancellationReason, bool, error) {
-	if len(items) == 0 || len(items) > 100 {
-		return nil, nil, false, fmt.Errorf("%w: a transaction holds 1 to 100 items, not %d", ErrValidation, len(items))
-	}
 	plan := &Plan{}
 	reasons := make([]types.CancellationReason, len(items))
 	seen := map[string]bool{}
@@ -141,6 +143,9 @@ func (p *Plan) Commit() {
 // Transact runs items as one TransactWriteItems call: an error wrapping ErrValidation, a
 // *types.TransactionCanceledException when a condition failed (nothing written), or nil.
 func (t *Tables) Transact(items []types.TransactWriteItem) error {
+	if len(items) == 0 || len(items) > MaxItems {
+		return fmt.Errorf("%w: a transaction holds 1 to %d items, not %d", ErrValidation, MaxItems, len(items))
+	}
 	t.Lock()
 	defer t.Unlock()
 	plan, reasons, ok, err := t.Prepare(items)
@@ -254,6 +259,9 @@ func (t *Tables) prepare(it types.TransactWriteItem) (op, error) {
 	} else {
 		o.held = true
 	}
+	if !o.held {
+		return o, nil // DynamoDB answers ConditionalCheckFailed without working out the write
+	}
 	switch {
 	case it.Put != nil:
 		o.write, o.item = true, normalized(it.Put.Item)
@@ -365,9 +373,31 @@ func (tb *table) update(old, key Item, acts []action) (Item, error) {
 		if !ok {
 			return nil, errors.New("the provided expression refers to an attribute that does not exist in the item")
 		}
-		vals[i] = v
+		vals[i] = cloneValue(v)
 	}
-	for i, a := range acts {
+	// Every list index names an element of the list as it was: SETs go first, a list's indexes
+	// in increasing order (so appends keep their order), then REMOVEs, a list's indexes in
+	// decreasing order (so each removal leaves the others' positions alone), then ADD and DELETE.
+	order := make([]int, len(acts))
+	for i := range order {
+		order[i] = i
+	}
+	rank := map[string]int{"SET": 0, "REMOVE": 1, "ADD": 2, "DELETE": 3}
+	slices.SortStableFunc(order, func(i, j int) int {
+		a, b := acts[i], acts[j]
+		if r := rank[a.kind] - rank[b.kind]; r != 0 {
+			return r
+		}
+		if ai, bi, ok := sameList(a.path, b.path); ok {
+			if a.kind == "REMOVE" {
+				return bi - ai
+			}
+			return ai - bi
+		}
+		return 0
+	})
+	for _, i := range order {
+		a := acts[i]
 		var err error
 		switch a.kind {
 		case "SET":
@@ -384,4 +414,17 @@ func (tb *table) update(old, key Item, acts []action) (Item, error) {
 		}
 	}
 	return item, nil
+}
+
+// sameList reports whether two paths end in indexes of one list, and the indexes.
+func sameList(a, b path) (int, int, bool) {
+	if len(a) != len(b) || a[len(a)-1].name != "" || b[len(b)-1].name != "" {
+		return 0, 0, false
+	}
+	for k := range len(a) - 1 {
+		if a[k] != b[k] {
+			return 0, 0, false
+		}
+	}
+	return a[len(a)-1].index, b[len(b)-1].index, true
 }

@@ -108,6 +108,17 @@ var cases = []tcase{
 	{"type error: plus on a set", []types.TransactWriteItem{upd("a", k1, "SET tags = tags + :one", "", nil, Item{":one": n("1")})}},
 	{"mixed types compare false", []types.TransactWriteItem{check("a", k1, "#c < :s", map[string]string{"#c": "count"}, Item{":s": s("9")})}},
 	{"not equal on a missing item", []types.TransactWriteItem{check("a", k3, "attribute_not_exists(pk) AND v <> :x", nil, Item{":x": n("1")})}},
+	{"counter only if it exists, absent", []types.TransactWriteItem{upd("a", k3, "SET c = c + :one", "attribute_exists(c)", nil, Item{":one": n("1")})}},
+	{"a failed condition before a key update", []types.TransactWriteItem{upd("a", k1, "SET pk = :v", "attribute_not_exists(pk)", nil, Item{":v": s("x")})}},
+	{"list indexes of the old list", []types.TransactWriteItem{upd("a", k2, "REMOVE doc.xs[0], doc.xs[1]", "", nil, nil)}},
+	{"set and remove by old index", []types.TransactWriteItem{upd("a", k2, "REMOVE doc.xs[0] SET doc.xs[1] = :v", "", nil, Item{":v": s("V")})}},
+	{"appends in index order", []types.TransactWriteItem{upd("a", k2, "SET doc.xs[6] = :b, doc.xs[5] = :a", "", nil, Item{":a": s("A"), ":b": s("B")})}},
+	{"arithmetic without spaces", []types.TransactWriteItem{upd("a", k2, "SET v = doc.a-doc.a, w = :a-:b", "", nil, Item{":a": n("5"), ":b": n("2")})}},
+	{"plus a function", []types.TransactWriteItem{upd("a", k3, "SET v = :one + if_not_exists(c, :zero)", "", nil, Item{":one": n("1"), ":zero": n("0")})}},
+	{"not equal, both missing", []types.TransactWriteItem{check("a", k1, "nope <> nada", nil, nil)}},
+	{"size of a number", []types.TransactWriteItem{check("a", k1, "attribute_exists(pk) OR size(#c) > :v", map[string]string{"#c": "count"}, Item{":v": n("0")})}},
+	{"size of a number alone", []types.TransactWriteItem{check("a", k1, "size(#c) > :v", map[string]string{"#c": "count"}, Item{":v": n("0")})}},
+	{"invalid: a dash in a name", []types.TransactWriteItem{check("a", k1, "my-attr = :v", nil, Item{":v": n("1")})}},
 	{"one failing cancels all", []types.TransactWriteItem{
 		put("a", Item{"pk": s("job#3"), "v": n("1")}, "", nil, nil),
 		upd("b", kb, "SET balance = balance - :amt", "balance >= :amt", nil, Item{":amt": n("150")}),
@@ -289,6 +300,8 @@ func TestNumbersAreStoredTrimmed(t *testing.T) {
 	require.NoError(t, mem.Transact([]types.TransactWriteItem{put("a", Item{"pk": s("x"), "c": n("1.50"), "e": n("1.2E+3"), "s": ns("2.0", "3")}, "", nil, nil)}))
 	require.NoError(t, mem.Transact([]types.TransactWriteItem{upd("a", Item{"pk": s("x")}, "SET c = c + :a, d = :b - :c", "", nil, Item{":a": n("2.5"), ":b": n("0.1"), ":c": n("0.30")})}))
 	got := mem.Get("a", Item{"pk": s("x")})
+	got["c"].(*types.AttributeValueMemberN).Value = "9" // a copy: the table keeps its own
+	got = mem.Get("a", Item{"pk": s("x")})
 	require.Equal(t, n("4"), got["c"])
 	require.Equal(t, n("-0.2"), got["d"])
 	require.Equal(t, n("1200"), got["e"])
