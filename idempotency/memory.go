@@ -2,12 +2,14 @@ package idempotency
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"sync"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/jobkit-go/jobkit/idempotency/internal/memddb"
@@ -156,11 +158,31 @@ func (s *MemoryStore) CompleteWith(ctx context.Context, rec *Record, leaseEnd ti
 	return nil
 }
 
-// CreateTable makes a table for the items CompleteWith writes, with its partition key attribute
-// and, when sortKey is not empty, its sort key attribute (the attributes' types are those of the
-// items written). Creating a table again empties it.
-func (s *MemoryStore) CreateTable(name, partitionKey, sortKey string) {
-	s.tables.Define(name, partitionKey, sortKey)
+// CreateTable makes a table for the items CompleteWith writes, from the input DynamoDB's
+// CreateTable takes (its TableName, KeySchema and AttributeDefinitions; the rest is DynamoDB's
+// business): a test creates the table in memory as its program creates it on DynamoDB. Creating a
+// table again empties it.
+func (s *MemoryStore) CreateTable(in *dynamodb.CreateTableInput) error {
+	if in == nil {
+		return errors.New("idempotency: CreateTable: nil input")
+	}
+	defs := map[string]string{}
+	for _, d := range in.AttributeDefinitions {
+		defs[aws.ToString(d.AttributeName)] = string(d.AttributeType)
+	}
+	var pk, sk string
+	for _, k := range in.KeySchema {
+		switch k.KeyType {
+		case types.KeyTypeHash:
+			pk = aws.ToString(k.AttributeName)
+		case types.KeyTypeRange:
+			sk = aws.ToString(k.AttributeName)
+		}
+	}
+	if err := s.tables.Define(aws.ToString(in.TableName), pk, defs[pk], sk, defs[sk]); err != nil {
+		return fmt.Errorf("idempotency: CreateTable: %w", err)
+	}
+	return nil
 }
 
 // Item returns a copy of the item of table with key, as the transactions left it, or nil.

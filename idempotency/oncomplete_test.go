@@ -216,8 +216,11 @@ func TestMemoryStoreTakesTransactions(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	store := idempotency.NewMemoryStore()
-	store.CreateTable("orders", "id", "")
-	store.CreateTable("counts", "name", "")
+	for table, key := range map[string]string{"orders": "id", "counts": "name"} {
+		require.NoError(t, store.CreateTable(&dynamodb.CreateTableInput{TableName: aws.String(table),
+			KeySchema:            []types.KeySchemaElement{{AttributeName: aws.String(key), KeyType: types.KeyTypeHash}},
+			AttributeDefinitions: []types.AttributeDefinition{{AttributeName: aws.String(key), AttributeType: types.ScalarAttributeTypeS}}}))
+	}
 	countKey := map[string]types.AttributeValue{"name": &types.AttributeValueMemberS{Value: "orders"}}
 	count := types.TransactWriteItem{Update: &types.Update{TableName: aws.String("counts"), Key: countKey,
 		UpdateExpression: aws.String("ADD n :one"), ExpressionAttributeValues: map[string]types.AttributeValue{":one": &types.AttributeValueMemberN{Value: "1"}}}}

@@ -340,6 +340,11 @@ func (l *lexer) parseAtom() (*cond, error) {
 			if c.args[0].path == nil {
 				return nil, fmt.Errorf("%s takes a document path first", c.op)
 			}
+			if c.op == "begins_with" {
+				if v := c.args[1].value; v != nil && typeName(*v) != "S" && typeName(*v) != "B" {
+					return nil, fmt.Errorf("incorrect operand type for operator or function; operator or function: begins_with, operand type: %s", typeName(*v))
+				}
+			}
 			return c, nil
 		}
 	}
@@ -355,6 +360,11 @@ func (l *lexer) parseAtom() (*cond, error) {
 		if err != nil {
 			return nil, err
 		}
+		if t.text != "=" && t.text != "<>" {
+			if err := ordered(t.text, lhs, rhs); err != nil {
+				return nil, err
+			}
+		}
 		return &cond{op: t.text, args: []operand{lhs, rhs}}, nil
 	case l.keyword("BETWEEN"):
 		lo, err := l.parseOperand(false)
@@ -367,6 +377,14 @@ func (l *lexer) parseAtom() (*cond, error) {
 		hi, err := l.parseOperand(false)
 		if err != nil {
 			return nil, err
+		}
+		if err := ordered("BETWEEN", lhs, lo, hi); err != nil {
+			return nil, err
+		}
+		if lo.value != nil && hi.value != nil {
+			if n, ok, _ := order(*lo.value, *hi.value); ok && n > 0 {
+				return nil, fmt.Errorf("invalid ConditionExpression: the BETWEEN operator requires upper bound to be greater than or equal to lower bound")
+			}
 		}
 		return &cond{op: "BETWEEN", args: []operand{lhs, lo, hi}}, nil
 	case l.keyword("IN"):
@@ -463,4 +481,18 @@ func overlaps(a, b path) bool {
 		}
 	}
 	return true
+}
+
+// ordered refuses, as DynamoDB does before evaluating anything, a placeholder of a type that has
+// no order (only N, S and B compare) as an operand of op.
+func ordered(op string, operands ...operand) error {
+	for _, o := range operands {
+		if o.value == nil {
+			continue
+		}
+		if t := typeName(*o.value); t != "N" && t != "S" && t != "B" {
+			return fmt.Errorf("incorrect operand type for operator or function; operator or function: %s, operand type: %s", op, t)
+		}
+	}
+	return nil
 }

@@ -38,19 +38,25 @@ type Tables struct {
 }
 
 type table struct {
-	pk, sk string
-	items  map[string]Item
+	pk, sk         string
+	pkType, skType string // S, N or B
+	items          map[string]Item
 }
 
-// Define creates table name with its partition key attribute and, when sk is not empty, its sort
-// key attribute. Defining a table again empties it.
-func (t *Tables) Define(name, pk, sk string) {
+// Define creates table name with its partition key attribute and its type (S, N or B) and, when
+// sk is not empty, its sort key attribute and type. Defining a table again empties it.
+func (t *Tables) Define(name, pk, pkType, sk, skType string) error {
+	keyType := func(t string) bool { return t == "S" || t == "N" || t == "B" }
+	if pk == "" || !keyType(pkType) || sk != "" && !keyType(skType) {
+		return fmt.Errorf("memddb: table %s: key %s (%s), %s (%s): want a partition key, and each key's type S, N or B", name, pk, pkType, sk, skType)
+	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.tables == nil {
 		t.tables = map[string]*table{}
 	}
-	t.tables[name] = &table{pk: pk, sk: sk, items: map[string]Item{}}
+	t.tables[name] = &table{pk: pk, sk: sk, pkType: pkType, skType: skType, items: map[string]Item{}}
+	return nil
 }
 
 // Get returns a copy of the item of table name with key, or nil.
@@ -201,6 +207,9 @@ func (t *Tables) prepare(it types.TransactWriteItem) (op, error) {
 		n        int
 	)
 	if p := it.Put; p != nil {
+		if err := validItem(p.Item); err != nil {
+			return o, err
+		}
 		n++
 		o.table, key, condExpr, names, vals, rv = aws.ToString(p.TableName), p.Item, p.ConditionExpression, p.ExpressionAttributeNames, p.ExpressionAttributeValues, p.ReturnValuesOnConditionCheckFailure
 	}
@@ -233,6 +242,9 @@ func (t *Tables) prepare(it types.TransactWriteItem) (op, error) {
 	o.key, o.returnOld = k, rv == types.ReturnValuesOnConditionCheckFailureAllOld
 	o.old = o.tb.items[k]
 
+	if err := validItem(vals); err != nil {
+		return o, err
+	}
 	used := usage{names: names, vals: vals}
 	var c *cond
 	if condExpr != nil {
@@ -322,10 +334,13 @@ func (tb *table) key(item Item, whole bool) (string, error) {
 		return "", errors.New("the provided key element does not match the schema")
 	}
 	var b strings.Builder
-	for _, n := range names {
+	for i, n := range names {
 		v, ok := item[n]
 		if !ok {
 			return "", fmt.Errorf("the provided key element does not match the schema: missing %s", n)
+		}
+		if want := []string{tb.pkType, tb.skType}[i]; typeName(v) != want {
+			return "", &itemError{fmt.Sprintf("One or more parameter values were invalid: Type mismatch for key %s expected: %s actual: %s", n, want, typeName(v))}
 		}
 		switch v := v.(type) {
 		case *types.AttributeValueMemberS:
@@ -427,4 +442,51 @@ func sameList(a, b path) (int, int, bool) {
 		}
 	}
 	return a[len(a)-1].index, b[len(b)-1].index, true
+}
+
+// validItem refuses the values DynamoDB refuses in an item or as a placeholder: empty sets, sets
+// with a member twice, numbers it cannot read.
+func validItem(item Item) error {
+	for _, v := range item {
+		if err := validValue(v); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func validValue(v value) error {
+	switch x := v.(type) {
+	case *types.AttributeValueMemberN:
+		_, err := parseNumber(x.Value)
+		return err
+	case *types.AttributeValueMemberSS, *types.AttributeValueMemberNS, *types.AttributeValueMemberBS:
+		if x, ok := x.(*types.AttributeValueMemberNS); ok {
+			for _, m := range x.Value {
+				if _, err := parseNumber(m); err != nil {
+					return err
+				}
+			}
+		}
+		members := setMembers(v)
+		if len(members) == 0 {
+			return fmt.Errorf("one or more parameter values were invalid: an %s set may not be empty", typeName(v))
+		}
+		seen := map[string]bool{}
+		for _, m := range members {
+			if seen[m] {
+				return errors.New("one or more parameter values were invalid: input collection contains duplicates")
+			}
+			seen[m] = true
+		}
+	case *types.AttributeValueMemberM:
+		return validItem(x.Value)
+	case *types.AttributeValueMemberL:
+		for _, e := range x.Value {
+			if err := validValue(e); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }

@@ -135,6 +135,12 @@ var cases = []tcase{
 	{"invalid: key attribute", []types.TransactWriteItem{upd("a", k1, "SET pk = :v", "", nil, Item{":v": s("x")})}},
 	{"invalid: missing operand", []types.TransactWriteItem{upd("a", k3, "SET v = nope + :one", "", nil, Item{":one": n("1")})}},
 	{"invalid: overlapping paths", []types.TransactWriteItem{upd("a", k2, "SET doc.a = :v REMOVE doc", "", nil, Item{":v": n("1")})}},
+	{"a key of the wrong type", []types.TransactWriteItem{put("a", Item{"pk": s("job#3")}, "", nil, nil), put("b", Item{"pk": s("acct"), "sk": s("1")}, "", nil, nil)}},
+	{"invalid: an empty set", []types.TransactWriteItem{put("a", Item{"pk": s("job#3"), "t": ss()}, "", nil, nil)}},
+	{"invalid: a set member twice", []types.TransactWriteItem{upd("a", k1, "ADD tags :t", "", nil, Item{":t": ss("z", "z")})}},
+	{"invalid: a boolean has no order", []types.TransactWriteItem{check("a", k1, "#c < :b", map[string]string{"#c": "count"}, Item{":b": &types.AttributeValueMemberBOOL{Value: true}})}},
+	{"invalid: begins_with a number", []types.TransactWriteItem{check("a", k2, "begins_with(#n, :one)", map[string]string{"#n": "name"}, Item{":one": n("1")})}},
+	{"invalid: between high and low", []types.TransactWriteItem{check("a", k1, "#c BETWEEN :hi AND :lo", map[string]string{"#c": "count"}, Item{":lo": n("1"), ":hi": n("2")})}},
 	{"invalid: missing table", []types.TransactWriteItem{put("nope", Item{"pk": s("x")}, "", nil, nil)}},
 }
 
@@ -168,8 +174,8 @@ func TestTransactionsAgreeWithDynamoDBLocal(t *testing.T) {
 				})
 			}
 			mem := &Tables{}
-			mem.Define(names["a"], "pk", "")
-			mem.Define(names["b"], "pk", "sk")
+			require.NoError(t, mem.Define(names["a"], "pk", "S", "", ""))
+			require.NoError(t, mem.Define(names["b"], "pk", "S", "sk", "N"))
 			for tbl, items := range map[string][]Item{"a": seed, "b": seedB} {
 				for _, it := range items {
 					_, err := client.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(names[tbl]), Item: it})
@@ -296,7 +302,7 @@ func showValue(v types.AttributeValue) string {
 
 func TestNumbersAreStoredTrimmed(t *testing.T) {
 	var mem Tables
-	mem.Define("a", "pk", "")
+	require.NoError(t, mem.Define("a", "pk", "S", "", ""))
 	require.NoError(t, mem.Transact([]types.TransactWriteItem{put("a", Item{"pk": s("x"), "c": n("1.50"), "e": n("1.2E+3"), "s": ns("2.0", "3")}, "", nil, nil)}))
 	require.NoError(t, mem.Transact([]types.TransactWriteItem{upd("a", Item{"pk": s("x")}, "SET c = c + :a, d = :b - :c", "", nil, Item{":a": n("2.5"), ":b": n("0.1"), ":c": n("0.30")})}))
 	got := mem.Get("a", Item{"pk": s("x")})
