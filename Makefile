@@ -68,6 +68,7 @@ lock: ## regenerate localstack/requirements.lock, infra/tools/package-lock.json 
 	  --no-emit-index-url --no-emit-trusted-host --no-emit-find-links \
 	  --output-file requirements.lock requirements.txt
 	cd infra/tools && npm install --package-lock-only --no-audit --no-fund --loglevel=error
+	cd offline/lambdaruntime/nodesdk && npm install --package-lock-only --omit-lockfile-registry-resolved --no-audit --no-fund --loglevel=error
 	localstack/javaemu.sh lock
 
 lock-localstack: ## regenerate localstack/requirements-localstack.lock (LocalStack's host-mode venv; Python >= 3.13)
@@ -102,11 +103,20 @@ $(PRODUCERS_TS)/node_modules/.installed: $(PRODUCERS_TS)/package-lock.json
 	cd $(PRODUCERS_TS) && npm ci --no-audit --no-fund --loglevel=error
 	@touch $@
 
+# The AWS SDK for JavaScript that Lambda's Node.js runtimes provide, for the Node.js functions the
+# offline stack runs (CDK's custom-resource providers require it): devstack puts it on NODE_PATH
+# (JOBKIT_NODE_MODULES).
+NODE_SDK := $(ROOT)/.tools/node-sdk
+$(NODE_SDK)/.installed: offline/lambdaruntime/nodesdk/package.json offline/lambdaruntime/nodesdk/package-lock.json
+	mkdir -p $(NODE_SDK) && cp offline/lambdaruntime/nodesdk/package.json offline/lambdaruntime/nodesdk/package-lock.json $(NODE_SDK)/
+	cd $(NODE_SDK) && npm ci --no-audit --no-fund --loglevel=error
+	@touch $@
+
 $(PRODUCERS_TS)/dist/.built: $(PRODUCERS_TS)/node_modules/.installed $(PRODUCERS_TS)/tsconfig.json $(wildcard $(PRODUCERS_TS)/src/*.ts)
 	cd $(PRODUCERS_TS) && node_modules/.bin/tsc -p .
 	@touch $@
 
-test: browser producers ## unit, emulator integration, browser and infra tests; synthesizes cdk.out, installs what they need, starts and stops the emulator
+test: browser producers $(NODE_SDK)/.installed ## unit, emulator integration, browser and infra tests; synthesizes cdk.out, installs what they need, starts and stops the emulator
 	@start=$$(date +%s); \
 	$(MAKE) --no-print-directory setup; \
 	infra/synth.sh --quiet; \
@@ -124,6 +134,7 @@ test: browser producers ## unit, emulator integration, browser and infra tests; 
 	: "packages' tests beside it on two cores, LocalStack's DynamoDB answered so late that the workload"; \
 	: "missed its drain bound (docs/emulators.md)."; \
 	pkgs=./...; if [ "$(EMULATOR)" = localstack ]; then pkgs=$$(go list ./... | grep -v '/internal/devapp$$'); fi; \
+	export JOBKIT_NODE_MODULES=$(NODE_SDK)/node_modules; \
 	AWS_ENDPOINT_URL=$(ENDPOINT) JOBKIT_EMULATOR=$(EMULATOR) JOBKIT_REQUIRE_EMULATOR=1 go test $(GO_TEST_FLAGS) $$pkgs || rc=$$?; \
 	if [ "$(EMULATOR)" = localstack ]; then \
 	  : "... on a LocalStack of its own: one that served every other test answers its DynamoDB calls"; \

@@ -30,6 +30,9 @@ type Deployment struct {
 
 	// StreamMappings are the DynamoDB Streams event source mappings.
 	StreamMappings []StreamEventSourceMapping `json:"stream_event_source_mappings,omitempty"`
+	// CustomResources are the custom resources, in deployment order: devstack has their provider
+	// functions create them when the stack starts.
+	CustomResources []CustomResource `json:"custom_resources,omitempty"`
 
 	clients Clients // for Destroy
 }
@@ -172,6 +175,20 @@ type Schedule struct {
 	Group      string `json:"group"`
 	Expression string `json:"expression"`
 	TargetARN  string `json:"target_arn"`
+}
+
+// CustomResource is a custom resource (Custom::<Name> or AWS::CloudFormation::CustomResource): the
+// request CloudFormation sends its provider, every property resolved.
+type CustomResource struct {
+	Stack     string `json:"stack"`
+	StackID   string `json:"stack_id"`
+	LogicalID string `json:"logical_id"`
+	Type      string `json:"type"`
+	// ServiceToken is the provider: a function's ARN (or an SNS topic's, which offline does not
+	// serve).
+	ServiceToken string `json:"service_token"`
+	// Properties are the ResourceProperties of the request, ServiceToken included.
+	Properties map[string]any `json:"properties"`
 }
 
 // Skipped is a resource the offline stack does without, and why: what differs from AWS.

@@ -237,3 +237,21 @@ func stagedAsset(templateFile string, resource map[string]any) string {
 	}
 	return ""
 }
+
+// customResource records a custom resource for devstack to create: CloudFormation's request for
+// it, every property resolved (its ServiceToken names the provider).
+func (dp *deployer) customResource(run *stackRun, id string) error {
+	props, err := dp.evalProps(run, id)
+	if err != nil {
+		return err
+	}
+	token, _ := props["ServiceToken"].(string)
+	if token == "" {
+		return &ConfigError{Stack: run.name, LogicalID: id, Reason: "a custom resource needs a ServiceToken"}
+	}
+	typ, _ := run.resources[id]["Type"].(string)
+	dp.d.CustomResources = append(dp.d.CustomResources, CustomResource{
+		Stack: run.name, StackID: run.res.stackID, LogicalID: id, Type: typ, ServiceToken: token, Properties: props,
+	})
+	return nil
+}

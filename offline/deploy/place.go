@@ -26,14 +26,21 @@ var emulatorTypes = map[string]bool{
 	"AWS::S3::Bucket": true, "AWS::CloudFormation::WaitConditionHandle": true,
 }
 
+// isCustom reports whether typ is a custom resource: its provider function creates it
+// (CustomResource, run by devstack when the stack starts).
+func isCustom(typ string) bool {
+	return strings.HasPrefix(typ, "Custom::") || typ == typeCustomResource
+}
+
 // The resource types this package looks at by name.
 const (
-	typeFunction      = "AWS::Lambda::Function"
-	typeESM           = "AWS::Lambda::EventSourceMapping"
-	typeScheduleGroup = "AWS::Scheduler::ScheduleGroup"
-	typeSchedule      = "AWS::Scheduler::Schedule"
-	typeQueue         = "AWS::SQS::Queue"
-	typeTable         = "AWS::DynamoDB::Table"
+	typeCustomResource = "AWS::CloudFormation::CustomResource"
+	typeFunction       = "AWS::Lambda::Function"
+	typeESM            = "AWS::Lambda::EventSourceMapping"
+	typeScheduleGroup  = "AWS::Scheduler::ScheduleGroup"
+	typeSchedule       = "AWS::Scheduler::Schedule"
+	typeQueue          = "AWS::SQS::Queue"
+	typeTable          = "AWS::DynamoDB::Table"
 )
 
 // SourceMetadataKey is the metadata key naming a function's Go main package, relative to the
@@ -51,7 +58,7 @@ func placeOf(typ string) int {
 	switch {
 	case emulatorTypes[typ]:
 		return placeEmulator
-	case typ == typeFunction || typ == typeESM || typ == typeScheduleGroup || typ == typeSchedule || typ == typeTaskDefinition:
+	case typ == typeFunction || typ == typeESM || typ == typeScheduleGroup || typ == typeSchedule || typ == typeTaskDefinition || isCustom(typ):
 		return placeLocal
 	}
 	return placeSkipped
@@ -77,8 +84,6 @@ func skipReason(typ string) string {
 		return "offline runs one process per container, not scaled"
 	case typ == "AWS::Lambda::Permission":
 		return "invoke permissions are not enforced offline"
-	case strings.HasPrefix(typ, "Custom::") || typ == "AWS::CloudFormation::CustomResource":
-		return "custom resources need their provider function"
 	}
 	return "not supported offline"
 }

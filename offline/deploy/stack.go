@@ -54,7 +54,7 @@ func (dp *deployer) stack(ctx context.Context, art StackArtifact) error {
 	if err := dp.localPart(ctx, run, typeScheduleGroup, typeFunction, typeTaskDefinition); err != nil {
 		return err
 	}
-	if err := dp.localPart(ctx, run, typeSchedule, typeESM); err != nil {
+	if err := dp.localPart(ctx, run, typeSchedule, typeESM, typeCustomResource); err != nil {
 		return err
 	}
 	dp.log.Info("stack deployed", "stack", run.name, "emulator_resources", countPlace(run, placeEmulator),
@@ -160,6 +160,9 @@ func (dp *deployer) emulatorPart(ctx context.Context, run *stackRun) error {
 func (dp *deployer) localPart(ctx context.Context, run *stackRun, types ...string) error {
 	for _, id := range run.ids {
 		typ, _ := run.resources[id]["Type"].(string)
+		if isCustom(typ) {
+			typ = typeCustomResource // Custom::<Name> too
+		}
 		if run.place[id] != placeLocal || !slices.Contains(types, typ) {
 			continue
 		}
@@ -175,6 +178,8 @@ func (dp *deployer) localPart(ctx context.Context, run *stackRun, types ...strin
 			err = dp.schedule(ctx, run, id)
 		case typeESM:
 			err = dp.mapping(run, id)
+		case typeCustomResource:
+			err = dp.customResource(run, id)
 		}
 		if err != nil {
 			return err

@@ -70,6 +70,11 @@ type Config struct {
 	SchedulerPollInterval time.Duration
 	// StopGrace is how long Stop lets invocations in flight finish before it kills them; default 10 s.
 	StopGrace time.Duration
+	// NodeModules is a node_modules directory holding the AWS SDK for JavaScript (v3), which
+	// Lambda's Node.js runtimes provide and this machine's Node.js lacks: it is the NODE_PATH of
+	// the functions (CDK's custom-resource providers require it). Default $JOBKIT_NODE_MODULES
+	// (the Makefile installs one: offline/lambdaruntime/nodesdk).
+	NodeModules string
 }
 
 // Stack is a running deployment.
@@ -91,6 +96,8 @@ type Stack struct {
 
 	// streamPollers are the DynamoDB Streams event source mappings (streams.go).
 	streamPollers []*streamPoller
+	// custom are the custom resources created (custom.go).
+	custom []CustomResource
 }
 
 type poller struct {
@@ -143,6 +150,10 @@ func Start(ctx context.Context, cfg Config) (*Stack, error) {
 	}
 	client := sqs.NewFromConfig(cfg.AWS)
 	var outMu sync.Mutex
+	// Custom resources first: on AWS they are made while the stack deploys, before any event.
+	if err := s.createCustomResources(ctx, &cfg, creds, &outMu); err != nil {
+		return fail(err)
+	}
 	for _, fn := range d.Functions {
 		mappings, streams := enabledMappings(d, fn.Name), enabledStreamMappings(d, fn.Name)
 		if len(mappings)+len(streams) == 0 {
@@ -198,6 +209,7 @@ func (cfg Config) withDefaults() Config {
 	if cfg.StopGrace <= 0 {
 		cfg.StopGrace = 10 * time.Second
 	}
+	cfg.NodeModules = cmp.Or(cfg.NodeModules, os.Getenv("JOBKIT_NODE_MODULES"))
 	return cfg
 }
 
@@ -232,17 +244,29 @@ func startRuntime(cfg *Config, fn deploy.Function, mappings []deploy.EventSource
 		name := fn.Name
 		onStart = func(requestID string, pid int) { cfg.OnInvoke(name, requestID, pid) }
 	}
-	d := cfg.Deployment
-	rt, err := lambdaruntime.New(fn.RuntimeFunction(instances), &lambdaruntime.Options{
-		Region: d.Region, AccountID: d.AccountID, Endpoint: cfg.Endpoint,
-		AccessKeyID: creds.AccessKeyID, SecretAccessKey: creds.SecretAccessKey, SessionToken: creds.SessionToken,
-		Output: &prefixWriter{mu: outMu, w: cfg.Output, prefix: []byte("[" + fn.Name + "] ")},
-		Logger: cfg.Logger, OnStart: onStart,
-	})
+	opts := runtimeOptions(cfg, creds)
+	opts.Output = &prefixWriter{mu: outMu, w: cfg.Output, prefix: []byte("[" + fn.Name + "] ")}
+	opts.OnStart = onStart
+	rt, err := lambdaruntime.New(fn.RuntimeFunction(instances), &opts)
 	if err != nil {
 		return nil, fmt.Errorf("devstack: %w", err)
 	}
 	return rt, nil
+}
+
+// runtimeOptions are the options every function's runtime shares: the deployment's region and
+// account, the emulator and its credentials, and NODE_PATH (Config.NodeModules).
+func runtimeOptions(cfg *Config, creds aws.Credentials) lambdaruntime.Options {
+	d := cfg.Deployment
+	opts := lambdaruntime.Options{
+		Region: d.Region, AccountID: d.AccountID, Endpoint: cfg.Endpoint,
+		AccessKeyID: creds.AccessKeyID, SecretAccessKey: creds.SecretAccessKey, SessionToken: creds.SessionToken,
+		Logger: cfg.Logger, ExtraEnv: map[string]string{},
+	}
+	if cfg.NodeModules != "" {
+		opts.ExtraEnv["NODE_PATH"] = cfg.NodeModules
+	}
+	return opts
 }
 
 // newPoller makes the poller of mapping m, invoking rt (function fn's runtime).

@@ -1,8 +1,9 @@
 // Package plainapp is a CDK app written as a plain CDK app, with none of jobkit's constructs: three
 // SQS queues, each consumed by a function of its own — Go (provided.al2023 on arm64, its bootstrap
 // built by the app's owner), Node.js and Python — through an SQS event source with batch item
-// failures. TestPlainAppOnTheOfflineStack runs it on the offline stack, as `jobkit dev` runs a
-// service's app.
+// failures, and one of CDK's own custom resources (an AwsCustomResource, whose provider is CDK's
+// Node.js function) that sends a message to the Node.js function's queue when it is created.
+// TestPlainAppOnTheOfflineStack runs it on the offline stack, as `jobkit dev` runs a service's app.
 package plainapp
 
 import (
@@ -10,6 +11,7 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslambda"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslambdaeventsources"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awssqs"
+	"github.com/aws/aws-cdk-go/awscdk/v2/customresources"
 	"github.com/aws/constructs-go/constructs/v10"
 	"github.com/aws/jsii-runtime-go"
 )
@@ -19,6 +21,9 @@ import (
 type Assets struct {
 	GoBootstrap, Node, Python string
 }
+
+// CustomResourceMessage is the body the custom resource sends to the Node.js function's queue.
+const CustomResourceMessage = "from-custom-resource"
 
 // NewStack defines the app's stack. outDir is each function's OUT_DIR, where it writes what it
 // received.
@@ -44,6 +49,17 @@ func NewStack(scope constructs.Construct, id string, assets Assets, outDir strin
 			BatchSize: jsii.Number(5), ReportBatchItemFailures: jsii.Bool(true),
 		}))
 		awscdk.NewCfnOutput(stack, jsii.String(fn.name+"QueueUrl"), &awscdk.CfnOutputProps{Value: queue.QueueUrl()})
+		if fn.name == "Node" {
+			customresources.NewAwsCustomResource(stack, jsii.String("SendOnCreate"), &customresources.AwsCustomResourceProps{
+				OnCreate: &customresources.AwsSdkCall{
+					Service: jsii.String("SQS"), Action: jsii.String("sendMessage"),
+					Parameters:         map[string]any{"QueueUrl": queue.QueueUrl(), "MessageBody": CustomResourceMessage},
+					PhysicalResourceId: customresources.PhysicalResourceId_FromResponse(jsii.String("MessageId")),
+				},
+				Policy:              customresources.AwsCustomResourcePolicy_FromSdkCalls(&customresources.SdkCallsPolicyOptions{Resources: customresources.AwsCustomResourcePolicy_ANY_RESOURCE()}),
+				InstallLatestAwsSdk: jsii.Bool(false),
+			})
+		}
 	}
 	return stack
 }

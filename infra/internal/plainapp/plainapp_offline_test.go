@@ -32,7 +32,10 @@ const goPackage = "internal/plainapp/testdata/gofn"
 // asset is a bootstrap built for arm64 and whose template names no source package, is skipped
 // with the flag that maps it (--source <logical id>=<package>), and the other two are still
 // made to run. Deployed with that mapping, all three run: each function gets its records, and the
-// mapping reads each one's batch item failures (the failed record is not deleted).
+// mapping reads each one's batch item failures (the failed record is not deleted). The app's
+// custom resource is created by CDK's own Node.js provider (the AWS SDK for JavaScript it requires
+// from NODE_PATH), which sends its message through the emulator: the Node.js function gets it,
+// and its id is the resource's physical id, as the provider answered CloudFormation.
 func TestPlainAppOnTheOfflineStack(t *testing.T) {
 	cfg := awstest.Config(t)
 	ctx := context.Background()
@@ -92,6 +95,14 @@ func TestPlainAppOnTheOfflineStack(t *testing.T) {
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = r.Down(context.Background()) })
 	require.NoError(t, r.Deployment.Whole(), "every function runs")
+
+	made := r.Stack.CustomResources()
+	require.Len(t, made, 1, "the custom resource is created")
+	assert.Equal(t, "Custom::AWS", made[0].Type)
+	var got []byte
+	require.Eventually(t, func() bool { got, err = os.ReadFile(filepath.Join(out, made[0].PhysicalResourceID)); return err == nil && len(got) > 0 },
+		time.Minute, 100*time.Millisecond, "the Node.js function gets the custom resource's message, whose id is its physical id")
+	assert.Equal(t, "node:"+CustomResourceMessage, string(got))
 
 	q := sqs.NewFromConfig(cfg)
 	for _, lang := range []string{"Go", "Node", "Python"} {

@@ -2,13 +2,45 @@
 // loop — invocation/next, then the handler's response or error — around the handler _HANDLER
 // names ("file.export", the file under LAMBDA_TASK_ROOT as .js, .mjs or .cjs). Async handlers and
 // callback handlers (three parameters) both work. Lambda's own Node.js runtime adds what the
-// machine's Node.js lacks (the AWS SDK among them): a handler that imports it fails at init here.
+// machine's Node.js lacks (the AWS SDK among them): NODE_PATH names where this machine keeps it
+// (devstack's NodeModules), for the handlers that require it.
 import { existsSync } from 'node:fs';
 import http from 'node:http';
+import https from 'node:https';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 
 const api = `http://${process.env.AWS_LAMBDA_RUNTIME_API}/2018-06-01/runtime`;
+
+// Requests for AWS's hosts. Offline, the SDK calls the emulator (AWS_ENDPOINT_URL), but some
+// requests name AWS's host themselves: the SDK for JavaScript sends to a queue URL's host, and the
+// emulator's CloudFormation gives queue URLs on SQS's public host. Such a request goes to the
+// emulator, its Host header the emulator's.
+//
+// A custom resource's answer. On AWS its ResponseURL is a presigned S3 URL, and CDK's providers
+// PUT to it with https.request({ hostname, path }), the URL's port dropped. Offline the answer is
+// served on this machine, on the port devstack gives (JOBKIT_CFN_RESPONSE_PORT): such a request
+// for 127.0.0.1 without a port goes there, in plain HTTP.
+const endpoint = process.env.AWS_ENDPOINT_URL ? new URL(process.env.AWS_ENDPOINT_URL) : null;
+const awsHost = /\.amazonaws\.com(\.cn)?$|\.api\.aws$/;
+const responsePort = Number(process.env.JOBKIT_CFN_RESPONSE_PORT);
+const httpsRequest = https.request;
+https.request = function (options, ...rest) {
+  if (options && typeof options === 'object' && !(options instanceof URL)) {
+    const host = options.hostname ?? options.host ?? ''; // the SDK's handler sets host
+    if (responsePort && host === '127.0.0.1' && !options.port) {
+      return http.request({ ...options, port: responsePort, agent: undefined }, ...rest);
+    }
+    if (endpoint && awsHost.test(host)) {
+      const to = endpoint.protocol === 'http:' ? http : https;
+      return to.request({
+        ...options, protocol: endpoint.protocol, host: undefined, hostname: endpoint.hostname, port: endpoint.port || undefined,
+        agent: undefined, headers: { ...options.headers, host: endpoint.host },
+      }, ...rest);
+    }
+  }
+  return httpsRequest.call(this, options, ...rest);
+};
 
 function errorBody(err) {
   return JSON.stringify({

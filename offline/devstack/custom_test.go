@@ -1,0 +1,88 @@
+package devstack_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/jobkit-go/jobkit/offline/deploy"
+	"github.com/jobkit-go/jobkit/offline/devstack"
+	"github.com/jobkit-go/jobkit/testkit/awstest"
+)
+
+// A custom resource's provider written in Python, as a plain app's asset holds it: it answers
+// CloudFormation at the ResponseURL with urllib (the URL as it is, port included), SUCCESS with a
+// physical id and data made of its properties (a queue's URL among them), or FAILED when its
+// properties ask it to.
+const pythonProvider = `import json, urllib.request
+
+def handler(event, context):
+    props = event["ResourceProperties"]
+    ok = props.get("Outcome") != "FAILED"
+    body = {"Status": "SUCCESS" if ok else "FAILED", "Reason": "" if ok else "the provider was told to fail",
+            "PhysicalResourceId": "made-" + event["LogicalResourceId"], "StackId": event["StackId"],
+            "RequestId": event["RequestId"], "LogicalResourceId": event["LogicalResourceId"],
+            "Data": {"Queue": props.get("Queue", ""), "Type": event["RequestType"]}}
+    req = urllib.request.Request(event["ResponseURL"], data=json.dumps(body).encode(), method="PUT", headers={"content-type": ""})
+    urllib.request.urlopen(req).read()
+`
+
+// Custom resources are created when the stack starts, before any event source is polled: the
+// provider gets CloudFormation's Create request with the resource's properties resolved, and its
+// answer is the resource's physical id and data. One whose provider is not a function of the app
+// (an SNS topic) is reported and left out; one whose provider answers FAILED fails the start, as
+// it fails a deployment on AWS.
+func TestCustomResourcesAreCreatedOnStart(t *testing.T) {
+	t.Parallel()
+	for _, outcome := range []string{"SUCCESS", "FAILED"} {
+		t.Run(outcome, func(t *testing.T) {
+			t.Parallel()
+			cfg := awstest.Config(t)
+			ctx := context.Background()
+			dir := fixtureWith(t, time.Now().Add(time.Hour), func(res map[string]any) {
+				res["ProviderFunction"] = map[string]any{
+					"Type":     "AWS::Lambda::Function",
+					"Metadata": map[string]any{"aws:asset:path": "asset.provider"},
+					"Properties": map[string]any{"Runtime": "python3.12", "Handler": "app.handler", "Timeout": 10,
+						"Code": map[string]any{"S3Bucket": "assets", "S3Key": "provider.zip"}},
+				}
+				res["Made"] = map[string]any{"Type": "Custom::Made", "Properties": map[string]any{
+					"ServiceToken": map[string]any{"Fn::GetAtt": []any{"ProviderFunction", "Arn"}},
+					"Queue":        map[string]any{"Fn::ImportValue": "JobkitState:ExportsOutputRefEchoQueue2E8F3C41A1B2C3D4"}, "Outcome": outcome,
+				}}
+				res["ByTopic"] = map[string]any{"Type": "AWS::CloudFormation::CustomResource", "Properties": map[string]any{
+					"ServiceToken": "arn:aws:sns:us-east-1:123456789012:provider-topic",
+				}}
+			})
+			asset := filepath.Join(dir, "asset.provider")
+			require.NoError(t, os.MkdirAll(asset, 0o755))
+			require.NoError(t, os.WriteFile(filepath.Join(asset, "app.py"), []byte(pythonProvider), 0o644))
+
+			r, err := devstack.Up(ctx, devstack.UpConfig{
+				Config: devstack.Config{AWS: cfg, Output: &awstest.SyncBuffer{}, NoScheduler: true},
+				Deploy: deploy.Options{CDKOut: dir, Prefix: awstest.Name(t, "") + "-", ModuleDir: "../..", BuildDir: t.TempDir()},
+			})
+			if outcome == "FAILED" {
+				var cre *devstack.CustomResourceError
+				require.ErrorAs(t, err, &cre)
+				assert.Equal(t, "Made", cre.LogicalID)
+				assert.Equal(t, "the provider was told to fail", cre.Reason)
+				return
+			}
+			require.NoError(t, err)
+			t.Cleanup(func() { _ = r.Down(context.Background()) })
+			made := r.Stack.CustomResources()
+			require.Len(t, made, 1, "the resource whose provider is an SNS topic is left out")
+			assert.Equal(t, "Made", made[0].LogicalID)
+			assert.Equal(t, "made-Made", made[0].PhysicalResourceID)
+			assert.Equal(t, "Create", made[0].Data["Type"])
+			echo := r.Deployment.Queue("EchoQueue2E8F3C41")
+			assert.Equal(t, echo.Name, filepath.Base(made[0].Data["Queue"].(string)), "the import of a queue's URL resolved")
+		})
+	}
+}
