@@ -100,7 +100,10 @@ func TestPlainAppOnTheOfflineStack(t *testing.T) {
 	require.Len(t, made, 1, "the custom resource is created")
 	assert.Equal(t, "Custom::AWS", made[0].Type)
 	var got []byte
-	require.Eventually(t, func() bool { got, err = os.ReadFile(filepath.Join(out, made[0].PhysicalResourceID)); return err == nil && len(got) > 0 },
+	require.Eventually(t, func() bool {
+		got, err = os.ReadFile(filepath.Join(out, made[0].PhysicalResourceID))
+		return err == nil && len(got) > 0
+	},
 		time.Minute, 100*time.Millisecond, "the Node.js function gets the custom resource's message, whose id is its physical id")
 	assert.Equal(t, "node:"+CustomResourceMessage, string(got))
 
