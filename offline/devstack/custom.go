@@ -126,7 +126,7 @@ func (s *Stack) createCustomResources(ctx context.Context, cfg *Config, creds aw
 		return err
 	}
 	defer srv.close()
-	opts := runtimeOptions(cfg, creds)
+	opts := s.runtimeOptions(cfg, creds)
 	opts.ExtraEnv[envResponsePort] = strconv.Itoa(srv.port)
 	runtimes := map[string]*lambdaruntime.Runtime{}
 	defer func() {

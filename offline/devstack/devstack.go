@@ -98,6 +98,8 @@ type Stack struct {
 	streamPollers []*streamPoller
 	// custom are the custom resources created (custom.go).
 	custom []CustomResource
+	// lambda serves the Lambda API's Invoke to the functions (lambdaapi.go).
+	lambda *lambdaAPI
 }
 
 type poller struct {
@@ -134,6 +136,9 @@ func Start(ctx context.Context, cfg Config) (*Stack, error) {
 		for _, rt := range s.runtimes {
 			_ = rt.Close()
 		}
+		if s.lambda != nil {
+			_ = s.lambda.close()
+		}
 		s.stopContainers()
 		if s.metrics != nil {
 			s.metrics.close()
@@ -150,7 +155,15 @@ func Start(ctx context.Context, cfg Config) (*Stack, error) {
 	}
 	client := sqs.NewFromConfig(cfg.AWS)
 	var outMu sync.Mutex
-	// Custom resources first: on AWS they are made while the stack deploys, before any event.
+	// The Lambda API first: a custom resource's provider may invoke another function.
+	if s.lambda, err = newLambdaAPI(d, func(fn deploy.Function) (*lambdaruntime.Runtime, error) {
+		opts := s.runtimeOptions(&cfg, creds)
+		opts.Output = &prefixWriter{mu: &outMu, w: cfg.Output, prefix: []byte("[" + fn.Name + "] ")}
+		return lambdaruntime.New(fn.RuntimeFunction(invokeInstances(fn)), &opts)
+	}); err != nil {
+		return fail(err)
+	}
+	// Custom resources next: on AWS they are made while the stack deploys, before any event.
 	if err := s.createCustomResources(ctx, &cfg, creds, &outMu); err != nil {
 		return fail(err)
 	}
@@ -164,11 +177,12 @@ func Start(ctx context.Context, cfg Config) (*Stack, error) {
 			cfg.Logger.Warn("function cannot run here; its event sources are not polled", "function", fn.Name, "reason", fn.Unrunnable)
 			continue
 		}
-		rt, err := startRuntime(&cfg, fn, mappings, len(streams), creds, &outMu)
+		rt, err := s.startRuntime(&cfg, fn, mappings, len(streams), creds, &outMu)
 		if err != nil {
 			return fail(err)
 		}
 		s.runtimes[fn.Name] = rt
+		s.lambda.use(fn.Name, rt)
 		for _, m := range streams {
 			p, err := newStreamPoller(&cfg, rt, fn, m)
 			if err != nil {
@@ -226,7 +240,7 @@ func enabledMappings(d *deploy.Deployment, fn string) []deploy.EventSourceMappin
 
 // startRuntime starts fn's runtime with as many environments as its mappings may invoke at
 // once (streams: one each, a shard's batches go one at a time), within its reserved concurrency.
-func startRuntime(cfg *Config, fn deploy.Function, mappings []deploy.EventSourceMapping, streams int, creds aws.Credentials, outMu *sync.Mutex) (*lambdaruntime.Runtime, error) {
+func (s *Stack) startRuntime(cfg *Config, fn deploy.Function, mappings []deploy.EventSourceMapping, streams int, creds aws.Credentials, outMu *sync.Mutex) (*lambdaruntime.Runtime, error) {
 	if fn.Bootstrap == "" {
 		return nil, fmt.Errorf("devstack: function %s has no bootstrap (deployed with SkipBuild?)", fn.Name)
 	}
@@ -244,7 +258,7 @@ func startRuntime(cfg *Config, fn deploy.Function, mappings []deploy.EventSource
 		name := fn.Name
 		onStart = func(requestID string, pid int) { cfg.OnInvoke(name, requestID, pid) }
 	}
-	opts := runtimeOptions(cfg, creds)
+	opts := s.runtimeOptions(cfg, creds)
 	opts.Output = &prefixWriter{mu: outMu, w: cfg.Output, prefix: []byte("[" + fn.Name + "] ")}
 	opts.OnStart = onStart
 	rt, err := lambdaruntime.New(fn.RuntimeFunction(instances), &opts)
@@ -255,13 +269,14 @@ func startRuntime(cfg *Config, fn deploy.Function, mappings []deploy.EventSource
 }
 
 // runtimeOptions are the options every function's runtime shares: the deployment's region and
-// account, the emulator and its credentials, and NODE_PATH (Config.NodeModules).
-func runtimeOptions(cfg *Config, creds aws.Credentials) lambdaruntime.Options {
+// account, the emulator and its credentials, the Lambda API's endpoint (lambdaapi.go) and
+// NODE_PATH (Config.NodeModules).
+func (s *Stack) runtimeOptions(cfg *Config, creds aws.Credentials) lambdaruntime.Options {
 	d := cfg.Deployment
 	opts := lambdaruntime.Options{
 		Region: d.Region, AccountID: d.AccountID, Endpoint: cfg.Endpoint,
 		AccessKeyID: creds.AccessKeyID, SecretAccessKey: creds.SecretAccessKey, SessionToken: creds.SessionToken,
-		Logger: cfg.Logger, ExtraEnv: map[string]string{},
+		Logger: cfg.Logger, ExtraEnv: map[string]string{envLambdaEndpoint: s.lambda.url},
 	}
 	if cfg.NodeModules != "" {
 		opts.ExtraEnv["NODE_PATH"] = cfg.NodeModules
@@ -374,6 +389,9 @@ func (s *Stack) Stop() error {
 			if err := rt.Close(); err != nil {
 				errs = append(errs, fmt.Errorf("function %s: %w", name, err))
 			}
+		}
+		if err := s.lambda.close(); err != nil {
+			errs = append(errs, fmt.Errorf("functions run by Invoke: %w", err))
 		}
 		<-s.done
 		<-containersStopped

@@ -1,8 +1,10 @@
 // Package plainapp is a CDK app written as a plain CDK app, with none of jobkit's constructs: three
 // SQS queues, each consumed by a function of its own — Go (provided.al2023 on arm64, its bootstrap
 // built by the app's owner), Node.js and Python — through an SQS event source with batch item
-// failures, and one of CDK's own custom resources (an AwsCustomResource, whose provider is CDK's
-// Node.js function) that sends a message to the Node.js function's queue when it is created.
+// failures; and two custom resources: an AwsCustomResource (its provider is CDK's Node.js function)
+// that sends a message to the Node.js function's queue when it is created, and one behind CDK's
+// Provider framework, whose Node.js function invokes a Python onEvent handler through the Lambda
+// API.
 // TestPlainAppOnTheOfflineStack runs it on the offline stack, as `jobkit dev` runs a service's app.
 package plainapp
 
@@ -17,9 +19,10 @@ import (
 )
 
 // Assets are the functions' code directories: GoBootstrap holds a "bootstrap" built for
-// linux/arm64; Node holds index.mjs; Python holds app.py.
+// linux/arm64; Node holds index.mjs; Python holds app.py; Provider holds the onEvent handler's
+// app.py.
 type Assets struct {
-	GoBootstrap, Node, Python string
+	GoBootstrap, Node, Python, Provider string
 }
 
 // CustomResourceMessage is the body the custom resource sends to the Node.js function's queue.
@@ -61,5 +64,14 @@ func NewStack(scope constructs.Construct, id string, assets Assets, outDir strin
 			})
 		}
 	}
+	onEvent := awslambda.NewFunction(stack, jsii.String("GreetingOnEvent"), &awslambda.FunctionProps{
+		Runtime: awslambda.Runtime_PYTHON_3_12(), Handler: jsii.String("app.handler"),
+		Code: awslambda.Code_FromAsset(jsii.String(assets.Provider), nil), Timeout: awscdk.Duration_Seconds(jsii.Number(10)),
+	})
+	provider := customresources.NewProvider(stack, jsii.String("GreetingProvider"), &customresources.ProviderProps{OnEventHandler: onEvent})
+	greeting := awscdk.NewCustomResource(stack, jsii.String("Greeting"), &awscdk.CustomResourceProps{
+		ServiceToken: provider.ServiceToken(), Properties: &map[string]any{"Name": "offline"},
+	})
+	awscdk.NewCfnOutput(stack, jsii.String("GreetingRef"), &awscdk.CfnOutputProps{Value: greeting.Ref()})
 	return stack
 }

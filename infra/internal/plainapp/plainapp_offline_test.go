@@ -35,7 +35,9 @@ const goPackage = "internal/plainapp/testdata/gofn"
 // mapping reads each one's batch item failures (the failed record is not deleted). The app's
 // custom resource is created by CDK's own Node.js provider (the AWS SDK for JavaScript it requires
 // from NODE_PATH), which sends its message through the emulator: the Node.js function gets it,
-// and its id is the resource's physical id, as the provider answered CloudFormation.
+// and its id is the resource's physical id, as the provider answered CloudFormation. The other
+// custom resource, behind CDK's Provider framework, is created by the framework's Node.js
+// function invoking the app's Python onEvent handler through the Lambda API.
 func TestPlainAppOnTheOfflineStack(t *testing.T) {
 	cfg := awstest.Config(t)
 	ctx := context.Background()
@@ -52,7 +54,7 @@ func TestPlainAppOnTheOfflineStack(t *testing.T) {
 
 	out := t.TempDir()
 	app := awscdk.NewApp(&awscdk.AppProps{Outdir: jsii.String(t.TempDir())})
-	NewStack(app, "Plain", Assets{GoBootstrap: goAsset, Node: "testdata/node", Python: "testdata/python"}, out)
+	NewStack(app, "Plain", Assets{GoBootstrap: goAsset, Node: "testdata/node", Python: "testdata/python", Provider: "testdata/provider"}, out)
 	cdkOut := *app.Synth(nil).Directory()
 	goID := goFunctionID(t, filepath.Join(cdkOut, "Plain.template.json"))
 
@@ -97,8 +99,15 @@ func TestPlainAppOnTheOfflineStack(t *testing.T) {
 	require.NoError(t, r.Deployment.Whole(), "every function runs")
 
 	made := r.Stack.CustomResources()
-	require.Len(t, made, 1, "the custom resource is created")
-	assert.Equal(t, "Custom::AWS", made[0].Type)
+	require.Len(t, made, 2, "the custom resources are created")
+	byType := map[string]devstack.CustomResource{}
+	for _, m := range made {
+		byType[m.Type] = m
+	}
+	greeting := byType["AWS::CloudFormation::CustomResource"]
+	assert.Equal(t, "greeting-offline", greeting.PhysicalResourceID, "the Provider framework's function invoked the onEvent handler and answered with its result")
+	assert.Equal(t, "hello offline", greeting.Data["Greeting"])
+	made = []devstack.CustomResource{byType["Custom::AWS"]}
 	var got []byte
 	require.Eventually(t, func() bool {
 		got, err = os.ReadFile(filepath.Join(out, made[0].PhysicalResourceID))
