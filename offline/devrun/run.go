@@ -154,6 +154,9 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		}
 		return nil, err
 	}
+	for _, cr := range running.Stack.CustomResources() {
+		cfg.Note(fmt.Sprintf("dev: custom resource %s (%s, %s) created by its provider: %s", cr.LogicalID, cr.Type, cr.Stack, cr.PhysicalResourceID))
+	}
 	res := &Result{Deployment: running.Deployment}
 	if !cfg.Keep {
 		defer func() {
