@@ -191,6 +191,27 @@ type CustomResource struct {
 	Properties map[string]any `json:"properties"`
 }
 
+// CustomToken is the value a local resource (a function's environment, another custom resource's
+// properties) gets for a custom resource's Ref (attr "") or Fn::GetAtt: the provider answers only
+// when the stack starts, so devstack puts the answer in its place then (ReplaceCustomTokens).
+func CustomToken(stack, logicalID, attr string) string {
+	return "{{jobkit:custom-resource:" + stack + ":" + logicalID + ":" + attr + "}}"
+}
+
+// ReplaceCustomTokens returns s with the tokens of custom resource (stack, logicalID) replaced by
+// its physical id (Ref) and data (Fn::GetAtt).
+func ReplaceCustomTokens(s, stack, logicalID, physicalID string, data map[string]string) string {
+	prefix := "{{jobkit:custom-resource:" + stack + ":" + logicalID + ":"
+	if !strings.Contains(s, prefix) {
+		return s
+	}
+	s = strings.ReplaceAll(s, prefix+"}}", physicalID)
+	for k, v := range data {
+		s = strings.ReplaceAll(s, prefix+k+"}}", v)
+	}
+	return s
+}
+
 // Skipped is a resource the offline stack does without, and why: what differs from AWS.
 type Skipped struct {
 	Stack     string `json:"stack"`

@@ -77,6 +77,8 @@ func (dp *deployer) synthAttr(run *stackRun, id, attr string) (string, error) {
 	name := run.physical[id]
 	p, reg, acct := awsarn.Partition(dp.o.Region), dp.o.Region, dp.d.AccountID
 	switch {
+	case isCustom(typ):
+		return CustomToken(run.name, id, attr), nil // its provider's data, when the stack starts
 	case attr == "Arn" && typ == typeFunction:
 		return "arn:" + p + ":lambda:" + reg + ":" + acct + ":function:" + name, nil
 	case attr == "Arn" && typ == "AWS::IAM::Role":

@@ -128,6 +128,9 @@ func (run *stackRun) classify(dp *deployer) error {
 		run.place[id] = placeOf(typ)
 		if run.place[id] != placeEmulator {
 			run.physical[id] = dp.synthName(run, id)
+			if isCustom(typ) {
+				run.physical[id] = CustomToken(run.name, id, "") // its provider's answer
+			}
 		}
 		if run.place[id] == placeSkipped {
 			dp.d.Skipped = append(dp.d.Skipped, Skipped{Stack: run.name, LogicalID: id, Type: typ, Reason: skipReason(typ)})

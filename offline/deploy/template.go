@@ -204,6 +204,19 @@ func (dp *deployer) rewrite(run *stackRun, v any, path string) (any, error) {
 	return v, nil
 }
 
+// notCustom refuses a reference from a resource the emulator creates to a custom resource: its
+// provider answers when the stack starts, after the emulator has created its resources. An output
+// takes the reference's token, which devstack replaces in the Deployment's outputs then.
+func (run *stackRun) notCustom(id, path string) error {
+	if strings.HasPrefix(path, "Outputs.") {
+		return nil
+	}
+	if typ, _ := run.resources[id]["Type"].(string); isCustom(typ) {
+		return &ResolveError{Stack: run.name, Path: path, Reason: "a custom resource (" + id + ") cannot feed a resource the emulator creates offline: its provider runs when the stack starts"}
+	}
+	return nil
+}
+
 // isLocal reports whether id is a resource of the stack that the emulator does not create.
 func (run *stackRun) isLocal(id string) bool {
 	p, ok := run.place[id]
@@ -215,6 +228,9 @@ func (run *stackRun) isLocal(id string) bool {
 // done is false when x is to be rewritten as a plain map.
 func (dp *deployer) rewriteIntrinsic(run *stackRun, x map[string]any, path string) (out any, done bool, err error) {
 	if ref, ok := x["Ref"].(string); ok && run.isLocal(ref) {
+		if err := run.notCustom(ref, path); err != nil {
+			return nil, true, err
+		}
 		return run.physical[ref], true, nil
 	}
 	if ga, ok := x["Fn::GetAtt"]; ok {
@@ -229,6 +245,9 @@ func (dp *deployer) rewriteIntrinsic(run *stackRun, x map[string]any, path strin
 			id, attr, _ = strings.Cut(a, ".")
 		}
 		if run.isLocal(id) {
+			if err := run.notCustom(id, path); err != nil {
+				return nil, true, err
+			}
 			s, err := dp.synthAttr(run, id, attr)
 			if err != nil {
 				return nil, true, &ResolveError{Stack: run.name, Path: path, Reason: err.Error()}

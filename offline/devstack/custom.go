@@ -134,7 +134,8 @@ func (s *Stack) createCustomResources(ctx context.Context, cfg *Config, creds aw
 			_ = rt.Close()
 		}
 	}()
-	for _, cr := range d.CustomResources {
+	for i := range d.CustomResources {
+		cr := d.CustomResources[i]
 		fn := d.FunctionByName(cr.ServiceToken)
 		switch {
 		case fn == nil:
@@ -159,8 +160,63 @@ func (s *Stack) createCustomResources(ctx context.Context, cfg *Config, creds aw
 		}
 		cfg.Logger.Info("custom resource created", "resource", cr.LogicalID, "type", cr.Type, "physical_id", made.PhysicalResourceID)
 		s.custom = append(s.custom, made)
+		fillCustomTokens(d, made)
 	}
 	return nil
+}
+
+// fillCustomTokens puts a created custom resource's physical id and data where the deployment
+// holds its Ref and Fn::GetAtt tokens (deploy.CustomToken): the functions' environments, the
+// custom resources still to create, the stacks' outputs and exports.
+func fillCustomTokens(d *deploy.Deployment, made CustomResource) {
+	data := map[string]string{}
+	for k, v := range made.Data {
+		if s, ok := v.(string); ok {
+			data[k] = s
+		} else if b, err := json.Marshal(v); err == nil {
+			data[k] = string(b)
+		}
+	}
+	fill := func(s string) string {
+		return deploy.ReplaceCustomTokens(s, made.Stack, made.LogicalID, made.PhysicalResourceID, data)
+	}
+	for i := range d.Functions {
+		for k, v := range d.Functions[i].Env {
+			d.Functions[i].Env[k] = fill(v)
+		}
+	}
+	for i := range d.CustomResources {
+		d.CustomResources[i].Properties, _ = fillAny(d.CustomResources[i].Properties, fill).(map[string]any)
+	}
+	for i := range d.Stacks {
+		for k, v := range d.Stacks[i].Outputs {
+			d.Stacks[i].Outputs[k] = fill(v)
+		}
+		for k, v := range d.Stacks[i].Exports {
+			d.Stacks[i].Exports[k] = fill(v)
+		}
+	}
+}
+
+// fillAny applies fill to every string in v.
+func fillAny(v any, fill func(string) string) any {
+	switch x := v.(type) {
+	case string:
+		return fill(x)
+	case map[string]any:
+		out := make(map[string]any, len(x))
+		for k, e := range x {
+			out[k] = fillAny(e, fill)
+		}
+		return out
+	case []any:
+		out := make([]any, len(x))
+		for i, e := range x {
+			out[i] = fillAny(e, fill)
+		}
+		return out
+	}
+	return v
 }
 
 // createCustomResource sends one Create request and waits for its answer.

@@ -36,10 +36,11 @@ def handler(event, context):
 // provider gets CloudFormation's Create request with the resource's properties resolved, and its
 // answer is the resource's physical id and data. One whose provider is not a function of the app
 // (an SNS topic) is reported and left out; one whose provider answers FAILED fails the start, as
-// it fails a deployment on AWS.
+// it fails a deployment on AWS. Its Ref and data fill the functions' environments once it is made;
+// a resource the emulator creates cannot take them (refused at deploy, with the reason).
 func TestCustomResourcesAreCreatedOnStart(t *testing.T) {
 	t.Parallel()
-	for _, outcome := range []string{"SUCCESS", "FAILED"} {
+	for _, outcome := range []string{"SUCCESS", "FAILED", "FEEDS_A_QUEUE"} {
 		t.Run(outcome, func(t *testing.T) {
 			t.Parallel()
 			cfg := awstest.Config(t)
@@ -55,6 +56,15 @@ func TestCustomResourcesAreCreatedOnStart(t *testing.T) {
 					"ServiceToken": map[string]any{"Fn::GetAtt": []any{"ProviderFunction", "Arn"}},
 					"Queue":        map[string]any{"Fn::ImportValue": "JobkitState:ExportsOutputRefEchoQueue2E8F3C41A1B2C3D4"}, "Outcome": outcome,
 				}}
+				// A function's environment takes the resource's data and physical id.
+				env := res["EchoFunction8D469E43"].(map[string]any)["Properties"].(map[string]any)["Environment"].(map[string]any)["Variables"].(map[string]any)
+				env["MADE_TYPE"] = map[string]any{"Fn::GetAtt": []any{"Made", "Type"}}
+				env["MADE_ID"] = map[string]any{"Fn::Join": []any{"/", []any{"id", map[string]any{"Ref": "Made"}}}}
+				if outcome == "FEEDS_A_QUEUE" {
+					// A resource the emulator creates cannot wait for a provider's answer.
+					res["Fed"] = map[string]any{"Type": "AWS::SQS::Queue", "Properties": map[string]any{
+						"Tags": []any{map[string]any{"Key": "made", "Value": map[string]any{"Fn::GetAtt": []any{"Made", "Type"}}}}}}
+				}
 				res["ByTopic"] = map[string]any{"Type": "AWS::CloudFormation::CustomResource", "Properties": map[string]any{
 					"ServiceToken": "arn:aws:sns:us-east-1:123456789012:provider-topic",
 				}}
@@ -67,6 +77,12 @@ func TestCustomResourcesAreCreatedOnStart(t *testing.T) {
 				Config: devstack.Config{AWS: cfg, Output: &awstest.SyncBuffer{}, NoScheduler: true},
 				Deploy: deploy.Options{CDKOut: dir, Prefix: awstest.Name(t, "") + "-", ModuleDir: "../..", BuildDir: t.TempDir()},
 			})
+			if outcome == "FEEDS_A_QUEUE" {
+				var re *deploy.ResolveError
+				require.ErrorAs(t, err, &re)
+				assert.Contains(t, re.Reason, "cannot feed a resource the emulator creates offline")
+				return
+			}
 			if outcome == "FAILED" {
 				var cre *devstack.CustomResourceError
 				require.ErrorAs(t, err, &cre)
@@ -81,6 +97,9 @@ func TestCustomResourcesAreCreatedOnStart(t *testing.T) {
 			assert.Equal(t, "Made", made[0].LogicalID)
 			assert.Equal(t, "made-Made", made[0].PhysicalResourceID)
 			assert.Equal(t, "Create", made[0].Data["Type"])
+			fn := r.Deployment.Functions[0]
+			assert.Equal(t, "Create", fn.Env["MADE_TYPE"], "a Fn::GetAtt of the resource's data, filled in when it is created")
+			assert.Equal(t, "id/made-Made", fn.Env["MADE_ID"], "its Ref, inside a Fn::Join")
 			echo := r.Deployment.Queue("EchoQueue2E8F3C41")
 			assert.Equal(t, echo.Name, filepath.Base(made[0].Data["Queue"].(string)), "the import of a queue's URL resolved")
 		})

@@ -107,6 +107,7 @@ func TestPlainAppOnTheOfflineStack(t *testing.T) {
 	greeting := byType["AWS::CloudFormation::CustomResource"]
 	assert.Equal(t, "greeting-offline", greeting.PhysicalResourceID, "the Provider framework's function invoked the onEvent handler and answered with its result")
 	assert.Equal(t, "hello offline", greeting.Data["Greeting"])
+	assert.Equal(t, "greeting-offline", r.Deployment.Stacks[0].Outputs["GreetingRef"], "an output of the resource's Ref, filled in when it is created")
 	made = []devstack.CustomResource{byType["Custom::AWS"]}
 	var got []byte
 	require.Eventually(t, func() bool {
