@@ -525,37 +525,64 @@ func formatNumber(r *big.Rat) string {
 }
 
 // clone copies an item deeply enough that later writes to the copy leave the original alone.
-func clone(item Item) Item {
+func clone(item Item) Item { return copyItem(item, nil) }
+
+// normalized returns a copy of item as DynamoDB stores it: numbers without exponents or trailing
+// zeros.
+func normalized(item Item) Item { return copyItem(item, canonicalNumber) }
+
+// canonicalNumber writes a number as DynamoDB returns it (a number it cannot read, as it is).
+func canonicalNumber(s string) string {
+	r, err := parseNumber(s)
+	if err != nil {
+		return s
+	}
+	return formatNumber(r)
+}
+
+func cloneValue(v value) value { return copyValue(v, nil) }
+
+// copyItem copies item deeply, numbers through num when it is not nil.
+func copyItem(item Item, num func(string) string) Item {
 	if item == nil {
 		return nil
 	}
 	out := make(Item, len(item))
 	for k, v := range item {
-		out[k] = cloneValue(v)
+		out[k] = copyValue(v, num)
 	}
 	return out
 }
 
-func cloneValue(v value) value {
+func copyValue(v value, num func(string) string) value {
+	numbers := func(ns []string) []string {
+		out := slices.Clone(ns)
+		for i := range out {
+			if num != nil {
+				out[i] = num(out[i])
+			}
+		}
+		return out
+	}
 	switch x := v.(type) {
 	case *types.AttributeValueMemberM:
-		return &types.AttributeValueMemberM{Value: clone(x.Value)}
+		return &types.AttributeValueMemberM{Value: copyItem(x.Value, num)}
 	case *types.AttributeValueMemberL:
 		l := make([]value, len(x.Value))
 		for i, e := range x.Value {
-			l[i] = cloneValue(e)
+			l[i] = copyValue(e, num)
 		}
 		return &types.AttributeValueMemberL{Value: l}
 	case *types.AttributeValueMemberS:
 		return &types.AttributeValueMemberS{Value: x.Value}
 	case *types.AttributeValueMemberN:
-		return &types.AttributeValueMemberN{Value: x.Value}
+		return &types.AttributeValueMemberN{Value: numbers([]string{x.Value})[0]}
 	case *types.AttributeValueMemberB:
 		return &types.AttributeValueMemberB{Value: slices.Clone(x.Value)}
 	case *types.AttributeValueMemberSS:
 		return &types.AttributeValueMemberSS{Value: slices.Clone(x.Value)}
 	case *types.AttributeValueMemberNS:
-		return &types.AttributeValueMemberNS{Value: slices.Clone(x.Value)}
+		return &types.AttributeValueMemberNS{Value: numbers(x.Value)}
 	case *types.AttributeValueMemberBS:
 		bs := make([][]byte, len(x.Value))
 		for i, b := range x.Value {
@@ -568,33 +595,4 @@ func cloneValue(v value) value {
 		return &types.AttributeValueMemberNULL{Value: x.Value}
 	}
 	return v
-}
-
-// normalized returns item as DynamoDB stores it: numbers without exponents or trailing zeros.
-func normalized(item Item) Item {
-	out := make(Item, len(item))
-	for k, v := range item {
-		out[k] = normalizedValue(v)
-	}
-	return out
-}
-
-func normalizedValue(v value) value {
-	switch x := v.(type) {
-	case *types.AttributeValueMemberN:
-		if r, err := parseNumber(x.Value); err == nil {
-			return &types.AttributeValueMemberN{Value: formatNumber(r)}
-		}
-	case *types.AttributeValueMemberNS:
-		return &types.AttributeValueMemberNS{Value: setMembers(x)}
-	case *types.AttributeValueMemberM:
-		return &types.AttributeValueMemberM{Value: normalized(x.Value)}
-	case *types.AttributeValueMemberL:
-		l := make([]value, len(x.Value))
-		for i, e := range x.Value {
-			l[i] = normalizedValue(e)
-		}
-		return &types.AttributeValueMemberL{Value: l}
-	}
-	return cloneValue(v)
 }
