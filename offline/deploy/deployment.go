@@ -3,6 +3,7 @@ package deploy
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"strings"
 	"time"
 
@@ -109,7 +110,7 @@ type Function struct {
 // (the caller decides: reserved concurrency, a mapping's maximum concurrency, or a local cap).
 func (f Function) RuntimeFunction(maxInstances int) lambdaruntime.Function {
 	return lambdaruntime.Function{
-		Name: f.Name, Bootstrap: f.Bootstrap, Handler: f.Handler, Env: f.Env, TaskRoot: f.TaskRoot,
+		Name: f.Name, Bootstrap: f.Bootstrap, Handler: f.Handler, Env: maps.Clone(f.Env), TaskRoot: f.TaskRoot,
 		Timeout: f.Timeout, MemoryMB: f.MemoryMB, MaxInstances: maxInstances,
 	}
 }
@@ -195,13 +196,16 @@ type CustomResource struct {
 // properties) gets for a custom resource's Ref (attr "") or Fn::GetAtt: the provider answers only
 // when the stack starts, so devstack puts the answer in its place then (ReplaceCustomTokens).
 func CustomToken(stack, logicalID, attr string) string {
-	return "{{jobkit:custom-resource:" + stack + ":" + logicalID + ":" + attr + "}}"
+	return customTokenPrefix + stack + ":" + logicalID + ":" + attr + "}}"
 }
+
+// customTokenPrefix starts every CustomToken.
+const customTokenPrefix = "{{jobkit:custom-resource:"
 
 // ReplaceCustomTokens returns s with the tokens of custom resource (stack, logicalID) replaced by
 // its physical id (Ref) and data (Fn::GetAtt).
 func ReplaceCustomTokens(s, stack, logicalID, physicalID string, data map[string]string) string {
-	prefix := "{{jobkit:custom-resource:" + stack + ":" + logicalID + ":"
+	prefix := customTokenPrefix + stack + ":" + logicalID + ":"
 	if !strings.Contains(s, prefix) {
 		return s
 	}

@@ -256,6 +256,9 @@ func (dp *deployer) rewriteIntrinsic(run *stackRun, x map[string]any, path strin
 		}
 	}
 	if iv, ok := x["Fn::ImportValue"].(string); ok {
+		if v := dp.exports[dp.o.Prefix+iv]; strings.Contains(v, customTokenPrefix) && !strings.HasPrefix(path, "Outputs.") {
+			return nil, true, &ResolveError{Stack: run.name, Path: path, Reason: "the export " + iv + " holds a custom resource's value, which cannot feed a resource the emulator creates offline: its provider runs when the stack starts"}
+		}
 		return map[string]any{"Fn::ImportValue": dp.o.Prefix + iv}, true, nil
 	}
 	if sub, ok := x["Fn::Sub"]; ok {
@@ -288,6 +291,9 @@ func (dp *deployer) rewriteSub(run *stackRun, sub any, path string) (any, error)
 		id, attr, hasAttr := strings.Cut(name, ".")
 		if !run.isLocal(id) {
 			continue
+		}
+		if err := run.notCustom(id, path); err != nil {
+			return nil, err
 		}
 		val := run.physical[id]
 		if hasAttr {

@@ -8,8 +8,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -55,7 +57,37 @@ type answer struct {
 	Status             string
 	Reason             string
 	PhysicalResourceID string `json:"PhysicalResourceId"`
+	RequestID          string `json:"RequestId"`
+	LogicalResourceID  string `json:"LogicalResourceId"`
+	StackID            string `json:"StackId"`
 	Data               map[string]any
+	unreadable         bool // not a response document: Reason says why
+}
+
+// maxAnswer is the longest response document CloudFormation takes ("Response object is too
+// long": 4,096 bytes).
+const maxAnswer = 4096
+
+// stringified returns v with its numbers and booleans as strings: CloudFormation sends a custom
+// resource's properties so, whatever the template wrote.
+func stringified(v any) any {
+	switch x := v.(type) {
+	case map[string]any:
+		out := make(map[string]any, len(x))
+		for k, e := range x {
+			out[k] = stringified(e)
+		}
+		return out
+	case []any:
+		out := make([]any, len(x))
+		for i, e := range x {
+			out[i] = stringified(e)
+		}
+		return out
+	case float64, int, int64, bool, json.Number:
+		return fmt.Sprint(x)
+	}
+	return v
 }
 
 // answers serves the ResponseURLs: PUT /<request id>.
@@ -87,12 +119,16 @@ func (a *answers) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var ans answer
-	body, err := io.ReadAll(io.LimitReader(r.Body, 1<<20))
-	if err == nil {
+	body, err := io.ReadAll(io.LimitReader(r.Body, maxAnswer+1))
+	switch {
+	case err != nil:
+	case len(body) > maxAnswer:
+		err = fmt.Errorf("Response object is too long (more than %d bytes)", maxAnswer)
+	default:
 		err = json.Unmarshal(body, &ans)
 	}
 	if err != nil {
-		ans = answer{Status: "FAILED", Reason: fmt.Sprintf("the provider's answer is not a response document: %v", err)}
+		ans = answer{Status: "FAILED", Reason: fmt.Sprintf("the provider's answer is not a response document: %v", err), unreadable: true}
 	}
 	select {
 	case ch <- ans:
@@ -134,15 +170,33 @@ func (s *Stack) createCustomResources(ctx context.Context, cfg *Config, creds aw
 			_ = rt.Close()
 		}
 	}()
-	for i := range d.CustomResources {
+	// In dependency order: a resource whose properties hold another's Ref or data (its token)
+	// waits for it, as CloudFormation orders them.
+	done := make([]bool, len(d.CustomResources))
+	for range d.CustomResources {
+		i := nextCustomResource(d.CustomResources, done)
+		if i < 0 {
+			var waiting []string
+			for j, cr := range d.CustomResources {
+				if !done[j] {
+					waiting = append(waiting, cr.LogicalID)
+				}
+			}
+			return fmt.Errorf("devstack: custom resources %s refer to each other in a cycle", strings.Join(waiting, ", "))
+		}
+		done[i] = true
 		cr := d.CustomResources[i]
 		fn := d.FunctionByName(cr.ServiceToken)
+		why := ""
 		switch {
 		case fn == nil:
-			cfg.Logger.Warn("custom resource not created: its provider is not a function of the app", "resource", cr.LogicalID, "type", cr.Type, "service_token", cr.ServiceToken)
-			continue
+			why = "its provider (" + cr.ServiceToken + ") is not a function of the app"
 		case fn.Unrunnable != "":
-			cfg.Logger.Warn("custom resource not created: its provider cannot run here", "resource", cr.LogicalID, "type", cr.Type, "function", fn.Name, "reason", fn.Unrunnable)
+			why = "its provider " + fn.Name + " cannot run here: " + fn.Unrunnable
+		}
+		if why != "" {
+			cfg.Logger.Warn("custom resource not created", "resource", cr.LogicalID, "type", cr.Type, "reason", why)
+			d.Skipped = append(d.Skipped, deploy.Skipped{Stack: cr.Stack, LogicalID: cr.LogicalID, Type: cr.Type, Reason: "not created: " + why})
 			continue
 		}
 		rt := runtimes[fn.Name]
@@ -158,17 +212,59 @@ func (s *Stack) createCustomResources(ctx context.Context, cfg *Config, creds aw
 		if err != nil {
 			return err
 		}
+		if missing := fillCustomTokens(d, made); len(missing) > 0 {
+			return &CustomResourceError{LogicalID: cr.LogicalID, Type: cr.Type,
+				Reason: "its provider's data has no attribute " + strings.Join(missing, ", ") + ", which the stack reads (Fn::GetAtt)"}
+		}
 		cfg.Logger.Info("custom resource created", "resource", cr.LogicalID, "type", cr.Type, "physical_id", made.PhysicalResourceID)
 		s.custom = append(s.custom, made)
-		fillCustomTokens(d, made)
+	}
+	for _, fn := range d.Functions {
+		for k, v := range fn.Env {
+			if strings.Contains(v, customTokenPrefix) {
+				cfg.Logger.Warn("a function's environment names a custom resource that was not created", "function", fn.Name, "variable", k, "value", v)
+			}
+		}
 	}
 	return nil
 }
 
+// customTokenPrefix starts every custom resource token (deploy.CustomToken).
+const customTokenPrefix = "{{jobkit:custom-resource:"
+
+// tokenPrefix starts the tokens of one custom resource: its Ref's and its attributes'.
+func tokenPrefix(stack, logicalID string) string {
+	t := deploy.CustomToken(stack, logicalID, "")
+	return strings.TrimSuffix(t, "}}")
+}
+
+// nextCustomResource returns the first resource not done whose properties name no resource that
+// is not done, or -1.
+func nextCustomResource(crs []deploy.CustomResource, done []bool) int {
+	for i, cr := range crs {
+		if done[i] {
+			continue
+		}
+		props, _ := json.Marshal(cr.Properties)
+		waits := false
+		for j, other := range crs {
+			if j != i && !done[j] && strings.Contains(string(props), tokenPrefix(other.Stack, other.LogicalID)) {
+				waits = true
+				break
+			}
+		}
+		if !waits {
+			return i
+		}
+	}
+	return -1
+}
+
 // fillCustomTokens puts a created custom resource's physical id and data where the deployment
 // holds its Ref and Fn::GetAtt tokens (deploy.CustomToken): the functions' environments, the
-// custom resources still to create, the stacks' outputs and exports.
-func fillCustomTokens(d *deploy.Deployment, made CustomResource) {
+// custom resources still to create, the stacks' outputs and exports. It returns the attributes
+// read that its data lacks (CloudFormation fails the stack then).
+func fillCustomTokens(d *deploy.Deployment, made CustomResource) []string {
 	data := map[string]string{}
 	for k, v := range made.Data {
 		if s, ok := v.(string); ok {
@@ -177,13 +273,29 @@ func fillCustomTokens(d *deploy.Deployment, made CustomResource) {
 			data[k] = string(b)
 		}
 	}
+	own := tokenPrefix(made.Stack, made.LogicalID)
+	var missing []string
 	fill := func(s string) string {
-		return deploy.ReplaceCustomTokens(s, made.Stack, made.LogicalID, made.PhysicalResourceID, data)
+		s = deploy.ReplaceCustomTokens(s, made.Stack, made.LogicalID, made.PhysicalResourceID, data)
+		for rest := s; ; {
+			i := strings.Index(rest, own)
+			if i < 0 {
+				break
+			}
+			attr, _, _ := strings.Cut(rest[i+len(own):], "}}")
+			if !slices.Contains(missing, attr) {
+				missing = append(missing, attr)
+			}
+			rest = rest[i+len(own):]
+		}
+		return s
 	}
 	for i := range d.Functions {
-		for k, v := range d.Functions[i].Env {
-			d.Functions[i].Env[k] = fill(v)
+		env := maps.Clone(d.Functions[i].Env) // a new map: runtimes made before hold the old one
+		for k, v := range env {
+			env[k] = fill(v)
 		}
+		d.Functions[i].Env = env
 	}
 	for i := range d.CustomResources {
 		d.CustomResources[i].Properties, _ = fillAny(d.CustomResources[i].Properties, fill).(map[string]any)
@@ -196,6 +308,7 @@ func fillCustomTokens(d *deploy.Deployment, made CustomResource) {
 			d.Stacks[i].Exports[k] = fill(v)
 		}
 	}
+	return missing
 }
 
 // fillAny applies fill to every string in v.
@@ -223,11 +336,14 @@ func fillAny(v any, fill func(string) string) any {
 func (s *Stack) createCustomResource(ctx context.Context, srv *answers, rt *lambdaruntime.Runtime, cr deploy.CustomResource) (CustomResource, error) {
 	var b [16]byte
 	_, _ = rand.Read(b[:])
-	requestID := hex.EncodeToString(b[:])
+	b[6], b[8] = b[6]&0x0f|0x40, b[8]&0x3f|0x80 // a version 4 UUID, as CloudFormation's request ids
+	h := hex.EncodeToString(b[:])
+	requestID := h[:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:]
 	url, got := srv.expect(requestID)
 	event, err := json.Marshal(map[string]any{
 		"RequestType": "Create", "ServiceToken": cr.ServiceToken, "ResponseURL": url, "StackId": cr.StackID,
-		"RequestId": requestID, "LogicalResourceId": cr.LogicalID, "ResourceType": cr.Type, "ResourceProperties": cr.Properties,
+		"RequestId": requestID, "LogicalResourceId": cr.LogicalID, "ResourceType": cr.Type,
+		"ResourceProperties": stringified(cr.Properties),
 	})
 	if err != nil {
 		return CustomResource{}, fmt.Errorf("devstack: custom resource %s: %w", cr.LogicalID, err)
@@ -249,6 +365,9 @@ func (s *Stack) createCustomResource(ctx context.Context, srv *answers, rt *lamb
 			why = fmt.Sprintf("its provider failed without answering: %v", err)
 		}
 		return fail(why)
+	}
+	if !ans.unreadable && (ans.RequestID != requestID || ans.LogicalResourceID != cr.LogicalID || ans.StackID != cr.StackID) {
+		return fail(fmt.Sprintf("its provider's answer is for another request (RequestId %q, LogicalResourceId %q, StackId %q)", ans.RequestID, ans.LogicalResourceID, ans.StackID))
 	}
 	if ans.Status != "SUCCESS" {
 		reason := cmp.Or(ans.Reason, "its provider answered "+cmp.Or(ans.Status, "no status"))

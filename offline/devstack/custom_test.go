@@ -27,7 +27,7 @@ def handler(event, context):
     body = {"Status": "SUCCESS" if ok else "FAILED", "Reason": "" if ok else "the provider was told to fail",
             "PhysicalResourceId": "made-" + event["LogicalResourceId"], "StackId": event["StackId"],
             "RequestId": event["RequestId"], "LogicalResourceId": event["LogicalResourceId"],
-            "Data": {"Queue": props.get("Queue", ""), "Type": event["RequestType"]}}
+            "Data": {"Queue": props.get("Queue", ""), "Type": event["RequestType"], "Other": props.get("Other", ""), "Count": props.get("Count", "")}}
     req = urllib.request.Request(event["ResponseURL"], data=json.dumps(body).encode(), method="PUT", headers={"content-type": ""})
     urllib.request.urlopen(req).read()
 `
@@ -65,6 +65,11 @@ func TestCustomResourcesAreCreatedOnStart(t *testing.T) {
 					res["Fed"] = map[string]any{"Type": "AWS::SQS::Queue", "Properties": map[string]any{
 						"Tags": []any{map[string]any{"Key": "made", "Value": map[string]any{"Fn::GetAtt": []any{"Made", "Type"}}}}}}
 				}
+				// Created after Made, whose Ref it holds (the names sort the other way).
+				res["Before"] = map[string]any{"Type": "Custom::Made", "Properties": map[string]any{
+					"ServiceToken": map[string]any{"Fn::GetAtt": []any{"ProviderFunction", "Arn"}},
+					"Other":        map[string]any{"Fn::Sub": "after-${Made}"}, "Count": 5,
+				}}
 				res["ByTopic"] = map[string]any{"Type": "AWS::CloudFormation::CustomResource", "Properties": map[string]any{
 					"ServiceToken": "arn:aws:sns:us-east-1:123456789012:provider-topic",
 				}}
@@ -93,8 +98,11 @@ func TestCustomResourcesAreCreatedOnStart(t *testing.T) {
 			require.NoError(t, err)
 			t.Cleanup(func() { _ = r.Down(context.Background()) })
 			made := r.Stack.CustomResources()
-			require.Len(t, made, 1, "the resource whose provider is an SNS topic is left out")
+			require.Len(t, made, 2, "the resource whose provider is an SNS topic is left out")
 			assert.Equal(t, "Made", made[0].LogicalID)
+			assert.Equal(t, "Before", made[1].LogicalID, "in dependency order")
+			assert.Equal(t, "after-made-Made", made[1].Data["Other"], "its property holds the other's Ref")
+			assert.Equal(t, "5", made[1].Data["Count"], "numbers are sent as strings, as CloudFormation sends them")
 			assert.Equal(t, "made-Made", made[0].PhysicalResourceID)
 			assert.Equal(t, "Create", made[0].Data["Type"])
 			fn := r.Deployment.Functions[0]

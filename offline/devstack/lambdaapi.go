@@ -1,8 +1,10 @@
 package devstack
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -32,6 +34,13 @@ const envLambdaEndpoint = "AWS_ENDPOINT_URL_LAMBDA"
 // when it reserves no concurrency.
 const maxInvokeInstances = 10
 
+// Invoke's payload limits (the Lambda quotas page): 6 MB for a synchronous invocation, 1 MB for an
+// asynchronous one.
+const (
+	maxSyncPayload  = 6 * 1024 * 1024
+	maxAsyncPayload = 1024 * 1024
+)
+
 // lambdaAPI serves Invoke.
 type lambdaAPI struct {
 	ln    net.Listener
@@ -41,9 +50,10 @@ type lambdaAPI struct {
 	start func(fn deploy.Function) (*lambdaruntime.Runtime, error) // a runtime for fn, made once
 
 	mu       sync.Mutex
+	closed   bool
 	runtimes map[string]*lambdaruntime.Runtime // by function name: the stack's, and those made here
-	own      []*lambdaruntime.Runtime          // made here, closed by close
-	async    sync.WaitGroup
+	own      map[string]*lambdaruntime.Runtime // made here, closed by close
+	async    sync.WaitGroup                    // Event invocations
 }
 
 func newLambdaAPI(d *deploy.Deployment, start func(deploy.Function) (*lambdaruntime.Runtime, error)) (*lambdaAPI, error) {
@@ -51,23 +61,33 @@ func newLambdaAPI(d *deploy.Deployment, start func(deploy.Function) (*lambdarunt
 	if err != nil {
 		return nil, fmt.Errorf("devstack: Lambda API: %w", err)
 	}
-	a := &lambdaAPI{ln: ln, url: "http://" + ln.Addr().String(), d: d, start: start, runtimes: map[string]*lambdaruntime.Runtime{}}
+	a := &lambdaAPI{ln: ln, url: "http://" + ln.Addr().String(), d: d, start: start,
+		runtimes: map[string]*lambdaruntime.Runtime{}, own: map[string]*lambdaruntime.Runtime{}}
 	a.srv = &http.Server{Handler: a, ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = a.srv.Serve(ln) }()
 	return a, nil
 }
 
 // use makes rt the runtime Invoke runs function name in (the stack's own, shared with its event
-// sources).
+// sources); one made here before (a custom resource's provider invoked it) is closed.
 func (a *lambdaAPI) use(name string, rt *lambdaruntime.Runtime) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	if old := a.own[name]; old != nil {
+		_ = old.Close()
+		delete(a.own, name)
+	}
 	a.runtimes[name] = rt
 }
+
+var errClosed = errors.New("the stack is stopping")
 
 func (a *lambdaAPI) runtime(fn deploy.Function) (*lambdaruntime.Runtime, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	if a.closed {
+		return nil, errClosed
+	}
 	if rt := a.runtimes[fn.Name]; rt != nil {
 		return rt, nil
 	}
@@ -76,15 +96,34 @@ func (a *lambdaAPI) runtime(fn deploy.Function) (*lambdaruntime.Runtime, error) 
 		return nil, err
 	}
 	a.runtimes[fn.Name] = rt
-	a.own = append(a.own, rt)
+	a.own[fn.Name] = rt
 	return rt, nil
+}
+
+// goAsync runs an Event invocation in the background, unless the API is closing.
+func (a *lambdaAPI) goAsync(f func()) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.closed {
+		return false
+	}
+	a.async.Add(1)
+	go func() {
+		defer a.async.Done()
+		f()
+	}()
+	return true
 }
 
 func apiError(w http.ResponseWriter, status int, typ, msg string) {
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("X-Amzn-ErrorType", typ)
 	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(map[string]string{"Type": "User", "message": msg})
+	kind := "User"
+	if status >= 500 {
+		kind = "Server"
+	}
+	_ = json.NewEncoder(w).Encode(map[string]string{"Type": kind, "message": msg})
 }
 
 func (a *lambdaAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -99,45 +138,67 @@ func (a *lambdaAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		apiError(w, http.StatusBadRequest, "InvalidParameterValueException", err.Error())
 		return
 	}
+	// The offline stack has one version of each function: $LATEST, by name, ARN or qualifier.
+	name = strings.TrimSuffix(name, ":$LATEST")
+	if q := r.URL.Query().Get("Qualifier"); q != "" && q != "$LATEST" {
+		apiError(w, http.StatusNotFound, "ResourceNotFoundException", "Function not found: "+name+":"+q+" (offline, functions have $LATEST only)")
+		return
+	}
 	fn := a.d.FunctionByName(name)
 	if fn == nil {
 		apiError(w, http.StatusNotFound, "ResourceNotFoundException", "Function not found: "+name)
+		return
+	}
+	typ := cmp.Or(r.Header.Get("X-Amz-Invocation-Type"), "RequestResponse")
+	limit := maxSyncPayload
+	switch typ {
+	case "RequestResponse", "DryRun":
+	case "Event":
+		limit = maxAsyncPayload
+	default:
+		apiError(w, http.StatusBadRequest, "InvalidParameterValueException", "X-Amz-Invocation-Type must be RequestResponse, Event or DryRun, not "+typ)
+		return
+	}
+	payload, err := io.ReadAll(io.LimitReader(r.Body, int64(limit)+1))
+	switch {
+	case err != nil:
+		apiError(w, http.StatusBadRequest, "InvalidRequestContentException", err.Error())
+		return
+	case len(payload) > limit:
+		apiError(w, http.StatusRequestEntityTooLarge, "RequestTooLargeException", fmt.Sprintf("Request must be smaller than %d bytes for the %s invocation type", limit, typ))
+		return
+	case len(payload) == 0:
+		payload = []byte("{}")
+	case !json.Valid(payload):
+		apiError(w, http.StatusBadRequest, "InvalidRequestContentException", "Could not parse request body into json")
 		return
 	}
 	if fn.Unrunnable != "" {
 		apiError(w, http.StatusBadGateway, "ServiceException", "function "+fn.Name+" cannot run offline: "+fn.Unrunnable)
 		return
 	}
-	payload, err := io.ReadAll(io.LimitReader(r.Body, 6<<20))
-	if err != nil {
-		apiError(w, http.StatusBadRequest, "InvalidRequestContentException", err.Error())
+	w.Header().Set("X-Amz-Executed-Version", "$LATEST")
+	if typ == "DryRun" {
+		w.WriteHeader(http.StatusNoContent)
 		return
-	}
-	if len(payload) == 0 {
-		payload = []byte("{}")
 	}
 	rt, err := a.runtime(*fn)
 	if err != nil {
-		apiError(w, http.StatusInternalServerError, "ServiceException", err.Error())
+		apiError(w, http.StatusServiceUnavailable, "ServiceException", err.Error())
 		return
 	}
-	w.Header().Set("X-Amz-Executed-Version", "$LATEST")
-	switch r.Header.Get("X-Amz-Invocation-Type") {
-	case "DryRun":
-		w.WriteHeader(http.StatusNoContent)
-		return
-	case "Event":
-		a.async.Add(1)
-		go func() {
-			defer a.async.Done()
-			_, _ = rt.Invoke(context.Background(), payload)
-		}()
+	if typ == "Event" {
+		// No retries and no destinations offline: an Event invocation runs once.
+		if !a.goAsync(func() { _, _ = rt.Invoke(context.Background(), payload) }) {
+			apiError(w, http.StatusServiceUnavailable, "ServiceException", errClosed.Error())
+			return
+		}
 		w.WriteHeader(http.StatusAccepted)
 		return
 	}
 	res, err := rt.Invoke(r.Context(), payload)
 	if err != nil {
-		apiError(w, http.StatusInternalServerError, "ServiceException", err.Error())
+		apiError(w, http.StatusServiceUnavailable, "ServiceException", err.Error())
 		return
 	}
 	w.Header().Set("Content-Type", "application/json")
@@ -150,18 +211,22 @@ func (a *lambdaAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	_, _ = w.Write(body)
 }
 
-// close stops the server, waits for the Event invocations, and closes the runtimes made here.
+// close stops the server, closes the runtimes made here (their Event invocations end with them;
+// the stack closes its own before) and waits for the Event invocations.
 func (a *lambdaAPI) close() error {
-	_ = a.srv.Close()
-	a.async.Wait()
 	a.mu.Lock()
-	defer a.mu.Unlock()
+	a.closed = true
+	own := a.own
+	a.own = map[string]*lambdaruntime.Runtime{}
+	a.mu.Unlock()
+	_ = a.srv.Close()
 	var first error
-	for _, rt := range a.own {
+	for _, rt := range own {
 		if err := rt.Close(); err != nil && first == nil {
 			first = err
 		}
 	}
+	a.async.Wait()
 	return first
 }
 

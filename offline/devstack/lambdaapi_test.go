@@ -95,4 +95,17 @@ func TestInvokeThroughTheLambdaAPI(t *testing.T) {
 	_, err = client.Invoke(ctx, &lambda.InvokeInput{FunctionName: aws.String("no-such-function")})
 	var notFound *lambdatypes.ResourceNotFoundException
 	assert.True(t, errors.As(err, &notFound), "%v", err)
+
+	_, err = client.Invoke(ctx, &lambda.InvokeInput{FunctionName: aws.String(fn.Name), Payload: []byte(`not json`)})
+	var badContent *lambdatypes.InvalidRequestContentException
+	assert.True(t, errors.As(err, &badContent), "a payload that is not JSON: %v", err)
+
+	big := make([]byte, 1024*1024+10)
+	for i := range big {
+		big[i] = ' '
+	}
+	big[0], big[1] = '{', '}'
+	_, err = client.Invoke(ctx, &lambda.InvokeInput{FunctionName: aws.String(fn.Name), InvocationType: lambdatypes.InvocationTypeEvent, Payload: big})
+	var tooLarge *lambdatypes.RequestTooLargeException
+	assert.True(t, errors.As(err, &tooLarge), "an Event payload over 1 MB: %v", err)
 }

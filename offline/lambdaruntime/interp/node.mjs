@@ -7,6 +7,7 @@
 import { existsSync } from 'node:fs';
 import http from 'node:http';
 import https from 'node:https';
+import { syncBuiltinESMExports } from 'node:module';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 
@@ -15,32 +16,49 @@ const api = `http://${process.env.AWS_LAMBDA_RUNTIME_API}/2018-06-01/runtime`;
 // Requests for AWS's hosts. Offline, the SDK calls the emulator (AWS_ENDPOINT_URL), but some
 // requests name AWS's host themselves: the SDK for JavaScript sends to a queue URL's host, and the
 // emulator's CloudFormation gives queue URLs on SQS's public host. Such a request goes to the
-// emulator, its Host header the emulator's.
+// emulator, its Host header the emulator's (a virtual-hosted S3 bucket moves into the path).
 //
 // A custom resource's answer. On AWS its ResponseURL is a presigned S3 URL, and CDK's providers
-// PUT to it with https.request({ hostname, path }), the URL's port dropped. Offline the answer is
-// served on this machine, on the port devstack gives (JOBKIT_CFN_RESPONSE_PORT): such a request
-// for 127.0.0.1 without a port goes there, in plain HTTP.
+// PUT to it with https.request({ hostname, path }), the URL's port dropped (or port 443). Offline
+// the answer is served on this machine, on the port devstack gives (JOBKIT_CFN_RESPONSE_PORT):
+// such a request for 127.0.0.1 goes there, in plain HTTP.
+//
+// https.request and https.get are both patched, and the ES module exports synced, so that
+// `import { request } from 'node:https'` sees the patch too.
 const endpoint = process.env.AWS_ENDPOINT_URL ? new URL(process.env.AWS_ENDPOINT_URL) : null;
 const awsHost = /\.amazonaws\.com(\.cn)?$|\.api\.aws$/;
+const s3VirtualHost = /^(.+)\.s3[.-]/;
 const responsePort = Number(process.env.JOBKIT_CFN_RESPONSE_PORT);
+
+function redirected(options) {
+  if (!options || typeof options !== 'object' || options instanceof URL) return null;
+  const host = options.hostname ?? options.host ?? ''; // the SDK's handler sets host
+  if (responsePort && (host === '127.0.0.1' || host === 'localhost') && (!options.port || Number(options.port) === 443)) {
+    return [http, { ...options, protocol: 'http:', host: undefined, hostname: '127.0.0.1', port: responsePort, agent: undefined }];
+  }
+  if (endpoint && awsHost.test(host)) {
+    let path = options.path ?? '/';
+    const bucket = s3VirtualHost.exec(host);
+    if (bucket) path = '/' + bucket[1] + (path.startsWith('/') ? path : '/' + path);
+    return [endpoint.protocol === 'http:' ? http : https, {
+      ...options, protocol: endpoint.protocol, host: undefined, hostname: endpoint.hostname, port: endpoint.port || undefined,
+      path, agent: undefined, headers: { ...options.headers, host: endpoint.host },
+    }];
+  }
+  return null;
+}
+
 const httpsRequest = https.request;
 https.request = function (options, ...rest) {
-  if (options && typeof options === 'object' && !(options instanceof URL)) {
-    const host = options.hostname ?? options.host ?? ''; // the SDK's handler sets host
-    if (responsePort && host === '127.0.0.1' && !options.port) {
-      return http.request({ ...options, port: responsePort, agent: undefined }, ...rest);
-    }
-    if (endpoint && awsHost.test(host)) {
-      const to = endpoint.protocol === 'http:' ? http : https;
-      return to.request({
-        ...options, protocol: endpoint.protocol, host: undefined, hostname: endpoint.hostname, port: endpoint.port || undefined,
-        agent: undefined, headers: { ...options.headers, host: endpoint.host },
-      }, ...rest);
-    }
-  }
-  return httpsRequest.call(this, options, ...rest);
+  const to = redirected(options);
+  return to ? to[0].request(to[1], ...rest) : httpsRequest.call(this, options, ...rest);
 };
+https.get = function (...args) {
+  const req = https.request(...args);
+  req.end();
+  return req;
+};
+syncBuiltinESMExports();
 
 function errorBody(err) {
   return JSON.stringify({
