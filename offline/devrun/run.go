@@ -174,6 +174,11 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if ctx.Err() != nil {
 		cfg.Note("dev: stopping (jobs in flight finish first)")
 	}
+	if !cfg.Keep {
+		if err := running.Stack.DeleteCustomResources(bg); err != nil {
+			cfg.Note("dev: " + err.Error())
+		}
+	}
 	if err := running.Stack.Stop(); err != nil {
 		cfg.Note("dev: stop: " + err.Error())
 	}

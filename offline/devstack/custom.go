@@ -6,6 +6,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"maps"
@@ -40,16 +41,24 @@ type CustomResource struct {
 	deploy.CustomResource
 	PhysicalResourceID string         `json:"physical_resource_id"`
 	Data               map[string]any `json:"data,omitempty"`
+	provider           string         // its provider function's name
 }
 
-// CustomResourceError is a custom resource whose provider failed it (or never answered): on AWS
-// the deployment fails and rolls back.
+// CustomResourceError is a custom resource whose provider failed a request (or never answered):
+// on AWS a failed Create fails the deployment and rolls it back, a failed Delete the stack's
+// deletion.
 type CustomResourceError struct {
 	LogicalID, Type, Reason string
+	// Request is the request that failed: Create (also when empty) or Delete.
+	Request string
 }
 
 func (e *CustomResourceError) Error() string {
-	return fmt.Sprintf("devstack: custom resource %s (%s) failed: %s", e.LogicalID, e.Type, e.Reason)
+	what := "failed"
+	if e.Request == "Delete" {
+		what = "failed its Delete"
+	}
+	return fmt.Sprintf("devstack: custom resource %s (%s) %s: %s", e.LogicalID, e.Type, what, e.Reason)
 }
 
 // answer is a provider's response document.
@@ -161,15 +170,12 @@ func (s *Stack) createCustomResources(ctx context.Context, cfg *Config, creds aw
 	if err != nil {
 		return err
 	}
-	defer srv.close()
+	// The server and the providers' runtimes stay for DeleteCustomResources; Stop closes them.
+	s.customSrv = srv
 	opts := s.runtimeOptions(cfg, creds)
 	opts.ExtraEnv[envResponsePort] = strconv.Itoa(srv.port)
 	runtimes := map[string]*lambdaruntime.Runtime{}
-	defer func() {
-		for _, rt := range runtimes {
-			_ = rt.Close()
-		}
-	}()
+	s.customRuntimes = runtimes
 	// In dependency order: a resource whose properties hold another's Ref or data (its token)
 	// waits for it, as CloudFormation orders them.
 	done := make([]bool, len(d.CustomResources))
@@ -208,10 +214,11 @@ func (s *Stack) createCustomResources(ctx context.Context, cfg *Config, creds aw
 			}
 			runtimes[fn.Name] = rt
 		}
-		made, err := s.createCustomResource(ctx, srv, rt, cr)
+		ans, err := s.customRequest(ctx, srv, rt, cr, "Create", "")
 		if err != nil {
 			return err
 		}
+		made := CustomResource{CustomResource: cr, PhysicalResourceID: ans.PhysicalResourceID, Data: ans.Data, provider: fn.Name}
 		if missing := fillCustomTokens(d, made); len(missing) > 0 {
 			return &CustomResourceError{LogicalID: cr.LogicalID, Type: cr.Type,
 				Reason: "its provider's data has no attribute " + strings.Join(missing, ", ") + ", which the stack reads (Fn::GetAtt)"}
@@ -332,24 +339,29 @@ func fillAny(v any, fill func(string) string) any {
 	return v
 }
 
-// createCustomResource sends one Create request and waits for its answer.
-func (s *Stack) createCustomResource(ctx context.Context, srv *answers, rt *lambdaruntime.Runtime, cr deploy.CustomResource) (CustomResource, error) {
+// customRequest sends one request (Create, or Delete with the resource's physical id) and waits
+// for its SUCCESS answer.
+func (s *Stack) customRequest(ctx context.Context, srv *answers, rt *lambdaruntime.Runtime, cr deploy.CustomResource, requestType, physicalID string) (answer, error) {
 	var b [16]byte
 	_, _ = rand.Read(b[:])
 	b[6], b[8] = b[6]&0x0f|0x40, b[8]&0x3f|0x80 // a version 4 UUID, as CloudFormation's request ids
 	h := hex.EncodeToString(b[:])
 	requestID := h[:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:]
 	url, got := srv.expect(requestID)
-	event, err := json.Marshal(map[string]any{
-		"RequestType": "Create", "ServiceToken": cr.ServiceToken, "ResponseURL": url, "StackId": cr.StackID,
+	request := map[string]any{
+		"RequestType": requestType, "ServiceToken": cr.ServiceToken, "ResponseURL": url, "StackId": cr.StackID,
 		"RequestId": requestID, "LogicalResourceId": cr.LogicalID, "ResourceType": cr.Type,
 		"ResourceProperties": stringified(cr.Properties),
-	})
-	if err != nil {
-		return CustomResource{}, fmt.Errorf("devstack: custom resource %s: %w", cr.LogicalID, err)
 	}
-	fail := func(reason string) (CustomResource, error) {
-		return CustomResource{}, &CustomResourceError{LogicalID: cr.LogicalID, Type: cr.Type, Reason: reason}
+	if physicalID != "" {
+		request["PhysicalResourceId"] = physicalID
+	}
+	event, err := json.Marshal(request)
+	if err != nil {
+		return answer{}, fmt.Errorf("devstack: custom resource %s: %w", cr.LogicalID, err)
+	}
+	fail := func(reason string) (answer, error) {
+		return answer{}, &CustomResourceError{LogicalID: cr.LogicalID, Type: cr.Type, Request: requestType, Reason: reason}
 	}
 	res, err := rt.Invoke(ctx, event)
 	if err != nil {
@@ -379,7 +391,41 @@ func (s *Stack) createCustomResource(ctx context.Context, srv *answers, rt *lamb
 	if ans.PhysicalResourceID == "" {
 		return fail("its provider answered without a PhysicalResourceId")
 	}
-	return CustomResource{CustomResource: cr, PhysicalResourceID: ans.PhysicalResourceID, Data: ans.Data}, nil
+	return ans, nil
+}
+
+// DeleteCustomResources sends the Delete request of every custom resource the stack created, in
+// the reverse of their creation order, as CloudFormation does when a stack is deleted (Running.Down
+// calls it before Stop). A provider that fails its Delete is reported in the error; the others
+// still get theirs. Each resource gets its Delete once.
+func (s *Stack) DeleteCustomResources(ctx context.Context) error {
+	var errs []error
+	for i := len(s.custom) - 1; i >= 0; i-- {
+		cr := s.custom[i]
+		rt := s.customRuntimes[cr.provider]
+		if rt == nil || s.customSrv == nil {
+			continue
+		}
+		if _, err := s.customRequest(ctx, s.customSrv, rt, cr.CustomResource, "Delete", cr.PhysicalResourceID); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		s.log.Info("custom resource deleted", "resource", cr.LogicalID, "type", cr.Type, "physical_id", cr.PhysicalResourceID)
+	}
+	s.custom = nil
+	return errors.Join(errs...)
+}
+
+// closeCustom closes the custom resources' server and their providers' runtimes.
+func (s *Stack) closeCustom() {
+	for _, rt := range s.customRuntimes {
+		_ = rt.Close()
+	}
+	s.customRuntimes = nil
+	if s.customSrv != nil {
+		s.customSrv.close()
+		s.customSrv = nil
+	}
 }
 
 // CustomResources returns the custom resources the stack created, with their providers' answers.

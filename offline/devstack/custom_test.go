@@ -19,13 +19,16 @@ import (
 // CloudFormation at the ResponseURL with urllib (the URL as it is, port included), SUCCESS with a
 // physical id and data made of its properties (a queue's URL among them), or FAILED when its
 // properties ask it to.
-const pythonProvider = `import json, urllib.request
+const pythonProvider = `import json, os, urllib.request
 
 def handler(event, context):
     props = event["ResourceProperties"]
+    if event["RequestType"] == "Delete":
+        with open(os.path.join(os.environ["OUT_DIR"], "deletes"), "a") as f:
+            f.write(event["PhysicalResourceId"] + "\n")
     ok = props.get("Outcome") != "FAILED"
     body = {"Status": "SUCCESS" if ok else "FAILED", "Reason": "" if ok else "the provider was told to fail",
-            "PhysicalResourceId": "made-" + event["LogicalResourceId"], "StackId": event["StackId"],
+            "PhysicalResourceId": event.get("PhysicalResourceId", "made-" + event["LogicalResourceId"]), "StackId": event["StackId"],
             "RequestId": event["RequestId"], "LogicalResourceId": event["LogicalResourceId"],
             "Data": {"Queue": props.get("Queue", ""), "Type": event["RequestType"], "Other": props.get("Other", ""), "Count": props.get("Count", "")}}
     req = urllib.request.Request(event["ResponseURL"], data=json.dumps(body).encode(), method="PUT", headers={"content-type": ""})
@@ -37,7 +40,8 @@ def handler(event, context):
 // answer is the resource's physical id and data. One whose provider is not a function of the app
 // (an SNS topic) is reported and left out; one whose provider answers FAILED fails the start, as
 // it fails a deployment on AWS. Its Ref and data fill the functions' environments once it is made;
-// a resource the emulator creates cannot take them (refused at deploy, with the reason).
+// a resource the emulator creates cannot take them (refused at deploy, with the reason). Down sends
+// each its Delete request.
 func TestCustomResourcesAreCreatedOnStart(t *testing.T) {
 	t.Parallel()
 	for _, outcome := range []string{"SUCCESS", "FAILED", "FEEDS_A_QUEUE"} {
@@ -45,12 +49,13 @@ func TestCustomResourcesAreCreatedOnStart(t *testing.T) {
 			t.Parallel()
 			cfg := awstest.Config(t)
 			ctx := context.Background()
+			out := t.TempDir()
 			dir := fixtureWith(t, time.Now().Add(time.Hour), func(res map[string]any) {
 				res["ProviderFunction"] = map[string]any{
 					"Type":     "AWS::Lambda::Function",
 					"Metadata": map[string]any{"aws:asset:path": "asset.provider"},
 					"Properties": map[string]any{"Runtime": "python3.12", "Handler": "app.handler", "Timeout": 10,
-						"Code": map[string]any{"S3Bucket": "assets", "S3Key": "provider.zip"}},
+						"Code": map[string]any{"S3Bucket": "assets", "S3Key": "provider.zip"}, "Environment": map[string]any{"Variables": map[string]any{"OUT_DIR": out}}},
 				}
 				res["Made"] = map[string]any{"Type": "Custom::Made", "Properties": map[string]any{
 					"ServiceToken": map[string]any{"Fn::GetAtt": []any{"ProviderFunction", "Arn"}},
@@ -96,7 +101,12 @@ func TestCustomResourcesAreCreatedOnStart(t *testing.T) {
 				return
 			}
 			require.NoError(t, err)
-			t.Cleanup(func() { _ = r.Down(context.Background()) })
+			down := false
+			t.Cleanup(func() {
+				if !down {
+					_ = r.Down(context.Background())
+				}
+			})
 			made := r.Stack.CustomResources()
 			require.Len(t, made, 2, "the resource whose provider is an SNS topic is left out")
 			assert.Equal(t, "Made", made[0].LogicalID)
@@ -110,6 +120,14 @@ func TestCustomResourcesAreCreatedOnStart(t *testing.T) {
 			assert.Equal(t, "id/made-Made", fn.Env["MADE_ID"], "its Ref, inside a Fn::Join")
 			echo := r.Deployment.Queue("EchoQueue2E8F3C41")
 			assert.Equal(t, echo.Name, filepath.Base(made[0].Data["Queue"].(string)), "the import of a queue's URL resolved")
+
+			// Down deletes them as a stack's deletion does: a Delete request each, with its
+			// physical id, in the reverse of their creation order.
+			down = true
+			require.NoError(t, r.Down(ctx))
+			deletes, err := os.ReadFile(filepath.Join(out, "deletes"))
+			require.NoError(t, err)
+			assert.Equal(t, "made-Before\nmade-Made\n", string(deletes))
 		})
 	}
 }

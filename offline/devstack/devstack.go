@@ -100,6 +100,9 @@ type Stack struct {
 	custom []CustomResource
 	// lambda serves the Lambda API's Invoke to the functions (lambdaapi.go).
 	lambda *lambdaAPI
+	// customSrv and customRuntimes serve the custom resources' requests (custom.go).
+	customSrv      *answers
+	customRuntimes map[string]*lambdaruntime.Runtime
 }
 
 type poller struct {
@@ -136,6 +139,7 @@ func Start(ctx context.Context, cfg Config) (*Stack, error) {
 		for _, rt := range s.runtimes {
 			_ = rt.Close()
 		}
+		s.closeCustom()
 		if s.lambda != nil {
 			_ = s.lambda.close()
 		}
@@ -390,6 +394,7 @@ func (s *Stack) Stop() error {
 				errs = append(errs, fmt.Errorf("function %s: %w", name, err))
 			}
 		}
+		s.closeCustom()
 		if err := s.lambda.close(); err != nil {
 			errs = append(errs, fmt.Errorf("functions run by Invoke: %w", err))
 		}

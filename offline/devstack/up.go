@@ -73,6 +73,9 @@ func Up(ctx context.Context, cfg UpConfig) (*Running, error) {
 func (r *Running) Down(ctx context.Context) error {
 	var errs []error
 	if r.Stack != nil {
+		// As a stack's deletion does: the custom resources' Delete requests, while the
+		// functions still run.
+		errs = append(errs, r.Stack.DeleteCustomResources(ctx))
 		errs = append(errs, r.Stack.Stop())
 	}
 	if r.Deployment != nil {
