@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -20,6 +21,7 @@ import (
 	awsscheduler "github.com/aws/aws-sdk-go-v2/service/scheduler"
 	schedtypes "github.com/aws/aws-sdk-go-v2/service/scheduler/types"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/chromedp/chromedp"
 	"github.com/stretchr/testify/require"
 
@@ -460,7 +462,19 @@ func TestJobAndScheduleActionsInABrowser(t *testing.T) {
 	reloaded(`!!document.querySelector(` + fmt.Sprintf("%q", row+` button[data-op="resume"]`) + `)`)
 	screenshot(t, ctx, dir, "console-schedules")
 	require.NoError(t, chromedp.Run(ctx, chromedp.Click(row+` button[data-op="fire"]`, chromedp.ByQuery)))
-	fired := awstest.ReceiveN(t, f.sqs, f.queue.URL, 1)
+	// The row says what the fire did once its request is answered (before the page reloads).
+	var said string
+	require.Eventually(t, func() bool {
+		return chromedp.Run(ctx, chromedp.Evaluate(`(document.querySelector(`+fmt.Sprintf("%q", row+` .row-actions`)+`) || {}).textContent || ""`, &said)) == nil &&
+			(strings.Contains(said, "fired") || strings.Contains(said, "failed"))
+	}, 30*time.Second, 100*time.Millisecond, "the fire's answer on the page")
+	require.Contains(t, said, "fired: job sched:"+schedule+":")
+	// The tick is on the queue: a loaded LocalStack can take longer than a receive's 20 s.
+	var fired []sqstypes.Message
+	for deadline := time.Now().Add(time.Minute); len(fired) == 0 && time.Now().Before(deadline); {
+		fired = awstest.Receive(t, f.sqs, f.queue.URL, 1, 5*time.Second)
+	}
+	require.Len(t, fired, 1, "the fired schedule's tick")
 	env, err := jobs.DecodeEnvelope(aws.ToString(fired[0].Body))
 	require.NoError(t, err)
 	require.Equal(t, "report.daily", env.Kind)
