@@ -208,19 +208,8 @@ const (
 // safeLines: ids, kinds, errors and bodies come from whoever could send a message.
 func safe(s string, width int) string { return inspect.Printable(s, width) }
 
-// safeLines is safe for text of several lines: each line is made safe (a CR, an escape sequence
-// shows as \r, \x1b) and the whole is capped at width runes.
-func safeLines(s string, width int) string {
-	lines := strings.Split(s, "\n")
-	for i, l := range lines {
-		lines[i] = inspect.Printable(l, 0)
-	}
-	out := strings.Join(lines, "\n")
-	if r := []rune(out); len(r) > width {
-		out = string(r[:width-1]) + "…"
-	}
-	return out
-}
+// safeLines is safe for text of several lines (inspect.PrintableLines).
+func safeLines(s string, width int) string { return inspect.PrintableLines(s, width) }
 
 // writeJSON writes v as indented JSON and a newline. Job data is untrusted: besides what
 // encoding/json escapes, C1 controls and bidirectional formatting characters are written as

@@ -38,6 +38,21 @@ func Printable(s string, width int) string {
 	return b.String()
 }
 
+// PrintableLines is Printable for text of several lines (an error with its stack, a body): each
+// line is made safe on its own, so its newlines stay line breaks while a carriage return or an
+// escape sequence shows as \r or \x1b, and the whole is cut at width runes.
+func PrintableLines(s string, width int) string {
+	lines := strings.Split(s, "\n")
+	for i, l := range lines {
+		lines[i] = Printable(l, 0)
+	}
+	out := strings.Join(lines, "\n")
+	if r := []rune(out); width > 0 && len(r) > width {
+		out = string(r[:width-1]) + "…"
+	}
+	return out
+}
+
 // fits reports whether the rest of s, once escaped, still fits in width after n runes.
 func fits(rest string, n, width int) bool {
 	if n > width {

@@ -37,6 +37,14 @@ func TestPrintable(t *testing.T) {
 	}
 }
 
+func TestPrintableLines(t *testing.T) {
+	t.Parallel()
+	require.Equal(t, "panic: boom\ngoroutine 1\n\\tmain.go:3", inspect.PrintableLines("panic: boom\ngoroutine 1\n\tmain.go:3", 0))
+	require.Equal(t, "ok\\rFORGED\n\\x1b[2Jx", inspect.PrintableLines("ok\rFORGED\n\x1b[2Jx", 0))
+	require.Equal(t, "ab\ncd…", inspect.PrintableLines("ab\ncdef", 6))
+	require.Equal(t, "ab\ncd", inspect.PrintableLines("ab\ncd", 5))
+}
+
 func FuzzPrintable(f *testing.F) {
 	for _, s := range []string{"", "email.send", "\x1b]0;x\x07", "a\rb", "\u009b", "\xff", strings.Repeat("é", 50)} {
 		f.Add(s, 20)

@@ -63,24 +63,14 @@ var sqsChecks = []Check{
 
 // ChangeMessageVisibility with the receipt handle of a deleted message is an error.
 func checkChangeVisibilityDeleted(ctx context.Context, env *Env) error {
-	q, err := createQueue(ctx, env, "q", queueSpec{})
+	q, m, err := oneInFlight(ctx, env)
 	if err != nil {
 		return err
 	}
-	if err := send(ctx, env, q, "", "m1"); err != nil {
+	if err := deleteMessage(ctx, env, q, m); err != nil {
 		return err
 	}
-	ms, err := receive(ctx, env, q, 1, 1)
-	if err != nil {
-		return err
-	}
-	if len(ms) != 1 {
-		return fmt.Errorf("received %d messages, want 1", len(ms))
-	}
-	if err := deleteMessage(ctx, env, q, ms[0]); err != nil {
-		return err
-	}
-	err = changeVisibility(ctx, env, q, ms[0].ReceiptHandle, 30)
+	err = changeVisibility(ctx, env, q, m.ReceiptHandle, 30)
 	return env.wantError("ChangeMessageVisibility of a deleted message", err, staleHandleCodes...)
 }
 
@@ -207,20 +197,15 @@ func checkVisibilityFromReceipt(ctx context.Context, env *Env) error {
 	return env.wantError("ChangeMessageVisibility to 43199 s, 2 s after the receive", err, invalidParameterCodes...)
 }
 
+// oneInFlight sends m1 to a new Standard queue and receives it.
 func oneInFlight(ctx context.Context, env *Env) (queue, sqstypes.Message, error) {
-	q, err := createQueue(ctx, env, "q", queueSpec{})
+	q, err := queueWith(ctx, env, queueSpec{}, "", "m1")
 	if err != nil {
 		return q, sqstypes.Message{}, err
 	}
-	if err := send(ctx, env, q, "", "m1"); err != nil {
-		return q, sqstypes.Message{}, err
-	}
-	ms, err := receive(ctx, env, q, 1, 1)
+	ms, err := receiveWant(ctx, env, q, 1, "receive", "m1")
 	if err != nil {
 		return q, sqstypes.Message{}, err
-	}
-	if len(ms) != 1 {
-		return q, sqstypes.Message{}, fmt.Errorf("received %d messages, want 1", len(ms))
 	}
 	return q, ms[0], nil
 }
@@ -228,59 +213,33 @@ func oneInFlight(ctx context.Context, env *Env) (queue, sqstypes.Message, error)
 // While a FIFO message group has a message in flight, its next message is not handed out; other
 // groups' messages are; deleting the in-flight message opens the group again.
 func checkFIFOGroupLock(ctx context.Context, env *Env) error {
-	q, err := createQueue(ctx, env, "q", queueSpec{fifo: true})
+	q, err := queueWith(ctx, env, queueSpec{fifo: true}, "a", "a1", "a2")
 	if err != nil {
-		return err
-	}
-	if err := send(ctx, env, q, "a", "a1", "a2"); err != nil {
 		return err
 	}
 	if err := send(ctx, env, q, "b", "b1"); err != nil {
 		return err
 	}
-	first, err := receive(ctx, env, q, 1, 1)
+	first, err := receiveWant(ctx, env, q, 1, "first receive of 1", "a1")
 	if err != nil {
 		return err
 	}
-	if got := bodies(first); !slices.Equal(got, []string{"a1"}) {
-		return fmt.Errorf("first receive of 1: %v, want [a1]", got)
-	}
-	second, err := receive(ctx, env, q, 10, 1)
-	if err != nil {
+	if _, err := receiveWant(ctx, env, q, 10, "receive while a1 is in flight (group a locked)", "b1"); err != nil {
 		return err
-	}
-	if got := bodies(second); !slices.Equal(got, []string{"b1"}) {
-		return fmt.Errorf("receive while a1 is in flight: %v, want [b1] (group a locked)", got)
 	}
 	if err := deleteMessage(ctx, env, q, first[0]); err != nil {
 		return err
 	}
-	third, err := receive(ctx, env, q, 10, 1)
-	if err != nil {
-		return err
-	}
-	if got := bodies(third); !slices.Equal(got, []string{"a2"}) {
-		return fmt.Errorf("receive after deleting a1 (b1 in flight): %v, want [a2]", got)
-	}
-	return nil
+	_, err = receiveWant(ctx, env, q, 10, "receive after deleting a1 (b1 in flight)", "a2")
+	return err
 }
 
 // After a partial failure — the first of three in-flight messages of a group deleted, the other
 // two made visible again — the group resumes at its second message, in order.
 func checkFIFOOrderAfterPartialFailure(ctx context.Context, env *Env) error {
-	q, err := createQueue(ctx, env, "q", queueSpec{fifo: true})
+	q, ms, err := fifoInFlight(ctx, env, 10, "m1", "m2", "m3")
 	if err != nil {
 		return err
-	}
-	if err := send(ctx, env, q, "g", "m1", "m2", "m3"); err != nil {
-		return err
-	}
-	ms, err := receive(ctx, env, q, 10, 1)
-	if err != nil {
-		return err
-	}
-	if got := bodies(ms); !slices.Equal(got, []string{"m1", "m2", "m3"}) {
-		return fmt.Errorf("first receive: %v, want [m1 m2 m3]", got)
 	}
 	if err := deleteMessage(ctx, env, q, ms[0]); err != nil {
 		return err
@@ -293,29 +252,16 @@ func checkFIFOOrderAfterPartialFailure(ctx context.Context, env *Env) error {
 	if err != nil {
 		return err
 	}
-	if got := bodies(again); !slices.Equal(got, []string{"m2", "m3"}) {
-		return fmt.Errorf("after deleting m1 and releasing m3, m2: received %v, want [m2 m3]", got)
-	}
-	return nil
+	return wantBodies("after deleting m1 and releasing m3, m2", again, "m2", "m3")
 }
 
 // A batch's partial failure as the jobs runtime leaves it: of three in-flight messages of a group,
 // the first two deleted and the third held for its backoff (its visibility extended). The group's
 // later messages, never received, stay locked behind the third until it is deleted or visible.
 func checkFIFOLockAfterPartialDelete(ctx context.Context, env *Env) error {
-	q, err := createQueue(ctx, env, "q", queueSpec{fifo: true})
+	q, ms, err := fifoInFlight(ctx, env, 3, "m1", "m2", "m3", "m4", "m5")
 	if err != nil {
 		return err
-	}
-	if err := send(ctx, env, q, "g", "m1", "m2", "m3", "m4", "m5"); err != nil {
-		return err
-	}
-	ms, err := receive(ctx, env, q, 3, 1)
-	if err != nil {
-		return err
-	}
-	if got := bodies(ms); !slices.Equal(got, []string{"m1", "m2", "m3"}) {
-		return fmt.Errorf("first receive of 3: %v, want [m1 m2 m3]", got)
 	}
 	if err := changeVisibility(ctx, env, q, ms[2].ReceiptHandle, 60); err != nil {
 		return err
@@ -325,37 +271,21 @@ func checkFIFOLockAfterPartialDelete(ctx context.Context, env *Env) error {
 			return err
 		}
 	}
-	again, err := receive(ctx, env, q, 10, 1)
-	if err != nil {
-		return err
-	}
-	if got := bodies(again); len(got) != 0 {
-		return fmt.Errorf("receive with m3 in flight after m1 and m2 were deleted: %v, want nothing (group locked)", got)
-	}
-	return nil
+	_, err = receiveWant(ctx, env, q, 10, "receive with m3 in flight after m1 and m2 were deleted (group locked)")
+	return err
 }
 
 // A batch the jobs runtime hands back whole — its first job failed, the rest not run behind it —
 // with every message's visibility set to the backoff in one ChangeMessageVisibilityBatch: the
 // group's later messages, never received, stay locked until those come back.
 func checkFIFOLockAfterBatchBackoff(ctx context.Context, env *Env) error {
-	q, err := createQueue(ctx, env, "q", queueSpec{fifo: true})
-	if err != nil {
-		return err
-	}
-	var bodiesSent []string
+	var sent []string
 	for i := 1; i <= 12; i++ {
-		bodiesSent = append(bodiesSent, fmt.Sprintf("m%02d", i))
+		sent = append(sent, fmt.Sprintf("m%02d", i))
 	}
-	if err := send(ctx, env, q, "g", bodiesSent...); err != nil {
-		return err
-	}
-	ms, err := receive(ctx, env, q, 10, 1)
+	q, ms, err := fifoInFlight(ctx, env, 10, sent...)
 	if err != nil {
 		return err
-	}
-	if len(ms) != 10 {
-		return fmt.Errorf("first receive: %d messages, want 10", len(ms))
 	}
 	entries := make([]sqstypes.ChangeMessageVisibilityBatchRequestEntry, len(ms))
 	for i, m := range ms {
@@ -368,33 +298,17 @@ func checkFIFOLockAfterBatchBackoff(ctx context.Context, env *Env) error {
 	if len(out.Failed) > 0 {
 		return fmt.Errorf("change visibility: %d failed", len(out.Failed))
 	}
-	again, err := receive(ctx, env, q, 10, 1)
-	if err != nil {
-		return err
-	}
-	if got := bodies(again); len(got) != 0 {
-		return fmt.Errorf("receive with m01-m10 in flight for their backoff: %v, want nothing (group locked)", got)
-	}
-	return nil
+	_, err = receiveWant(ctx, env, q, 10, "receive with m01-m10 in flight for their backoff (group locked)")
+	return err
 }
 
 // A group's first message back in the queue (its visibility ended) while the group's next ones are
 // still in flight: a receive may return the first again, but nothing behind the in-flight ones —
 // SQS returns a group's messages in order, and no later message while an earlier one is in flight.
 func checkFIFOLockBehindInFlight(ctx context.Context, env *Env) error {
-	q, err := createQueue(ctx, env, "q", queueSpec{fifo: true})
+	q, ms, err := fifoInFlight(ctx, env, 3, "m1", "m2", "m3", "m4", "m5")
 	if err != nil {
 		return err
-	}
-	if err := send(ctx, env, q, "g", "m1", "m2", "m3", "m4", "m5"); err != nil {
-		return err
-	}
-	ms, err := receive(ctx, env, q, 3, 1)
-	if err != nil {
-		return err
-	}
-	if got := bodies(ms); !slices.Equal(got, []string{"m1", "m2", "m3"}) {
-		return fmt.Errorf("first receive: %v, want [m1 m2 m3]", got)
 	}
 	for _, m := range ms[1:] {
 		if err := changeVisibility(ctx, env, q, m.ReceiptHandle, 60); err != nil {
@@ -435,10 +349,7 @@ func checkRedriveStandard(ctx context.Context, env *Env) error {
 	if err != nil {
 		return err
 	}
-	if got := bodies(dead); !slices.Equal(got, []string{"poison"}) {
-		return fmt.Errorf("DLQ holds %v, want [poison]", got)
-	}
-	return nil
+	return wantBodies("DLQ holds", dead, "poison")
 }
 
 // A FIFO queue with maxReceiveCount 1 moves every message of a group received once and released
@@ -448,12 +359,9 @@ func checkRedriveFIFO(ctx context.Context, env *Env) error {
 	if err != nil {
 		return err
 	}
-	ms, err := receive(ctx, env, q, 10, 1)
+	ms, err := receiveWant(ctx, env, q, 10, "first receive", "m1", "m2", "m3")
 	if err != nil {
 		return err
-	}
-	if got := bodies(ms); !slices.Equal(got, []string{"m1", "m2", "m3"}) {
-		return fmt.Errorf("first receive: %v, want [m1 m2 m3]", got)
 	}
 	if err := release(ctx, env, q, ms...); err != nil {
 		return err
@@ -465,10 +373,7 @@ func checkRedriveFIFO(ctx context.Context, env *Env) error {
 	if err != nil {
 		return err
 	}
-	if got := bodies(dead); !slices.Equal(got, []string{"m1", "m2", "m3"}) {
-		return fmt.Errorf("DLQ holds %v, want [m1 m2 m3]", got)
-	}
-	return nil
+	return wantBodies("DLQ holds", dead, "m1", "m2", "m3")
 }
 
 // A message moved to a dead-letter queue carries DeadLetterQueueSourceArn, the source queue's ARN.

@@ -89,6 +89,44 @@ func receive(ctx context.Context, env *Env, q queue, max, wait int32) ([]sqstype
 	return out.Messages, nil
 }
 
+// queueWith creates a queue of spec and sends bodies to it (in group, on a FIFO queue).
+func queueWith(ctx context.Context, env *Env, spec queueSpec, group string, bodies ...string) (queue, error) {
+	q, err := createQueue(ctx, env, "q", spec)
+	if err != nil {
+		return q, err
+	}
+	return q, send(ctx, env, q, group, bodies...)
+}
+
+// fifoInFlight sends bodies to group g of a new FIFO queue and receives up to max of them, which
+// must be the first ones in order.
+func fifoInFlight(ctx context.Context, env *Env, max int32, bodies ...string) (queue, []sqstypes.Message, error) {
+	q, err := queueWith(ctx, env, queueSpec{fifo: true}, "g", bodies...)
+	if err != nil {
+		return q, nil, err
+	}
+	ms, err := receiveWant(ctx, env, q, max, "first receive", bodies[:min(int(max), len(bodies))]...)
+	return q, ms, err
+}
+
+// receiveWant makes one receive for up to max messages (waiting 1 s) and requires exactly want,
+// in order; what names the receive in the error.
+func receiveWant(ctx context.Context, env *Env, q queue, max int32, what string, want ...string) ([]sqstypes.Message, error) {
+	ms, err := receive(ctx, env, q, max, 1)
+	if err != nil {
+		return nil, err
+	}
+	return ms, wantBodies(what, ms, want...)
+}
+
+// wantBodies requires the messages' bodies to be want, in order.
+func wantBodies(what string, ms []sqstypes.Message, want ...string) error {
+	if got := bodies(ms); !slices.Equal(got, want) {
+		return fmt.Errorf("%s: %v, want %v", what, got, want)
+	}
+	return nil
+}
+
 // withDLQ creates a queue of spec whose redrive policy moves a message to a new dead-letter queue
 // after maxReceiveCount receives, and sends bodies to it (in group, on a FIFO queue).
 func withDLQ(ctx context.Context, env *Env, spec queueSpec, maxReceiveCount int, group string, bodies ...string) (q, dlq queue, err error) {

@@ -27,7 +27,7 @@ type Emulator struct {
 // when endpoint is a loopback address, <root>/localstack/emulator.sh starts moto on its port.
 func Start(ctx context.Context, root, endpoint string) (*Emulator, error) {
 	e := &Emulator{Endpoint: endpoint}
-	if answers(endpoint) {
+	if Answers(endpoint) {
 		return e, nil
 	}
 	u, err := url.Parse(endpoint)
@@ -62,7 +62,9 @@ func (e *Emulator) Stop() error {
 	return nil
 }
 
-func answers(endpoint string) bool {
+// Answers reports whether something accepts a TCP connection at endpoint's host and port (80 or
+// 443 by its scheme when it names none) within 2 s.
+func Answers(endpoint string) bool {
 	u, err := url.Parse(endpoint)
 	if err != nil || u.Host == "" {
 		return false

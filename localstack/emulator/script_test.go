@@ -34,7 +34,7 @@ func TestScriptStartsMotoOnTheEndpointsPort(t *testing.T) {
 	}
 	require.Equal(t, "started", script("up"))
 	t.Cleanup(func() { script("down") })
-	require.True(t, answers(endpoint), "moto answers at %s", endpoint)
+	require.True(t, Answers(endpoint), "moto answers at %s", endpoint)
 	require.Equal(t, "reused", script("up"))
 }
 

@@ -15,9 +15,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/config"
-	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
@@ -157,7 +154,7 @@ func runDev(ctx context.Context, a *app, o *devOptions, stdout, stderr io.Writer
 			note("dev: stopped the emulator")
 		}
 	}()
-	awsCfg, err := a.awsConfig(ctx)
+	awsCfg, err := emulator.Config(ctx, a.endpoint, a.region)
 	if err != nil {
 		return err
 	}
@@ -357,22 +354,4 @@ func noArgs(_ *cobra.Command, args []string) error {
 func isTerminal(w io.Writer) bool {
 	f, ok := w.(*os.File)
 	return ok && term.IsTerminal(int(f.Fd()))
-}
-
-// awsConfig is the emulator's configuration: its endpoint, the region, and the emulator's test
-// credentials unless the environment names others.
-func (a *app) awsConfig(ctx context.Context) (aws.Config, error) {
-	region := a.region
-	if region == "" {
-		region = cmp.Or(os.Getenv("AWS_REGION"), os.Getenv("AWS_DEFAULT_REGION"), "us-east-1")
-	}
-	opts := []func(*config.LoadOptions) error{config.WithBaseEndpoint(a.endpoint), config.WithRegion(region)}
-	if os.Getenv("AWS_ACCESS_KEY_ID") == "" && os.Getenv("AWS_PROFILE") == "" {
-		opts = append(opts, config.WithCredentialsProvider(credentials.NewStaticCredentialsProvider("test", "test", "")))
-	}
-	cfg, err := config.LoadDefaultConfig(ctx, opts...)
-	if err != nil {
-		return aws.Config{}, fmt.Errorf("load AWS configuration: %w", err)
-	}
-	return cfg, nil
 }

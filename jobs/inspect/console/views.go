@@ -5,7 +5,6 @@ import (
 	"cmp"
 	"encoding/json"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/jobkit-go/jobkit/jobs"
@@ -25,18 +24,8 @@ const (
 // html/template's (the page) or the script's textContent (live updates).
 func text(s string, width int) string { return inspect.Printable(s, width) }
 
-// multiline is text for a value of several lines: each line is made safe, the whole cut at width.
-func multiline(s string, width int) string {
-	lines := strings.Split(s, "\n")
-	for i, l := range lines {
-		lines[i] = inspect.Printable(l, 0)
-	}
-	out := strings.Join(lines, "\n")
-	if r := []rune(out); len(r) > width {
-		out = string(r[:width-1]) + "…"
-	}
-	return out
-}
+// multiline is text for a value of several lines (inspect.PrintableLines).
+func multiline(s string, width int) string { return inspect.PrintableLines(s, width) }
 
 // countsView are a queue's counts as the page and /api/queues show them.
 type countsView struct {

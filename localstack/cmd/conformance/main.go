@@ -10,7 +10,6 @@
 package main
 
 import (
-	"cmp"
 	"context"
 	"flag"
 	"fmt"
@@ -18,28 +17,23 @@ import (
 	"strings"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/config"
-	"github.com/aws/aws-sdk-go-v2/credentials"
-	"github.com/aws/smithy-go/middleware"
-
-	"github.com/jobkit-go/jobkit/jobs/sdkfix"
 	"github.com/jobkit-go/jobkit/localstack/conformance"
+	"github.com/jobkit-go/jobkit/localstack/emulator"
 )
 
 func main() {
-	emulator := flag.String("emulator", "", "the emulator's name, as KnownDifferences spells it (moto, localstack, elasticmq, dynamodb-local)")
+	name := flag.String("emulator", "", "the emulator's name, as KnownDifferences spells it (moto, localstack, elasticmq, dynamodb-local)")
 	endpoint := flag.String("endpoint", os.Getenv("AWS_ENDPOINT_URL"), "the endpoint (default AWS_ENDPOINT_URL)")
 	services := flag.String("services", "sqs,dynamodb", "the services the endpoint serves, comma-separated")
 	only := flag.String("only", "", "run only these checks, comma-separated")
 	verbose := flag.Bool("v", false, "also print a line per passed check, with its wall time")
 	flag.Parse()
-	if *emulator == "" || *endpoint == "" {
+	if *name == "" || *endpoint == "" {
 		fmt.Fprintln(os.Stderr, "conformance: -emulator and -endpoint (or AWS_ENDPOINT_URL) are required")
 		os.Exit(2)
 	}
 	ctx := context.Background()
-	cfg, err := loadConfig(ctx, *endpoint)
+	cfg, err := emulator.Config(ctx, *endpoint, "")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "conformance:", err)
 		os.Exit(2)
@@ -54,7 +48,7 @@ func main() {
 		opts.Only = strings.Split(*only, ",")
 	}
 	start := time.Now()
-	report := conformance.Run(ctx, cfg, *emulator, opts)
+	report := conformance.Run(ctx, cfg, *name, opts)
 	if *verbose {
 		for _, r := range report.Results {
 			fmt.Printf("%-24s %-46s %s %s\n", r.Outcome, r.Check, r.Duration.Round(time.Millisecond), strings.Join(r.Notes, "; "))
@@ -68,17 +62,4 @@ func main() {
 	if report.Failed() > 0 {
 		os.Exit(1)
 	}
-}
-
-// loadConfig returns the configuration for an emulator at endpoint: static test credentials, the
-// region from AWS_REGION (default us-east-1), the SDK's own HTTP client (AWS_CA_BUNDLE-safe).
-func loadConfig(ctx context.Context, endpoint string) (aws.Config, error) {
-	region := os.Getenv("AWS_REGION")
-	region = cmp.Or(region, "us-east-1")
-	return config.LoadDefaultConfig(ctx,
-		config.WithRegion(region),
-		config.WithBaseEndpoint(endpoint),
-		config.WithCredentialsProvider(credentials.NewStaticCredentialsProvider("test", "test", "")),
-		config.WithAPIOptions([]func(*middleware.Stack) error{sdkfix.NoBodyWriteTo}),
-	)
 }

@@ -22,9 +22,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
-	"net/url"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -34,14 +32,9 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/config"
-	"github.com/aws/aws-sdk-go-v2/credentials"
-	"github.com/aws/smithy-go/middleware"
 	"golang.org/x/term"
 
 	"github.com/jobkit-go/jobkit/jobs/contract"
-	"github.com/jobkit-go/jobkit/jobs/sdkfix"
 	"github.com/jobkit-go/jobkit/localstack/emulator"
 	"github.com/jobkit-go/jobkit/offline/devrun"
 )
@@ -136,7 +129,7 @@ func dev(ctx context.Context, o *options, stdout, stderr io.Writer) error {
 			note("dev: " + err.Error())
 		}
 	}()
-	cfg, err := awsConfig(ctx, endpoint, o.region)
+	cfg, err := emulator.Config(ctx, endpoint, o.region)
 	if err != nil {
 		return err
 	}
@@ -308,7 +301,7 @@ func synth(ctx context.Context, o *options, appDir, cdkOut string, stderr io.Wri
 // startEmulator finds the emulator answering at endpoint or, when the module uses a checkout of
 // jobkit with its emulator installed (make setup), starts it there.
 func startEmulator(ctx context.Context, module, endpoint string) (*emulator.Emulator, error) {
-	if answers(endpoint) {
+	if emulator.Answers(endpoint) {
 		return &emulator.Emulator{Endpoint: endpoint}, nil
 	}
 	cmd := exec.CommandContext(ctx, "go", "list", "-m", "-f", "{{.Dir}}", libraryModule)
@@ -371,23 +364,6 @@ func emulatorKind(endpoint string) string {
 	return "an emulator"
 }
 
-func answers(endpoint string) bool {
-	u, err := url.Parse(endpoint)
-	if err != nil || u.Host == "" {
-		return false
-	}
-	host := u.Host
-	if u.Port() == "" {
-		host = net.JoinHostPort(u.Hostname(), "80")
-	}
-	c, err := net.DialTimeout("tcp", host, 2*time.Second)
-	if err != nil {
-		return false
-	}
-	_ = c.Close()
-	return true
-}
-
 func openLogs(path, module string, stderr io.Writer) (io.Writer, func(), error) {
 	if path == "-" {
 		return stderr, func() {}, nil
@@ -408,22 +384,4 @@ func writeFile(path, content string) error {
 		return err
 	}
 	return os.WriteFile(path, []byte(content), 0o644)
-}
-
-// awsConfig is the emulator's configuration: its endpoint, the region, and the emulator's test
-// credentials unless the environment names others.
-func awsConfig(ctx context.Context, endpoint, region string) (aws.Config, error) {
-	region = cmp.Or(region, os.Getenv("AWS_REGION"), os.Getenv("AWS_DEFAULT_REGION"), "us-east-1")
-	opts := []func(*config.LoadOptions) error{
-		config.WithBaseEndpoint(endpoint), config.WithRegion(region),
-		config.WithAPIOptions([]func(*middleware.Stack) error{sdkfix.NoBodyWriteTo}),
-	}
-	if os.Getenv("AWS_ACCESS_KEY_ID") == "" && os.Getenv("AWS_PROFILE") == "" {
-		opts = append(opts, config.WithCredentialsProvider(credentials.NewStaticCredentialsProvider("test", "test", "")))
-	}
-	cfg, err := config.LoadDefaultConfig(ctx, opts...)
-	if err != nil {
-		return aws.Config{}, fmt.Errorf("load AWS configuration: %w", err)
-	}
-	return cfg, nil
 }
