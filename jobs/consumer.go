@@ -596,18 +596,9 @@ func (c *Consumer) release(ctx context.Context, msgs []*wire.SQSMessage) {
 			}
 		}
 		out, err := c.sqs.ChangeMessageVisibilityBatch(ctx, &sqs.ChangeMessageVisibilityBatchInput{QueueUrl: c.queue, Entries: entries})
-		failed := len(chunk)
-		if err == nil {
-			failed = len(out.Failed)
-		}
+		failed, msg := batchFailures(len(chunk), err, func() []sqstypes.BatchResultErrorEntry { return out.Failed })
 		c.stats.released.Add(int64(len(chunk) - failed))
 		if failed > 0 {
-			msg := ""
-			if err != nil {
-				msg = err.Error()
-			} else {
-				msg = aws.ToString(out.Failed[0].Code) + ": " + aws.ToString(out.Failed[0].Message)
-			}
 			c.log.LogAttrs(ctx, slog.LevelWarn, "consumer drain: could not release messages; they return after their visibility timeout",
 				slog.Int("messages", failed), LogString("error", msg))
 		}
@@ -645,21 +636,25 @@ func (c *Consumer) deleteBatch(ctx context.Context, batch []deleteEntry) {
 		entries[i] = sqstypes.DeleteMessageBatchRequestEntry{Id: aws.String(strconv.Itoa(i)), ReceiptHandle: aws.String(e.receipt)}
 	}
 	out, err := c.sqs.DeleteMessageBatch(ctx, &sqs.DeleteMessageBatchInput{QueueUrl: c.queue, Entries: entries})
-	failed := len(batch)
-	if err == nil {
-		failed = len(out.Failed)
-	}
+	failed, msg := batchFailures(len(batch), err, func() []sqstypes.BatchResultErrorEntry { return out.Failed })
 	c.stats.deleted.Add(int64(len(batch) - failed))
 	if failed > 0 {
-		msg := ""
-		if err != nil {
-			msg = err.Error()
-		} else {
-			msg = aws.ToString(out.Failed[0].Code) + ": " + aws.ToString(out.Failed[0].Message)
-		}
 		// The message comes back after its visibility timeout; the idempotency middleware, if
 		// used, skips the job then.
 		c.log.LogAttrs(ctx, slog.LevelWarn, "consumer: could not delete finished messages", slog.String("queue", c.h.queueName),
 			slog.Int("messages", failed), LogString("error", msg))
 	}
+}
+
+// batchFailures returns how many of a batch call's n entries failed and why: all of them with the
+// call's error, else the entries SQS answered failed (failures, read only when err is nil), with
+// the first one's code and message.
+func batchFailures(n int, err error, failures func() []sqstypes.BatchResultErrorEntry) (int, string) {
+	if err != nil {
+		return n, err.Error()
+	}
+	if f := failures(); len(f) > 0 {
+		return len(f), aws.ToString(f[0].Code) + ": " + aws.ToString(f[0].Message)
+	}
+	return 0, ""
 }

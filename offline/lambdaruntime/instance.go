@@ -1,12 +1,10 @@
 package lambdaruntime
 
 import (
-	"bytes"
 	"cmp"
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"os"
@@ -17,6 +15,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/jobkit-go/jobkit/offline/internal/lines"
+	"github.com/jobkit-go/jobkit/offline/internal/procgroup"
 	"github.com/jobkit-go/jobkit/offline/loopback"
 )
 
@@ -33,7 +33,7 @@ type instance struct {
 	srv    *http.Server
 	ln     net.Listener
 	cmd    *exec.Cmd
-	out    *lineWriter
+	out    *lines.Writer
 	exited chan struct{} // closed once the process is reaped (or never started)
 
 	mu       sync.Mutex
@@ -62,10 +62,10 @@ func (in *instance) start() error {
 	if f, ok := rt.opts.Output.(*os.File); ok {
 		cmd.Stdout, cmd.Stderr = f, f
 	} else {
-		in.out = &lineWriter{mu: &rt.outMu, w: rt.opts.Output}
+		in.out = lines.NewWriter(&rt.outMu, rt.opts.Output, "")
 		cmd.Stdout, cmd.Stderr = in.out, in.out
 	}
-	cmd.SysProcAttr = procAttr()
+	cmd.SysProcAttr = procgroup.Attr()
 	// Stop waiting for output copies a stray grandchild might hold open.
 	cmd.WaitDelay = 2 * time.Second
 	if err := cmd.Start(); err != nil {
@@ -84,9 +84,9 @@ func (in *instance) start() error {
 		defer rt.wg.Done()
 		err := cmd.Wait()
 		// The leader is gone; anything it left in its process group goes too.
-		killGroup(cmd.Process.Pid)
+		procgroup.Kill(cmd.Process.Pid)
 		if in.out != nil {
-			in.out.flush()
+			in.out.Flush()
 		}
 		in.mu.Lock()
 		in.exitErr = err
@@ -121,7 +121,7 @@ func (in *instance) kill() {
 		if in.cmd == nil { // never started: start already closed exited
 			return
 		}
-		killGroup(in.cmd.Process.Pid)
+		procgroup.Kill(in.cmd.Process.Pid)
 		// The leader too, in case it left its group (os.Process is safe against pid reuse).
 		_ = in.cmd.Process.Kill()
 	})
@@ -184,43 +184,4 @@ func (r *Runtime) environ(runtimeAPI string) []string {
 	}
 	sort.Strings(out)
 	return out
-}
-
-// maxLine is the longest line lineWriter holds back waiting for its end.
-const maxLine = 256 * 1024
-
-// lineWriter passes whole lines to w, so the output of concurrent environments does not interleave
-// within a line.
-type lineWriter struct {
-	mu  *sync.Mutex // shared by the runtime's environments
-	w   io.Writer
-	own sync.Mutex
-	buf []byte
-}
-
-func (l *lineWriter) Write(p []byte) (int, error) {
-	l.own.Lock()
-	defer l.own.Unlock()
-	l.buf = append(l.buf, p...)
-	if len(l.buf) > maxLine { // a line that never ends: pass it on in pieces
-		l.buf = append(l.buf, '\n')
-	}
-	if i := bytes.LastIndexByte(l.buf, '\n'); i >= 0 {
-		l.mu.Lock()
-		_, _ = l.w.Write(l.buf[:i+1])
-		l.mu.Unlock()
-		l.buf = append(l.buf[:0], l.buf[i+1:]...)
-	}
-	return len(p), nil
-}
-
-func (l *lineWriter) flush() {
-	l.own.Lock()
-	defer l.own.Unlock()
-	if len(l.buf) > 0 {
-		l.mu.Lock()
-		_, _ = l.w.Write(append(l.buf, '\n'))
-		l.mu.Unlock()
-		l.buf = nil
-	}
 }

@@ -5,7 +5,6 @@
 package taskrun
 
 import (
-	"bytes"
 	"cmp"
 	"errors"
 	"fmt"
@@ -16,6 +15,9 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/jobkit-go/jobkit/offline/internal/lines"
+	"github.com/jobkit-go/jobkit/offline/internal/procgroup"
 )
 
 // Options configure a Task.
@@ -51,7 +53,7 @@ type Options struct {
 type Task struct {
 	o    Options
 	log  *slog.Logger
-	out  *lineWriter
+	out  *lines.Writer
 	mu   sync.Mutex
 	cmd  *exec.Cmd // the current process, nil between processes
 	exit chan struct{}
@@ -89,7 +91,7 @@ func Start(o Options) (*Task, error) {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
 	t := &Task{o: o, log: o.Logger, stop: make(chan struct{}), done: make(chan struct{}),
-		out: &lineWriter{mu: o.OutputMu, w: o.Output, prefix: []byte("[" + o.Name + "] ")}}
+		out: lines.NewWriter(o.OutputMu, o.Output, "["+o.Name+"] ")}
 	if err := t.spawn(); err != nil {
 		return nil, err
 	}
@@ -127,7 +129,7 @@ func (t *Task) spawn() error {
 	cmd := exec.Command(t.o.Binary)
 	cmd.Env = t.environ()
 	cmd.Stdout, cmd.Stderr = t.out, t.out
-	cmd.SysProcAttr = procAttr()
+	cmd.SysProcAttr = procgroup.Attr()
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("taskrun: %s: %w", t.o.Name, err)
 	}
@@ -142,7 +144,7 @@ func (t *Task) spawn() error {
 	}
 	go func() {
 		err := cmd.Wait()
-		t.out.flush()
+		t.out.Flush()
 		t.log.Info("task process exited", "task", t.o.Name, "pid", cmd.Process.Pid, "status", exitStatus(err))
 		t.mu.Lock()
 		t.cmd = nil
@@ -233,7 +235,7 @@ func (t *Task) stopNow() bool {
 	case <-exit:
 		return true
 	case <-timer.C:
-		killGroup(cmd.Process.Pid)
+		procgroup.Kill(cmd.Process.Pid)
 		<-exit
 		return false
 	}
@@ -244,42 +246,4 @@ func exitStatus(err error) string {
 		return "exit status 0"
 	}
 	return err.Error()
-}
-
-// lineWriter passes whole lines to w with a prefix, so concurrent writers do not interleave.
-type lineWriter struct {
-	mu     *sync.Mutex
-	w      io.Writer
-	prefix []byte
-	own    sync.Mutex
-	buf    []byte
-}
-
-func (l *lineWriter) Write(p []byte) (int, error) {
-	l.own.Lock()
-	defer l.own.Unlock()
-	l.buf = append(l.buf, p...)
-	for {
-		i := bytes.IndexByte(l.buf, '\n')
-		if i < 0 {
-			return len(p), nil
-		}
-		l.emit(l.buf[:i+1])
-		l.buf = l.buf[i+1:]
-	}
-}
-
-func (l *lineWriter) flush() {
-	l.own.Lock()
-	defer l.own.Unlock()
-	if len(l.buf) > 0 {
-		l.emit(append(l.buf, '\n'))
-		l.buf = nil
-	}
-}
-
-func (l *lineWriter) emit(line []byte) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	_, _ = l.w.Write(append(append([]byte(nil), l.prefix...), line...))
 }
