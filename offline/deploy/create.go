@@ -234,8 +234,7 @@ func (dp *deployer) table(ctx context.Context, run *stackRun, id, name string) (
 	}
 	sm, _ := spec.(map[string]any)
 	attr, _ := sm["AttributeName"].(string)
-	enabled := sm["Enabled"] == true || sm["Enabled"] == "true"
-	if !enabled || attr == "" {
+	if !boolProp(sm, "Enabled", false) || attr == "" {
 		return t, nil
 	}
 	if _, err := dp.c.DynamoDB.UpdateTimeToLive(ctx, &dynamodb.UpdateTimeToLiveInput{

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -45,6 +46,23 @@ func intProp(props map[string]any, key string, def int) (int, error) {
 		return 0, fmt.Errorf("%s: %w", key, err)
 	}
 	return int(f), nil
+}
+
+// boolProp reads a boolean property (true, or the string "true" a resolved parameter gives), def
+// when absent.
+func boolProp(props map[string]any, key string, def bool) bool {
+	v, ok := props[key]
+	if !ok {
+		return def
+	}
+	return v == true || v == "true"
+}
+
+// reportsItemFailures reports whether an event source mapping's FunctionResponseTypes lists
+// ReportBatchItemFailures.
+func reportsItemFailures(props map[string]any) bool {
+	types, _ := props["FunctionResponseTypes"].([]any)
+	return slices.Contains(types, any("ReportBatchItemFailures"))
 }
 
 // function resolves an AWS::Lambda::Function for lambdaruntime: its name and ARN, handler,
@@ -157,16 +175,8 @@ func (dp *deployer) mapping(run *stackRun, id string) error {
 			return bad("%v", err)
 		}
 	}
-	if types, ok := props["FunctionResponseTypes"].([]any); ok {
-		for _, t := range types {
-			if t == "ReportBatchItemFailures" {
-				m.ReportBatchItemFailures = true
-			}
-		}
-	}
-	if e, ok := props["Enabled"]; ok {
-		m.Enabled = e == true || e == "true"
-	}
+	m.ReportBatchItemFailures = reportsItemFailures(props)
+	m.Enabled = boolProp(props, "Enabled", true)
 	dp.d.Mappings = append(dp.d.Mappings, m)
 	return nil
 }

@@ -55,17 +55,9 @@ func (dp *deployer) streamMapping(run *stackRun, id string, props map[string]any
 	if age > 0 {
 		m.MaximumRecordAge = time.Duration(age) * time.Second
 	}
-	m.BisectBatchOnError = props["BisectBatchOnError"] == true || props["BisectBatchOnError"] == "true"
-	if types, ok := props["FunctionResponseTypes"].([]any); ok {
-		for _, t := range types {
-			if t == "ReportBatchItemFailures" {
-				m.ReportBatchItemFailures = true
-			}
-		}
-	}
-	if e, ok := props["Enabled"]; ok {
-		m.Enabled = e == true || e == "true"
-	}
+	m.BisectBatchOnError = boolProp(props, "BisectBatchOnError", false)
+	m.ReportBatchItemFailures = reportsItemFailures(props)
+	m.Enabled = boolProp(props, "Enabled", true)
 	if m.Filters, err = filterPatterns(props); err != nil {
 		return bad("%v", err)
 	}
