@@ -6,9 +6,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jobkit-go/jobkit/jobs/contract"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/jobkit-go/jobkit/jobs/contract"
 )
 
 func lookup(env map[string]string) func(string) (string, bool) {

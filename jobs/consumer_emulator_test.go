@@ -13,7 +13,6 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
-	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -39,20 +38,6 @@ func runConsumer(t *testing.T, c *jobs.Consumer, stop func() bool) {
 	}
 	cancel()
 	require.NoError(t, <-done)
-}
-
-// queueDepth returns the queue's visible and in-flight message counts.
-func queueDepth(t *testing.T, client *sqs.Client, url string) (visible, inFlight string) {
-	t.Helper()
-	out, err := client.GetQueueAttributes(context.Background(), &sqs.GetQueueAttributesInput{
-		QueueUrl: aws.String(url),
-		AttributeNames: []sqstypes.QueueAttributeName{
-			sqstypes.QueueAttributeNameApproximateNumberOfMessages, sqstypes.QueueAttributeNameApproximateNumberOfMessagesNotVisible,
-		},
-	})
-	require.NoError(t, err)
-	return out.Attributes[string(sqstypes.QueueAttributeNameApproximateNumberOfMessages)],
-		out.Attributes[string(sqstypes.QueueAttributeNameApproximateNumberOfMessagesNotVisible)]
 }
 
 // A job four times as long as the queue's visibility timeout keeps its message through many
@@ -116,9 +101,9 @@ func TestConsumerLongJobOnSQS(t *testing.T) {
 	assert.Equal(t, 3*time.Second, time.Duration(keepAlive.Load()), "the job's context says it is kept alive, for the visibility timeout")
 	assert.GreaterOrEqual(t, calls.n(&sqs.ChangeMessageVisibilityInput{})+calls.n(&sqs.ChangeMessageVisibilityBatchInput{}), 3,
 		"heartbeats kept the message through a job four visibility timeouts long")
-	visible, inFlight := queueDepth(t, client, q.URL)
-	assert.Equal(t, "0", visible)
-	assert.Equal(t, "0", inFlight)
+	visible, inFlight := awstest.Counts(t, client, q.URL)
+	assert.Equal(t, 0, visible)
+	assert.Equal(t, 0, inFlight)
 	st := c.Stats()
 	assert.Equal(t, int64(1), st.Received)
 	assert.Zero(t, st.Released)
@@ -162,9 +147,9 @@ func TestConsumerOutcomesOnSQS(t *testing.T) {
 		assert.Equal(t, "emulator-test", aws.ToString(m.MessageAttributes[contract.AttrFunction].StringValue))
 	}
 	assert.Equal(t, map[int]string{2: contract.ReasonCancelled, 3: contract.ReasonAttemptsUsed}, reasons)
-	visible, inFlight := queueDepth(t, client, q.URL)
-	assert.Equal(t, "0", visible)
-	assert.Equal(t, "0", inFlight)
+	visible, inFlight := awstest.Counts(t, client, q.URL)
+	assert.Equal(t, 0, visible)
+	assert.Equal(t, 0, inFlight)
 }
 
 // On a FIFO queue the consumer runs each group in order and the first failure returns the rest

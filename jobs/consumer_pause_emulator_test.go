@@ -80,9 +80,9 @@ func testConsumerPaused(t *testing.T, fifo bool) {
 	received := c.Stats().Received
 	time.Sleep(2 * time.Second)
 	assert.Equal(t, received, c.Stats().Received, "nothing received while paused")
-	visible, inFlight := queueDepth(t, client, q.URL)
-	assert.Equal(t, "2", visible, "the jobs sent while paused wait in the queue")
-	assert.Equal(t, "0", inFlight)
+	visible, inFlight := awstest.Counts(t, client, q.URL)
+	assert.Equal(t, 2, visible, "the jobs sent while paused wait in the queue")
+	assert.Equal(t, 0, inFlight)
 	select {
 	case n := <-started:
 		t.Fatalf("job %d started while the queue was paused", n)

@@ -8,10 +8,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jobkit-go/jobkit/jobs/contract"
-	"github.com/jobkit-go/jobkit/jobs/internal/wire"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/jobkit-go/jobkit/jobs/contract"
+	"github.com/jobkit-go/jobkit/jobs/internal/wire"
 )
 
 func TestDecodeEnvelopeReasons(t *testing.T) {

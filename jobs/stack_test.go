@@ -3,8 +3,9 @@ package jobs_test
 import (
 	"testing"
 
-	"github.com/jobkit-go/jobkit/jobs/contract"
 	"github.com/stretchr/testify/assert"
+
+	"github.com/jobkit-go/jobkit/jobs/contract"
 )
 
 // A lane's queue is the queue's name and the lane's, first letter upper-cased: the name the

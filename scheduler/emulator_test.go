@@ -2,7 +2,6 @@ package scheduler
 
 import (
 	"context"
-	"encoding/json"
 	"testing"
 	"time"
 
@@ -23,13 +22,6 @@ type sendEmail struct {
 }
 
 func (sendEmail) Kind() string { return "email.send" }
-
-func decodeEnvelope(t *testing.T, body string) jobs.Envelope {
-	t.Helper()
-	var env jobs.Envelope
-	require.NoError(t, json.Unmarshal([]byte(body), &env), body)
-	return env
-}
 
 func TestDelayerOnEmulator(t *testing.T) {
 	t.Parallel()
@@ -128,7 +120,8 @@ func TestClientLongDelayOnEmulator(t *testing.T) {
 	assert.Equal(t, awstest.SchedulerRoleARN(t), aws.ToString(got.Target.RoleArn))
 	assert.Equal(t, dlq.ARN, aws.ToString(got.Target.DeadLetterConfig.Arn))
 	assert.Equal(t, types.ActionAfterCompletionDelete, got.ActionAfterCompletion)
-	env := decodeEnvelope(t, aws.ToString(got.Target.Input))
+	env, err := jobs.DecodeEnvelope(aws.ToString(got.Target.Input))
+	require.NoError(t, err)
 	assert.Equal(t, res.ID, env.ID)
 	assert.Equal(t, "email.send", env.Kind)
 	assert.JSONEq(t, `{"to":"later@example.com"}`, string(env.Args))

@@ -72,7 +72,7 @@ func seedDead(t testing.TB, client *sqs.Client, dlqURL, source, prefix string, n
 func seedDeadFrom(t testing.TB, client *sqs.Client, dlqURL string, sources []string, prefix string, n int, kindOf func(i int) string) []string {
 	t.Helper()
 	ctx := context.Background()
-	v, f := depth(t, client, dlqURL)
+	v, f := awstest.Counts(t, client, dlqURL)
 	before := v + f
 	ids := make([]string, n)
 	sem := make(chan struct{}, 4)
@@ -127,7 +127,7 @@ func seedDeadFrom(t testing.TB, client *sqs.Client, dlqURL string, sources []str
 func dropSeedCopies(t testing.TB, client *sqs.Client, dlqURL string, n int) {
 	t.Helper()
 	ctx := context.Background()
-	if v, f := depth(t, client, dlqURL); v+f == n {
+	if v, f := awstest.Counts(t, client, dlqURL); v+f == n {
 		return
 	}
 	seen := map[string]bool{}
@@ -181,20 +181,6 @@ func sourceQueues(t *testing.T, cfg aws.Config, dlq awstest.Queue, n int) []stri
 		urls[i] = awstest.CreateQueue(t, cfg, fmt.Sprintf("src%d", i), &awstest.QueueOptions{DLQ: &dlq}).URL
 	}
 	return urls
-}
-
-func depth(t testing.TB, client *sqs.Client, queueURL string) (visible, inFlight int) {
-	t.Helper()
-	out, err := client.GetQueueAttributes(context.Background(), &sqs.GetQueueAttributesInput{
-		QueueUrl: aws.String(queueURL),
-		AttributeNames: []sqstypes.QueueAttributeName{
-			sqstypes.QueueAttributeNameApproximateNumberOfMessages, sqstypes.QueueAttributeNameApproximateNumberOfMessagesNotVisible,
-		},
-	})
-	require.NoError(t, err)
-	visible, _ = strconv.Atoi(out.Attributes["ApproximateNumberOfMessages"])
-	inFlight, _ = strconv.Atoi(out.Attributes["ApproximateNumberOfMessagesNotVisible"])
-	return visible, inFlight
 }
 
 // The stack the commands read defaults to $JOBKIT_STACK (which `jobkit dev` exports), else

@@ -250,7 +250,7 @@ func TestDLQListAndShowCommands(t *testing.T) {
 	require.Contains(t, errOut, "not found")
 
 	// Nothing was consumed.
-	v, f := depth(t, client, dlq)
+	v, f := awstest.Counts(t, client, dlq)
 	require.Equal(t, 12, v)
 	require.Zero(t, f)
 }
@@ -270,13 +270,13 @@ func TestDLQPurgeCommandAsksFirst(t *testing.T) {
 	require.Empty(t, out)
 	_, _, code = cli(t, "", "dlq", "purge", "--dlq", dlq.URL) // no answer at all
 	require.Equal(t, exitError, code)
-	v, _ := depth(t, client, dlq.URL)
+	v, _ := awstest.Counts(t, client, dlq.URL)
 	require.Equal(t, 5, v)
 
 	out, _, code = cli(t, "yes\n", "dlq", "purge", "--dlq", dlq.URL)
 	require.Equal(t, 0, code)
 	require.Contains(t, out, "purged")
-	require.Eventually(t, func() bool { v, f := depth(t, client, dlq.URL); return v+f == 0 }, time.Minute, 200*time.Millisecond)
+	require.Eventually(t, func() bool { v, f := awstest.Counts(t, client, dlq.URL); return v+f == 0 }, time.Minute, 200*time.Millisecond)
 
 	// --yes skips the question.
 	other := awstest.CreateQueue(t, cfg, "dlq2", nil)
@@ -331,7 +331,7 @@ func TestDLQRedrive1000(t *testing.T) {
 	}
 	// A send that got no clear answer and was made again may land twice; the redrive says so.
 	require.LessOrEqual(t, extra, possible, "duplicates only where the redrive reports possible ones")
-	v, f := depth(t, client, dlq.URL)
+	v, f := awstest.Counts(t, client, dlq.URL)
 	require.Zero(t, v+f, "nothing left in the DLQ")
 	t.Logf("redrive of 1000 jobs (%s): %s", method, elapsed.Round(time.Millisecond))
 }
@@ -371,7 +371,7 @@ func TestDLQRedriveKilledMidwayAndRunAgain(t *testing.T) {
 	werr := cmd.Wait()
 	require.Error(t, werr, "the first run was killed")
 	require.GreaterOrEqual(t, killedAt, 300)
-	v, f := depth(t, client, dlq.URL)
+	v, f := awstest.Counts(t, client, dlq.URL)
 	require.Positive(t, v+f, "killed midway: jobs remain in the DLQ")
 	t.Logf("killed at %d moved; DLQ then: %d visible, %d in flight", killedAt, v, f)
 
@@ -395,7 +395,7 @@ func TestDLQRedriveKilledMidwayAndRunAgain(t *testing.T) {
 		}
 	}
 	// A job still in the DLQ is not lost: say so before counting.
-	v, f = depth(t, client, dlq.URL)
+	v, f = awstest.Counts(t, client, dlq.URL)
 	require.Zero(t, v+f, "nothing left in the DLQ")
 	dups := 0
 	for _, id := range ids {
@@ -437,7 +437,7 @@ func TestEnqueueCommand(t *testing.T) {
 	out, errOut, code = cli(t, "", "enqueue", "ledger.post", "--queue", fifo.URL, "--group", "acct-1", "--args", `{"cents":5}`)
 	require.Equal(t, 0, code, errOut)
 	require.Contains(t, out, "enqueued ledger.post")
-	v, _ := depth(t, client, fifo.URL)
+	v, _ := awstest.Counts(t, client, fifo.URL)
 	require.Equal(t, 1, v)
 }
 
@@ -479,7 +479,7 @@ func TestEnqueueFile10000PlainProgress(t *testing.T) {
 
 	// A SendMessageBatch whose response is lost is retried by the SDK, and a Standard queue keeps
 	// both copies (at-least-once): the queue holds every job, possibly a batch twice.
-	v, f := depth(t, client, q.URL)
+	v, f := awstest.Counts(t, client, q.URL)
 	require.GreaterOrEqual(t, v+f, total)
 	t.Logf("bulk enqueue of %d jobs: %s (%.0f jobs/s)", total, elapsed.Round(time.Millisecond), total/elapsed.Seconds())
 }
@@ -532,7 +532,7 @@ func TestEnqueueFileBadLineSendsNothing(t *testing.T) {
 	require.Contains(t, errOut, "line 3:")
 	require.Contains(t, errOut, "line 31:")
 	require.Contains(t, errOut, "line 41:")
-	v, _ := depth(t, client, q.URL)
+	v, _ := awstest.Counts(t, client, q.URL)
 	require.Zero(t, v)
 }
 
@@ -561,7 +561,7 @@ func TestEnqueueFileProgressBarOnTTY(t *testing.T) {
 	require.Contains(t, s, "300/300")
 	require.Regexp(t, `100% \|█+\|`, s)
 	require.NotRegexp(t, `(?m)^enqueue: \d+/300 \(`, s, "no plain lines on a terminal")
-	v, _ := depth(t, client, q.URL)
+	v, _ := awstest.Counts(t, client, q.URL)
 	require.Equal(t, 300, v)
 }
 
@@ -586,7 +586,7 @@ func TestDLQRedriveRefusesForgedSourceQueue(t *testing.T) {
 	require.Contains(t, out, "; 3 still in the dead-letter queue\n")
 	require.Empty(t, drainIDs(t, client, victim.URL))
 	require.Len(t, drainIDs(t, client, q), 3)
-	v, f := depth(t, client, dlq)
+	v, f := awstest.Counts(t, client, dlq)
 	require.Equal(t, 3, v)
 	require.Zero(t, f)
 

@@ -86,7 +86,7 @@ func TestDLQRedriveSummarySaysWhatIsLeft(t *testing.T) {
 	} else {
 		require.Regexp(t, `^moved 1 of 2 jobs from \S+ \(manual\); 1 in flight on the DLQ, held by another reader or an interrupted run \(run again\); 1 still in the dead-letter queue\n`, out)
 	}
-	v, f := depth(t, client, dlq.URL)
+	v, f := awstest.Counts(t, client, dlq.URL)
 	require.Equal(t, 1, v+f)
 	require.Len(t, drainIDs(t, client, src.URL), 1)
 }
@@ -139,6 +139,6 @@ func TestDLQJobRecordedByTheRedriveRecorder(t *testing.T) {
 	require.Equal(t, 0, code, errOut)
 	require.Regexp(t, `^moved 1 of 1 jobs from \S+ \((native, task \S+|manual)\); 0 still in the dead-letter queue\n`, red)
 	require.Equal(t, map[string]int{"job-1": 1}, drainIDs(t, client, src.URL))
-	v, f := depth(t, client, moved.URL)
+	v, f := awstest.Counts(t, client, moved.URL)
 	require.Zero(t, v+f, "never the holding queue")
 }

@@ -88,7 +88,7 @@ func TestDLQRedriveOneJobByID(t *testing.T) {
 	assert.Contains(t, out, "moved 1 of")
 	got := drainIDs(t, client, src.URL)
 	assert.Equal(t, map[string]int{ids[1]: 1}, got)
-	v, f := depth(t, client, dlq.URL)
+	v, f := awstest.Counts(t, client, dlq.URL)
 	assert.Equal(t, 2, v+f, "the other two stay dead")
 
 	_, errOut, code = cli(t, "", "dlq", "redrive", "--dlq", dlq.URL, "--id", ids[1], "--progress", "none")

@@ -6,8 +6,9 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
-	"github.com/jobkit-go/jobkit/jobs/contract"
 	"github.com/stretchr/testify/require"
+
+	"github.com/jobkit-go/jobkit/jobs/contract"
 )
 
 // When a message entered the DLQ is known for the runtime's and the redrive recorder's dead

@@ -134,21 +134,6 @@ func drain(t testing.TB, client *sqs.Client, queueURL string) []received {
 	return got
 }
 
-// counts returns visible and in-flight counts of a queue.
-func counts(t testing.TB, client *sqs.Client, queueURL string) (visible, inFlight int) {
-	t.Helper()
-	out, err := client.GetQueueAttributes(context.Background(), &sqs.GetQueueAttributesInput{
-		QueueUrl: aws.String(queueURL),
-		AttributeNames: []sqstypes.QueueAttributeName{
-			sqstypes.QueueAttributeNameApproximateNumberOfMessages, sqstypes.QueueAttributeNameApproximateNumberOfMessagesNotVisible,
-		},
-	})
-	require.NoError(t, err)
-	visible, _ = strconv.Atoi(out.Attributes["ApproximateNumberOfMessages"])
-	inFlight, _ = strconv.Atoi(out.Attributes["ApproximateNumberOfMessagesNotVisible"])
-	return visible, inFlight
-}
-
 // unique counts the distinct envelope ids (bodies, for non-envelopes) among received messages.
 // requireRedriven checks a redrive's end: queue to holds n jobs in total messages (duplicates
 // the redrive reported included), and the dead-letter queue is empty.
@@ -157,7 +142,7 @@ func requireRedriven(t *testing.T, client *sqs.Client, to, dlqURL string, n, tot
 	got := drain(t, client, to)
 	require.Equal(t, n, unique(got))
 	require.Len(t, got, total, msgAndArgs...)
-	v, f := counts(t, client, dlqURL)
+	v, f := awstest.Counts(t, client, dlqURL)
 	require.Zero(t, v+f, "the dead-letter queue is empty")
 	return got
 }
@@ -183,7 +168,7 @@ func listDead(t testing.TB, in *inspect.Inspector, client *sqs.Client, dlqURL st
 	if len(list.Jobs) == want {
 		return list
 	}
-	_, inFlight := counts(t, client, dlqURL)
+	_, inFlight := awstest.Counts(t, client, dlqURL)
 	if inFlight == 0 {
 		return list // nothing hidden: the shortfall is the listing's own
 	}
@@ -191,7 +176,7 @@ func listDead(t testing.TB, in *inspect.Inspector, client *sqs.Client, dlqURL st
 	deadline := time.Now().Add(45 * time.Second)
 	for inFlight > 0 && time.Now().Before(deadline) {
 		time.Sleep(time.Second)
-		_, inFlight = counts(t, client, dlqURL)
+		_, inFlight = awstest.Counts(t, client, dlqURL)
 	}
 	list, err = in.ListDead(context.Background(), dlqURL, opts)
 	require.NoError(t, err)

@@ -69,7 +69,7 @@ func TestRedriveThroughAHoldingQueue(t *testing.T) {
 			got := drain(t, client, q.URL)
 			require.Len(t, got, 1, "back on the job queue")
 			require.Equal(t, "job-1", got[0].Env.ID)
-			v, f := counts(t, client, moved.URL)
+			v, f := awstest.Counts(t, client, moved.URL)
 			require.Zero(t, v+f, "never on the holding queue")
 		})
 	}

@@ -162,7 +162,7 @@ func TestStatsCountsAndAges(t *testing.T) {
 	require.Nil(t, rep.Queues[1].DLQ)
 
 	// Sampling hands the messages back at once: nothing stays in flight on the DLQ.
-	v, f := counts(t, client, dlq.URL)
+	v, f := awstest.Counts(t, client, dlq.URL)
 	require.Equal(t, 2, v)
 	require.Equal(t, 0, f)
 
@@ -171,7 +171,7 @@ func TestStatsCountsAndAges(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, inspect.AgeFromSample, rep.Queues[0].OldestAgeSource)
 	require.GreaterOrEqual(t, rep.Queues[0].OldestAge, time.Second)
-	v, f = counts(t, client, q.URL)
+	v, f = awstest.Counts(t, client, q.URL)
 	require.Equal(t, 3, v)
 	require.Equal(t, 1, f) // only the one this test holds
 
@@ -238,7 +238,7 @@ func TestListDeadParsesAttributesAndConsumesNothing(t *testing.T) {
 	require.Equal(t, "not json at all", junk.Body)
 
 	// Everything is visible again right away: the listing consumed nothing.
-	v, f := counts(t, client, dlq.URL)
+	v, f := awstest.Counts(t, client, dlq.URL)
 	require.Equal(t, 25, v)
 	require.Equal(t, 0, f)
 
@@ -250,7 +250,7 @@ func TestListDeadParsesAttributesAndConsumesNothing(t *testing.T) {
 	list = listDead(t, in, client, dlq.URL, &inspect.ListOptions{Limit: 5}, 5)
 	require.Len(t, list.Jobs, 5)
 	require.True(t, list.Truncated)
-	v, f = counts(t, client, dlq.URL)
+	v, f = awstest.Counts(t, client, dlq.URL)
 	require.Equal(t, 25, v)
 	require.Equal(t, 0, f)
 
@@ -263,7 +263,7 @@ func TestListDeadParsesAttributesAndConsumesNothing(t *testing.T) {
 	require.Equal(t, "job-07", again.JobID)
 	_, err = in.ShowDead(ctx, dlq.URL, "no-such-job", nil)
 	require.ErrorIs(t, err, inspect.ErrNotFound)
-	v, _ = counts(t, client, dlq.URL)
+	v, _ = awstest.Counts(t, client, dlq.URL)
 	require.Equal(t, 25, v)
 }
 
@@ -302,7 +302,7 @@ func TestListDeadFIFO(t *testing.T) {
 	require.LessOrEqual(t, len(seen["z"]), 10)
 	require.Less(t, len(list.Jobs), 23)
 	t.Logf("FIFO listing saw %d of 23 messages: %v", len(list.Jobs), seen)
-	v, f := counts(t, client, dlq.URL)
+	v, f := awstest.Counts(t, client, dlq.URL)
 	require.Equal(t, 23, v)
 	require.Equal(t, 0, f)
 }
@@ -364,7 +364,7 @@ func TestRedriveManualWithFilterAndDestinations(t *testing.T) {
 		}
 	}
 	// The skipped ones and those without a valid destination are back in the DLQ, visible.
-	v, f := counts(t, client, dlq.URL)
+	v, f := awstest.Counts(t, client, dlq.URL)
 	require.Equal(t, 17, v)
 	require.Equal(t, 0, f)
 
@@ -423,7 +423,7 @@ func TestRedriveRefusesForgedSourceQueue(t *testing.T) {
 		require.Contains(t, []string{"ok1", "ok2", "respelled"}, r.Env.ID)
 	}
 	require.Empty(t, drain(t, client, victim.URL), "nothing reaches a queue the message names on its own")
-	v, f := counts(t, client, dlq.URL)
+	v, f := awstest.Counts(t, client, dlq.URL)
 	require.Equal(t, 4, v, "refused jobs stay in the DLQ, visible")
 	require.Zero(t, f)
 
@@ -459,7 +459,7 @@ func TestRedriveNativeUnsupportedFallsBack(t *testing.T) {
 
 	_, err := in.Redrive(ctx, dlq.URL, &inspect.RedriveOptions{Method: inspect.RedriveNative})
 	require.ErrorIs(t, err, inspect.ErrNativeUnsupported)
-	v, _ := counts(t, client, dlq.URL)
+	v, _ := awstest.Counts(t, client, dlq.URL)
 	require.Equal(t, 1, v, "a failed native start moves nothing")
 
 	res, err := in.Redrive(ctx, dlq.URL, nil)
@@ -567,7 +567,7 @@ func TestPurge(t *testing.T) {
 	n, err := inspect.New(cfg).Purge(ctx, dlq.URL)
 	require.NoError(t, err)
 	require.Equal(t, int64(3), n)
-	require.Eventually(t, func() bool { v, f := counts(t, client, dlq.URL); return v+f == 0 }, 60*time.Second, 200*time.Millisecond)
+	require.Eventually(t, func() bool { v, f := awstest.Counts(t, client, dlq.URL); return v+f == 0 }, 60*time.Second, 200*time.Millisecond)
 	// SQS allows one purge of a queue every 60 s: a second one at once is refused, typed.
 	_, err = inspect.New(cfg).Purge(ctx, dlq.URL)
 	require.ErrorIs(t, err, inspect.ErrPurgeInProgress)
@@ -634,7 +634,7 @@ func TestRedriveLeavesJobsThatComeBackDuringTheRun(t *testing.T) {
 	require.Equal(t, 10, bounced)
 	require.Equal(t, int64(20), res.Moved, "each original moved once")
 	require.Equal(t, int64(10), res.Returned, "the jobs that failed again stay in the DLQ")
-	v, f := counts(t, client, dlq.URL)
+	v, f := awstest.Counts(t, client, dlq.URL)
 	require.Equal(t, 10, v, "handed back at the end")
 	require.Zero(t, f)
 }

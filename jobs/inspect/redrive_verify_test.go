@@ -59,7 +59,7 @@ func TestRedriveFIFOJobMovedByTheRedrivePolicy(t *testing.T) {
 	_, err = in.Redrive(ctx, dlq.URL, &inspect.RedriveOptions{Method: inspect.RedriveNative})
 	require.ErrorIs(t, err, inspect.ErrNativeFIFO)
 	require.Zero(t, counter.starts.Load(), "no move task started")
-	v, f := counts(t, client, dlq.URL)
+	v, f := awstest.Counts(t, client, dlq.URL)
 	require.Equal(t, 1, v+f, "nothing moved")
 
 	res, err := in.Redrive(ctx, dlq.URL, nil)
@@ -77,7 +77,7 @@ func TestRedriveFIFOJobMovedByTheRedrivePolicy(t *testing.T) {
 	require.Equal(t, "job-1", got[0].Env.ID)
 	require.Equal(t, "g1", got[0].GroupID)
 	require.Equal(t, inspect.RedriveDeduplicationID("job-1", dead.MessageID), got[0].DedupID)
-	v, f = counts(t, client, dlq.URL)
+	v, f = awstest.Counts(t, client, dlq.URL)
 	require.Zero(t, v+f, "the DLQ is empty")
 }
 
@@ -109,7 +109,7 @@ func TestRedriveStandardChecksTheDLQAfterwards(t *testing.T) {
 	got := drain(t, client, src.URL)
 	require.Len(t, got, 1+int(res.PossibleDuplicates))
 	require.Equal(t, "job-1", got[0].Env.ID)
-	v, f := counts(t, client, dlq.URL)
+	v, f := awstest.Counts(t, client, dlq.URL)
 	require.Zero(t, v+f)
 }
 
@@ -135,7 +135,7 @@ func TestRedriveReportsWhatStaysInTheDLQ(t *testing.T) {
 	}
 	res, err := inspect.New(cfg).Redrive(ctx, dlq.URL, &inspect.RedriveOptions{Method: method, InFlightWait: -1, PollInterval: 200 * time.Millisecond})
 	require.NoError(t, err)
-	v, f := counts(t, client, dlq.URL)
+	v, f := awstest.Counts(t, client, dlq.URL)
 	require.Equal(t, int64(v+f), res.Remaining, "the DLQ's depth after the move")
 	require.Equal(t, int64(2), res.Moved+res.Remaining)
 	if method == inspect.RedriveNative {

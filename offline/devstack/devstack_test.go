@@ -5,14 +5,12 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"os"
 	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -25,6 +23,7 @@ import (
 	"github.com/jobkit-go/jobkit/offline/deploy"
 	"github.com/jobkit-go/jobkit/offline/devstack"
 	"github.com/jobkit-go/jobkit/offline/esm"
+	"github.com/jobkit-go/jobkit/offline/internal/procgroup"
 	"github.com/jobkit-go/jobkit/offline/schedfire"
 	"github.com/jobkit-go/jobkit/testkit/awstest"
 )
@@ -62,19 +61,6 @@ func fixtureWith(t *testing.T, at time.Time, edit func(resources map[string]any)
 		require.NoError(t, os.WriteFile(filepath.Join(dir, e.Name()), raw, 0o644))
 	}
 	return dir
-}
-
-func gone(pid int) bool {
-	if err := syscall.Kill(pid, 0); errors.Is(err, syscall.ESRCH) {
-		return true
-	}
-	stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return os.IsNotExist(err)
-	}
-	s := string(stat)
-	f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
-	return len(f) > 0 && (f[0] == "Z" || f[0] == "X")
 }
 
 // The synthesized fixture runs: messages on both queues reach the real function binary with the
@@ -217,7 +203,7 @@ func TestStackRunsTheDeployment(t *testing.T) {
 	stopped = true
 	t.Logf("stop took %s", time.Since(start))
 	for _, pid := range pids {
-		require.True(t, gone(pid), "process %d outlived Stop", pid)
+		require.True(t, procgroup.Gone(pid), "process %d outlived Stop", pid)
 	}
 	require.Empty(t, stack.PIDs())
 	select {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/jobkit-go/jobkit/offline/deploy"
 	"github.com/jobkit-go/jobkit/offline/devstack"
+	"github.com/jobkit-go/jobkit/offline/internal/procgroup"
 	"github.com/jobkit-go/jobkit/testkit/awstest"
 )
 
@@ -75,7 +76,7 @@ func TestUpAndDown(t *testing.T) {
 	require.NoError(t, r.Down(ctx))
 	downed = true
 	for _, pid := range pids {
-		require.True(t, gone(pid), "process %d outlived Down", pid)
+		require.True(t, procgroup.Gone(pid), "process %d outlived Down", pid)
 	}
 	_, err = q.GetQueueUrl(ctx, &sqs.GetQueueUrlInput{QueueName: aws.String(echo.Name)})
 	require.Error(t, err, "Down removed the deployment's queues")

@@ -4,14 +4,12 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
-	"errors"
 	"os"
 	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -19,6 +17,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/jobkit-go/jobkit/offline/internal/procgroup"
 	"github.com/jobkit-go/jobkit/offline/lambdaruntime"
 )
 
@@ -68,25 +67,10 @@ func invoke(t *testing.T, rt *lambdaruntime.Runtime, event any) lambdaruntime.Re
 	return res
 }
 
-// gone reports whether pid no longer runs (absent, or a zombie waiting for its parent).
-func gone(pid int) bool {
-	if err := syscall.Kill(pid, 0); errors.Is(err, syscall.ESRCH) {
-		return true
-	}
-	stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return os.IsNotExist(err)
-	}
-	// pid (comm) state ...: the state follows the last ')'.
-	s := string(stat)
-	fields := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
-	return len(fields) > 0 && (fields[0] == "Z" || fields[0] == "X")
-}
-
 func requireGone(t *testing.T, pid int) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
-	for !gone(pid) {
+	for !procgroup.Gone(pid) {
 		if time.Now().After(deadline) {
 			t.Fatalf("process %d still runs", pid)
 		}

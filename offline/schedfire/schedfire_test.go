@@ -2,7 +2,6 @@ package schedfire
 
 import (
 	"context"
-	"encoding/json"
 	"sort"
 	"strconv"
 	"testing"
@@ -29,10 +28,11 @@ type sendEmail struct {
 
 func (sendEmail) Kind() string { return "email.send" }
 
+// decodeEnvelope reads a fired job's message as the runtime does.
 func decodeEnvelope(t *testing.T, body string) jobs.Envelope {
 	t.Helper()
-	var env jobs.Envelope
-	require.NoError(t, json.Unmarshal([]byte(body), &env), body)
+	env, err := jobs.DecodeEnvelope(body)
+	require.NoError(t, err, body)
 	return env
 }
 

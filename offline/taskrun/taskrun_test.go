@@ -129,20 +129,6 @@ func startTask(t *testing.T, vt int, env map[string]string, args ...testJob) (*t
 	return task, out, q, dlq, client
 }
 
-// requireEmpty checks that a queue holds no message, visible or in flight.
-func requireEmpty(t *testing.T, client *sqs.Client, url string) {
-	t.Helper()
-	out, err := client.GetQueueAttributes(context.Background(), &sqs.GetQueueAttributesInput{
-		QueueUrl: aws.String(url),
-		AttributeNames: []sqstypes.QueueAttributeName{
-			sqstypes.QueueAttributeNameApproximateNumberOfMessages, sqstypes.QueueAttributeNameApproximateNumberOfMessagesNotVisible,
-		},
-	})
-	require.NoError(t, err)
-	assert.Equal(t, "0", out.Attributes[string(sqstypes.QueueAttributeNameApproximateNumberOfMessages)], "visible in %s", url)
-	assert.Equal(t, "0", out.Attributes[string(sqstypes.QueueAttributeNameApproximateNumberOfMessagesNotVisible)], "in flight in %s", url)
-}
-
 // A job more than three times as long as its queue's visibility timeout runs once in the
 // container process: the heartbeats keep its message, which is deleted when it is done.
 func TestTaskLongJobOnSQS(t *testing.T) {
@@ -160,8 +146,8 @@ func TestTaskLongJobOnSQS(t *testing.T) {
 	assert.Equal(t, 1, out.count("start 1"), "the job ran once")
 	assert.Equal(t, 1, out.count("done 1"))
 	assert.Equal(t, 1, task.Starts())
-	requireEmpty(t, client, q.URL)
-	requireEmpty(t, client, dlq.URL)
+	require.Zero(t, awstest.Depth(t, client, q), "left in %s", q.Name)
+	require.Zero(t, awstest.Depth(t, client, dlq), "left in %s", dlq.Name)
 }
 
 // SIGTERM mid-job: the process drains within its budget — a job that stops on its context and a
@@ -201,8 +187,8 @@ func TestTaskSIGTERMMidJobOnSQS(t *testing.T) {
 		assert.Equal(t, fmt.Sprint(first), pids[0])
 		assert.NotEqual(t, pids[0], pids[1])
 	}
-	requireEmpty(t, client, q.URL)
-	requireEmpty(t, client, dlq.URL)
+	require.Zero(t, awstest.Depth(t, client, q), "left in %s", q.Name)
+	require.Zero(t, awstest.Depth(t, client, dlq), "left in %s", dlq.Name)
 }
 
 // A process that exits is started again after RestartDelay, doubled after each quick exit but

@@ -41,22 +41,29 @@ func DeadLetterByPolicy(tb testing.TB, cfg aws.Config, src, dlq Queue, n int) {
 // Depth returns a queue's visible, in-flight and delayed messages, as SQS approximates them.
 func Depth(tb testing.TB, client *sqs.Client, q Queue) int {
 	tb.Helper()
-	v, f, d := depths(tb, client, q)
+	v, f, d := depths(tb, client, q.URL)
 	return v + f + d
 }
 
+// Counts returns a queue's visible and in-flight messages, as SQS approximates them.
+func Counts(tb testing.TB, client *sqs.Client, url string) (visible, inFlight int) {
+	tb.Helper()
+	visible, inFlight, _ = depths(tb, client, url)
+	return visible, inFlight
+}
+
 // depths returns a queue's visible, in-flight and delayed messages.
-func depths(tb testing.TB, client *sqs.Client, q Queue) (visible, inFlight, delayed int) {
+func depths(tb testing.TB, client *sqs.Client, url string) (visible, inFlight, delayed int) {
 	tb.Helper()
 	out, err := client.GetQueueAttributes(context.Background(), &sqs.GetQueueAttributesInput{
-		QueueUrl: aws.String(q.URL),
+		QueueUrl: aws.String(url),
 		AttributeNames: []sqstypes.QueueAttributeName{
 			sqstypes.QueueAttributeNameApproximateNumberOfMessages, sqstypes.QueueAttributeNameApproximateNumberOfMessagesNotVisible,
 			sqstypes.QueueAttributeNameApproximateNumberOfMessagesDelayed,
 		},
 	})
 	if err != nil {
-		tb.Fatalf("awstest: attributes of %s: %v", q.Name, err)
+		tb.Fatalf("awstest: attributes of %s: %v", url, err)
 	}
 	visible, _ = strconv.Atoi(out.Attributes[string(sqstypes.QueueAttributeNameApproximateNumberOfMessages)])
 	inFlight, _ = strconv.Atoi(out.Attributes[string(sqstypes.QueueAttributeNameApproximateNumberOfMessagesNotVisible)])

@@ -120,7 +120,7 @@ func TakeAll(tb testing.TB, client *sqs.Client, url string) []sqstypes.Message {
 			tb.Fatalf("awstest: receive from %s: %v", url, err)
 		}
 		if len(out.Messages) == 0 {
-			if v, f, _ := depths(tb, client, Queue{URL: url, Name: url}); v+f == 0 {
+			if v, f := Counts(tb, client, url); v+f == 0 {
 				return got
 			}
 			if time.Now().After(deadline) {

@@ -16,3 +16,9 @@ func Kill(pid int) {
 		_ = p.Kill()
 	}
 }
+
+// Gone reports whether pid no longer runs.
+func Gone(pid int) bool {
+	_, err := os.FindProcess(pid)
+	return err != nil
+}
