@@ -151,37 +151,23 @@ var (
 // event reads the whole payload: one object, with "Records".
 func (d *sqsDecoder) event() ([]SQSMessage, bool) {
 	s := d.s
-	i, empty, ok := openObject(s, skipWS(s, 0))
-	if !ok || empty {
-		return nil, ok && skipWS(s, i) == len(s)
-	}
 	var recs []SQSMessage
 	seen := false
-	for {
+	i, _, ok := d.object(skipWS(s, 0), func(i int) (int, bool) {
 		key, j, ok := memberKey(s, i)
-		if !ok {
-			return nil, false
+		switch {
+		case !ok:
+			return 0, false
+		case key != "Records":
+			return skipUnknown(key, s, j, eventKeys)
+		case seen:
+			return 0, false
 		}
-		if key == "Records" {
-			if seen {
-				return nil, false
-			}
-			seen = true
-			recs, j, ok = d.records(j)
-		} else {
-			j, ok = skipUnknown(key, s, j, eventKeys)
-		}
-		if !ok {
-			return nil, false
-		}
-		var more bool
-		if i, more, ok = nextMember(s, j, '}'); !ok {
-			return nil, false
-		}
-		if !more {
-			return recs, skipWS(s, i) == len(s)
-		}
-	}
+		seen = true
+		recs, j, ok = d.records(j)
+		return j, ok
+	})
+	return recs, ok && skipWS(s, i) == len(s)
 }
 
 // records reads the array of records at s[i].
@@ -353,28 +339,14 @@ func (d *sqsDecoder) record(i int, m *SQSMessage) (int, bool) {
 
 // attributes reads the object of string attributes at s[i] into m.Attributes.
 func (d *sqsDecoder) attributes(i int, m *SQSMessage) (int, bool) {
-	s := d.s
-	i, empty, ok := openObject(s, i)
-	if !ok {
-		return 0, false
-	}
-	if empty {
-		m.Attributes = emptyAttributes
-		return i, true
-	}
 	start := len(d.attrs)
-	for {
-		if i >= len(s) || s[i] != '"' {
-			return 0, false
-		}
+	i, empty, ok := d.object(i, func(i int) (int, bool) {
 		var a SQSAttribute
-		if a.Name, i, ok = d.str(i); !ok {
+		var ok bool
+		if a.Name, i, ok = d.key(i); !ok {
 			return 0, false
 		}
-		if i = skipWS(s, i); i >= len(s) || s[i] != ':' {
-			return 0, false
-		}
-		if a.Value, i, ok = d.str(skipWS(s, i+1)); !ok {
+		if a.Value, i, ok = d.str(i); !ok {
 			return 0, false
 		}
 		for _, b := range d.attrs[start:] {
@@ -383,41 +355,29 @@ func (d *sqsDecoder) attributes(i int, m *SQSMessage) (int, bool) {
 			}
 		}
 		d.attrs = append(d.attrs, a)
-		var more bool
-		if i, more, ok = nextMember(s, i, '}'); !ok {
-			return 0, false
-		}
-		if !more {
-			m.Attributes = d.attrs[start:len(d.attrs):len(d.attrs)]
-			return i, true
-		}
+		return i, true
+	})
+	switch {
+	case !ok:
+		return 0, false
+	case empty:
+		m.Attributes = emptyAttributes
+	default:
+		m.Attributes = d.attrs[start:len(d.attrs):len(d.attrs)]
 	}
+	return i, true
 }
 
 // messageAttributes reads the object of message attributes at s[i] into m.MessageAttributes.
 func (d *sqsDecoder) messageAttributes(i int, m *SQSMessage) (int, bool) {
-	s := d.s
-	i, empty, ok := openObject(s, i)
-	if !ok {
-		return 0, false
-	}
-	if empty {
-		m.MessageAttributes = emptyMessageAttributes
-		return i, true
-	}
 	var out []SQSMessageAttribute
-	for {
-		if i >= len(s) || s[i] != '"' {
-			return 0, false
-		}
+	i, empty, ok := d.object(i, func(i int) (int, bool) {
 		var a SQSMessageAttribute
-		if a.Name, i, ok = d.str(i); !ok {
+		var ok bool
+		if a.Name, i, ok = d.key(i); !ok {
 			return 0, false
 		}
-		if i = skipWS(s, i); i >= len(s) || s[i] != ':' {
-			return 0, false
-		}
-		if i, ok = d.messageAttribute(skipWS(s, i+1), &a.Value); !ok {
+		if i, ok = d.messageAttribute(i, &a.Value); !ok {
 			return 0, false
 		}
 		for _, b := range out {
@@ -426,26 +386,24 @@ func (d *sqsDecoder) messageAttributes(i int, m *SQSMessage) (int, bool) {
 			}
 		}
 		out = append(out, a)
-		var more bool
-		if i, more, ok = nextMember(s, i, '}'); !ok {
-			return 0, false
-		}
-		if !more {
-			m.MessageAttributes = out
-			return i, true
-		}
+		return i, true
+	})
+	switch {
+	case !ok:
+		return 0, false
+	case empty:
+		m.MessageAttributes = emptyMessageAttributes
+	default:
+		m.MessageAttributes = out
 	}
+	return i, true
 }
 
 // messageAttribute reads one message attribute's object at s[i] into a.
 func (d *sqsDecoder) messageAttribute(i int, a *events.SQSMessageAttribute) (int, bool) {
 	s := d.s
-	i, empty, ok := openObject(s, i)
-	if !ok || empty {
-		return i, ok
-	}
 	var seen uint8
-	for {
+	i, _, ok := d.object(i, func(i int) (int, bool) {
 		key, j, ok := memberKey(s, i)
 		if !ok {
 			return 0, false
@@ -477,14 +435,9 @@ func (d *sqsDecoder) messageAttribute(i int, a *events.SQSMessageAttribute) (int
 			return 0, false
 		}
 		seen |= bit
-		var more bool
-		if i, more, ok = nextMember(s, j, '}'); !ok {
-			return 0, false
-		}
-		if !more {
-			return i, true
-		}
-	}
+		return j, true
+	})
+	return i, ok
 }
 
 // base64 reads a string at s[i] holding base64, decoded as encoding/json decodes a []byte.
@@ -546,6 +499,46 @@ func (d *sqsDecoder) array(i int, elem func(i int) (int, bool)) (int, bool) {
 			return i, true
 		}
 	}
+}
+
+// object reads the object at s[i], each member with member, which gets the index of the member's
+// key and returns the index after its value. It returns the index after the object, and whether
+// the object was empty.
+func (d *sqsDecoder) object(i int, member func(i int) (int, bool)) (next int, empty, ok bool) {
+	s := d.s
+	if i, empty, ok = openObject(s, i); !ok || empty {
+		return i, empty, ok
+	}
+	for {
+		j, ok := member(i)
+		if !ok {
+			return 0, false, false
+		}
+		var more bool
+		if i, more, ok = nextMember(s, j, '}'); !ok {
+			return 0, false, false
+		}
+		if !more {
+			return i, false, true
+		}
+	}
+}
+
+// key reads `"name" :` at s[i], a name that may hold escapes (an attribute's), and returns the
+// name and the index of its value.
+func (d *sqsDecoder) key(i int) (string, int, bool) {
+	s := d.s
+	if i >= len(s) || s[i] != '"' {
+		return "", 0, false
+	}
+	name, i, ok := d.str(i)
+	if !ok {
+		return "", 0, false
+	}
+	if i = skipWS(s, i); i >= len(s) || s[i] != ':' {
+		return "", 0, false
+	}
+	return name, skipWS(s, i+1), true
 }
 
 // str reads the JSON string at s[i] and returns its value and the index after it. A string
