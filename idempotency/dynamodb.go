@@ -159,10 +159,7 @@ func (s *DynamoDBStore) holder(ctx context.Context, key string, ccf *types.Condi
 
 // Get implements Store.
 func (s *DynamoDBStore) Get(ctx context.Context, key string) (*Record, error) {
-	if err := s.check(); err != nil {
-		return nil, err
-	}
-	if err := checkKey(key); err != nil {
+	if err := s.checkKeyed(key); err != nil {
 		return nil, err
 	}
 	out, err := s.client.GetItem(ctx, &dynamodb.GetItemInput{
@@ -261,10 +258,7 @@ func (s *DynamoDBStore) completeUpdate(rec *Record, leaseEnd time.Time) (*types.
 
 // Delete implements Store: one DeleteItem conditioned on the claim.
 func (s *DynamoDBStore) Delete(ctx context.Context, key string, leaseEnd time.Time) error {
-	if err := s.check(); err != nil {
-		return err
-	}
-	if err := checkKey(key); err != nil {
+	if err := s.checkKeyed(key); err != nil {
 		return err
 	}
 	expr, err := expression.NewBuilder().WithCondition(claimCondition(leaseEnd)).Build()
@@ -295,10 +289,7 @@ func (s *DynamoDBStore) Delete(ctx context.Context, key string, leaseEnd time.Ti
 
 // Renew implements Renewer: one UpdateItem conditioned on the claim.
 func (s *DynamoDBStore) Renew(ctx context.Context, key string, leaseEnd, newEnd, expiresAt time.Time) error {
-	if err := s.check(); err != nil {
-		return err
-	}
-	if err := checkKey(key); err != nil {
+	if err := s.checkKeyed(key); err != nil {
 		return err
 	}
 	update := expression.Set(expression.Name(AttrInProgressExpiration), expression.Value(epochMillis(newEnd))).
@@ -329,6 +320,14 @@ func (s *DynamoDBStore) Renew(ctx context.Context, key string, leaseEnd, newEnd,
 	default:
 		return fmt.Errorf("idempotency: renew %q: %w", key, err)
 	}
+}
+
+// checkKeyed is check, then the key's own check.
+func (s *DynamoDBStore) checkKeyed(key string) error {
+	if err := s.check(); err != nil {
+		return err
+	}
+	return checkKey(key)
 }
 
 func (s *DynamoDBStore) check() error {

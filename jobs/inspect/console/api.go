@@ -291,10 +291,7 @@ func (s *Server) apiRedrive(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "give either all: true or 1-100 ids")
 		return
 	}
-	q, err := s.queue(r.Context(), req.Queue)
-	if err == nil && q.DLQURL == "" {
-		err = fmt.Errorf("%w: %s", inspect.ErrNoDLQ, req.Queue)
-	}
+	q, err := s.queueWithDLQ(r.Context(), req.Queue)
 	if err != nil {
 		fail(w, err)
 		return
@@ -359,10 +356,7 @@ func (s *Server) apiPurge(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "bad request body: %v", err)
 		return
 	}
-	q, err := s.queue(r.Context(), req.Queue)
-	if err == nil && q.DLQURL == "" {
-		err = fmt.Errorf("%w: %s", inspect.ErrNoDLQ, req.Queue)
-	}
+	q, err := s.queueWithDLQ(r.Context(), req.Queue)
 	if err != nil {
 		fail(w, err)
 		return

@@ -292,4 +292,14 @@ func (s *Server) queue(ctx context.Context, name string) (inspect.Queue, error) 
 	return inspect.Queue{}, fmt.Errorf("%w: no queue %q", errUnknownQueue, name)
 }
 
+// queueWithDLQ is queue for an action on a queue's dead letters: a queue without a dead-letter
+// queue is inspect.ErrNoDLQ.
+func (s *Server) queueWithDLQ(ctx context.Context, name string) (inspect.Queue, error) {
+	q, err := s.queue(ctx, name)
+	if err == nil && q.DLQURL == "" {
+		err = fmt.Errorf("%w: %s", inspect.ErrNoDLQ, name)
+	}
+	return q, err
+}
+
 var errUnknownQueue = errors.New("console: unknown queue")
