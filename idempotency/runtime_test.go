@@ -99,8 +99,7 @@ func queueEmpty(t *testing.T, client *sqs.Client, q awstest.Queue) {
 // its side effect once, and every copy is deleted as a success.
 func TestRuntimeDuplicateDeliveryRunsOnce(t *testing.T) {
 	t.Parallel()
-	cfg := awstest.Config(t)
-	client := sqs.NewFromConfig(cfg)
+	cfg, client := awstest.SQS(t)
 	q, dlq := awstest.QueueWithDLQ(t, cfg, "jobs", &awstest.QueueOptions{MaxReceiveCount: 10})
 	table := awstest.CreateTable(t, cfg, "idem", idempotency.AttrID, "")
 	l := newLedger(t, dynamodb.NewFromConfig(cfg))
@@ -142,8 +141,7 @@ func TestRuntimeDuplicateDeliveryRunsOnce(t *testing.T) {
 // payload_mismatch, and the first job's side effect stands alone.
 func TestRuntimePayloadMismatchIsDeadLettered(t *testing.T) {
 	t.Parallel()
-	cfg := awstest.Config(t)
-	client := sqs.NewFromConfig(cfg)
+	cfg, client := awstest.SQS(t)
 	q, dlq := awstest.QueueWithDLQ(t, cfg, "jobs", &awstest.QueueOptions{MaxReceiveCount: 10})
 	table := awstest.CreateTable(t, cfg, "idem", idempotency.AttrID, "")
 	l := newLedger(t, dynamodb.NewFromConfig(cfg))

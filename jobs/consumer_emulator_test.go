@@ -114,8 +114,7 @@ func TestConsumerLongJobOnSQS(t *testing.T) {
 // at its first failure and keeps its order.
 func TestConsumerOutcomesOnSQS(t *testing.T) {
 	t.Parallel()
-	cfg := awstest.Config(t)
-	client := sqs.NewFromConfig(cfg)
+	cfg, client := awstest.SQS(t)
 	dlq := awstest.CreateQueue(t, cfg, "dlq", nil)
 	q := awstest.CreateQueue(t, cfg, "q", nil)
 	enqueue(t, client, q.URL, TestJob{N: 1}, TestJob{N: 2, Mode: "cancel"}, TestJob{N: 3, Mode: "fail"}, TestJob{N: 4})
@@ -156,8 +155,7 @@ func TestConsumerOutcomesOnSQS(t *testing.T) {
 // of its group with it, as the Lambda runtime does.
 func TestConsumerFIFOSkipGroupOnSQS(t *testing.T) {
 	t.Parallel()
-	cfg := awstest.Config(t)
-	client := sqs.NewFromConfig(cfg)
+	cfg, client := awstest.SQS(t)
 	dlq := awstest.CreateQueue(t, cfg, "dlq", &awstest.QueueOptions{FIFO: true})
 	q := awstest.CreateQueue(t, cfg, "q", &awstest.QueueOptions{FIFO: true})
 	enqueue(t, client, q.URL,
@@ -198,8 +196,7 @@ func TestConsumerFIFOSkipGroupOnSQS(t *testing.T) {
 // visibility timeout — and nothing is dead-lettered, lost or run twice.
 func TestConsumerDrainOnSQS(t *testing.T) {
 	t.Parallel()
-	cfg := awstest.Config(t)
-	client := sqs.NewFromConfig(cfg)
+	cfg, client := awstest.SQS(t)
 	dlq := awstest.CreateQueue(t, cfg, "dlq", nil)
 	q := awstest.CreateQueue(t, cfg, "q", &awstest.QueueOptions{VisibilityTimeout: 60})
 	enqueue(t, client, q.URL, TestJob{N: 1, Mode: "quick"}, TestJob{N: 2, Mode: "polite"}, TestJob{N: 3, Mode: "stubborn"})
@@ -286,8 +283,7 @@ func (d *deleteCounter) DeleteMessage(ctx context.Context, in *sqs.DeleteMessage
 // finishing together are deleted in DeleteMessageBatch calls of at most 10.
 func TestConsumerHoldsNoMoreThanItsConcurrencyOnSQS(t *testing.T) {
 	t.Parallel()
-	cfg := awstest.Config(t)
-	client := sqs.NewFromConfig(cfg)
+	cfg, client := awstest.SQS(t)
 	dlq := awstest.CreateQueue(t, cfg, "dlq", nil)
 
 	t.Run("holds", func(t *testing.T) {

@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -31,8 +30,7 @@ func TestConsumerHonoursAPausedQueueOnSQS(t *testing.T) {
 
 func testConsumerPaused(t *testing.T, fifo bool) {
 	ctx := context.Background()
-	cfg := awstest.Config(t)
-	client := sqs.NewFromConfig(cfg)
+	cfg, client := awstest.SQS(t)
 	q, dlq := awstest.QueueWithDLQ(t, cfg, "q", &awstest.QueueOptions{FIFO: fifo})
 	job := func(n int) TestJob {
 		if fifo {

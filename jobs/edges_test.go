@@ -46,8 +46,7 @@ func receiveAgain(t *testing.T, client *sqs.Client, url string, msgs []sqstypes.
 // listed, not run, not charged and — on its last attempt — not dead-lettered.
 func TestRuntimeNothingStartsAfterTheSoftDeadlineOnSQS(t *testing.T) {
 	t.Parallel()
-	cfg := awstest.Config(t)
-	client := sqs.NewFromConfig(cfg)
+	cfg, client := awstest.SQS(t)
 	dlq := awstest.CreateQueue(t, cfg, "dlq", nil)
 	q := awstest.CreateQueue(t, cfg, "q", &awstest.QueueOptions{VisibilityTimeout: 30})
 	enqueue(t, client, q.URL, TestJob{N: 1, Mode: "sleep", Seconds: 2.2}, TestJob{N: 2, Mode: "block"})
@@ -76,8 +75,7 @@ func TestRuntimeNothingStartsAfterTheSoftDeadlineOnSQS(t *testing.T) {
 // reported failed, never lost.
 func TestRuntimePostJobWorkIsBoundedOnSQS(t *testing.T) {
 	t.Parallel()
-	cfg := awstest.Config(t)
-	direct := sqs.NewFromConfig(cfg)
+	cfg, direct := awstest.SQS(t)
 	dlq := awstest.CreateQueue(t, cfg, "dlq", nil)
 	q := awstest.CreateQueue(t, cfg, "q", &awstest.QueueOptions{VisibilityTimeout: 30})
 	var batch []TestJob
@@ -119,8 +117,7 @@ func TestRuntimePostJobWorkIsBoundedOnSQS(t *testing.T) {
 // than list the message failed, which would bring it back to be dead-lettered a second time.
 func TestRuntimeDeadLetterSendInFlightAtTheHardStopOnSQS(t *testing.T) {
 	t.Parallel()
-	cfg := awstest.Config(t)
-	direct := sqs.NewFromConfig(cfg)
+	cfg, direct := awstest.SQS(t)
 	dlq := awstest.CreateQueue(t, cfg, "dlq", nil)
 	q := awstest.CreateQueue(t, cfg, "q", &awstest.QueueOptions{VisibilityTimeout: 30})
 	enqueue(t, direct, q.URL, TestJob{N: 1, Mode: "sleep-cancel", Seconds: 3.9})
@@ -220,8 +217,7 @@ func TestHandlerDeadLetterCopyAlwaysFits(t *testing.T) {
 // of its visibility in the batching window is not handed to another consumer meanwhile.
 func TestRuntimeFirstHeartbeatAtStartOnSQS(t *testing.T) {
 	t.Parallel()
-	cfg := awstest.Config(t)
-	client := sqs.NewFromConfig(cfg)
+	cfg, client := awstest.SQS(t)
 	dlq := awstest.CreateQueue(t, cfg, "dlq", nil)
 	q := awstest.CreateQueue(t, cfg, "q", &awstest.QueueOptions{VisibilityTimeout: 6})
 	enqueue(t, client, q.URL, TestJob{N: 1, Mode: "sleep", Seconds: 4})
@@ -246,8 +242,7 @@ func TestRuntimeFirstHeartbeatAtStartOnSQS(t *testing.T) {
 // job's context is cancelled with ErrMessageLost.
 func TestRuntimeLostMessageCancelsTheJobOnSQS(t *testing.T) {
 	t.Parallel()
-	cfg := awstest.Config(t)
-	client := sqs.NewFromConfig(cfg)
+	cfg, client := awstest.SQS(t)
 	dlq := awstest.CreateQueue(t, cfg, "dlq", nil)
 	q := awstest.CreateQueue(t, cfg, "q", &awstest.QueueOptions{VisibilityTimeout: 3})
 	enqueue(t, client, q.URL, TestJob{N: 1})
@@ -280,8 +275,7 @@ func TestRuntimeLostMessageCancelsTheJobOnSQS(t *testing.T) {
 // eventSourceARN), not on the configured one.
 func TestRuntimeSeveralQueuesOnSQS(t *testing.T) {
 	t.Parallel()
-	cfg := awstest.Config(t)
-	client := sqs.NewFromConfig(cfg)
+	cfg, client := awstest.SQS(t)
 	dlq := awstest.CreateQueue(t, cfg, "dlq", nil)
 	a := awstest.CreateQueue(t, cfg, "a", &awstest.QueueOptions{VisibilityTimeout: 30})
 	b := awstest.CreateQueue(t, cfg, "b", &awstest.QueueOptions{VisibilityTimeout: 30})
@@ -308,8 +302,7 @@ func TestRuntimeSeveralQueuesOnSQS(t *testing.T) {
 // real run at ApproximateReceiveCount 2 = MaxAttempts, is retried, not dead-lettered.
 func TestRuntimeFIFOSkipsAreNotAttemptsOnSQS(t *testing.T) {
 	t.Parallel()
-	cfg := awstest.Config(t)
-	client := sqs.NewFromConfig(cfg)
+	cfg, client := awstest.SQS(t)
 	store := idempotency.NewDynamoDBStore(dynamodb.NewFromConfig(cfg), awstest.CreateTable(t, cfg, "idem", "id", ""))
 	dlq := awstest.CreateQueue(t, cfg, "dlq", &awstest.QueueOptions{FIFO: true})
 	q := awstest.CreateQueue(t, cfg, "q", &awstest.QueueOptions{FIFO: true, VisibilityTimeout: 30})

@@ -95,8 +95,7 @@ func enqueue(t *testing.T, client *sqs.Client, queueURL string, args ...TestJob)
 // visibility timeout would return it.
 func TestRuntimeRetryFollowsBackoffOnSQS(t *testing.T) {
 	t.Parallel()
-	cfg := awstest.Config(t)
-	client := sqs.NewFromConfig(cfg)
+	cfg, client := awstest.SQS(t)
 	dlq := awstest.CreateQueue(t, cfg, "dlq", nil)
 	q := awstest.CreateQueue(t, cfg, "q", &awstest.QueueOptions{VisibilityTimeout: 30})
 	enqueue(t, client, q.URL, TestJob{N: 1}, TestJob{N: 2, Mode: "fail"}, TestJob{N: 3})
@@ -130,8 +129,7 @@ func TestRuntimeRetryFollowsBackoffOnSQS(t *testing.T) {
 // not listed; with a DLQ that does not exist, it is listed instead.
 func TestRuntimeDeadLettersOnSQS(t *testing.T) {
 	t.Parallel()
-	cfg := awstest.Config(t)
-	client := sqs.NewFromConfig(cfg)
+	cfg, client := awstest.SQS(t)
 	dlq := awstest.CreateQueue(t, cfg, "dlq", nil)
 	q := awstest.CreateQueue(t, cfg, "q", &awstest.QueueOptions{VisibilityTimeout: 30})
 	enqueue(t, client, q.URL, TestJob{N: 1, Mode: "fail"})
@@ -211,8 +209,7 @@ func TestRuntimeDeadLettersOnSQS(t *testing.T) {
 // again stays in its in-flight set until a receive passes over it and holds its own group.)
 func TestRuntimeFIFOSkipGroupOnSQS(t *testing.T) {
 	t.Parallel()
-	cfg := awstest.Config(t)
-	client := sqs.NewFromConfig(cfg)
+	cfg, client := awstest.SQS(t)
 	dlq := awstest.CreateQueue(t, cfg, "dlq", &awstest.QueueOptions{FIFO: true})
 	q := awstest.CreateQueue(t, cfg, "q", &awstest.QueueOptions{FIFO: true, VisibilityTimeout: 30})
 	enqueue(t, client, q.URL,
@@ -246,8 +243,7 @@ func TestRuntimeFIFOSkipGroupOnSQS(t *testing.T) {
 // runs (the heartbeat keeps it invisible) and runs once.
 func TestRuntimeHeartbeatOnSQS(t *testing.T) {
 	t.Parallel()
-	cfg := awstest.Config(t)
-	client := sqs.NewFromConfig(cfg)
+	cfg, client := awstest.SQS(t)
 	dlq := awstest.CreateQueue(t, cfg, "dlq", nil)
 	q := awstest.CreateQueue(t, cfg, "q", &awstest.QueueOptions{VisibilityTimeout: 2})
 	enqueue(t, client, q.URL, TestJob{N: 1, Mode: "sleep", Seconds: 6}, TestJob{N: 2})
@@ -304,8 +300,7 @@ func TestRuntimeHeartbeatOnSQS(t *testing.T) {
 // A panic fails only its record, and so does a job whose context deadline passes.
 func TestRuntimePanicAndTimeoutOnSQS(t *testing.T) {
 	t.Parallel()
-	cfg := awstest.Config(t)
-	client := sqs.NewFromConfig(cfg)
+	cfg, client := awstest.SQS(t)
 	dlq := awstest.CreateQueue(t, cfg, "dlq", nil)
 	q := awstest.CreateQueue(t, cfg, "q", &awstest.QueueOptions{VisibilityTimeout: 30})
 	enqueue(t, client, q.URL, TestJob{N: 1, Mode: "panic"}, TestJob{N: 2, Mode: "block"}, TestJob{N: 3})
@@ -477,8 +472,7 @@ func TestClientRetriesFailedEntryOnSQS(t *testing.T) {
 // enqueue order within each group.
 func TestClientFIFOOrderOnSQS(t *testing.T) {
 	t.Parallel()
-	cfg := awstest.Config(t)
-	client := sqs.NewFromConfig(cfg)
+	cfg, client := awstest.SQS(t)
 	q := awstest.CreateQueue(t, cfg, "q", &awstest.QueueOptions{FIFO: true})
 	var args []TestJob
 	for i := 0; i < 25; i++ {
@@ -507,8 +501,7 @@ func TestClientFIFOOrderOnSQS(t *testing.T) {
 // A delayed job is not receivable before its delay and is after it.
 func TestClientDelayOnSQS(t *testing.T) {
 	t.Parallel()
-	cfg := awstest.Config(t)
-	client := sqs.NewFromConfig(cfg)
+	cfg, client := awstest.SQS(t)
 	q := awstest.CreateQueue(t, cfg, "q", nil)
 	c, err := jobs.NewClient(client, jobs.ClientOptions{DefaultQueueURL: q.URL})
 	require.NoError(t, err)

@@ -41,8 +41,7 @@ func (spacedJob) Kind() string { return "kind.spaced" }
 // retried after it, the others after the function's.
 func TestKindOptsOnSQS(t *testing.T) {
 	t.Parallel()
-	cfg := awstest.Config(t)
-	client := sqs.NewFromConfig(cfg)
+	cfg, client := awstest.SQS(t)
 	q, dlq := awstest.QueueWithDLQ(t, cfg, "q", &awstest.QueueOptions{VisibilityTimeout: 30})
 	w := jobs.NewWorkers()
 	fail := errors.New("always fails")

@@ -146,8 +146,7 @@ func dead(t *testing.T, client *sqs.Client, dlq awstest.Queue, n int) map[int]jo
 func TestRuntimeFIFOBacklogNeverDeadLettersUnrunOnSQS(t *testing.T) {
 	t.Parallel()
 	const attempts = 3
-	cfg := awstest.Config(t)
-	client := sqs.NewFromConfig(cfg)
+	cfg, client := awstest.SQS(t)
 	receives := contract.MinFIFOMaxReceiveCount(10, attempts)
 	q, dlq := awstest.QueueWithDLQ(t, cfg, "q", &awstest.QueueOptions{FIFO: true, MaxReceiveCount: receives})
 	r := newRuns()
@@ -233,8 +232,7 @@ func (c *child) run(msgs []sqstypes.Message) {
 
 // crashChildMain is the worker process's side of child.run.
 func crashChildMain(t *testing.T, attempts, receives int) {
-	cfg := awstest.Config(t)
-	client := sqs.NewFromConfig(cfg)
+	cfg, client := awstest.SQS(t)
 	store := idempotency.NewDynamoDBStore(dynamodb.NewFromConfig(cfg), os.Getenv("JOBS_TEST_TABLE"))
 	rc := runtimeConfig(client, os.Getenv("JOBS_TEST_QUEUE"), os.Getenv("JOBS_TEST_DLQ"))
 	rc.MaxAttempts, rc.MaxReceiveCount, rc.Backoff, rc.Deliveries = attempts, receives, fixedBackoff(0), store
@@ -288,8 +286,7 @@ func TestRuntimeFIFOCrashLoopIsDeadLetteredAloneOnSQS(t *testing.T) {
 		return
 	}
 	t.Parallel()
-	cfg := awstest.Config(t)
-	client := sqs.NewFromConfig(cfg)
+	cfg, client := awstest.SQS(t)
 	q, dlq := awstest.QueueWithDLQ(t, cfg, "q", &awstest.QueueOptions{FIFO: true, MaxReceiveCount: receives})
 	c := newChild(t, cfg, q, dlq)
 	enqueue(t, client, q.URL, TestJob{N: 1, Group: "g"}, TestJob{N: 2, Group: "g"}, TestJob{N: 3, Group: "g"})
@@ -317,8 +314,7 @@ func TestRuntimeCrashLoopRunsAloneOnSQS(t *testing.T) {
 		return
 	}
 	t.Parallel()
-	cfg := awstest.Config(t)
-	client := sqs.NewFromConfig(cfg)
+	cfg, client := awstest.SQS(t)
 	q, dlq := awstest.QueueWithDLQ(t, cfg, "q", &awstest.QueueOptions{MaxReceiveCount: receives})
 	c := newChild(t, cfg, q, dlq)
 	enqueue(t, client, q.URL, TestJob{N: 1}, TestJob{N: 3}, TestJob{N: 4}, TestJob{N: 5}, TestJob{N: 6})
@@ -342,8 +338,7 @@ func TestRuntimeCrashLoopRunsAloneOnSQS(t *testing.T) {
 // running it (ReasonReceiveLimit) rather than let SQS move it with no reason.
 func TestRuntimeDeadLettersAtTheReceiveLimitOnSQS(t *testing.T) {
 	t.Parallel()
-	cfg := awstest.Config(t)
-	client := sqs.NewFromConfig(cfg)
+	cfg, client := awstest.SQS(t)
 	q, dlq := awstest.QueueWithDLQ(t, cfg, "q", &awstest.QueueOptions{MaxReceiveCount: 4})
 	enqueue(t, client, q.URL, TestJob{N: 1, Mode: "snooze"})
 	rc := ledgerConfig(t, cfg, client, q, dlq, 2, 4)

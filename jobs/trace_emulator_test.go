@@ -40,8 +40,7 @@ func jsonLines(t *testing.T, b *awstest.SyncBuffer) []map[string]any {
 // worker enqueues.
 func TestTraceFromEnqueueToWorkerThroughARedriveOnSQS(t *testing.T) {
 	t.Parallel()
-	cfg := awstest.Config(t)
-	client := sqs.NewFromConfig(cfg)
+	cfg, client := awstest.SQS(t)
 	dlq := awstest.CreateQueue(t, cfg, "dlq", nil)
 	q := awstest.CreateQueue(t, cfg, "q", nil)
 	children := awstest.CreateQueue(t, cfg, "children", nil)
@@ -124,8 +123,7 @@ func TestTraceFromEnqueueToWorkerThroughARedriveOnSQS(t *testing.T) {
 // SQS gives an AWSTraceHeader: the job runs in the X-Ray trace.
 func TestTraceFromAWSTraceHeaderOnSQS(t *testing.T) {
 	t.Parallel()
-	cfg := awstest.Config(t)
-	client := sqs.NewFromConfig(cfg)
+	cfg, client := awstest.SQS(t)
 	dlq := awstest.CreateQueue(t, cfg, "dlq", nil)
 	q := awstest.CreateQueue(t, cfg, "q", nil)
 	body := `{"v":1,"id":"no-trace","kind":"test.job","args":{"n":1},"enqueued_at":"2026-11-23T12:00:00Z"}`

@@ -26,8 +26,7 @@ func (sendEmail) Kind() string { return "email.send" }
 func TestDelayerOnEmulator(t *testing.T) {
 	t.Parallel()
 	cfg := awstest.Config(t)
-	sched := scheduler.NewFromConfig(cfg)
-	group := awstest.CreateScheduleGroup(t, sched)
+	sched, group := awstest.ScheduleGroup(t, cfg)
 	queue := awstest.CreateQueue(t, cfg, "jobs", nil)
 	fifo := awstest.CreateQueue(t, cfg, "jobs", &awstest.QueueOptions{FIFO: true, Attributes: map[string]string{"ContentBasedDeduplication": "true"}})
 	dlq := awstest.CreateQueue(t, cfg, "sched-dlq", nil)
@@ -96,10 +95,8 @@ func TestDelayerOnEmulator(t *testing.T) {
 // creates none; cancelling by id deletes the schedule.
 func TestClientLongDelayOnEmulator(t *testing.T) {
 	t.Parallel()
-	cfg := awstest.Config(t)
-	sched := scheduler.NewFromConfig(cfg)
-	sqsClient := sqs.NewFromConfig(cfg)
-	group := awstest.CreateScheduleGroup(t, sched)
+	cfg, sqsClient := awstest.SQS(t)
+	sched, group := awstest.ScheduleGroup(t, cfg)
 	queue := awstest.CreateQueue(t, cfg, "jobs", nil)
 	dlq := awstest.CreateQueue(t, cfg, "sched-dlq", nil)
 	ctx := context.Background()

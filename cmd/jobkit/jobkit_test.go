@@ -97,9 +97,8 @@ func createStack(t *testing.T, cfg aws.Config) (stack, queueURL, dlqURL string) 
 
 func TestQueuesCommand(t *testing.T) {
 	t.Parallel()
-	cfg := awstest.Config(t)
+	cfg, client := awstest.SQS(t)
 	ctx := context.Background()
-	client := sqs.NewFromConfig(cfg)
 	stack, q, dlq := createStack(t, cfg)
 	for i := range 3 {
 		_, err := client.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(q), MessageBody: aws.String(envelopeBody(strconv.Itoa(i), "k", i))})
@@ -181,8 +180,7 @@ func TestQueuesCommand(t *testing.T) {
 
 func TestDLQListAndShowCommands(t *testing.T) {
 	t.Parallel()
-	cfg := awstest.Config(t)
-	client := sqs.NewFromConfig(cfg)
+	cfg, client := awstest.SQS(t)
 	stack, q, dlq := createStack(t, cfg)
 	ids := seedDead(t, client, dlq, q, "job", 12, func(i int) string {
 		if i%4 == 0 {
@@ -257,8 +255,7 @@ func TestDLQListAndShowCommands(t *testing.T) {
 
 func TestDLQPurgeCommandAsksFirst(t *testing.T) {
 	t.Parallel()
-	cfg := awstest.Config(t)
-	client := sqs.NewFromConfig(cfg)
+	cfg, client := awstest.SQS(t)
 	src := awstest.CreateQueue(t, cfg, "src", nil)
 	dlq := awstest.CreateQueue(t, cfg, "dlq", nil)
 	seedDead(t, client, dlq.URL, src.URL, "p", 5, func(int) string { return "k" })
@@ -291,8 +288,7 @@ func TestDLQPurgeCommandAsksFirst(t *testing.T) {
 // from its RedrivePolicy): all 1,000 arrive, once each, and none is left in the DLQ.
 func TestDLQRedrive1000(t *testing.T) {
 	t.Parallel()
-	cfg := awstest.Config(t)
-	client := sqs.NewFromConfig(cfg)
+	cfg, client := awstest.SQS(t)
 	src, dlq := awstest.QueueWithDLQ(t, cfg, "src", nil)
 	ids := seedDead(t, client, dlq.URL, src.URL, "r", 1000, func(int) string { return "email.send" })
 
@@ -341,9 +337,8 @@ func TestDLQRedrive1000(t *testing.T) {
 // is shared by 10 source queues: each job goes back to the queue in its jobkit.source_queue.
 func TestDLQRedriveKilledMidwayAndRunAgain(t *testing.T) {
 	t.Parallel()
-	cfg := awstest.Config(t)
+	cfg, client := awstest.SQS(t)
 	bin := buildCLI(t)
-	client := sqs.NewFromConfig(cfg)
 	dlq := awstest.CreateQueue(t, cfg, "dlq", nil)
 	sources := sourceQueues(t, cfg, dlq, 10)
 	ids := seedDeadFrom(t, client, dlq.URL, sources, "k", 1000, func(int) string { return "email.send" })
@@ -412,8 +407,7 @@ func TestDLQRedriveKilledMidwayAndRunAgain(t *testing.T) {
 
 func TestEnqueueCommand(t *testing.T) {
 	t.Parallel()
-	cfg := awstest.Config(t)
-	client := sqs.NewFromConfig(cfg)
+	cfg, client := awstest.SQS(t)
 	q := awstest.CreateQueue(t, cfg, "q", nil)
 	fifo := awstest.CreateQueue(t, cfg, "f", &awstest.QueueOptions{FIFO: true})
 
@@ -456,8 +450,7 @@ func writeJobs(t *testing.T, n int, line func(i int) string) string {
 // Bulk enqueue of 10,000 jobs into one queue, with plain progress lines (stderr is not a terminal).
 func TestEnqueueFile10000PlainProgress(t *testing.T) {
 	t.Parallel()
-	cfg := awstest.Config(t)
-	client := sqs.NewFromConfig(cfg)
+	cfg, client := awstest.SQS(t)
 	q := awstest.CreateQueue(t, cfg, "bulk", nil)
 	const total = 10000
 	file := writeJobs(t, total, func(i int) string {
@@ -487,8 +480,7 @@ func TestEnqueueFile10000PlainProgress(t *testing.T) {
 // Each line of a file may name its queue (URL or name); the rest go to --queue.
 func TestEnqueueFileRoutesLinesToTheirQueue(t *testing.T) {
 	t.Parallel()
-	cfg := awstest.Config(t)
-	client := sqs.NewFromConfig(cfg)
+	cfg, client := awstest.SQS(t)
 	a := awstest.CreateQueue(t, cfg, "a", nil)
 	b := awstest.CreateQueue(t, cfg, "b", nil)
 	f := awstest.CreateQueue(t, cfg, "f", &awstest.QueueOptions{FIFO: true})
@@ -512,8 +504,7 @@ func TestEnqueueFileRoutesLinesToTheirQueue(t *testing.T) {
 
 func TestEnqueueFileBadLineSendsNothing(t *testing.T) {
 	t.Parallel()
-	cfg := awstest.Config(t)
-	client := sqs.NewFromConfig(cfg)
+	cfg, client := awstest.SQS(t)
 	q := awstest.CreateQueue(t, cfg, "bad", nil)
 	file := writeJobs(t, 50, func(i int) string {
 		switch i {
@@ -546,9 +537,8 @@ func TestEnqueueFileProgressBarOnTTY(t *testing.T) {
 		}
 		t.Skip("script(1) not installed: no pty to test the bar with")
 	}
-	cfg := awstest.Config(t)
+	cfg, client := awstest.SQS(t)
 	bin := buildCLI(t)
-	client := sqs.NewFromConfig(cfg)
 	q := awstest.CreateQueue(t, cfg, "tty", nil)
 	file := writeJobs(t, 300, func(i int) string { return fmt.Sprintf(`{"kind":"k","args":{"n":%d}}`, i) })
 
@@ -569,8 +559,7 @@ func TestEnqueueFileProgressBarOnTTY(t *testing.T) {
 // DLQ and is reported; --to, the operator's own choice, still moves it.
 func TestDLQRedriveRefusesForgedSourceQueue(t *testing.T) {
 	t.Parallel()
-	cfg := awstest.Config(t)
-	client := sqs.NewFromConfig(cfg)
+	cfg, client := awstest.SQS(t)
 	stack, q, dlq := createStack(t, cfg)
 	victim := awstest.CreateQueue(t, cfg, "victim", nil)
 	seedDeadFrom(t, client, dlq, []string{q, victim.URL}, "f", 6, func(int) string { return "email.send" })
@@ -603,9 +592,8 @@ func TestDLQRedriveRefusesForgedSourceQueue(t *testing.T) {
 // every control character escaped and each field capped; --json keeps the full values.
 func TestDLQOutputEscapesHostileJobData(t *testing.T) {
 	t.Parallel()
-	cfg := awstest.Config(t)
+	cfg, client := awstest.SQS(t)
 	ctx := context.Background()
-	client := sqs.NewFromConfig(cfg)
 	dlq := awstest.CreateQueue(t, cfg, "dlq", nil)
 	longKind := "k" + strings.Repeat("K", 19999)
 	attrs := func(id, kind, errText string) map[string]sqstypes.MessageAttributeValue {

@@ -25,9 +25,8 @@ import (
 // what the redrive policy usually means; the redrive's summary says nothing is left behind.
 func TestDLQJobMovedByTheRedrivePolicy(t *testing.T) {
 	t.Parallel()
-	cfg := awstest.Config(t)
+	cfg, client := awstest.SQS(t)
 	ctx := context.Background()
-	client := sqs.NewFromConfig(cfg)
 	src, dlq := awstest.QueueWithDLQ(t, cfg, "src", &awstest.QueueOptions{MaxReceiveCount: 1, VisibilityTimeout: 1})
 	_, err := client.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(src.URL), MessageBody: aws.String(envelopeBody("job-1", "email.send", 1))})
 	require.NoError(t, err)
@@ -66,9 +65,8 @@ func TestDLQJobMovedByTheRedrivePolicy(t *testing.T) {
 // and why: here a message another reader holds while the redrive runs.
 func TestDLQRedriveSummarySaysWhatIsLeft(t *testing.T) {
 	t.Parallel()
-	cfg := awstest.Config(t)
+	cfg, client := awstest.SQS(t)
 	ctx := context.Background()
-	client := sqs.NewFromConfig(cfg)
 	src, dlq := awstest.QueueWithDLQ(t, cfg, "src", nil)
 	seedDead(t, client, dlq.URL, src.URL, "s", 2, func(int) string { return "email.send" })
 	held, err := client.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: aws.String(dlq.URL), MaxNumberOfMessages: 1, VisibilityTimeout: 120, WaitTimeSeconds: 1})
@@ -97,9 +95,8 @@ func TestDLQRedriveSummarySaysWhatIsLeft(t *testing.T) {
 // queue as the source; the redrive puts the job back on the job queue, not the holding queue.
 func TestDLQJobRecordedByTheRedriveRecorder(t *testing.T) {
 	t.Parallel()
-	cfg := awstest.Config(t)
+	cfg, client := awstest.SQS(t)
 	ctx := context.Background()
-	client := sqs.NewFromConfig(cfg)
 	moved, dlq := awstest.QueueWithDLQ(t, cfg, "moved", &awstest.QueueOptions{MaxReceiveCount: 11})
 	src := awstest.CreateQueue(t, cfg, "src", &awstest.QueueOptions{DLQ: &moved, MaxReceiveCount: 1, VisibilityTimeout: 1})
 	_, err := client.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(src.URL), MessageBody: aws.String(envelopeBody("job-1", "email.send", 1))})

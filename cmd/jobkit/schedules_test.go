@@ -7,7 +7,6 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	awsscheduler "github.com/aws/aws-sdk-go-v2/service/scheduler"
-	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -20,10 +19,8 @@ import (
 // paused, resumed; an unknown name exits 1.
 func TestSchedulesCommand(t *testing.T) {
 	t.Parallel()
-	cfg := awstest.Config(t)
-	sch := awsscheduler.NewFromConfig(cfg)
-	client := sqs.NewFromConfig(cfg)
-	group := awstest.CreateScheduleGroup(t, sch)
+	cfg, client := awstest.SQS(t)
+	sch, group := awstest.ScheduleGroup(t, cfg)
 	q := awstest.CreateQueue(t, cfg, "reports", nil)
 	s := scheduler.Schedule{Name: "nightly-report", Expression: "cron(0 2 * * ? *)", Args: thumb{Image: "report.png"}, Queue: q.URL}
 	input, err := s.Input()
@@ -78,8 +75,7 @@ func TestSchedulesCommand(t *testing.T) {
 // dlq redrive --id moves one dead job back and leaves the others; an id not in the DLQ exits 1.
 func TestDLQRedriveOneJobByID(t *testing.T) {
 	t.Parallel()
-	cfg := awstest.Config(t)
-	client := sqs.NewFromConfig(cfg)
+	cfg, client := awstest.SQS(t)
 	src, dlq := awstest.QueueWithDLQ(t, cfg, "src", nil)
 	ids := seedDead(t, client, dlq.URL, src.URL, "one", 3, func(int) string { return "k" })
 

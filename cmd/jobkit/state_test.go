@@ -12,7 +12,6 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	awsscheduler "github.com/aws/aws-sdk-go-v2/service/scheduler"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/stretchr/testify/assert"
@@ -93,8 +92,7 @@ func TestJobCancelAndRetry(t *testing.T) {
 	name := awstest.CreateTable(t, cfg, "state", idempotency.AttrID, "")
 	table, err := state.New(dynamodb.NewFromConfig(cfg), name, nil)
 	require.NoError(t, err)
-	sch := awsscheduler.NewFromConfig(cfg)
-	group := awstest.CreateScheduleGroup(t, sch)
+	sch, group := awstest.ScheduleGroup(t, cfg)
 	d, err := scheduler.NewDelayer(sch, scheduler.DelayerConfig{Group: group, RoleARN: awstest.SchedulerRoleARN(t)})
 	require.NoError(t, err)
 	client, err := jobs.NewClient(sqs.NewFromConfig(cfg), jobs.ClientOptions{DefaultQueueURL: q.URL, State: table, LongDelayer: d})

@@ -101,8 +101,7 @@ func TestSchemaRefusesWhatTheRuntimeDeadLetters(t *testing.T) {
 // A dead-lettered copy's attributes validate against $defs/deadLetterAttributes.
 func TestGoClientBodiesMatchTheSchema(t *testing.T) {
 	t.Parallel()
-	cfg := awstest.Config(t)
-	client := sqs.NewFromConfig(cfg)
+	cfg, client := awstest.SQS(t)
 	std := awstest.CreateQueue(t, cfg, "std", nil)
 	fifo := awstest.CreateQueue(t, cfg, "q", &awstest.QueueOptions{FIFO: true})
 	dlq := awstest.CreateQueue(t, cfg, "dlq", nil)
@@ -269,8 +268,7 @@ func (m *recordingMailer) Send(_ context.Context, e samplejobs.Email) error {
 // AWS call, with exit status 2 and the reason.
 func TestOtherLanguageProducersRunOnTheGoWorkers(t *testing.T) {
 	t.Parallel()
-	cfg := awstest.Config(t)
-	client := sqs.NewFromConfig(cfg)
+	cfg, client := awstest.SQS(t)
 	std := awstest.CreateQueue(t, cfg, "std", nil)
 	fifo := awstest.CreateQueue(t, cfg, "q", &awstest.QueueOptions{FIFO: true})
 	dlq := awstest.CreateQueue(t, cfg, "dlq", nil)

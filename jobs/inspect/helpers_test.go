@@ -35,8 +35,7 @@ type deadSpec struct {
 // cancelled jobs of kind "k" from src (ids fmt.Sprintf(idFormat, i)), for a redrive to move.
 func seedRedrive(t *testing.T, n int, idFormat string) (aws.Config, *sqs.Client, awstest.Queue, awstest.Queue) {
 	t.Helper()
-	cfg := awstest.Config(t)
-	client := sqs.NewFromConfig(cfg)
+	cfg, client := awstest.SQS(t)
 	src, dlq := awstest.QueueWithDLQ(t, cfg, "src", nil)
 	specs := make([]deadSpec, n)
 	for i := range specs {

@@ -27,9 +27,8 @@ func TestRedriveThroughAHoldingQueue(t *testing.T) {
 		}
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			cfg := awstest.Config(t)
+			cfg, client := awstest.SQS(t)
 			ctx := context.Background()
-			client := sqs.NewFromConfig(cfg)
 			dlq := awstest.CreateQueue(t, cfg, "dlq", &awstest.QueueOptions{FIFO: fifo})
 			// SQS counts a message's receives on from the queue it came from: the holding queue's
 			// maxReceiveCount is above the job queue's.

@@ -111,9 +111,8 @@ func TestResolveFromStackOutputsAndFlags(t *testing.T) {
 
 func TestStatsCountsAndAges(t *testing.T) {
 	t.Parallel()
-	cfg := awstest.Config(t)
+	cfg, client := awstest.SQS(t)
 	ctx := context.Background()
-	client := sqs.NewFromConfig(cfg)
 	q, dlq := awstest.QueueWithDLQ(t, cfg, "main", nil)
 	empty := awstest.CreateQueue(t, cfg, "empty", nil)
 
@@ -183,9 +182,8 @@ func TestStatsCountsAndAges(t *testing.T) {
 
 func TestListDeadParsesAttributesAndConsumesNothing(t *testing.T) {
 	t.Parallel()
-	cfg := awstest.Config(t)
+	cfg, client := awstest.SQS(t)
 	ctx := context.Background()
-	client := sqs.NewFromConfig(cfg)
 	dlq := awstest.CreateQueue(t, cfg, "dlq", nil)
 	src := awstest.CreateQueue(t, cfg, "src", nil)
 
@@ -271,9 +269,8 @@ func TestListDeadParsesAttributesAndConsumesNothing(t *testing.T) {
 // 10) and hands everything back; the order within a group is the queue's.
 func TestListDeadFIFO(t *testing.T) {
 	t.Parallel()
-	cfg := awstest.Config(t)
+	cfg, client := awstest.SQS(t)
 	ctx := context.Background()
-	client := sqs.NewFromConfig(cfg)
 	dlq := awstest.CreateQueue(t, cfg, "dlq", &awstest.QueueOptions{FIFO: true})
 	var specs []deadSpec
 	for _, g := range []string{"a", "b", "c"} {
@@ -309,9 +306,8 @@ func TestListDeadFIFO(t *testing.T) {
 
 func TestRedriveManualWithFilterAndDestinations(t *testing.T) {
 	t.Parallel()
-	cfg := awstest.Config(t)
+	cfg, client := awstest.SQS(t)
 	ctx := context.Background()
-	client := sqs.NewFromConfig(cfg)
 	src, dlq := awstest.QueueWithDLQ(t, cfg, "src", nil)
 	other := awstest.CreateQueue(t, cfg, "other", nil)
 
@@ -381,9 +377,8 @@ func TestRedriveManualWithFilterAndDestinations(t *testing.T) {
 // in the DLQ, counted as having no valid destination.
 func TestRedriveRefusesForgedSourceQueue(t *testing.T) {
 	t.Parallel()
-	cfg := awstest.Config(t)
+	cfg, client := awstest.SQS(t)
 	ctx := context.Background()
-	client := sqs.NewFromConfig(cfg)
 	src, dlq := awstest.QueueWithDLQ(t, cfg, "src", nil)
 	victim := awstest.CreateQueue(t, cfg, "victim", nil)
 	in := inspect.New(cfg)
@@ -437,9 +432,8 @@ func TestRedriveRefusesForgedSourceQueue(t *testing.T) {
 
 func TestRedriveNativeUnsupportedFallsBack(t *testing.T) {
 	t.Parallel()
-	cfg := awstest.Config(t)
+	cfg, client := awstest.SQS(t)
 	ctx := context.Background()
-	client := sqs.NewFromConfig(cfg)
 	src, dlq := awstest.QueueWithDLQ(t, cfg, "src", nil)
 	seedDead(t, client, dlq.URL, []deadSpec{{ID: "a", Kind: "k", Reason: contract.ReasonCancelled, Source: src.URL}})
 	in := inspect.New(cfg)
@@ -491,9 +485,8 @@ func (w *withoutActionHTTP) Do(r *http.Request) (*http.Response, error) {
 // not the job id (the producer's), so SQS does not drop them as repeats of the original enqueue.
 func TestRedriveFIFOKeepsGroupsAndOrder(t *testing.T) {
 	t.Parallel()
-	cfg := awstest.Config(t)
+	cfg, client := awstest.SQS(t)
 	ctx := context.Background()
-	client := sqs.NewFromConfig(cfg)
 	src, dlq := awstest.QueueWithDLQ(t, cfg, "src", &awstest.QueueOptions{FIFO: true})
 
 	// The original enqueue of job "g1-0" used the job id as its deduplication id, a moment ago.
@@ -559,9 +552,8 @@ func TestRedriveSendsOncePerRunWhenADeleteFails(t *testing.T) {
 
 func TestPurge(t *testing.T) {
 	t.Parallel()
-	cfg := awstest.Config(t)
+	cfg, client := awstest.SQS(t)
 	ctx := context.Background()
-	client := sqs.NewFromConfig(cfg)
 	dlq := awstest.CreateQueue(t, cfg, "dlq", nil)
 	seedDead(t, client, dlq.URL, []deadSpec{{ID: "a", Kind: "k"}, {ID: "b", Kind: "k"}, {ID: "c", Kind: "k"}})
 	n, err := inspect.New(cfg).Purge(ctx, dlq.URL)
@@ -643,9 +635,8 @@ func TestRedriveLeavesJobsThatComeBackDuringTheRun(t *testing.T) {
 // only copies that arrive during the run are held back.
 func TestRedriveMovesOlderDuplicatesOfAJob(t *testing.T) {
 	t.Parallel()
-	cfg := awstest.Config(t)
+	cfg, client := awstest.SQS(t)
 	ctx := context.Background()
-	client := sqs.NewFromConfig(cfg)
 	src, dlq := awstest.QueueWithDLQ(t, cfg, "src", nil)
 	seedDead(t, client, dlq.URL, []deadSpec{
 		{ID: "twice", Kind: "k", Reason: contract.ReasonCancelled, Source: src.URL},

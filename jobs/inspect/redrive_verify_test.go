@@ -33,9 +33,8 @@ func (m *moveCounter) StartMessageMoveTask(ctx context.Context, in *sqs.StartMes
 // moves it by hand with a deduplication id of its own, and the job arrives.
 func TestRedriveFIFOJobMovedByTheRedrivePolicy(t *testing.T) {
 	t.Parallel()
-	cfg := awstest.Config(t)
+	cfg, client := awstest.SQS(t)
 	ctx := context.Background()
-	client := sqs.NewFromConfig(cfg)
 	src, dlq := awstest.QueueWithDLQ(t, cfg, "src", &awstest.QueueOptions{FIFO: true, MaxReceiveCount: 1, VisibilityTimeout: 1})
 	// Enqueued as the producer does it: the job id is the deduplication id.
 	enqueued := time.Now()
@@ -86,9 +85,8 @@ func TestRedriveFIFOJobMovedByTheRedrivePolicy(t *testing.T) {
 // nothing is left in the DLQ.
 func TestRedriveStandardChecksTheDLQAfterwards(t *testing.T) {
 	t.Parallel()
-	cfg := awstest.Config(t)
+	cfg, client := awstest.SQS(t)
 	ctx := context.Background()
-	client := sqs.NewFromConfig(cfg)
 	src, dlq := awstest.QueueWithDLQ(t, cfg, "src", &awstest.QueueOptions{MaxReceiveCount: 1, VisibilityTimeout: 1})
 	_, err := client.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(src.URL), MessageBody: aws.String(envelopeBody("job-1", "email.send", nil))})
 	require.NoError(t, err)
@@ -117,9 +115,8 @@ func TestRedriveStandardChecksTheDLQAfterwards(t *testing.T) {
 // still in the DLQ and says why.
 func TestRedriveReportsWhatStaysInTheDLQ(t *testing.T) {
 	t.Parallel()
-	cfg := awstest.Config(t)
+	cfg, client := awstest.SQS(t)
 	ctx := context.Background()
-	client := sqs.NewFromConfig(cfg)
 	src, dlq := awstest.QueueWithDLQ(t, cfg, "src", nil)
 	seedDead(t, client, dlq.URL, []deadSpec{
 		{ID: "a", Kind: "k", Reason: contract.ReasonCancelled, Source: src.URL},

@@ -30,9 +30,8 @@ func (chargeCard) Kind() string { return "card.charge" }
 // queue unchanged.
 func TestRuntimeDeadLetterIsReadBackAndRedriven(t *testing.T) {
 	t.Parallel()
-	cfg := awstest.Config(t)
+	cfg, client := awstest.SQS(t)
 	ctx := context.Background()
-	client := sqs.NewFromConfig(cfg)
 	q, dlq := awstest.QueueWithDLQ(t, cfg, "main", nil)
 
 	producer, err := jobs.NewClient(client, jobs.ClientOptions{DefaultQueueURL: q.URL})

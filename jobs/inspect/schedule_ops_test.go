@@ -8,7 +8,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	awsscheduler "github.com/aws/aws-sdk-go-v2/service/scheduler"
 	schedtypes "github.com/aws/aws-sdk-go-v2/service/scheduler/types"
-	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -39,10 +38,8 @@ func createSchedule(t *testing.T, sch *awsscheduler.Client, group, name string, 
 // now to the target queue (with its FIFO group), as Scheduler would.
 func TestScheduleOperations(t *testing.T) {
 	t.Parallel()
-	cfg := awstest.Config(t)
-	sch := awsscheduler.NewFromConfig(cfg)
-	client := sqs.NewFromConfig(cfg)
-	group := awstest.CreateScheduleGroup(t, sch)
+	cfg, client := awstest.SQS(t)
+	sch, group := awstest.ScheduleGroup(t, cfg)
 	q := awstest.CreateQueue(t, cfg, "reports", nil)
 	fifo := awstest.CreateQueue(t, cfg, "reports", &awstest.QueueOptions{FIFO: true, Attributes: map[string]string{"ContentBasedDeduplication": "true"}})
 	createSchedule(t, sch, group, "Shop-NightlySchedule9B3C5FAF", scheduler.Schedule{Name: "nightly-report", Expression: "cron(0 2 * * ? *)", Args: nightlyReport{Day: "today"}, Queue: q.URL}, q)
@@ -125,8 +122,7 @@ func TestScheduleOperations(t *testing.T) {
 func TestDeleteJobSchedule(t *testing.T) {
 	t.Parallel()
 	cfg := awstest.Config(t)
-	sch := awsscheduler.NewFromConfig(cfg)
-	group := awstest.CreateScheduleGroup(t, sch)
+	sch, group := awstest.ScheduleGroup(t, cfg)
 	q := awstest.CreateQueue(t, cfg, "later", nil)
 	d, err := scheduler.NewDelayer(sch, scheduler.DelayerConfig{Group: group, RoleARN: awstest.SchedulerRoleARN(t)})
 	require.NoError(t, err)

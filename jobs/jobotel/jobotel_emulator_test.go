@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/otel/attribute"
@@ -39,8 +38,7 @@ func (work) Kind() string { return "otel.work" }
 // of its run. The runtime's outcomes are counted as OpenTelemetry metrics by kind and outcome.
 func TestSpansFromEnqueueToRunOnSQS(t *testing.T) {
 	t.Parallel()
-	cfg := awstest.Config(t)
-	client := sqs.NewFromConfig(cfg)
+	cfg, client := awstest.SQS(t)
 	q := awstest.CreateQueue(t, cfg, "otel", nil)
 	dlq := awstest.CreateQueue(t, cfg, "otel-dlq", nil)
 	children := awstest.CreateQueue(t, cfg, "otel-children", nil)
@@ -159,8 +157,7 @@ func attr(s tracetest.SpanStub, key attribute.Key) string {
 // producer span.
 func TestSpansWithAContainerConsumerOnSQS(t *testing.T) {
 	t.Parallel()
-	cfg := awstest.Config(t)
-	client := sqs.NewFromConfig(cfg)
+	cfg, client := awstest.SQS(t)
 	q := awstest.CreateQueue(t, cfg, "otel-container", nil)
 	dlq := awstest.CreateQueue(t, cfg, "otel-container-dlq", nil)
 	spans := tracetest.NewInMemoryExporter()

@@ -38,8 +38,7 @@ func (unlimited) Kind() string { return "free" }
 // kept in the same state table as the bucket.
 func TestRateLimitedJobIsSnoozedNotChargedOnSQS(t *testing.T) {
 	t.Parallel()
-	cfg := awstest.Config(t)
-	client := sqs.NewFromConfig(cfg)
+	cfg, client := awstest.SQS(t)
 	table := awstest.CreateTable(t, cfg, "state", AttrID, "")
 	ddb := dynamodb.NewFromConfig(cfg)
 	c := newClock(time.Now())

@@ -53,10 +53,9 @@ func assembly(t *testing.T) string {
 // producer of its own sent to a job queue and to its dead-letter queue.
 func TestRunCountsJobsOfAnyProducer(t *testing.T) {
 	t.Parallel()
-	cfg := awstest.Config(t)
+	cfg, client := awstest.SQS(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
-	client := sqs.NewFromConfig(cfg)
 	var exports []devrun.Export
 	var notes []string
 	prefix := awstest.Name(t, "") + "-"

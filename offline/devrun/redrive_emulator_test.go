@@ -73,10 +73,9 @@ func (l *lines) Write(p []byte) (int, error) {
 // the run exited 1. Should its dead-letter message then go, it is lost, and named.
 func TestCounterRedrivenJobDeadAgainIsDead(t *testing.T) {
 	t.Parallel()
-	cfg := awstest.Config(t)
+	cfg, client := awstest.SQS(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	client := sqs.NewFromConfig(cfg)
 	main, dlq := awstest.QueueWithDLQ(t, cfg, "main", &awstest.QueueOptions{MaxReceiveCount: 5})
 	counter := devrun.NewCounter(client, mailDeployment(main, dlq))
 

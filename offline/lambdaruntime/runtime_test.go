@@ -13,12 +13,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jobkit-go/jobkit/testkit/awstest"
-
 	"github.com/stretchr/testify/require"
 
 	"github.com/jobkit-go/jobkit/offline/internal/procgroup"
 	"github.com/jobkit-go/jobkit/offline/lambdaruntime"
+	"github.com/jobkit-go/jobkit/testkit/awstest"
 )
 
 // builds holds the test functions' executables, each built once per test binary.

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	awsscheduler "github.com/aws/aws-sdk-go-v2/service/scheduler"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/stretchr/testify/assert"
@@ -144,8 +143,7 @@ func drain(ch chan Firing) []Firing {
 
 func TestRunnerFiresDeclaredSchedulesOnEmulator(t *testing.T) {
 	t.Parallel()
-	cfg := awstest.Config(t)
-	sqsClient := sqs.NewFromConfig(cfg)
+	cfg, sqsClient := awstest.SQS(t)
 	queue := awstest.CreateQueue(t, cfg, "reports", nil)
 	fifo := awstest.CreateQueue(t, cfg, "orders", &awstest.QueueOptions{FIFO: true, Attributes: contentDedup})
 
@@ -226,8 +224,7 @@ func TestRunnerFiresDeclaredSchedulesOnEmulator(t *testing.T) {
 
 func TestRunnerDuplicateTickOnEmulator(t *testing.T) {
 	t.Parallel()
-	cfg := awstest.Config(t)
-	sqsClient := sqs.NewFromConfig(cfg)
+	cfg, sqsClient := awstest.SQS(t)
 	queue := awstest.CreateQueue(t, cfg, "dup", nil)
 	fifo := awstest.CreateQueue(t, cfg, "dup", &awstest.QueueOptions{FIFO: true, Attributes: contentDedup})
 	r, err := New(Config{SQS: sqsClient, Clock: newManualClock(time.Now())})
@@ -265,8 +262,7 @@ var contentDedup = map[string]string{string(sqstypes.QueueAttributeNameContentBa
 // dead-letter queue with the error.
 func TestRunnerFIFOWithoutContentDedupFailsAsOnAWS(t *testing.T) {
 	t.Parallel()
-	cfg := awstest.Config(t)
-	sqsClient := sqs.NewFromConfig(cfg)
+	cfg, sqsClient := awstest.SQS(t)
 	fifo := awstest.CreateQueue(t, cfg, "nodedup", &awstest.QueueOptions{FIFO: true})
 	dlq := awstest.CreateQueue(t, cfg, "schedule-dlq", nil)
 	r, err := New(Config{SQS: sqsClient, Clock: newManualClock(time.Now())})
@@ -283,10 +279,8 @@ func TestRunnerFIFOWithoutContentDedupFailsAsOnAWS(t *testing.T) {
 
 func TestRunnerFiresStoredOneTimeSchedulesOnEmulator(t *testing.T) {
 	t.Parallel()
-	cfg := awstest.Config(t)
-	sched := awsscheduler.NewFromConfig(cfg)
-	sqsClient := sqs.NewFromConfig(cfg)
-	group := awstest.CreateScheduleGroup(t, sched)
+	cfg, sqsClient := awstest.SQS(t)
+	sched, group := awstest.ScheduleGroup(t, cfg)
 	queue := awstest.CreateQueue(t, cfg, "delayed", nil)
 	ctx := context.Background()
 
@@ -342,8 +336,7 @@ func TestRunnerFiresStoredOneTimeSchedulesOnEmulator(t *testing.T) {
 
 func TestRunnerDeadLettersUndeliverableTicksOnEmulator(t *testing.T) {
 	t.Parallel()
-	cfg := awstest.Config(t)
-	sqsClient := sqs.NewFromConfig(cfg)
+	cfg, sqsClient := awstest.SQS(t)
 	dlq := awstest.CreateQueue(t, cfg, "dlq", nil)
 	gone := awstest.CreateQueue(t, cfg, "gone", nil)
 	_, err := sqsClient.DeleteQueue(context.Background(), &sqs.DeleteQueueInput{QueueUrl: aws.String(gone.URL)})
@@ -403,10 +396,8 @@ func receiveAll(t *testing.T, client *sqs.Client, url string, n int) []sqstypes.
 // resumed, it fires from its next tick on, the tick it missed not made up.
 func TestRunnerHonoursPausedStoredSchedulesOnEmulator(t *testing.T) {
 	t.Parallel()
-	cfg := awstest.Config(t)
-	sched := awsscheduler.NewFromConfig(cfg)
-	sqsClient := sqs.NewFromConfig(cfg)
-	group := awstest.CreateScheduleGroup(t, sched)
+	cfg, sqsClient := awstest.SQS(t)
+	sched, group := awstest.ScheduleGroup(t, cfg)
 	queue := awstest.CreateQueue(t, cfg, "hourly", nil)
 	ctx := context.Background()
 	start := time.Now().UTC().Truncate(time.Second)

@@ -26,6 +26,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws/retry"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/smithy-go/middleware"
 
 	"github.com/jobkit-go/jobkit/jobs/sdkfix"
@@ -189,4 +190,11 @@ func DynamoDBLocalConfig(tb testing.TB) aws.Config {
 		tb.Fatalf("awstest: load config: %v", err)
 	}
 	return cfg
+}
+
+// SQS returns Config(tb) and an SQS client of it: what most emulator tests start with.
+func SQS(tb testing.TB) (aws.Config, *sqs.Client) {
+	tb.Helper()
+	cfg := Config(tb)
+	return cfg, sqs.NewFromConfig(cfg)
 }

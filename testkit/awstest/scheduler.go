@@ -33,6 +33,14 @@ func CreateScheduleGroup(tb testing.TB, client *scheduler.Client) string {
 	return name
 }
 
+// ScheduleGroup returns a Scheduler client of cfg and a schedule group of the test's own
+// (CreateScheduleGroup).
+func ScheduleGroup(tb testing.TB, cfg aws.Config) (*scheduler.Client, string) {
+	tb.Helper()
+	client := scheduler.NewFromConfig(cfg)
+	return client, CreateScheduleGroup(tb, client)
+}
+
 // ListSchedules returns every schedule of group, all pages.
 func ListSchedules(tb testing.TB, client *scheduler.Client, group string) []types.ScheduleSummary {
 	tb.Helper()

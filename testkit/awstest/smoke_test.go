@@ -20,9 +20,8 @@ import (
 // been received twice without being deleted.
 func TestSmokeRedriveToDLQ(t *testing.T) {
 	t.Parallel()
-	cfg := awstest.Config(t)
+	cfg, client := awstest.SQS(t)
 	ctx := context.Background()
-	client := sqs.NewFromConfig(cfg)
 	q, dlq := awstest.QueueWithDLQ(t, cfg, "main", &awstest.QueueOptions{MaxReceiveCount: 2})
 
 	_, err := client.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(q.URL), MessageBody: aws.String("poison")})
@@ -56,9 +55,8 @@ func TestSmokeRedriveToDLQ(t *testing.T) {
 // A FIFO queue hands out a message group strictly in order, one in-flight batch at a time.
 func TestSmokeFIFOGroupOrder(t *testing.T) {
 	t.Parallel()
-	cfg := awstest.Config(t)
+	cfg, client := awstest.SQS(t)
 	ctx := context.Background()
-	client := sqs.NewFromConfig(cfg)
 	q := awstest.CreateQueue(t, cfg, "fifo", &awstest.QueueOptions{FIFO: true})
 
 	for _, g := range []string{"a", "b"} {

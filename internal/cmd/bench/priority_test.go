@@ -32,8 +32,7 @@ func TestMain(m *testing.M) {
 func TestCriticalLaneKeepsItsCapacityUnderABulkFlood(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	cfg := awstest.Config(t)
-	client := sqs.NewFromConfig(cfg)
+	_, client := awstest.SQS(t)
 	out := newLaneOutput()
 	lanes, stop, err := startLanes(ctx, map[string]*sqs.Client{"critical": client, "bulk": client},
 		map[string]string{"critical": awstest.Endpoint(), "bulk": awstest.Endpoint()}, out)
