@@ -181,49 +181,37 @@ func FuzzDecodeSQSEvent(f *testing.F) {
 	})
 }
 
-func BenchmarkDecodeSQSEvent(b *testing.B) {
-	data, err := os.ReadFile(awsFixture)
-	require.NoError(b, err)
-	b.SetBytes(int64(len(data)))
-	b.ReportAllocs()
-	for i := 0; i < b.N; i++ {
-		if _, err := DecodeSQSEvent(data); err != nil {
-			b.Fatal(err)
-		}
-	}
-}
+func BenchmarkDecodeSQSEvent(b *testing.B) { benchDecode(b, fixture(b), DecodeSQSEvent) }
 
 func BenchmarkDecodeSQSEventEncodingJSON(b *testing.B) {
-	data, err := os.ReadFile(awsFixture)
-	require.NoError(b, err)
-	b.SetBytes(int64(len(data)))
-	b.ReportAllocs()
-	for i := 0; i < b.N; i++ {
-		if _, err := decodeReference(data); err != nil {
-			b.Fatal(err)
-		}
-	}
+	benchDecode(b, fixture(b), decodeReference)
 }
 
-func BenchmarkDecodeSQSEventJobs(b *testing.B) {
-	data, err := json.Marshal(jobEvent(10))
-	require.NoError(b, err)
-	b.SetBytes(int64(len(data)))
-	b.ReportAllocs()
-	for i := 0; i < b.N; i++ {
-		if _, err := DecodeSQSEvent(data); err != nil {
-			b.Fatal(err)
-		}
-	}
-}
+// BenchmarkDecodeSQSEventJobs decodes a Lambda event of ten jobs, each body an envelope.
+func BenchmarkDecodeSQSEventJobs(b *testing.B) { benchDecode(b, jobPayload(b), DecodeSQSEvent) }
 
 func BenchmarkDecodeSQSEventJobsEncodingJSON(b *testing.B) {
+	benchDecode(b, jobPayload(b), decodeReference)
+}
+
+func fixture(b *testing.B) []byte {
+	data, err := os.ReadFile(awsFixture)
+	require.NoError(b, err)
+	return data
+}
+
+func jobPayload(b *testing.B) []byte {
 	data, err := json.Marshal(jobEvent(10))
 	require.NoError(b, err)
+	return data
+}
+
+// benchDecode measures decode on data, bytes per second and allocations reported.
+func benchDecode[T any](b *testing.B, data []byte, decode func([]byte) (T, error)) {
 	b.SetBytes(int64(len(data)))
 	b.ReportAllocs()
-	for i := 0; i < b.N; i++ {
-		if _, err := decodeReference(data); err != nil {
+	for b.Loop() {
+		if _, err := decode(data); err != nil {
 			b.Fatal(err)
 		}
 	}
