@@ -3,7 +3,6 @@ package idempotency_test
 import (
 	"context"
 	"errors"
-	"strconv"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -32,32 +31,9 @@ func (l *ledger) count(pk string, cond bool) types.TransactWriteItem {
 	return types.TransactWriteItem{Update: u}
 }
 
-func (l *ledger) setCounted(t *testing.T, pk string, n int) {
-	t.Helper()
-	_, err := l.client.PutItem(context.Background(), &dynamodb.PutItemInput{
-		TableName: aws.String(l.table),
-		Item: map[string]types.AttributeValue{
-			"pk": &types.AttributeValueMemberS{Value: pk}, "n": &types.AttributeValueMemberN{Value: strconv.Itoa(n)},
-		},
-	})
-	require.NoError(t, err)
-}
+func (l *ledger) setCounted(t *testing.T, pk string, n int) { l.put(t, pk, "n", n) }
 
-func (l *ledger) counted(t *testing.T, pk string) int {
-	t.Helper()
-	out, err := l.client.GetItem(context.Background(), &dynamodb.GetItemInput{
-		TableName: aws.String(l.table), ConsistentRead: aws.Bool(true),
-		Key: map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: pk}},
-	})
-	require.NoError(t, err)
-	n, ok := out.Item["n"].(*types.AttributeValueMemberN)
-	if !ok {
-		return 0
-	}
-	v, err := strconv.Atoi(n.Value)
-	require.NoError(t, err)
-	return v
-}
+func (l *ledger) counted(t *testing.T, pk string) int { return l.number(t, pk, "n") }
 
 // A run that writes nothing itself: its completion becomes one transaction with the registered
 // items, and a duplicate writes them no more.

@@ -31,37 +31,49 @@ func newLedger(t *testing.T, client *dynamodb.Client) *ledger {
 }
 
 func (l *ledger) open(t *testing.T, account string, balance int) {
+	l.put(t, account, "balance", balance)
+}
+
+func (l *ledger) balance(t *testing.T, account string) int { return l.number(t, account, "balance") }
+
+func (l *ledger) exists(t *testing.T, pk string) bool { return l.item(t, pk) != nil }
+
+// put writes item pk with the number attribute attr.
+func (l *ledger) put(t *testing.T, pk, attr string, n int) {
 	t.Helper()
 	_, err := l.client.PutItem(context.Background(), &dynamodb.PutItemInput{
 		TableName: aws.String(l.table),
 		Item: map[string]types.AttributeValue{
-			"pk":      &types.AttributeValueMemberS{Value: account},
-			"balance": &types.AttributeValueMemberN{Value: strconv.Itoa(balance)},
+			"pk": &types.AttributeValueMemberS{Value: pk}, attr: &types.AttributeValueMemberN{Value: strconv.Itoa(n)},
 		},
 	})
 	require.NoError(t, err)
 }
 
-func (l *ledger) balance(t *testing.T, account string) int {
-	t.Helper()
-	out, err := l.client.GetItem(context.Background(), &dynamodb.GetItemInput{
-		TableName: aws.String(l.table), ConsistentRead: aws.Bool(true),
-		Key: map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: account}},
-	})
-	require.NoError(t, err)
-	n, err := strconv.Atoi(out.Item["balance"].(*types.AttributeValueMemberN).Value)
-	require.NoError(t, err)
-	return n
-}
-
-func (l *ledger) exists(t *testing.T, pk string) bool {
+// item reads item pk (strongly consistent), nil when there is none.
+func (l *ledger) item(t *testing.T, pk string) map[string]types.AttributeValue {
 	t.Helper()
 	out, err := l.client.GetItem(context.Background(), &dynamodb.GetItemInput{
 		TableName: aws.String(l.table), ConsistentRead: aws.Bool(true),
 		Key: map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: pk}},
 	})
 	require.NoError(t, err)
-	return len(out.Item) > 0
+	if len(out.Item) == 0 {
+		return nil
+	}
+	return out.Item
+}
+
+// number reads the number attribute attr of item pk, 0 when either is missing.
+func (l *ledger) number(t *testing.T, pk, attr string) int {
+	t.Helper()
+	n, ok := l.item(t, pk)[attr].(*types.AttributeValueMemberN)
+	if !ok {
+		return 0
+	}
+	v, err := strconv.Atoi(n.Value)
+	require.NoError(t, err)
+	return v
 }
 
 // debit returns the transaction items of a debit: the balance decreases by amount if it covers
