@@ -68,33 +68,10 @@ func TestConsumerLongJobOnSQS(t *testing.T) {
 	c, err := jobs.NewConsumer(w, rc, &jobs.ConsumerOptions{Concurrency: 2, WaitTime: time.Second})
 	require.NoError(t, err)
 
-	other := sqs.NewFromConfig(cfg)
-	done := make(chan struct{})
-	var stolen []string
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() { // once the consumer has the job, a second consumer polls all the while
-		for runs.Load() == 0 {
-			time.Sleep(50 * time.Millisecond)
-		}
-		defer wg.Done()
-		for {
-			select {
-			case <-done:
-				return
-			default:
-			}
-			res, err := other.ReceiveMessage(context.Background(), &sqs.ReceiveMessageInput{QueueUrl: aws.String(q.URL), WaitTimeSeconds: 1})
-			if err == nil {
-				for _, m := range res.Messages {
-					stolen = append(stolen, aws.ToString(m.MessageId))
-				}
-			}
-		}
-	}()
+	// Once the consumer has the job, a second consumer polls all the while.
+	stopThief := thief(sqs.NewFromConfig(cfg), q.URL, func() bool { return runs.Load() > 0 })
 	runConsumer(t, c, func() bool { return c.Stats().Deleted == 1 })
-	close(done)
-	wg.Wait()
+	stolen, _ := stopThief()
 
 	assert.Empty(t, stolen, "the running job's message was never handed to another consumer")
 	assert.Equal(t, int32(1), runs.Load(), "the job ran once")

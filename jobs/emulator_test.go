@@ -261,35 +261,13 @@ func TestRuntimeHeartbeatOnSQS(t *testing.T) {
 	rc.VisibilityTimeout = 2 * time.Second
 	handler := jobs.NewLambdaHandler(w, rc).HandleSQS
 
-	done := make(chan struct{})
-	var stolen []string
-	var polls int
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() { // a second consumer polls all the while
-		defer wg.Done()
-		for {
-			select {
-			case <-done:
-				return
-			default:
-			}
-			res, err := client.ReceiveMessage(context.Background(), &sqs.ReceiveMessageInput{QueueUrl: aws.String(q.URL), WaitTimeSeconds: 1})
-			if err == nil {
-				for _, m := range res.Messages {
-					stolen = append(stolen, aws.ToString(m.MessageId))
-				}
-				polls++
-			}
-		}
-	}()
+	stopThief := thief(client, q.URL, func() bool { return true }) // a second consumer polls all the while
 	start := time.Now()
 	resp, err := handler(context.Background(), jobstest.EventFromMessages(q.ARN, msgs))
 	elapsed := time.Since(start)
 	require.NoError(t, err)
 	deleteExcept(t, client, q.URL, msgs, jobstest.FailedIDs(resp))
-	close(done)
-	wg.Wait()
+	stolen, polls := stopThief()
 	assert.Empty(t, resp.BatchItemFailures)
 	assert.GreaterOrEqual(t, elapsed, 6*time.Second)
 	assert.Empty(t, stolen, "no message of the running batch was handed to another consumer")
@@ -582,4 +560,41 @@ func TestClientFIFORetryKeepsGroupOrderOnSQS(t *testing.T) {
 		deleteExcept(t, client, q.URL, msgs, nil)
 	}
 	assert.Equal(t, []string{"a", "once", "c", "d"}, got, "the group's order")
+}
+
+// thief is a second consumer of url: once ready reports true, it polls the queue (1 s long polls)
+// until stop, which returns the ids of the messages it was handed and how many receives answered.
+func thief(client *sqs.Client, url string, ready func() bool) (stop func() (stolen []string, polls int)) {
+	done := make(chan struct{})
+	var stolen []string
+	var polls int
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		for !ready() {
+			select {
+			case <-done:
+				return
+			case <-time.After(50 * time.Millisecond):
+			}
+		}
+		for {
+			select {
+			case <-done:
+				return
+			default:
+			}
+			res, err := client.ReceiveMessage(context.Background(), &sqs.ReceiveMessageInput{QueueUrl: aws.String(url), WaitTimeSeconds: 1})
+			if err == nil {
+				for _, m := range res.Messages {
+					stolen = append(stolen, aws.ToString(m.MessageId))
+				}
+				polls++
+			}
+		}
+	})
+	return func() ([]string, int) {
+		close(done)
+		wg.Wait()
+		return stolen, polls
+	}
 }
