@@ -10,6 +10,7 @@ import (
 
 	"github.com/jobkit-go/jobkit/jobs/contract"
 	"github.com/jobkit-go/jobkit/offline/deploy"
+	"github.com/jobkit-go/jobkit/offline/deploy/deploytest"
 	"github.com/jobkit-go/jobkit/testkit/awstest"
 )
 
@@ -55,7 +56,7 @@ func TestDeployContainers(t *testing.T) {
 	}
 	p := prefix()
 	d, err := deploy.Deploy(ctx, deploy.NewClients(cfg), &deploy.Options{
-		CDKOut: assembly(t, edit), Prefix: p, ModuleDir: moduleDir, BuildDir: t.TempDir(),
+		CDKOut: deploytest.Assembly(t, "", edit), Prefix: p, ModuleDir: moduleDir, BuildDir: t.TempDir(),
 	})
 	if d != nil {
 		t.Cleanup(func() { _ = d.Destroy(context.Background()) })

@@ -27,40 +27,13 @@ import (
 
 	"github.com/jobkit-go/jobkit/jobs/contract"
 	"github.com/jobkit-go/jobkit/offline/deploy"
+	"github.com/jobkit-go/jobkit/offline/deploy/deploytest"
 	"github.com/jobkit-go/jobkit/offline/lambdaruntime"
 	"github.com/jobkit-go/jobkit/testkit/awstest"
 )
 
 // moduleDir is the module root, which "jobkit:source" paths are relative to.
 const moduleDir = "../.."
-
-// assembly copies testdata/assembly to a temporary directory, applying edit to each template.
-func assembly(t *testing.T, edit func(stack string, tpl map[string]any)) string {
-	t.Helper()
-	dir := t.TempDir()
-	entries, err := os.ReadDir("testdata/assembly")
-	require.NoError(t, err)
-	for _, e := range entries {
-		raw, err := os.ReadFile(filepath.Join("testdata/assembly", e.Name()))
-		require.NoError(t, err)
-		if stack, ok := cutSuffix(e.Name(), ".template.json"); ok && edit != nil {
-			var tpl map[string]any
-			require.NoError(t, json.Unmarshal(raw, &tpl))
-			edit(stack, tpl)
-			raw, err = json.Marshal(tpl)
-			require.NoError(t, err)
-		}
-		require.NoError(t, os.WriteFile(filepath.Join(dir, e.Name()), raw, 0o644))
-	}
-	return dir
-}
-
-func cutSuffix(s, suffix string) (string, bool) {
-	if len(s) >= len(suffix) && s[len(s)-len(suffix):] == suffix {
-		return s[:len(s)-len(suffix)], true
-	}
-	return s, false
-}
 
 func prefix() string {
 	var b [4]byte
@@ -83,7 +56,7 @@ func TestDeployAssembly(t *testing.T) {
 	clients := deploy.NewClients(cfg)
 	p := prefix()
 	d, err := deploy.Deploy(ctx, clients, &deploy.Options{
-		CDKOut: assembly(t, nil), Prefix: p, ModuleDir: moduleDir, BuildDir: t.TempDir(),
+		CDKOut: deploytest.Assembly(t, "", nil), Prefix: p, ModuleDir: moduleDir, BuildDir: t.TempDir(),
 	})
 	if d != nil {
 		destroyed := false
@@ -235,7 +208,7 @@ func TestDeployAssembly(t *testing.T) {
 func TestDeployRefusesAVisibilityTimeoutShorterThanTheFunctionTimeout(t *testing.T) {
 	t.Parallel()
 	cfg := awstest.Config(t)
-	dir := assembly(t, func(stack string, tpl map[string]any) {
+	dir := deploytest.Assembly(t, "", func(stack string, tpl map[string]any) {
 		if stack == "JobkitWorkers" {
 			props(tpl, "EchoFunction8D469E43")["Timeout"] = 25
 		}
@@ -252,7 +225,7 @@ func TestDeployRefusesAVisibilityTimeoutShorterThanTheFunctionTimeout(t *testing
 func TestDeployTwiceIsAStackExistsError(t *testing.T) {
 	t.Parallel()
 	cfg := awstest.Config(t)
-	dir, p := assembly(t, nil), prefix()
+	dir, p := deploytest.Assembly(t, "", nil), prefix()
 	opts := &deploy.Options{CDKOut: dir, Prefix: p, SkipBuild: true, Stacks: []string{"JobkitState"}}
 	d, err := deploy.Deploy(context.Background(), deploy.NewClients(cfg), opts)
 	if d != nil {
@@ -269,7 +242,7 @@ func TestDeployTwiceIsAStackExistsError(t *testing.T) {
 func TestDeployReportsAnUnresolvableReference(t *testing.T) {
 	t.Parallel()
 	cfg := awstest.Config(t)
-	dir := assembly(t, func(stack string, tpl map[string]any) {
+	dir := deploytest.Assembly(t, "", func(stack string, tpl map[string]any) {
 		if stack == "JobkitWorkers" {
 			env := props(tpl, "EchoFunction8D469E43")["Environment"].(map[string]any)["Variables"].(map[string]any)
 			env["MISSING"] = map[string]any{"Fn::ImportValue": "JobkitState:NoSuchExport"}
@@ -302,7 +275,7 @@ func TestReadAssemblyOrdersStacksByDependency(t *testing.T) {
 func TestExplicitNamesArePrefixed(t *testing.T) {
 	t.Parallel()
 	cfg := awstest.Config(t)
-	dir := assembly(t, func(stack string, tpl map[string]any) {
+	dir := deploytest.Assembly(t, "", func(stack string, tpl map[string]any) {
 		if stack == "JobkitWorkers" {
 			r := tpl["Resources"].(map[string]any)["DelayedGroup7B3C1A2D"].(map[string]any)
 			r["Properties"] = map[string]any{"Name": "JobkitWorkers-Delayed-Group-FIXED"}
@@ -333,7 +306,7 @@ func TestDeployBuildsAFunctionFromAnImportPath(t *testing.T) {
 	root, err := filepath.Abs(moduleDir)
 	require.NoError(t, err)
 	const module = "MODULE-RELATIVE-TO-THE-ASSEMBLY"
-	dir := assembly(t, func(stack string, tpl map[string]any) {
+	dir := deploytest.Assembly(t, "", func(stack string, tpl map[string]any) {
 		if stack == "JobkitWorkers" {
 			resource(tpl, "EchoFunction8D469E43")["Metadata"] = map[string]any{
 				deploy.SourceMetadataKey: contract.RecorderPackage, deploy.ModuleMetadataKey: module,
@@ -378,7 +351,7 @@ func TestDeployRunsWhatItCanOfAPlainApp(t *testing.T) {
 	t.Parallel()
 	cfg := awstest.Config(t)
 	const echo = "EchoFunction8D469E43"
-	dir := assembly(t, func(stack string, tpl map[string]any) {
+	dir := deploytest.Assembly(t, "", func(stack string, tpl map[string]any) {
 		if stack != "JobkitWorkers" {
 			return
 		}

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/jobkit-go/jobkit/offline/deploy"
+	"github.com/jobkit-go/jobkit/offline/deploy/deploytest"
 	"github.com/jobkit-go/jobkit/testkit/awstest"
 )
 
@@ -55,7 +56,7 @@ func TestDeployStreamMapping(t *testing.T) {
 	cfg := awstest.Config(t)
 	ctx := context.Background()
 	d, err := deploy.Deploy(ctx, deploy.NewClients(cfg), &deploy.Options{
-		CDKOut: assembly(t, withStream), Prefix: prefix(), ModuleDir: moduleDir, SkipBuild: true,
+		CDKOut: deploytest.Assembly(t, "", withStream), Prefix: prefix(), ModuleDir: moduleDir, SkipBuild: true,
 	})
 	if d != nil {
 		t.Cleanup(func() { _ = d.Destroy(context.Background()) })
@@ -91,7 +92,7 @@ func TestDeployStreamMappingNeedsStartingPosition(t *testing.T) {
 	t.Parallel()
 	cfg := awstest.Config(t)
 	d, err := deploy.Deploy(context.Background(), deploy.NewClients(cfg), &deploy.Options{
-		CDKOut: assembly(t, func(stack string, tpl map[string]any) {
+		CDKOut: deploytest.Assembly(t, "", func(stack string, tpl map[string]any) {
 			withStream(stack, tpl)
 			if stack == "JobkitWorkers" {
 				delete(props(tpl, "OutboxStream1A2B3C4D"), "StartingPosition")

@@ -2,8 +2,6 @@ package devrun_test
 
 import (
 	"context"
-	"encoding/json"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -14,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/jobkit-go/jobkit/jobs/contract"
+	"github.com/jobkit-go/jobkit/offline/deploy/deploytest"
 	"github.com/jobkit-go/jobkit/offline/devrun"
 	"github.com/jobkit-go/jobkit/testkit/awstest"
 )
@@ -23,29 +22,16 @@ import (
 // directory relative to the assembly.
 func assembly(t *testing.T) string {
 	t.Helper()
-	src := "../deploy/testdata/assembly"
 	dir := filepath.Join(t.TempDir(), "elsewhere", "cdk.out")
-	require.NoError(t, os.MkdirAll(dir, 0o755))
 	root, err := filepath.Abs("../..")
 	require.NoError(t, err)
 	module, err := filepath.Rel(dir, root)
 	require.NoError(t, err)
-	entries, err := os.ReadDir(src)
-	require.NoError(t, err)
-	for _, e := range entries {
-		raw, err := os.ReadFile(filepath.Join(src, e.Name()))
-		require.NoError(t, err)
-		if e.Name() == "JobkitWorkers.template.json" {
-			var tpl map[string]any
-			require.NoError(t, json.Unmarshal(raw, &tpl))
-			meta := tpl["Resources"].(map[string]any)["EchoFunction8D469E43"].(map[string]any)["Metadata"].(map[string]any)
-			meta["jobkit:module"] = filepath.ToSlash(module)
-			raw, err = json.Marshal(tpl)
-			require.NoError(t, err)
+	return deploytest.Assembly(t, dir, func(stack string, tpl map[string]any) {
+		if stack == "JobkitWorkers" {
+			deploytest.Resource(tpl, "EchoFunction8D469E43")["Metadata"].(map[string]any)["jobkit:module"] = filepath.ToSlash(module)
 		}
-		require.NoError(t, os.WriteFile(filepath.Join(dir, e.Name()), raw, 0o644))
-	}
-	return dir
+	})
 }
 
 // Run deploys an assembly whose function's module only its metadata names (no ModuleDir: the

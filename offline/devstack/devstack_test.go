@@ -5,8 +5,6 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
-	"os"
-	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
@@ -21,6 +19,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/jobkit-go/jobkit/offline/deploy"
+	"github.com/jobkit-go/jobkit/offline/deploy/deploytest"
 	"github.com/jobkit-go/jobkit/offline/devstack"
 	"github.com/jobkit-go/jobkit/offline/esm"
 	"github.com/jobkit-go/jobkit/offline/internal/procgroup"
@@ -38,29 +37,18 @@ func fixture(t *testing.T, at time.Time) string {
 // fixtureWith is fixture with edit applied to the workers template's resources.
 func fixtureWith(t *testing.T, at time.Time, edit func(resources map[string]any)) string {
 	t.Helper()
-	src := "../deploy/testdata/assembly"
-	dir := t.TempDir()
-	entries, err := os.ReadDir(src)
-	require.NoError(t, err)
-	for _, e := range entries {
-		raw, err := os.ReadFile(filepath.Join(src, e.Name()))
-		require.NoError(t, err)
-		if e.Name() == "JobkitWorkers.template.json" {
-			var tpl map[string]any
-			require.NoError(t, json.Unmarshal(raw, &tpl))
-			p := tpl["Resources"].(map[string]any)["NightlyScheduleC0D1E2F3"].(map[string]any)["Properties"].(map[string]any)
-			p["ScheduleExpression"] = "at(" + at.UTC().Format("2006-01-02T15:04:05") + ")"
-			p["ScheduleExpressionTimezone"] = "UTC"
-			p["Target"].(map[string]any)["Input"] = "scheduled-once"
-			if edit != nil {
-				edit(tpl["Resources"].(map[string]any))
-			}
-			raw, err = json.Marshal(tpl)
-			require.NoError(t, err)
+	return deploytest.Assembly(t, "", func(stack string, tpl map[string]any) {
+		if stack != "JobkitWorkers" {
+			return
 		}
-		require.NoError(t, os.WriteFile(filepath.Join(dir, e.Name()), raw, 0o644))
-	}
-	return dir
+		p := deploytest.Resource(tpl, "NightlyScheduleC0D1E2F3")["Properties"].(map[string]any)
+		p["ScheduleExpression"] = "at(" + at.UTC().Format("2006-01-02T15:04:05") + ")"
+		p["ScheduleExpressionTimezone"] = "UTC"
+		p["Target"].(map[string]any)["Input"] = "scheduled-once"
+		if edit != nil {
+			edit(tpl["Resources"].(map[string]any))
+		}
+	})
 }
 
 // The synthesized fixture runs: messages on both queues reach the real function binary with the

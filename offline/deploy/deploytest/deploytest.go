@@ -1,0 +1,56 @@
+// Package deploytest gives the offline stack's tests the deploy package's test assembly (a state
+// stack, and a workers stack with a Go function on a job queue and a schedule), copied for each
+// test to edit.
+package deploytest
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+)
+
+// Assembly copies the test assembly into dir (a new temporary directory when dir is "") and
+// returns dir. edit, when not nil, is applied to each stack's template, by the stack's name.
+func Assembly(tb testing.TB, dir string, edit func(stack string, tpl map[string]any)) string {
+	tb.Helper()
+	_, file, _, _ := runtime.Caller(0)
+	src := filepath.Join(filepath.Dir(file), "..", "testdata", "assembly")
+	if dir == "" {
+		dir = tb.TempDir()
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		tb.Fatal(err)
+	}
+	entries, err := os.ReadDir(src)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	for _, e := range entries {
+		raw, err := os.ReadFile(filepath.Join(src, e.Name()))
+		if err != nil {
+			tb.Fatal(err)
+		}
+		if stack, ok := strings.CutSuffix(e.Name(), ".template.json"); ok && edit != nil {
+			var tpl map[string]any
+			if err := json.Unmarshal(raw, &tpl); err != nil {
+				tb.Fatalf("deploytest: %s: %v", e.Name(), err)
+			}
+			edit(stack, tpl)
+			if raw, err = json.Marshal(tpl); err != nil {
+				tb.Fatal(err)
+			}
+		}
+		if err := os.WriteFile(filepath.Join(dir, e.Name()), raw, 0o644); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	return dir
+}
+
+// Resource returns resource id of tpl's Resources (for an edit to change).
+func Resource(tpl map[string]any, id string) map[string]any {
+	return tpl["Resources"].(map[string]any)[id].(map[string]any)
+}
