@@ -20,12 +20,7 @@ import (
 // deleted, and the jobs sent meanwhile wait in the queue, unreceived, to run once each after the
 // resume.
 func TestConsumerHonoursAPausedQueueOnSQS(t *testing.T) {
-	for _, fifo := range []bool{false, true} {
-		t.Run(map[bool]string{false: "standard", true: "fifo"}[fifo], func(t *testing.T) {
-			t.Parallel()
-			testConsumerPaused(t, fifo)
-		})
-	}
+	awstest.EachQueueType(t, testConsumerPaused)
 }
 
 func testConsumerPaused(t *testing.T, fifo bool) {

@@ -169,16 +169,9 @@ func (m *moving) group(n int) *jobs.EnqueueOpts {
 // never on the holding queue, and they run.
 func TestRedrivePolicyMovesEndAsJobsOnSQS(t *testing.T) {
 	t.Parallel()
-	for _, fifo := range []bool{false, true} {
-		name := "Standard"
-		if fifo {
-			name = "FIFO"
-		}
-		t.Run(name, func(t *testing.T) {
-			t.Parallel()
-			testMovesEndAsJobs(t, fifo)
-		})
-	}
+	awstest.EachQueueType(t, func(t *testing.T, fifo bool) {
+		testMovesEndAsJobs(t, fifo)
+	})
 }
 
 func testMovesEndAsJobs(t *testing.T, fifo bool) {

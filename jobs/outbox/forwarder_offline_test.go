@@ -13,13 +13,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/jobkit-go/jobkit/jobs"
 	"github.com/jobkit-go/jobkit/jobs/contract"
 	"github.com/jobkit-go/jobkit/jobs/outbox"
 	"github.com/jobkit-go/jobkit/offline/esm"
@@ -116,12 +114,7 @@ func TestOutboxForwarderKilledMidBatchLosesNothingOnEmulator(t *testing.T) {
 	}
 
 	msgs := awstest.Drain(t, f.sqs, f.queue.URL)
-	sent := map[string]int{}
-	for _, m := range msgs {
-		env, err := jobs.DecodeEnvelope(aws.ToString(m.Body))
-		require.NoError(t, err)
-		sent[env.ID]++
-	}
+	sent := jobIDs(t, msgs)
 	require.Len(t, sent, n, "no job lost")
 	t.Logf("%d messages for %d jobs (%d invocations, %d killed)", len(msgs), n, invocations.Load(), killed.Load())
 

@@ -268,12 +268,7 @@ func TestOutboxRetriedForwarderHasEachEffectOnce(t *testing.T) {
 	}
 
 	msgs := awstest.Drain(t, f.sqs, f.queue.URL)
-	sent := map[string]int{}
-	for _, m := range msgs {
-		env, err := jobs.DecodeEnvelope(aws.ToString(m.Body))
-		require.NoError(t, err)
-		sent[env.ID]++
-	}
+	sent := jobIDs(t, msgs)
 	require.Len(t, sent, 4, "every job reached the queue")
 	require.Greater(t, len(msgs), 4, "some were sent more than once")
 
@@ -403,4 +398,16 @@ func TestOutboxPoisonItemsDoNotBlockTheShard(t *testing.T) {
 		assert.Equal(t, n == 1 || n == 3, f.outboxItem(t, id), "item %d: sent ones deleted, skipped ones kept", n)
 	}
 	assert.Contains(t, metrics.String(), `"OutboxItemsSkipped":2`)
+}
+
+// jobIDs counts the messages of each job id.
+func jobIDs(t *testing.T, msgs []sqstypes.Message) map[string]int {
+	t.Helper()
+	ids := map[string]int{}
+	for _, m := range msgs {
+		env, err := jobs.DecodeEnvelope(aws.ToString(m.Body))
+		require.NoError(t, err)
+		ids[env.ID]++
+	}
+	return ids
 }

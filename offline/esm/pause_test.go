@@ -17,12 +17,7 @@ import (
 // stops on AWS: the batch being invoked is settled, nothing is received while paused, and what
 // was sent meanwhile is invoked after the resume.
 func TestPausedQueueInvokesNothing(t *testing.T) {
-	for _, fifo := range []bool{false, true} {
-		t.Run(map[bool]string{false: "standard", true: "fifo"}[fifo], func(t *testing.T) {
-			t.Parallel()
-			testPausedQueue(t, fifo)
-		})
-	}
+	awstest.EachQueueType(t, testPausedQueue)
 }
 
 func testPausedQueue(t *testing.T, fifo bool) {

@@ -162,3 +162,15 @@ func QueueWithDLQ(tb testing.TB, cfg aws.Config, suffix string, opts *QueueOptio
 	o.DLQ = &dlq
 	return CreateQueue(tb, cfg, suffix, &o), dlq
 }
+
+// EachQueueType runs test as two parallel subtests, "Standard" and "FIFO", for a behaviour both
+// kinds of queue must show.
+func EachQueueType(t *testing.T, test func(t *testing.T, fifo bool)) {
+	t.Helper()
+	for _, fifo := range []bool{false, true} {
+		t.Run(map[bool]string{false: "Standard", true: "FIFO"}[fifo], func(t *testing.T) {
+			t.Parallel()
+			test(t, fifo)
+		})
+	}
+}
