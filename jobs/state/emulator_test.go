@@ -569,12 +569,23 @@ func TestLastMembersEndingTogetherAreDone(t *testing.T) {
 // closedBatch opens a batch for album with n resize members and closes it before any runs.
 func (e *env) closedBatch(album string, n int) *state.Batch {
 	e.t.Helper()
+	images := make([]string, n)
+	for i := range n {
+		images[i] = fmt.Sprint(i)
+	}
+	return e.batchOf(album, images...)
+}
+
+// batchOf opens a batch for album with a resize member for each image and closes it before any
+// runs.
+func (e *env) batchOf(album string, images ...string) *state.Batch {
+	e.t.Helper()
 	ctx := context.Background()
 	b, err := e.table.OpenBatch(ctx, e.client, state.BatchOpts{Callback: albumReady{Album: album}})
 	require.NoError(e.t, err)
-	var members []jobs.BatchJob
-	for i := range n {
-		members = append(members, jobs.BatchJob{Args: resize{Image: fmt.Sprint(i)}})
+	members := make([]jobs.BatchJob, len(images))
+	for i, img := range images {
+		members[i] = jobs.BatchJob{Args: resize{Image: img}}
 	}
 	_, err = b.Add(ctx, members)
 	require.NoError(e.t, err)

@@ -438,11 +438,7 @@ func TestBatchMemberAtTheReceiveLimitCountsDead(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, true)
 	ctx := context.Background()
-	b, err := e.table.OpenBatch(ctx, e.client, state.BatchOpts{Callback: albumReady{Album: "limit"}})
-	require.NoError(t, err)
-	_, err = b.Add(ctx, []jobs.BatchJob{{Args: resize{Image: "ok.png"}}, {Args: resize{Image: "stuck.png"}}})
-	require.NoError(t, err)
-	require.NoError(t, b.Close(ctx))
+	b := e.batchOf("limit", "ok.png", "stuck.png")
 	// stuck.png's message is received twice without a run (a throttle, a lost receive), ok.png's
 	// once...
 	show := func(m sqstypes.Message) {
@@ -484,11 +480,7 @@ func TestBatchMemberInACrashLoopCountsDead(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, true)
 	ctx := context.Background()
-	b, err := e.table.OpenBatch(ctx, e.client, state.BatchOpts{Callback: albumReady{Album: "crash"}})
-	require.NoError(t, err)
-	_, err = b.Add(ctx, []jobs.BatchJob{{Args: resize{Image: "ok.png"}}, {Args: resize{Image: "crash.png"}}})
-	require.NoError(t, err)
-	require.NoError(t, b.Close(ctx))
+	b := e.batchOf("crash", "ok.png", "crash.png")
 	// crash.png's first delivery and its redelivery's run died, as a killed process leaves them:
 	// two runs started in the ledger, none reported; its message is back for a third delivery.
 	const attempts = 2
