@@ -124,13 +124,10 @@ func (s *apiServer) close() { s.closeMu.Do(func() { close(s.closed) }) }
 
 // finish records the answer for inv if it is still the current invocation. It reports whether it did.
 func (s *apiServer) finish(inv *invocation, response []byte, errPay *ErrorPayload) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.current != inv {
+	if !s.abandon(inv) {
 		return false
 	}
-	s.current = nil
-	s.answered[inv.id] = true
+	// inv is this call's alone now; its waiter reads it after done.
 	inv.response, inv.errPay, inv.answered = response, errPay, s.now()
 	close(inv.done)
 	return true
