@@ -261,13 +261,9 @@ func skipNumber(s string, i int) (int, bool) {
 	default:
 		return 0, false
 	}
+	var ok bool
 	if j < len(s) && s[j] == '.' {
-		j++
-		k := j
-		for j < len(s) && isDigit(s[j]) {
-			j++
-		}
-		if j == k {
+		if j, ok = digits(s, j+1); !ok {
 			return 0, false
 		}
 	}
@@ -276,15 +272,20 @@ func skipNumber(s string, i int) (int, bool) {
 		if j < len(s) && (s[j] == '+' || s[j] == '-') {
 			j++
 		}
-		k := j
-		for j < len(s) && isDigit(s[j]) {
-			j++
-		}
-		if j == k {
+		if j, ok = digits(s, j); !ok {
 			return 0, false
 		}
 	}
 	return j, true
+}
+
+// digits reads one or more digits at s[i] and returns the index after them.
+func digits(s string, i int) (int, bool) {
+	j := i
+	for j < len(s) && isDigit(s[j]) {
+		j++
+	}
+	return j, j > i
 }
 
 func hasPrefix(s string, i int, p string) bool { return len(s)-i >= len(p) && s[i:i+len(p)] == p }
