@@ -124,10 +124,13 @@ func (s *apiServer) close() { s.closeMu.Do(func() { close(s.closed) }) }
 
 // finish records the answer for inv if it is still the current invocation. It reports whether it did.
 func (s *apiServer) finish(inv *invocation, response []byte, errPay *ErrorPayload) bool {
-	if !s.abandon(inv) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.current != inv {
 		return false
 	}
-	// inv is this call's alone now; its waiter reads it after done.
+	s.current = nil
+	s.answered[inv.id] = true
 	inv.response, inv.errPay, inv.answered = response, errPay, s.now()
 	close(inv.done)
 	return true
