@@ -65,8 +65,18 @@ func depths(tb testing.TB, client *sqs.Client, url string) (visible, inFlight, d
 	if err != nil {
 		tb.Fatalf("awstest: attributes of %s: %v", url, err)
 	}
-	visible, _ = strconv.Atoi(out.Attributes[string(sqstypes.QueueAttributeNameApproximateNumberOfMessages)])
-	inFlight, _ = strconv.Atoi(out.Attributes[string(sqstypes.QueueAttributeNameApproximateNumberOfMessagesNotVisible)])
-	delayed, _ = strconv.Atoi(out.Attributes[string(sqstypes.QueueAttributeNameApproximateNumberOfMessagesDelayed)])
-	return visible, inFlight, delayed
+	count := func(name sqstypes.QueueAttributeName, required bool) int {
+		v, ok := out.Attributes[string(name)]
+		if !ok && !required {
+			return 0
+		}
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			tb.Fatalf("awstest: %s of %s is %q, not a count", name, url, v)
+		}
+		return n
+	}
+	return count(sqstypes.QueueAttributeNameApproximateNumberOfMessages, true),
+		count(sqstypes.QueueAttributeNameApproximateNumberOfMessagesNotVisible, true),
+		count(sqstypes.QueueAttributeNameApproximateNumberOfMessagesDelayed, false)
 }

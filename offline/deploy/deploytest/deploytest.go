@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 )
@@ -16,8 +15,7 @@ import (
 // returns dir. edit, when not nil, is applied to each stack's template, by the stack's name.
 func Assembly(tb testing.TB, dir string, edit func(stack string, tpl map[string]any)) string {
 	tb.Helper()
-	_, file, _, _ := runtime.Caller(0)
-	src := filepath.Join(filepath.Dir(file), "..", "testdata", "assembly")
+	src := filepath.Join(moduleRoot(tb), "offline", "deploy", "testdata", "assembly")
 	if dir == "" {
 		dir = tb.TempDir()
 	}
@@ -48,6 +46,24 @@ func Assembly(tb testing.TB, dir string, edit func(stack string, tpl map[string]
 		}
 	}
 	return dir
+}
+
+// moduleRoot is the directory of the go.mod above the test's working directory (its package's).
+func moduleRoot(tb testing.TB) string {
+	dir, err := os.Getwd()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			tb.Fatal("deploytest: no go.mod above the working directory")
+		}
+		dir = parent
+	}
 }
 
 // Resource returns resource id of tpl's Resources (for an edit to change).

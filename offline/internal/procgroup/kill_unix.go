@@ -17,8 +17,8 @@ func Kill(pid int) {
 	}
 }
 
-// Gone reports whether pid no longer runs: absent, or a zombie its parent has not reaped (what a
-// test checks after the stack stops a process).
+// Gone reports whether pid no longer runs (what a test checks after the stack stops a process):
+// absent, or, where /proc shows it (Linux), a zombie its parent has not reaped.
 func Gone(pid int) bool {
 	if err := syscall.Kill(pid, 0); errors.Is(err, syscall.ESRCH) {
 		return true

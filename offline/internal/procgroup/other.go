@@ -17,8 +17,13 @@ func Kill(pid int) {
 	}
 }
 
-// Gone reports whether pid no longer runs.
+// Gone reports whether pid no longer runs, as far as this system tells: a process that exited
+// while something still holds its handle counts as running.
 func Gone(pid int) bool {
-	_, err := os.FindProcess(pid)
-	return err != nil
+	p, err := os.FindProcess(pid)
+	if err != nil {
+		return true
+	}
+	_ = p.Release()
+	return false
 }
