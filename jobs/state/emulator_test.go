@@ -60,6 +60,8 @@ type env struct {
 	table  *state.Table
 	client *jobs.Client
 	handle func(context.Context, events.SQSEvent) (events.SQSEventResponse, error)
+	// folded: job states folded into the idempotency middleware's records.
+	folded bool
 	// workers are the env's workers, for a runtime on another queue.
 	workers *jobs.Workers
 	runs    atomic.Int32
@@ -70,10 +72,21 @@ type env struct {
 	failures  map[string][]albumFailed
 }
 
+// eachFolding runs test on an env with job states folded into idempotency records and on one
+// without, as parallel subtests "folded=true" and "folded=false".
+func eachFolding(t *testing.T, test func(t *testing.T, e *env)) {
+	for _, folded := range []bool{true, false} {
+		t.Run(fmt.Sprintf("folded=%t", folded), func(t *testing.T) {
+			t.Parallel()
+			test(t, newEnv(t, folded))
+		})
+	}
+}
+
 func newEnv(t *testing.T, folded bool) *env {
 	t.Helper()
 	cfg := awstest.Config(t)
-	e := &env{t: t, cfg: cfg, sqs: sqs.NewFromConfig(cfg), callbacks: map[string][]albumReady{}, failures: map[string][]albumFailed{}}
+	e := &env{t: t, cfg: cfg, sqs: sqs.NewFromConfig(cfg), folded: folded, callbacks: map[string][]albumReady{}, failures: map[string][]albumFailed{}}
 	e.dlq = awstest.CreateQueue(t, cfg, "dlq", nil)
 	e.q = awstest.CreateQueue(t, cfg, "q", nil)
 	name := awstest.CreateStateTable(t, cfg)
@@ -184,48 +197,44 @@ func (e *env) drainQueue(q awstest.Queue, handle func(context.Context, events.SQ
 }
 
 func TestStatusByID(t *testing.T) {
-	for _, folded := range []bool{true, false} {
-		t.Run(fmt.Sprintf("folded=%t", folded), func(t *testing.T) {
-			t.Parallel()
-			e := newEnv(t, folded)
-			ctx := context.Background()
-			ok, err := e.client.Enqueue(ctx, resize{Image: "a.png"}, nil)
-			require.NoError(t, err)
-			flaky, err := e.client.Enqueue(ctx, resize{Image: "b.png", Fail: "retry"}, nil)
-			require.NoError(t, err)
-			gone, err := e.client.Enqueue(ctx, resize{Image: "c.png", Fail: "cancel"}, nil)
-			require.NoError(t, err)
+	eachFolding(t, func(t *testing.T, e *env) {
+		ctx := context.Background()
+		ok, err := e.client.Enqueue(ctx, resize{Image: "a.png"}, nil)
+		require.NoError(t, err)
+		flaky, err := e.client.Enqueue(ctx, resize{Image: "b.png", Fail: "retry"}, nil)
+		require.NoError(t, err)
+		gone, err := e.client.Enqueue(ctx, resize{Image: "c.png", Fail: "cancel"}, nil)
+		require.NoError(t, err)
 
-			st, err := e.client.Status(ctx, ok.ID)
-			require.NoError(t, err)
-			assert.Equal(t, jobs.StateEnqueued, st.State)
-			assert.Equal(t, "image.resize", st.Kind)
-			assert.Equal(t, e.q.URL, st.Queue)
+		st, err := e.client.Status(ctx, ok.ID)
+		require.NoError(t, err)
+		assert.Equal(t, jobs.StateEnqueued, st.State)
+		assert.Equal(t, "image.resize", st.Kind)
+		assert.Equal(t, e.q.URL, st.Queue)
 
-			e.drain(false)
+		e.drain(false)
 
-			st, err = e.client.Status(ctx, ok.ID)
-			require.NoError(t, err)
-			assert.Equal(t, jobs.StateSucceeded, st.State)
-			assert.JSONEq(t, `{"thumb":"a.png.small"}`, string(st.Result))
-			assert.False(t, st.FinishedAt.IsZero())
-			assert.Equal(t, 1, st.Attempt)
+		st, err = e.client.Status(ctx, ok.ID)
+		require.NoError(t, err)
+		assert.Equal(t, jobs.StateSucceeded, st.State)
+		assert.JSONEq(t, `{"thumb":"a.png.small"}`, string(st.Result))
+		assert.False(t, st.FinishedAt.IsZero())
+		assert.Equal(t, 1, st.Attempt)
 
-			st, err = e.client.Status(ctx, flaky.ID)
-			require.NoError(t, err)
-			assert.Equal(t, jobs.StateSucceeded, st.State)
-			assert.Equal(t, 2, st.Attempt)
+		st, err = e.client.Status(ctx, flaky.ID)
+		require.NoError(t, err)
+		assert.Equal(t, jobs.StateSucceeded, st.State)
+		assert.Equal(t, 2, st.Attempt)
 
-			st, err = e.client.Status(ctx, gone.ID)
-			require.NoError(t, err)
-			assert.Equal(t, jobs.StateCancelled, st.State)
-			assert.Equal(t, contract.ReasonCancelled, st.Reason)
-			assert.Contains(t, st.LastError, "image gone")
+		st, err = e.client.Status(ctx, gone.ID)
+		require.NoError(t, err)
+		assert.Equal(t, jobs.StateCancelled, st.State)
+		assert.Equal(t, contract.ReasonCancelled, st.Reason)
+		assert.Contains(t, st.LastError, "image gone")
 
-			_, err = e.client.Status(ctx, "no-such-job")
-			assert.ErrorIs(t, err, jobs.ErrJobNotFound)
-		})
-	}
+		_, err = e.client.Status(ctx, "no-such-job")
+		assert.ErrorIs(t, err, jobs.ErrJobNotFound)
+	})
 }
 
 func TestStatusRetryingAndRunning(t *testing.T) {

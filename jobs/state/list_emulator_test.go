@@ -3,7 +3,6 @@ package state_test
 import (
 	"context"
 	"encoding/base64"
-	"fmt"
 	"slices"
 	"testing"
 	"time"
@@ -84,73 +83,69 @@ func deliverOnce(t *testing.T, e *env, n int) {
 // each in the state it is in now: a job item that still says enqueued after its run (with the
 // idempotency record as its running and succeeded state) is not listed as enqueued.
 func TestListJobsByState(t *testing.T) {
-	for _, folded := range []bool{true, false} {
-		t.Run(fmt.Sprintf("folded=%t", folded), func(t *testing.T) {
-			t.Parallel()
-			e := newEnv(t, folded)
-			ctx := context.Background()
-			send := func(args jobs.JobArgs) string {
-				res, err := e.client.Enqueue(ctx, args, nil)
-				require.NoError(t, err)
-				time.Sleep(2 * time.Millisecond) // apart in the index's order
-				return res.ID
-			}
-			a, b := send(resize{Image: "a.png"}), send(resize{Image: "b.png"})
-			flaky := send(resize{Image: "c.png", Fail: "retry"})
-			gone := send(resize{Image: "d.png", Fail: "cancel"})
-			bad := send(resize{Image: "e.png", Fail: "always"})
-			album := send(albumReady{Album: "summer"})
-
-			all := []string{album, bad, gone, flaky, b, a}
-			assert.Equal(t, all, listIDs(t, e, jobs.StateEnqueued, "", 0))
-			assert.Equal(t, all, listIDs(t, e, jobs.StateEnqueued, "", 4), "two pages")
-			assert.Equal(t, all[1:], listIDs(t, e, jobs.StateEnqueued, "image.resize", 1), "by kind, a job a page")
-
-			deliverOnce(t, e, 6)
-			assert.Empty(t, listIDs(t, e, jobs.StateEnqueued, "", 0), "no job is enqueued any more")
-			// The entries that lagged behind their jobs are gone from the index once listed.
-			left, err := dynamodb.NewFromConfig(e.cfg).Query(ctx, &dynamodb.QueryInput{
-				TableName: aws.String(e.table.Name()), IndexName: aws.String(contract.StateIndex),
-				KeyConditionExpression:    aws.String("#k = :k"),
-				ExpressionAttributeNames:  map[string]string{"#k": contract.AttrListKey},
-				ExpressionAttributeValues: map[string]ddbtypes.AttributeValue{":k": &ddbtypes.AttributeValueMemberS{Value: contract.ListKey(e.q.URL, "enqueued")}},
-			})
+	eachFolding(t, func(t *testing.T, e *env) {
+		ctx := context.Background()
+		send := func(args jobs.JobArgs) string {
+			res, err := e.client.Enqueue(ctx, args, nil)
 			require.NoError(t, err)
-			assert.Zero(t, left.Count, "the enqueued partition is empty")
-			assert.ElementsMatch(t, []string{album, b, a}, sortedBySince(t, e, listIDs(t, e, jobs.StateSucceeded, "", 0)), "in the order they succeeded")
-			assert.ElementsMatch(t, []string{b, a}, listIDs(t, e, jobs.StateSucceeded, "image.resize", 2))
-			assert.ElementsMatch(t, []string{flaky, bad}, listIDs(t, e, jobs.StateRetrying, "", 0))
-			assert.Equal(t, []string{gone}, listIDs(t, e, jobs.StateCancelled, "", 0))
-			page, err := e.table.List(ctx, state.ListOptions{Queue: e.q.URL, State: jobs.StateRetrying, Limit: 10})
-			require.NoError(t, err)
-			for _, j := range page.Jobs {
-				assert.Equal(t, 1, j.Attempt, "with its attempts")
-				assert.NotEmpty(t, j.LastError, "and its last error")
-			}
+			time.Sleep(2 * time.Millisecond) // apart in the index's order
+			return res.ID
+		}
+		a, b := send(resize{Image: "a.png"}), send(resize{Image: "b.png"})
+		flaky := send(resize{Image: "c.png", Fail: "retry"})
+		gone := send(resize{Image: "d.png", Fail: "cancel"})
+		bad := send(resize{Image: "e.png", Fail: "always"})
+		album := send(albumReady{Album: "summer"})
 
-			// While an attempt runs, the job is running, and not retrying.
-			row := &jobs.JobRow{ID: flaky, Kind: "image.resize", Attempt: 2, QueueURL: e.q.URL,
-				EncodedArgs: []byte(`{"image":"c.png","fail":"retry"}`)}
-			var mw jobs.Middleware
-			if folded {
-				mw = idempotency.Middleware(idempotency.NewDynamoDBStore(dynamodb.NewFromConfig(e.cfg), e.table.Name(), listJobs), &idempotency.Config{RecordJobs: true})
-			} else {
-				mw = e.table.Middleware(nil)
-			}
-			require.NoError(t, mw(func(ctx context.Context, _ *jobs.JobRow) error {
-				assert.Equal(t, []string{flaky}, listIDs(t, e, jobs.StateRunning, "", 0))
-				assert.Equal(t, []string{bad}, listIDs(t, e, jobs.StateRetrying, "", 0))
-				return nil
-			})(ctx, row))
-			assert.Empty(t, listIDs(t, e, jobs.StateRunning, "", 0))
-			assert.Contains(t, listIDs(t, e, jobs.StateSucceeded, "", 0), flaky)
+		all := []string{album, bad, gone, flaky, b, a}
+		assert.Equal(t, all, listIDs(t, e, jobs.StateEnqueued, "", 0))
+		assert.Equal(t, all, listIDs(t, e, jobs.StateEnqueued, "", 4), "two pages")
+		assert.Equal(t, all[1:], listIDs(t, e, jobs.StateEnqueued, "image.resize", 1), "by kind, a job a page")
 
-			// The job that fails every attempt ends dead.
-			e.drain(false)
-			assert.Equal(t, []string{bad}, listIDs(t, e, jobs.StateDead, "", 0))
-			assert.Empty(t, listIDs(t, e, jobs.StateRetrying, "", 0))
+		deliverOnce(t, e, 6)
+		assert.Empty(t, listIDs(t, e, jobs.StateEnqueued, "", 0), "no job is enqueued any more")
+		// The entries that lagged behind their jobs are gone from the index once listed.
+		left, err := dynamodb.NewFromConfig(e.cfg).Query(ctx, &dynamodb.QueryInput{
+			TableName: aws.String(e.table.Name()), IndexName: aws.String(contract.StateIndex),
+			KeyConditionExpression:    aws.String("#k = :k"),
+			ExpressionAttributeNames:  map[string]string{"#k": contract.AttrListKey},
+			ExpressionAttributeValues: map[string]ddbtypes.AttributeValue{":k": &ddbtypes.AttributeValueMemberS{Value: contract.ListKey(e.q.URL, "enqueued")}},
 		})
-	}
+		require.NoError(t, err)
+		assert.Zero(t, left.Count, "the enqueued partition is empty")
+		assert.ElementsMatch(t, []string{album, b, a}, sortedBySince(t, e, listIDs(t, e, jobs.StateSucceeded, "", 0)), "in the order they succeeded")
+		assert.ElementsMatch(t, []string{b, a}, listIDs(t, e, jobs.StateSucceeded, "image.resize", 2))
+		assert.ElementsMatch(t, []string{flaky, bad}, listIDs(t, e, jobs.StateRetrying, "", 0))
+		assert.Equal(t, []string{gone}, listIDs(t, e, jobs.StateCancelled, "", 0))
+		page, err := e.table.List(ctx, state.ListOptions{Queue: e.q.URL, State: jobs.StateRetrying, Limit: 10})
+		require.NoError(t, err)
+		for _, j := range page.Jobs {
+			assert.Equal(t, 1, j.Attempt, "with its attempts")
+			assert.NotEmpty(t, j.LastError, "and its last error")
+		}
+
+		// While an attempt runs, the job is running, and not retrying.
+		row := &jobs.JobRow{ID: flaky, Kind: "image.resize", Attempt: 2, QueueURL: e.q.URL,
+			EncodedArgs: []byte(`{"image":"c.png","fail":"retry"}`)}
+		var mw jobs.Middleware
+		if e.folded {
+			mw = idempotency.Middleware(idempotency.NewDynamoDBStore(dynamodb.NewFromConfig(e.cfg), e.table.Name(), listJobs), &idempotency.Config{RecordJobs: true})
+		} else {
+			mw = e.table.Middleware(nil)
+		}
+		require.NoError(t, mw(func(ctx context.Context, _ *jobs.JobRow) error {
+			assert.Equal(t, []string{flaky}, listIDs(t, e, jobs.StateRunning, "", 0))
+			assert.Equal(t, []string{bad}, listIDs(t, e, jobs.StateRetrying, "", 0))
+			return nil
+		})(ctx, row))
+		assert.Empty(t, listIDs(t, e, jobs.StateRunning, "", 0))
+		assert.Contains(t, listIDs(t, e, jobs.StateSucceeded, "", 0), flaky)
+
+		// The job that fails every attempt ends dead.
+		e.drain(false)
+		assert.Equal(t, []string{bad}, listIDs(t, e, jobs.StateDead, "", 0))
+		assert.Empty(t, listIDs(t, e, jobs.StateRetrying, "", 0))
+	})
 }
 
 func listJobs(o *idempotency.DynamoDBOptions) { o.ListJobs = true }

@@ -3,7 +3,6 @@ package state_test
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"log/slog"
 	"strings"
@@ -31,61 +30,57 @@ import (
 // messages are deleted unrun (no dead letter), a repeat says the same, and a job that succeeded
 // is not cancelled.
 func TestCancel(t *testing.T) {
-	for _, folded := range []bool{true, false} {
-		t.Run(fmt.Sprintf("folded=%t", folded), func(t *testing.T) {
-			t.Parallel()
-			e := newEnv(t, folded)
-			ctx := context.Background()
-			waiting, err := e.client.Enqueue(ctx, resize{Image: "waiting.png"}, nil)
+	eachFolding(t, func(t *testing.T, e *env) {
+		ctx := context.Background()
+		waiting, err := e.client.Enqueue(ctx, resize{Image: "waiting.png"}, nil)
+		require.NoError(t, err)
+		flaky, err := e.client.Enqueue(ctx, resize{Image: "flaky.png", Fail: "retry"}, nil)
+		require.NoError(t, err)
+		done, err := e.client.Enqueue(ctx, resize{Image: "done.png"}, nil)
+		require.NoError(t, err)
+
+		st, err := e.client.Cancel(ctx, waiting.ID)
+		require.NoError(t, err)
+		assert.Equal(t, jobs.StateCancelled, st.State)
+		assert.Equal(t, contract.ReasonCancelled, st.Reason)
+		cancelledAt := st.FinishedAt
+		require.False(t, cancelledAt.IsZero())
+
+		// One delivery of the other two: flaky fails its first attempt, done succeeds.
+		e.deliverOnce(e.handle, 2, waiting.ID)
+		st, err = e.client.Status(ctx, flaky.ID)
+		require.NoError(t, err)
+		require.Equal(t, jobs.StateRetrying, st.State)
+
+		st, err = e.client.Cancel(ctx, flaky.ID)
+		require.NoError(t, err)
+		assert.Equal(t, jobs.StateCancelled, st.State)
+		assert.Equal(t, 1, st.Attempt)
+
+		_, err = e.client.Cancel(ctx, done.ID)
+		var nc *jobs.NotCancellableError
+		require.ErrorAs(t, err, &nc)
+		assert.Equal(t, jobs.StateSucceeded, nc.Status.State)
+		assert.Contains(t, err.Error(), "already succeeded")
+
+		e.drain(false) // both cancelled jobs come back: deleted unrun
+		assert.Equal(t, int32(2), e.runs.Load(), "flaky's first attempt and done; nothing after the cancels")
+		awstest.ExpectEmpty(t, e.sqs, e.q.URL)
+		awstest.ExpectEmpty(t, e.sqs, e.dlq.URL)
+		for _, id := range []string{waiting.ID, flaky.ID} {
+			st, err := e.client.Status(ctx, id)
 			require.NoError(t, err)
-			flaky, err := e.client.Enqueue(ctx, resize{Image: "flaky.png", Fail: "retry"}, nil)
-			require.NoError(t, err)
-			done, err := e.client.Enqueue(ctx, resize{Image: "done.png"}, nil)
-			require.NoError(t, err)
+			assert.Equal(t, jobs.StateCancelled, st.State, id)
+		}
 
-			st, err := e.client.Cancel(ctx, waiting.ID)
-			require.NoError(t, err)
-			assert.Equal(t, jobs.StateCancelled, st.State)
-			assert.Equal(t, contract.ReasonCancelled, st.Reason)
-			cancelledAt := st.FinishedAt
-			require.False(t, cancelledAt.IsZero())
+		again, err := e.client.Cancel(ctx, waiting.ID)
+		require.NoError(t, err, "a repeat is not an error")
+		assert.Equal(t, jobs.StateCancelled, again.State)
+		assert.Equal(t, cancelledAt, again.FinishedAt, "a repeat changes nothing")
 
-			// One delivery of the other two: flaky fails its first attempt, done succeeds.
-			e.deliverOnce(e.handle, 2, waiting.ID)
-			st, err = e.client.Status(ctx, flaky.ID)
-			require.NoError(t, err)
-			require.Equal(t, jobs.StateRetrying, st.State)
-
-			st, err = e.client.Cancel(ctx, flaky.ID)
-			require.NoError(t, err)
-			assert.Equal(t, jobs.StateCancelled, st.State)
-			assert.Equal(t, 1, st.Attempt)
-
-			_, err = e.client.Cancel(ctx, done.ID)
-			var nc *jobs.NotCancellableError
-			require.ErrorAs(t, err, &nc)
-			assert.Equal(t, jobs.StateSucceeded, nc.Status.State)
-			assert.Contains(t, err.Error(), "already succeeded")
-
-			e.drain(false) // both cancelled jobs come back: deleted unrun
-			assert.Equal(t, int32(2), e.runs.Load(), "flaky's first attempt and done; nothing after the cancels")
-			awstest.ExpectEmpty(t, e.sqs, e.q.URL)
-			awstest.ExpectEmpty(t, e.sqs, e.dlq.URL)
-			for _, id := range []string{waiting.ID, flaky.ID} {
-				st, err := e.client.Status(ctx, id)
-				require.NoError(t, err)
-				assert.Equal(t, jobs.StateCancelled, st.State, id)
-			}
-
-			again, err := e.client.Cancel(ctx, waiting.ID)
-			require.NoError(t, err, "a repeat is not an error")
-			assert.Equal(t, jobs.StateCancelled, again.State)
-			assert.Equal(t, cancelledAt, again.FinishedAt, "a repeat changes nothing")
-
-			_, err = e.client.Cancel(ctx, "no-such-job")
-			assert.ErrorIs(t, err, jobs.ErrJobNotFound)
-		})
-	}
+		_, err = e.client.Cancel(ctx, "no-such-job")
+		assert.ErrorIs(t, err, jobs.ErrJobNotFound)
+	})
 }
 
 // deliverOnce receives n messages of the env's queue, none of them job skip's, and hands them to
