@@ -132,6 +132,7 @@ func (a *answers) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case err != nil:
 	case len(body) > maxAnswer:
+		//lint:ignore ST1005 CloudFormation's own words for it, so a user can search them
 		err = fmt.Errorf("Response object is too long (more than %d bytes)", maxAnswer)
 	default:
 		err = json.Unmarshal(body, &ans)
