@@ -102,8 +102,8 @@ func TestSampleApp(t *testing.T) {
 	t.Run("schedules", func(t *testing.T) {
 		st := sample.State.Stack
 		delayed := sample.State.Delayed
-		roleArn := resolved(t, st, delayed.Role.RoleArn())
-		dlqArn := resolved(t, st, delayed.DLQ.QueueArn())
+		roleArn := cfntest.Resolved(t, st, delayed.Role.RoleArn())
+		dlqArn := cfntest.Resolved(t, st, delayed.DLQ.QueueArn())
 		dlqID := cfntest.Get(dlqArn, "Fn::GetAtt.0").(string)
 		require.Nil(t, cfntest.Get(state, "Resources."+dlqID+".Properties.FifoQueue"), "Scheduler refuses a FIFO dead-letter queue")
 
@@ -122,8 +122,8 @@ func TestSampleApp(t *testing.T) {
 			name := strings.TrimSuffix(strings.TrimPrefix(env.ID, scheduler.TickIDPrefix), ":2026-01-01T00:00:00Z")
 			byName[name] = p
 		}
-		recurringGroup := resolved(t, st, jk.RecurringScheduleGroup(st).ScheduleGroupName())
-		require.NotEqual(t, resolved(t, st, sample.State.Delayed.Group.ScheduleGroupName()), recurringGroup)
+		recurringGroup := cfntest.Resolved(t, st, jk.RecurringScheduleGroup(st).ScheduleGroupName())
+		require.NotEqual(t, cfntest.Resolved(t, st, sample.State.Delayed.Group.ScheduleGroupName()), recurringGroup)
 		for _, s := range samplejobs.Schedules {
 			p := byName[s.Name]
 			require.NotNil(t, p, "schedule %s rendered", s.Name)
@@ -143,7 +143,7 @@ func TestSampleApp(t *testing.T) {
 			}
 			q := sample.State.Queue(s.Queue)
 			require.NotNil(t, q, s.Name)
-			require.Equal(t, resolved(t, st, q.Queue.QueueArn()), cfntest.Get(p, "Target.Arn"), "%s targets queue %s", s.Name, s.Queue)
+			require.Equal(t, cfntest.Resolved(t, st, q.Queue.QueueArn()), cfntest.Get(p, "Target.Arn"), "%s targets queue %s", s.Name, s.Queue)
 			// Not the delayed jobs' role (its producers differ): one per target queue, trusted
 			// for this account's schedules in the recurring schedules' group only.
 			schedRole := cfntest.Get(p, "Target.RoleArn")
@@ -154,7 +154,7 @@ func TestSampleApp(t *testing.T) {
 			roleByQueue[s.Queue] = schedRole
 			schedTrust := cfntest.Get(state, "Resources."+cfntest.Get(schedRole, "Fn::GetAtt.0").(string)+".Properties.AssumeRolePolicyDocument.Statement.0")
 			require.Equal(t, map[string]any{"Ref": "AWS::AccountId"}, cfntest.Get(schedTrust, "Condition.StringEquals.aws:SourceAccount"), s.Name)
-			require.Equal(t, resolved(t, st, jk.RecurringScheduleGroup(st).ScheduleGroupArn()),
+			require.Equal(t, cfntest.Resolved(t, st, jk.RecurringScheduleGroup(st).ScheduleGroupArn()),
 				cfntest.Get(schedTrust, "Condition.StringEquals.aws:SourceArn"), s.Name)
 			require.Equal(t, dlqArn, cfntest.Get(p, "Target.DeadLetterConfig.Arn"), s.Name)
 			require.Equal(t, map[string]any{
@@ -173,11 +173,11 @@ func TestSampleApp(t *testing.T) {
 		digest := byName[samplejobs.ScheduleDailyDigest]
 		require.Equal(t, "cron(0 8 * * ? *)", digest["ScheduleExpression"])
 		require.Equal(t, "Europe/Berlin", digest["ScheduleExpressionTimezone"])
-		require.Equal(t, resolved(t, st, sample.State.Email.Queue.QueueArn()), cfntest.Get(digest, "Target.Arn"))
+		require.Equal(t, cfntest.Resolved(t, st, sample.State.Email.Queue.QueueArn()), cfntest.Get(digest, "Target.Arn"))
 		interest := byName[samplejobs.ScheduleLedgerInterest]
-		require.Equal(t, resolved(t, st, sample.State.Ledger.Queue.QueueArn()), cfntest.Get(interest, "Target.Arn"))
+		require.Equal(t, cfntest.Resolved(t, st, sample.State.Ledger.Queue.QueueArn()), cfntest.Get(interest, "Target.Arn"))
 		require.Equal(t, samplejobs.InterestAccount, cfntest.Get(interest, "Target.SqsParameters.MessageGroupId"))
-		ledgerID := cfntest.Get(resolved(t, st, sample.State.Ledger.Queue.QueueArn()), "Fn::GetAtt.0").(string)
+		ledgerID := cfntest.Get(cfntest.Resolved(t, st, sample.State.Ledger.Queue.QueueArn()), "Fn::GetAtt.0").(string)
 		require.Equal(t, true, cfntest.Get(state, "Resources."+ledgerID+".Properties.ContentBasedDeduplication"),
 			"Scheduler sends no deduplication id to the FIFO queue")
 
@@ -185,7 +185,7 @@ func TestSampleApp(t *testing.T) {
 		// one role, assumed by Scheduler for this account's schedules in that group only, that
 		// may send to the three queues and the DLQ and do nothing else.
 		require.Len(t, state.Resources("AWS::Scheduler::ScheduleGroup"), 2, "the delayed jobs' group and the recurring schedules'")
-		groupID := cfntest.Get(resolved(t, st, delayed.Group.ScheduleGroupArn()), "Fn::GetAtt.0").(string)
+		groupID := cfntest.Get(cfntest.Resolved(t, st, delayed.Group.ScheduleGroupArn()), "Fn::GetAtt.0").(string)
 		group := cfntest.Get(state, "Resources."+groupID)
 		groupName, _ := cfntest.Get(group, "Properties.Name").(string)
 		require.True(t, strings.HasPrefix(groupName, StateStackID+"-"), "CDK names the group after the stack and path: %q", groupName)
@@ -197,7 +197,7 @@ func TestSampleApp(t *testing.T) {
 		require.Equal(t, map[string]any{"Ref": "AWS::AccountId"}, cfntest.Get(trust, "Condition.StringEquals.aws:SourceAccount"))
 		require.Equal(t, cfntest.GetAtt(groupID, "Arn"), cfntest.Get(trust, "Condition.ArnEquals.aws:SourceArn"), "its own group's schedules only")
 		for _, q := range []*jk.JobQueue{sample.State.Email, sample.State.Ledger, sample.State.Transcode} {
-			require.Equal(t, map[string]bool{"sqs:SendMessage": true}, state.AllowedActions(resolved(t, st, q.Queue.QueueArn())), q.Name)
+			require.Equal(t, map[string]bool{"sqs:SendMessage": true}, state.AllowedActions(cfntest.Resolved(t, st, q.Queue.QueueArn())), q.Name)
 		}
 		require.Equal(t, map[string]bool{"sqs:SendMessage": true}, state.AllowedActions(dlqArn))
 		var roleActions []string
@@ -218,7 +218,7 @@ func TestSampleApp(t *testing.T) {
 		outputs := state["Outputs"].(map[string]any)
 		id := samplejobs.DelayedJobsName
 		for key, want := range map[string]any{
-			jk.OutputScheduleGroupPrefix + id:    resolved(t, st, delayed.Group.ScheduleGroupName()),
+			jk.OutputScheduleGroupPrefix + id:    cfntest.Resolved(t, st, delayed.Group.ScheduleGroupName()),
 			jk.OutputSchedulerRoleArnPrefix + id: roleArn,
 			jk.OutputScheduleDLQArnPrefix + id:   dlqArn,
 			jk.OutputScheduleDLQURLPrefix + id:   cfntest.Ref(dlqID),
@@ -512,16 +512,6 @@ func TestNagCheckCatchesErrors(t *testing.T) {
 	require.Contains(t, errs, "AwsSolutions-SQS3 Bad/Plain/Resource")
 	require.Contains(t, errs, "AwsSolutions-SQS4 Bad/Plain/Resource")
 	require.NotZero(t, nagAnnotations(stack))
-}
-
-// resolved returns a token as the template renders it ({"Fn::GetAtt": [...]}, {"Ref": ...}).
-func resolved(t *testing.T, stack awscdk.Stack, token any) any {
-	t.Helper()
-	b, err := json.Marshal(stack.Resolve(token))
-	require.NoError(t, err)
-	var v any
-	require.NoError(t, json.Unmarshal(b, &v))
-	return v
 }
 
 // nagErrors returns the unsuppressed error findings ("<rule> <resource>") of a stack's

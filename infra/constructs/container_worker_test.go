@@ -10,9 +10,10 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/awscloudwatchactions"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awssns"
 	"github.com/aws/jsii-runtime-go"
-	"github.com/jobkit-go/jobkit/jobs/contract"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/jobkit-go/jobkit/jobs/contract"
 )
 
 // A ContainerWorker: an arm64 Fargate service of the source's binary, with the consumer's

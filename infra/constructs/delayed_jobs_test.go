@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/jobkit-go/jobkit/infra/internal/cfntest"
 	"github.com/jobkit-go/jobkit/scheduler"
 )
 
@@ -32,76 +33,76 @@ func TestDelayedJobsConstruct(t *testing.T) {
 
 	tpl := cfnOf(t, stack)
 	_, group := tpl.one(t, "AWS::Scheduler::ScheduleGroup")
-	groupName := resolved(t, stack, d.Group.ScheduleGroupName())
+	groupName := cfntest.Resolved(t, stack, d.Group.ScheduleGroupName())
 	assert.Equal(t, group["Name"], groupName, "CDK generates the group name from the construct path")
 	assert.Empty(t, tpl.ofType("AWS::Scheduler::Schedule"), "one-time schedules are created at run time")
 
 	// Scheduler assumes the role, for this account only.
-	roleArn := resolved(t, stack, d.Role.RoleArn())
-	roleID := dig(roleArn, "Fn::GetAtt.0").(string)
+	roleArn := cfntest.Resolved(t, stack, d.Role.RoleArn())
+	roleID := cfntest.Get(roleArn, "Fn::GetAtt.0").(string)
 	role := tpl["Resources"].(map[string]any)[roleID].(map[string]any)
-	trust := dig(role, "Properties.AssumeRolePolicyDocument.Statement.0").(map[string]any)
+	trust := cfntest.Get(role, "Properties.AssumeRolePolicyDocument.Statement.0").(map[string]any)
 	assert.Equal(t, "sts:AssumeRole", trust["Action"])
-	assert.Equal(t, "scheduler.amazonaws.com", dig(trust, "Principal.Service"))
-	assert.Equal(t, "123456789012", dig(trust, "Condition.StringEquals.aws:SourceAccount"))
+	assert.Equal(t, "scheduler.amazonaws.com", cfntest.Get(trust, "Principal.Service"))
+	assert.Equal(t, "123456789012", cfntest.Get(trust, "Condition.StringEquals.aws:SourceAccount"))
 	// ... for the schedules of its own group only (Scheduler presents the group's ARN).
 	groupID, _ := tpl.one(t, "AWS::Scheduler::ScheduleGroup")
-	assert.Equal(t, map[string]any{"Fn::GetAtt": []any{groupID, "Arn"}}, dig(trust, "Condition.ArnEquals.aws:SourceArn"))
-	assert.Len(t, dig(role, "Properties.AssumeRolePolicyDocument.Statement"), 1)
+	assert.Equal(t, map[string]any{"Fn::GetAtt": []any{groupID, "Arn"}}, cfntest.Get(trust, "Condition.ArnEquals.aws:SourceArn"))
+	assert.Len(t, cfntest.Get(role, "Properties.AssumeRolePolicyDocument.Statement"), 1)
 
 	// It may send to the queues and the DLQ; nothing else.
 	for _, q := range []awssqs.IQueue{jobsQ.Queue, orders.Queue, d.DLQ} {
-		assert.Equal(t, []string{"sqs:SendMessage"}, tpl.grantsOn(resolved(t, stack, q.QueueArn())))
+		assert.Equal(t, []string{"sqs:SendMessage"}, tpl.grantsOn(cfntest.Resolved(t, stack, q.QueueArn())))
 	}
 	var roleActions []string
 	for _, p := range tpl.ofType("AWS::IAM::Policy") {
-		if fmt.Sprint(dig(p, "Properties.Roles.0")) == fmt.Sprint(map[string]any{"Ref": roleID}) {
-			for _, st := range dig(p, "Properties.PolicyDocument.Statement").([]any) {
-				roleActions = append(roleActions, stmtActions(st.(map[string]any))...)
+		if fmt.Sprint(cfntest.Get(p, "Properties.Roles.0")) == fmt.Sprint(map[string]any{"Ref": roleID}) {
+			for _, st := range cfntest.Get(p, "Properties.PolicyDocument.Statement").([]any) {
+				roleActions = append(roleActions, cfntest.Actions(st.(map[string]any))...)
 			}
 		}
 	}
 	assert.Equal(t, []string{"sqs:SendMessage", "sqs:SendMessage", "sqs:SendMessage"}, roleActions)
 
 	// The producer may create and delete schedules in the group and pass the role to Scheduler.
-	producerID := dig(resolved(t, stack, producer.RoleArn()), "Fn::GetAtt.0").(string)
+	producerID := cfntest.Get(cfntest.Resolved(t, stack, producer.RoleArn()), "Fn::GetAtt.0").(string)
 	var producerStatements []map[string]any
 	for _, p := range tpl.ofType("AWS::IAM::Policy") {
-		if fmt.Sprint(dig(p, "Properties.Roles.0")) == fmt.Sprint(map[string]any{"Ref": producerID}) {
-			for _, st := range dig(p, "Properties.PolicyDocument.Statement").([]any) {
+		if fmt.Sprint(cfntest.Get(p, "Properties.Roles.0")) == fmt.Sprint(map[string]any{"Ref": producerID}) {
+			for _, st := range cfntest.Get(p, "Properties.PolicyDocument.Statement").([]any) {
 				producerStatements = append(producerStatements, st.(map[string]any))
 			}
 		}
 	}
 	require.Len(t, producerStatements, 2)
 	sched, pass := producerStatements[0], producerStatements[1]
-	if stmtActions(sched)[0] == "iam:PassRole" {
+	if cfntest.Actions(sched)[0] == "iam:PassRole" {
 		sched, pass = pass, sched
 	}
-	acts := stmtActions(sched)
+	acts := cfntest.Actions(sched)
 	sort.Strings(acts)
 	assert.Equal(t, []string{"scheduler:CreateSchedule", "scheduler:DeleteSchedule"}, acts)
 	assert.Equal(t, map[string]any{"Fn::Join": []any{"", []any{
 		"arn:", map[string]any{"Ref": "AWS::Partition"}, ":scheduler:eu-west-1:123456789012:schedule/" + groupName.(string) + "/*",
 	}}}, sched["Resource"], "only the schedules of the group")
-	assert.Equal(t, []string{"iam:PassRole"}, stmtActions(pass))
+	assert.Equal(t, []string{"iam:PassRole"}, cfntest.Actions(pass))
 	assert.Equal(t, roleArn, pass["Resource"])
-	assert.Equal(t, "scheduler.amazonaws.com", dig(pass, "Condition.StringEquals.iam:PassedToService"))
+	assert.Equal(t, "scheduler.amazonaws.com", cfntest.Get(pass, "Condition.StringEquals.iam:PassedToService"))
 	requireNoWildcardActions(t, tpl)
 
 	// The created DLQ is a Standard queue, encrypted, kept 14 days, with a depth alarm.
-	dlqArn := resolved(t, stack, d.DLQ.QueueArn())
-	dlqID := dig(dlqArn, "Fn::GetAtt.0").(string)
+	dlqArn := cfntest.Resolved(t, stack, d.DLQ.QueueArn())
+	dlqID := cfntest.Get(dlqArn, "Fn::GetAtt.0").(string)
 	dlq := tpl["Resources"].(map[string]any)[dlqID].(map[string]any)
-	assert.Nil(t, dig(dlq, "Properties.FifoQueue"))
-	assert.Equal(t, true, dig(dlq, "Properties.SqsManagedSseEnabled"))
-	assert.Equal(t, 1209600.0, dig(dlq, "Properties.MessageRetentionPeriod"))
+	assert.Nil(t, cfntest.Get(dlq, "Properties.FifoQueue"))
+	assert.Equal(t, true, cfntest.Get(dlq, "Properties.SqsManagedSseEnabled"))
+	assert.Equal(t, 1209600.0, cfntest.Get(dlq, "Properties.MessageRetentionPeriod"))
 	require.NotNil(t, d.DLQDepthAlarm)
 
 	// The producer's environment, as scheduler.DelayerConfigFromEnv reads it.
 	env := map[string]any{}
 	for k, v := range d.Environment() {
-		env[k] = resolved(t, stack, *v)
+		env[k] = cfntest.Resolved(t, stack, *v)
 	}
 	assert.Equal(t, map[string]any{
 		scheduler.EnvScheduleGroup:    groupName,
@@ -110,7 +111,7 @@ func TestDelayedJobsConstruct(t *testing.T) {
 		scheduler.EnvScheduleRetries:  "10",
 		scheduler.EnvScheduleMaxAge:   "6h0m0s",
 		scheduler.EnvDelayQueues: map[string]any{"Fn::Join": []any{",", []any{
-			resolved(t, stack, jobsQ.Queue.QueueArn()), resolved(t, stack, orders.Queue.QueueArn()),
+			cfntest.Resolved(t, stack, jobsQ.Queue.QueueArn()), cfntest.Resolved(t, stack, orders.Queue.QueueArn()),
 		}}},
 	}, env)
 	// A FIFO queue without content-based deduplication is refused: Scheduler sends no
@@ -123,7 +124,7 @@ func TestDelayedJobsConstruct(t *testing.T) {
 	outputs := map[string]any{}
 	for k, v := range tpl["Outputs"].(map[string]any) {
 		if !strings.HasPrefix(k, "JobkitQueue") && !strings.HasPrefix(k, "JobkitDlq") {
-			outputs[k] = dig(v, "Value")
+			outputs[k] = cfntest.Get(v, "Value")
 		}
 	}
 	assert.Equal(t, map[string]any{
@@ -158,7 +159,7 @@ func TestDelayedJobsConstructOptions(t *testing.T) {
 	_, g := tpl.one(t, "AWS::Scheduler::ScheduleGroup")
 	assert.Equal(t, "jobkit-delayed", g["Name"])
 	assert.Len(t, tpl.ofType("AWS::SQS::Queue"), 1, "no DLQ created")
-	assert.Equal(t, []string{"sqs:SendMessage"}, tpl.grantsOn(resolved(t, stack, own.QueueArn())))
+	assert.Equal(t, []string{"sqs:SendMessage"}, tpl.grantsOn(cfntest.Resolved(t, stack, own.QueueArn())))
 	_, hasRetries := d.Environment()[scheduler.EnvScheduleRetries]
 	assert.False(t, hasRetries, "no retry policy: Scheduler's default, nothing in the environment")
 

@@ -5,8 +5,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jobkit-go/jobkit/jobs/contract"
 	"github.com/stretchr/testify/require"
+
+	"github.com/jobkit-go/jobkit/jobs/contract"
 )
 
 func TestJobQueueStandard(t *testing.T) {

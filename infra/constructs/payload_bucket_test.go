@@ -4,8 +4,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jobkit-go/jobkit/jobs/contract"
 	"github.com/stretchr/testify/require"
+
+	"github.com/jobkit-go/jobkit/jobs/contract"
 )
 
 // The payload bucket: SSE, public access blocked, TLS only, objects expiring after the longest

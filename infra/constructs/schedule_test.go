@@ -3,7 +3,6 @@ package constructs
 import (
 	"encoding/json"
 	"fmt"
-	"strings"
 	"testing"
 	"time"
 
@@ -16,6 +15,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/jobkit-go/jobkit/infra/internal/cfntest"
 	"github.com/jobkit-go/jobkit/scheduler"
 )
 
@@ -28,94 +28,35 @@ type reportArgs struct {
 
 func (reportArgs) Kind() string { return "report.nightly" }
 
-// cfnTemplate is a synthesized template as plain Go values.
+// cfnTemplate is a synthesized template as plain Go values (cfntest.Template).
 type cfnTemplate map[string]any
 
 func cfnOf(t *testing.T, stack awscdk.Stack) cfnTemplate {
 	t.Helper()
-	b, err := json.Marshal(assertions.Template_FromStack(stack, nil).ToJSON())
-	require.NoError(t, err)
-	var tpl cfnTemplate
-	require.NoError(t, json.Unmarshal(b, &tpl))
-	return tpl
+	return cfnTemplate(cfntest.Synth(t, stack))
 }
 
 // ofType returns the resources of a type by logical id.
 func (tpl cfnTemplate) ofType(typ string) map[string]map[string]any {
-	out := map[string]map[string]any{}
-	res, _ := tpl["Resources"].(map[string]any)
-	for id, r := range res {
-		if body := r.(map[string]any); body["Type"] == typ {
-			out[id] = body
-		}
-	}
-	return out
+	return cfntest.Template(tpl).Resources(typ)
 }
 
 // one returns the logical id and properties of the single resource of a type.
 func (tpl cfnTemplate) one(t *testing.T, typ string) (string, map[string]any) {
 	t.Helper()
-	res := tpl.ofType(typ)
-	require.Len(t, res, 1, "resources of type %s", typ)
-	for id, body := range res {
-		p, _ := body["Properties"].(map[string]any)
-		return id, p
-	}
-	panic("unreachable")
+	id, body := cfntest.Template(tpl).Only(t, typ)
+	return id, cfntest.Props(body)
 }
 
-// resolved returns a token as the template renders it ({"Fn::GetAtt": [...]}, {"Ref": ...}).
-func resolved(t *testing.T, stack awscdk.Stack, token any) any {
-	t.Helper()
-	b, err := json.Marshal(stack.Resolve(token))
-	require.NoError(t, err)
-	var v any
-	require.NoError(t, json.Unmarshal(b, &v))
-	return v
-}
-
-// dig walks a path of keys and indexes ("a.b.0.c").
-func dig(v any, path string) any {
-	for _, k := range strings.Split(path, ".") {
-		switch x := v.(type) {
-		case map[string]any:
-			v = x[k]
-		case []any:
-			var i int
-			if _, err := fmt.Sscan(k, &i); err != nil || i < 0 || i >= len(x) {
-				return nil
-			}
-			v = x[i]
-		default:
-			return nil
-		}
-	}
-	return v
-}
-
-// iamStatements returns every Allow statement of the identity policies in the template.
+// iamStatements returns every statement of the identity policies in the template.
 func (tpl cfnTemplate) iamStatements() []map[string]any {
 	var out []map[string]any
 	for _, p := range tpl.ofType("AWS::IAM::Policy") {
-		for _, st := range dig(p, "Properties.PolicyDocument.Statement").([]any) {
+		for _, st := range cfntest.Get(p, "Properties.PolicyDocument.Statement").([]any) {
 			out = append(out, st.(map[string]any))
 		}
 	}
 	return out
-}
-
-func stmtActions(st map[string]any) []string {
-	switch a := st["Action"].(type) {
-	case string:
-		return []string{a}
-	case []any:
-		out := make([]string, 0, len(a))
-		for _, x := range a {
-			out = append(out, x.(string))
-		}
-		return out
-	}
-	return nil
 }
 
 // grantsOn returns the actions granted on resource by identity policies.
@@ -129,7 +70,7 @@ func (tpl cfnTemplate) grantsOn(resource any) []string {
 		}
 		for _, r := range rs {
 			if got, _ := json.Marshal(r); string(got) == string(want) && st["Effect"] == "Allow" {
-				out = append(out, stmtActions(st)...)
+				out = append(out, cfntest.Actions(st)...)
 			}
 		}
 	}
@@ -139,7 +80,7 @@ func (tpl cfnTemplate) grantsOn(resource any) []string {
 func requireNoWildcardActions(t *testing.T, tpl cfnTemplate) {
 	t.Helper()
 	for _, st := range tpl.iamStatements() {
-		for _, a := range stmtActions(st) {
+		for _, a := range cfntest.Actions(st) {
 			require.NotContains(t, a, "*", "wildcard action in %v", st)
 		}
 		require.NotContains(t, st, "NotAction")
@@ -190,32 +131,32 @@ func TestScheduleConstruct(t *testing.T) {
 	assert.Equal(t, "nightly-report", s.Name)
 
 	tpl := cfnOf(t, stack)
-	queueArn := resolved(t, stack, queue.Queue.QueueArn())
-	dlqArn := resolved(t, stack, dlq.QueueArn())
+	queueArn := cfntest.Resolved(t, stack, queue.Queue.QueueArn())
+	dlqArn := cfntest.Resolved(t, stack, dlq.QueueArn())
 	_, p := tpl.one(t, "AWS::Scheduler::Schedule")
 	assert.Equal(t, "cron(30 2 ? * MON-FRI *)", p["ScheduleExpression"])
 	assert.Equal(t, "Europe/Berlin", p["ScheduleExpressionTimezone"])
 	assert.Equal(t, map[string]any{"Mode": "FLEXIBLE", "MaximumWindowInMinutes": 15.0}, p["FlexibleTimeWindow"])
 	assert.Equal(t, "ENABLED", p["State"])
-	assert.Equal(t, queueArn, dig(p, "Target.Arn"), "the target is the job queue")
-	assert.Equal(t, wantInput, dig(p, "Target.Input"), "the input is the envelope template, placeholder intact")
-	assert.Contains(t, dig(p, "Target.Input"), `"id":"sched:nightly-report:<aws.scheduler.scheduled-time>"`)
-	assert.Equal(t, map[string]any{"MaximumRetryAttempts": 3.0, "MaximumEventAgeInSeconds": 3600.0}, dig(p, "Target.RetryPolicy"))
-	assert.Equal(t, dlqArn, dig(p, "Target.DeadLetterConfig.Arn"))
-	assert.Nil(t, dig(p, "Target.SqsParameters.MessageGroupId"), "no message group on a Standard queue")
+	assert.Equal(t, queueArn, cfntest.Get(p, "Target.Arn"), "the target is the job queue")
+	assert.Equal(t, wantInput, cfntest.Get(p, "Target.Input"), "the input is the envelope template, placeholder intact")
+	assert.Contains(t, cfntest.Get(p, "Target.Input"), `"id":"sched:nightly-report:<aws.scheduler.scheduled-time>"`)
+	assert.Equal(t, map[string]any{"MaximumRetryAttempts": 3.0, "MaximumEventAgeInSeconds": 3600.0}, cfntest.Get(p, "Target.RetryPolicy"))
+	assert.Equal(t, dlqArn, cfntest.Get(p, "Target.DeadLetterConfig.Arn"))
+	assert.Nil(t, cfntest.Get(p, "Target.SqsParameters.MessageGroupId"), "no message group on a Standard queue")
 	assert.Contains(t, p["Description"], "nightly-report")
 
 	// The role Scheduler assumes may send to the queue and the DLQ, nothing more.
-	roleArn := dig(p, "Target.RoleArn").(map[string]any)
+	roleArn := cfntest.Get(p, "Target.RoleArn").(map[string]any)
 	roleID := roleArn["Fn::GetAtt"].([]any)[0].(string)
 	role := tpl["Resources"].(map[string]any)[roleID].(map[string]any)
-	assert.Equal(t, "scheduler.amazonaws.com", dig(role, "Properties.AssumeRolePolicyDocument.Statement.0.Principal.Service"))
+	assert.Equal(t, "scheduler.amazonaws.com", cfntest.Get(role, "Properties.AssumeRolePolicyDocument.Statement.0.Principal.Service"))
 	// It trusts Scheduler for this account's schedules in the schedule's group only: the stack's
 	// group of recurring schedules, not the account's default group, where anyone may make one.
 	groupID, group := tpl.one(t, "AWS::Scheduler::ScheduleGroup")
 	assert.Equal(t, group["Name"], p["GroupName"])
 	assert.NotEqual(t, "default", p["GroupName"])
-	trust := dig(role, "Properties.AssumeRolePolicyDocument.Statement.0.Condition.StringEquals").(map[string]any)
+	trust := cfntest.Get(role, "Properties.AssumeRolePolicyDocument.Statement.0.Condition.StringEquals").(map[string]any)
 	assert.Equal(t, "123456789012", trust["aws:SourceAccount"])
 	assert.Equal(t, map[string]any{"Fn::GetAtt": []any{groupID, "Arn"}}, trust["aws:SourceArn"])
 	assert.Equal(t, []string{"sqs:SendMessage"}, tpl.grantsOn(queueArn))
@@ -237,16 +178,16 @@ func TestScheduleConstructFIFO(t *testing.T) {
 		Role:  role,
 	})
 	tpl := cfnOf(t, stack)
-	queueArn := resolved(t, stack, orders.Queue.QueueArn())
+	queueArn := cfntest.Resolved(t, stack, orders.Queue.QueueArn())
 	_, p := tpl.one(t, "AWS::Scheduler::Schedule")
 	assert.Equal(t, "rate(5 minutes)", p["ScheduleExpression"])
 	assert.Equal(t, "UTC", p["ScheduleExpressionTimezone"], "no time zone means UTC, explicitly")
 	assert.Equal(t, map[string]any{"Mode": "OFF"}, p["FlexibleTimeWindow"])
-	assert.Equal(t, "sweeper", dig(p, "Target.SqsParameters.MessageGroupId"), "FIFO group")
-	assert.Equal(t, queueArn, dig(p, "Target.Arn"))
-	assert.Equal(t, resolved(t, stack, role.RoleArn()), dig(p, "Target.RoleArn"), "the given role")
-	assert.Equal(t, map[string]any{"MaximumRetryAttempts": 185.0, "MaximumEventAgeInSeconds": 86400.0}, dig(p, "Target.RetryPolicy"), "Scheduler's defaults")
-	assert.Nil(t, dig(p, "Target.DeadLetterConfig"))
+	assert.Equal(t, "sweeper", cfntest.Get(p, "Target.SqsParameters.MessageGroupId"), "FIFO group")
+	assert.Equal(t, queueArn, cfntest.Get(p, "Target.Arn"))
+	assert.Equal(t, cfntest.Resolved(t, stack, role.RoleArn()), cfntest.Get(p, "Target.RoleArn"), "the given role")
+	assert.Equal(t, map[string]any{"MaximumRetryAttempts": 185.0, "MaximumEventAgeInSeconds": 86400.0}, cfntest.Get(p, "Target.RetryPolicy"), "Scheduler's defaults")
+	assert.Nil(t, cfntest.Get(p, "Target.DeadLetterConfig"))
 	assert.Equal(t, []string{"sqs:SendMessage"}, tpl.grantsOn(queueArn))
 }
 

@@ -99,6 +99,17 @@ func Get(v any, path string) any {
 	return v
 }
 
+// Resolved returns a token of stack as the template renders it ({"Fn::GetAtt": [...]},
+// {"Ref": ...}), to compare with what Get reads.
+func Resolved(t testing.TB, stack awscdk.Stack, token any) any {
+	t.Helper()
+	b, err := json.Marshal(stack.Resolve(token))
+	require.NoError(t, err)
+	var v any
+	require.NoError(t, json.Unmarshal(b, &v))
+	return v
+}
+
 // Ref is {"Ref": id}.
 func Ref(id string) map[string]any { return map[string]any{"Ref": id} }
 
