@@ -114,6 +114,16 @@ func (ps payloadSetup) objectExists(t *testing.T, key string) bool {
 	return false
 }
 
+// enqueueBig enqueues a job of size bytes and receives its one message.
+func (ps payloadSetup) enqueueBig(t *testing.T, size int) (jobs.EnqueueResult, []sqstypes.Message) {
+	t.Helper()
+	res, err := ps.client.Enqueue(context.Background(), newBigJob(size), nil)
+	require.NoError(t, err)
+	msgs := awstest.Receive(t, ps.sqs, ps.q.URL, 1, 10*time.Second)
+	require.Len(t, msgs, 1)
+	return res, msgs
+}
+
 func pointerOf(t *testing.T, m sqstypes.Message) jobs.PayloadPointer {
 	t.Helper()
 	ptr, ok := jobs.ParsePayloadPointer(aws.ToString(m.Body))
@@ -126,12 +136,7 @@ func pointerOf(t *testing.T, m sqstypes.Message) jobs.PayloadPointer {
 func TestLargeJobRunsFromS3OnSQS(t *testing.T) {
 	t.Parallel()
 	ps := newPayloadSetup(t)
-	job := newBigJob(5 << 20)
-	res, err := ps.client.Enqueue(context.Background(), job, nil)
-	require.NoError(t, err)
-
-	msgs := awstest.Receive(t, ps.sqs, ps.q.URL, 1, 10*time.Second)
-	require.Len(t, msgs, 1)
+	res, msgs := ps.enqueueBig(t, 5<<20)
 	body := aws.ToString(msgs[0].Body)
 	ptr := pointerOf(t, msgs[0])
 	assert.Equal(t, ps.bucket, ptr.Bucket)
@@ -176,11 +181,7 @@ func runtimeConfigS3(ps payloadSetup) jobs.Config {
 func TestLargeJobDeadLetterAndRedriveOnSQS(t *testing.T) {
 	t.Parallel()
 	ps := newPayloadSetup(t)
-	job := newBigJob(5 << 20)
-	res, err := ps.client.Enqueue(context.Background(), job, nil)
-	require.NoError(t, err)
-	msgs := awstest.Receive(t, ps.sqs, ps.q.URL, 1, 10*time.Second)
-	require.Len(t, msgs, 1)
+	res, msgs := ps.enqueueBig(t, 5<<20)
 	ptr := pointerOf(t, msgs[0])
 
 	var seen bigSeen
