@@ -182,26 +182,40 @@ func (s *DynamoDBStore) Complete(ctx context.Context, rec *Record, leaseEnd time
 	if err != nil {
 		return err
 	}
-	_, err = s.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-		TableName:                           in.TableName,
-		Key:                                 in.Key,
-		UpdateExpression:                    in.UpdateExpression,
-		ConditionExpression:                 in.ConditionExpression,
-		ExpressionAttributeNames:            in.ExpressionAttributeNames,
-		ExpressionAttributeValues:           in.ExpressionAttributeValues,
+	// An item completed by this claim: an earlier attempt of this request completed it.
+	done := func(item map[string]types.AttributeValue) bool { return completedBy(item, leaseEnd) }
+	return onClaim(s.update(ctx, in), done, "complete", rec.Key)
+}
+
+// update makes u, the old item returned should its condition fail.
+func (s *DynamoDBStore) update(ctx context.Context, u *types.Update) error {
+	_, err := s.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:                           u.TableName,
+		Key:                                 u.Key,
+		UpdateExpression:                    u.UpdateExpression,
+		ConditionExpression:                 u.ConditionExpression,
+		ExpressionAttributeNames:            u.ExpressionAttributeNames,
+		ExpressionAttributeValues:           u.ExpressionAttributeValues,
 		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 	})
+	return err
+}
+
+// onClaim reads the answer to a write conditioned on a claim (claimCondition): nil when written,
+// or when the item that failed the condition shows the write made already (done); ErrLeaseLost
+// when the claim is gone; otherwise the call's error, for op of key.
+func onClaim(err error, done func(item map[string]types.AttributeValue) bool, op, key string) error {
 	var ccf *types.ConditionalCheckFailedException
 	switch {
 	case err == nil:
 		return nil
 	case errors.As(err, &ccf):
-		if completedBy(ccf.Item, leaseEnd) {
-			return nil // an earlier attempt of this request completed it
+		if done(ccf.Item) {
+			return nil
 		}
 		return ErrLeaseLost
 	default:
-		return fmt.Errorf("idempotency: complete %q: %w", rec.Key, err)
+		return fmt.Errorf("idempotency: %s %q: %w", op, key, err)
 	}
 }
 
@@ -242,13 +256,18 @@ func (s *DynamoDBStore) completeUpdate(rec *Record, leaseEnd time.Time) (*types.
 				Set(expression.Name(contract.AttrListAt), expression.Value(rec.FinishedAt.UnixMilli()))
 		}
 	}
+	return s.claimUpdate(rec.Key, update, leaseEnd, "complete")
+}
+
+// claimUpdate builds update of key's record conditioned on the claim whose lease ends at leaseEnd.
+func (s *DynamoDBStore) claimUpdate(key string, update expression.UpdateBuilder, leaseEnd time.Time, op string) (*types.Update, error) {
 	expr, err := expression.NewBuilder().WithUpdate(update).WithCondition(claimCondition(leaseEnd)).Build()
 	if err != nil {
-		return nil, fmt.Errorf("idempotency: build complete update: %w", err)
+		return nil, fmt.Errorf("idempotency: build %s update: %w", op, err)
 	}
 	return &types.Update{
 		TableName:                 aws.String(s.table),
-		Key:                       keyOf(rec.Key),
+		Key:                       keyOf(key),
 		UpdateExpression:          expr.Update(),
 		ConditionExpression:       expr.Condition(),
 		ExpressionAttributeNames:  expr.Names(),
@@ -273,18 +292,9 @@ func (s *DynamoDBStore) Delete(ctx context.Context, key string, leaseEnd time.Ti
 		ExpressionAttributeValues:           expr.Values(),
 		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 	})
-	var ccf *types.ConditionalCheckFailedException
-	switch {
-	case err == nil:
-		return nil
-	case errors.As(err, &ccf):
-		if len(ccf.Item) == 0 {
-			return nil // no record: nothing left to release
-		}
-		return ErrLeaseLost
-	default:
-		return fmt.Errorf("idempotency: delete %q: %w", key, err)
-	}
+	// No record: nothing left to release.
+	gone := func(item map[string]types.AttributeValue) bool { return len(item) == 0 }
+	return onClaim(err, gone, "delete", key)
 }
 
 // Renew implements Renewer: one UpdateItem conditioned on the claim.
@@ -294,32 +304,16 @@ func (s *DynamoDBStore) Renew(ctx context.Context, key string, leaseEnd, newEnd,
 	}
 	update := expression.Set(expression.Name(AttrInProgressExpiration), expression.Value(epochMillis(newEnd))).
 		Set(expression.Name(AttrExpiration), expression.Value(expiresAt.Unix()))
-	expr, err := expression.NewBuilder().WithUpdate(update).WithCondition(claimCondition(leaseEnd)).Build()
+	in, err := s.claimUpdate(key, update, leaseEnd, "renew")
 	if err != nil {
-		return fmt.Errorf("idempotency: build renew update: %w", err)
+		return err
 	}
-	_, err = s.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-		TableName:                           aws.String(s.table),
-		Key:                                 keyOf(key),
-		UpdateExpression:                    expr.Update(),
-		ConditionExpression:                 expr.Condition(),
-		ExpressionAttributeNames:            expr.Names(),
-		ExpressionAttributeValues:           expr.Values(),
-		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
-	})
-	var ccf *types.ConditionalCheckFailedException
-	switch {
-	case err == nil:
-		return nil
-	case errors.As(err, &ccf):
-		if old, uerr := unmarshalRecord(ccf.Item); len(ccf.Item) > 0 && uerr == nil &&
-			old.Status == StatusInProgress && old.LeaseEnd.Equal(newEnd) {
-			return nil // an earlier attempt of this request renewed it
-		}
-		return ErrLeaseLost
-	default:
-		return fmt.Errorf("idempotency: renew %q: %w", key, err)
+	// A claim whose lease ends at newEnd: an earlier attempt of this request renewed it.
+	renewed := func(item map[string]types.AttributeValue) bool {
+		old, err := unmarshalRecord(item)
+		return len(item) > 0 && err == nil && old.Status == StatusInProgress && old.LeaseEnd.Equal(newEnd)
 	}
+	return onClaim(s.update(ctx, in), renewed, "renew", key)
 }
 
 // checkKeyed is check, then the key's own check.

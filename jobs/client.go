@@ -307,16 +307,9 @@ func (c *Client) send(ctx context.Context, p *prepared, res *EnqueueResult) erro
 		QueueUrl:          aws.String(p.queue),
 		MessageBody:       aws.String(p.body),
 		MessageAttributes: p.attributes(),
+		DelaySeconds:      p.delaySeconds,
 	}
-	if p.delaySeconds > 0 {
-		in.DelaySeconds = p.delaySeconds
-	}
-	if p.fifo {
-		in.MessageGroupId = aws.String(p.group)
-		in.MessageDeduplicationId = aws.String(p.dedup)
-	} else if p.group != "" {
-		in.MessageGroupId = aws.String(p.group) // fair queues: a tenant id on a Standard queue
-	}
+	in.MessageGroupId, in.MessageDeduplicationId = p.groupAndDedup()
 	out, err := c.api.SendMessage(ctx, in)
 	if err != nil {
 		return &SendError{Kind: p.kind, ID: p.id, QueueURL: p.queue, Err: err}

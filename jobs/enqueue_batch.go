@@ -205,16 +205,9 @@ func (c *Client) sendChunk(ctx context.Context, queue string, idx []int, prepare
 				Id:                aws.String(strconv.Itoa(n)),
 				MessageBody:       aws.String(p.body),
 				MessageAttributes: p.attributes(),
+				DelaySeconds:      p.delaySeconds,
 			}
-			if p.delaySeconds > 0 {
-				e.DelaySeconds = p.delaySeconds
-			}
-			if p.fifo {
-				e.MessageGroupId = aws.String(p.group)
-				e.MessageDeduplicationId = aws.String(p.dedup)
-			} else if p.group != "" {
-				e.MessageGroupId = aws.String(p.group)
-			}
+			e.MessageGroupId, e.MessageDeduplicationId = p.groupAndDedup()
 			entries[n] = e
 		}
 		out, err := c.api.SendMessageBatch(ctx, &sqs.SendMessageBatchInput{QueueUrl: aws.String(queue), Entries: entries})

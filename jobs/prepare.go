@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/jobkit-go/jobkit/jobs/awsarn"
@@ -291,4 +292,17 @@ func validMessageID(s string) bool {
 		}
 	}
 	return true
+}
+
+// groupAndDedup returns the message group and deduplication ids p is sent with: both on a FIFO
+// queue; on a Standard queue the group alone when p has one (fair queues: a tenant id), else
+// neither.
+func (p *prepared) groupAndDedup() (group, dedup *string) {
+	switch {
+	case p.fifo:
+		return aws.String(p.group), aws.String(p.dedup)
+	case p.group != "":
+		return aws.String(p.group), nil
+	}
+	return nil, nil
 }

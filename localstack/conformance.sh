@@ -52,36 +52,36 @@ unreachable() {
   rc=1
 }
 
-# moto
-t0=$SECONDS
-if state="$(JOBKIT_EMULATOR_PORT=$MOTO_PORT AWS_ENDPOINT_URL=http://127.0.0.1:$MOTO_PORT "$ROOT/localstack/emulator.sh" up)"; then
-  [[ "$state" != started ]] || STOP="JOBKIT_EMULATOR_PORT=$MOTO_PORT '$ROOT/localstack/emulator.sh' down"
-  run moto sqs,dynamodb "http://127.0.0.1:$MOTO_PORT"
-  eval "${STOP:-true}"; STOP=""
-else unreachable moto; fi
-timings[-1]="moto $((SECONDS - t0))s (with start and stop)"
-
-# LocalStack
-t0=$SECONDS
-if state="$(JOBKIT_LOCALSTACK_PORT=$LS_PORT "$ROOT/localstack/localstack.sh" up)"; then
-  [[ "$state" != started ]] || STOP="JOBKIT_LOCALSTACK_PORT=$LS_PORT '$ROOT/localstack/localstack.sh' down"
-  run localstack sqs,dynamodb "http://127.0.0.1:$LS_PORT"
-  eval "${STOP:-true}"; STOP=""
-else unreachable localstack; fi
-timings[-1]="localstack $((SECONDS - t0))s (with start and stop)"
-
-# ElasticMQ (SQS) and DynamoDB Local (DynamoDB)
-for emu in elasticmq:sqs:$EMQ_PORT:JOBKIT_ELASTICMQ_PORT dynamodb:dynamodb:$DDB_PORT:JOBKIT_DYNAMODB_LOCAL_PORT; do
-  IFS=: read -r kind services port var <<<"$emu"
-  name=$kind; [[ $kind == dynamodb ]] && name=dynamodb-local
-  t0=$SECONDS
-  if endpoint="$(env "$var=$port" "$ROOT/localstack/javaemu.sh" up "$kind")"; then
-    STOP="$var=$port '$ROOT/localstack/javaemu.sh' down $kind"
-    run "$name" "$services" "$endpoint"
-    eval "$STOP"; STOP=""
+# against <name> <services> <control>: `<control> up` starts the emulator (or finds one answering,
+# "reused"), the suite runs on it, and `<control> down` stops what this started.
+against() {
+  local name="$1" services="$2" control="$3" t0=$SECONDS state
+  if state="$("$control" up)"; then
+    [[ "$state" == reused ]] || STOP="$control down"
+    run "$name" "$services" "http://127.0.0.1:$(port_of "$name")"
+    eval "${STOP:-true}"; STOP=""
   else unreachable "$name"; fi
   timings[-1]="$name $((SECONDS - t0))s (with start and stop)"
-done
+}
+
+port_of() {
+  case "$1" in
+  moto) echo "$MOTO_PORT" ;;
+  localstack) echo "$LS_PORT" ;;
+  elasticmq) echo "$EMQ_PORT" ;;
+  dynamodb-local) echo "$DDB_PORT" ;;
+  esac
+}
+
+moto() { JOBKIT_EMULATOR_PORT=$MOTO_PORT AWS_ENDPOINT_URL=http://127.0.0.1:$MOTO_PORT "$ROOT/localstack/emulator.sh" "$1"; }
+localstack() { JOBKIT_LOCALSTACK_PORT=$LS_PORT "$ROOT/localstack/localstack.sh" "$1"; }
+elasticmq() { JOBKIT_ELASTICMQ_PORT=$EMQ_PORT "$ROOT/localstack/javaemu.sh" "$1" elasticmq >/dev/null; }
+dynamodb_local() { JOBKIT_DYNAMODB_LOCAL_PORT=$DDB_PORT "$ROOT/localstack/javaemu.sh" "$1" dynamodb >/dev/null; }
+
+against moto sqs,dynamodb moto
+against localstack sqs,dynamodb localstack
+against elasticmq sqs elasticmq
+against dynamodb-local dynamodb dynamodb_local
 
 echo "conformance: wall time $((SECONDS - start_all))s (${timings[*]/%/;})"
 printf '%s\n' "${summaries[@]}"

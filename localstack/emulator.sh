@@ -10,14 +10,12 @@ set -euo pipefail
 
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 RUN_DIR="${JOBKIT_RUN_DIR:-$ROOT/.run}"
+# shellcheck source=procs.sh
+source "$ROOT/localstack/procs.sh"
 # One way to choose the port for every command: AWS_ENDPOINT_URL. A loopback URL with a port
 # (http://127.0.0.1:5566, http://localhost:5566) is where moto starts when nothing answers there;
 # JOBKIT_EMULATOR_PORT says the same for callers that set no URL.
-if [[ "${AWS_ENDPOINT_URL:-}" =~ ^http://(127\.0\.0\.1|localhost):([0-9]+)/?$ ]]; then
-  PORT="${BASH_REMATCH[2]}"
-else
-  PORT="${JOBKIT_EMULATOR_PORT:-4566}"
-fi
+PORT="$(endpoint_port "${JOBKIT_EMULATOR_PORT:-4566}")"
 HOST=127.0.0.1
 PID_FILE="$RUN_DIR/moto-$PORT.pid"
 LOG_FILE="$RUN_DIR/moto-$PORT.log"
@@ -47,33 +45,14 @@ up)
   # AWS/SQS metrics SQS publishes every minute, here every 10 s (JOBKIT_SQS_METRICS_INTERVAL).
   JOBKIT_SQS_METRICS_INTERVAL="${JOBKIT_SQS_METRICS_INTERVAL:-10}" setsid "$ROOT/.venv/bin/python" "$ROOT/localstack/motofix/server.py" -H "$HOST" -p "$PORT" >"$LOG_FILE" 2>&1 < /dev/null &
   echo $! >"$PID_FILE"
-  deadline=$((SECONDS + READY_TIMEOUT))
-  until alive "http://$HOST:$PORT"; do
-    if ! kill -0 "$(cat "$PID_FILE")" 2>/dev/null; then
-      echo "emulator: moto exited during start; last log lines:" >&2
-      tail -n 20 "$LOG_FILE" >&2
-      rm -f "$PID_FILE"
-      exit 1
-    fi
-    if (( SECONDS >= deadline )); then
-      echo "emulator: not ready on http://$HOST:$PORT after ${READY_TIMEOUT}s; log: $LOG_FILE" >&2
-      "$0" down >/dev/null || true
-      exit 1
-    fi
-    sleep 0.2
-  done
+  if ! wait_ready "emulator: moto on http://$HOST:$PORT" "$PID_FILE" "$LOG_FILE" "$READY_TIMEOUT" alive "http://$HOST:$PORT"; then
+    stop_group "$PID_FILE" 5
+    exit 1
+  fi
   echo started
   ;;
 down)
-  [[ -f "$PID_FILE" ]] || exit 0
-  pid="$(cat "$PID_FILE")"
-  kill -TERM -- "-$pid" 2>/dev/null || kill -TERM "$pid" 2>/dev/null || true
-  for _ in $(seq 1 50); do
-    kill -0 "$pid" 2>/dev/null || break
-    sleep 0.1
-  done
-  kill -KILL -- "-$pid" 2>/dev/null || true
-  rm -f "$PID_FILE"
+  stop_group "$PID_FILE" 5
   ;;
 status)
   alive "$URL"

@@ -20,6 +20,8 @@ RUN_DIR="${JOBKIT_RUN_DIR:-$ROOT/.run}"
 TOOLS="$ROOT/.tools"
 HOST=127.0.0.1
 READY_TIMEOUT="${JOBKIT_JAVAEMU_READY_TIMEOUT:-60}"
+# shellcheck source=procs.sh
+source "$ROOT/localstack/procs.sh"
 
 fetch() { # fetch <maven profile> <dir> [nocheck]
   local profile="$1" lib="$2" lock="$ROOT/localstack/maven/$1.sha256"
@@ -100,37 +102,18 @@ EOF
     ;;
   esac
   echo $! >"$pid_file"
-  local deadline=$((SECONDS + READY_TIMEOUT))
-  until answers "$port"; do
-    if ! kill -0 "$(cat "$pid_file")" 2>/dev/null; then
-      echo "javaemu: $name exited during start; last log lines:" >&2
-      tail -n 20 "$log" >&2
-      rm -f "$pid_file"
-      return 1
-    fi
-    if ((SECONDS >= deadline)); then
-      echo "javaemu: $name not ready on port $port after ${READY_TIMEOUT}s; log: $log" >&2
-      stop "$name"
-      return 1
-    fi
-    sleep 0.2
-  done
+  if ! wait_ready "javaemu: $name on port $port" "$pid_file" "$log" "$READY_TIMEOUT" answers "$port"; then
+    stop "$name"
+    return 1
+  fi
   echo "http://$HOST:$port"
 }
 
 stop() {
-  local name="$1" port pid_file pid
+  local name="$1" port pid_file
   port="$(port_of "$name")"
   pid_file="$RUN_DIR/$name-$port.pid"
-  [[ -f "$pid_file" ]] || return 0
-  pid="$(cat "$pid_file")"
-  kill -TERM -- "-$pid" 2>/dev/null || true
-  for _ in $(seq 1 50); do
-    kill -0 -- "-$pid" 2>/dev/null || break
-    sleep 0.2
-  done
-  kill -KILL -- "-$pid" 2>/dev/null || true
-  rm -f "$pid_file"
+  stop_group "$pid_file" 10
 }
 
 case "${1:-}" in

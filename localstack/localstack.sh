@@ -18,12 +18,10 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 RUN_DIR="${JOBKIT_RUN_DIR:-$ROOT/.run}"
 TOOLS="$ROOT/.tools"
+# shellcheck source=procs.sh
+source "$ROOT/localstack/procs.sh"
 # AWS_ENDPOINT_URL, when a loopback URL with a port, chooses it (as for moto: emulator.sh).
-if [[ "${AWS_ENDPOINT_URL:-}" =~ ^http://(127\.0\.0\.1|localhost):([0-9]+)/?$ ]]; then
-  PORT="${BASH_REMATCH[2]}"
-else
-  PORT="${JOBKIT_LOCALSTACK_PORT:-4566}"
-fi
+PORT="$(endpoint_port "${JOBKIT_LOCALSTACK_PORT:-4566}")"
 HOST=127.0.0.1
 URL="http://$HOST:$PORT"
 PID_FILE="$RUN_DIR/localstack-$PORT.pid"
@@ -140,15 +138,8 @@ stop() {
   [[ -f "$MODE_FILE" ]] || return 0
   if [[ "$(cat "$MODE_FILE")" == docker ]]; then
     "${COMPOSE[@]}" down >&2 || true
-  elif [[ -f "$PID_FILE" ]]; then
-    local pid
-    pid="$(cat "$PID_FILE")"
-    kill -TERM -- "-$pid" 2>/dev/null || true
-    for _ in $(seq 1 75); do
-      kill -0 -- "-$pid" 2>/dev/null || break
-      sleep 0.2
-    done
-    kill -KILL -- "-$pid" 2>/dev/null || true
+  else
+    stop_group "$PID_FILE" 15
   fi
   rm -f "$PID_FILE" "$MODE_FILE"
 }
@@ -172,21 +163,12 @@ up)
   host) start_host ;;
   *) echo "localstack: JOBKIT_LOCALSTACK_MODE must be host or docker, not $mode" >&2; exit 2 ;;
   esac
-  deadline=$((SECONDS + READY_TIMEOUT))
-  until healthy; do
-    if [[ "$mode" == host ]] && ! kill -0 "$(cat "$PID_FILE")" 2>/dev/null; then
-      echo "localstack: it exited during start; last log lines:" >&2
-      tail -n 30 "$LOG_FILE" >&2
-      stop
-      exit 1
-    fi
-    if ((SECONDS >= deadline)); then
-      echo "localstack: not healthy on $URL after ${READY_TIMEOUT}s; log: $LOG_FILE" >&2
-      stop
-      exit 1
-    fi
-    sleep 0.3
-  done
+  watch="$PID_FILE"
+  [[ "$mode" == host ]] || watch=""
+  if ! wait_ready "localstack: LocalStack on $URL" "$watch" "$LOG_FILE" "$READY_TIMEOUT" healthy; then
+    stop
+    exit 1
+  fi
   echo started
   ;;
 down) stop ;;

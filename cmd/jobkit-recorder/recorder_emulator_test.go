@@ -5,7 +5,6 @@ import (
 	"context"
 	"io"
 	"log/slog"
-	"os"
 	"strconv"
 	"sync"
 	"testing"
@@ -43,14 +42,7 @@ type MailsFailed struct{ state.BatchResult }
 
 func (MailsFailed) Kind() string { return "mails.failed" }
 
-// builds holds this package's binaries (the recorder, the broken worker), built once per run.
-var builds lambdaruntime.Builds
-
-func TestMain(m *testing.M) {
-	code := m.Run()
-	_ = builds.Remove()
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { awstest.Main(m) }
 
 // moving is the queues of a job queue whose redrive policy targets a holding queue, as the
 // JobQueue construct makes them once a worker consumes it, and a jobkit state table.
@@ -87,8 +79,7 @@ func newMoving(t *testing.T, fifo bool) *moving {
 // mapping on q, until the returned stop is called.
 func (m *moving) run(ctx context.Context, name, dir string, env map[string]string, q awstest.Queue) (stop func()) {
 	t := m.t
-	bootstrap, err := builds.Path(ctx, dir)
-	require.NoError(t, err)
+	bootstrap := awstest.Build(t, dir)
 	rt, err := lambdaruntime.New(lambdaruntime.Function{Name: name, Bootstrap: bootstrap, Env: env, Timeout: 10 * time.Second},
 		&lambdaruntime.Options{Endpoint: awstest.Endpoint(), Output: &testLog{t: t, name: name}})
 	require.NoError(t, err)

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -19,7 +18,6 @@ import (
 
 	"github.com/jobkit-go/jobkit/jobs"
 	"github.com/jobkit-go/jobkit/jobs/contract"
-	"github.com/jobkit-go/jobkit/offline/lambdaruntime"
 	"github.com/jobkit-go/jobkit/testkit/awstest"
 )
 
@@ -34,24 +32,10 @@ func cli(t *testing.T, stdin string, args ...string) (stdout, stderr string, cod
 	return out.String(), errOut.String(), code
 }
 
-// builds holds the jobkit binary, built once per test binary.
-var builds lambdaruntime.Builds
+func TestMain(m *testing.M) { awstest.Main(m) }
 
-func TestMain(m *testing.M) {
-	code := m.Run()
-	builds.Remove()
-	os.Exit(code)
-}
-
-// buildCLI returns the jobkit binary.
-func buildCLI(t *testing.T) string {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute) // a cold build on a busy 2-core machine takes minutes
-	defer cancel()
-	path, err := builds.Path(ctx, ".")
-	require.NoError(t, err)
-	return path
-}
+// buildCLI returns the jobkit binary, built once per test binary.
+func buildCLI(t *testing.T) string { return awstest.Build(t, ".") }
 
 func envelopeBody(id, kind string, n int) string {
 	b, _ := json.Marshal(jobs.Envelope{V: 1, ID: id, Kind: kind, Args: json.RawMessage(`{"n":` + strconv.Itoa(n) + `}`), EnqueuedAt: time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)})

@@ -4,8 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"testing"
 	"time"
@@ -44,10 +42,8 @@ func TestContainerWorkerMetricsOnTheOfflineStack(t *testing.T) {
 	})
 	asm := app.Synth(nil)
 
-	var b [4]byte
-	_, _ = rand.Read(b[:])
 	d, err := deploy.Deploy(ctx, deploy.NewClients(cfg), &deploy.Options{
-		CDKOut: *asm.Directory(), Prefix: "ctr" + hex.EncodeToString(b[:]) + "-", BuildDir: t.TempDir(),
+		CDKOut: *asm.Directory(), Prefix: awstest.Prefix("ctr"), BuildDir: t.TempDir(),
 	})
 	if d != nil {
 		t.Cleanup(func() { _ = d.Destroy(context.Background()) })

@@ -4,8 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"testing"
 	"time"
 
@@ -59,10 +57,8 @@ func TestPriorityLanesOnTheOfflineStack(t *testing.T) {
 	}
 	asm := app.Synth(nil)
 
-	var b [4]byte
-	_, _ = rand.Read(b[:])
 	d, err := deploy.Deploy(ctx, deploy.NewClients(cfg), &deploy.Options{
-		CDKOut: *asm.Directory(), Prefix: "lanes" + hex.EncodeToString(b[:]) + "-", BuildDir: t.TempDir(),
+		CDKOut: *asm.Directory(), Prefix: awstest.Prefix("lanes"), BuildDir: t.TempDir(),
 	})
 	if d != nil {
 		t.Cleanup(func() { _ = d.Destroy(context.Background()) })

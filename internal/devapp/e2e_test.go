@@ -4,8 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -204,9 +202,7 @@ func TestEndToEnd(t *testing.T) {
 	ctx := context.Background()
 	root, err := devapp.ModuleRoot(".")
 	require.NoError(t, err)
-	var b [4]byte
-	_, _ = rand.Read(b[:])
-	prefix := "e2e" + hex.EncodeToString(b[:]) + "-"
+	prefix := awstest.Prefix("e2e")
 
 	out := &awstest.SyncBuffer{}
 	t.Cleanup(func() {

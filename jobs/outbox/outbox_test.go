@@ -192,7 +192,7 @@ func TestOutboxWritesBothOrNeitherAndForwards(t *testing.T) {
 	resp, err := f.forwarder(t, f.sqs).Handle(ctx, ev)
 	require.NoError(t, err)
 	assert.Empty(t, resp.BatchItemFailures)
-	msgs := receive(t, f.sqs, f.queue.URL, 1)
+	msgs := awstest.TakeOnly(t, f.sqs, f.queue.URL, 1)
 	env, err := jobs.DecodeEnvelope(aws.ToString(msgs[0].Body))
 	require.NoError(t, err)
 	assert.Equal(t, ids[0], env.ID)
@@ -347,14 +347,6 @@ func TestOutboxForwardsClaimChecks(t *testing.T) {
 	assert.Equal(t, ids[0], env.ID)
 }
 
-// receive receives exactly n messages from url, and then none more.
-func receive(t *testing.T, client *sqs.Client, url string, n int) []sqstypes.Message {
-	t.Helper()
-	got := awstest.ReceiveN(t, client, url, n)
-	awstest.ExpectEmpty(t, client, url)
-	return got
-}
-
 // An item the forwarder can never send — its queue outside the allow-list, or a queue that does
 // not exist — does not hold its shard back: it is skipped, counted and left in the table, and
 // every good job around it is sent once.
@@ -387,7 +379,7 @@ func TestOutboxPoisonItemsDoNotBlockTheShard(t *testing.T) {
 	assert.Empty(t, resp.BatchItemFailures, "nothing to retry: the poison items are skipped")
 
 	got := map[string]int{}
-	for _, m := range receive(t, f.sqs, f.queue.URL, 3) {
+	for _, m := range awstest.TakeOnly(t, f.sqs, f.queue.URL, 3) {
 		env, err := jobs.DecodeEnvelope(aws.ToString(m.Body))
 		require.NoError(t, err)
 		got[env.ID]++

@@ -3,8 +3,6 @@ package deploy_test
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -35,11 +33,7 @@ import (
 // moduleDir is the module root, which "jobkit:source" paths are relative to.
 const moduleDir = "../.."
 
-func prefix() string {
-	var b [4]byte
-	_, _ = rand.Read(b[:])
-	return "jk" + hex.EncodeToString(b[:]) + "-"
-}
+func prefix() string { return awstest.Prefix("jk") }
 
 func resource(tpl map[string]any, id string) map[string]any {
 	return tpl["Resources"].(map[string]any)[id].(map[string]any)

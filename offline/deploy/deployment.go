@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"slices"
 	"strings"
 	"time"
 
@@ -271,22 +272,10 @@ func (d *Deployment) Queue(logicalID string) *Queue {
 
 // StreamMappingsOf returns the DynamoDB Streams event source mappings that invoke the function.
 func (d *Deployment) StreamMappingsOf(function string) []StreamEventSourceMapping {
-	var out []StreamEventSourceMapping
-	for _, m := range d.StreamMappings {
-		if m.Function == function {
-			out = append(out, m)
-		}
-	}
-	return out
+	return slices.DeleteFunc(slices.Clone(d.StreamMappings), func(m StreamEventSourceMapping) bool { return m.Function != function })
 }
 
 // MappingsOf returns the event source mappings that invoke the function.
 func (d *Deployment) MappingsOf(function string) []EventSourceMapping {
-	var out []EventSourceMapping
-	for _, m := range d.Mappings {
-		if m.Function == function {
-			out = append(out, m)
-		}
-	}
-	return out
+	return slices.DeleteFunc(slices.Clone(d.Mappings), func(m EventSourceMapping) bool { return m.Function != function })
 }

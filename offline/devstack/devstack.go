@@ -15,6 +15,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -172,7 +173,8 @@ func Start(ctx context.Context, cfg Config) (*Stack, error) {
 		return fail(err)
 	}
 	for _, fn := range d.Functions {
-		mappings, streams := enabledMappings(d, fn.Name), enabledStreamMappings(d, fn.Name)
+		mappings := slices.DeleteFunc(d.MappingsOf(fn.Name), func(m deploy.EventSourceMapping) bool { return !m.Enabled })
+		streams := slices.DeleteFunc(d.StreamMappingsOf(fn.Name), func(m deploy.StreamEventSourceMapping) bool { return !m.Enabled })
 		if len(mappings)+len(streams) == 0 {
 			cfg.Logger.Info("function has no enabled SQS or stream event source; not started", "function", fn.Name)
 			continue
@@ -229,17 +231,6 @@ func (cfg Config) withDefaults() Config {
 	}
 	cfg.NodeModules = cmp.Or(cfg.NodeModules, os.Getenv("JOBKIT_NODE_MODULES"))
 	return cfg
-}
-
-// enabledMappings returns the enabled event source mappings that feed function fn.
-func enabledMappings(d *deploy.Deployment, fn string) []deploy.EventSourceMapping {
-	var out []deploy.EventSourceMapping
-	for _, m := range d.MappingsOf(fn) {
-		if m.Enabled {
-			out = append(out, m)
-		}
-	}
-	return out
 }
 
 // startRuntime starts fn's runtime with as many environments as its mappings may invoke at

@@ -2,8 +2,6 @@ package devstack_test
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"sort"
 	"strconv"
@@ -59,9 +57,7 @@ func TestStackRunsTheDeployment(t *testing.T) {
 	t.Parallel()
 	cfg := awstest.Config(t)
 	ctx := context.Background()
-	var b [4]byte
-	_, _ = rand.Read(b[:])
-	prefix := "jk" + hex.EncodeToString(b[:]) + "-"
+	prefix := awstest.Prefix("jk")
 
 	d, err := deploy.Deploy(ctx, deploy.NewClients(cfg), &deploy.Options{
 		CDKOut: fixture(t, time.Now().Add(3*time.Second)), Prefix: prefix, ModuleDir: "../..", BuildDir: t.TempDir(),
@@ -232,15 +228,13 @@ func TestReservedConcurrencyCapsTheEnvironments(t *testing.T) {
 func processesFor(t *testing.T, reserved int) int {
 	cfg := awstest.Config(t)
 	ctx := context.Background()
-	var b [4]byte
-	_, _ = rand.Read(b[:])
 	d, err := deploy.Deploy(ctx, deploy.NewClients(cfg), &deploy.Options{
 		CDKOut: fixtureWith(t, time.Now().Add(time.Hour), func(res map[string]any) {
 			if reserved > 0 {
 				res["EchoFunction8D469E43"].(map[string]any)["Properties"].(map[string]any)["ReservedConcurrentExecutions"] = reserved
 			}
 		}),
-		Prefix: "jk" + hex.EncodeToString(b[:]) + "-", ModuleDir: "../..", BuildDir: t.TempDir(),
+		Prefix: awstest.Prefix("jk"), ModuleDir: "../..", BuildDir: t.TempDir(),
 	})
 	if d != nil {
 		t.Cleanup(func() { _ = d.Destroy(context.Background()) })

@@ -30,18 +30,6 @@ type StreamMappingStats struct {
 	esm.StreamStats
 }
 
-// enabledStreamMappings returns the enabled DynamoDB Streams event source mappings that feed
-// function fn.
-func enabledStreamMappings(d *deploy.Deployment, fn string) []deploy.StreamEventSourceMapping {
-	var out []deploy.StreamEventSourceMapping
-	for _, m := range d.StreamMappingsOf(fn) {
-		if m.Enabled {
-			out = append(out, m)
-		}
-	}
-	return out
-}
-
 // newStreamPoller makes the stream poller of mapping m, invoking rt (function fn's runtime).
 // Records given up after the mapping's retries are described on its on-failure queue, as
 // Lambda does, when that queue is in the deployment.

@@ -2,8 +2,6 @@ package devstack_test
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"testing"
 	"time"
@@ -26,9 +24,7 @@ func TestUpAndDown(t *testing.T) {
 	t.Parallel()
 	cfg := awstest.Config(t)
 	ctx := context.Background()
-	var b [4]byte
-	_, _ = rand.Read(b[:])
-	prefix := "jkup" + hex.EncodeToString(b[:]) + "-"
+	prefix := awstest.Prefix("jkup")
 	up := devstack.UpConfig{
 		Config: devstack.Config{AWS: cfg, Output: &awstest.SyncBuffer{}, NoScheduler: true},
 		Deploy: deploy.Options{CDKOut: fixture(t, time.Now().Add(time.Hour)), Prefix: prefix, ModuleDir: "../..", BuildDir: t.TempDir()},

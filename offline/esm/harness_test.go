@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
-	"os"
 	"sort"
 	"strconv"
 	"sync"
@@ -21,24 +20,10 @@ import (
 	"github.com/jobkit-go/jobkit/testkit/awstest"
 )
 
-// builds holds the test functions' executables, each built once per test binary.
-var builds lambdaruntime.Builds
-
-func TestMain(m *testing.M) {
-	code := m.Run()
-	builds.Remove()
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { awstest.Main(m) }
 
 // rbi returns the executable of testdata/rbi.
-func rbi(t *testing.T) string {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	path, err := builds.Path(ctx, "testdata/rbi")
-	require.NoError(t, err)
-	return path
-}
+func rbi(t *testing.T) string { return awstest.Build(t, "testdata/rbi") }
 
 // call is one invocation the recording invoker saw.
 type call struct {

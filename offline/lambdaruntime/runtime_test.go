@@ -20,24 +20,10 @@ import (
 	"github.com/jobkit-go/jobkit/testkit/awstest"
 )
 
-// builds holds the test functions' executables, each built once per test binary.
-var builds lambdaruntime.Builds
-
-func TestMain(m *testing.M) {
-	code := m.Run()
-	builds.Remove()
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { awstest.Main(m) }
 
 // probe returns the executable of testdata/probe.
-func probe(t *testing.T) string {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	path, err := builds.Path(ctx, "testdata/probe")
-	require.NoError(t, err)
-	return path
-}
+func probe(t *testing.T) string { return awstest.Build(t, "testdata/probe") }
 
 func newRuntime(t *testing.T, fn lambdaruntime.Function, opts *lambdaruntime.Options) *lambdaruntime.Runtime {
 	t.Helper()

@@ -202,14 +202,14 @@ func TestRunnerFiresDeclaredSchedulesOnEmulator(t *testing.T) {
 	}
 
 	// The queues hold exactly those envelopes.
-	msgs := receiveAll(t, sqsClient, queue.URL, 1)
+	msgs := awstest.TakeOnly(t, sqsClient, queue.URL, 1)
 	env := decodeEnvelope(t, aws.ToString(msgs[0].Body))
 	assert.Equal(t, "sched:berlin-0230:2026-03-30T00:30:00Z", env.ID)
 	assert.Equal(t, "report.nightly", env.Kind)
 	assert.True(t, env.EnqueuedAt.Equal(utc("2026-03-30T00:30:00Z")))
 	assert.JSONEq(t, `{"team":"ops"}`, string(env.Args))
 
-	fmsgs := receiveAll(t, sqsClient, fifo.URL, 30)
+	fmsgs := awstest.TakeOnly(t, sqsClient, fifo.URL, 30)
 	var ids []string
 	for _, m := range fmsgs {
 		assert.Equal(t, "ops", m.Attributes[string(sqstypes.MessageSystemAttributeNameMessageGroupId)])
@@ -241,7 +241,7 @@ func TestRunnerDuplicateTickOnEmulator(t *testing.T) {
 	assert.Equal(t, "sched:nightly-report:2026-11-22T01:00:00Z", f1.JobID)
 	assert.Equal(t, f1.JobID, f2.JobID, "a duplicate tick has the same envelope id")
 	assert.Equal(t, f1.Body, f2.Body)
-	msgs := receiveAll(t, sqsClient, queue.URL, 2)
+	msgs := awstest.TakeOnly(t, sqsClient, queue.URL, 2)
 	assert.Equal(t, decodeEnvelope(t, aws.ToString(msgs[0].Body)).ID, decodeEnvelope(t, aws.ToString(msgs[1].Body)).ID,
 		"a Standard queue holds both; the idempotent worker runs it once")
 
@@ -251,7 +251,7 @@ func TestRunnerDuplicateTickOnEmulator(t *testing.T) {
 		_, err := r.Send(ctx, ff, tick)
 		require.NoError(t, err)
 	}
-	receiveAll(t, sqsClient, fifo.URL, 1) // SQS deduplicates the FIFO duplicate (by its content)
+	awstest.TakeOnly(t, sqsClient, fifo.URL, 1) // SQS deduplicates the FIFO duplicate (by its content)
 }
 
 // contentDedup is what a FIFO queue needs for EventBridge Scheduler to deliver to it.
@@ -273,7 +273,7 @@ func TestRunnerFIFOWithoutContentDedupFailsAsOnAWS(t *testing.T) {
 	require.Error(t, err)
 	require.ErrorContains(t, f.Err, "ContentBasedDeduplication")
 	awstest.ExpectEmpty(t, sqsClient, fifo.URL)
-	dead := receiveAll(t, sqsClient, dlq.URL, 1)
+	dead := awstest.TakeOnly(t, sqsClient, dlq.URL, 1)
 	assert.Equal(t, ReasonUndeliverable, jobstest.DecodeDeadLetter(dead[0]).Reason)
 }
 
@@ -316,7 +316,7 @@ func TestRunnerFiresStoredOneTimeSchedulesOnEmulator(t *testing.T) {
 	require.Len(t, day1, 1)
 	assert.Equal(t, ids[0], day1[0].JobID)
 	assert.Equal(t, group, day1[0].Group)
-	msgs := receiveAll(t, sqsClient, queue.URL, 1)
+	msgs := awstest.TakeOnly(t, sqsClient, queue.URL, 1)
 	env := decodeEnvelope(t, aws.ToString(msgs[0].Body))
 	assert.Equal(t, ids[0], env.ID)
 	assert.JSONEq(t, `{"to":"user1@example.com"}`, string(env.Args))
@@ -329,7 +329,7 @@ func TestRunnerFiresStoredOneTimeSchedulesOnEmulator(t *testing.T) {
 	rest := drain(fired)
 	require.Len(t, rest, 1)
 	assert.Equal(t, ids[2], rest[0].JobID)
-	msgs = receiveAll(t, sqsClient, queue.URL, 1)
+	msgs = awstest.TakeOnly(t, sqsClient, queue.URL, 1)
 	assert.Equal(t, ids[2], decodeEnvelope(t, aws.ToString(msgs[0].Body)).ID)
 	assert.Empty(t, awstest.ListSchedules(t, sched, group))
 }
@@ -349,7 +349,7 @@ func TestRunnerDeadLettersUndeliverableTicksOnEmulator(t *testing.T) {
 	f, err := r.Send(context.Background(), s, utc("2026-11-22T01:00:00Z"))
 	require.Error(t, err)
 	assert.Equal(t, f.Err, err)
-	msgs := receiveAll(t, sqsClient, dlq.URL, 1)
+	msgs := awstest.TakeOnly(t, sqsClient, dlq.URL, 1)
 	assert.Equal(t, f.Body, aws.ToString(msgs[0].Body), "the tick's body, unchanged")
 	attr := func(name string) string { return aws.ToString(msgs[0].MessageAttributes[name].StringValue) }
 	assert.Equal(t, ReasonUndeliverable, attr(contract.AttrReason))
@@ -381,15 +381,6 @@ func validSchedule() scheduler.Schedule {
 		Args:       nightlyReport{Team: "ops"},
 		Queue:      "reports",
 	}
-}
-
-// receiveAll takes exactly n messages from url (deleting them as it goes) and checks that no
-// further one arrives.
-func receiveAll(t *testing.T, client *sqs.Client, url string, n int) []sqstypes.Message {
-	t.Helper()
-	got := awstest.Take(t, client, url, n)
-	awstest.ExpectEmpty(t, client, url)
-	return got
 }
 
 // A stored recurring schedule paused after it started firing fires no more, offline as on AWS;
@@ -438,5 +429,5 @@ func TestRunnerHonoursPausedStoredSchedulesOnEmulator(t *testing.T) {
 	third := drain(fired)
 	require.Len(t, third, 1)
 	assert.Equal(t, scheduler.TickID("hourly-digest", hour.Add(3*time.Hour)), third[0].JobID)
-	assert.Len(t, receiveAll(t, sqsClient, queue.URL, 2), 2, "two ticks sent in all")
+	assert.Len(t, awstest.TakeOnly(t, sqsClient, queue.URL, 2), 2, "two ticks sent in all")
 }

@@ -1,7 +1,6 @@
 package taskrun_test
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"os"
@@ -42,10 +41,4 @@ func Example() {
 	// exited before SIGKILL: true
 	// [Hello] hello from the task
 	// [Hello] SIGTERM: draining, then exiting
-}
-
-func (o *output) String() string {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	return string(bytes.Clone(o.buf.Bytes()))
 }

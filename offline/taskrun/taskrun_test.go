@@ -1,7 +1,6 @@
 package taskrun_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -39,23 +38,12 @@ var buildWorker = sync.OnceValues(func() (string, error) {
 })
 
 // output collects a task's lines.
-type output struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (o *output) Write(p []byte) (int, error) {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	return o.buf.Write(p)
-}
+type output struct{ awstest.SyncBuffer }
 
 // lines returns the lines whose text after the "[name] " prefix begins with word.
 func (o *output) lines(word string) []string {
-	o.mu.Lock()
-	defer o.mu.Unlock()
 	var out []string
-	for _, l := range strings.Split(o.buf.String(), "\n") {
+	for _, l := range strings.Split(o.String(), "\n") {
 		if i := strings.Index(l, "] "); i >= 0 && strings.HasPrefix(l[i+2:], word+" ") {
 			out = append(out, l[i+2:])
 		}

@@ -147,6 +147,10 @@ func Name(tb testing.TB, suffix string) string {
 }
 
 // randomHex returns 8 random hex digits.
+// Prefix returns word, eight random hex digits and a dash: a prefix of a deployment's resource
+// names (deploy.Options.Prefix) that no other test's shares.
+func Prefix(word string) string { return word + randomHex() + "-" }
+
 func randomHex() string {
 	var b [4]byte
 	_, _ = rand.Read(b[:])

@@ -65,6 +65,14 @@ func Take(tb testing.TB, client *sqs.Client, url string, n int) []sqstypes.Messa
 	return got
 }
 
+// TakeOnly is Take that fails the test unless url is then empty: exactly n messages arrived.
+func TakeOnly(tb testing.TB, client *sqs.Client, url string, n int) []sqstypes.Message {
+	tb.Helper()
+	got := Take(tb, client, url, n)
+	ExpectEmpty(tb, client, url)
+	return got
+}
+
 // ExpectEmpty fails the test if a receive of 1 s gets a message from url.
 func ExpectEmpty(tb testing.TB, client *sqs.Client, url string) {
 	tb.Helper()

@@ -255,6 +255,7 @@ func parent(item Item, p path) (value, error) {
 	return nil, errors.New("the document path provided in the update expression is invalid for update")
 }
 
+// setPath sets the attribute at p to v, or removes it when v is nil.
 func setPath(item Item, p path, v value) error {
 	par, err := parent(item, p)
 	if err != nil {
@@ -263,33 +264,26 @@ func setPath(item Item, p path, v value) error {
 	last := p[len(p)-1]
 	switch c := par.(type) {
 	case *types.AttributeValueMemberM:
-		c.Value[last.name] = v
-	case *types.AttributeValueMemberL:
-		if last.index >= len(c.Value) {
-			c.Value = append(c.Value, v)
+		if v == nil {
+			delete(c.Value, last.name)
 		} else {
+			c.Value[last.name] = v
+		}
+	case *types.AttributeValueMemberL:
+		switch {
+		case v == nil && last.index < len(c.Value):
+			c.Value = slices.Delete(c.Value, last.index, last.index+1)
+		case v == nil:
+		case last.index >= len(c.Value):
+			c.Value = append(c.Value, v)
+		default:
 			c.Value[last.index] = v
 		}
 	}
 	return nil
 }
 
-func removePath(item Item, p path) error {
-	par, err := parent(item, p)
-	if err != nil {
-		return err
-	}
-	last := p[len(p)-1]
-	switch c := par.(type) {
-	case *types.AttributeValueMemberM:
-		delete(c.Value, last.name)
-	case *types.AttributeValueMemberL:
-		if last.index < len(c.Value) {
-			c.Value = slices.Delete(c.Value, last.index, last.index+1)
-		}
-	}
-	return nil
-}
+func removePath(item Item, p path) error { return setPath(item, p, nil) }
 
 func addPath(item Item, p path, v value) error {
 	cur, ok := resolve(item, p)
