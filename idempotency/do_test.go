@@ -67,9 +67,7 @@ func TestDoConcurrentCallsRunOnce(t *testing.T) {
 		wrongResults        []receipt
 	)
 	for i := range n {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			<-start
 			// Spread the calls over twice the run's length: early ones meet the claim, later ones
 			// the recorded result (half from the warm cache, half from the store).
@@ -90,7 +88,7 @@ func TestDoConcurrentCallsRunOnce(t *testing.T) {
 			default:
 				unexpected = append(unexpected, err)
 			}
-		}()
+		})
 	}
 	close(start)
 	wg.Wait()

@@ -5,6 +5,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/smithy-go/middleware"
 	"github.com/stretchr/testify/require"
@@ -22,17 +23,18 @@ func TestMemoryStoreConformance(t *testing.T) {
 
 func TestDynamoDBStoreConformance(t *testing.T) {
 	t.Parallel()
-	cfg := awstest.Config(t)
-	table := awstest.CreateTable(t, cfg, "idem", idempotency.AttrID, "")
-	client := dynamodb.NewFromConfig(cfg)
-	storetest.Run(t, func(t *testing.T) idempotency.Store { return idempotency.NewDynamoDBStore(client, table) })
+	runOnTable(t, awstest.Config(t))
 }
 
 // The suite again on DynamoDB Local, AWS's own engine: the store's conditions and the ALL_OLD
 // answers it relies on, judged by the implementation that runs in AWS rather than by moto alone.
 func TestDynamoDBStoreConformanceOnDynamoDBLocal(t *testing.T) {
 	t.Parallel()
-	cfg := awstest.DynamoDBLocalConfig(t)
+	runOnTable(t, awstest.DynamoDBLocalConfig(t))
+}
+
+// runOnTable runs the store suite on a DynamoDBStore of a new table at cfg's endpoint.
+func runOnTable(t *testing.T, cfg aws.Config) {
 	table := awstest.CreateTable(t, cfg, "idem", idempotency.AttrID, "")
 	client := dynamodb.NewFromConfig(cfg)
 	storetest.Run(t, func(t *testing.T) idempotency.Store { return idempotency.NewDynamoDBStore(client, table) })

@@ -474,15 +474,13 @@ func (c *Consumer) start(base context.Context, msgs []wire.SQSMessage, received 
 	c.mu.Lock()
 	c.units[u] = struct{}{}
 	c.mu.Unlock()
-	c.wg.Add(1)
-	go func() {
-		defer c.wg.Done()
+	c.wg.Go(func() {
 		defer cancel(nil)
 		defer cancelDeadline()
 		defer postCancel()
 		resp := c.h.runBatch(jobsCtx, postCtx, msgs)
 		c.finish(u, resp.BatchItemFailures)
-	}()
+	})
 }
 
 // finish deletes the unit's messages the runtime did not list (succeeded or dead-lettered) and

@@ -45,9 +45,7 @@ func runConsumer(t *testing.T, c *jobs.Consumer, stop func() bool) {
 // message is deleted when it is done.
 func TestConsumerLongJobOnSQS(t *testing.T) {
 	t.Parallel()
-	cfg := awstest.Config(t)
-	var calls countCalls
-	client := sqs.NewFromConfig(cfg, calls.option)
+	cfg, client, calls := countedSQS(t)
 	dlq := awstest.CreateQueue(t, cfg, "dlq", nil)
 	q := awstest.CreateQueue(t, cfg, "q", &awstest.QueueOptions{VisibilityTimeout: 3})
 	enqueue(t, client, q.URL, TestJob{N: 1, Mode: "sleep", Seconds: 12})
@@ -265,11 +263,7 @@ func TestConsumerHoldsNoMoreThanItsConcurrencyOnSQS(t *testing.T) {
 
 	t.Run("holds", func(t *testing.T) {
 		q := awstest.CreateQueue(t, cfg, "q", nil)
-		var jobsIn []TestJob
-		for n := range 9 {
-			jobsIn = append(jobsIn, TestJob{N: n})
-		}
-		enqueue(t, client, q.URL, jobsIn...)
+		enqueue(t, client, q.URL, numbered(9)...)
 		var c *jobs.Consumer
 		var finished, most atomic.Int64
 		held := func() {
@@ -297,11 +291,7 @@ func TestConsumerHoldsNoMoreThanItsConcurrencyOnSQS(t *testing.T) {
 
 	t.Run("deletes", func(t *testing.T) {
 		q := awstest.CreateQueue(t, cfg, "q", nil)
-		var jobsIn []TestJob
-		for n := range 25 {
-			jobsIn = append(jobsIn, TestJob{N: n})
-		}
-		enqueue(t, client, q.URL, jobsIn...)
+		enqueue(t, client, q.URL, numbered(25)...)
 		var started sync.WaitGroup
 		started.Add(25)
 		allIn := make(chan struct{})

@@ -87,17 +87,13 @@ func TestRuntimePostJobWorkIsBoundedOnSQS(t *testing.T) {
 	msgs := awstest.Receive(t, direct, q.URL, len(batch), 15*time.Second)
 	require.Len(t, msgs, len(batch))
 
-	proxy, err := faultproxy.Start(awstest.Endpoint(), &faultproxy.Options{Latency: func(api string) time.Duration {
+	slowCfg := awstest.Proxied(t, cfg, &faultproxy.Options{Latency: func(api string) time.Duration {
 		switch api {
 		case "SQS.ChangeMessageVisibility", "SQS.ChangeMessageVisibilityBatch", "SQS.SendMessage":
 			return 20 * time.Second
 		}
 		return 0
 	}})
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = proxy.Close() })
-	slowCfg := cfg.Copy()
-	slowCfg.BaseEndpoint = aws.String(proxy.URL())
 	slow := sqs.NewFromConfig(slowCfg)
 
 	rc := runtimeConfig(slow, q.URL, dlq.URL)
@@ -126,16 +122,12 @@ func TestRuntimeDeadLetterSendInFlightAtTheHardStopOnSQS(t *testing.T) {
 
 	// The send starts at 3.9 s and takes 2.2 s more than the emulator's own time: in flight at
 	// the hard stop, done with almost a second to spare before the AWS calls' end.
-	proxy, err := faultproxy.Start(awstest.Endpoint(), &faultproxy.Options{Latency: func(api string) time.Duration {
+	slowCfg := awstest.Proxied(t, cfg, &faultproxy.Options{Latency: func(api string) time.Duration {
 		if api == "SQS.SendMessage" {
 			return 2200 * time.Millisecond
 		}
 		return 0
 	}})
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = proxy.Close() })
-	slowCfg := cfg.Copy()
-	slowCfg.BaseEndpoint = aws.String(proxy.URL())
 
 	rc := runtimeConfig(sqs.NewFromConfig(slowCfg), q.URL, dlq.URL)
 	rc.SafetyMargin = 4 * time.Second // jobs end at 4 s, the hard stop at 6 s, AWS calls at 7 s

@@ -74,6 +74,15 @@ func runtimeConfig(client jobs.SQSAPI, queueURL, dlqURL string) jobs.Config {
 	}
 }
 
+// numbered returns n jobs numbered from 0.
+func numbered(n int) []TestJob {
+	out := make([]TestJob, n)
+	for i := range out {
+		out[i].N = i
+	}
+	return out
+}
+
 func enqueue(t *testing.T, client *sqs.Client, queueURL string, args ...TestJob) {
 	t.Helper()
 	c, err := jobs.NewClient(client, jobs.ClientOptions{DefaultQueueURL: queueURL})
@@ -300,6 +309,13 @@ func TestRuntimePanicAndTimeoutOnSQS(t *testing.T) {
 	assert.ElementsMatch(t, []int{1, 2}, ns, "both failed jobs come back after their backoff")
 }
 
+// countedSQS is awstest.SQS with the client's calls counted.
+func countedSQS(t *testing.T) (aws.Config, *sqs.Client, *countCalls) {
+	cfg := awstest.Config(t)
+	count := &countCalls{}
+	return cfg, sqs.NewFromConfig(cfg, count.option), count
+}
+
 // countCalls counts the SQS operations a client makes, by name.
 type countCalls struct {
 	mu    sync.Mutex
@@ -330,9 +346,7 @@ func (c *countCalls) n(input any) int {
 // EnqueueBatch of 25 jobs makes 3 SendMessageBatch calls, and every job arrives once.
 func TestClientEnqueueBatchOnSQS(t *testing.T) {
 	t.Parallel()
-	cfg := awstest.Config(t)
-	var count countCalls
-	client := sqs.NewFromConfig(cfg, count.option)
+	cfg, client, count := countedSQS(t)
 	q := awstest.CreateQueue(t, cfg, "q", nil)
 	c, err := jobs.NewClient(client, jobs.ClientOptions{DefaultQueueURL: q.URL})
 	require.NoError(t, err)

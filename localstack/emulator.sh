@@ -16,9 +16,7 @@ source "$ROOT/localstack/procs.sh"
 # (http://127.0.0.1:5566, http://localhost:5566) is where moto starts when nothing answers there;
 # JOBKIT_EMULATOR_PORT says the same for callers that set no URL.
 PORT="$(endpoint_port "${JOBKIT_EMULATOR_PORT:-4566}")"
-HOST=127.0.0.1
-PID_FILE="$RUN_DIR/moto-$PORT.pid"
-LOG_FILE="$RUN_DIR/moto-$PORT.log"
+server_files moto "$PORT"
 URL="${AWS_ENDPOINT_URL:-http://$HOST:$PORT}"
 READY_TIMEOUT="${JOBKIT_EMULATOR_READY_TIMEOUT:-20}"
 

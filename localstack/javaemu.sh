@@ -18,7 +18,6 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 RUN_DIR="${JOBKIT_RUN_DIR:-$ROOT/.run}"
 TOOLS="$ROOT/.tools"
-HOST=127.0.0.1
 READY_TIMEOUT="${JOBKIT_JAVAEMU_READY_TIMEOUT:-60}"
 # shellcheck source=procs.sh
 source "$ROOT/localstack/procs.sh"
@@ -77,7 +76,7 @@ start() {
   command -v java >/dev/null || { echo "javaemu: $name needs Java (java) on PATH" >&2; return 1; }
   mkdir -p "$RUN_DIR"
   RUN_DIR="$(cd "$RUN_DIR" && pwd)"
-  local pid_file="$RUN_DIR/$name-$port.pid" log="$RUN_DIR/$name-$port.log"
+  server_files "$name" "$port"
   case "$name" in
   dynamodb)
     lib="$TOOLS/dynamodb-local/lib"
@@ -86,7 +85,7 @@ start() {
     # dynamodb-local-metadata.json to its working directory: run it in RUN_DIR.
     cd "$RUN_DIR"
     setsid java -Djava.library.path="$lib" -cp "$lib/*" software.amazon.dynamodb.services.local.main.ServerRunner \
-      -inMemory -port "$port" >"$log" 2>&1 </dev/null &
+      -inMemory -port "$port" >"$LOG_FILE" 2>&1 </dev/null &
     cd - >/dev/null
     ;;
   elasticmq)
@@ -98,11 +97,11 @@ node-address { protocol = http, host = "$HOST", port = $port, context-path = "" 
 rest-sqs { enabled = true, bind-port = $port, bind-hostname = "$HOST", sqs-limits = strict }
 rest-stats.enabled = false
 EOF
-    setsid java -Dconfig.file="$RUN_DIR/elasticmq-$port.conf" -cp "$lib/*" org.elasticmq.server.Main >"$log" 2>&1 </dev/null &
+    setsid java -Dconfig.file="$RUN_DIR/elasticmq-$port.conf" -cp "$lib/*" org.elasticmq.server.Main >"$LOG_FILE" 2>&1 </dev/null &
     ;;
   esac
-  echo $! >"$pid_file"
-  if ! wait_ready "javaemu: $name on port $port" "$pid_file" "$log" "$READY_TIMEOUT" answers "$port"; then
+  echo $! >"$PID_FILE"
+  if ! wait_ready "javaemu: $name on port $port" "$PID_FILE" "$LOG_FILE" "$READY_TIMEOUT" answers "$port"; then
     stop "$name"
     return 1
   fi
@@ -110,10 +109,8 @@ EOF
 }
 
 stop() {
-  local name="$1" port pid_file
-  port="$(port_of "$name")"
-  pid_file="$RUN_DIR/$name-$port.pid"
-  stop_group "$pid_file" 10
+  server_files "$1" "$(port_of "$1")"
+  stop_group "$PID_FILE" 10
 }
 
 case "${1:-}" in

@@ -22,11 +22,9 @@ TOOLS="$ROOT/.tools"
 source "$ROOT/localstack/procs.sh"
 # AWS_ENDPOINT_URL, when a loopback URL with a port, chooses it (as for moto: emulator.sh).
 PORT="$(endpoint_port "${JOBKIT_LOCALSTACK_PORT:-4566}")"
-HOST=127.0.0.1
 URL="http://$HOST:$PORT"
-PID_FILE="$RUN_DIR/localstack-$PORT.pid"
+server_files localstack "$PORT"
 MODE_FILE="$RUN_DIR/localstack-$PORT.mode"
-LOG_FILE="$RUN_DIR/localstack-$PORT.log"
 FS_ROOT="$RUN_DIR/localstack-fs-$PORT"
 VENV="$ROOT/.venv-localstack"
 LOCK="$ROOT/localstack/requirements-localstack.lock"

@@ -1,5 +1,14 @@
 # Sourced by emulator.sh, localstack.sh and javaemu.sh: what they do alike to the servers they start.
 
+# HOST is where every server listens: loopback only.
+HOST=127.0.0.1
+
+# server_files NAME PORT sets PID_FILE and LOG_FILE: NAME's process id and output on PORT, in RUN_DIR.
+server_files() {
+  PID_FILE="$RUN_DIR/$1-$2.pid"
+  LOG_FILE="$RUN_DIR/$1-$2.log"
+}
+
 # endpoint_port DEFAULT prints the port of AWS_ENDPOINT_URL when it is a loopback URL with a port
 # (http://127.0.0.1:5566, http://localhost:5566), otherwise DEFAULT: one way to choose the port.
 endpoint_port() {

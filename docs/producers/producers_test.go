@@ -96,15 +96,20 @@ func TestSchemaRefusesWhatTheRuntimeDeadLetters(t *testing.T) {
 	}
 }
 
+// producerQueues makes the queues the producers send to: a Standard queue, a FIFO queue and a
+// dead-letter queue.
+func producerQueues(t *testing.T, cfg aws.Config) (std, fifo, dlq awstest.Queue) {
+	return awstest.CreateQueue(t, cfg, "std", nil), awstest.CreateQueue(t, cfg, "q", &awstest.QueueOptions{FIFO: true}),
+		awstest.CreateQueue(t, cfg, "dlq", nil)
+}
+
 // Every body the Go client produces validates: plain, with key and trace, a chosen id, a delay,
 // a batch over several calls, FIFO, and a delay past 15 minutes (the schedule's target input).
 // A dead-lettered copy's attributes validate against $defs/deadLetterAttributes.
 func TestGoClientBodiesMatchTheSchema(t *testing.T) {
 	t.Parallel()
 	cfg, client := awstest.SQS(t)
-	std := awstest.CreateQueue(t, cfg, "std", nil)
-	fifo := awstest.CreateQueue(t, cfg, "q", &awstest.QueueOptions{FIFO: true})
-	dlq := awstest.CreateQueue(t, cfg, "dlq", nil)
+	std, fifo, dlq := producerQueues(t, cfg)
 	sched := awsscheduler.NewFromConfig(cfg)
 	group := awstest.Name(t, "grp")
 	_, err := sched.CreateScheduleGroup(context.Background(), &awsscheduler.CreateScheduleGroupInput{Name: aws.String(group)})
@@ -269,9 +274,7 @@ func (m *recordingMailer) Send(_ context.Context, e samplejobs.Email) error {
 func TestOtherLanguageProducersRunOnTheGoWorkers(t *testing.T) {
 	t.Parallel()
 	cfg, client := awstest.SQS(t)
-	std := awstest.CreateQueue(t, cfg, "std", nil)
-	fifo := awstest.CreateQueue(t, cfg, "q", &awstest.QueueOptions{FIFO: true})
-	dlq := awstest.CreateQueue(t, cfg, "dlq", nil)
+	std, fifo, dlq := producerQueues(t, cfg)
 
 	type want struct{ producer, subject, key, trace string }
 	wants := map[string]want{} // by job id

@@ -80,11 +80,9 @@ func TestLedgerWorkerExactlyOnce(t *testing.T) {
 	var wg sync.WaitGroup
 	errs := make([]error, 8)
 	for i := range errs {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			errs[i] = jobstest.Run(ctx, workers, samplejobs.PostLedger{Account: "acct-1", PostingID: "p4", AmountCents: 10}, &jobstest.JobOpts{ID: "job-p4"})
-		}()
+		})
 	}
 	wg.Wait()
 	for _, err := range errs {

@@ -354,9 +354,7 @@ var cases = []testCase{
 			failures []error
 		)
 		for i := range n {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
+			wg.Go(func() {
 				rec := claimRec(k, base, time.Minute+time.Duration(i)*time.Millisecond, time.Hour)
 				err := s.Claim(ctx, rec, base)
 				var ae *idempotency.AlreadyExistsError
@@ -370,7 +368,7 @@ var cases = []testCase{
 				default:
 					failures = append(failures, err)
 				}
-			}()
+			})
 		}
 		wg.Wait()
 		if len(failures) > 0 {

@@ -19,6 +19,7 @@ import (
 	"github.com/jobkit-go/jobkit/jobs/event"
 	"github.com/jobkit-go/jobkit/jobs/inspect"
 	"github.com/jobkit-go/jobkit/offline/deploy"
+	"github.com/jobkit-go/jobkit/offline/deploy/deploytest"
 	"github.com/jobkit-go/jobkit/offline/devstack"
 	"github.com/jobkit-go/jobkit/testkit/awstest"
 )
@@ -42,13 +43,9 @@ func TestContainerWorkerMetricsOnTheOfflineStack(t *testing.T) {
 	})
 	asm := app.Synth(nil)
 
-	d, err := deploy.Deploy(ctx, deploy.NewClients(cfg), &deploy.Options{
+	d := deploytest.Deploy(t, cfg, &deploy.Options{
 		CDKOut: *asm.Directory(), Prefix: awstest.Prefix("ctr"), BuildDir: t.TempDir(),
 	})
-	if d != nil {
-		t.Cleanup(func() { _ = d.Destroy(context.Background()) })
-	}
-	require.NoError(t, err)
 	require.Len(t, d.Containers, 1, "the worker runs; its agent sidecar is skipped")
 	out := &awstest.SyncBuffer{}
 	running, err := devstack.Start(ctx, devstack.Config{AWS: cfg, Deployment: d, Output: out, Events: true, Metrics: true, NoScheduler: true})

@@ -18,16 +18,7 @@ func TestJobQueueStandard(t *testing.T) {
 
 	queues := tpl.Resources("AWS::SQS::Queue")
 	require.Len(t, queues, 2)
-	var mainID, dlqID string
-	for id, body := range queues {
-		if get(body, "Properties.RedrivePolicy") != nil {
-			mainID = id
-		} else {
-			dlqID = id
-		}
-	}
-	require.NotEmpty(t, mainID)
-	require.NotEmpty(t, dlqID)
+	mainID, dlqID := queueIDs(t, tpl)
 	main, dlq := props(queues[mainID]), props(queues[dlqID])
 
 	// Redrive: the safety net fires only after MaxAttempts plus the margin.

@@ -16,6 +16,7 @@ import (
 	"github.com/jobkit-go/jobkit/jobs/contract"
 	"github.com/jobkit-go/jobkit/jobs/event"
 	"github.com/jobkit-go/jobkit/offline/deploy"
+	"github.com/jobkit-go/jobkit/offline/deploy/deploytest"
 	"github.com/jobkit-go/jobkit/offline/devstack"
 	"github.com/jobkit-go/jobkit/testkit/awstest"
 )
@@ -57,13 +58,9 @@ func TestPriorityLanesOnTheOfflineStack(t *testing.T) {
 	}
 	asm := app.Synth(nil)
 
-	d, err := deploy.Deploy(ctx, deploy.NewClients(cfg), &deploy.Options{
+	d := deploytest.Deploy(t, cfg, &deploy.Options{
 		CDKOut: *asm.Directory(), Prefix: awstest.Prefix("lanes"), BuildDir: t.TempDir(),
 	})
-	if d != nil {
-		t.Cleanup(func() { _ = d.Destroy(context.Background()) })
-	}
-	require.NoError(t, err)
 	out := &awstest.SyncBuffer{}
 	running, err := devstack.Start(ctx, devstack.Config{AWS: cfg, Deployment: d, Output: out, Events: true, NoScheduler: true})
 	require.NoError(t, err)

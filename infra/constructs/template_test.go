@@ -1,6 +1,7 @@
 package constructs
 
 import (
+	"errors"
 	"strings"
 	"testing"
 
@@ -29,6 +30,17 @@ var (
 	mustPanic              = cfntest.MustPanic
 	toString               = cfntest.PanicText
 )
+
+// configReason returns the reason of the *ConfigError that f panics with; any other panic, or
+// none, fails the test.
+func configReason(t *testing.T, f func()) string {
+	t.Helper()
+	v := mustPanic(t, f)
+	err, _ := v.(error)
+	var ce *ConfigError
+	require.True(t, errors.As(err, &ce), "panic value %v", v)
+	return ce.Reason
+}
 
 func newApp(t *testing.T) awscdk.App {
 	t.Helper()

@@ -97,8 +97,7 @@ func StartStack(ctx context.Context, cfg StackConfig) (s *Stack, err error) {
 	if err != nil {
 		return s, err
 	}
-	s.Proxied = cfg.AWS.Copy()
-	s.Proxied.BaseEndpoint = aws.String(s.Proxy.URL())
+	s.Proxied = s.Proxy.Config(cfg.AWS)
 	out := cfg.Output
 	if out == nil {
 		out = io.Discard

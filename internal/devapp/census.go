@@ -155,15 +155,13 @@ type gather struct {
 }
 
 func (g *gather) do(fn func() error) {
-	g.wg.Add(1)
-	go func() {
-		defer g.wg.Done()
+	g.wg.Go(func() {
 		if err := fn(); err != nil {
 			g.mu.Lock()
 			g.errs = append(g.errs, err)
 			g.mu.Unlock()
 		}
-	}()
+	})
 }
 
 func (g *gather) wait() error {

@@ -445,15 +445,13 @@ func (i *Inspector) Stats(ctx context.Context, queues []Queue, opts *StatsOption
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, 8)
 	for n, s := range all {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			sem <- struct{}{}
 			defer func() { <-sem }()
 			if errs[n] = i.counts(ctx, s); errs[n] == nil && !isDLQ[s] && !opts.NoPause {
 				s.PausedSince, s.Paused, pauseErrs[n] = i.QueuePaused(ctx, s.URL)
 			}
-		}()
+		})
 	}
 	wg.Wait()
 	if err := errors.Join(errs...); err != nil {

@@ -148,13 +148,11 @@ func (m *mover) pass(ctx context.Context) error {
 	defer cancel(nil)
 	var wg sync.WaitGroup
 	for range m.o.Concurrency {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			if err := m.work(wctx); err != nil {
 				cancel(err)
 			}
-		}()
+		})
 	}
 	wg.Wait()
 	if err := context.Cause(wctx); err != nil && ctx.Err() == nil {

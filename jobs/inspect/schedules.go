@@ -91,13 +91,11 @@ func (i *Inspector) Schedules(ctx context.Context, opts *ScheduleOptions) ([]Sch
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, 8)
 	for n := range out {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			sem <- struct{}{}
 			defer func() { <-sem }()
 			errs[n] = i.scheduleDetail(ctx, &out[n], o.Next)
-		}()
+		})
 	}
 	wg.Wait()
 	for _, err := range errs {

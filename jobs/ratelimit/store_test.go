@@ -25,18 +25,22 @@ func (c *clock) now() time.Time          { return time.UnixMicro(c.t.Load()) }
 func (c *clock) advance(d time.Duration) { c.t.Add(d.Microseconds()) }
 func newClock(t0 time.Time) *clock       { c := &clock{}; c.t.Store(t0.UnixMicro()); return c }
 func storeAt(s *Store, c *clock) *Store  { s.now = c.now; return s }
-func testStore(t *testing.T) (*Store, string) {
+
+// epoch is when testStore's clock starts.
+var epoch = time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
+
+// testStore returns a Store on a new table whose time is the returned clock's, at epoch.
+func testStore(t *testing.T) (*Store, *clock) {
 	t.Helper()
 	cfg := awstest.Config(t)
 	table := awstest.CreateTable(t, cfg, "state", AttrID, "")
-	return NewStore(dynamodb.NewFromConfig(cfg), table, func(o *StoreOptions) { o.Lead = -1 }), table
+	c := newClock(epoch)
+	return storeAt(NewStore(dynamodb.NewFromConfig(cfg), table, func(o *StoreOptions) { o.Lead = -1 }), c), c
 }
 
 func TestTakeSpacesTokensByTheInterval(t *testing.T) {
 	t.Parallel()
-	s, _ := testStore(t)
-	c := newClock(time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC))
-	storeAt(s, c)
+	s, c := testStore(t)
 	ctx := context.Background()
 	l := PerSecond(4) // a token every 250 ms
 
@@ -68,9 +72,7 @@ func TestTakeSpacesTokensByTheInterval(t *testing.T) {
 
 func TestTakeAllowsABurstFromAnIdleBucket(t *testing.T) {
 	t.Parallel()
-	s, _ := testStore(t)
-	c := newClock(time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC))
-	storeAt(s, c)
+	s, c := testStore(t)
 	ctx := context.Background()
 	l := Limit{N: 10, Per: time.Second, Burst: 3}
 	var granted int
@@ -93,22 +95,18 @@ func TestTakeAllowsABurstFromAnIdleBucket(t *testing.T) {
 func TestConcurrentTakersGetOnlyTheTokensThere(t *testing.T) {
 	t.Parallel()
 	s, _ := testStore(t)
-	c := newClock(time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC))
-	storeAt(s, c)
 	for _, l := range []Limit{PerSecond(5), PerSecond(1000)} {
 		name := "crowd" + map[bool]string{true: "sharded", false: "single"}[l.Shards() > 1]
 		var granted atomic.Int32
 		var wg sync.WaitGroup
 		for range 24 {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
+			wg.Go(func() {
 				d, err := s.Take(context.Background(), name, "", l)
 				assert.NoError(t, err)
 				if d.OK {
 					granted.Add(1)
 				}
-			}()
+			})
 		}
 		wg.Wait()
 		assert.GreaterOrEqual(t, int(granted.Load()), 1, "%s: a full bucket gives a token", name)
@@ -122,16 +120,13 @@ func TestConcurrentTakersGetOnlyTheTokensThere(t *testing.T) {
 func TestReserveSpacesConcurrentTakersByTheInterval(t *testing.T) {
 	t.Parallel()
 	s, _ := testStore(t)
-	t0 := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
-	storeAt(s, newClock(t0))
+	t0 := epoch
 	l := PerSecond(5) // a token every 200 ms: 6 due within a second (at 0, 200, ..., 1000 ms)
 	var mu sync.Mutex
 	var at []time.Time
 	var wg sync.WaitGroup
 	for range 16 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			r, err := s.Reserve(context.Background(), "reserve", "", l, time.Second)
 			assert.NoError(t, err)
 			if r.OK {
@@ -139,7 +134,7 @@ func TestReserveSpacesConcurrentTakersByTheInterval(t *testing.T) {
 				at = append(at, r.At)
 				mu.Unlock()
 			}
-		}()
+		})
 	}
 	wg.Wait()
 	require.LessOrEqual(t, len(at), 6)
@@ -251,15 +246,13 @@ func TestReservationsOfASplitLimitShareCalls(t *testing.T) {
 		var ok atomic.Int32
 		var wg sync.WaitGroup
 		for range jobs {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
+			wg.Go(func() {
 				r, err := s.Reserve(context.Background(), "split", "", l, time.Second)
 				assert.NoError(t, err)
 				if r.OK {
 					ok.Add(1)
 				}
-			}()
+			})
 		}
 		wg.Wait()
 		assert.EqualValues(t, jobs, ok.Load(), "round %d: a token each", round)

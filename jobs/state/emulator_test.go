@@ -286,14 +286,12 @@ func TestUniqueJobs(t *testing.T) {
 	results := make([]jobs.EnqueueResult, producers)
 	var wg sync.WaitGroup
 	for i := range producers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			client, err := jobs.NewClient(e.sqs, jobs.ClientOptions{DefaultQueueURL: e.q.URL, State: e.table})
 			require.NoError(t, err)
 			results[i], err = client.Enqueue(ctx, resize{Image: "u.png"}, &jobs.EnqueueOpts{Unique: u})
 			require.NoError(t, err)
-		}()
+		})
 	}
 	wg.Wait()
 	first := ""

@@ -208,13 +208,11 @@ func Run(ctx context.Context, cfg aws.Config, emulator string, opts *Options) Re
 	sem := make(chan struct{}, par)
 	var wg sync.WaitGroup
 	for i, c := range checks {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			sem <- struct{}{}
 			defer func() { <-sem }()
 			results[i] = judge(emulator, c, runCheck(ctx, cfg, runID, c))
-		}()
+		})
 	}
 	wg.Wait()
 	return Report{Emulator: emulator, Results: results}

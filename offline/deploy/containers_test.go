@@ -1,7 +1,6 @@
 package deploy_test
 
 import (
-	"context"
 	"os"
 	"testing"
 	"time"
@@ -21,7 +20,6 @@ import (
 func TestDeployContainers(t *testing.T) {
 	t.Parallel()
 	cfg := awstest.Config(t)
-	ctx := context.Background()
 	edit := func(stack string, tpl map[string]any) {
 		if stack != "JobkitWorkers" {
 			return
@@ -55,13 +53,9 @@ func TestDeployContainers(t *testing.T) {
 		}
 	}
 	p := prefix()
-	d, err := deploy.Deploy(ctx, deploy.NewClients(cfg), &deploy.Options{
+	d := deploytest.Deploy(t, cfg, &deploy.Options{
 		CDKOut: deploytest.Assembly(t, "", edit), Prefix: p, ModuleDir: moduleDir, BuildDir: t.TempDir(),
 	})
-	if d != nil {
-		t.Cleanup(func() { _ = d.Destroy(context.Background()) })
-	}
-	require.NoError(t, err)
 
 	require.Len(t, d.Containers, 1)
 	c := d.Containers[0]

@@ -221,13 +221,9 @@ func TestDeployTwiceIsAStackExistsError(t *testing.T) {
 	cfg := awstest.Config(t)
 	dir, p := deploytest.Assembly(t, "", nil), prefix()
 	opts := &deploy.Options{CDKOut: dir, Prefix: p, SkipBuild: true, Stacks: []string{"JobkitState"}}
-	d, err := deploy.Deploy(context.Background(), deploy.NewClients(cfg), opts)
-	if d != nil {
-		t.Cleanup(func() { _ = d.Destroy(context.Background()) })
-	}
-	require.NoError(t, err)
+	d := deploytest.Deploy(t, cfg, opts)
 	require.Len(t, d.Stacks, 1, "only the stack asked for")
-	_, err = deploy.Deploy(context.Background(), deploy.NewClients(cfg), opts)
+	_, err := deploy.Deploy(context.Background(), deploy.NewClients(cfg), opts)
 	var exists *deploy.StackExistsError
 	require.ErrorAs(t, err, &exists)
 	require.Equal(t, p+"JobkitState", exists.Stack)
@@ -278,11 +274,7 @@ func TestExplicitNamesArePrefixed(t *testing.T) {
 	var groups []string
 	for range 2 {
 		p := prefix()
-		d, err := deploy.Deploy(context.Background(), deploy.NewClients(cfg), &deploy.Options{CDKOut: dir, Prefix: p, SkipBuild: true})
-		if d != nil {
-			t.Cleanup(func() { _ = d.Destroy(context.Background()) })
-		}
-		require.NoError(t, err)
+		d := deploytest.Deploy(t, cfg, &deploy.Options{CDKOut: dir, Prefix: p, SkipBuild: true})
 		require.Len(t, d.ScheduleGroups, 1)
 		require.Equal(t, p+"JobkitWorkers-Delayed-Group-FIXED", d.ScheduleGroups[0].Name)
 		require.Equal(t, d.ScheduleGroups[0].Name, d.Stacks[1].Outputs["ScheduleGroupName"], "references see the prefixed name")
@@ -313,13 +305,9 @@ func TestDeployBuildsAFunctionFromAnImportPath(t *testing.T) {
 	raw, err := os.ReadFile(workers)
 	require.NoError(t, err)
 	require.NoError(t, os.WriteFile(workers, bytes.ReplaceAll(raw, []byte(module), []byte(filepath.ToSlash(rel))), 0o644))
-	d, err := deploy.Deploy(context.Background(), deploy.NewClients(cfg), &deploy.Options{
+	d := deploytest.Deploy(t, cfg, &deploy.Options{
 		CDKOut: dir, Prefix: prefix(), ModuleDir: t.TempDir(), BuildDir: t.TempDir(), Stacks: []string{"JobkitState", "JobkitWorkers"},
 	})
-	if d != nil {
-		t.Cleanup(func() { _ = d.Destroy(context.Background()) })
-	}
-	require.NoError(t, err)
 	require.Len(t, d.Functions, 1)
 	fn := d.Functions[0]
 	require.Equal(t, contract.RecorderPackage, fn.Source)
@@ -364,14 +352,10 @@ func TestDeployRunsWhatItCanOfAPlainApp(t *testing.T) {
 		clone("UnmappedGoFunction", "provided.al2023", "bootstrap")
 		clone("BrokenGoFunction", "provided.al2023", "bootstrap")
 	})
-	d, err := deploy.Deploy(context.Background(), deploy.NewClients(cfg), &deploy.Options{
+	d := deploytest.Deploy(t, cfg, &deploy.Options{
 		CDKOut: dir, Prefix: prefix(), ModuleDir: moduleDir, BuildDir: t.TempDir(),
 		Sources: map[string]string{echo: "offline/deploy/testdata/echofn", "BrokenGoFunction": "offline/deploy/testdata/brokenfn"},
 	})
-	if d != nil {
-		t.Cleanup(func() { _ = d.Destroy(context.Background()) })
-	}
-	require.NoError(t, err)
 	byID := map[string]deploy.Function{}
 	for _, fn := range d.Functions {
 		byID[fn.LogicalID] = fn

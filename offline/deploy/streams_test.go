@@ -55,13 +55,9 @@ func TestDeployStreamMapping(t *testing.T) {
 	t.Parallel()
 	cfg := awstest.Config(t)
 	ctx := context.Background()
-	d, err := deploy.Deploy(ctx, deploy.NewClients(cfg), &deploy.Options{
+	d := deploytest.Deploy(t, cfg, &deploy.Options{
 		CDKOut: deploytest.Assembly(t, "", withStream), Prefix: prefix(), ModuleDir: moduleDir, SkipBuild: true,
 	})
-	if d != nil {
-		t.Cleanup(func() { _ = d.Destroy(context.Background()) })
-	}
-	require.NoError(t, err)
 
 	require.Len(t, d.Tables, 1)
 	table := d.Tables[0]

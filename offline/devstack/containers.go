@@ -68,13 +68,11 @@ func (s *Stack) startContainers(cfg *Config, creds aws.Credentials, outMu *sync.
 func (s *Stack) stopContainers() {
 	var wg sync.WaitGroup
 	for name, t := range s.tasks {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			if !t.Stop() {
 				s.log.Warn("container killed after its stop timeout", "container", name)
 			}
-		}()
+		})
 	}
 	wg.Wait()
 	for _, a := range s.agents {

@@ -51,12 +51,7 @@ func TestCustomResourcesAreCreatedOnStart(t *testing.T) {
 			ctx := context.Background()
 			out := t.TempDir()
 			dir := fixtureWith(t, time.Now().Add(time.Hour), func(res map[string]any) {
-				res["ProviderFunction"] = map[string]any{
-					"Type":     "AWS::Lambda::Function",
-					"Metadata": map[string]any{"aws:asset:path": "asset.provider"},
-					"Properties": map[string]any{"Runtime": "python3.12", "Handler": "app.handler", "Timeout": 10,
-						"Code": map[string]any{"S3Bucket": "assets", "S3Key": "provider.zip"}, "Environment": map[string]any{"Variables": map[string]any{"OUT_DIR": out}}},
-				}
+				res["ProviderFunction"] = pythonFunction("provider", out)
 				res["Made"] = map[string]any{"Type": "Custom::Made", "Properties": map[string]any{
 					"ServiceToken": map[string]any{"Fn::GetAtt": []any{"ProviderFunction", "Arn"}},
 					"Queue":        map[string]any{"Fn::ImportValue": "JobkitState:ExportsOutputRefEchoQueue2E8F3C41A1B2C3D4"}, "Outcome": outcome,

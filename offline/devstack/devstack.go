@@ -338,23 +338,19 @@ func newScheduler(cfg *Config, client *sqs.Client) (*schedfire.Runner, error) {
 func (s *Stack) launch(runCtx context.Context, runner *schedfire.Runner) {
 	s.launchStreams(runCtx)
 	for _, p := range s.pollers {
-		s.wg.Add(1)
-		go func() {
-			defer s.wg.Done()
+		s.wg.Go(func() {
 			_ = p.p.Run(runCtx)
-		}()
+		})
 		s.log.Info("event source mapping started", "function", p.function, "queue", p.mapping.QueueURL,
 			"batch_size", p.p.Mapping().BatchSize, "maximum_concurrency", p.p.Mapping().MaximumConcurrency)
 	}
 	if runner != nil {
-		s.wg.Add(1)
-		go func() {
-			defer s.wg.Done()
+		s.wg.Go(func() {
 			if err := runner.Run(runCtx); err != nil {
 				s.schedErr = err
 				s.log.Error("scheduler loop stopped", "error", err)
 			}
-		}()
+		})
 	}
 	go func() {
 		s.wg.Wait()

@@ -59,13 +59,9 @@ func TestStackRunsTheDeployment(t *testing.T) {
 	ctx := context.Background()
 	prefix := awstest.Prefix("jk")
 
-	d, err := deploy.Deploy(ctx, deploy.NewClients(cfg), &deploy.Options{
+	d := deploytest.Deploy(t, cfg, &deploy.Options{
 		CDKOut: fixture(t, time.Now().Add(3*time.Second)), Prefix: prefix, ModuleDir: "../..", BuildDir: t.TempDir(),
 	})
-	if d != nil {
-		t.Cleanup(func() { _ = d.Destroy(context.Background()) })
-	}
-	require.NoError(t, err)
 
 	var (
 		mu      sync.Mutex
@@ -228,7 +224,7 @@ func TestReservedConcurrencyCapsTheEnvironments(t *testing.T) {
 func processesFor(t *testing.T, reserved int) int {
 	cfg := awstest.Config(t)
 	ctx := context.Background()
-	d, err := deploy.Deploy(ctx, deploy.NewClients(cfg), &deploy.Options{
+	d := deploytest.Deploy(t, cfg, &deploy.Options{
 		CDKOut: fixtureWith(t, time.Now().Add(time.Hour), func(res map[string]any) {
 			if reserved > 0 {
 				res["EchoFunction8D469E43"].(map[string]any)["Properties"].(map[string]any)["ReservedConcurrentExecutions"] = reserved
@@ -236,10 +232,6 @@ func processesFor(t *testing.T, reserved int) int {
 		}),
 		Prefix: awstest.Prefix("jk"), ModuleDir: "../..", BuildDir: t.TempDir(),
 	})
-	if d != nil {
-		t.Cleanup(func() { _ = d.Destroy(context.Background()) })
-	}
-	require.NoError(t, err)
 	require.Equal(t, reserved, d.Functions[0].ReservedConcurrency)
 	var (
 		mu   sync.Mutex

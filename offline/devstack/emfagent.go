@@ -26,9 +26,7 @@ func startEMFAgent(name string, out io.Writer, outMu *sync.Mutex) (*emfAgent, er
 		return nil, err
 	}
 	a := &emfAgent{ln: ln}
-	a.wg.Add(1)
-	go func() {
-		defer a.wg.Done()
+	a.wg.Go(func() {
 		for {
 			c, err := ln.Accept()
 			if err != nil {
@@ -48,7 +46,7 @@ func startEMFAgent(name string, out io.Writer, outMu *sync.Mutex) (*emfAgent, er
 				}
 			}()
 		}
-	}()
+	})
 	return a, nil
 }
 

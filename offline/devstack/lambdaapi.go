@@ -107,11 +107,9 @@ func (a *lambdaAPI) goAsync(f func()) bool {
 	if a.closed {
 		return false
 	}
-	a.async.Add(1)
-	go func() {
-		defer a.async.Done()
+	a.async.Go(func() {
 		f()
-	}()
+	})
 	return true
 }
 

@@ -42,12 +42,7 @@ func TestInvokeThroughTheLambdaAPI(t *testing.T) {
 	ctx := context.Background()
 	out := t.TempDir()
 	dir := fixtureWith(t, time.Now().Add(time.Hour), func(res map[string]any) {
-		res["InvokedFunction"] = map[string]any{
-			"Type":     "AWS::Lambda::Function",
-			"Metadata": map[string]any{"aws:asset:path": "asset.invoked"},
-			"Properties": map[string]any{"Runtime": "python3.12", "Handler": "app.handler", "Timeout": 10,
-				"Code": map[string]any{"S3Bucket": "assets", "S3Key": "invoked.zip"}, "Environment": map[string]any{"Variables": map[string]any{"OUT_DIR": out}}},
-		}
+		res["InvokedFunction"] = pythonFunction("invoked", out)
 	})
 	asset := filepath.Join(dir, "asset.invoked")
 	require.NoError(t, os.MkdirAll(asset, 0o755))
@@ -108,4 +103,15 @@ func TestInvokeThroughTheLambdaAPI(t *testing.T) {
 	_, err = client.Invoke(ctx, &lambda.InvokeInput{FunctionName: aws.String(fn.Name), InvocationType: lambdatypes.InvocationTypeEvent, Payload: big})
 	var tooLarge *lambdatypes.RequestTooLargeException
 	assert.True(t, errors.As(err, &tooLarge), "an Event payload over 1 MB: %v", err)
+}
+
+// pythonFunction is a Python 3.12 function resource whose code is the assembly's asset.<name>
+// (app.handler), with OUT_DIR=out in its environment.
+func pythonFunction(name, out string) map[string]any {
+	return map[string]any{
+		"Type":     "AWS::Lambda::Function",
+		"Metadata": map[string]any{"aws:asset:path": "asset." + name},
+		"Properties": map[string]any{"Runtime": "python3.12", "Handler": "app.handler", "Timeout": 10,
+			"Code": map[string]any{"S3Bucket": "assets", "S3Key": name + ".zip"}, "Environment": map[string]any{"Variables": map[string]any{"OUT_DIR": out}}},
+	}
 }

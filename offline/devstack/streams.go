@@ -92,11 +92,9 @@ func (s *Stack) StreamStats() []StreamMappingStats {
 // launchStreams runs the stream pollers until runCtx ends.
 func (s *Stack) launchStreams(runCtx context.Context) {
 	for _, p := range s.streamPollers {
-		s.wg.Add(1)
-		go func() {
-			defer s.wg.Done()
+		s.wg.Go(func() {
 			_ = p.p.Run(runCtx)
-		}()
+		})
 		s.log.Info("stream event source mapping started", "function", p.function, "table", p.mapping.Table,
 			"batch_size", p.mapping.BatchSize, "filters", len(p.mapping.Filters))
 	}

@@ -243,11 +243,9 @@ func (p *Poller) Run(ctx context.Context) error {
 		defer func() { stopWatch(); <-watched }() // the workers may stop on their own (ErrClosed)
 	}
 	for i := range p.m.MaximumConcurrency {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			p.work(ctx, i+1)
-		}()
+		})
 	}
 	wg.Wait()
 	return nil

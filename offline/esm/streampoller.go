@@ -147,11 +147,9 @@ func (p *StreamPoller) Run(ctx context.Context) error {
 					continue
 				}
 				started[id] = true
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
+				wg.Go(func() {
 					p.readShard(ctx, id)
-				}()
+				})
 			}
 		}
 		select {

@@ -124,21 +124,19 @@ func (s *apiServer) close() { s.closeMu.Do(func() { close(s.closed) }) }
 
 // finish records the answer for inv if it is still the current invocation. It reports whether it did.
 func (s *apiServer) finish(inv *invocation, response []byte, errPay *ErrorPayload) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.current != inv {
-		return false
-	}
-	s.current = nil
-	s.answered[inv.id] = true
-	inv.response, inv.errPay, inv.answered = response, errPay, s.now()
-	close(inv.done)
-	return true
+	return s.release(inv, func() {
+		inv.response, inv.errPay, inv.answered = response, errPay, s.now()
+		close(inv.done)
+	})
 }
 
 // abandon takes inv away from the runtime (timeout, shutdown) unless it was answered first. It
 // reports whether inv was still unanswered.
-func (s *apiServer) abandon(inv *invocation) bool {
+func (s *apiServer) abandon(inv *invocation) bool { return s.release(inv, nil) }
+
+// release ends inv, if it is still the current invocation, and runs then (when not nil) before
+// any other call can see inv ended. It reports whether inv was current.
+func (s *apiServer) release(inv *invocation, then func()) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.current != inv {
@@ -146,6 +144,9 @@ func (s *apiServer) abandon(inv *invocation) bool {
 	}
 	s.current = nil
 	s.answered[inv.id] = true
+	if then != nil {
+		then()
+	}
 	return true
 }
 

@@ -22,13 +22,11 @@ func TestBuildsBuildOnce(t *testing.T) {
 	paths := make([]string, 4)
 	var wg sync.WaitGroup
 	for i := range paths {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			p, err := b.Path(ctx, "testdata/probe")
 			assert.NoError(t, err)
 			paths[i] = p
-		}()
+		})
 	}
 	wg.Wait()
 	require.FileExists(t, paths[0])

@@ -79,9 +79,7 @@ func (in *instance) start() error {
 	in.mu.Unlock()
 	rt.log.Debug("environment started", "instance", in.id, "pid", cmd.Process.Pid, "runtime_api", ln.Addr().String())
 
-	rt.wg.Add(1)
-	go func() {
-		defer rt.wg.Done()
+	rt.wg.Go(func() {
 		err := cmd.Wait()
 		// The leader is gone; anything it left in its process group goes too.
 		procgroup.Kill(cmd.Process.Pid)
@@ -96,7 +94,7 @@ func (in *instance) start() error {
 		_ = in.srv.Close()
 		rt.forget(in)
 		rt.log.Debug("environment stopped", "instance", in.id, "pid", cmd.Process.Pid, "status", in.exitStatus())
-	}()
+	})
 	return nil
 }
 

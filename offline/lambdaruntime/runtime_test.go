@@ -273,15 +273,13 @@ func TestConcurrencyIsBoundedByMaxInstances(t *testing.T) {
 		pids = map[int]int{}
 	)
 	for range 6 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			res := invoke(t, rt, map[string]any{"action": "sleep", "ms": 300})
 			require.Equal(t, lambdaruntime.Success, res.Outcome)
 			mu.Lock()
 			pids[res.PID]++
 			mu.Unlock()
-		}()
+		})
 	}
 	wg.Wait()
 	require.Len(t, pids, 2, "six overlapping invokes share exactly two environments")

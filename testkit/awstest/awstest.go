@@ -30,6 +30,7 @@ import (
 	"github.com/aws/smithy-go/middleware"
 
 	"github.com/jobkit-go/jobkit/jobs/sdkfix"
+	"github.com/jobkit-go/jobkit/testkit/faultproxy"
 )
 
 // Region is the region tests use unless AWS_REGION says otherwise.
@@ -201,4 +202,16 @@ func SQS(tb testing.TB) (aws.Config, *sqs.Client) {
 	tb.Helper()
 	cfg := Config(tb)
 	return cfg, sqs.NewFromConfig(cfg)
+}
+
+// Proxied returns a copy of cfg whose clients call the endpoint through a fault proxy
+// (faultproxy.Start with opts), closed when the test ends.
+func Proxied(tb testing.TB, cfg aws.Config, opts *faultproxy.Options) aws.Config {
+	tb.Helper()
+	p, err := faultproxy.Start(Endpoint(), opts)
+	if err != nil {
+		tb.Fatalf("awstest: start the fault proxy: %v", err)
+	}
+	tb.Cleanup(func() { _ = p.Close() })
+	return p.Config(cfg)
 }

@@ -36,6 +36,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+
 	"github.com/jobkit-go/jobkit/offline/loopback"
 )
 
@@ -215,6 +217,13 @@ func Start(upstream string, opts *Options) (*Proxy, error) {
 
 // URL is the proxy's address, to use as the AWS endpoint.
 func (p *Proxy) URL() string { return p.url }
+
+// Config returns a copy of cfg whose clients call through the proxy.
+func (p *Proxy) Config(cfg aws.Config) aws.Config {
+	out := cfg.Copy()
+	out.BaseEndpoint = aws.String(p.url)
+	return out
+}
 
 // SetThrottleRate changes the fraction of requests throttled from now on.
 func (p *Proxy) SetThrottleRate(rate float64) {

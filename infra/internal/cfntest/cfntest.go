@@ -31,12 +31,10 @@ func ReadFile(t testing.TB, path string) Template {
 	t.Helper()
 	raw, err := os.ReadFile(path)
 	require.NoError(t, err)
-	var tpl Template
-	require.NoError(t, json.Unmarshal(raw, &tpl))
-	return tpl
+	return FromJSON(t, json.RawMessage(raw))
 }
 
-// FromJSON converts any JSON-shaped value into a Template.
+// FromJSON converts any JSON-shaped value (or JSON text as a json.RawMessage) into a Template.
 func FromJSON(t testing.TB, v any) Template {
 	t.Helper()
 	b, err := json.Marshal(v)

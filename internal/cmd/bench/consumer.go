@@ -200,9 +200,7 @@ func rawRound(ctx context.Context, client *sqs.Client, queue string) (int, error
 	}
 	var wg sync.WaitGroup
 	for _, m := range out.Messages {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			var env struct {
 				Args json.RawMessage `json:"args"`
 			}
@@ -210,7 +208,7 @@ func rawRound(ctx context.Context, client *sqs.Client, queue string) (int, error
 			if json.Unmarshal([]byte(aws.ToString(m.Body)), &env) == nil {
 				_ = json.Unmarshal(env.Args, &args)
 			}
-		}()
+		})
 	}
 	wg.Wait()
 	entries := make([]sqstypes.DeleteMessageBatchRequestEntry, len(out.Messages))

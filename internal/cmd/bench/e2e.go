@@ -263,17 +263,13 @@ func (s *e2eSides) rawRound(ctx context.Context, work bool) (float64, callCount,
 	left.Store(e2eJobs)
 	errs := make(chan error, s.pollers+1)
 	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
+	wg.Go(func() {
 		errs <- s.rawSend(ctx)
-	}()
+	})
 	for range s.pollers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			errs <- s.rawPoll(ctx, &left, work)
-		}()
+		})
 	}
 	wg.Wait()
 	elapsed := time.Since(start)

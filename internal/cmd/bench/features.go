@@ -334,8 +334,7 @@ func newFeatureEnv(ctx context.Context) (e *featureEnv, err error) {
 		return e, err
 	}
 	e.drop = append(e.drop, func() { _ = e.proxy.Close() })
-	e.cfg = direct.Copy()
-	e.cfg.BaseEndpoint = aws.String(e.proxy.URL())
+	e.cfg = e.proxy.Config(direct)
 	e.sqs = sqs.NewFromConfig(e.cfg)
 	e.db = dynamodb.NewFromConfig(e.cfg, e.index.option)
 	e.s3 = jobs.NewPayloadS3Client(e.cfg)

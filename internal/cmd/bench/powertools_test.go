@@ -96,6 +96,23 @@ func TestPowertoolsPeerRunsTheRecordsAndFailsOnABadOne(t *testing.T) {
 
 	_, err = startPeer(context.Background(), python, bench, write("bad.json", corrupt(t, evs)))
 	require.ErrorContains(t, err, "did not start", "the peer must fail when a record does not parse into the model")
+
+	// invocation.py reads one payload a line and reports CPU time alone.
+	var payloads []byte
+	for _, ev := range evs {
+		raw, err := json.Marshal(ev)
+		require.NoError(t, err)
+		payloads = append(append(payloads, raw...), '\n')
+	}
+	path := filepath.Join(dir, "payloads.jsonl")
+	require.NoError(t, os.WriteFile(path, payloads, 0o644))
+	peer, err = startPeer(context.Background(), python, filepath.Join(peerDir(root), "invocation.py"), path)
+	require.NoError(t, err)
+	f, err := peer.passFigures()
+	require.NoError(t, err)
+	require.Len(t, f, 1, "CPU ns per message")
+	require.Greater(t, f[0], 0.0)
+	peer.stop()
 }
 
 // alternate runs the sides in turn, the first one alternating, and emitRatio prints the median

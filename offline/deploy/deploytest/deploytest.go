@@ -4,11 +4,16 @@
 package deploytest
 
 import (
+	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+
+	"github.com/jobkit-go/jobkit/offline/deploy"
 )
 
 // Assembly copies the test assembly into dir (a new temporary directory when dir is "") and
@@ -69,4 +74,18 @@ func moduleRoot(tb testing.TB) string {
 // Resource returns resource id of tpl's Resources (for an edit to change).
 func Resource(tpl map[string]any, id string) map[string]any {
 	return tpl["Resources"].(map[string]any)[id].(map[string]any)
+}
+
+// Deploy deploys opts onto cfg's endpoint (deploy.Deploy) and fails tb if that fails; what it
+// deployed, even in part, is destroyed when the test ends.
+func Deploy(tb testing.TB, cfg aws.Config, opts *deploy.Options) *deploy.Deployment {
+	tb.Helper()
+	d, err := deploy.Deploy(context.Background(), deploy.NewClients(cfg), opts)
+	if d != nil {
+		tb.Cleanup(func() { _ = d.Destroy(context.Background()) })
+	}
+	if err != nil {
+		tb.Fatalf("deploytest: deploy: %v", err)
+	}
+	return d
 }

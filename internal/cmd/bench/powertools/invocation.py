@@ -12,15 +12,13 @@ these. A pass fails the process if any record is reported failed.
 
 from __future__ import annotations
 
-import gc
 import json
 import os
 import sys
-import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-import bench  # noqa: E402  (sets the region, defines the Lambda context)
+import bench  # noqa: E402  (sets the region, defines the Lambda context and the pass loop)
 import handler  # noqa: E402
 
 
@@ -38,19 +36,7 @@ def main() -> None:
         payloads = [line.rstrip(b"\n") for line in f if line.strip()]
     records = sum(len(json.loads(p)["Records"]) for p in payloads)
     context = bench.Context()
-    if (failed := run(payloads, context)) != 0:
-        sys.exit(f"invocation.py: {failed} of {records} records failed")
-    print("ready", flush=True)
-    for line in sys.stdin:
-        if line.strip() != "run":
-            break
-        gc.collect()
-        start = time.process_time_ns()
-        failed = run(payloads, context)
-        elapsed = time.process_time_ns() - start
-        if failed != 0:
-            sys.exit(f"invocation.py: {failed} of {records} records failed")
-        print(elapsed / records, flush=True)
+    bench.serve("invocation.py", lambda: run(payloads, context), records, wall=False)
 
 
 if __name__ == "__main__":
