@@ -30,7 +30,8 @@ type Counts struct {
 	Dead      int // jobs in the dead-letter queue
 }
 
-func (c *Counts) add(o Counts) {
+// Add adds o's counts to c's.
+func (c *Counts) Add(o Counts) {
 	c.Enqueued += o.Enqueued
 	c.Running += o.Running
 	c.Pending += o.Pending
@@ -310,7 +311,7 @@ func (t *Tracker) total(c *Census, per map[*Queue]*Counts, lists []*inspect.Dead
 			n.Dead += max(0, int(lists[i].Approximate)-lists[i].Scanned)
 		}
 		c.Queues = append(c.Queues, QueueCensus{Name: q.Name, Counts: *n})
-		c.Total.add(*n)
+		c.Total.Add(*n)
 	}
 	if !full {
 		c.Unaccounted = max(0, c.Total.Enqueued-c.Total.Succeeded-c.Total.Dead)

@@ -15,11 +15,7 @@ func ExampleFormatTable() {
 		{Name: "Transcode", Counts: devapp.Counts{Enqueued: 7, Running: 2, Succeeded: 3, Retried: 1, Dead: 1}},
 	}}
 	for _, q := range c.Queues {
-		c.Total.Enqueued += q.Enqueued
-		c.Total.Running += q.Running
-		c.Total.Succeeded += q.Succeeded
-		c.Total.Retried += q.Retried
-		c.Total.Dead += q.Dead
+		c.Total.Add(q.Counts)
 	}
 	fmt.Print(devapp.FormatTable(c))
 	fmt.Println(devapp.Summary{Succeeded: 158, Retried: 19, Dead: 9})

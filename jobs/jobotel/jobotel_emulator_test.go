@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/otel/attribute"
@@ -42,12 +43,8 @@ func TestSpansFromEnqueueToRunOnSQS(t *testing.T) {
 	q := awstest.CreateQueue(t, cfg, "otel", nil)
 	dlq := awstest.CreateQueue(t, cfg, "otel-dlq", nil)
 	children := awstest.CreateQueue(t, cfg, "otel-children", nil)
-	spans := tracetest.NewInMemoryExporter()
-	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(spans))
-	producer, err := jobs.NewClient(client, jobs.ClientOptions{DefaultQueueURL: q.URL, Tracer: jobotel.NewTracer(tp)})
-	require.NoError(t, err)
-	childProducer, err := jobs.NewClient(client, jobs.ClientOptions{DefaultQueueURL: children.URL, Tracer: jobotel.NewTracer(tp)})
-	require.NoError(t, err)
+	spans, tp := recordSpans()
+	producer, childProducer := tracedClient(t, client, tp, q), tracedClient(t, client, tp, children)
 
 	ctx, request := tp.Tracer("test").Start(context.Background(), "request")
 	one, err := producer.Enqueue(ctx, work{N: 1}, nil)
@@ -160,11 +157,8 @@ func TestSpansWithAContainerConsumerOnSQS(t *testing.T) {
 	cfg, client := awstest.SQS(t)
 	q := awstest.CreateQueue(t, cfg, "otel-container", nil)
 	dlq := awstest.CreateQueue(t, cfg, "otel-container-dlq", nil)
-	spans := tracetest.NewInMemoryExporter()
-	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(spans))
-	producer, err := jobs.NewClient(client, jobs.ClientOptions{DefaultQueueURL: q.URL, Tracer: jobotel.NewTracer(tp)})
-	require.NoError(t, err)
-	res, err := producer.Enqueue(context.Background(), work{N: 1}, nil)
+	spans, tp := recordSpans()
+	res, err := tracedClient(t, client, tp, q).Enqueue(context.Background(), work{N: 1}, nil)
 	require.NoError(t, err)
 
 	w := jobs.NewWorkers()
@@ -196,4 +190,18 @@ func TestSpansWithAContainerConsumerOnSQS(t *testing.T) {
 	require.NoError(t, <-done)
 	assert.Equal(t, send.SpanContext.SpanID(), run.Parent.SpanID(), "the run is a child of its enqueue")
 	assert.Equal(t, "succeeded", attr(run, jobotel.AttrJobOutcome))
+}
+
+// recordSpans returns a tracer provider whose spans the returned exporter keeps.
+func recordSpans() (*tracetest.InMemoryExporter, *sdktrace.TracerProvider) {
+	spans := tracetest.NewInMemoryExporter()
+	return spans, sdktrace.NewTracerProvider(sdktrace.WithSyncer(spans))
+}
+
+// tracedClient is a jobs client sending to q, traced with tp.
+func tracedClient(t *testing.T, client *sqs.Client, tp *sdktrace.TracerProvider, q awstest.Queue) *jobs.Client {
+	t.Helper()
+	c, err := jobs.NewClient(client, jobs.ClientOptions{DefaultQueueURL: q.URL, Tracer: jobotel.NewTracer(tp)})
+	require.NoError(t, err)
+	return c
 }

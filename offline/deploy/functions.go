@@ -181,6 +181,18 @@ func (dp *deployer) mapping(run *stackRun, id string) error {
 	return nil
 }
 
+// mappedFunction returns the function a mapping (stack's logicalID) names in *function, and
+// sets *function to the function's deployed name; a function not in the deployment is the
+// mapping's ConfigError.
+func (dp *deployer) mappedFunction(function *string, stack, logicalID string) (*Function, error) {
+	fn := dp.d.FunctionByName(*function)
+	if fn == nil {
+		return nil, &ConfigError{Stack: stack, LogicalID: logicalID, Reason: "function " + *function + " is not in the deployment"}
+	}
+	*function = fn.Name
+	return fn, nil
+}
+
 // linkMappings resolves each mapping's function and queue, and checks what Lambda checks when it
 // creates a mapping: the queue's visibility timeout is at least the function's timeout. A queue
 // that is not in this deployment (another deployment's, on the same emulator) is looked up by the
@@ -191,11 +203,10 @@ func (dp *deployer) linkMappings(ctx context.Context) error {
 	}
 	for i := range dp.d.Mappings {
 		m := &dp.d.Mappings[i]
-		fn := dp.d.FunctionByName(m.Function)
-		if fn == nil {
-			return &ConfigError{Stack: m.Stack, LogicalID: m.LogicalID, Reason: "function " + m.Function + " is not in the deployment"}
+		fn, err := dp.mappedFunction(&m.Function, m.Stack, m.LogicalID)
+		if err != nil {
+			return err
 		}
-		m.Function = fn.Name
 		if q := dp.d.QueueByARN(m.QueueARN); q != nil {
 			m.QueueURL = q.URL
 			if q.VisibilityTimeout < fn.Timeout {

@@ -90,11 +90,9 @@ func filterPatterns(props map[string]any) ([]string, error) {
 func (dp *deployer) linkStreamMappings() error {
 	for i := range dp.d.StreamMappings {
 		m := &dp.d.StreamMappings[i]
-		fn := dp.d.FunctionByName(m.Function)
-		if fn == nil {
-			return &ConfigError{Stack: m.Stack, LogicalID: m.LogicalID, Reason: "function " + m.Function + " is not in the deployment"}
+		if _, err := dp.mappedFunction(&m.Function, m.Stack, m.LogicalID); err != nil {
+			return err
 		}
-		m.Function = fn.Name
 		for _, t := range dp.d.Tables {
 			if strings.HasPrefix(m.StreamARN, t.ARN+"/stream/") {
 				m.Table = t.Name

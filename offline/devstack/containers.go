@@ -3,7 +3,7 @@ package devstack
 import (
 	"fmt"
 	"maps"
-	"sort"
+	"slices"
 	"sync"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -91,12 +91,7 @@ func (s *Stack) EMFLines(name string) int64 {
 
 // Containers returns the names of the containers running (as local processes), sorted.
 func (s *Stack) Containers() []string {
-	var names []string
-	for n := range s.tasks {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	return names
+	return slices.Sorted(maps.Keys(s.tasks))
 }
 
 // Task returns the running container named name (see ContainerName), or nil.

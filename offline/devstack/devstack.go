@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"os"
 	"slices"
 	"sort"
@@ -409,12 +410,7 @@ func (s *Stack) Stats() []MappingStats {
 
 // Functions returns the names of the functions running, sorted.
 func (s *Stack) Functions() []string {
-	var names []string
-	for n := range s.runtimes {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	return names
+	return slices.Sorted(maps.Keys(s.runtimes))
 }
 
 // PIDs returns the process ids of every function environment and container running now.
