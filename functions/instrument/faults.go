@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"strconv"
 	"time"
 
 	"github.com/jobkit-go/jobkit/jobs"
@@ -125,29 +124,16 @@ func (a Faulty) MarshalJSON() ([]byte, error) {
 	if len(b) < 2 || b[0] != '{' || b[len(b)-1] != '}' {
 		return nil, fmt.Errorf("instrument: args of kind %s are not a JSON object", a.Args.Kind())
 	}
-	out := b[: len(b)-1 : len(b)-1]
-	sep := func() {
-		if len(out) > 1 {
-			out = append(out, ',')
-		}
+	faults, err := json.Marshal(a.Faults) // its fields omitempty: {} when there is no fault
+	if err != nil || len(faults) == 2 {
+		return b, err
 	}
-	if a.Faults.FailAttempts != 0 {
-		sep()
-		out = append(append(out, `"fail_attempts":`...), strconv.Itoa(a.Faults.FailAttempts)...)
+	if len(b) > 2 {
+		b = append(b[:len(b)-1:len(b)-1], ',')
+	} else {
+		b = b[:1:1]
 	}
-	if a.Faults.Poison {
-		sep()
-		out = append(out, `"poison":true`...)
-	}
-	if a.Faults.OverrunMS != 0 {
-		sep()
-		out = append(append(out, `"overrun_ms":`...), strconv.Itoa(a.Faults.OverrunMS)...)
-	}
-	if a.Faults.Crash {
-		sep()
-		out = append(out, `"crash":true`...)
-	}
-	return append(out, '}'), nil
+	return append(b, faults[1:]...), nil
 }
 
 // crash ends the process at once, as a kill does: no deferred function runs, nothing is answered.

@@ -56,7 +56,24 @@ func TestWithFaultsJSON(t *testing.T) {
 	require.Equal(t, jobs.JobArgs(plain), instrument.WithFaults(plain, instrument.Faults{}), "no faults: the args as they are")
 	require.Equal(t, instrument.Faults{}, instrument.FaultsOf(json.RawMessage(`[1]`)))
 	require.Equal(t, instrument.Faults{}, instrument.FaultsOf(nil))
+
+	for _, tc := range []struct {
+		faulty instrument.Faulty
+		want   string
+	}{
+		{instrument.Faulty{Args: emptyArgs{}, Faults: instrument.Faults{OverrunMS: 300, Crash: true}}, `{"overrun_ms":300,"crash":true}`},
+		{instrument.Faulty{Args: plain}, `{"video_id":"v","seconds":0}`},
+	} {
+		b, err := json.Marshal(tc.faulty)
+		require.NoError(t, err)
+		require.JSONEq(t, tc.want, string(b))
+		require.Equal(t, tc.faulty.Faults, instrument.FaultsOf(b))
+	}
 }
+
+type emptyArgs struct{}
+
+func (emptyArgs) Kind() string { return "empty" }
 
 // Every sample worker, run through the registry as the runtime runs it, decodes args carrying
 // faults exactly as without them: the fault fields are unknown to the sample args.

@@ -281,10 +281,19 @@ type redriveRequest struct {
 	All   bool     `json:"all"`
 }
 
-func (s *Server) apiRedrive(w http.ResponseWriter, r *http.Request) {
-	var req redriveRequest
+// readJSON decodes the request's JSON body as a T; a body that does not decode is answered 400,
+// and ok is false.
+func readJSON[T any](w http.ResponseWriter, r *http.Request) (req T, ok bool) {
 	if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
 		writeError(w, http.StatusBadRequest, "bad request body: %v", err)
+		return req, false
+	}
+	return req, true
+}
+
+func (s *Server) apiRedrive(w http.ResponseWriter, r *http.Request) {
+	req, ok := readJSON[redriveRequest](w, r)
+	if !ok {
 		return
 	}
 	if req.All == (len(req.IDs) > 0) || len(req.IDs) > 100 {
@@ -351,9 +360,8 @@ type purgeRequest struct {
 }
 
 func (s *Server) apiPurge(w http.ResponseWriter, r *http.Request) {
-	var req purgeRequest
-	if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
-		writeError(w, http.StatusBadRequest, "bad request body: %v", err)
+	req, ok := readJSON[purgeRequest](w, r)
+	if !ok {
 		return
 	}
 	q, err := s.queueWithDLQ(r.Context(), req.Queue)

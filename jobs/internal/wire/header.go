@@ -2,7 +2,6 @@ package wire
 
 import (
 	"time"
-	"unicode/utf8"
 )
 
 // Header is an envelope's members other than its args, as DecodeHeader reads them: the fields of
@@ -104,7 +103,7 @@ func DecodeHeader(s string, h *Header, dates *DateCache, onArgs ArgsFunc) (args 
 			}
 			h.EnqueuedAt, i = t, next
 		default:
-			if i, ok = unknownMember(key, s, i); !ok {
+			if i, ok = skipUnknown(key, s, i, envelopeKeys[:]); !ok {
 				return "", false
 			}
 		}
@@ -121,23 +120,6 @@ func DecodeHeader(s string, h *Header, dates *DateCache, onArgs ArgsFunc) (args 
 			return "", false
 		}
 	}
-}
-
-// unknownMember skips the value at s[i] of key, a key that is not an envelope's, and returns the
-// index after it. encoding/json matches keys case-insensitively (with Unicode folding): it leaves
-// near-misses and non-ASCII keys to it.
-func unknownMember(key, s string, i int) (int, bool) {
-	for j := 0; j < len(key); j++ {
-		if key[j] >= utf8.RuneSelf {
-			return 0, false
-		}
-	}
-	for _, k := range envelopeKeys {
-		if asciiEqualFold(key, k) {
-			return 0, false
-		}
-	}
-	return skipValue(s, i)
 }
 
 var envelopeKeys = [...]string{"v", "id", "kind", "args", "enqueued_at", "key", "trace", "batch"}
