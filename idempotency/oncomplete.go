@@ -2,7 +2,6 @@ package idempotency
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
@@ -27,24 +26,37 @@ import (
 // by Do, or inside a job handler run by Middleware, with the context they pass; the store must be
 // a TransactionalStore. It returns ErrNoClaim outside a run.
 func OnComplete(ctx context.Context, items ...types.TransactWriteItem) error {
-	st := claimFrom(ctx)
-	if st == nil {
-		return ErrNoClaim
+	st, _, err := openTransaction(ctx, "OnComplete", len(items))
+	if err != nil {
+		return err
 	}
-	if _, ok := st.store.(TransactionalStore); !ok {
-		return fmt.Errorf("idempotency: store %T cannot write transactions", st.store)
-	}
-	if len(items) == 0 {
-		return errors.New("idempotency: OnComplete with no items")
-	}
-	st.mu.Lock()
 	defer st.mu.Unlock()
-	if st.done != nil {
-		return fmt.Errorf("idempotency: key %q is already completed by a transaction", st.claim.Key)
-	}
 	if n := len(st.pending) + len(items); n > MaxTransactItems {
 		return fmt.Errorf("idempotency: OnComplete: %d items; at most %d fit beside the record", n, MaxTransactItems)
 	}
 	st.pending = append(st.pending, items...)
 	return nil
+}
+
+// openTransaction returns the claim of the run in ctx and its store, locked for op to add items
+// to the key's completion transaction: the caller unlocks st.mu. It fails outside a run, on a
+// store that cannot write transactions, with no items, and once a transaction completed the key.
+func openTransaction(ctx context.Context, op string, items int) (*claimState, TransactionalStore, error) {
+	st := claimFrom(ctx)
+	if st == nil {
+		return nil, nil, ErrNoClaim
+	}
+	ts, ok := st.store.(TransactionalStore)
+	if !ok {
+		return nil, nil, fmt.Errorf("idempotency: store %T cannot write transactions", st.store)
+	}
+	if items == 0 {
+		return nil, nil, fmt.Errorf("idempotency: %s with no items", op)
+	}
+	st.mu.Lock()
+	if st.done != nil {
+		st.mu.Unlock()
+		return nil, nil, fmt.Errorf("idempotency: key %q is already completed by a transaction", st.claim.Key)
+	}
+	return st, ts, nil
 }

@@ -45,22 +45,11 @@ type TransactOptions struct {
 // It returns ErrNoClaim outside a run, and a *TransactionError when DynamoDB cancels the
 // transaction (a business condition failed, or the claim was lost: errors.Is(err, ErrLeaseLost)).
 func TransactWrite(ctx context.Context, items []types.TransactWriteItem, opts *TransactOptions) error {
-	st := claimFrom(ctx)
-	if st == nil {
-		return ErrNoClaim
+	st, ts, err := openTransaction(ctx, "TransactWrite", len(items))
+	if err != nil {
+		return err
 	}
-	ts, ok := st.store.(TransactionalStore)
-	if !ok {
-		return fmt.Errorf("idempotency: store %T cannot write transactions", st.store)
-	}
-	if len(items) == 0 {
-		return errors.New("idempotency: TransactWrite with no items")
-	}
-	st.mu.Lock()
 	defer st.mu.Unlock()
-	if st.done != nil {
-		return fmt.Errorf("idempotency: key %q is already completed by a transaction", st.claim.Key)
-	}
 	if n := len(items) + len(st.pending); n > MaxTransactItems {
 		return fmt.Errorf("idempotency: TransactWrite with %d items (%d of them from OnComplete); at most %d fit beside the record",
 			n, len(st.pending), MaxTransactItems)

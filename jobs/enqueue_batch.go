@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"strconv"
-	"sync"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -264,19 +263,13 @@ func (c *Client) sendChunk(ctx context.Context, queue string, idx []int, prepare
 // the jobs ready to send, in order; a job whose payload was not stored gets its error and is not
 // sent (on FIFO its group's later jobs are then not sent either).
 func (c *Client) storeAll(ctx context.Context, idx []int, prepared []prepared, results []EnqueueResult) []int {
-	var wg sync.WaitGroup
-	sem := make(chan struct{}, 4)
+	var claimChecks []int
 	for _, i := range idx {
 		if p := &prepared[i]; p.payload != "" && !p.stored {
-			sem <- struct{}{}
-			wg.Add(1)
-			go func() {
-				defer func() { <-sem; wg.Done() }()
-				results[i].Err = c.store(ctx, p)
-			}()
+			claimChecks = append(claimChecks, i)
 		}
 	}
-	wg.Wait()
+	eachAtMost(4, claimChecks, func(i int) { results[i].Err = c.store(ctx, &prepared[i]) })
 	ready := make([]int, 0, len(idx))
 	for _, i := range idx {
 		if results[i].Err == nil {

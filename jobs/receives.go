@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"log/slog"
 	"sort"
-	"sync"
 
 	"github.com/jobkit-go/jobkit/jobs/contract"
 )
@@ -281,17 +280,7 @@ func (b *batch) each(recs []*record, fn func(*record)) {
 		fn(recs[0])
 		return
 	}
-	sem := make(chan struct{}, visibilityCalls)
-	var wg sync.WaitGroup
-	for _, r := range recs {
-		sem <- struct{}{}
-		wg.Add(1)
-		go func() {
-			defer func() { <-sem; wg.Done() }()
-			fn(r)
-		}()
-	}
-	wg.Wait()
+	eachAtMost(visibilityCalls, recs, fn)
 }
 
 // recordNotRun tells the ledger, for each record not yet told, what this delivery was: one that

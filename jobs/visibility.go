@@ -121,15 +121,17 @@ func fifoChangeOrder(recs []*record, vt func(*record) int32) ([]*record, func(*r
 
 // eachAtMost calls fn on every item, at most limit calls at once, and returns when all are done.
 func eachAtMost[T any](limit int, items []T, fn func(T)) {
+	if len(items) == 0 {
+		return
+	}
 	sem := make(chan struct{}, max(limit, 1))
 	var wg sync.WaitGroup
 	for _, it := range items {
 		sem <- struct{}{}
-		wg.Add(1)
-		go func() {
-			defer func() { <-sem; wg.Done() }()
+		wg.Go(func() {
+			defer func() { <-sem }()
 			fn(it)
-		}()
+		})
 	}
 	wg.Wait()
 }

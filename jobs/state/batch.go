@@ -486,16 +486,7 @@ func (t *Table) maybeCallback(ctx context.Context, batch string, shards int, cli
 	cond := expression.Name(attrShardsLeft).Equal(expression.Value(0)).
 		And(expression.AttributeNotExists(expression.Name(attrCbSent))).
 		And(expression.AttributeNotExists(expression.Name(attrCbLease)).Or(expression.Name(attrCbLease).LessThanEqual(expression.Value(now.UnixMilli()))))
-	expr, err := expression.NewBuilder().WithCondition(cond).
-		WithUpdate(expression.Set(expression.Name(attrCbLease), expression.Value(until.UnixMilli()))).Build()
-	if err != nil {
-		return err
-	}
-	_, err = t.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-		TableName: aws.String(t.name), Key: key(metaKey(batch)), UpdateExpression: expr.Update(),
-		ConditionExpression: expr.Condition(), ExpressionAttributeNames: expr.Names(), ExpressionAttributeValues: expr.Values(),
-		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
-	})
+	err = t.setMetaIf(ctx, batch, cond, attrCbLease, until.UnixMilli())
 	var ccf *types.ConditionalCheckFailedException
 	if errors.As(err, &ccf) {
 		if num(ccf.Item, attrCbSent) > 0 {
