@@ -30,13 +30,7 @@ ENTRYPOINT ["/worker"]
 // Go, not Docker: the deploy builds the image (a copy of one file). The build is reproducible
 // (-trimpath, -buildvcs=false), so the asset changes only when the binary does.
 func (s GoSource) containerImage() awsecs.ContainerImage {
-	if err := s.validate(); err != nil {
-		panic("jobkit: " + err.Error())
-	}
-	moduleDir, err := filepath.Abs(s.ModuleDir)
-	if err != nil {
-		panic(fmt.Sprintf("jobkit: GoSource.ModuleDir %q: %v", s.ModuleDir, err))
-	}
+	moduleDir := s.mustModuleDir()
 	goBin, err := exec.LookPath("go")
 	if err != nil {
 		panic("jobkit: ContainerWorker needs a Go toolchain on PATH at synth to build " + s.pkgArg())

@@ -18,6 +18,7 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/awss3assets"
 	"github.com/aws/constructs-go/constructs/v10"
 	"github.com/aws/jsii-runtime-go"
+
 	"github.com/jobkit-go/jobkit/jobs/contract"
 )
 
@@ -105,13 +106,7 @@ func (s GoSource) pkgArg() string {
 // -buildvcs=false), so a function is redeployed only when its binary changes.
 // It panics if s is incomplete.
 func (s GoSource) Code() awslambda.Code {
-	if err := s.validate(); err != nil {
-		panic("jobkit: " + err.Error())
-	}
-	moduleDir, err := filepath.Abs(s.ModuleDir)
-	if err != nil {
-		panic(fmt.Sprintf("jobkit: GoSource.ModuleDir %q: %v", s.ModuleDir, err))
-	}
+	moduleDir := s.mustModuleDir()
 	env := map[string]*string{
 		"GOOS":        jsii.String("linux"),
 		"GOARCH":      jsii.String("arm64"),
@@ -129,6 +124,18 @@ func (s GoSource) Code() awslambda.Code {
 			Local:       &goBundler{moduleDir: moduleDir, source: s},
 		},
 	})
+}
+
+// mustModuleDir returns the absolute path of s's module, panicking if s is incomplete.
+func (s GoSource) mustModuleDir() string {
+	if err := s.validate(); err != nil {
+		panic("jobkit: " + err.Error())
+	}
+	moduleDir, err := filepath.Abs(s.ModuleDir)
+	if err != nil {
+		panic(fmt.Sprintf("jobkit: GoSource.ModuleDir %q: %v", s.ModuleDir, err))
+	}
+	return moduleDir
 }
 
 func (s GoSource) buildArgs(out string) []string {

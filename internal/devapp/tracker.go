@@ -24,6 +24,7 @@ import (
 	"github.com/jobkit-go/jobkit/jobs/contract"
 	"github.com/jobkit-go/jobkit/jobs/inspect"
 	"github.com/jobkit-go/jobkit/offline/deploy"
+	"github.com/jobkit-go/jobkit/offline/devrun"
 	"github.com/jobkit-go/jobkit/offline/devstack"
 	"github.com/jobkit-go/jobkit/offline/esm"
 	"github.com/jobkit-go/jobkit/offline/schedfire"
@@ -305,29 +306,7 @@ func (t *Tracker) Output(w io.Writer) io.Writer {
 	if w == nil {
 		w = io.Discard
 	}
-	return &outputReader{t: t, w: w}
-}
-
-type outputReader struct {
-	t  *Tracker
-	w  io.Writer
-	mu sync.Mutex
-	bf []byte
-}
-
-func (o *outputReader) Write(p []byte) (int, error) {
-	o.mu.Lock()
-	o.bf = append(o.bf, p...)
-	for {
-		i := bytes.IndexByte(o.bf, '\n')
-		if i < 0 {
-			break
-		}
-		o.t.readLine(o.bf[:i])
-		o.bf = o.bf[i+1:]
-	}
-	o.mu.Unlock()
-	return o.w.Write(p)
+	return &devrun.LineReader{W: w, Read: t.readLine}
 }
 
 // logLine is what the Tracker reads from a sample function's own JSON log line.

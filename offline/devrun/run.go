@@ -126,14 +126,14 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	log := slog.New(slog.NewJSONHandler(cfg.FunctionOutput, nil))
 	cfg.AWS.Logger = logging.NewStandardLogger(cfg.FunctionOutput)
 	var counter *Counter
-	lines := &lineReader{w: cfg.FunctionOutput}
+	lines := &LineReader{W: cfg.FunctionOutput}
 	start := time.Now()
 	running, err := devstack.Up(ctx, devstack.UpConfig{
 		Deploy: deploy.Options{CDKOut: cfg.CDKOut, ModuleDir: cfg.ModuleDir, BuildDir: cfg.BuildDir, Prefix: cfg.Prefix, Sources: cfg.Sources, Logger: log},
 		Config: devstack.Config{AWS: cfg.AWS, Logger: log, Output: lines, Events: true, Metrics: true},
 		Prepare: func(_ context.Context, d *deploy.Deployment, sc *devstack.Config) error {
 			counter = NewCounter(sqs.NewFromConfig(cfg.AWS), d)
-			lines.read = counter.ReadLine
+			lines.Read = counter.ReadLine
 			sc.OnBatch = counter.OnBatch
 			cfg.Note(fmt.Sprintf("dev: deployed %d stacks in %s: %d functions, %d job queues, %d tables, %d schedules (%d resources not needed offline)",
 				len(d.Stacks), time.Since(start).Round(100*time.Millisecond), len(d.Functions), len(counter.Queues()), len(d.Tables),
@@ -250,15 +250,18 @@ func watch(ctx context.Context, cfg Config, counter *Counter) error {
 	}
 }
 
-// lineReader passes the functions' output on to w and each whole line to read.
-type lineReader struct {
-	w    io.Writer
-	read func([]byte)
+// LineReader passes output on to W and each whole line of it, without its newline, to Read (when
+// not nil): how the dev programs read the functions' output as it goes by. Read may be set until
+// the first Write.
+type LineReader struct {
+	W    io.Writer
+	Read func(line []byte)
 	mu   sync.Mutex
 	buf  []byte
 }
 
-func (l *lineReader) Write(p []byte) (int, error) {
+// Write implements io.Writer.
+func (l *LineReader) Write(p []byte) (int, error) {
 	l.mu.Lock()
 	l.buf = append(l.buf, p...)
 	for {
@@ -266,11 +269,11 @@ func (l *lineReader) Write(p []byte) (int, error) {
 		if i < 0 {
 			break
 		}
-		if l.read != nil {
-			l.read(l.buf[:i])
+		if l.Read != nil {
+			l.Read(l.buf[:i])
 		}
 		l.buf = l.buf[i+1:]
 	}
 	l.mu.Unlock()
-	return l.w.Write(p)
+	return l.W.Write(p)
 }
