@@ -39,6 +39,33 @@ type worker struct {
 	runs   *atomic.Int32
 }
 
+// runtimeFixture is what the runtime tests run on: a job queue and its DLQ, an idempotency
+// table, a ledger with one account holding 100, and the runs of its workers' side effect.
+type runtimeFixture struct {
+	cfg    aws.Config
+	client *sqs.Client
+	q, dlq awstest.Queue
+	table  string
+	l      *ledger
+	runs   atomic.Int32
+}
+
+func newRuntimeFixture(t *testing.T, account string) *runtimeFixture {
+	t.Helper()
+	f := &runtimeFixture{}
+	f.cfg, f.client = awstest.SQS(t)
+	f.q, f.dlq = awstest.QueueWithDLQ(t, f.cfg, "jobs", &awstest.QueueOptions{MaxReceiveCount: 10})
+	f.table = awstest.CreateTable(t, f.cfg, "idem", idempotency.AttrID, "")
+	f.l = newLedger(t, dynamodb.NewFromConfig(f.cfg))
+	f.l.open(t, account, 100)
+	return f
+}
+
+// worker is a container of the fixture's worker (newWorker).
+func (f *runtimeFixture) worker(t *testing.T) *worker {
+	return newWorker(t, f.cfg, f.table, f.l, f.q, f.dlq, &f.runs)
+}
+
 func newWorker(t *testing.T, cfg aws.Config, table string, l *ledger, q, dlq awstest.Queue, runs *atomic.Int32) *worker {
 	t.Helper()
 	store := idempotency.NewDynamoDBStore(dynamodb.NewFromConfig(cfg), table)
@@ -99,15 +126,9 @@ func queueEmpty(t *testing.T, client *sqs.Client, q awstest.Queue) {
 // its side effect once, and every copy is deleted as a success.
 func TestRuntimeDuplicateDeliveryRunsOnce(t *testing.T) {
 	t.Parallel()
-	cfg, client := awstest.SQS(t)
-	q, dlq := awstest.QueueWithDLQ(t, cfg, "jobs", &awstest.QueueOptions{MaxReceiveCount: 10})
-	table := awstest.CreateTable(t, cfg, "idem", idempotency.AttrID, "")
-	l := newLedger(t, dynamodb.NewFromConfig(cfg))
-	l.open(t, "acct-rt", 100)
-
-	var runs atomic.Int32
-	containerA := newWorker(t, cfg, table, l, q, dlq, &runs)
-	containerB := newWorker(t, cfg, table, l, q, dlq, &runs)
+	f := newRuntimeFixture(t, "acct-rt")
+	cfg, client, q, dlq, l, runs := f.cfg, f.client, f.q, f.dlq, f.l, &f.runs
+	containerA, containerB := f.worker(t), f.worker(t)
 
 	body := jobstest.Body(chargeCard{Account: "acct-rt", Payment: "pay-rt", Amount: 25}, nil)
 	send(t, client, q, body)
@@ -132,7 +153,7 @@ func TestRuntimeDuplicateDeliveryRunsOnce(t *testing.T) {
 	e, err := jobs.DecodeEnvelope(body)
 	require.NoError(t, err)
 	key := idempotency.JobKey(&jobs.JobRow{ID: e.ID, Kind: e.Kind, Key: e.Key})
-	rec, err := idempotency.NewDynamoDBStore(dynamodb.NewFromConfig(cfg), table).Get(context.Background(), key)
+	rec, err := idempotency.NewDynamoDBStore(dynamodb.NewFromConfig(cfg), f.table).Get(context.Background(), key)
 	require.NoError(t, err)
 	assert.Equal(t, idempotency.StatusCompleted, rec.Status)
 }
@@ -141,13 +162,8 @@ func TestRuntimeDuplicateDeliveryRunsOnce(t *testing.T) {
 // payload_mismatch, and the first job's side effect stands alone.
 func TestRuntimePayloadMismatchIsDeadLettered(t *testing.T) {
 	t.Parallel()
-	cfg, client := awstest.SQS(t)
-	q, dlq := awstest.QueueWithDLQ(t, cfg, "jobs", &awstest.QueueOptions{MaxReceiveCount: 10})
-	table := awstest.CreateTable(t, cfg, "idem", idempotency.AttrID, "")
-	l := newLedger(t, dynamodb.NewFromConfig(cfg))
-	l.open(t, "acct-mm", 100)
-	var runs atomic.Int32
-	w := newWorker(t, cfg, table, l, q, dlq, &runs)
+	f := newRuntimeFixture(t, "acct-mm")
+	client, q, dlq, l, runs, w := f.client, f.q, f.dlq, f.l, &f.runs, f.worker(t)
 
 	send(t, client, q, jobstest.Body(chargeCard{Account: "acct-mm", Payment: "pay-mm", Amount: 10}, &jobstest.MessageOpts{Key: "order-77"}))
 	assert.Empty(t, deliver(t, client, q, w).BatchItemFailures)

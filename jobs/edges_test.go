@@ -37,8 +37,7 @@ func receiveAgain(t *testing.T, client *sqs.Client, url string, msgs []sqstypes.
 		_, err := client.ChangeMessageVisibility(context.Background(), &sqs.ChangeMessageVisibilityInput{QueueUrl: aws.String(url), ReceiptHandle: m.ReceiptHandle})
 		require.NoError(t, err)
 	}
-	again := awstest.Receive(t, client, url, len(msgs), 10*time.Second)
-	require.Len(t, again, len(msgs))
+	again := awstest.ReceiveN(t, client, url, len(msgs))
 	return again
 }
 
@@ -84,8 +83,7 @@ func TestRuntimePostJobWorkIsBoundedOnSQS(t *testing.T) {
 	}
 	batch = append(batch, TestJob{N: 99, Mode: "cancel"})
 	enqueue(t, direct, q.URL, batch...)
-	msgs := awstest.Receive(t, direct, q.URL, len(batch), 15*time.Second)
-	require.Len(t, msgs, len(batch))
+	msgs := awstest.ReceiveN(t, direct, q.URL, len(batch))
 
 	slowCfg := awstest.Proxied(t, cfg, &faultproxy.Options{Latency: func(api string) time.Duration {
 		switch api {
@@ -117,8 +115,7 @@ func TestRuntimeDeadLetterSendInFlightAtTheHardStopOnSQS(t *testing.T) {
 	dlq := awstest.CreateQueue(t, cfg, "dlq", nil)
 	q := awstest.CreateQueue(t, cfg, "q", &awstest.QueueOptions{VisibilityTimeout: 30})
 	enqueue(t, direct, q.URL, TestJob{N: 1, Mode: "sleep-cancel", Seconds: 3.9})
-	msgs := awstest.Receive(t, direct, q.URL, 1, 10*time.Second)
-	require.Len(t, msgs, 1)
+	msgs := awstest.ReceiveN(t, direct, q.URL, 1)
 
 	// The send starts at 3.9 s and takes 2.2 s more than the emulator's own time: in flight at
 	// the hard stop, done with almost a second to spare before the AWS calls' end.
@@ -213,8 +210,7 @@ func TestRuntimeFirstHeartbeatAtStartOnSQS(t *testing.T) {
 	dlq := awstest.CreateQueue(t, cfg, "dlq", nil)
 	q := awstest.CreateQueue(t, cfg, "q", &awstest.QueueOptions{VisibilityTimeout: 6})
 	enqueue(t, client, q.URL, TestJob{N: 1, Mode: "sleep", Seconds: 4})
-	msgs := awstest.Receive(t, client, q.URL, 1, 10*time.Second)
-	require.Len(t, msgs, 1)
+	msgs := awstest.ReceiveN(t, client, q.URL, 1)
 	time.Sleep(5 * time.Second) // the batching window: 1 s of visibility left
 
 	rc := runtimeConfig(client, q.URL, dlq.URL)
@@ -238,8 +234,7 @@ func TestRuntimeLostMessageCancelsTheJobOnSQS(t *testing.T) {
 	dlq := awstest.CreateQueue(t, cfg, "dlq", nil)
 	q := awstest.CreateQueue(t, cfg, "q", &awstest.QueueOptions{VisibilityTimeout: 3})
 	enqueue(t, client, q.URL, TestJob{N: 1})
-	msgs := awstest.Receive(t, client, q.URL, 1, 10*time.Second)
-	require.Len(t, msgs, 1)
+	msgs := awstest.ReceiveN(t, client, q.URL, 1)
 
 	w := jobs.NewWorkers()
 	var cause atomic.Value
@@ -272,8 +267,7 @@ func TestRuntimeSeveralQueuesOnSQS(t *testing.T) {
 	a := awstest.CreateQueue(t, cfg, "a", &awstest.QueueOptions{VisibilityTimeout: 30})
 	b := awstest.CreateQueue(t, cfg, "b", &awstest.QueueOptions{VisibilityTimeout: 30})
 	enqueue(t, client, b.URL, TestJob{N: 1, Mode: "fail"}, TestJob{N: 2, Mode: "cancel"})
-	msgs := awstest.Receive(t, client, b.URL, 2, 10*time.Second)
-	require.Len(t, msgs, 2)
+	msgs := awstest.ReceiveN(t, client, b.URL, 2)
 
 	rc := runtimeConfig(client, a.URL, dlq.URL)
 	rc.Backoff = fixedBackoff(time.Second)
@@ -284,8 +278,7 @@ func TestRuntimeSeveralQueuesOnSQS(t *testing.T) {
 	deleteExcept(t, client, b.URL, msgs, failed)
 	again := awstest.Receive(t, client, b.URL, 1, 8*time.Second)
 	require.Len(t, again, 1, "the backoff was set on queue b, not the 30 s timeout")
-	dead := awstest.Receive(t, client, dlq.URL, 1, 5*time.Second)
-	require.Len(t, dead, 1)
+	dead := awstest.ReceiveN(t, client, dlq.URL, 1)
 	assert.Equal(t, b.URL, jobstest.DecodeDeadLetter(dead[0]).SourceQueue)
 }
 
@@ -314,8 +307,7 @@ func TestRuntimeFIFOSkipsAreNotAttemptsOnSQS(t *testing.T) {
 	handler := jobs.NewLambdaHandler(w, rc).HandleSQS
 
 	// Delivery 1: A fails, B is skipped.
-	msgs := awstest.Receive(t, client, q.URL, 2, 10*time.Second)
-	require.Len(t, msgs, 2)
+	msgs := awstest.ReceiveN(t, client, q.URL, 2)
 	resp, err := handler(context.Background(), jobstest.EventFromMessages(q.ARN, msgs))
 	require.NoError(t, err)
 	require.Len(t, resp.BatchItemFailures, 2)

@@ -108,8 +108,7 @@ func TestRuntimeRetryFollowsBackoffOnSQS(t *testing.T) {
 	dlq := awstest.CreateQueue(t, cfg, "dlq", nil)
 	q := awstest.CreateQueue(t, cfg, "q", &awstest.QueueOptions{VisibilityTimeout: 30})
 	enqueue(t, client, q.URL, TestJob{N: 1}, TestJob{N: 2, Mode: "fail"}, TestJob{N: 3})
-	msgs := awstest.Receive(t, client, q.URL, 3, 10*time.Second)
-	require.Len(t, msgs, 3)
+	msgs := awstest.ReceiveN(t, client, q.URL, 3)
 
 	rc := runtimeConfig(client, q.URL, dlq.URL)
 	rc.Backoff = fixedBackoff(6 * time.Second)
@@ -146,14 +145,12 @@ func TestRuntimeDeadLettersOnSQS(t *testing.T) {
 	require.NoError(t, err)
 
 	// First delivery: hand both back at once, as a failed attempt with no backoff would.
-	first := awstest.Receive(t, client, q.URL, 2, 10*time.Second)
-	require.Len(t, first, 2)
+	first := awstest.ReceiveN(t, client, q.URL, 2)
 	for _, m := range first {
 		_, err := client.ChangeMessageVisibility(context.Background(), &sqs.ChangeMessageVisibilityInput{QueueUrl: aws.String(q.URL), ReceiptHandle: m.ReceiptHandle})
 		require.NoError(t, err)
 	}
-	msgs := awstest.Receive(t, client, q.URL, 2, 10*time.Second)
-	require.Len(t, msgs, 2)
+	msgs := awstest.ReceiveN(t, client, q.URL, 2)
 	var job, junk sqstypes.Message
 	for _, m := range msgs {
 		require.Equal(t, "2", m.Attributes["ApproximateReceiveCount"])
@@ -177,8 +174,7 @@ func TestRuntimeDeadLettersOnSQS(t *testing.T) {
 	require.NoError(t, err)
 	assert.Empty(t, resp.BatchItemFailures)
 
-	dead := awstest.Receive(t, client, dlq.URL, 2, 10*time.Second)
-	require.Len(t, dead, 2)
+	dead := awstest.ReceiveN(t, client, dlq.URL, 2)
 	byID := map[string]jobstest.DeadLetter{}
 	for _, m := range dead {
 		d := jobstest.DecodeDeadLetter(m)
@@ -224,8 +220,7 @@ func TestRuntimeFIFOSkipGroupOnSQS(t *testing.T) {
 	enqueue(t, client, q.URL,
 		TestJob{N: 1, Group: "A"}, TestJob{N: 11, Group: "B"}, TestJob{N: 2, Group: "A", Mode: "fail"},
 		TestJob{N: 12, Group: "B"}, TestJob{N: 3, Group: "A"}, TestJob{N: 13, Group: "B"})
-	msgs := awstest.Receive(t, client, q.URL, 6, 10*time.Second)
-	require.Len(t, msgs, 6)
+	msgs := awstest.ReceiveN(t, client, q.URL, 6)
 
 	r := &ran{}
 	rc := runtimeConfig(client, q.URL, dlq.URL)
@@ -256,8 +251,7 @@ func TestRuntimeHeartbeatOnSQS(t *testing.T) {
 	dlq := awstest.CreateQueue(t, cfg, "dlq", nil)
 	q := awstest.CreateQueue(t, cfg, "q", &awstest.QueueOptions{VisibilityTimeout: 2})
 	enqueue(t, client, q.URL, TestJob{N: 1, Mode: "sleep", Seconds: 6}, TestJob{N: 2})
-	msgs := awstest.Receive(t, client, q.URL, 2, 10*time.Second)
-	require.Len(t, msgs, 2)
+	msgs := awstest.ReceiveN(t, client, q.URL, 2)
 
 	var runs atomic.Int32
 	w := jobs.NewWorkers()
@@ -291,8 +285,7 @@ func TestRuntimePanicAndTimeoutOnSQS(t *testing.T) {
 	dlq := awstest.CreateQueue(t, cfg, "dlq", nil)
 	q := awstest.CreateQueue(t, cfg, "q", &awstest.QueueOptions{VisibilityTimeout: 30})
 	enqueue(t, client, q.URL, TestJob{N: 1, Mode: "panic"}, TestJob{N: 2, Mode: "block"}, TestJob{N: 3})
-	msgs := awstest.Receive(t, client, q.URL, 3, 10*time.Second)
-	require.Len(t, msgs, 3)
+	msgs := awstest.ReceiveN(t, client, q.URL, 3)
 	rc := runtimeConfig(client, q.URL, dlq.URL)
 	rc.JobTimeout = time.Second
 	rc.Backoff = fixedBackoff(time.Second)
@@ -365,8 +358,7 @@ func TestClientEnqueueBatchOnSQS(t *testing.T) {
 		ids[r.ID] = true
 	}
 	require.Len(t, ids, 25)
-	msgs := awstest.Receive(t, client, q.URL, 25, 20*time.Second)
-	require.Len(t, msgs, 25)
+	msgs := awstest.ReceiveN(t, client, q.URL, 25)
 	for _, m := range msgs {
 		env, err := jobs.DecodeEnvelope(aws.ToString(m.Body))
 		require.NoError(t, err)
@@ -502,8 +494,7 @@ func TestClientDelayOnSQS(t *testing.T) {
 	require.NoError(t, err)
 	require.Empty(t, awstest.Receive(t, client, q.URL, 1, 2*time.Second))
 	require.Less(t, time.Since(start), 4*time.Second, "the machine is too slow for this check")
-	msgs := awstest.Receive(t, client, q.URL, 1, 15*time.Second)
-	require.Len(t, msgs, 1)
+	awstest.ReceiveN(t, client, q.URL, 1)
 	assert.GreaterOrEqual(t, time.Since(start), 3*time.Second)
 }
 

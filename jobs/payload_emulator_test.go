@@ -119,8 +119,7 @@ func (ps payloadSetup) enqueueBig(t *testing.T, size int) (jobs.EnqueueResult, [
 	t.Helper()
 	res, err := ps.client.Enqueue(context.Background(), newBigJob(size), nil)
 	require.NoError(t, err)
-	msgs := awstest.Receive(t, ps.sqs, ps.q.URL, 1, 10*time.Second)
-	require.Len(t, msgs, 1)
+	msgs := awstest.ReceiveN(t, ps.sqs, ps.q.URL, 1)
 	return res, msgs
 }
 
@@ -193,8 +192,7 @@ func TestLargeJobDeadLetterAndRedriveOnSQS(t *testing.T) {
 	assert.Equal(t, []bool{true}, seen.intact, "the failing run had the whole blob")
 	deleteExcept(t, ps.sqs, ps.q.URL, msgs, nil)
 
-	dead := awstest.Receive(t, ps.sqs, ps.dlq.URL, 1, 10*time.Second)
-	require.Len(t, dead, 1)
+	dead := awstest.ReceiveN(t, ps.sqs, ps.dlq.URL, 1)
 	assert.Equal(t, aws.ToString(msgs[0].Body), aws.ToString(dead[0].Body), "the copy keeps the pointer, not the 5 MiB")
 	d := jobstest.DecodeDeadLetter(dead[0])
 	assert.Equal(t, contract.ReasonAttemptsUsed, d.Reason)
@@ -223,8 +221,7 @@ func TestLargeJobDeadLetterAndRedriveOnSQS(t *testing.T) {
 	require.NoError(t, err)
 	require.EqualValues(t, 1, moved.Moved)
 
-	back := awstest.Receive(t, ps.sqs, ps.q.URL, 1, 10*time.Second)
-	require.Len(t, back, 1)
+	back := awstest.ReceiveN(t, ps.sqs, ps.q.URL, 1)
 	assert.Equal(t, aws.ToString(msgs[0].Body), aws.ToString(back[0].Body))
 	assert.Contains(t, back[0].MessageAttributes, contract.AttrPayloadSize, "a redriven claim check still reads as one to the extended clients")
 	event, err := json.Marshal(jobstest.EventFromMessages(ps.q.ARN, back))
@@ -255,8 +252,7 @@ func TestPointerToMissingObjectIsDeadLetteredOnSQS(t *testing.T) {
 		_, err := ps.sqs.SendMessage(context.Background(), &sqs.SendMessageInput{QueueUrl: aws.String(ps.q.URL), MessageBody: aws.String(p.Body())})
 		require.NoError(t, err)
 	}
-	msgs := awstest.Receive(t, ps.sqs, ps.q.URL, 3, 10*time.Second)
-	require.Len(t, msgs, 3)
+	msgs := awstest.ReceiveN(t, ps.sqs, ps.q.URL, 3)
 	var seen bigSeen
 	rc := runtimeConfigS3(ps) // MaxAttempts 5: not dead-lettered for its attempts
 	resp, err := jobs.NewLambdaHandler(bigWorkers(&seen, false), rc).HandleSQS(context.Background(), jobstest.EventFromMessages(ps.q.ARN, msgs))
@@ -264,8 +260,7 @@ func TestPointerToMissingObjectIsDeadLetteredOnSQS(t *testing.T) {
 	assert.Empty(t, resp.BatchItemFailures)
 	assert.Empty(t, seen.sizes)
 
-	dead := awstest.Receive(t, ps.sqs, ps.dlq.URL, 3, 10*time.Second)
-	require.Len(t, dead, 3)
+	dead := awstest.ReceiveN(t, ps.sqs, ps.dlq.URL, 3)
 	for _, m := range dead {
 		d := jobstest.DecodeDeadLetter(m)
 		assert.Equal(t, contract.ReasonPayloadUnavailable, d.Reason)
@@ -372,8 +367,7 @@ func TestLargeJobKeepsFIFOOrderOnSQS(t *testing.T) {
 	})
 	require.NoError(t, err)
 
-	msgs := awstest.Receive(t, ps.sqs, ps.q.URL, 3, 10*time.Second)
-	require.Len(t, msgs, 3)
+	msgs := awstest.ReceiveN(t, ps.sqs, ps.q.URL, 3)
 	_, ok := jobs.ParsePayloadPointer(aws.ToString(msgs[1].Body))
 	require.True(t, ok, "the second message is the claim check")
 	var seen bigSeen
@@ -397,8 +391,7 @@ func TestPayloadOverTheLimitIsDeadLetteredAloneOnSQS(t *testing.T) {
 		_, err := ps.client.Enqueue(context.Background(), j, nil)
 		require.NoError(t, err)
 	}
-	msgs := awstest.Receive(t, ps.sqs, ps.q.URL, 2, 10*time.Second)
-	require.Len(t, msgs, 2)
+	msgs := awstest.ReceiveN(t, ps.sqs, ps.q.URL, 2)
 	var seen bigSeen
 	rc := runtimeConfigS3(ps)
 	rc.MaxPayloadSize = 1 << 20
@@ -407,8 +400,7 @@ func TestPayloadOverTheLimitIsDeadLetteredAloneOnSQS(t *testing.T) {
 	assert.Empty(t, resp.BatchItemFailures)
 	assert.Len(t, seen.sizes, 1, "the small job ran")
 
-	dead := awstest.Receive(t, ps.sqs, ps.dlq.URL, 1, 10*time.Second)
-	require.Len(t, dead, 1)
+	dead := awstest.ReceiveN(t, ps.sqs, ps.dlq.URL, 1)
 	d := jobstest.DecodeDeadLetter(dead[0])
 	assert.Equal(t, contract.ReasonPayloadUnavailable, d.Reason)
 	assert.Contains(t, d.Error, "payload too large")

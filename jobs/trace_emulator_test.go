@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
@@ -70,8 +69,7 @@ func TestTraceFromEnqueueToWorkerThroughARedriveOnSQS(t *testing.T) {
 	rc := runtimeConfig(client, q.URL, dlq.URL)
 	rc.Logger, rc.Metrics = slog.New(slog.NewJSONHandler(logs, nil)), metrics
 	run := func() {
-		msgs := awstest.Receive(t, client, q.URL, 1, 10*time.Second)
-		require.Len(t, msgs, 1)
+		msgs := awstest.ReceiveN(t, client, q.URL, 1)
 		resp, err := jobs.NewLambdaHandler(w, rc).HandleSQS(context.Background(), jobstest.EventFromMessages(q.ARN, msgs))
 		require.NoError(t, err)
 		require.Empty(t, resp.BatchItemFailures)
@@ -112,8 +110,7 @@ func TestTraceFromEnqueueToWorkerThroughARedriveOnSQS(t *testing.T) {
 		assert.Equal(t, []any{traceID}, l["trace_ids"], "the metrics line lists the trace")
 	}
 
-	child := awstest.Receive(t, client, children.URL, 1, 10*time.Second)
-	require.Len(t, child, 1)
+	child := awstest.ReceiveN(t, client, children.URL, 1)
 	env, err := jobs.DecodeEnvelope(aws.ToString(child[0].Body))
 	require.NoError(t, err)
 	assert.Equal(t, traceID, jobs.TraceID(env.Trace), "a job enqueued from a job continues its trace")
@@ -134,8 +131,7 @@ func TestTraceFromAWSTraceHeaderOnSQS(t *testing.T) {
 		},
 	})
 	require.NoError(t, err)
-	msgs := awstest.Receive(t, client, q.URL, 1, 10*time.Second)
-	require.Len(t, msgs, 1)
+	msgs := awstest.ReceiveN(t, client, q.URL, 1)
 	require.Contains(t, msgs[0].Attributes, "AWSTraceHeader", "the emulator passes the header")
 
 	var got string
