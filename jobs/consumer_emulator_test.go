@@ -46,8 +46,7 @@ func runConsumer(t *testing.T, c *jobs.Consumer, stop func() bool) {
 func TestConsumerLongJobOnSQS(t *testing.T) {
 	t.Parallel()
 	cfg, client, calls := countedSQS(t)
-	dlq := awstest.CreateQueue(t, cfg, "dlq", nil)
-	q := awstest.CreateQueue(t, cfg, "q", &awstest.QueueOptions{VisibilityTimeout: 3})
+	q, dlq := runtimeQueues(t, cfg, 3)
 	enqueue(t, client, q.URL, TestJob{N: 1, Mode: "sleep", Seconds: 12})
 
 	var runs atomic.Int32
@@ -90,8 +89,7 @@ func TestConsumerLongJobOnSQS(t *testing.T) {
 func TestConsumerOutcomesOnSQS(t *testing.T) {
 	t.Parallel()
 	cfg, client := awstest.SQS(t)
-	dlq := awstest.CreateQueue(t, cfg, "dlq", nil)
-	q := awstest.CreateQueue(t, cfg, "q", nil)
+	q, dlq := runtimeQueues(t, cfg, 0)
 	enqueue(t, client, q.URL, TestJob{N: 1}, TestJob{N: 2, Mode: "cancel"}, TestJob{N: 3, Mode: "fail"}, TestJob{N: 4})
 
 	var got ran
@@ -171,8 +169,7 @@ func TestConsumerFIFOSkipGroupOnSQS(t *testing.T) {
 func TestConsumerDrainOnSQS(t *testing.T) {
 	t.Parallel()
 	cfg, client := awstest.SQS(t)
-	dlq := awstest.CreateQueue(t, cfg, "dlq", nil)
-	q := awstest.CreateQueue(t, cfg, "q", &awstest.QueueOptions{VisibilityTimeout: 60})
+	q, dlq := runtimeQueues(t, cfg, 60)
 	enqueue(t, client, q.URL, TestJob{N: 1, Mode: "quick"}, TestJob{N: 2, Mode: "polite"}, TestJob{N: 3, Mode: "stubborn"})
 
 	var got ran

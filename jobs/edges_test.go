@@ -46,8 +46,7 @@ func receiveAgain(t *testing.T, client *sqs.Client, url string, msgs []sqstypes.
 func TestRuntimeNothingStartsAfterTheSoftDeadlineOnSQS(t *testing.T) {
 	t.Parallel()
 	cfg, client := awstest.SQS(t)
-	dlq := awstest.CreateQueue(t, cfg, "dlq", nil)
-	q := awstest.CreateQueue(t, cfg, "q", &awstest.QueueOptions{VisibilityTimeout: 30})
+	q, dlq := runtimeQueues(t, cfg, 30)
 	enqueue(t, client, q.URL, TestJob{N: 1, Mode: "sleep", Seconds: 2.2}, TestJob{N: 2, Mode: "block"})
 	msgs := receiveAgain(t, client, q.URL, awstest.Receive(t, client, q.URL, 2, 10*time.Second))
 	if jobN(t, msgs[0]) != 1 {
@@ -75,8 +74,7 @@ func TestRuntimeNothingStartsAfterTheSoftDeadlineOnSQS(t *testing.T) {
 func TestRuntimePostJobWorkIsBoundedOnSQS(t *testing.T) {
 	t.Parallel()
 	cfg, direct := awstest.SQS(t)
-	dlq := awstest.CreateQueue(t, cfg, "dlq", nil)
-	q := awstest.CreateQueue(t, cfg, "q", &awstest.QueueOptions{VisibilityTimeout: 30})
+	q, dlq := runtimeQueues(t, cfg, 30)
 	var batch []TestJob
 	for i := 0; i < 12; i++ {
 		batch = append(batch, TestJob{N: i, Mode: "fail"})
@@ -112,10 +110,8 @@ func TestRuntimePostJobWorkIsBoundedOnSQS(t *testing.T) {
 func TestRuntimeDeadLetterSendInFlightAtTheHardStopOnSQS(t *testing.T) {
 	t.Parallel()
 	cfg, direct := awstest.SQS(t)
-	dlq := awstest.CreateQueue(t, cfg, "dlq", nil)
-	q := awstest.CreateQueue(t, cfg, "q", &awstest.QueueOptions{VisibilityTimeout: 30})
-	enqueue(t, direct, q.URL, TestJob{N: 1, Mode: "sleep-cancel", Seconds: 3.9})
-	msgs := awstest.ReceiveN(t, direct, q.URL, 1)
+	q, dlq := runtimeQueues(t, cfg, 30)
+	msgs := received(t, direct, q, TestJob{N: 1, Mode: "sleep-cancel", Seconds: 3.9})
 
 	// The send starts at 3.9 s and takes 2.2 s more than the emulator's own time: in flight at
 	// the hard stop, done with almost a second to spare before the AWS calls' end.
@@ -207,10 +203,8 @@ func TestHandlerDeadLetterCopyAlwaysFits(t *testing.T) {
 func TestRuntimeFirstHeartbeatAtStartOnSQS(t *testing.T) {
 	t.Parallel()
 	cfg, client := awstest.SQS(t)
-	dlq := awstest.CreateQueue(t, cfg, "dlq", nil)
-	q := awstest.CreateQueue(t, cfg, "q", &awstest.QueueOptions{VisibilityTimeout: 6})
-	enqueue(t, client, q.URL, TestJob{N: 1, Mode: "sleep", Seconds: 4})
-	msgs := awstest.ReceiveN(t, client, q.URL, 1)
+	q, dlq := runtimeQueues(t, cfg, 6)
+	msgs := received(t, client, q, TestJob{N: 1, Mode: "sleep", Seconds: 4})
 	time.Sleep(5 * time.Second) // the batching window: 1 s of visibility left
 
 	rc := runtimeConfig(client, q.URL, dlq.URL)
@@ -231,10 +225,8 @@ func TestRuntimeFirstHeartbeatAtStartOnSQS(t *testing.T) {
 func TestRuntimeLostMessageCancelsTheJobOnSQS(t *testing.T) {
 	t.Parallel()
 	cfg, client := awstest.SQS(t)
-	dlq := awstest.CreateQueue(t, cfg, "dlq", nil)
-	q := awstest.CreateQueue(t, cfg, "q", &awstest.QueueOptions{VisibilityTimeout: 3})
-	enqueue(t, client, q.URL, TestJob{N: 1})
-	msgs := awstest.ReceiveN(t, client, q.URL, 1)
+	q, dlq := runtimeQueues(t, cfg, 3)
+	msgs := received(t, client, q, TestJob{N: 1})
 
 	w := jobs.NewWorkers()
 	var cause atomic.Value

@@ -74,6 +74,22 @@ func runtimeConfig(client jobs.SQSAPI, queueURL, dlqURL string) jobs.Config {
 	}
 }
 
+// runtimeQueues makes a job queue whose visibility timeout is visibility seconds (0: SQS's
+// default) and a dead-letter queue for the runtime to send to.
+func runtimeQueues(t *testing.T, cfg aws.Config, visibility int) (q, dlq awstest.Queue) {
+	t.Helper()
+	dlq = awstest.CreateQueue(t, cfg, "dlq", nil)
+	return awstest.CreateQueue(t, cfg, "q", &awstest.QueueOptions{VisibilityTimeout: visibility}), dlq
+}
+
+// received enqueues job on q and returns its message, received as the event source mapping
+// receives it.
+func received(t *testing.T, client *sqs.Client, q awstest.Queue, job TestJob) []sqstypes.Message {
+	t.Helper()
+	enqueue(t, client, q.URL, job)
+	return awstest.ReceiveN(t, client, q.URL, 1)
+}
+
 // numbered returns n jobs numbered from 0.
 func numbered(n int) []TestJob {
 	out := make([]TestJob, n)
@@ -105,8 +121,7 @@ func enqueue(t *testing.T, client *sqs.Client, queueURL string, args ...TestJob)
 func TestRuntimeRetryFollowsBackoffOnSQS(t *testing.T) {
 	t.Parallel()
 	cfg, client := awstest.SQS(t)
-	dlq := awstest.CreateQueue(t, cfg, "dlq", nil)
-	q := awstest.CreateQueue(t, cfg, "q", &awstest.QueueOptions{VisibilityTimeout: 30})
+	q, dlq := runtimeQueues(t, cfg, 30)
 	enqueue(t, client, q.URL, TestJob{N: 1}, TestJob{N: 2, Mode: "fail"}, TestJob{N: 3})
 	msgs := awstest.ReceiveN(t, client, q.URL, 3)
 
@@ -138,8 +153,7 @@ func TestRuntimeRetryFollowsBackoffOnSQS(t *testing.T) {
 func TestRuntimeDeadLettersOnSQS(t *testing.T) {
 	t.Parallel()
 	cfg, client := awstest.SQS(t)
-	dlq := awstest.CreateQueue(t, cfg, "dlq", nil)
-	q := awstest.CreateQueue(t, cfg, "q", &awstest.QueueOptions{VisibilityTimeout: 30})
+	q, dlq := runtimeQueues(t, cfg, 30)
 	enqueue(t, client, q.URL, TestJob{N: 1, Mode: "fail"})
 	_, err := client.SendMessage(context.Background(), &sqs.SendMessageInput{QueueUrl: aws.String(q.URL), MessageBody: aws.String("{not an envelope")})
 	require.NoError(t, err)
@@ -248,8 +262,7 @@ func TestRuntimeFIFOSkipGroupOnSQS(t *testing.T) {
 func TestRuntimeHeartbeatOnSQS(t *testing.T) {
 	t.Parallel()
 	cfg, client := awstest.SQS(t)
-	dlq := awstest.CreateQueue(t, cfg, "dlq", nil)
-	q := awstest.CreateQueue(t, cfg, "q", &awstest.QueueOptions{VisibilityTimeout: 2})
+	q, dlq := runtimeQueues(t, cfg, 2)
 	enqueue(t, client, q.URL, TestJob{N: 1, Mode: "sleep", Seconds: 6}, TestJob{N: 2})
 	msgs := awstest.ReceiveN(t, client, q.URL, 2)
 
@@ -282,8 +295,7 @@ func TestRuntimeHeartbeatOnSQS(t *testing.T) {
 func TestRuntimePanicAndTimeoutOnSQS(t *testing.T) {
 	t.Parallel()
 	cfg, client := awstest.SQS(t)
-	dlq := awstest.CreateQueue(t, cfg, "dlq", nil)
-	q := awstest.CreateQueue(t, cfg, "q", &awstest.QueueOptions{VisibilityTimeout: 30})
+	q, dlq := runtimeQueues(t, cfg, 30)
 	enqueue(t, client, q.URL, TestJob{N: 1, Mode: "panic"}, TestJob{N: 2, Mode: "block"}, TestJob{N: 3})
 	msgs := awstest.ReceiveN(t, client, q.URL, 3)
 	rc := runtimeConfig(client, q.URL, dlq.URL)

@@ -40,8 +40,7 @@ func jsonLines(t *testing.T, b *awstest.SyncBuffer) []map[string]any {
 func TestTraceFromEnqueueToWorkerThroughARedriveOnSQS(t *testing.T) {
 	t.Parallel()
 	cfg, client := awstest.SQS(t)
-	dlq := awstest.CreateQueue(t, cfg, "dlq", nil)
-	q := awstest.CreateQueue(t, cfg, "q", nil)
+	q, dlq := runtimeQueues(t, cfg, 0)
 	children := awstest.CreateQueue(t, cfg, "children", nil)
 	producer, err := jobs.NewClient(client, jobs.ClientOptions{DefaultQueueURL: q.URL})
 	require.NoError(t, err)
@@ -121,8 +120,7 @@ func TestTraceFromEnqueueToWorkerThroughARedriveOnSQS(t *testing.T) {
 func TestTraceFromAWSTraceHeaderOnSQS(t *testing.T) {
 	t.Parallel()
 	cfg, client := awstest.SQS(t)
-	dlq := awstest.CreateQueue(t, cfg, "dlq", nil)
-	q := awstest.CreateQueue(t, cfg, "q", nil)
+	q, dlq := runtimeQueues(t, cfg, 0)
 	body := `{"v":1,"id":"no-trace","kind":"test.job","args":{"n":1},"enqueued_at":"2026-11-23T12:00:00Z"}`
 	_, err := client.SendMessage(context.Background(), &sqs.SendMessageInput{
 		QueueUrl: aws.String(q.URL), MessageBody: aws.String(body),
