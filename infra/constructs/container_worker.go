@@ -144,11 +144,7 @@ const MemoryAlarmPercent = 90
 // cannot deploy or would not keep the consumer's promises (a drain budget ECS would cut short, a
 // visibility timeout too short for the heartbeat).
 func NewContainerWorker(scope constructs.Construct, id string, props *ContainerWorkerProps) *ContainerWorker {
-	if props == nil {
-		props = &ContainerWorkerProps{}
-	}
-	p := props.withDefaults()
-	where := mustCheck(scope, id, p.check())
+	p, where := settle(scope, id, props)
 	c := constructs.NewConstruct(scope, jsii.String(id))
 	w := &ContainerWorker{
 		Construct: c, Name: id, DrainTimeout: p.DrainTimeout, StopTimeout: p.DrainTimeout + StopTimeoutMargin,

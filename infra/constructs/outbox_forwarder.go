@@ -123,11 +123,7 @@ type OutboxForwarder struct {
 // NewOutboxForwarder defines an OutboxForwarder. It panics with a *ConfigError on props that
 // cannot deploy.
 func NewOutboxForwarder(scope constructs.Construct, id string, props *OutboxForwarderProps) *OutboxForwarder {
-	if props == nil {
-		props = &OutboxForwarderProps{}
-	}
-	p := props.withDefaults()
-	where := mustCheck(scope, id, p.check())
+	p, where := settle(scope, id, props)
 	c := constructs.NewConstruct(scope, jsii.String(id))
 	f := &OutboxForwarder{Construct: c, StreamArn: p.Table.EnableStream(), table: p.Table}
 

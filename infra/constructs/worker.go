@@ -201,6 +201,24 @@ func (e *ConfigError) Error() string {
 	return fmt.Sprintf("jobkit: %s: %s", e.Construct, e.Reason)
 }
 
+// constructProps is what settle takes: a construct's props, which give their defaults and say
+// why they cannot deploy.
+type constructProps[P any] interface {
+	withDefaults() P
+	check() string
+}
+
+// settle returns the props (nil: all defaults) with their defaults applied, and the construct's
+// path; it panics with a *ConfigError when they cannot deploy (mustCheck).
+func settle[P constructProps[P]](scope constructs.Construct, id string, given *P) (P, string) {
+	var p P
+	if given != nil {
+		p = *given
+	}
+	p = p.withDefaults()
+	return p, mustCheck(scope, id, p.check())
+}
+
 // mustCheck returns the path of the construct id defines in scope ("Stack/Email"), for messages,
 // and panics with a *ConfigError there when reason, what its props' check found, is not "".
 func mustCheck(scope constructs.Construct, id, reason string) string {
@@ -241,11 +259,7 @@ func checkRuntime(q *JobQueue, concurrency int, base, ceiling time.Duration, buc
 // them a queue visibility timeout shorter than the function timeout, which AWS refuses when it
 // creates the event source mapping; the synth stops before anything reaches CloudFormation.
 func NewWorker(scope constructs.Construct, id string, props *WorkerProps) *Worker {
-	if props == nil {
-		props = &WorkerProps{}
-	}
-	p := props.withDefaults()
-	where := mustCheck(scope, id, p.check())
+	p, where := settle(scope, id, props)
 
 	c := constructs.NewConstruct(scope, jsii.String(id))
 	w := &Worker{Construct: c, Name: id, queue: p.Queue}

@@ -112,16 +112,22 @@ func (f *fixture) schedule(t *testing.T, name, expr, tz string, start ...time.Ti
 	})
 }
 
+// screenshots is where a browser test writes its screenshots: $JOBKIT_CONSOLE_SCREENSHOTS
+// (EnvScreenshots) to keep them, else a directory removed with the test.
+func screenshots(t *testing.T) string {
+	if dir := os.Getenv(EnvScreenshots); dir != "" {
+		return dir
+	}
+	return t.TempDir()
+}
+
 // The console in a real browser against the emulator: the page shows the queues and dead jobs,
 // refreshes the queue table by itself, redrives a picked dead job (it leaves the DLQ for its
 // queue), and shows a job's envelope. Screenshots of each step are saved.
 func TestConsoleInABrowser(t *testing.T) {
 	f := newFixture(t, Options{Refresh: time.Second})
 	ctx := browser(t)
-	dir := os.Getenv(EnvScreenshots)
-	if dir == "" {
-		dir = t.TempDir()
-	}
+	dir := screenshots(t)
 	f.seed(t,
 		deadSeed{ID: "01JD3Q7X2V8M4N6P8R0T2V4X6Z", Kind: "email.send", Error: "smtp: 421 4.7.0 try again later"},
 		deadSeed{ID: "01JD3Q8B5C7E9G1J3L5N7Q9S1U", Kind: "ledger.post", Error: "account 4711 is closed"},
@@ -276,10 +282,7 @@ func TestJobStatusInABrowser(t *testing.T) {
 	}))
 
 	ctx := browser(t)
-	dir := os.Getenv(EnvScreenshots)
-	if dir == "" {
-		dir = t.TempDir()
-	}
+	dir := screenshots(t)
 	fields := func() map[string]string {
 		var m map[string]string
 		require.NoError(t, chromedp.Run(ctx, chromedp.Evaluate(
@@ -401,10 +404,7 @@ func TestJobAndScheduleActionsInABrowser(t *testing.T) {
 	require.NoError(t, err)
 
 	ctx := browser(t)
-	dir := os.Getenv(EnvScreenshots)
-	if dir == "" {
-		dir = t.TempDir()
-	}
+	dir := screenshots(t)
 	state := func() string {
 		var s string
 		require.NoError(t, chromedp.Run(ctx, chromedp.Text(`#job-status td[data-field="state"]`, &s, chromedp.ByQuery)))
@@ -487,10 +487,7 @@ func TestJobAndScheduleActionsInABrowser(t *testing.T) {
 func TestThroughputChartsInABrowser(t *testing.T) {
 	f := newFixture(t, Options{Refresh: time.Second})
 	ctx := browser(t)
-	dir := os.Getenv(EnvScreenshots)
-	if dir == "" {
-		dir = t.TempDir()
-	}
+	dir := screenshots(t)
 	queue := awsarn.QueueName(f.queue.URL)
 	cw := inspect.NewCloudWatch(f.cfg)
 	now := time.Now().Truncate(time.Minute)
