@@ -7,7 +7,6 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	"github.com/aws/smithy-go/middleware"
 	"github.com/stretchr/testify/require"
 
 	"github.com/jobkit-go/jobkit/idempotency"
@@ -48,15 +47,11 @@ type requestCounter struct {
 }
 
 func (c *requestCounter) option(o *dynamodb.Options) {
-	o.APIOptions = append(o.APIOptions, func(stack *middleware.Stack) error {
-		return stack.Initialize.Add(middleware.InitializeMiddlewareFunc("countRequests",
-			func(ctx context.Context, in middleware.InitializeInput, next middleware.InitializeHandler) (middleware.InitializeOutput, middleware.Metadata, error) {
-				c.mu.Lock()
-				c.ops = append(c.ops, middleware.GetOperationName(ctx))
-				c.mu.Unlock()
-				return next.HandleInitialize(ctx, in)
-			}), middleware.Before)
-	})
+	o.APIOptions = append(o.APIOptions, awstest.OnCall(func(op string, _ any) {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		c.ops = append(c.ops, op)
+	}))
 }
 
 // take returns the operations counted since the last take.

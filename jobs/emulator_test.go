@@ -328,18 +328,14 @@ type countCalls struct {
 }
 
 func (c *countCalls) option(o *sqs.Options) {
-	o.APIOptions = append(o.APIOptions, func(stack *middleware.Stack) error {
-		return stack.Initialize.Add(middleware.InitializeMiddlewareFunc("jobkit-test-count",
-			func(ctx context.Context, in middleware.InitializeInput, next middleware.InitializeHandler) (middleware.InitializeOutput, middleware.Metadata, error) {
-				c.mu.Lock()
-				if c.calls == nil {
-					c.calls = map[string]int{}
-				}
-				c.calls[fmt.Sprintf("%T", in.Parameters)]++
-				c.mu.Unlock()
-				return next.HandleInitialize(ctx, in)
-			}), middleware.Before)
-	})
+	o.APIOptions = append(o.APIOptions, awstest.OnCall(func(_ string, input any) {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		if c.calls == nil {
+			c.calls = map[string]int{}
+		}
+		c.calls[fmt.Sprintf("%T", input)]++
+	}))
 }
 
 func (c *countCalls) n(input any) int {

@@ -215,3 +215,16 @@ func Proxied(tb testing.TB, cfg aws.Config, opts *faultproxy.Options) aws.Config
 	tb.Cleanup(func() { _ = p.Close() })
 	return p.Config(cfg)
 }
+
+// OnCall returns an API option (for aws.Config.APIOptions, or a client's Options.APIOptions) that
+// calls fn with the operation name and input of each call a client makes: once a call, however
+// many times the SDK sends it.
+func OnCall(fn func(operation string, input any)) func(*middleware.Stack) error {
+	return func(stack *middleware.Stack) error {
+		return stack.Initialize.Add(middleware.InitializeMiddlewareFunc("awstestOnCall",
+			func(ctx context.Context, in middleware.InitializeInput, next middleware.InitializeHandler) (middleware.InitializeOutput, middleware.Metadata, error) {
+				fn(middleware.GetOperationName(ctx), in.Parameters)
+				return next.HandleInitialize(ctx, in)
+			}), middleware.Before)
+	}
+}

@@ -11,7 +11,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
-	"github.com/aws/smithy-go/middleware"
 
 	"github.com/jobkit-go/jobkit/idempotency"
 	"github.com/jobkit-go/jobkit/testkit/awstest"
@@ -30,15 +29,8 @@ func benchIdempotency(ctx context.Context, emit func(string, any)) error {
 		return err
 	}
 	var requests atomic.Int64
-	client := dynamodb.NewFromConfig(cfg, func(o *dynamodb.Options) {
-		o.APIOptions = append(o.APIOptions, func(stack *middleware.Stack) error {
-			return stack.Initialize.Add(middleware.InitializeMiddlewareFunc("benchCountRequests",
-				func(ctx context.Context, in middleware.InitializeInput, next middleware.InitializeHandler) (middleware.InitializeOutput, middleware.Metadata, error) {
-					requests.Add(1)
-					return next.HandleInitialize(ctx, in)
-				}), middleware.Before)
-		})
-	})
+	cfg.APIOptions = append(cfg.APIOptions, awstest.OnCall(func(string, any) { requests.Add(1) }))
+	client := dynamodb.NewFromConfig(cfg)
 	table, drop, err := createBenchTable(ctx, client)
 	if err != nil {
 		return err

@@ -22,7 +22,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
-	"github.com/aws/smithy-go/middleware"
 
 	"github.com/jobkit-go/jobkit/idempotency"
 	"github.com/jobkit-go/jobkit/jobs"
@@ -128,13 +127,7 @@ func runRateLimitFunction() {
 // countCalls is a DynamoDB client option calling count with each request's operation name.
 func countCalls(count func(op string)) func(*dynamodb.Options) {
 	return func(o *dynamodb.Options) {
-		o.APIOptions = append(o.APIOptions, func(stack *middleware.Stack) error {
-			return stack.Initialize.Add(middleware.InitializeMiddlewareFunc("benchCountCalls",
-				func(ctx context.Context, in middleware.InitializeInput, next middleware.InitializeHandler) (middleware.InitializeOutput, middleware.Metadata, error) {
-					count(middleware.GetOperationName(ctx))
-					return next.HandleInitialize(ctx, in)
-				}), middleware.Before)
-		})
+		o.APIOptions = append(o.APIOptions, awstest.OnCall(func(op string, _ any) { count(op) }))
 	}
 }
 
