@@ -74,14 +74,8 @@ func TestCustomResourcesAreCreatedOnStart(t *testing.T) {
 					"ServiceToken": "arn:aws:sns:us-east-1:123456789012:provider-topic",
 				}}
 			})
-			asset := filepath.Join(dir, "asset.provider")
-			require.NoError(t, os.MkdirAll(asset, 0o755))
-			require.NoError(t, os.WriteFile(filepath.Join(asset, "app.py"), []byte(pythonProvider), 0o644))
-
-			r, err := devstack.Up(ctx, devstack.UpConfig{
-				Config: devstack.Config{AWS: cfg, Output: &awstest.SyncBuffer{}, NoScheduler: true},
-				Deploy: deploy.Options{CDKOut: dir, Prefix: awstest.Name(t, "") + "-", ModuleDir: "../..", BuildDir: t.TempDir()},
-			})
+			writeAsset(t, dir, "provider", map[string]string{"app.py": pythonProvider})
+			r, err := devstack.Up(ctx, upConfig(t, cfg, dir))
 			if outcome == "FEEDS_A_QUEUE" {
 				var re *deploy.ResolveError
 				require.ErrorAs(t, err, &re)

@@ -3,6 +3,8 @@ package devstack_test
 import (
 	"context"
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
@@ -30,6 +32,25 @@ import (
 func fixture(t *testing.T, at time.Time) string {
 	t.Helper()
 	return fixtureWith(t, at, nil)
+}
+
+// writeAsset writes files (name to content) into the assembly's folder asset.<name>.
+func writeAsset(t *testing.T, dir, name string, files map[string]string) {
+	t.Helper()
+	asset := filepath.Join(dir, "asset."+name)
+	require.NoError(t, os.MkdirAll(asset, 0o755))
+	for file, content := range files {
+		require.NoError(t, os.WriteFile(filepath.Join(asset, file), []byte(content), 0o644))
+	}
+}
+
+// upConfig brings the assembly in dir up on cfg's endpoint without the scheduler, its functions'
+// output kept off the terminal.
+func upConfig(t *testing.T, cfg aws.Config, dir string) devstack.UpConfig {
+	return devstack.UpConfig{
+		Config: devstack.Config{AWS: cfg, Output: &awstest.SyncBuffer{}, NoScheduler: true},
+		Deploy: deploy.Options{CDKOut: dir, Prefix: awstest.Name(t, "") + "-", ModuleDir: "../..", BuildDir: t.TempDir()},
+	}
 }
 
 // fixtureWith is fixture with edit applied to the workers template's resources.

@@ -14,7 +14,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/jobkit-go/jobkit/offline/deploy"
 	"github.com/jobkit-go/jobkit/offline/devstack"
 	"github.com/jobkit-go/jobkit/offline/esm"
 	"github.com/jobkit-go/jobkit/testkit/awstest"
@@ -59,11 +58,7 @@ func TestInterpretedFunctionsRun(t *testing.T) {
 			ctx := context.Background()
 			out := t.TempDir()
 			dir := fixture(t, time.Now().Add(time.Hour))
-			asset := filepath.Join(dir, "asset.interpreted")
-			require.NoError(t, os.MkdirAll(asset, 0o755))
-			for name, code := range interpretedAssets[runtime] {
-				require.NoError(t, os.WriteFile(filepath.Join(asset, name), []byte(code), 0o644))
-			}
+			writeAsset(t, dir, "interpreted", interpretedAssets[runtime])
 			editTemplate(t, filepath.Join(dir, "JobkitWorkers.template.json"), func(tpl map[string]any) {
 				fn := tpl["Resources"].(map[string]any)["EchoFunction8D469E43"].(map[string]any)
 				fn["Metadata"] = map[string]any{"aws:asset:path": "asset.interpreted"} // a plain app's: no jobkit metadata
@@ -73,19 +68,18 @@ func TestInterpretedFunctionsRun(t *testing.T) {
 			})
 			var mu sync.Mutex
 			failed, deleted := map[string]bool{}, map[string]bool{}
-			r, err := devstack.Up(ctx, devstack.UpConfig{
-				Config: devstack.Config{AWS: cfg, Output: &awstest.SyncBuffer{}, NoScheduler: true, OnBatch: func(_ string, rep esm.BatchReport) {
-					mu.Lock()
-					defer mu.Unlock()
-					for _, id := range rep.Failed {
-						failed[id] = true
-					}
-					for _, id := range rep.Deleted {
-						deleted[id] = true
-					}
-				}},
-				Deploy: deploy.Options{CDKOut: dir, Prefix: awstest.Name(t, "") + "-", ModuleDir: "../..", BuildDir: t.TempDir()},
-			})
+			up := upConfig(t, cfg, dir)
+			up.Config.OnBatch = func(_ string, rep esm.BatchReport) {
+				mu.Lock()
+				defer mu.Unlock()
+				for _, id := range rep.Failed {
+					failed[id] = true
+				}
+				for _, id := range rep.Deleted {
+					deleted[id] = true
+				}
+			}
+			r, err := devstack.Up(ctx, up)
 			require.NoError(t, err)
 			t.Cleanup(func() { _ = r.Down(context.Background()) })
 			fn := r.Deployment.Functions[0]

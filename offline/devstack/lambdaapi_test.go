@@ -44,13 +44,8 @@ func TestInvokeThroughTheLambdaAPI(t *testing.T) {
 	dir := fixtureWith(t, time.Now().Add(time.Hour), func(res map[string]any) {
 		res["InvokedFunction"] = pythonFunction("invoked", out)
 	})
-	asset := filepath.Join(dir, "asset.invoked")
-	require.NoError(t, os.MkdirAll(asset, 0o755))
-	require.NoError(t, os.WriteFile(filepath.Join(asset, "app.py"), []byte(invokedFunction), 0o644))
-	r, err := devstack.Up(ctx, devstack.UpConfig{
-		Config: devstack.Config{AWS: cfg, Output: &awstest.SyncBuffer{}, NoScheduler: true},
-		Deploy: deploy.Options{CDKOut: dir, Prefix: awstest.Name(t, "") + "-", ModuleDir: "../..", BuildDir: t.TempDir()},
-	})
+	writeAsset(t, dir, "invoked", map[string]string{"app.py": invokedFunction})
+	r, err := devstack.Up(ctx, upConfig(t, cfg, dir))
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = r.Down(context.Background()) })
 	var fn *deploy.Function
