@@ -54,13 +54,7 @@ func invoke(t *testing.T, rt *lambdaruntime.Runtime, event any) lambdaruntime.Re
 
 func requireGone(t *testing.T, pid int) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !procgroup.Gone(pid) {
-		if time.Now().After(deadline) {
-			t.Fatalf("process %d still runs", pid)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	require.Eventually(t, func() bool { return procgroup.Gone(pid) }, 10*time.Second, 20*time.Millisecond, "process %d still runs", pid)
 }
 
 type echo struct {

@@ -65,13 +65,7 @@ func (o *output) count(line string) int {
 // waitFor polls cond every 100 ms, failing after limit (a hang, not a timing assertion).
 func waitFor(t *testing.T, limit time.Duration, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(limit)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("gave up waiting for %s", what)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	require.Eventually(t, cond, limit, 100*time.Millisecond, "gave up waiting for %s", what)
 }
 
 type testJob struct {
