@@ -314,6 +314,34 @@ func TestRuntimePanicAndTimeoutOnSQS(t *testing.T) {
 	assert.ElementsMatch(t, []int{1, 2}, ns, "both failed jobs come back after their backoff")
 }
 
+// sendBatch makes a SendMessageBatch call (interceptBatches).
+type sendBatch func(*sqs.SendMessageBatchInput) (*sqs.SendMessageBatchOutput, error)
+
+// interceptBatches is a client option that hands each SendMessageBatch call to fn, which may
+// change the input, answer without sending, or change the answer; send makes the call.
+func interceptBatches(fn func(batch *sqs.SendMessageBatchInput, send sendBatch) (*sqs.SendMessageBatchOutput, error)) func(*sqs.Options) {
+	return func(o *sqs.Options) {
+		o.APIOptions = append(o.APIOptions, func(stack *middleware.Stack) error {
+			return stack.Initialize.Add(middleware.InitializeMiddlewareFunc("jobkit-test-batches",
+				func(ctx context.Context, in middleware.InitializeInput, next middleware.InitializeHandler) (middleware.InitializeOutput, middleware.Metadata, error) {
+					batch, ok := in.Parameters.(*sqs.SendMessageBatchInput)
+					if !ok {
+						return next.HandleInitialize(ctx, in)
+					}
+					var md middleware.Metadata
+					res, err := fn(batch, func(b *sqs.SendMessageBatchInput) (*sqs.SendMessageBatchOutput, error) {
+						in.Parameters = b
+						out, m, err := next.HandleInitialize(ctx, in)
+						md = m
+						res, _ := out.Result.(*sqs.SendMessageBatchOutput)
+						return res, err
+					})
+					return middleware.InitializeOutput{Result: res}, md, err
+				}), middleware.After)
+		})
+	}
+}
+
 // countedSQS is awstest.SQS with the client's calls counted.
 func countedSQS(t *testing.T) (aws.Config, *sqs.Client, *countCalls) {
 	cfg := awstest.Config(t)
@@ -387,49 +415,37 @@ func TestClientRetriesFailedEntryOnSQS(t *testing.T) {
 	q := awstest.CreateQueue(t, cfg, "q", nil)
 	var calls atomic.Int32
 	var count countCalls
-	client := sqs.NewFromConfig(cfg, count.option, func(o *sqs.Options) {
-		o.APIOptions = append(o.APIOptions, func(stack *middleware.Stack) error {
-			return stack.Initialize.Add(middleware.InitializeMiddlewareFunc("jobkit-test-spoil",
-				func(ctx context.Context, in middleware.InitializeInput, next middleware.InitializeHandler) (middleware.InitializeOutput, middleware.Metadata, error) {
-					batch, ok := in.Parameters.(*sqs.SendMessageBatchInput)
-					if !ok {
-						return next.HandleInitialize(ctx, in)
-					}
-					call := calls.Add(1)
-					copied := *batch
-					copied.Entries = append([]sqstypes.SendMessageBatchRequestEntry(nil), batch.Entries...)
-					for i, e := range copied.Entries {
-						env, _ := jobs.DecodeEnvelope(aws.ToString(e.MessageBody))
-						if env.ID == "always" || (env.ID == "once" && call == 1) {
-							copied.Entries[i].DelaySeconds = 901 // SQS allows at most 900
-							// SQS refuses an attribute without a value too. LocalStack does not
-							// check DelaySeconds' range (AWS does: 0 to 900) and moto does not
-							// check the empty value: each refuses the entry for one of the two.
-							attrs := map[string]sqstypes.MessageAttributeValue{"spoiled": {DataType: aws.String("String"), StringValue: aws.String("")}}
-							for k, v := range e.MessageAttributes {
-								attrs[k] = v
-							}
-							copied.Entries[i].MessageAttributes = attrs
-						}
-					}
-					in.Parameters = &copied
-					out, md, err := next.HandleInitialize(ctx, in)
-					if res, ok := out.Result.(*sqs.SendMessageBatchOutput); ok && err == nil {
-						for i, f := range res.Failed {
-							if call == 1 {
-								// Only "once" is retryable: find it by entry id.
-								n, _ := strconv.Atoi(aws.ToString(f.Id))
-								env, _ := jobs.DecodeEnvelope(aws.ToString(copied.Entries[n].MessageBody))
-								if env.ID == "once" {
-									res.Failed[i].SenderFault = false
-								}
-							}
-						}
-					}
-					return out, md, err
-				}), middleware.After)
-		})
-	})
+	client := sqs.NewFromConfig(cfg, count.option, interceptBatches(func(batch *sqs.SendMessageBatchInput, send sendBatch) (*sqs.SendMessageBatchOutput, error) {
+		call := calls.Add(1)
+		copied := *batch
+		copied.Entries = append([]sqstypes.SendMessageBatchRequestEntry(nil), batch.Entries...)
+		for i, e := range copied.Entries {
+			env, _ := jobs.DecodeEnvelope(aws.ToString(e.MessageBody))
+			if env.ID == "always" || (env.ID == "once" && call == 1) {
+				copied.Entries[i].DelaySeconds = 901 // SQS allows at most 900
+				// SQS refuses an attribute without a value too. LocalStack does not
+				// check DelaySeconds' range (AWS does: 0 to 900) and moto does not
+				// check the empty value: each refuses the entry for one of the two.
+				attrs := map[string]sqstypes.MessageAttributeValue{"spoiled": {DataType: aws.String("String"), StringValue: aws.String("")}}
+				for k, v := range e.MessageAttributes {
+					attrs[k] = v
+				}
+				copied.Entries[i].MessageAttributes = attrs
+			}
+		}
+		res, err := send(&copied)
+		if err == nil && call == 1 {
+			for i, f := range res.Failed {
+				// Only "once" is retryable: find it by entry id.
+				n, _ := strconv.Atoi(aws.ToString(f.Id))
+				env, _ := jobs.DecodeEnvelope(aws.ToString(copied.Entries[n].MessageBody))
+				if env.ID == "once" {
+					res.Failed[i].SenderFault = false
+				}
+			}
+		}
+		return res, err
+	}))
 	c, err := jobs.NewClient(client, jobs.ClientOptions{DefaultQueueURL: q.URL, RetryBackoff: 10 * time.Millisecond})
 	require.NoError(t, err)
 	var batch []jobs.BatchJob
@@ -519,36 +535,26 @@ func TestClientFIFORetryKeepsGroupOrderOnSQS(t *testing.T) {
 	// for seconds, not the default 30 s.
 	q := awstest.CreateQueue(t, cfg, "q", &awstest.QueueOptions{FIFO: true, VisibilityTimeout: 3})
 	var failedOnce atomic.Bool
-	client := sqs.NewFromConfig(cfg, func(o *sqs.Options) {
-		o.APIOptions = append(o.APIOptions, func(stack *middleware.Stack) error {
-			return stack.Initialize.Add(middleware.InitializeMiddlewareFunc("jobkit-test-fail-once",
-				func(ctx context.Context, in middleware.InitializeInput, next middleware.InitializeHandler) (middleware.InitializeOutput, middleware.Metadata, error) {
-					batch, ok := in.Parameters.(*sqs.SendMessageBatchInput)
-					if !ok {
-						return next.HandleInitialize(ctx, in)
-					}
-					copied := *batch
-					copied.Entries = nil
-					var failed []sqstypes.BatchResultErrorEntry
-					for _, e := range batch.Entries {
-						if env, _ := jobs.DecodeEnvelope(aws.ToString(e.MessageBody)); env.ID == "once" && failedOnce.CompareAndSwap(false, true) {
-							failed = append(failed, sqstypes.BatchResultErrorEntry{Id: e.Id, Code: aws.String("InternalError"), Message: aws.String("injected")})
-							continue
-						}
-						copied.Entries = append(copied.Entries, e)
-					}
-					if len(copied.Entries) == 0 {
-						return middleware.InitializeOutput{Result: &sqs.SendMessageBatchOutput{Failed: failed}}, middleware.Metadata{}, nil
-					}
-					in.Parameters = &copied
-					out, md, err := next.HandleInitialize(ctx, in)
-					if res, ok := out.Result.(*sqs.SendMessageBatchOutput); ok && err == nil {
-						res.Failed = append(res.Failed, failed...)
-					}
-					return out, md, err
-				}), middleware.After)
-		})
-	})
+	client := sqs.NewFromConfig(cfg, interceptBatches(func(batch *sqs.SendMessageBatchInput, send sendBatch) (*sqs.SendMessageBatchOutput, error) {
+		copied := *batch
+		copied.Entries = nil
+		var failed []sqstypes.BatchResultErrorEntry
+		for _, e := range batch.Entries {
+			if env, _ := jobs.DecodeEnvelope(aws.ToString(e.MessageBody)); env.ID == "once" && failedOnce.CompareAndSwap(false, true) {
+				failed = append(failed, sqstypes.BatchResultErrorEntry{Id: e.Id, Code: aws.String("InternalError"), Message: aws.String("injected")})
+				continue
+			}
+			copied.Entries = append(copied.Entries, e)
+		}
+		if len(copied.Entries) == 0 {
+			return &sqs.SendMessageBatchOutput{Failed: failed}, nil
+		}
+		res, err := send(&copied)
+		if err == nil {
+			res.Failed = append(res.Failed, failed...)
+		}
+		return res, err
+	}))
 	c, err := jobs.NewClient(client, jobs.ClientOptions{DefaultQueueURL: q.URL, RetryBackoff: 10 * time.Millisecond})
 	require.NoError(t, err)
 	var batch []jobs.BatchJob
