@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -20,6 +19,7 @@ import (
 	"github.com/jobkit-go/jobkit/jobs"
 	"github.com/jobkit-go/jobkit/jobs/contract"
 	"github.com/jobkit-go/jobkit/localstack/emulator"
+	"github.com/jobkit-go/jobkit/offline/devrun"
 	"github.com/jobkit-go/jobkit/offline/esm"
 	"github.com/jobkit-go/jobkit/offline/lambdaruntime"
 	"github.com/jobkit-go/jobkit/testkit/awstest"
@@ -89,38 +89,29 @@ func runPriorityFunction() {
 	lambda.Start(jobs.NewLambdaHandler(workers, cfg))
 }
 
-// laneOutput collects the runs' waits by lane.
+// laneOutput collects the runs' waits by lane from the functions' output lines.
 type laneOutput struct {
+	devrun.LineReader
 	mu     sync.Mutex
-	buf    []byte
 	waits  map[string]map[int]time.Duration // lane → job → wait (first run)
 	queued map[string]map[int]time.Duration // lane → job → enqueue to first receive
 }
 
-func (o *laneOutput) Write(p []byte) (int, error) {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	o.buf = append(o.buf, p...)
-	for {
-		i := bytes.IndexByte(o.buf, '\n') // not string(o.buf): a copy of the whole buffer per line
-		if i < 0 {
-			break
+func (o *laneOutput) line(l []byte) {
+	f := strings.Fields(string(l))
+	if len(f) == 5 && f[0] == "PRRUN" {
+		n, _ := strconv.Atoi(f[2])
+		us, _ := strconv.ParseInt(f[3], 10, 64)
+		qus, _ := strconv.ParseInt(f[4], 10, 64)
+		o.mu.Lock()
+		defer o.mu.Unlock()
+		if _, ok := o.waits[f[1]][n]; !ok {
+			o.waits[f[1]][n] = time.Duration(us) * time.Microsecond
+			o.queued[f[1]][n] = time.Duration(qus) * time.Microsecond
 		}
-		f := strings.Fields(string(o.buf[:i]))
-		o.buf = o.buf[i+1:]
-		if len(f) == 5 && f[0] == "PRRUN" {
-			n, _ := strconv.Atoi(f[2])
-			us, _ := strconv.ParseInt(f[3], 10, 64)
-			qus, _ := strconv.ParseInt(f[4], 10, 64)
-			if _, ok := o.waits[f[1]][n]; !ok {
-				o.waits[f[1]][n] = time.Duration(us) * time.Microsecond
-				o.queued[f[1]][n] = time.Duration(qus) * time.Microsecond
-			}
-		} else if len(f) > 0 && strings.Contains(f[0], "ERROR") {
-			fmt.Fprintln(os.Stderr, strings.Join(f, " "))
-		}
+	} else if len(f) > 0 && strings.Contains(f[0], "ERROR") {
+		fmt.Fprintln(os.Stderr, strings.Join(f, " "))
 	}
-	return len(p), nil
 }
 
 func (o *laneOutput) count(lane string, from, to int) int {
@@ -256,8 +247,10 @@ func benchPriority(ctx context.Context, emit func(string, any)) error {
 }
 
 func newLaneOutput() *laneOutput {
-	return &laneOutput{waits: map[string]map[int]time.Duration{"critical": {}, "bulk": {}},
+	o := &laneOutput{waits: map[string]map[int]time.Duration{"critical": {}, "bulk": {}},
 		queued: map[string]map[int]time.Duration{"critical": {}, "bulk": {}}}
+	o.LineReader = devrun.LineReader{W: io.Discard, Read: o.line}
+	return o
 }
 
 // startLanes runs the critical and bulk lanes as the PriorityQueue construct deploys them, each

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -27,6 +26,7 @@ import (
 	"github.com/jobkit-go/jobkit/jobs"
 	"github.com/jobkit-go/jobkit/jobs/contract"
 	"github.com/jobkit-go/jobkit/jobs/ratelimit"
+	"github.com/jobkit-go/jobkit/offline/devrun"
 	"github.com/jobkit-go/jobkit/offline/esm"
 	"github.com/jobkit-go/jobkit/offline/lambdaruntime"
 	"github.com/jobkit-go/jobkit/testkit/awstest"
@@ -133,8 +133,8 @@ func countCalls(count func(op string)) func(*dynamodb.Options) {
 
 // rateOutput collects the function's RLRUN and RLDDB lines.
 type rateOutput struct {
+	devrun.LineReader
 	mu       sync.Mutex
-	buf      []byte
 	starts   []int64 // Unix µs
 	charged  int
 	seen     map[int]bool
@@ -142,23 +142,16 @@ type rateOutput struct {
 	late     []float64           // late_s of the middleware's "woke late" lines
 }
 
-func (o *rateOutput) Write(p []byte) (int, error) {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	o.buf = append(o.buf, p...)
-	for {
-		i := bytes.IndexByte(o.buf, '\n') // not string(o.buf): a copy of the whole buffer per line
-		if i < 0 {
-			break
-		}
-		o.line(string(o.buf[:i]))
-		o.buf = o.buf[i+1:]
-	}
-	return len(p), nil
+func newRateOutput() *rateOutput {
+	o := &rateOutput{seen: map[int]bool{}, counters: map[string][4]int64{}}
+	o.LineReader = devrun.LineReader{W: io.Discard, Read: func(l []byte) { o.line(string(l)) }}
+	return o
 }
 
 func (o *rateOutput) line(l string) {
 	f := strings.Fields(l)
+	o.mu.Lock()
+	defer o.mu.Unlock()
 	switch {
 	case len(f) == 4 && f[0] == "RLRUN":
 		at, _ := strconv.ParseInt(f[1], 10, 64)
@@ -213,7 +206,7 @@ func benchRateLimit(ctx context.Context, emit func(string, any)) error {
 	if err != nil {
 		return err
 	}
-	out := &rateOutput{seen: map[int]bool{}, counters: map[string][4]int64{}}
+	out := newRateOutput()
 	rt, err := lambdaruntime.New(lambdaruntime.Function{
 		Name: "bench-ratelimit", Bootstrap: self, Timeout: 30 * time.Second, MaxInstances: rateEnvironments,
 		Env: map[string]string{
