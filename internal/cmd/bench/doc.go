@@ -21,8 +21,8 @@ import (
 // are left alone and listed. Then the prose of every figures section (between
 // "<!-- NAME figures: begin -->" and "<!-- NAME figures: end -->") is checked against the
 // section's tables: a number the prose quotes that no table of its section holds is stale, and
-// the command fails naming it, so the prose is rewritten from the same run (docs/benchmarks_test.go
-// runs the same check on the committed page).
+// the command fails naming it, so the prose is rewritten from the same run (docpages_test.go runs
+// the same check on the committed page).
 
 // readFigures reads the BENCH key=value lines of a run (other lines are ignored).
 func readFigures(r io.Reader) (map[string]string, error) {
@@ -155,7 +155,7 @@ var numberToken = regexp.MustCompile(`^\d{1,3}(,\d{3})+(\.\d+)?$|^\d+(\.\d+)?$`)
 
 // proseNumbers returns the numbers written in text: tokens that are a number once surrounding
 // punctuation is trimmed ("15×", "(0.48)"), commas dropped. Digits inside words (arm64, md5) and
-// dates are not numbers. docs/benchmarks_test.go reads numbers the same way.
+// dates are not numbers.
 func proseNumbers(text string) []string {
 	var out []string
 	for _, tok := range strings.FieldsFunc(text, func(r rune) bool {
