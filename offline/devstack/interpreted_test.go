@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
-	"sync"
 	"testing"
 	"time"
 
@@ -66,19 +65,9 @@ func TestInterpretedFunctionsRun(t *testing.T) {
 				p["Runtime"], p["Handler"] = runtime, handler
 				p["Environment"].(map[string]any)["Variables"].(map[string]any)["OUT_DIR"] = out
 			})
-			var mu sync.Mutex
-			failed, deleted := map[string]bool{}, map[string]bool{}
+			var settled esm.Settled
 			up := upConfig(t, cfg, dir)
-			up.Config.OnBatch = func(_ string, rep esm.BatchReport) {
-				mu.Lock()
-				defer mu.Unlock()
-				for _, id := range rep.Failed {
-					failed[id] = true
-				}
-				for _, id := range rep.Deleted {
-					deleted[id] = true
-				}
-			}
+			up.Config.OnBatch = func(_ string, rep esm.BatchReport) { settled.Record(rep) }
 			r, err := devstack.Up(ctx, up)
 			require.NoError(t, err)
 			t.Cleanup(func() { _ = r.Down(context.Background()) })
@@ -103,13 +92,9 @@ func TestInterpretedFunctionsRun(t *testing.T) {
 			// The mapping read the handler's batchItemFailures: the failed record goes back to the
 			// queue, the other is deleted.
 			require.Eventually(t, func() bool {
-				mu.Lock()
-				defer mu.Unlock()
-				return deleted[ids[0]] && failed[ids[1]]
+				return settled.Deleted(ids[0]) && settled.Failed(ids[1])
 			}, time.Minute, 200*time.Millisecond)
-			mu.Lock()
-			assert.False(t, deleted[ids[1]] || failed[ids[0]])
-			mu.Unlock()
+			assert.False(t, settled.Deleted(ids[1]) || settled.Failed(ids[0]))
 		})
 	}
 }

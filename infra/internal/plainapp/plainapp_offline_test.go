@@ -7,7 +7,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
-	"sync"
 	"testing"
 	"time"
 
@@ -83,23 +82,13 @@ func TestPlainAppOnTheOfflineStack(t *testing.T) {
 	require.NoError(t, d.Destroy(ctx))
 
 	// With the Go function mapped to its package, as `jobkit dev --source <id>=<package>` does.
-	var mu sync.Mutex
-	failed, deleted := map[string]bool{}, map[string]bool{}
+	var settled esm.Settled
 	r, err := devstack.Up(ctx, devstack.UpConfig{
 		Deploy: deploy.Options{
 			CDKOut: cdkOut, Prefix: awstest.Name(t, "") + "-", ModuleDir: module, BuildDir: t.TempDir(),
 			Sources: map[string]string{goID: goPackage},
 		},
-		Config: devstack.Config{AWS: cfg, Output: &awstest.SyncBuffer{}, NoScheduler: true, OnBatch: func(_ string, rep esm.BatchReport) {
-			mu.Lock()
-			defer mu.Unlock()
-			for _, id := range rep.Failed {
-				failed[id] = true
-			}
-			for _, id := range rep.Deleted {
-				deleted[id] = true
-			}
-		}},
+		Config: devstack.Config{AWS: cfg, Output: &awstest.SyncBuffer{}, NoScheduler: true, OnBatch: func(_ string, rep esm.BatchReport) { settled.Record(rep) }},
 	})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = r.Down(context.Background()) })
@@ -143,13 +132,9 @@ func TestPlainAppOnTheOfflineStack(t *testing.T) {
 			assert.Equal(t, prefix+body, string(got))
 		}
 		require.Eventually(t, func() bool {
-			mu.Lock()
-			defer mu.Unlock()
-			return deleted[ids["a"]] && deleted[ids["b"]] && failed[ids["fail"]]
+			return settled.Deleted(ids["a"]) && settled.Deleted(ids["b"]) && settled.Failed(ids["fail"])
 		}, time.Minute, 100*time.Millisecond, "%s: the mapping deletes what succeeded and keeps the failed record", lang)
-		mu.Lock()
-		assert.False(t, deleted[ids["fail"]], "%s: the failed record was deleted", lang)
-		mu.Unlock()
+		assert.False(t, settled.Deleted(ids["fail"]), "%s: the failed record was deleted", lang)
 	}
 }
 
