@@ -159,8 +159,7 @@ func deadListDoc(list *inspect.DeadList) deadListJSON {
 }
 
 func printDeadList(w io.Writer, list *inspect.DeadList) {
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "JOB ID\tKIND\tREASON\tATTEMPTS\tFAILED AT\tERROR")
+	tw := table(w, "JOB ID", "KIND", "REASON", "ATTEMPTS", "FAILED AT", "ERROR")
 	for i := range list.Jobs {
 		j := &list.Jobs[i]
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\n", orDash(safe(j.JobID, idWidth)), orDash(safe(j.Kind, kindWidth)),

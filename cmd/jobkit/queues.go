@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -209,8 +210,7 @@ func queuesDoc(rep *inspect.StatsReport) queuesJSON {
 }
 
 func printQueues(w io.Writer, rep *inspect.StatsReport) {
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "QUEUE\tTYPE\tSTATE\tVISIBLE\tIN FLIGHT\tDELAYED\tOLDEST\tDLQ\tDLQ IN FLIGHT\tDLQ OLDEST")
+	tw := table(w, "QUEUE", "TYPE", "STATE", "VISIBLE", "IN FLIGHT", "DELAYED", "OLDEST", "DLQ", "DLQ IN FLIGHT", "DLQ OLDEST")
 	for i := range rep.Queues {
 		s := &rep.Queues[i]
 		kind := "standard"
@@ -254,4 +254,11 @@ func noArgs(cmd *cobra.Command, args []string) error {
 		return usageError{fmt.Errorf("%s takes no arguments, got %q", cmd.CommandPath(), args)}
 	}
 	return nil
+}
+
+// table returns a writer of columns two spaces apart (flush it), its header line written.
+func table(w io.Writer, header ...string) *tabwriter.Writer {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, strings.Join(header, "\t"))
+	return tw
 }

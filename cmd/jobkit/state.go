@@ -56,8 +56,7 @@ func printJobList(w io.Writer, doc jobListJSON) {
 	if len(doc.Jobs) == 0 {
 		fmt.Fprintf(w, "no %s jobs on %s\n", safe(doc.State, reasonWidth), safe(doc.Queue, nameWidth))
 	} else {
-		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-		fmt.Fprintln(tw, "JOB ID\tKIND\tSINCE (UTC)\tATTEMPT\tLAST ERROR")
+		tw := table(w, "JOB ID", "KIND", "SINCE (UTC)", "ATTEMPT", "LAST ERROR")
 		for _, j := range doc.Jobs {
 			attempt := "-"
 			if j.Attempt > 0 {
