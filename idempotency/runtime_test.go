@@ -127,33 +127,32 @@ func queueEmpty(t *testing.T, client *sqs.Client, q awstest.Queue) {
 func TestRuntimeDuplicateDeliveryRunsOnce(t *testing.T) {
 	t.Parallel()
 	f := newRuntimeFixture(t, "acct-rt")
-	cfg, client, q, dlq, l, runs := f.cfg, f.client, f.q, f.dlq, f.l, &f.runs
 	containerA, containerB := f.worker(t), f.worker(t)
 
 	body := jobstest.Body(chargeCard{Account: "acct-rt", Payment: "pay-rt", Amount: 25}, nil)
-	send(t, client, q, body)
-	send(t, client, q, body) // the duplicate
+	send(t, f.client, f.q, body)
+	send(t, f.client, f.q, body) // the duplicate
 
-	resp := deliver(t, client, q, containerA) // first batch: runs
+	resp := deliver(t, f.client, f.q, containerA) // first batch: runs
 	assert.Empty(t, resp.BatchItemFailures)
-	assert.EqualValues(t, 1, runs.Load())
-	resp = deliver(t, client, q, containerB) // second batch, another container: skipped (DynamoDB)
+	assert.EqualValues(t, 1, f.runs.Load())
+	resp = deliver(t, f.client, f.q, containerB) // second batch, another container: skipped (DynamoDB)
 	assert.Empty(t, resp.BatchItemFailures)
-	assert.EqualValues(t, 1, runs.Load())
+	assert.EqualValues(t, 1, f.runs.Load())
 
-	send(t, client, q, body)                 // delivered once more, to the warm container
-	resp = deliver(t, client, q, containerA) // skipped from the warm cache
+	send(t, f.client, f.q, body)                 // delivered once more, to the warm container
+	resp = deliver(t, f.client, f.q, containerA) // skipped from the warm cache
 	assert.Empty(t, resp.BatchItemFailures)
 
-	assert.EqualValues(t, 1, runs.Load(), "the side effect ran once")
-	assert.Equal(t, 75, l.balance(t, "acct-rt"), "debited once")
-	queueEmpty(t, client, q)
-	queueEmpty(t, client, dlq)
+	assert.EqualValues(t, 1, f.runs.Load(), "the side effect ran once")
+	assert.Equal(t, 75, f.l.balance(t, "acct-rt"), "debited once")
+	queueEmpty(t, f.client, f.q)
+	queueEmpty(t, f.client, f.dlq)
 
 	e, err := jobs.DecodeEnvelope(body)
 	require.NoError(t, err)
 	key := idempotency.JobKey(&jobs.JobRow{ID: e.ID, Kind: e.Kind, Key: e.Key})
-	rec, err := idempotency.NewDynamoDBStore(dynamodb.NewFromConfig(cfg), f.table).Get(context.Background(), key)
+	rec, err := idempotency.NewDynamoDBStore(dynamodb.NewFromConfig(f.cfg), f.table).Get(context.Background(), key)
 	require.NoError(t, err)
 	assert.Equal(t, idempotency.StatusCompleted, rec.Status)
 }
@@ -163,22 +162,22 @@ func TestRuntimeDuplicateDeliveryRunsOnce(t *testing.T) {
 func TestRuntimePayloadMismatchIsDeadLettered(t *testing.T) {
 	t.Parallel()
 	f := newRuntimeFixture(t, "acct-mm")
-	client, q, dlq, l, runs, w := f.client, f.q, f.dlq, f.l, &f.runs, f.worker(t)
+	w := f.worker(t)
 
-	send(t, client, q, jobstest.Body(chargeCard{Account: "acct-mm", Payment: "pay-mm", Amount: 10}, &jobstest.MessageOpts{Key: "order-77"}))
-	assert.Empty(t, deliver(t, client, q, w).BatchItemFailures)
-	send(t, client, q, jobstest.Body(chargeCard{Account: "acct-mm", Payment: "pay-mm", Amount: 99}, &jobstest.MessageOpts{Key: "order-77"}))
-	assert.Empty(t, deliver(t, client, q, w).BatchItemFailures, "dead-lettered by the runtime, so not listed")
+	send(t, f.client, f.q, jobstest.Body(chargeCard{Account: "acct-mm", Payment: "pay-mm", Amount: 10}, &jobstest.MessageOpts{Key: "order-77"}))
+	assert.Empty(t, deliver(t, f.client, f.q, w).BatchItemFailures)
+	send(t, f.client, f.q, jobstest.Body(chargeCard{Account: "acct-mm", Payment: "pay-mm", Amount: 99}, &jobstest.MessageOpts{Key: "order-77"}))
+	assert.Empty(t, deliver(t, f.client, f.q, w).BatchItemFailures, "dead-lettered by the runtime, so not listed")
 
-	out, err := client.ReceiveMessage(context.Background(), &sqs.ReceiveMessageInput{
-		QueueUrl: aws.String(dlq.URL), WaitTimeSeconds: 2, MessageAttributeNames: []string{"All"},
+	out, err := f.client.ReceiveMessage(context.Background(), &sqs.ReceiveMessageInput{
+		QueueUrl: aws.String(f.dlq.URL), WaitTimeSeconds: 2, MessageAttributeNames: []string{"All"},
 	})
 	require.NoError(t, err)
 	require.Len(t, out.Messages, 1)
 	dead := jobstest.DecodeDeadLetter(out.Messages[0])
 	assert.Equal(t, contract.ReasonPayloadMismatch, dead.Reason)
 	assert.Contains(t, dead.Error, "different payload")
-	assert.EqualValues(t, 1, runs.Load())
-	assert.Equal(t, 90, l.balance(t, "acct-mm"))
-	queueEmpty(t, client, q)
+	assert.EqualValues(t, 1, f.runs.Load())
+	assert.Equal(t, 90, f.l.balance(t, "acct-mm"))
+	queueEmpty(t, f.client, f.q)
 }

@@ -52,12 +52,12 @@ unreachable() {
   rc=1
 }
 
-# against <name> <services> <control>: `<control> up` starts the emulator (or finds one answering,
-# "reused"), the suite runs on it, and `<control> down` stops what this started.
+# against <name> <services> <control>: `<control> up` starts the emulator ("started") or finds one
+# answering, the suite runs on it, and `<control> down` stops it if this started it.
 against() {
   local name="$1" services="$2" control="$3" t0=$SECONDS state
   if state="$("$control" up)"; then
-    [[ "$state" == reused ]] || STOP="$control down"
+    [[ "$state" != started ]] || STOP="$control down"
     run "$name" "$services" "http://127.0.0.1:$(port_of "$name")"
     eval "${STOP:-true}"; STOP=""
   else unreachable "$name"; fi
@@ -75,8 +75,9 @@ port_of() {
 
 moto() { JOBKIT_EMULATOR_PORT=$MOTO_PORT AWS_ENDPOINT_URL=http://127.0.0.1:$MOTO_PORT "$ROOT/localstack/emulator.sh" "$1"; }
 localstack() { JOBKIT_LOCALSTACK_PORT=$LS_PORT "$ROOT/localstack/localstack.sh" "$1"; }
-elasticmq() { JOBKIT_ELASTICMQ_PORT=$EMQ_PORT "$ROOT/localstack/javaemu.sh" "$1" elasticmq >/dev/null; }
-dynamodb_local() { JOBKIT_DYNAMODB_LOCAL_PORT=$DDB_PORT "$ROOT/localstack/javaemu.sh" "$1" dynamodb >/dev/null; }
+# javaemu.sh up prints the endpoint, and starts what does not answer; it is stopped after, as before.
+elasticmq() { JOBKIT_ELASTICMQ_PORT=$EMQ_PORT "$ROOT/localstack/javaemu.sh" "$1" elasticmq >/dev/null && { [[ $1 != up ]] || echo started; }; }
+dynamodb_local() { JOBKIT_DYNAMODB_LOCAL_PORT=$DDB_PORT "$ROOT/localstack/javaemu.sh" "$1" dynamodb >/dev/null && { [[ $1 != up ]] || echo started; }; }
 
 against moto sqs,dynamodb moto
 against localstack sqs,dynamodb localstack

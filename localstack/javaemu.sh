@@ -109,7 +109,9 @@ EOF
 }
 
 stop() {
-  server_files "$1" "$(port_of "$1")"
+  local port
+  port="$(port_of "$1")" || return
+  server_files "$1" "$port"
   stop_group "$PID_FILE" 10
 }
 

@@ -277,3 +277,18 @@ func (t *Table) BatchStatus(ctx context.Context, id string) (BatchInfo, error) {
 	info.Deadline, info.ExpiredAt = msTime(meta, attrDeadline), msTime(meta, attrExpiredAt)
 	return info, nil
 }
+
+// setMetaIf sets attribute name of batch's meta item to v if cond holds. A failed condition is
+// the *types.ConditionalCheckFailedException, with the item as it was.
+func (t *Table) setMetaIf(ctx context.Context, batch string, cond expression.ConditionBuilder, name string, v any) error {
+	expr, err := expression.NewBuilder().WithCondition(cond).WithUpdate(expression.Set(expression.Name(name), expression.Value(v))).Build()
+	if err != nil {
+		return err
+	}
+	_, err = t.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName: aws.String(t.name), Key: key(metaKey(batch)), UpdateExpression: expr.Update(),
+		ConditionExpression: expr.Condition(), ExpressionAttributeNames: expr.Names(), ExpressionAttributeValues: expr.Values(),
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+	})
+	return err
+}

@@ -107,9 +107,7 @@ func (a *lambdaAPI) goAsync(f func()) bool {
 	if a.closed {
 		return false
 	}
-	a.async.Go(func() {
-		f()
-	})
+	a.async.Go(f)
 	return true
 }
 

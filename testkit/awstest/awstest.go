@@ -17,8 +17,10 @@ import (
 	"net/url"
 	"os"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -147,11 +149,11 @@ func Name(tb testing.TB, suffix string) string {
 	return strings.ReplaceAll("jk-"+test+"-"+suffix+"-"+random, "--", "-")
 }
 
-// randomHex returns 8 random hex digits.
 // Prefix returns word, eight random hex digits and a dash: a prefix of a deployment's resource
 // names (deploy.Options.Prefix) that no other test's shares.
 func Prefix(word string) string { return word + randomHex() + "-" }
 
+// randomHex returns 8 random hex digits.
 func randomHex() string {
 	var b [4]byte
 	_, _ = rand.Read(b[:])
@@ -204,11 +206,11 @@ func SQS(tb testing.TB) (aws.Config, *sqs.Client) {
 	return cfg, sqs.NewFromConfig(cfg)
 }
 
-// Proxied returns a copy of cfg whose clients call the endpoint through a fault proxy
-// (faultproxy.Start with opts), closed when the test ends.
+// Proxied returns a copy of cfg whose clients call cfg's endpoint (Endpoint when cfg names none)
+// through a fault proxy (faultproxy.Start with opts), closed when the test ends.
 func Proxied(tb testing.TB, cfg aws.Config, opts *faultproxy.Options) aws.Config {
 	tb.Helper()
-	p, err := faultproxy.Start(Endpoint(), opts)
+	p, err := faultproxy.Start(cmp.Or(aws.ToString(cfg.BaseEndpoint), Endpoint()), opts)
 	if err != nil {
 		tb.Fatalf("awstest: start the fault proxy: %v", err)
 	}
@@ -216,12 +218,16 @@ func Proxied(tb testing.TB, cfg aws.Config, opts *faultproxy.Options) aws.Config
 	return p.Config(cfg)
 }
 
+// onCalls numbers the OnCall options.
+var onCalls atomic.Int64
+
 // OnCall returns an API option (for aws.Config.APIOptions, or a client's Options.APIOptions) that
 // calls fn with the operation name and input of each call a client makes: once a call, however
 // many times the SDK sends it.
 func OnCall(fn func(operation string, input any)) func(*middleware.Stack) error {
+	id := "awstestOnCall" + strconv.FormatInt(onCalls.Add(1), 10) // a stack keys its steps by id: one of its own
 	return func(stack *middleware.Stack) error {
-		return stack.Initialize.Add(middleware.InitializeMiddlewareFunc("awstestOnCall",
+		return stack.Initialize.Add(middleware.InitializeMiddlewareFunc(id,
 			func(ctx context.Context, in middleware.InitializeInput, next middleware.InitializeHandler) (middleware.InitializeOutput, middleware.Metadata, error) {
 				fn(middleware.GetOperationName(ctx), in.Parameters)
 				return next.HandleInitialize(ctx, in)

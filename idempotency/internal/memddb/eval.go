@@ -255,35 +255,50 @@ func parent(item Item, p path) (value, error) {
 	return nil, errors.New("the document path provided in the update expression is invalid for update")
 }
 
-// setPath sets the attribute at p to v, or removes it when v is nil.
+// setPath sets the attribute at p to v.
 func setPath(item Item, p path, v value) error {
-	par, err := parent(item, p)
+	par, last, err := parentOf(item, p)
 	if err != nil {
 		return err
 	}
-	last := p[len(p)-1]
 	switch c := par.(type) {
 	case *types.AttributeValueMemberM:
-		if v == nil {
-			delete(c.Value, last.name)
-		} else {
-			c.Value[last.name] = v
-		}
+		c.Value[last.name] = v
 	case *types.AttributeValueMemberL:
-		switch {
-		case v == nil && last.index < len(c.Value):
-			c.Value = slices.Delete(c.Value, last.index, last.index+1)
-		case v == nil:
-		case last.index >= len(c.Value):
+		if last.index >= len(c.Value) {
 			c.Value = append(c.Value, v)
-		default:
+		} else {
 			c.Value[last.index] = v
 		}
 	}
 	return nil
 }
 
-func removePath(item Item, p path) error { return setPath(item, p, nil) }
+// removePath removes the attribute at p, if there is one.
+func removePath(item Item, p path) error {
+	par, last, err := parentOf(item, p)
+	if err != nil {
+		return err
+	}
+	switch c := par.(type) {
+	case *types.AttributeValueMemberM:
+		delete(c.Value, last.name)
+	case *types.AttributeValueMemberL:
+		if last.index < len(c.Value) {
+			c.Value = slices.Delete(c.Value, last.index, last.index+1)
+		}
+	}
+	return nil
+}
+
+// parentOf returns the map or list that holds the attribute at p, and p's last step.
+func parentOf(item Item, p path) (value, pathStep, error) {
+	par, err := parent(item, p)
+	if err != nil {
+		return nil, pathStep{}, err
+	}
+	return par, p[len(p)-1], nil
+}
 
 func addPath(item Item, p path, v value) error {
 	cur, ok := resolve(item, p)

@@ -31,16 +31,21 @@ func ReadFile(t testing.TB, path string) Template {
 	t.Helper()
 	raw, err := os.ReadFile(path)
 	require.NoError(t, err)
-	return FromJSON(t, json.RawMessage(raw))
+	return decode(t, raw)
 }
 
-// FromJSON converts any JSON-shaped value (or JSON text as a json.RawMessage) into a Template.
+// FromJSON converts any JSON-shaped value into a Template.
 func FromJSON(t testing.TB, v any) Template {
 	t.Helper()
-	b, err := json.Marshal(v)
+	raw, err := json.Marshal(v)
 	require.NoError(t, err)
+	return decode(t, raw)
+}
+
+func decode(t testing.TB, raw []byte) Template {
+	t.Helper()
 	var tpl Template
-	require.NoError(t, json.Unmarshal(b, &tpl))
+	require.NoError(t, json.Unmarshal(raw, &tpl))
 	return tpl
 }
 
